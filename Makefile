@@ -1,0 +1,34 @@
+# Two commands a newcomer needs: `make run` and `make test`. Both create the virtual environment
+# in .venv on first use and reuse it afterwards; it is rebuilt only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: run test bench clean
+
+run: $(VENV)/.installed
+	$(PY) train.py
+	$(PY) sample.py --num 20
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed
+	$(PY) bench/train_speed.py
+	$(PY) bench/inference_speed.py
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+# The project is installed in editable mode, so edits to the source take effect without reinstalling.
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(VENV)/.installed $@
+
+clean:
+	rm -rf $(VENV) out *.egg-info
