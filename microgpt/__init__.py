@@ -1,10 +1,18 @@
 """
 microgpt: a GPT built from scratch on a scalar autograd engine, in pure standard-library Python.
 
-Read in this order: engine.py (Value and backward), then the model and training files as they
-are listed in README's reading guide.
+    from microgpt import Value, GPT, GPTConfig, load_checkpoint
+    model = load_checkpoint('out/model.json')
+    keys, values = model.empty_cache()
+    logits = model.gpt(model.tokenizer.bos, 0, keys, values)   # vocab_size Values
+
+Read in this order (README's reading guide says more): engine.py (Value, backward, fused
+primitives), tokenizer.py, data.py, model.py (the annotated gpt()), training.py, optim.py,
+sampling.py, checkpoint.py; then train.py and sample.py at the top of the repository.
 """
 
+from .checkpoint import load_checkpoint
 from .engine import Value
+from .model import GPT, GPTConfig
 
-__all__ = ['Value']
+__all__ = ['Value', 'GPT', 'GPTConfig', 'load_checkpoint']

@@ -21,6 +21,10 @@ import math
 from itertools import count
 from operator import mul
 
+class NonFiniteError(ValueError):
+    """An op produced inf or nan. In training this means divergence: lower the learning rate."""
+
+
 # Every node gets a birth number. A node is always born after its children (they must exist
 # before it can be computed from them), so sorting by birth number is a topological order.
 _birth = count()
@@ -62,18 +66,27 @@ class Value:
             out = self.data ** exponent
         except ZeroDivisionError:
             raise ValueError(f"0 ** {exponent} is undefined: keep the base away from 0") from None
+        except OverflowError:  # float ** raises instead of returning inf, unlike float *
+            raise ValueError(f"{self.data} ** {exponent} overflows a float (non-finite)") from None
         if isinstance(out, complex):
             raise ValueError(f"{self.data} ** {exponent} is not a real number: "
                              "a negative base needs an integer exponent")
-        # d(x^n)/dx = n * x^(n-1)
-        local = exponent * self.data ** (exponent - 1) if exponent != 0 else 0.0
-        return Value(_finite(out, '**'), (self,), (local,), f'**{exponent}')
+        out = _finite(out, '**')
+        # d(x^n)/dx = n * x^(n-1); it can blow up where x^n is fine, e.g. x ** 0.5 at x = 0
+        try:
+            local = exponent * self.data ** (exponent - 1) if exponent != 0 else 0.0
+        except (ZeroDivisionError, OverflowError):
+            local = math.inf
+        if not math.isfinite(local):
+            raise ValueError(f"the slope of x ** {exponent} at x = {self.data} is non-finite: "
+                             "keep the base away from 0")
+        return Value(out, (self,), (local,), f'**{exponent}')
 
     def exp(self):
         try:
             out = math.exp(self.data)
         except OverflowError:
-            raise ValueError(f"exp({self.data}) overflows a float: the input is too large "
+            raise NonFiniteError(f"exp({self.data}) overflows a float: the input is too large "
                              "(are the logits diverging? lower the learning rate)") from None
         return Value(_finite(out, 'exp'), (self,), (out,), 'exp')  # d(e^x)/dx = e^x
 
@@ -164,9 +177,12 @@ def _born_of(node):
 
 def _finite(x, op):
     """Return x, or stop with a clear message if an op produced inf or nan."""
-    if math.isfinite(x):
-        return x
-    raise ValueError(f"'{op}' produced a non-finite number ({x}): an input is too large or "
+    try:
+        if math.isfinite(x):
+            return x
+    except OverflowError:  # an int too big for a float (int data can grow past 1e308)
+        pass
+    raise NonFiniteError(f"'{op}' produced a non-finite number ({x}): an input is too large or "
                      "already inf/nan (in training this means divergence: lower the learning rate)")
 
 
@@ -224,7 +240,9 @@ def rmsnorm(xs, eps=1e-5):
     """
     x = [v.data for v in xs]
     n = len(x)
-    s = (sum(xi * xi for xi in x) / n + eps) ** -0.5
+    # checked: an overflowed mean square would make s = 0 and every output silently 0
+    ms = _finite(sum(xi * xi for xi in x) / n, 'rmsnorm')
+    s = (ms + eps) ** -0.5
     c = s ** 3 / n
     children = tuple(xs)
     out = []

@@ -1,0 +1,79 @@
+"""
+The training data: a list of documents (here, names), and its train/validation split.
+
+By default the documents are the first names of the US census lists that ship inside the
+`names` package (female and male), lowercased and deduplicated: 5,163 names over 26 letters,
+read from the installed package, nothing downloaded. `--data PATH` takes any UTF-8 text file
+instead, one document per line. train.py calls `load_docs` and then `split_docs`.
+"""
+
+import random
+from importlib import resources
+
+from .errors import UserError
+
+NAMES_FILES = ('dist.female.first', 'dist.male.first')  # the census first-name lists
+
+
+def load_docs(path=None):
+    """The documents of `path` (one per line), or the bundled census first names if None."""
+    if path is None:
+        return bundled_names()
+    try:
+        with open(path, 'rb') as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise UserError(f"data file {path} does not exist: give --data a text file with one name per line") from None
+    except IsADirectoryError:
+        raise UserError(f"data path {path} is a directory: give --data a text file") from None
+    except OSError as e:
+        raise UserError(f"cannot read data file {path}: {e.strerror}") from None
+    docs = []
+    # split on b'\n' so a bad byte can be reported with its line number; strip() drops '\r' too
+    for lineno, line in enumerate(raw.split(b'\n'), start=1):
+        try:
+            text = line.decode('utf-8')
+        except UnicodeDecodeError:
+            raise UserError(f"{path} line {lineno} is not valid UTF-8: save the file as UTF-8") from None
+        text = text.strip()
+        if text:
+            docs.append(text)
+    if not docs:
+        raise UserError(f"{path} has no documents: it needs at least one non-blank line")
+    return docs
+
+
+def bundled_names():
+    """The census first names from the `names` package, lowercased, duplicates removed."""
+    try:
+        folder = resources.files('names')
+    except ModuleNotFoundError:
+        raise UserError("the `names` package is not installed: run `make run` (or "
+                        "`pip install -e .`), or pass --data PATH") from None
+    docs = []
+    for filename in NAMES_FILES:
+        # each line: NAME  frequency  cumulative-frequency  rank
+        for line in (folder / filename).read_text(encoding='utf-8').splitlines():
+            if line.strip():
+                docs.append(line.split()[0].lower())
+    return list(dict.fromkeys(docs))  # dedupe, keeping the first occurrence's order
+
+
+def default_val_size(n_docs):
+    """makemore's rule: hold out 10% of the names, but never more than 1000."""
+    return min(1000, int(n_docs * 0.1))
+
+
+def split_docs(docs, val_size=None, seed=42, shuffle=True):
+    """(train_docs, val_docs): shuffled with `seed` unless shuffle is False, the last
+    `val_size` documents held out for validation."""
+    docs = list(docs)
+    if val_size is None:
+        val_size = default_val_size(len(docs))
+    if not 0 <= val_size < len(docs):
+        raise UserError(f"--val-size {val_size} leaves no training documents out of {len(docs)}: "
+                        f"use a number from 0 to {len(docs) - 1}")
+    if shuffle:
+        random.Random(seed).shuffle(docs)
+    cut = len(docs) - val_size
+    return docs[:cut], docs[cut:]

@@ -1,0 +1,46 @@
+"""
+Adam, the optimizer microgpt trains with, over a flat list of parameters.
+
+Each parameter keeps two running averages of its gradient: m (the mean, "which way to go")
+and v (the mean square, "how noisy that direction is"). The step is m / sqrt(v): large where
+the gradient is consistent, small where it jumps around. Both averages start at 0, so early
+on they are biased towards 0; dividing by (1 - beta^t) removes that bias.
+train.py makes one `Adam` and calls `step()` once per name; the state (m, v, t) is saved in
+checkpoints so that --resume continues exactly.
+"""
+
+
+class Adam:
+    def __init__(self, params, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8):
+        self.params = params            # flat list of Value, as GPT.params
+        self.lr = lr                    # peak learning rate; 1e-3..1e-2 suits this tiny model
+        self.beta1 = beta1              # decay of the gradient mean m (0.85: short memory)
+        self.beta2 = beta2              # decay of the squared-gradient mean v
+        self.eps = eps                  # keeps the division finite where v is ~0
+        self.m = [0.0] * len(params)    # first moment per parameter
+        self.v = [0.0] * len(params)    # second moment per parameter
+        self.t = 0                      # steps taken so far
+
+    def step(self, lr):
+        """One update with learning rate `lr` (train.py passes the decayed rate)."""
+        self.t += 1
+        b1, b2, eps = self.beta1, self.beta2, self.eps
+        bias1 = 1 - b1 ** self.t        # bias corrections for the zero start of m and v
+        bias2 = 1 - b2 ** self.t
+        m, v = self.m, self.v
+        for i, p in enumerate(self.params):
+            g = p.grad
+            m[i] = b1 * m[i] + (1 - b1) * g
+            v[i] = b2 * v[i] + (1 - b2) * g * g
+            m_hat = m[i] / bias1
+            v_hat = v[i] / bias2
+            p.data -= lr * m_hat / (v_hat ** 0.5 + eps)
+
+    def state(self):
+        """What a checkpoint needs to resume: the moments and the step count."""
+        return {'t': self.t, 'm': list(self.m), 'v': list(self.v)}
+
+    def load_state(self, state):
+        if len(state['m']) != len(self.params) or len(state['v']) != len(self.params):
+            raise ValueError("optimizer state does not match the number of parameters")
+        self.t, self.m, self.v = state['t'], list(state['m']), list(state['v'])
