@@ -1,0 +1,43 @@
+"""
+Shared pytest fixtures: small data sets and a small trained checkpoint, made once per session.
+
+Many tests need "a real trained model" (sampling, the numpy port, the lab); training one through
+train.py's main() on a tiny config takes about a second, so it is done once and shared.
+"""
+
+import os
+import sys
+
+import pytest
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(TESTS_DIR)
+for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+# A few dozen short names: enough to train on for a few steps, small enough to read.
+TINY_NAMES = """emma olivia ava isabella sophia mia charlotte amelia harper evelyn abigail emily
+elizabeth sofia avery ella scarlett grace chloe victoria riley aria lily aubrey zoey penelope
+liam noah william james oliver benjamin elijah lucas mason logan alexander ethan jacob michael
+daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wyatt john jack""".split()
+
+
+@pytest.fixture(scope='session')
+def names_file(tmp_path_factory):
+    """A UTF-8 file of TINY_NAMES, one per line."""
+    path = tmp_path_factory.mktemp('data') / 'names.txt'
+    path.write_text('\n'.join(TINY_NAMES) + '\n', encoding='utf-8')
+    return str(path)
+
+
+@pytest.fixture(scope='session')
+def tiny_ckpt(tmp_path_factory, names_file):
+    """Path of a checkpoint trained for 60 steps by train.py on TINY_NAMES (n_embd 8, 2 heads)."""
+    import train
+    out = tmp_path_factory.mktemp('ckpt') / 'model.json'
+    status = train.main(['--data', names_file, '--out', str(out), '--steps', '60', '--n-embd', '8',
+                         '--n-head', '2', '--block-size', '12', '--val-size', '6',
+                         '--eval-every', '0', '--num-samples', '0'])
+    assert status == 0
+    return str(out)
