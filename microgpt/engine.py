@@ -67,7 +67,8 @@ class Value:
         except ZeroDivisionError:
             raise ValueError(f"0 ** {exponent} is undefined: keep the base away from 0") from None
         except OverflowError:  # float ** raises instead of returning inf, unlike float *
-            raise ValueError(f"{self.data} ** {exponent} overflows a float (non-finite)") from None
+            raise NonFiniteError(
+                f"{self.data} ** {exponent} overflows a float (non-finite)") from None
         if isinstance(out, complex):
             raise ValueError(f"{self.data} ** {exponent} is not a real number: "
                              "a negative base needs an integer exponent")

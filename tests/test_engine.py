@@ -1,0 +1,293 @@
+"""
+Tests for the basic ops of microgpt/engine.py and for microgpt/graph.py.
+
+Every op is checked twice: its forward value against the same formula in plain float math, and
+its gradient against central finite differences (tests/gradcheck.py), an oracle that shares no
+code with backward(). A negative control proves that the finite-difference check can fail.
+Then: diamonds, a very long chain, repeated backward(), the error messages, and the graph views.
+
+Run: .venv/bin/python -m pytest -q tests/test_engine.py
+"""
+
+import math
+import sys
+
+import pytest
+
+from gradcheck import check_grads, numeric_grad
+from microgpt.engine import NonFiniteError, Value, topological_order
+from microgpt.graph import graph_rows, graph_table, to_dot
+
+GRAD_TOL = 1e-6   # central differences with h = 1e-6 are good to ~1e-9 here; 1e-6 leaves margin
+VALUE_TOL = 1e-15  # forward values: the engine does the same float operations as plain Python
+
+
+# ---------------------------------------------------------------------------- the basic ops
+# (id, expression on Values, the same expression on floats, inputs). Inputs stay away from the
+# points where an op is undefined or has a kink (log at 0, relu at 0, division by 0).
+BASIC_OPS = [
+    ('add', lambda v: v[0] + v[1], lambda x: x[0] + x[1], [0.7, -1.3]),
+    ('add_number_right', lambda v: v[0] + 2.5, lambda x: x[0] + 2.5, [0.7]),
+    ('add_number_left', lambda v: 2.5 + v[0], lambda x: 2.5 + x[0], [0.7]),
+    ('sub', lambda v: v[0] - v[1], lambda x: x[0] - x[1], [0.7, -1.3]),
+    ('sub_number_right', lambda v: v[0] - 2.5, lambda x: x[0] - 2.5, [0.7]),
+    ('sub_number_left', lambda v: 2.5 - v[0], lambda x: 2.5 - x[0], [0.7]),
+    ('mul', lambda v: v[0] * v[1], lambda x: x[0] * x[1], [0.7, -1.3]),
+    ('mul_number_right', lambda v: v[0] * -3.0, lambda x: x[0] * -3.0, [0.7]),
+    ('mul_number_left', lambda v: -3.0 * v[0], lambda x: -3.0 * x[0], [0.7]),
+    ('div', lambda v: v[0] / v[1], lambda x: x[0] / x[1], [0.7, -1.3]),
+    ('div_number_right', lambda v: v[0] / 4.0, lambda x: x[0] / 4.0, [0.7]),
+    ('div_number_left', lambda v: 4.0 / v[0], lambda x: 4.0 / x[0], [0.7]),
+    ('pow_2', lambda v: v[0] ** 2, lambda x: x[0] ** 2, [-1.3]),
+    ('pow_3', lambda v: v[0] ** 3, lambda x: x[0] ** 3, [-1.3]),
+    ('pow_minus_1', lambda v: v[0] ** -1, lambda x: x[0] ** -1, [-1.3]),
+    ('pow_half', lambda v: v[0] ** 0.5, lambda x: x[0] ** 0.5, [1.7]),
+    ('pow_minus_1.5', lambda v: v[0] ** -1.5, lambda x: x[0] ** -1.5, [1.7]),
+    ('pow_0', lambda v: v[0] ** 0, lambda x: x[0] ** 0, [1.7]),
+    ('neg', lambda v: -v[0], lambda x: -x[0], [0.7]),
+    ('exp', lambda v: v[0].exp(), lambda x: math.exp(x[0]), [0.7]),
+    ('exp_negative', lambda v: v[0].exp(), lambda x: math.exp(x[0]), [-2.2]),
+    ('log', lambda v: v[0].log(), lambda x: math.log(x[0]), [0.7]),
+    ('log_large', lambda v: v[0].log(), lambda x: math.log(x[0]), [40.0]),
+    ('relu_positive', lambda v: v[0].relu(), lambda x: max(0.0, x[0]), [0.7]),
+    ('relu_negative', lambda v: v[0].relu(), lambda x: max(0.0, x[0]), [-0.7]),
+    ('compound', lambda v: (v[0] * v[1] + v[1].exp()).relu() / (v[0] ** 2 + 1).log(),
+     lambda x: max(0.0, x[0] * x[1] + math.exp(x[1])) / math.log(x[0] ** 2 + 1), [0.7, -1.3]),
+]
+
+
+@pytest.mark.parametrize('build, plain, inputs', [c[1:] for c in BASIC_OPS],
+                         ids=[c[0] for c in BASIC_OPS])
+def test_basic_op_value(build, plain, inputs):
+    out = build([Value(x) for x in inputs])
+    assert abs(out.data - plain(inputs)) <= VALUE_TOL * max(1.0, abs(plain(inputs)))
+
+
+@pytest.mark.parametrize('build, inputs', [(c[1], c[3]) for c in BASIC_OPS],
+                         ids=[c[0] for c in BASIC_OPS])
+def test_basic_op_grad_matches_finite_differences(build, inputs):
+    assert check_grads(build, inputs) < GRAD_TOL
+
+
+def test_numeric_grad_matches_a_known_derivative():
+    # the oracle itself, on a function whose derivative we know in closed form: d sin / dx = cos
+    x = 0.4
+    assert abs(numeric_grad(lambda xs: math.sin(xs[0]), [x], 0) - math.cos(x)) < GRAD_TOL
+
+
+def _bad_square(v):
+    """x^2 with a deliberately wrong local gradient: x instead of 2x."""
+    x = v[0]
+    return Value(x.data * x.data, (x,), (x.data,), 'bad_square')
+
+
+def _good_square(v):
+    """The same node with the right local gradient, so the control differs in one thing only."""
+    x = v[0]
+    return Value(x.data * x.data, (x,), (2 * x.data,), 'good_square')
+
+
+def test_negative_control_wrong_local_grad_is_caught():
+    # If this check passed, a green gradient test would prove nothing.
+    assert check_grads(_good_square, [1.5]) < GRAD_TOL
+    assert check_grads(_bad_square, [1.5]) > 1000 * GRAD_TOL
+
+
+def test_negative_control_inside_a_larger_graph_is_caught():
+    # a wrong node buried among correct ones still spoils the leaf gradients it feeds
+    build = lambda v: (_bad_square([v[0] * v[1]]) + v[1].exp()).log()
+    assert check_grads(build, [0.8, 0.3]) > 1000 * GRAD_TOL
+
+
+def test_relu_slope_at_zero_is_zero():
+    # the documented choice for the kink; finite differences cannot test this point (they give 1/2)
+    x = Value(0.0)
+    x.relu().backward()
+    assert x.grad == 0.0
+
+
+# ---------------------------------------------------------------------------- diamonds
+def test_diamond_reused_operand():
+    # y = a*a + a uses a three times: dy/da = 2a + 1, the sum of all three paths
+    a = Value(1.5)
+    y = a * a + a
+    y.backward()
+    assert a.grad == 2 * 1.5 + 1
+    assert check_grads(lambda v: v[0] * v[0] + v[0], [1.5]) < GRAD_TOL
+
+
+def test_diamond_shared_intermediate():
+    # b = a + 1 feeds y = b*b*b twice over: dy/da = 3 (a+1)^2
+    a = Value(0.5)
+    b = a + 1
+    y = b * b * b
+    y.backward()
+    assert abs(a.grad - 3 * 1.5 ** 2) < VALUE_TOL * 10
+    assert b.grad == a.grad  # b = a + 1 passes the gradient through unchanged
+
+    def build(v):
+        b = v[0] + 1
+        return b * b * b
+    assert check_grads(build, [0.5]) < GRAD_TOL
+
+
+def test_diamond_two_branches_that_meet():
+    # a splits into two branches (exp and log) that meet again in a product
+    build = lambda v: v[0].exp() * v[0].log() + v[1] * v[0]
+    assert check_grads(build, [1.3, -0.4]) < GRAD_TOL
+
+
+# ---------------------------------------------------------------------------- backward()
+def test_long_chain_has_no_recursion_error():
+    # 200,000 nodes deep, far beyond Python's recursion limit: a recursive topological sort
+    # (micrograd's) would fail here, the engine's iterative one must not.
+    n = 200_000
+    assert sys.getrecursionlimit() < n
+    factor = 1.000001
+    x = Value(1.0)
+    y = x
+    for _ in range(n):
+        y = y * factor
+    y.backward()
+    # dy/dx = factor^n, here ~ e^0.2; rounding in 200,000 products costs ~n * 1e-16
+    assert abs(x.grad - factor ** n) < 1e-9
+    assert abs(y.data - factor ** n) < 1e-9
+
+
+def test_backward_twice_gives_the_same_grads():
+    a, b = Value(0.6), Value(-1.1)
+    y = (a * b + a.exp()) * a
+    y.backward()
+    first = (a.grad, b.grad)
+    y.backward()  # zeroes the graph's grads first, so nothing doubles
+    assert (a.grad, b.grad) == first
+
+
+def test_backward_on_a_rebuilt_graph_gives_the_same_grads():
+    # the training-loop pattern: the same leaves (parameters), a new graph each step, no zero_grad
+    a, b = Value(0.6), Value(-1.1)
+    build = lambda: (a * b + a.exp()) * a
+    build().backward()
+    first = (a.grad, b.grad)
+    build().backward()
+    assert (a.grad, b.grad) == first
+
+
+def test_backward_grads_of_intermediate_nodes():
+    a = Value(2.0)
+    b = a * 3.0
+    y = b * b
+    y.backward()
+    assert (y.grad, b.grad, a.grad) == (1.0, 2 * 6.0, 2 * 6.0 * 3.0)
+
+
+def test_backward_of_a_leaf():
+    x = Value(4.0)
+    x.backward()
+    assert x.grad == 1.0
+
+
+def test_repr_shows_data_and_grad():
+    x = Value(2.5)
+    (x * x).backward()
+    text = repr(x)
+    assert 'data=2.5' in text and 'grad=5' in text
+
+
+# ---------------------------------------------------------------------------- clear errors
+@pytest.mark.parametrize('x', [0.0, -1.0])
+def test_log_of_a_non_positive_number(x):
+    with pytest.raises(ValueError, match='log'):
+        Value(x).log()
+
+
+def test_value_exponent_is_a_type_error():
+    with pytest.raises(TypeError, match='exponent'):
+        Value(2.0) ** Value(3.0)
+
+
+@pytest.mark.parametrize('make', [
+    lambda: Value(1e200) * Value(1e200),
+    lambda: Value(1e308) + Value(1e308),
+    lambda: Value(1000.0).exp(),
+    lambda: Value(1e200) ** 2,      # float ** raises OverflowError where float * gives inf
+    lambda: Value(1e-300) ** -2,
+    lambda: Value(10) ** 400,       # int data: the int is exact, but no float can hold it
+], ids=['mul', 'add', 'exp', 'pow', 'pow_negative', 'pow_int'])
+def test_non_finite_result_is_a_clear_value_error(make):
+    # NonFiniteError is a ValueError that train.py catches to report divergence
+    with pytest.raises(NonFiniteError, match='non-finite|overflow'):
+        make()
+
+
+@pytest.mark.parametrize('make, match', [
+    (lambda: Value(0.0) ** 0.5, 'slope'),          # 0 is fine, but d sqrt(x)/dx is infinite at 0
+    (lambda: Value(0.0) ** -1, 'undefined'),
+    (lambda: Value(-2.0) ** 0.5, 'not a real number'),
+    (lambda: Value(1.0) / Value(0.0), 'undefined'),
+], ids=['sqrt_at_0', 'zero_to_negative', 'negative_to_fraction', 'divide_by_zero_value'])
+def test_undefined_powers_are_clear_value_errors(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_division_by_the_number_zero():
+    with pytest.raises(ZeroDivisionError, match='by 0'):
+        Value(1.0) / 0
+
+
+# ---------------------------------------------------------------------------- graph views
+def _diamond():
+    """y = relu(a*b + a) * 2 with names for the leaves; a is shared by two nodes."""
+    a, b = Value(1.5), Value(-0.5)
+    y = (a * b + a).relu() * 2
+    y.backward()
+    return y, a, b
+
+
+def test_topological_order_children_first_and_once():
+    y, a, b = _diamond()
+    order = topological_order(y)
+    position = {node: i for i, node in enumerate(order)}
+    assert len(position) == len(order)  # no node twice
+    assert order[-1] is y
+    for node in order:
+        for child in node._children:
+            assert position[child] < position[node]
+
+
+def test_graph_rows_topological_and_shared_node_once():
+    y, a, b = _diamond()
+    rows = graph_rows(y)
+    for i, (_, _, _, _, children) in enumerate(rows):
+        assert all(c < i for c in children)
+    nodes = [row[0] for row in rows]
+    assert nodes.count(a) == 1
+    # a, b, the constant 2, a*b, +, relu, * : seven distinct nodes
+    assert len(nodes) == 7
+    assert rows[-1][0] is y and rows[-1][1] == '*'
+    # rows carry the values and grads that backward() left in the nodes
+    row_a = rows[nodes.index(a)]
+    assert (row_a[2], row_a[3]) == (a.data, a.grad)
+
+
+def test_graph_table_one_line_per_node_with_names():
+    y, a, b = _diamond()
+    table = graph_table(y, names={a: 'a', b: 'b'})
+    lines = table.splitlines()
+    assert len(lines) == 1 + len(graph_rows(y))  # a header, then one line per node
+    assert any(line.split()[1] == 'a' for line in lines[1:])
+    assert any(line.split()[1] == 'relu' for line in lines[1:])
+
+
+def test_to_dot_is_a_digraph_with_one_edge_per_child_link():
+    y, a, b = _diamond()
+    x = Value(3.0)
+    square = x * x  # the same child twice: two links, so two edges
+    for root in (y, square):
+        dot = to_dot(root, names={a: 'a|{b}'})  # record-label characters must be escaped
+        links = sum(len(children) for *_, children in graph_rows(root))
+        assert 'digraph' in dot
+        assert dot.count('->') == links
+    assert to_dot(square).count('n0 -> n1;') == 2
+    assert 'a\\|\\{b\\}' in to_dot(y, names={a: 'a|{b}'})
