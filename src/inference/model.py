@@ -1,0 +1,284 @@
+"""
+The numpy port of microgpt's GPT: every position of a sequence in one call.
+
+Read it side by side with microgpt/model.py. The scalar `gpt()` sees ONE position per call
+and keeps the earlier positions' keys and values in a KV cache. `NumpyGPT.forward` takes the
+whole sequence of T token ids and computes all T positions together: each step of gpt()
+(numbered 1 to 4 in both files) becomes one matrix operation on a (T, n_embd) array, except
+attention, which loops over query positions i and lets each see only keys j <= i. Nothing
+here is cached: position i's keys are simply rows 0..i of the (T, n_embd) key array. The two
+compute the same logits (tests/test_inference.py checks to 1e-10).
+
+forward(token_ids, capture=...) also hands back intermediate arrays, by name, for the lab and
+for lessons. With L = n_layer, H = n_head, D = head_dim:
+
+    attention_logits   (L, H, T, T)   q.k / sqrt(head_dim) for query i, key j; NaN where j > i
+    attention_softmax  (L, H, T, T)   the attention weights; each row sums to 1; NaN where j > i
+    q, k, v            (L, H, T, D)   each head's query, key and value at every position
+    head_output        (L, H, T, D)   each head's weighted average of values, before attn_wo
+    mlp_pre_relu       (L, T, 4 * n_embd)  the MLP's hidden layer before the ReLU
+    logits             (T, vocab_size)     the output, scores for the token after each position
+
+forward() is the reference, written for reading; forward_vectorized() computes the same
+logits with attention as one masked softmax per head, about 15x quicker, and is what loss(),
+evaluate() and sampling use.
+
+Weights are float64 arrays stored [n_out, n_in] under microgpt's names (wte, wpe, lm_head,
+layer{i}.attn_wq, ...), exactly as in a checkpoint, so applying one to the rows of x is
+x @ w.T (see `linear`).
+"""
+
+import numpy as np
+
+from microgpt.errors import UserError
+from microgpt.model import parameter_shapes
+from microgpt.training import doc_tokens
+
+from .attention import attention_head, masked_attention
+
+# Everything forward() can hand back; capture='all' means all of them.
+CAPTURE_NAMES = ('attention_logits', 'attention_softmax', 'q', 'k', 'v', 'head_output',
+                 'mlp_pre_relu', 'logits')
+
+
+# ---------------------------------------------------------------------------- building blocks
+def linear(x, w):
+    """Apply w, stored [n_out, n_in], to every row of x (T, n_in): x @ w.T is (T, n_out).
+
+    The transpose is there because a checkpoint stores one row per OUTPUT, as microgpt does;
+    row i of the result is what the scalar `linear(x_i, w)` returns for position i.
+    """
+    return x @ w.T  # (T, n_out)
+
+
+def rmsnorm(x, eps=1e-5):
+    """Scale each row of x to root-mean-square 1, as engine.rmsnorm does for one vector."""
+    ms = (x * x).mean(axis=-1, keepdims=True)  # (T, 1): each position's mean square
+    return x * (ms + eps) ** -0.5              # (T, n_embd)
+
+
+def split_heads(x, n_head):
+    """(T, n_embd) -> (n_head, T, head_dim): each head's slice of every position, heads first."""
+    T, n_embd = x.shape
+    return x.reshape(T, n_head, n_embd // n_head).transpose(1, 0, 2)  # (n_head, T, head_dim)
+
+
+def merge_heads(x):
+    """(n_head, T, head_dim) -> (T, n_embd): the heads side by side again, as gpt()'s x_attn."""
+    n_head, T, head_dim = x.shape
+    return x.transpose(1, 0, 2).reshape(T, n_head * head_dim)  # (T, n_embd)
+
+
+def cross_entropy(logits, targets):
+    """-log softmax(logits[i])[targets[i]] for every row i: logsumexp minus the target's logit."""
+    zmax = logits.max(axis=-1, keepdims=True)                                # (T, 1)
+    logsumexp = zmax[:, 0] + np.log(np.exp(logits - zmax).sum(axis=-1))     # (T,)
+    return logsumexp - logits[np.arange(len(targets)), targets]             # (T,)
+
+
+# ---------------------------------------------------------------------------- the model
+class NumpyGPT:
+    """microgpt's GPT over float64 arrays, for whole sequences. No gradients: inference only.
+
+    config: a microgpt GPTConfig. weights: {name: [[float]] or array}, each [n_out, n_in].
+    tokenizer: the CharTokenizer, needed only for sampling and evaluate().
+    """
+
+    def __init__(self, config, weights, tokenizer=None):
+        self.config = config
+        self.tokenizer = tokenizer
+        shapes = parameter_shapes(config)
+        missing = [name for name in shapes if name not in weights]
+        if missing:
+            raise UserError(f"weights missing for {', '.join(missing[:3])}"
+                            f"{' ...' if len(missing) > 3 else ''}")
+        self.weights = {}
+        for name, shape in shapes.items():
+            w = np.array(weights[name], dtype=np.float64)  # (n_out, n_in), a copy of the input
+            if w.shape != tuple(shape):
+                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, got {w.shape}")
+            self.weights[name] = w
+
+    @classmethod
+    def from_scalar(cls, model):
+        """The port of a microgpt GPT: same config, same weights (copied), same tokenizer."""
+        return cls(model.config, model.weights(), tokenizer=model.tokenizer)
+
+    def forward(self, token_ids, capture=()):
+        """Logits (T, vocab_size) for every position of token_ids, and the captured arrays.
+
+        Row i of the logits is what gpt(token_ids[i], i, ...) returns after the calls for
+        positions 0..i-1. capture: names from CAPTURE_NAMES (or 'all'); the second return
+        value is {name: array} for those, with the shapes listed in this module's docstring.
+        """
+        cfg, sd = self.config, self.weights
+        ids = self._check_ids(token_ids)
+        wanted = _capture_names(capture)
+        T, head_dim = len(ids), cfg.head_dim
+        captures = _empty_captures(wanted, cfg, T)
+
+        # 1) Each token's meaning plus its position's: row i is position i's vector.
+        tok_emb = sd['wte'][ids]  # (T, n_embd): row i is wte's row for token ids[i]
+        pos_emb = sd['wpe'][:T]   # (T, n_embd): positions 0..T-1
+        x = tok_emb + pos_emb     # (T, n_embd)
+        x = rmsnorm(x)            # (T, n_embd); note: not redundant, because of the residual path
+
+        for li in range(cfg.n_layer):
+            # 2) Attention: position i gathers information from itself and positions j < i.
+            x_residual = x
+            x = rmsnorm(x)                           # (T, n_embd)
+            q = linear(x, sd[f'layer{li}.attn_wq'])  # (T, n_embd): what each position looks for
+            k = linear(x, sd[f'layer{li}.attn_wk'])  # (T, n_embd): what each offers to later ones
+            v = linear(x, sd[f'layer{li}.attn_wv'])  # (T, n_embd): what each hands over
+            x_attn = np.empty((T, cfg.n_embd))       # (T, n_embd): the heads' outputs side by side
+            for i in range(T):  # what gpt() does in its call for pos_id = i
+                for h in range(cfg.n_head):
+                    hs = h * head_dim  # this head's slice of the n_embd dimensions
+                    q_h = q[i, hs:hs + head_dim]         # (head_dim,): position i's query
+                    k_h = k[:i + 1, hs:hs + head_dim]    # (i + 1, head_dim): keys of j = 0..i
+                    v_h = v[:i + 1, hs:hs + head_dim]    # (i + 1, head_dim): values of j = 0..i
+                    # rows i+1.. of k and v exist already, but position i is never shown them:
+                    # this slice is the causal mask (gpt()'s cache simply does not hold them yet)
+                    head_out, attn_logits, attn_weights = attention_head(q_h, k_h, v_h)
+                    x_attn[i, hs:hs + head_dim] = head_out
+                    if 'attention_logits' in captures:
+                        captures['attention_logits'][li, h, i, :i + 1] = attn_logits
+                    if 'attention_softmax' in captures:
+                        captures['attention_softmax'][li, h, i, :i + 1] = attn_weights
+            for name, arr in (('q', q), ('k', k), ('v', v), ('head_output', x_attn)):
+                if name in captures:
+                    captures[name][li] = split_heads(arr, cfg.n_head)  # (n_head, T, head_dim)
+            x = linear(x_attn, sd[f'layer{li}.attn_wo'])  # (T, n_embd): mixes the heads
+            x = x + x_residual  # (T, n_embd); residual: attention adds to the stream
+
+            # 3) MLP: each position, on its own, thinks about what it gathered.
+            x_residual = x
+            x = rmsnorm(x)                            # (T, n_embd)
+            x = linear(x, sd[f'layer{li}.mlp_fc1'])   # (T, 4 * n_embd)
+            if 'mlp_pre_relu' in captures:
+                captures['mlp_pre_relu'][li] = x
+            x = np.maximum(x, 0.0)                    # (T, 4 * n_embd): relu
+            x = linear(x, sd[f'layer{li}.mlp_fc2'])   # (T, n_embd)
+            x = x + x_residual                        # (T, n_embd)
+
+        # 4) One score per token id for what comes next, at every position (no final norm).
+        logits = linear(x, sd['lm_head'])  # (T, vocab_size)
+        if 'logits' in captures:
+            captures['logits'] = logits
+        return logits, captures
+
+    def forward_vectorized(self, token_ids):
+        """The same logits (T, vocab_size) with attention as one masked softmax per head.
+
+        Steps 1, 3 and 4 are forward()'s; only step 2 differs: instead of looping over query
+        positions, every (i, j) pair is scored and the future pairs are masked to -inf.
+        """
+        cfg, sd = self.config, self.weights
+        ids = self._check_ids(token_ids)
+        T = len(ids)
+
+        # 1) token plus position
+        x = rmsnorm(sd['wte'][ids] + sd['wpe'][:T])  # (T, n_embd)
+        for li in range(cfg.n_layer):
+            # 2) attention, all positions and heads at once
+            x_residual = x
+            x = rmsnorm(x)  # (T, n_embd)
+            q = split_heads(linear(x, sd[f'layer{li}.attn_wq']), cfg.n_head)  # (n_head, T, head_dim)
+            k = split_heads(linear(x, sd[f'layer{li}.attn_wk']), cfg.n_head)  # (n_head, T, head_dim)
+            v = split_heads(linear(x, sd[f'layer{li}.attn_wv']), cfg.n_head)  # (n_head, T, head_dim)
+            out, _ = masked_attention(q, k, v)  # (n_head, T, head_dim)
+            x_attn = merge_heads(out)           # (T, n_embd)
+            x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual  # (T, n_embd)
+            # 3) MLP
+            x_residual = x
+            x = np.maximum(linear(rmsnorm(x), sd[f'layer{li}.mlp_fc1']), 0.0)  # (T, 4 * n_embd)
+            x = linear(x, sd[f'layer{li}.mlp_fc2']) + x_residual              # (T, n_embd)
+        # 4) logits
+        return linear(x, sd['lm_head'])  # (T, vocab_size)
+
+    def loss(self, token_ids):
+        """Mean cross-entropy of predicting token_ids[1:], as microgpt.training.doc_loss.
+
+        Like the scalar path, only the first min(block_size, len - 1) positions are scored:
+        positions past the block have no position embedding. Computed with the vectorised
+        forward, about 15x quicker than the loops and checked against them to 1e-10.
+        """
+        if len(token_ids) < 2:
+            raise UserError(f"a loss needs at least 2 tokens (one to read, one to predict), "
+                            f"got {len(token_ids)}")
+        n = min(self.config.block_size, len(token_ids) - 1)
+        logits = self.forward_vectorized(token_ids[:n])  # (n, vocab_size)
+        targets = np.asarray(token_ids[1:n + 1])         # (n,): the token after each position
+        return float(cross_entropy(logits, targets).mean())
+
+    def next_logits_fn(self):
+        """A next_logits(token_ids) for microgpt.sampling: the last position's logits as floats.
+
+        No KV cache: every call recomputes the whole prefix, with the vectorised forward. That
+        repeats work the scalar engine caches, and is still much faster, because each step is
+        a few numpy calls. (The loop forward() would give the same names, only slower.)
+        """
+        def next_logits(token_ids):
+            logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
+            return logits[-1].tolist()
+        return next_logits
+
+    def _check_ids(self, token_ids):
+        """token_ids as an int array (T,), or a one-line UserError saying what is wrong."""
+        cfg = self.config
+        ids = np.asarray(token_ids)  # (T,)
+        if ids.ndim != 1 or len(ids) == 0:
+            raise UserError(f"token_ids must be a non-empty list of ints, got shape {ids.shape}")
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise UserError(f"token_ids must be ints, got {ids.dtype}")
+        if len(ids) > cfg.block_size:
+            raise UserError(f"{len(ids)} tokens do not fit the block of {cfg.block_size} positions: "
+                            f"give at most {cfg.block_size}")
+        bad = ids[(ids < 0) | (ids >= cfg.vocab_size)]  # (number of bad ids,)
+        if len(bad):
+            raise UserError(f"token id {bad[0]} is outside the vocabulary (0..{cfg.vocab_size - 1})")
+        return ids
+
+
+def _capture_names(capture):
+    """The requested capture names as a set; 'all' means every name in CAPTURE_NAMES."""
+    if isinstance(capture, str):
+        capture = CAPTURE_NAMES if capture == 'all' else (capture,)
+    unknown = [name for name in capture if name not in CAPTURE_NAMES]
+    if unknown:
+        raise UserError(f"unknown capture {unknown[0]!r}: choose from {', '.join(CAPTURE_NAMES)} or 'all'")
+    return set(capture)
+
+
+def _empty_captures(names, cfg, T):
+    """Arrays for the requested captures. The attention ones start as NaN: the loop fills
+    only j <= i, so a future position never carries a number."""
+    L, H, D = cfg.n_layer, cfg.n_head, cfg.head_dim
+    shapes = {
+        'attention_logits': (L, H, T, T),
+        'attention_softmax': (L, H, T, T),
+        'q': (L, H, T, D), 'k': (L, H, T, D), 'v': (L, H, T, D), 'head_output': (L, H, T, D),
+        'mlp_pre_relu': (L, T, 4 * cfg.n_embd),
+        'logits': (T, cfg.vocab_size),
+    }
+    return {name: np.full(shapes[name], np.nan) for name in names}  # shapes[name], all NaN
+
+
+# ---------------------------------------------------------------------------- evaluation
+def evaluate(model, docs):
+    """Mean loss per predicted token over `docs`: microgpt.training.evaluate, with the port.
+
+    Each name counts n = min(block_size, len(tokens) - 1) times, so long names weigh more,
+    exactly as in the scalar version; train.py can use either and get the same number.
+    """
+    if model.tokenizer is None:
+        raise UserError("evaluate needs the model's tokenizer: load it with inference.load_checkpoint")
+    total, count = 0.0, 0
+    for doc in docs:
+        tokens = doc_tokens(model.tokenizer, doc)
+        n = min(model.config.block_size, len(tokens) - 1)
+        total += model.loss(tokens) * n
+        count += n
+    if count == 0:
+        raise UserError("evaluate needs at least one name")
+    return total / count

@@ -1,0 +1,344 @@
+"""
+The numpy port (src/inference) against the scalar GPT (microgpt/model.py), its oracle.
+
+Layered as the style guide asks: the logits of every position, then the attention weights
+(from gpt()'s trace) and the KV cache, then the loss, then the names that sampling draws.
+Each runs on several configs with random weights: microgpt's default, a deeper and wider one
+with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
+position at a time with its KV cache; the port computes the whole sequence in one call.
+Then: captures (shapes, NaN future, causality), checkpoints of both forms, clear errors.
+"""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import inference
+import sample
+from inference.model import merge_heads, split_heads
+from microgpt.checkpoint import load_checkpoint as scalar_load_checkpoint
+from microgpt.errors import UserError
+from microgpt.model import GPT, GPTConfig
+from microgpt.sampling import sample_names, scalar_next_logits
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_loss, doc_tokens, evaluate as scalar_evaluate
+
+AGREE_TOL = 1e-10   # the issue's bound for the two paths; they differ only in summation order
+SUM_TOL = 1e-12     # a softmax row sums to 1 up to rounding
+INIT_STD = 0.5      # larger than training's 0.08: sharp, far-from-uniform logits and weights
+
+ENGLISH = 'abcdefghijklmnopqrstuvwxyz'
+CZECH = ENGLISH + 'áčďéěíňóřšťúůýž'  # 41 characters: a vocabulary of 42 with BOS
+
+CONFIGS = {
+    'default': (GPTConfig(vocab_size=len(ENGLISH) + 1), ENGLISH),
+    'deep': (GPTConfig(vocab_size=len(ENGLISH) + 1, n_layer=2, n_embd=24, n_head=3, block_size=8),
+             ENGLISH),
+    'czech': (GPTConfig(vocab_size=len(CZECH) + 1, n_layer=1, n_embd=16, n_head=2, block_size=12),
+              CZECH),
+}
+
+
+def random_pair(name, seed=0):
+    """A scalar GPT with random weights and its port, sharing config, weights and tokenizer."""
+    config, chars = CONFIGS[name]
+    model = GPT(config, seed=seed, tokenizer=CharTokenizer(chars), init_std=INIT_STD)
+    return model, inference.NumpyGPT.from_scalar(model)
+
+
+def random_ids(config, T, seed):
+    rng = random.Random(seed)
+    return [rng.randrange(config.vocab_size) for _ in range(T)]
+
+
+def random_names(chars, num, seed, max_len=15):
+    """Made-up names, some longer than a block, so the loss's cut at block_size is exercised."""
+    rng = random.Random(seed)
+    return [''.join(rng.choice(chars) for _ in range(rng.randint(1, max_len))) for _ in range(num)]
+
+
+def run_scalar(model, token_ids):
+    """gpt() once per position: logits (T, vocab_size), each call's trace, and the KV cache."""
+    keys, values = model.empty_cache()
+    rows, traces = [], []
+    for pos_id, token_id in enumerate(token_ids):
+        trace = {}
+        rows.append([l.data for l in model.gpt(token_id, pos_id, keys, values, trace=trace)])
+        traces.append(trace)
+    return np.array(rows), traces, keys, values  # logits (T, vocab_size)
+
+
+# ---------------------------------------------------------------------------- the two paths agree
+@pytest.mark.parametrize('name', CONFIGS)
+def test_logits_agree_with_scalar_gpt_at_every_position(name):
+    model, port = random_pair(name)
+    for seed, T in enumerate([model.config.block_size, 1, 5]):
+        token_ids = random_ids(model.config, T, seed)
+        expected, _, _, _ = run_scalar(model, token_ids)
+        logits, _ = port.forward(token_ids)
+        assert logits.shape == (T, model.config.vocab_size)
+        assert np.abs(logits - expected).max() < AGREE_TOL
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_vectorized_forward_agrees_with_the_loops(name):
+    model, port = random_pair(name, seed=1)
+    token_ids = random_ids(model.config, model.config.block_size, seed=1)
+    logits, _ = port.forward(token_ids)
+    assert np.abs(port.forward_vectorized(token_ids) - logits).max() < AGREE_TOL
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_attention_weights_equal_the_scalar_trace(name):
+    model, port = random_pair(name, seed=2)
+    cfg = model.config
+    token_ids = random_ids(cfg, cfg.block_size, seed=2)
+    _, traces, _, _ = run_scalar(model, token_ids)
+    _, caps = port.forward(token_ids, capture=['attention_softmax'])
+    weights = caps['attention_softmax']  # (n_layer, n_head, T, T)
+    for i, trace in enumerate(traces):
+        for li in range(cfg.n_layer):
+            for h in range(cfg.n_head):
+                expected = trace[f'layer{li}.head{h}']  # gpt()'s weights over positions 0..i
+                assert len(expected) == i + 1
+                assert np.abs(weights[li, h, i, :i + 1] - expected).max() < AGREE_TOL
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_keys_and_values_equal_the_scalar_kv_cache(name):
+    model, port = random_pair(name, seed=3)
+    cfg = model.config
+    token_ids = random_ids(cfg, cfg.block_size, seed=3)
+    _, _, keys, values = run_scalar(model, token_ids)
+    _, caps = port.forward(token_ids, capture=['k', 'v'])
+    for cache, captured in ((keys, caps['k']), (values, caps['v'])):
+        for li in range(cfg.n_layer):
+            # the cache holds one n_embd vector per position; the capture splits it into heads
+            cached = np.array([[x.data for x in vec] for vec in cache[li]])  # (T, n_embd)
+            per_head = split_heads(cached, cfg.n_head)  # (n_head, T, head_dim)
+            assert np.abs(captured[li] - per_head).max() < AGREE_TOL
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_loss_agrees_with_scalar_doc_loss(name):
+    model, port = random_pair(name, seed=4)
+    # the last name is longer than any block: both paths must cut it at block_size
+    for doc in random_names(CONFIGS[name][1], 3, seed=4) + ['x' * 20]:
+        tokens = doc_tokens(model.tokenizer, doc)
+        assert port.loss(tokens) == pytest.approx(doc_loss(model, tokens).data, abs=AGREE_TOL)
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_evaluate_agrees_with_scalar_evaluate(name):
+    model, port = random_pair(name, seed=5)
+    docs = random_names(CONFIGS[name][1], 8, seed=5)
+    assert inference.evaluate(port, docs) == pytest.approx(scalar_evaluate(model, docs), abs=AGREE_TOL)
+
+
+def greedy_name(make_next_logits, tokenizer, block_size):
+    """Always the most likely next token, until BOS or a full block."""
+    next_logits = make_next_logits()
+    token_ids = [tokenizer.bos]
+    while len(token_ids) <= block_size:
+        logits = next_logits(token_ids)
+        token_id = logits.index(max(logits))
+        if token_id == tokenizer.bos:
+            break
+        token_ids.append(token_id)
+    return tokenizer.decode(token_ids[1:])
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_greedy_decoding_gives_the_same_name(name):
+    for seed in range(3):
+        model, port = random_pair(name, seed=seed)
+        block_size = model.config.block_size
+        expected = greedy_name(lambda: scalar_next_logits(model), model.tokenizer, block_size)
+        assert greedy_name(port.next_logits_fn, port.tokenizer, block_size) == expected
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_seeded_sampling_gives_the_same_names(name):
+    model, port = random_pair(name, seed=6)
+    block_size = model.config.block_size
+    for seed, temperature, prompt in [(42, 0.5, ''), (7, 1.0, 'a'), (3, 2.0, 'ba')]:
+        expected = sample_names(lambda: scalar_next_logits(model), model.tokenizer, block_size,
+                                num=5, temperature=temperature, seed=seed, prompt=prompt)
+        names = sample_names(port.next_logits_fn, port.tokenizer, block_size,
+                             num=5, temperature=temperature, seed=seed, prompt=prompt)
+        assert names == expected
+
+
+def test_sample_py_numpy_engine_prints_the_scalar_names(tiny_ckpt, capsys):
+    printed = {}
+    for engine in ('scalar', 'numpy'):
+        argv = ['--ckpt', tiny_ckpt, '--engine', engine, '--num', '8', '--seed', '5',
+                '--temperature', '0.8', '--prompt', 'a']
+        assert sample.main(argv) == 0
+        printed[engine] = capsys.readouterr().out
+    assert len(printed['scalar'].splitlines()) == 8
+    assert printed['numpy'] == printed['scalar']
+
+
+def test_evaluate_on_a_trained_checkpoint_agrees(tiny_ckpt, names_file):
+    with open(names_file, encoding='utf-8') as f:
+        docs = f.read().split()
+    expected = scalar_evaluate(scalar_load_checkpoint(tiny_ckpt), docs)
+    port = inference.load_checkpoint(tiny_ckpt)
+    assert inference.evaluate(port, docs) == pytest.approx(expected, abs=AGREE_TOL)
+
+
+# ---------------------------------------------------------------------------- captures
+def test_captures_have_the_documented_shapes():
+    model, port = random_pair('deep')
+    cfg = model.config
+    L, H, D, T = cfg.n_layer, cfg.n_head, cfg.head_dim, 6
+    logits, caps = port.forward(random_ids(cfg, T, seed=0), capture='all')
+    assert set(caps) == set(inference.CAPTURE_NAMES)
+    assert caps['attention_logits'].shape == caps['attention_softmax'].shape == (L, H, T, T)
+    for name in ('q', 'k', 'v', 'head_output'):
+        assert caps[name].shape == (L, H, T, D)
+    assert caps['mlp_pre_relu'].shape == (L, T, 4 * cfg.n_embd)
+    assert caps['logits'].shape == (T, cfg.vocab_size)
+    assert np.array_equal(caps['logits'], logits)
+    assert port.forward([0], capture=['q'])[1].keys() == {'q'}  # only what was asked for
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_future_positions_are_nan_and_rows_sum_to_one(name):
+    model, port = random_pair(name, seed=7)
+    cfg = model.config
+    _, caps = port.forward(random_ids(cfg, cfg.block_size, seed=7), capture='all')
+    T = cfg.block_size
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T): True where j > i
+    for name in ('attention_logits', 'attention_softmax'):
+        assert np.all(np.isnan(caps[name][:, :, future]))
+        assert not np.any(np.isnan(caps[name][:, :, ~future]))
+    row_sums = np.nansum(caps['attention_softmax'], axis=-1)  # (n_layer, n_head, T): j <= i only
+    assert np.abs(row_sums - 1.0).max() < SUM_TOL
+
+
+def test_captures_fit_together():
+    # each capture recomputed from the others, the way a lesson would explain it
+    model, port = random_pair('deep', seed=8)
+    cfg, w = model.config, port.weights
+    token_ids = random_ids(cfg, cfg.block_size, seed=8)
+    _, caps = port.forward(token_ids, capture='all')
+    q, k, v = caps['q'], caps['k'], caps['v']  # (n_layer, n_head, T, head_dim) each
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(cfg.head_dim)  # (n_layer, n_head, T, T)
+    visible = ~np.isnan(caps['attention_logits'])                 # (n_layer, n_head, T, T)
+    assert np.abs(scores[visible] - caps['attention_logits'][visible]).max() < AGREE_TOL
+    mixed = np.nan_to_num(caps['attention_softmax']) @ v          # (n_layer, n_head, T, head_dim)
+    assert np.abs(mixed - caps['head_output']).max() < AGREE_TOL
+    # layer 0's MLP input: the embeddings plus what attention added, normalised
+    def rms(x):
+        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-5)  # (T, n_embd)
+    x0 = rms(w['wte'][token_ids] + w['wpe'][:len(token_ids)])           # (T, n_embd)
+    heads = merge_heads(caps['head_output'][0])                          # (T, n_embd)
+    x_mid = heads @ w['layer0.attn_wo'].T + x0                           # (T, n_embd)
+    hidden = rms(x_mid) @ w['layer0.mlp_fc1'].T                          # (T, 4 * n_embd)
+    assert np.abs(hidden - caps['mlp_pre_relu'][0]).max() < AGREE_TOL
+
+
+@pytest.mark.parametrize('name', CONFIGS)
+def test_earlier_positions_do_not_see_later_tokens(name):
+    # causality: growing the sequence leaves every capture of the earlier positions unchanged
+    model, port = random_pair(name, seed=9)
+    cfg = model.config
+    token_ids = random_ids(cfg, cfg.block_size, seed=9)
+    _, full = port.forward(token_ids, capture='all')
+    t = cfg.block_size // 2
+    _, prefix = port.forward(token_ids[:t], capture='all')
+    for cap in inference.CAPTURE_NAMES:
+        if cap.startswith('attention'):
+            first_t = full[cap][:, :, :t, :t]  # (n_layer, n_head, t, t)
+        elif cap == 'mlp_pre_relu':
+            first_t = full[cap][:, :t]         # (n_layer, t, 4 * n_embd)
+        elif cap == 'logits':
+            first_t = full[cap][:t]            # (t, vocab_size)
+        else:
+            first_t = full[cap][:, :, :t]      # (n_layer, n_head, t, head_dim)
+        assert np.allclose(prefix[cap], first_t, rtol=0, atol=AGREE_TOL, equal_nan=True), cap
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def test_load_checkpoint_gives_the_scalar_model_as_arrays(tiny_ckpt):
+    scalar = scalar_load_checkpoint(tiny_ckpt)
+    port = inference.load_checkpoint(tiny_ckpt)
+    assert port.config == scalar.config
+    assert port.tokenizer.chars == scalar.tokenizer.chars
+    for name, matrix in scalar.weights().items():
+        assert port.weights[name].dtype == np.float64
+        assert port.weights[name].tolist() == matrix  # bit for bit
+
+
+def test_load_checkpoint_reads_the_tutorial_export(tiny_ckpt, tmp_path):
+    with open(tiny_ckpt, encoding='utf-8') as f:
+        ckpt = json.load(f)
+    # the 3D tutorial's flat form: the state_dict at top level, metadata under '_' keys
+    flat = dict(ckpt['state_dict'], _vocab=ckpt['vocab'], _bos_id=len(ckpt['vocab']),
+                _vocab_size=len(ckpt['vocab']) + 1)
+    path = tmp_path / 'tutorial.json'
+    path.write_text(json.dumps(flat), encoding='utf-8')
+    n_head = ckpt['config']['n_head']  # the export does not record it
+    port = inference.load_checkpoint(str(path), n_head=n_head)
+    ours = inference.load_checkpoint(tiny_ckpt)
+    token_ids = [ours.tokenizer.bos, 0, 1, 2]
+    assert port.config == ours.config
+    assert np.array_equal(port.forward(token_ids)[0], ours.forward(token_ids)[0])
+
+
+def bad_checkpoints(tiny_ckpt, tmp_path):
+    """A few broken files, each paired with a name for the test id."""
+    with open(tiny_ckpt, encoding='utf-8') as f:
+        good = json.load(f)
+    wrong_shape = json.loads(json.dumps(good))
+    wrong_shape['state_dict']['wte'] = wrong_shape['state_dict']['wte'][:-1]
+    files = {
+        'missing': None,
+        'not json': '{"format": "microgpt",',
+        'wrong shape': json.dumps(wrong_shape),
+        'nan': json.dumps(good).replace(str(good['state_dict']['wpe'][0][0]), 'NaN', 1),
+        'old version': json.dumps(dict(good, version=0)),
+    }
+    paths = {}
+    for name, text in files.items():
+        path = tmp_path / (name.replace(' ', '_') + '.json')
+        if text is not None:
+            path.write_text(text, encoding='utf-8')
+        paths[name] = str(path)
+    return paths
+
+
+def test_bad_checkpoints_give_the_same_one_line_errors(tiny_ckpt, tmp_path):
+    for name, path in bad_checkpoints(tiny_ckpt, tmp_path).items():
+        with pytest.raises(UserError) as scalar_error:
+            scalar_load_checkpoint(path)
+        with pytest.raises(UserError) as port_error:
+            inference.load_checkpoint(path)
+        assert str(port_error.value) == str(scalar_error.value), name
+        assert '\n' not in str(port_error.value)
+
+
+# ---------------------------------------------------------------------------- clear errors
+@pytest.mark.parametrize('token_ids, fragment', [
+    (list(range(17)), 'do not fit the block of 16'),
+    ([0, 27], 'token id 27 is outside the vocabulary (0..26)'),
+    ([-1], 'token id -1 is outside'),
+    ([], 'non-empty'),
+    ([0.5], 'must be ints'),
+])
+def test_bad_token_ids_are_one_line_user_errors(token_ids, fragment):
+    _, port = random_pair('default')
+    for run in (port.forward, port.forward_vectorized):
+        with pytest.raises(UserError) as error:
+            run(token_ids)
+        assert fragment in str(error.value) and '\n' not in str(error.value)
+
+
+def test_unknown_capture_names_the_choices():
+    _, port = random_pair('default')
+    with pytest.raises(UserError, match="unknown capture 'attention'.*attention_softmax"):
+        port.forward([0], capture=['attention'])
