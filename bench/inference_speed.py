@@ -1,0 +1,127 @@
+"""
+How much faster is the numpy port (src/inference) than the scalar gpt()? Measured side by side.
+
+    python bench/inference_speed.py                      # default config, random weights
+    python bench/inference_speed.py --ckpt out/model.json
+    python bench/inference_speed.py --n-layer 2 --n-embd 24 --n-head 3 --block-size 8
+
+Two measurements, each engine timed in the same run on the same weights and inputs:
+  1. the logits for every position of one full block (T = block_size): the scalar gpt() once
+     per position with its KV cache, the port's forward() (attention as explicit j <= i loops,
+     the reference) and forward_vectorized() (attention as one masked softmax per head);
+  2. names sampled per second by each engine through microgpt.sampling, which also shows
+     that both engines draw the same names.
+The issue's goal is a port at least 30x faster than the scalar path on the default config;
+each port variant gets PASS or FAIL against --goal. Timings are the best of --repeats runs:
+the minimum is the least disturbed by whatever else the machine is doing.
+"""
+
+import argparse
+import os
+import random
+import sys
+import time
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout, installed or not
+
+import numpy as np  # noqa: E402  (after the path set-up above)
+
+import inference  # noqa: E402
+from microgpt.checkpoint import load_checkpoint  # noqa: E402
+from microgpt.model import GPT, GPTConfig  # noqa: E402
+from microgpt.sampling import sample_names, scalar_next_logits  # noqa: E402
+from microgpt.tokenizer import CharTokenizer  # noqa: E402
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Time the scalar gpt() against the numpy port.")
+    g = p.add_argument_group('model (ignored with --ckpt, which brings its own)')
+    g.add_argument('--ckpt', metavar='PATH', help="time a trained checkpoint instead of random weights")
+    g.add_argument('--n-layer', type=int, default=1, help="transformer blocks (default 1, as train.py)")
+    g.add_argument('--n-embd', type=int, default=16, help="embedding width (default 16)")
+    g.add_argument('--n-head', type=int, default=4, help="attention heads (default 4)")
+    g.add_argument('--block-size', type=int, default=16, help="positions per block (default 16)")
+    g.add_argument('--init-std', type=float, default=0.08,
+                   help="std of the random weights (default 0.08, microgpt's; larger gives shorter names)")
+    g = p.add_argument_group('measurement')
+    g.add_argument('--repeats', type=int, default=7, help="runs per timing; the best is reported (default 7)")
+    g.add_argument('--num-names', type=int, default=20, help="names sampled per engine and run (default 20)")
+    g.add_argument('--temperature', type=float, default=0.5, help="sampling temperature, > 0 (default 0.5)")
+    g.add_argument('--seed', type=int, default=42, help="seed for weights, tokens and sampling (default 42)")
+    g.add_argument('--goal', type=float, default=30.0, help="required speed-up of the port (default 30)")
+    return p.parse_args(argv)
+
+
+def best_time(fn, repeats):
+    """The shortest of `repeats` wall-clock timings of fn(), in seconds, and fn's last result."""
+    best = float('inf')
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def scalar_block_logits(model, token_ids):
+    """What the scalar path needs for a whole block: one gpt() call per position, in order."""
+    keys, values = model.empty_cache()
+    return [[l.data for l in model.gpt(t, pos, keys, values)] for pos, t in enumerate(token_ids)]
+
+
+def verdict(ratio, goal):
+    return 'PASS' if ratio >= goal else 'FAIL'
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.ckpt:
+        scalar = load_checkpoint(args.ckpt)
+        source = args.ckpt
+    else:
+        chars = 'abcdefghijklmnopqrstuvwxyz'  # a names-like vocabulary: 26 letters plus BOS
+        config = GPTConfig(vocab_size=len(chars) + 1, n_layer=args.n_layer, n_embd=args.n_embd,
+                           n_head=args.n_head, block_size=args.block_size)
+        scalar = GPT(config, seed=args.seed, tokenizer=CharTokenizer(chars), init_std=args.init_std)
+        source = f'random weights (std {args.init_std}, seed {args.seed})'
+    port = inference.NumpyGPT.from_scalar(scalar)
+    cfg = scalar.config
+    print(f"config: {cfg.to_dict()}  from {source}")
+    print(f"repeats: {args.repeats} (best kept)  names: {args.num_names}  "
+          f"temperature: {args.temperature}  goal: {args.goal:g}x")
+
+    # 1) logits for every position of a full block
+    rng = random.Random(args.seed)
+    token_ids = [rng.randrange(cfg.vocab_size) for _ in range(cfg.block_size)]
+    t_scalar, ref = best_time(lambda: scalar_block_logits(scalar, token_ids), args.repeats)
+    t_loops, (logits, _) = best_time(lambda: port.forward(token_ids), args.repeats * 10)
+    t_vec, logits_vec = best_time(lambda: port.forward_vectorized(token_ids), args.repeats * 10)
+    ref = np.array(ref)  # (block_size, vocab_size)
+    gap = max(np.abs(logits - ref).max(), np.abs(logits_vec - ref).max())
+    print(f"\nlogits for all {cfg.block_size} positions of a block (max |difference| {gap:.1e})")
+    print(f"  scalar gpt(), one call per position  {t_scalar * 1e3:9.3f} ms")
+    for label, t in (('port forward() (j <= i loops)', t_loops),
+                     ('port forward_vectorized()', t_vec)):
+        ratio = t_scalar / t
+        print(f"  {label:<36} {t * 1e3:9.3f} ms  {ratio:6.1f}x faster  "
+              f"{verdict(ratio, args.goal)} (goal {args.goal:g}x)")
+
+    # 2) names per second, each engine through the same sampling loop
+    def names_with(make_next_logits):
+        return sample_names(make_next_logits, scalar.tokenizer, cfg.block_size, num=args.num_names,
+                            temperature=args.temperature, seed=args.seed)
+    t_scalar_names, names_scalar = best_time(lambda: names_with(lambda: scalar_next_logits(scalar)),
+                                             max(1, args.repeats // 2))
+    t_port_names, names_port = best_time(lambda: names_with(port.next_logits_fn),
+                                         max(1, args.repeats // 2))
+    mean_len = sum(map(len, names_scalar)) / max(1, len(names_scalar))
+    print(f"\nnames per second ({args.num_names} names, mean length {mean_len:.1f}; "
+          f"identical names: {'yes' if names_scalar == names_port else 'NO'})")
+    print(f"  scalar engine (KV cache)             {args.num_names / t_scalar_names:9.1f} names/s")
+    print(f"  numpy engine (vectorised, no cache)   {args.num_names / t_port_names:9.1f} names/s  "
+          f"{t_scalar_names / t_port_names:6.1f}x")
+    return 0 if names_scalar == names_port else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
