@@ -10,14 +10,14 @@ calls it once per generated character. src/inference/ computes the same thing fo
 sequence at once with numpy; tests check that the two agree.
 
 Every parameter matrix is a list of rows, stored [n_out][n_in], so `linear(x, w)` is one dot
-product per row. Each dot product is a single fused node (engine.dot), which is what makes
+product per row (engine.linear). Each dot product is a single fused node, which is what makes
 this pure-Python model fast enough to train in a minute or two.
 """
 
 import random
 from dataclasses import dataclass, asdict
 
-from .engine import Value, dot, rmsnorm, softmax
+from .engine import Value, dot, linear, rmsnorm, softmax
 from .errors import UserError
 
 
@@ -64,12 +64,6 @@ def parameter_shapes(config):
         shapes[f'layer{i}.mlp_fc1'] = [4 * c.n_embd, c.n_embd]  # MLP widens 4x ...
         shapes[f'layer{i}.mlp_fc2'] = [c.n_embd, 4 * c.n_embd]  # ... and narrows back
     return shapes
-
-
-# ---------------------------------------------------------------------------- building blocks
-def linear(x, w):
-    """Matrix-vector product w @ x with w stored [n_out][n_in]: one fused dot node per row."""
-    return [dot(row, x) for row in w]
 
 
 # ---------------------------------------------------------------------------- the model
