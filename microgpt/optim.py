@@ -35,6 +35,10 @@ class Adam:
             m_hat = m[i] / bias1
             v_hat = v[i] / bias2
             p.data -= lr * m_hat / (v_hat ** 0.5 + eps)
+            # note: the grad is used up. backward() resets only the nodes of its own graph, so a
+            # weight the next name does not touch (another letter's row of wte, a later
+            # position's row of wpe) would otherwise feed this stale grad into the next step
+            p.grad = 0.0
 
     def state(self):
         """What a checkpoint needs to resume: the moments and the step count."""

@@ -36,7 +36,7 @@ def learning_rate(lr, step, steps):
 def train_step(model, optimizer, tokens, lr):
     """Forward one name, backward, one Adam update; returns the loss as a float."""
     loss = doc_loss(model, tokens)
-    loss.backward()  # sets every parameter's grad afresh: no zeroing needed (see engine)
+    loss.backward()  # sets the grad of every weight this name uses; Adam.step clears them after use
     optimizer.step(lr)
     return loss.data
 
