@@ -31,7 +31,7 @@ from microgpt.checkpoint import read_checkpoint, save_checkpoint
 from microgpt.data import load_docs, split_docs
 from microgpt.engine import NonFiniteError
 from microgpt.errors import UserError
-from microgpt.model import GPT, GPTConfig
+from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.optim import Adam
 from microgpt.sampling import sample_names, scalar_next_logits
 from microgpt.tokenizer import CharTokenizer
@@ -90,6 +90,7 @@ def resolve(args):
         if not ckpt['train_state']:
             raise UserError(f"{args.out} has no training state to resume: start a new run "
                             f"with --init {args.out} instead")
+        check_train_state(args.out, ckpt['train_state'], ckpt['config'])
         saved = ckpt['train_state']['run']
         for name in RUN_DEFAULTS:  # everything but --steps must match the run being resumed
             given = getattr(args, name)
@@ -97,7 +98,7 @@ def resolve(args):
                 raise UserError(f"--{name.replace('_', '-')} {given} differs from the run being "
                                 f"resumed ({saved[name]}): drop the flag to resume exactly")
     elif args.init:
-        ckpt = read_checkpoint(args.init)
+        ckpt = read_checkpoint(args.init, n_head=args.n_head)  # n_head: for the tutorial's export
     else:
         ckpt = None
     for name, default in RUN_DEFAULTS.items():
@@ -113,6 +114,23 @@ def resolve(args):
         elif getattr(args, name) is None:
             setattr(args, name, default)
     return ckpt
+
+
+def check_train_state(path, state, config):
+    """--resume trusts the saved step, settings and Adam moments: check they are all there."""
+    n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
+    adam = state.get('adam')
+    ok = (isinstance(state.get('step'), int) and not isinstance(state['step'], bool) and state['step'] >= 0
+          and isinstance(state.get('run'), dict) and all(name in state['run'] for name in RUN_DEFAULTS)
+          and isinstance(state.get('data_sha256'), str)
+          and isinstance(adam, dict) and isinstance(adam.get('t'), int)
+          and all(isinstance(adam.get(k), list) and len(adam[k]) == n_params
+                  and all(isinstance(x, float) and math.isfinite(x) for x in adam[k])
+                  for k in ('m', 'v'))
+          and min(adam['v'], default=0.0) >= 0)  # a mean of squares: negative would make sqrt complex
+    if not ok:
+        raise UserError(f"{path} has a damaged training state (step, run settings or Adam moments): "
+                        f"it cannot be resumed; start a new run with --init {path}")
 
 
 def check_writable(path):
@@ -180,6 +198,12 @@ class Progress:
     def message(self, text):
         """Print a line without mangling the status line."""
         print(('\r' + ' ' * 70 + '\r' + text) if self.tty else text, flush=True)
+
+    def error(self, text):
+        """End the status line, then print `error: text` on stderr, where errors go."""
+        if self.tty:
+            print(flush=True)
+        print(f"error: {text}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------- the run
@@ -257,15 +281,21 @@ def main(argv=None):
             except NonFiniteError:
                 loss = math.nan
             if not math.isfinite(loss):
-                progress.message(f"error: the loss became non-finite at step {step} (training diverged): "
-                                 f"lower --lr (now {args.lr}); {args.out} was left as last saved")
+                progress.error(f"the loss became non-finite at step {step} (training diverged): "
+                               f"lower --lr (now {args.lr}); {args.out} was left as last saved")
                 return 1
             log.write(json.dumps({'step': step, 'loss': loss, 'lr': lr_t}) + '\n')
             log.flush()
             progress.update(step, loss, force=step == args.steps)
             if step == args.steps or (args.eval_every and step % args.eval_every == 0):
                 if val_docs:
-                    val_loss = evaluate(model, val_docs)
+                    try:
+                        val_loss = evaluate(model, val_docs)
+                    except NonFiniteError:  # the step's own loss was finite, the weights it left are not
+                        progress.error(f"the validation loss became non-finite after step {step} "
+                                       f"(training diverged): lower --lr (now {args.lr}); "
+                                       f"{args.out} was left as last saved")
+                        return 1
                     log.write(json.dumps({'step': step, 'val_loss': val_loss}) + '\n')
                     progress.message(f"step {step}: val loss {val_loss:.4f} "
                                      f"({val_size} held-out names)")

@@ -223,8 +223,21 @@ def _check_weights(path, config, state_dict):
                             f"got {_shape_of(m)}")
         for row in m:
             for x in row:
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-                    raise UserError(f"{path}: {name} holds {x!r}, not a finite number")
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not _is_finite(x):
+                    raise UserError(f"{path}: {name} holds {_short(x)}, not a finite number")
+
+
+def _is_finite(x):
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # a JSON integer literal too big for a float, e.g. 1 followed by 400 zeros
+        return False
+
+
+def _short(x):
+    """repr(x), cut short: a 400-digit number would not make a one-line message."""
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def _shape_of(m):

@@ -14,6 +14,7 @@ Both then draw with the same generator, so the same seed gives the same names.
 import math
 import random
 
+from .engine import NonFiniteError
 from .errors import UserError
 
 
@@ -66,5 +67,9 @@ def sample_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.
     """`num` names from one seeded generator: the same arguments give the same names."""
     prompt_ids = check_prompt(tokenizer, block_size, prompt)
     rng = random.Random(seed)
-    return [sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids)
-            for _ in range(num)]
+    try:
+        return [sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids)
+                for _ in range(num)]
+    except NonFiniteError:
+        raise UserError("the model's logits are not finite numbers: its weights are too large "
+                        "(its training diverged); retrain it with a lower --lr") from None
