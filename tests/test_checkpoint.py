@@ -1,0 +1,308 @@
+"""
+Tests for microgpt/checkpoint.py: saving, loading, and every way a checkpoint file can be wrong.
+
+A checkpoint must give back exactly the model that was saved (the same logits, bit for bit),
+be written so that a failed write leaves the previous file whole, and turn each problem in a
+file into one line that names the file and the fault. The 3D tutorial's flat weights export is
+built here from a model, so the import is checked against the logits of the model it came from.
+
+Run: .venv/bin/python -m pytest -q tests/test_checkpoint.py
+"""
+
+import json
+import os
+
+import pytest
+
+from microgpt import load_checkpoint
+from microgpt.checkpoint import checkpoint_dict, read_checkpoint, save_checkpoint
+from microgpt.errors import UserError
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_tokens, learning_rate, train_step
+
+DOCS = ['abe', 'bead', 'dab', 'cab', 'ace', 'dace']  # vocab 'abcde' + BOS = 6 tokens
+PROBE = ['bad', 'cede', 'a']  # names whose logits are compared after a round trip
+
+
+def trained_model(n_embd=8, n_head=2, n_layer=1, steps=8):
+    """A model a few Adam steps away from its init, so the weights are not just the seed's."""
+    tok = CharTokenizer.from_docs(DOCS)
+    model = GPT(GPTConfig(tok.vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=n_head,
+                          block_size=6), seed=5, tokenizer=tok)
+    opt = Adam(model.params)
+    for s in range(steps):
+        train_step(model, opt, doc_tokens(tok, DOCS[s % len(DOCS)]), learning_rate(0.01, s, steps))
+    return model
+
+
+def all_logits(model):
+    """Every position's logits for every PROBE name, as floats."""
+    out = []
+    for name in PROBE:
+        keys, values = model.empty_cache()
+        for t, tok in enumerate(doc_tokens(model.tokenizer, name)[:-1]):
+            out.append([l.data for l in model.gpt(tok, t, keys, values)])
+    return out
+
+
+def one_line_error(path, **kwargs):
+    """read_checkpoint's UserError message, checked to be one line that names the file."""
+    with pytest.raises(UserError) as e:
+        read_checkpoint(str(path), **kwargs)
+    message = str(e.value)
+    assert '\n' not in message
+    assert str(path) in message
+    return message
+
+
+# ---------------------------------------------------------------------------- round trips
+def test_train_save_load_gives_identical_logits(tmp_path):
+    model = trained_model()
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), model)
+    loaded = load_checkpoint(str(path))
+    assert loaded.config == model.config
+    assert loaded.tokenizer.chars == model.tokenizer.chars
+    assert loaded.weights() == model.weights()     # repr floats read back bit for bit ...
+    assert all_logits(loaded) == all_logits(model)  # ... so the logits are identical, not close
+    assert loaded.train_state is None
+
+
+def test_save_load_save_is_byte_identical_and_keeps_the_train_state(tmp_path):
+    model = trained_model()
+    state = {'step': 8, 'adam': {'t': 8, 'm': [0.1], 'v': [0.2]}, 'val_loss': None}
+    first, second = tmp_path / 'a.json', tmp_path / 'b.json'
+    save_checkpoint(str(first), model, state)
+    loaded = load_checkpoint(str(first))
+    assert loaded.train_state == state
+    save_checkpoint(str(second), loaded, loaded.train_state)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_checkpoint_layout(tmp_path):
+    model = trained_model()
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), model, {'step': 1})
+    obj = json.loads(path.read_text(encoding='utf-8'))
+    assert list(obj) == ['format', 'version', 'config', 'vocab', 'state_dict', 'train_state']
+    assert (obj['format'], obj['version']) == ('microgpt', 1)
+    assert obj['config'] == model.config.to_dict()
+    assert obj['vocab'] == list('abcde')
+    assert obj['state_dict']['wte'] == model.weights()['wte']
+    ckpt = read_checkpoint(str(path))
+    assert ckpt['source'] == 'microgpt' and ckpt['train_state'] == {'step': 1}
+
+
+# ---------------------------------------------------------------------------- atomic writes
+def test_save_leaves_no_temporary_files_and_creates_the_folder(tmp_path):
+    path = tmp_path / 'new' / 'deeper' / 'model.json'
+    save_checkpoint(str(path), trained_model())
+    save_checkpoint(str(path), trained_model(steps=2))  # overwrite in place
+    assert os.listdir(path.parent) == ['model.json']
+
+
+@pytest.mark.parametrize('failure', [KeyboardInterrupt, OSError])
+def test_a_write_that_fails_midway_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch, failure):
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), trained_model())
+    good = path.read_bytes()
+
+    def fail(fd):  # the data is written but not yet on disk, the rename not yet done
+        raise failure('simulated Ctrl-C or full disk')
+    monkeypatch.setattr(os, 'fsync', fail)
+    with pytest.raises(failure):
+        save_checkpoint(str(path), trained_model(steps=3))
+    assert path.read_bytes() == good
+    assert os.listdir(tmp_path) == ['model.json']
+
+
+def test_a_model_with_a_non_finite_weight_is_never_written(tmp_path):
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), trained_model())
+    good = path.read_bytes()
+    broken = trained_model()
+    broken.state_dict['wpe'][0][0].data = float('nan')
+    with pytest.raises(ValueError):
+        save_checkpoint(str(path), broken)
+    assert path.read_bytes() == good
+    assert os.listdir(tmp_path) == ['model.json']
+
+
+# ---------------------------------------------------------------------------- validation
+def valid_checkpoint():
+    return checkpoint_dict(trained_model(steps=1))
+
+
+def _set(obj, keys, value):
+    for key in keys[:-1]:
+        obj = obj[key]
+    obj[keys[-1]] = value
+
+
+def _del(obj, keys):
+    for key in keys[:-1]:
+        obj = obj[key]
+    del obj[keys[-1]]
+
+
+# (id, change to a valid checkpoint dictionary, a fragment the one-line error must contain)
+BAD_OBJECTS = [
+    ('wrong-format', lambda o: _set(o, ['format'], 'nanogpt'), "format 'nanogpt', expected 'microgpt'"),
+    ('wrong-version', lambda o: _set(o, ['version'], 2), 'version 2'),
+    ('no-version', lambda o: _del(o, ['version']), 'version None'),
+    ('no-config', lambda o: _del(o, ['config']), "lacks the 'config' field"),
+    ('no-vocab', lambda o: _del(o, ['vocab']), "lacks the 'vocab' field"),
+    ('no-state-dict', lambda o: _del(o, ['state_dict']), "lacks the 'state_dict' field"),
+    ('config-not-object', lambda o: _set(o, ['config'], [6, 1]), "'config' must be an object"),
+    ('config-field-missing', lambda o: _del(o, ['config', 'n_head']), 'config lacks n_head'),
+    ('config-field-unknown', lambda o: _set(o, ['config', 'dropout'], 0.1), 'unknown fields dropout'),
+    ('config-heads-do-not-divide', lambda o: _set(o, ['config', 'n_head'], 3), 'divisible by n_head'),
+    ('config-zero-layers', lambda o: _set(o, ['config', 'n_layer'], 0), 'n_layer must be a positive integer'),
+    ('config-float-size', lambda o: _set(o, ['config', 'n_embd'], 8.0), 'n_embd must be a positive integer'),
+    ('weight-missing', lambda o: _del(o, ['state_dict', 'lm_head']), 'weights missing for lm_head'),
+    ('weight-extra', lambda o: _set(o, ['state_dict', 'layer1.attn_wq'], [[0.0]]), 'unexpected weights layer1.attn_wq'),
+    ('weight-row-missing', lambda o: o['state_dict']['wte'].pop(), 'wte should be 6x8'),
+    ('weight-column-missing', lambda o: o['state_dict']['layer0.mlp_fc1'][3].pop(), 'layer0.mlp_fc1 should be 32x8'),
+    ('weight-not-a-matrix', lambda o: _set(o, ['state_dict', 'wpe'], 0.5), 'wpe should be 6x8'),
+    ('weight-string', lambda o: _set(o, ['state_dict', 'wte', 0, 0], '0.1'), "holds '0.1', not a finite number"),
+    ('weight-null', lambda o: _set(o, ['state_dict', 'wte', 0, 0], None), 'holds None, not a finite number'),
+    ('weight-bool', lambda o: _set(o, ['state_dict', 'lm_head', 1, 2], True), 'holds True, not a finite number'),
+    ('vocab-size-mismatch', lambda o: o['vocab'].pop(), '4 characters plus BOS make 5 tokens, but vocab_size is 6'),
+    ('vocab-duplicate-char', lambda o: _set(o, ['vocab', 1], 'a'), 'lists a character twice'),
+    ('vocab-a-string', lambda o: _set(o, ['vocab'], 'abcde'), 'list of single characters'),
+    ('vocab-multi-char-entry', lambda o: _set(o, ['vocab', 0], 'ab'), 'list of single characters'),
+    ('state-dict-not-object', lambda o: _set(o, ['state_dict'], []), "'state_dict' must be an object"),
+    ('train-state-not-object', lambda o: _set(o, ['train_state'], 3), "'train_state' must be an object or null"),
+]
+
+
+@pytest.mark.parametrize('change, fragment', [c[1:] for c in BAD_OBJECTS], ids=[c[0] for c in BAD_OBJECTS])
+def test_a_damaged_checkpoint_is_a_one_line_error(tmp_path, change, fragment):
+    obj = valid_checkpoint()
+    change(obj)
+    path = tmp_path / 'model.json'
+    path.write_text(json.dumps(obj), encoding='utf-8')
+    assert fragment in one_line_error(path)
+
+
+def first_weight_replaced(text):
+    """A valid checkpoint's text with its first weight (wte[0][0]) replaced by `text`."""
+    obj = valid_checkpoint()
+    marker = 123.456  # not a value the init can produce, so the replacement hits exactly it
+    obj['state_dict']['wte'][0][0] = marker
+    return json.dumps(obj).replace(repr(marker), text, 1)
+
+
+# (id, the file's text, a fragment of the error)
+BAD_TEXTS = [
+    ('nan-literal', lambda: first_weight_replaced('NaN'), 'non-finite number NaN'),
+    ('infinity-literal', lambda: first_weight_replaced('Infinity'), 'non-finite number Infinity'),
+    ('minus-infinity-literal', lambda: first_weight_replaced('-Infinity'), 'non-finite number -Infinity'),
+    ('overflowing-float', lambda: first_weight_replaced('1e999'), 'holds inf, not a finite number'),
+    ('overflowing-integer', lambda: first_weight_replaced('1' + '0' * 400), 'not a finite number'),
+    ('truncated', lambda: json.dumps(valid_checkpoint())[:200], 'is not valid JSON (line 1'),
+    ('empty-file', lambda: '', 'is not valid JSON'),
+    ('top-level-list', lambda: '[1, 2]', 'expected a JSON object'),
+    ('neither-format', lambda: '{"weights": {}}', "neither a 'format' field"),
+]
+
+
+@pytest.mark.parametrize('make_text, fragment', [c[1:] for c in BAD_TEXTS], ids=[c[0] for c in BAD_TEXTS])
+def test_a_corrupt_checkpoint_file_is_a_one_line_error(tmp_path, make_text, fragment):
+    path = tmp_path / 'model.json'
+    path.write_text(make_text(), encoding='utf-8')
+    assert fragment in one_line_error(path)
+
+
+def test_a_non_utf8_checkpoint_is_a_one_line_error(tmp_path):
+    path = tmp_path / 'model.json'
+    path.write_bytes(b'{"format": "micr\xffgpt"}')
+    assert 'not UTF-8' in one_line_error(path)
+
+
+def test_a_missing_checkpoint_says_how_to_make_one(tmp_path):
+    path = tmp_path / 'none.json'
+    message = one_line_error(path)
+    assert 'does not exist' in message and 'train.py' in message
+
+
+def test_a_directory_is_not_a_checkpoint(tmp_path):
+    assert 'is a directory' in one_line_error(tmp_path)
+
+
+def test_n_head_must_agree_with_a_microgpt_checkpoint(tmp_path):
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), trained_model())  # n_head 2
+    assert read_checkpoint(str(path), n_head=2)['config'].n_head == 2
+    with pytest.raises(UserError, match="--n-head 4 contradicts the checkpoint's n_head 2"):
+        read_checkpoint(str(path), n_head=4)  # a fault in the flag, not the file: no path needed
+
+
+# ---------------------------------------------------------------------------- tutorial export
+def tutorial_export(model):
+    """The 3D tutorial's flat export: the state_dict names at the top level, plus metadata."""
+    obj = dict(model.weights())
+    obj['_vocab'] = list(model.tokenizer.chars)
+    obj['_bos_id'] = model.tokenizer.bos
+    obj['_vocab_size'] = model.tokenizer.vocab_size
+    return obj
+
+
+def write_export(tmp_path, obj):
+    path = tmp_path / 'tutorial.json'
+    path.write_text(json.dumps(obj), encoding='utf-8')
+    return path
+
+
+def test_tutorial_export_with_its_n_head_gives_identical_logits(tmp_path):
+    model = trained_model(n_embd=8, n_head=2, n_layer=2)
+    path = write_export(tmp_path, tutorial_export(model))
+    ckpt = read_checkpoint(str(path), n_head=2)
+    assert ckpt['source'] == 'tutorial' and ckpt['train_state'] is None
+    assert ckpt['config'] == model.config  # n_layer, n_embd, vocab and block read off the shapes
+    loaded = load_checkpoint(str(path), n_head=2)
+    assert all_logits(loaded) == all_logits(model)
+
+
+def test_tutorial_export_defaults_to_four_heads(tmp_path):
+    model = trained_model(n_embd=8, n_head=2)
+    path = write_export(tmp_path, tutorial_export(model))
+    loaded = load_checkpoint(str(path))
+    assert loaded.config.n_head == 4
+    # the weights are the same but split into other heads: the logits differ, which is why
+    # --n-head exists for this format
+    assert loaded.weights() == model.weights()
+    assert all_logits(loaded) != all_logits(model)
+
+
+def test_tutorial_export_whose_width_four_heads_cannot_split(tmp_path):
+    model = trained_model(n_embd=6, n_head=3)
+    path = write_export(tmp_path, tutorial_export(model))
+    assert 'n_embd (6) must be divisible by n_head (4)' in one_line_error(path)
+    assert 'n_embd (6) must be divisible by n_head (4)' in one_line_error(path, n_head=4)
+    assert read_checkpoint(str(path), n_head=3)['config'].n_head == 3
+
+
+BAD_EXPORTS = [
+    ('no-bos-id', lambda o: o.pop('_bos_id'), 'lacks _bos_id'),
+    ('no-vocab-size', lambda o: o.pop('_vocab_size'), 'lacks _vocab_size'),
+    ('no-wpe', lambda o: o.pop('wpe'), 'lacks wpe'),
+    ('wrong-bos-id', lambda o: o.update(_bos_id=0), '_bos_id 0 and _vocab_size 6 disagree'),
+    ('wrong-vocab-size', lambda o: o.update(_vocab_size=27), '_bos_id 5 and _vocab_size 27 disagree'),
+    ('vocab-shorter-than-wte', lambda o: o['_vocab'].pop(), '4 characters plus BOS make 5 tokens'),
+    ('wte-not-a-matrix', lambda o: o.update(wte=[]), "'wte' and 'wpe' must be non-empty lists of rows"),
+    ('lm-head-missing', lambda o: o.pop('lm_head'), 'weights missing for lm_head'),
+    ('mlp-wrong-shape', lambda o: o['layer0.mlp_fc2'].pop(), 'layer0.mlp_fc2 should be 8x32'),
+    ('weight-non-number', lambda o: o['wpe'][2].__setitem__(1, 'x'), "wpe holds 'x'"),
+    ('no-layers', lambda o: [o.pop(k) for k in list(o) if k.startswith('layer')], 'n_layer must be a positive integer'),
+]
+
+
+@pytest.mark.parametrize('change, fragment', [c[1:] for c in BAD_EXPORTS], ids=[c[0] for c in BAD_EXPORTS])
+def test_a_damaged_tutorial_export_is_a_one_line_error(tmp_path, change, fragment):
+    obj = tutorial_export(trained_model(n_embd=8, n_head=2, steps=1))
+    change(obj)
+    path = write_export(tmp_path, obj)
+    assert fragment in one_line_error(path, n_head=2)

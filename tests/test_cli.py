@@ -1,0 +1,518 @@
+"""
+End-to-end tests of the two programs, train.py and sample.py, on tiny models and a few steps.
+
+Most run in-process through cli.run(main, argv), the same guard the scripts run under, so that
+exit codes and the `error: ...` line are exactly what a user sees; a few run as real subprocesses
+to prove there is no traceback and to send a real Ctrl-C (SIGINT). The central promises checked:
+the log is what a hand-written training loop produces, loss for loss; an interrupted run resumed
+with --resume equals the uninterrupted run, loss for loss; a bad input is one line on stderr and
+a non-zero exit; and no failure (unwritable --out, divergence, Ctrl-C) damages a good checkpoint.
+
+Run: .venv/bin/python -m pytest -q tests/test_cli.py
+"""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import sample
+import train
+from conftest import REPO_DIR, TINY_NAMES
+from microgpt import cli, load_checkpoint
+from microgpt.checkpoint import read_checkpoint, save_checkpoint
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_loss, doc_tokens, learning_rate
+
+TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12']  # ~1000 parameters, ~300 steps/s
+QUIET = ['--num-samples', '0', '--eval-every', '0']
+LR_TOL = 1e-15       # the logged lr is the schedule's float, up to rounding
+SIGINT_STEPS = 150   # long enough (~0.5 s) that a Ctrl-C sent after 15 logged steps lands mid-run
+POLL_TIMEOUT = 60.0  # seconds to wait for the subprocess's log before giving up
+
+
+def run(main, argv, capsys):
+    """(exit code, stdout, stderr) of main under the scripts' own guard, cli.run."""
+    with pytest.raises(SystemExit) as e:
+        cli.run(main, argv)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def assert_one_line_error(code, err, fragment=''):
+    assert code not in (0, None)
+    assert err.startswith('error: ') and err.count('\n') == 1, err
+    assert 'Traceback' not in err
+    assert fragment in err, err
+
+
+def log_of(out):
+    """The JSON lines train.py wrote beside checkpoint `out`."""
+    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+        return [json.loads(line) for line in f]
+
+
+def losses(log):
+    return [entry for entry in log if 'loss' in entry]
+
+
+def run_script(script, args, cwd):
+    return subprocess.run([sys.executable, os.path.join(REPO_DIR, script), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+# ---------------------------------------------------------------------------- train.py end to end
+def test_train_prints_its_config_logs_every_step_and_saves(tmp_path, names_file, capsys):
+    out = tmp_path / 'run' / 'model.json'
+    code, stdout, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '30',
+                                       '--seed', '3', '--val-size', '6', '--eval-every', '10',
+                                       '--num-samples', '3', *TINY], capsys)
+    assert code == 0
+    lines = stdout.splitlines()
+    # the resolved configuration comes first, every setting filled in
+    assert lines[0].startswith(f'data: {names_file}: 54 names, 48 train / 6 val, vocab 26')
+    assert lines[1].startswith('model: n_layer=1 n_embd=8 n_head=2 head_dim=4 block_size=12')
+    assert lines[2].startswith('training: steps=30 lr=0.01 seed=3 shuffle=True start_step=0')
+    assert 'step 10: val loss' in stdout and 'step 30: val loss' in stdout
+    samples = lines[lines.index('samples:') + 1:]
+    assert len(samples) == 3 and all(set(s.strip()) <= set(''.join(TINY_NAMES)) for s in samples)
+
+    log = log_of(out)
+    steps = losses(log)
+    assert [e['step'] for e in steps] == list(range(1, 31))  # one line per step, from 1
+    assert all(set(e) == {'step', 'loss', 'lr'} for e in steps)
+    assert all(abs(e['lr'] - 0.01 * (1 - (e['step'] - 1) / 30)) <= LR_TOL for e in steps)
+    vals = [e for e in log if 'val_loss' in e]
+    assert [e['step'] for e in vals] == [10, 20, 30] and all(set(e) == {'step', 'val_loss'} for e in vals)
+
+    obj = json.loads(out.read_text(encoding='utf-8'))
+    assert (obj['format'], obj['version']) == ('microgpt', 1)
+    assert obj['config'] == {'vocab_size': 26, 'n_layer': 1, 'n_embd': 8, 'n_head': 2, 'block_size': 12}
+    assert obj['vocab'] == sorted(set(''.join(TINY_NAMES)))
+    assert obj['train_state']['step'] == 30 and obj['train_state']['adam']['t'] == 30
+    assert obj['train_state']['val_loss'] == vals[-1]['val_loss']
+
+
+def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, capsys):
+    """Step s trains on train_docs[(s - 1) % len] with the linearly decayed lr; the log holds
+    each loss at full precision. 60 steps over 48 training names also checks the wrap-around.
+    The loop is microgpt's recipe written out, not train_step: every grad starts at 0."""
+    out = tmp_path / 'model.json'
+    code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '60',
+                                  '--no-shuffle', '--val-size', '6', *TINY, *QUIET], capsys)
+    assert code == 0
+    train_docs = TINY_NAMES[:48]  # no shuffle: the last 6 of the file are held out
+    tok = CharTokenizer.from_docs(TINY_NAMES)
+    model = GPT(GPTConfig(tok.vocab_size, n_layer=1, n_embd=8, n_head=2, block_size=12),
+                seed=42, tokenizer=tok)
+    opt = Adam(model.params, lr=0.01)
+    expected = []
+    for s in range(60):
+        for p in model.params:
+            p.grad = 0.0
+        loss = doc_loss(model, doc_tokens(tok, train_docs[s % 48]))
+        loss.backward()
+        opt.step(learning_rate(0.01, s, 60))
+        expected.append(loss.data)
+    assert [e['loss'] for e in losses(log_of(out))] == expected
+    assert load_checkpoint(str(out)).weights() == model.weights()
+
+
+def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, names_file, capsys, monkeypatch):
+    saved_steps = []
+    real_save = train.save_checkpoint
+
+    def recording_save(path, model, train_state=None):
+        saved_steps.append(train_state['step'])
+        real_save(path, model, train_state)
+    monkeypatch.setattr(train, 'save_checkpoint', recording_save)
+    out = tmp_path / 'model.json'
+    code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',
+                                  '--save-every', '3', *TINY, *QUIET], capsys)
+    assert code == 0 and saved_steps == [3, 6, 7]
+    assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']
+
+
+# ---------------------------------------------------------------------------- sample.py end to end
+def test_sample_same_seed_same_names(tiny_ckpt, capsys):
+    args = ['--ckpt', tiny_ckpt, '--num', '6', '--seed', '7']
+    code, first, err = run(sample.main, args, capsys)
+    assert code == 0 and err == ''
+    names = first.splitlines()
+    assert len(names) == 6
+    assert all(set(n) <= set(''.join(TINY_NAMES)) and len(n) <= 11 for n in names)
+    assert run(sample.main, args, capsys)[1] == first
+    assert run(sample.main, ['--ckpt', tiny_ckpt, '--num', '6', '--seed', '8'], capsys)[1] != first
+
+
+def test_sample_with_a_prompt(tiny_ckpt, capsys):
+    code, out, _ = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '5', '--prompt', 'ja',
+                                     '--temperature', '1.5'], capsys)
+    assert code == 0
+    assert len(out.splitlines()) == 5 and all(n.startswith('ja') for n in out.splitlines())
+    # the longest prompt that leaves room: 11 characters + BOS fill the 12-position block
+    code, out, _ = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '2', '--prompt', 'abcdefghijk'], capsys)
+    assert code == 0 and all(n.startswith('abcdefghijk') for n in out.splitlines())
+
+
+@pytest.mark.parametrize('args, fragment', [
+    (['--prompt', 'jaZ'], "character 'Z' is not in the vocabulary"),
+    (['--prompt', 'abcdefghijkl'], 'use at most 11 characters'),
+    (['--temperature', '0'], '--temperature: 0 must be a finite number greater than 0'),
+    (['--temperature', '-1'], '--temperature'),
+    (['--temperature', 'nan'], '--temperature'),
+    (['--num', '-2'], '--num'),
+    (['--engine', 'gpu'], '--engine'),
+], ids=['prompt-unknown-char', 'prompt-too-long', 'temperature-0', 'temperature-negative',
+        'temperature-nan', 'num-negative', 'engine-unknown'])
+def test_sample_bad_input_is_a_one_line_error(tiny_ckpt, capsys, args, fragment):
+    code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, *args], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert out == ''
+
+
+def test_sample_missing_checkpoint_points_to_train_py(tmp_path, capsys):
+    code, _, err = run(sample.main, ['--ckpt', str(tmp_path / 'none.json')], capsys)
+    assert_one_line_error(code, err, 'does not exist: train one first with `python train.py --out')
+
+
+def test_sample_reads_the_tutorial_export_with_n_head(tmp_path, tiny_ckpt, capsys):
+    model = load_checkpoint(tiny_ckpt)
+    export = dict(model.weights(), _vocab=model.tokenizer.chars, _bos_id=model.tokenizer.bos,
+                  _vocab_size=model.tokenizer.vocab_size)
+    path = tmp_path / 'tutorial.json'
+    path.write_text(json.dumps(export), encoding='utf-8')
+    expected = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '5'], capsys)[1]
+    code, out, _ = run(sample.main, ['--ckpt', str(path), '--num', '5', '--n-head', '2'], capsys)
+    assert code == 0 and out == expected
+    # --n-head is only for the export: on a microgpt checkpoint it may not contradict the file
+    code, _, err = run(sample.main, ['--ckpt', tiny_ckpt, '--n-head', '4'], capsys)
+    assert_one_line_error(code, err, "--n-head 4 contradicts the checkpoint's n_head 2")
+
+
+# ---------------------------------------------------------------------------- real processes
+def test_scripts_fail_with_one_line_and_no_traceback_as_processes(tmp_path):
+    result = run_script('sample.py', ['--ckpt', 'missing.json'], tmp_path)
+    assert result.returncode == 2 and result.stdout == ''
+    assert_one_line_error(result.returncode, result.stderr, 'missing.json does not exist')
+
+    result = run_script('train.py', ['--data', 'missing.txt', '--out', 'o/m.json'], tmp_path)
+    assert result.returncode == 2 and result.stdout == ''
+    assert_one_line_error(result.returncode, result.stderr, 'data file missing.txt does not exist')
+
+    result = run_script('train.py', ['--steps', 'ten'], tmp_path)
+    assert_one_line_error(result.returncode, result.stderr, "'ten' is not an integer")
+    assert os.listdir(tmp_path) == ['o']  # only the failed --out folder; no log, no checkpoint
+    assert os.listdir(tmp_path / 'o') == []
+
+
+def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run(tmp_path, names_file, capsys):
+    args = ['--data', names_file, '--steps', str(SIGINT_STEPS), '--val-size', '6', '--save-every', '0',
+            *TINY, *QUIET]
+    out = tmp_path / 'cut' / 'model.json'
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args, '--out', str(out)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log_file = tmp_path / 'cut' / 'model.log.jsonl'
+    deadline = time.monotonic() + POLL_TIMEOUT
+    try:
+        while True:  # wait until at least 15 steps are logged, then press Ctrl-C
+            if log_file.exists() and log_file.read_text(encoding='utf-8').count('\n') >= 15:
+                break
+            assert proc.poll() is None, f"train.py ended before the interrupt: {proc.communicate()}"
+            assert time.monotonic() < deadline, "train.py logged nothing in time"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=POLL_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (stdout, stderr)
+    assert 'Traceback' not in stderr
+    saved = read_checkpoint(str(out))['train_state']['step']
+    logged = losses(log_of(out))
+    assert 15 <= saved < SIGINT_STEPS, "the Ctrl-C came after the run had finished: machine too slow?"
+    assert logged[-1]['step'] == saved == len(logged)  # the checkpoint holds the last completed step
+    assert f'interrupted after step {saved}; saved {out}' in stdout
+    assert f'python train.py --out {out} --resume' in stdout
+
+    code, _, _ = run(train.main, ['--out', str(out), '--resume', '--num-samples', '0'], capsys)
+    assert code == 0
+    whole = tmp_path / 'whole' / 'model.json'
+    assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
+    assert log_of(out) == log_of(whole)  # loss for loss, lr for lr, and the final val loss
+    assert read_checkpoint(str(out))['state_dict'] == read_checkpoint(str(whole))['state_dict']
+
+
+def interrupt_after(monkeypatch, calls):
+    """Make train.py receive a real SIGINT during its `calls`-th training step."""
+    real_step = train.train_step
+    count = [0]
+
+    def step_then_ctrl_c(*args):
+        loss = real_step(*args)
+        count[0] += 1
+        if count[0] == calls:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered now, to train.py's own handler
+        return loss
+    monkeypatch.setattr(train, 'train_step', step_then_ctrl_c)
+
+
+def test_ctrl_c_at_step_20_of_40_then_resume_equals_40_steps(tmp_path, names_file, capsys, monkeypatch):
+    """The same check at an exact step, in-process, with evaluations and periodic saves on."""
+    args = ['--data', names_file, '--steps', '40', '--val-size', '6', '--eval-every', '10',
+            '--save-every', '15', '--num-samples', '0', *TINY]
+    whole = tmp_path / 'whole.json'
+    assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
+
+    out = tmp_path / 'cut.json'
+    interrupt_after(monkeypatch, 20)
+    code, stdout, _ = run(train.main, [*args, '--out', str(out)], capsys)
+    monkeypatch.undo()
+    assert code == 130
+    assert read_checkpoint(str(out))['train_state']['step'] == 20
+    assert [e['step'] for e in losses(log_of(out))] == list(range(1, 21))
+    resume_line = stdout.splitlines()[-1].strip()
+    assert resume_line == f'python train.py --out {out} --resume'
+
+    # run the very command it printed
+    code, stdout, _ = run(train.main, shlex.split(resume_line)[2:] + ['--num-samples', '0'], capsys)
+    assert code == 0 and 'start_step=20' in stdout
+    assert losses(log_of(out)) == losses(log_of(whole))
+    # the printed command does not repeat --eval-every 10 (an output setting, back to its default
+    # after a resume), so the resumed run evaluates less often; what it logs must still agree
+    whole_vals = [e for e in log_of(whole) if 'val_loss' in e]
+    resumed_vals = [e for e in log_of(out) if 'val_loss' in e]
+    assert [e['step'] for e in resumed_vals] == [10, 20, 40]
+    assert all(e in whole_vals for e in resumed_vals)
+    a, b = json.loads(out.read_text()), json.loads(whole.read_text())
+    assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
+
+
+# ---------------------------------------------------------------------------- --out
+def test_unwritable_out_fails_before_training(tmp_path, names_file, capsys):
+    blocker = tmp_path / 'blocker'
+    blocker.write_text('a regular file, so nothing can be created under it')
+    out = blocker / 'model.json'
+    code, stdout, err = run(train.main, ['--data', names_file, '--out', str(out), *TINY], capsys)
+    assert_one_line_error(code, err, f'cannot write the checkpoint to {out}')
+    assert stdout == ''  # not even the config: nothing was started
+    assert os.listdir(tmp_path) == ['blocker']  # no log anywhere
+
+
+def test_out_that_is_a_directory_fails_before_training(tmp_path, names_file, capsys):
+    code, stdout, err = run(train.main, ['--data', names_file, '--out', str(tmp_path), *TINY], capsys)
+    assert_one_line_error(code, err, 'is a directory')
+    assert stdout == '' and os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------- divergence
+@pytest.fixture
+def good_ckpt_at_out(tmp_path, tiny_ckpt):
+    """--out already holding a good checkpoint (a copy of tiny_ckpt): (path, its bytes)."""
+    out = tmp_path / 'model.json'
+    with open(tiny_ckpt, 'rb') as f:
+        good = f.read()
+    out.write_bytes(good)
+    return out, good
+
+
+def test_divergence_stops_with_an_error_and_keeps_the_good_checkpoint(good_ckpt_at_out, names_file, capsys):
+    out, good = good_ckpt_at_out
+    code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
+                                    '--lr', '1e100', *TINY, *QUIET], capsys)
+    assert code == 1
+    assert_one_line_error(code, err, 'the loss became non-finite at step 2 (training diverged): lower --lr')
+    assert out.read_bytes() == good
+    assert [e['step'] for e in losses(log_of(out))] == [1]  # the last finite step is logged
+
+
+def test_divergence_found_by_the_final_evaluation_keeps_the_good_checkpoint(good_ckpt_at_out, names_file):
+    """One step with an absurd lr: the step's own loss is finite, the weights it leaves are not
+    usable. Run as a process, to see that no traceback escapes."""
+    out, good = good_ckpt_at_out
+    result = run_script('train.py', ['--data', names_file, '--out', str(out), '--steps', '1',
+                                     '--lr', '1e100', '--val-size', '6', *TINY, *QUIET], out.parent)
+    assert_one_line_error(result.returncode, result.stderr, 'diverged')
+    assert out.read_bytes() == good
+
+
+def test_a_diverged_run_never_leaves_an_unreadable_checkpoint(tmp_path, names_file, capsys):
+    """Saving every step, the file at --out is always a whole, valid checkpoint of the last
+    finite step; sampling from its huge weights is a one-line error too."""
+    out = tmp_path / 'model.json'
+    code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
+                                    '--lr', '1e100', '--save-every', '1', *TINY, *QUIET], capsys)
+    assert_one_line_error(code, err, 'non-finite')
+    assert read_checkpoint(str(out))['train_state']['step'] == 1
+    assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']  # no temporary files left
+    code, _, err = run(sample.main, ['--ckpt', str(out), '--num', '2'], capsys)
+    assert_one_line_error(code, err, 'not finite')
+
+
+# ---------------------------------------------------------------------------- --init
+def test_init_starts_from_the_checkpoint_weights_and_config(tmp_path, tiny_ckpt, names_file, capsys):
+    out = tmp_path / 'model.json'
+    code, stdout, _ = run(train.main, ['--init', tiny_ckpt, '--data', names_file, '--out', str(out),
+                                       '--steps', '5', '--no-shuffle', '--val-size', '6', *QUIET], capsys)
+    assert code == 0
+    assert 'n_embd=8 n_head=2 head_dim=4 block_size=12' in stdout  # the checkpoint's, not the defaults
+    start = load_checkpoint(tiny_ckpt)
+    first_loss = doc_loss(start, doc_tokens(start.tokenizer, TINY_NAMES[0])).data
+    log = losses(log_of(out))
+    assert log[0]['loss'] == first_loss and len(log) == 5
+    state = read_checkpoint(str(out))['train_state']
+    assert state['step'] == 5 and state['adam']['t'] == 5  # a fresh optimizer, counted from 0
+
+
+def test_init_from_a_tutorial_export_takes_n_head(tmp_path, tiny_ckpt, names_file, capsys):
+    model = load_checkpoint(tiny_ckpt)  # n_head 2, which the export does not record
+    export = tmp_path / 'tutorial.json'
+    export.write_text(json.dumps(dict(model.weights(), _vocab=model.tokenizer.chars,
+                                      _bos_id=model.tokenizer.bos, _vocab_size=model.tokenizer.vocab_size)))
+    out = tmp_path / 'model.json'
+    code, stdout, err = run(train.main, ['--init', str(export), '--n-head', '2', '--data', names_file,
+                                         '--out', str(out), '--steps', '2', '--no-shuffle',
+                                         '--val-size', '6', *QUIET], capsys)
+    assert code == 0, err
+    assert 'n_head=2' in stdout
+    first_loss = doc_loss(model, doc_tokens(model.tokenizer, TINY_NAMES[0])).data
+    assert losses(log_of(out))[0]['loss'] == first_loss
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    (['--n-embd', '16'], "--n-embd 16 contradicts the checkpoint's n_embd 8: drop the flag"),
+    (['--resume'], '--resume and --init cannot be combined'),
+], ids=['model-flag-contradicts', 'with-resume'])
+def test_init_conflicts(tmp_path, tiny_ckpt, names_file, capsys, extra, fragment):
+    code, _, err = run(train.main, ['--init', tiny_ckpt, '--data', names_file,
+                                    '--out', str(tmp_path / 'm.json'), *extra], capsys)
+    assert_one_line_error(code, err, fragment)
+
+
+def test_init_with_data_the_vocabulary_lacks(tmp_path, tiny_ckpt, capsys):
+    data = tmp_path / 'names.txt'
+    data.write_text('emma\nZoe\n', encoding='utf-8')
+    code, _, err = run(train.main, ['--init', tiny_ckpt, '--data', str(data),
+                                    '--out', str(tmp_path / 'm.json')], capsys)
+    assert_one_line_error(code, err, "character 'Z' is not in the vocabulary")
+
+
+# ---------------------------------------------------------------------------- --resume
+@pytest.fixture
+def finished_run(tmp_path, tiny_ckpt):
+    """--out holding the 60-step tiny_ckpt run (its train_state names names_file as the data)."""
+    out = tmp_path / 'model.json'
+    with open(tiny_ckpt, 'rb') as f:
+        out.write_bytes(f.read())
+    return out
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    (['--lr', '0.02'], '--lr 0.02 differs from the run being resumed (0.01): drop the flag'),
+    (['--seed', '1'], '--seed 1 differs from the run being resumed (42)'),
+    (['--no-shuffle'], '--shuffle False differs'),
+    (['--val-size', '7'], '--val-size 7 differs'),
+    (['--data', 'other.txt'], '--data other.txt differs'),
+    (['--n-embd', '16', '--steps', '70'], "--n-embd 16 contradicts the checkpoint's n_embd 8"),
+    ([], 'already trained for 60 steps: pass --steps greater than 60'),
+    (['--steps', '50'], 'already trained for 60 steps'),
+], ids=['lr', 'seed', 'shuffle', 'val-size', 'data', 'model-flag', 'no-more-steps', 'fewer-steps'])
+def test_resume_conflicts(finished_run, capsys, extra, fragment):
+    before = finished_run.read_bytes()
+    code, _, err = run(train.main, ['--out', str(finished_run), '--resume', *extra], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert finished_run.read_bytes() == before
+
+
+def test_resume_extends_a_finished_run(finished_run, capsys):
+    code, stdout, _ = run(train.main, ['--out', str(finished_run), '--resume', '--steps', '64',
+                                       '--num-samples', '0'], capsys)
+    assert code == 0 and 'start_step=60' in stdout
+    assert read_checkpoint(str(finished_run))['train_state']['step'] == 64
+
+
+def test_resume_refuses_changed_data(tmp_path, capsys):
+    data = tmp_path / 'names.txt'
+    data.write_text('\n'.join(TINY_NAMES[:10]), encoding='utf-8')
+    out = tmp_path / 'model.json'
+    args = ['--data', str(data), '--out', str(out), '--steps', '3', '--val-size', '0', *TINY, *QUIET]
+    assert run(train.main, args, capsys)[0] == 0
+    data.write_text('\n'.join(TINY_NAMES[:10] + ['maya']), encoding='utf-8')  # no new letter
+    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '6'], capsys)
+    assert_one_line_error(code, err, 'changed since')
+
+
+def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
+    out = tmp_path / 'model.json'
+    save_checkpoint(str(out), load_checkpoint(tiny_ckpt), train_state=None)
+    code, _, err = run(train.main, ['--out', str(out), '--resume'], capsys)
+    assert_one_line_error(code, err, f'has no training state to resume: start a new run with --init {out}')
+    code, _, err = run(train.main, ['--out', str(tmp_path / 'none.json'), '--resume'], capsys)
+    assert_one_line_error(code, err, 'does not exist')
+
+
+@pytest.mark.parametrize('damage', [
+    lambda s: s.pop('run'),
+    lambda s: s.pop('adam'),
+    lambda s: s['adam'].update(m=s['adam']['m'][:-1]),
+    lambda s: s['adam'].update(v=None),
+    lambda s: s.update(step='20'),
+    lambda s: s['run'].pop('lr'),
+    lambda s: s['adam']['v'].__setitem__(3, -1.0),
+    lambda s: s['adam']['m'].__setitem__(0, 'x'),
+], ids=['no-run', 'no-adam', 'adam-too-short', 'adam-v-null', 'step-string', 'run-no-lr',
+        'adam-v-negative', 'adam-m-string'])
+def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, capsys, damage):
+    obj = json.loads(finished_run.read_text(encoding='utf-8'))
+    damage(obj['train_state'])
+    finished_run.write_text(json.dumps(obj), encoding='utf-8')
+    code, _, err = run(train.main, ['--out', str(finished_run), '--resume', '--steps', '70'], capsys)
+    assert_one_line_error(code, err, 'training state')
+
+
+# ---------------------------------------------------------------------------- bad flags
+@pytest.mark.parametrize('args, fragment', [
+    (['--steps', '0'], '--steps: 0 is not a positive integer'),
+    (['--lr', '0'], '--lr: 0 must be a finite number greater than 0'),
+    (['--lr', 'inf'], '--lr'),
+    (['--lr', 'nan'], '--lr'),
+    (['--val-size', '-1'], '--val-size: -1 is negative'),
+    (['--n-embd', '10', '--n-head', '4'], 'n_embd (10) must be divisible by n_head (4)'),
+    (['--val-size', '54'], '--val-size 54 leaves no training documents out of 54'),
+    (['--n-layer', '0'], '--n-layer'),
+    (['--bogus'], 'unrecognized arguments: --bogus'),
+], ids=['steps-0', 'lr-0', 'lr-inf', 'lr-nan', 'val-size-negative', 'heads-do-not-divide',
+        'val-size-all', 'n-layer-0', 'unknown-flag'])
+def test_train_bad_flags_are_one_line_errors(tmp_path, names_file, capsys, args, fragment):
+    out = tmp_path / 'model.json'
+    code, _, err = run(train.main, ['--data', names_file, '--out', str(out), *args], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('content, fragment', [
+    (b'', 'has no documents'),
+    (b'emma\nli\xffam\n', 'line 2 is not valid UTF-8'),
+], ids=['empty', 'non-utf8'])
+def test_train_bad_data_files_are_one_line_errors(tmp_path, capsys, content, fragment):
+    data = tmp_path / 'names.txt'
+    data.write_bytes(content)
+    code, _, err = run(train.main, ['--data', str(data), '--out', str(tmp_path / 'm.json')], capsys)
+    assert_one_line_error(code, err, fragment)
+
+
+def test_train_reads_a_crlf_file(tmp_path, capsys):
+    data = tmp_path / 'names.txt'
+    data.write_bytes(b'emma\r\nava\r\n\r\nmia\r\n')
+    code, stdout, _ = run(train.main, ['--data', str(data), '--out', str(tmp_path / 'm.json'),
+                                       '--steps', '2', '--val-size', '0', *TINY, *QUIET], capsys)
+    assert code == 0
+    assert "3 names, 3 train / 0 val, vocab 6 ('aeimv' + BOS)" in stdout  # no '\r' in the vocabulary

@@ -1,0 +1,276 @@
+"""
+Tests for microgpt/model.py: the configuration, the parameters, and gpt() itself.
+
+gpt() is checked against an independent oracle written here in plain floats: a whole-sequence
+forward pass (every position at once, layer by layer, with an explicit causal mask) on small fixed
+weights that no random generator made. The model's own path is different in shape (one position
+per call, a KV cache, fused Value nodes), so agreement to 1e-12 means both compute the same math.
+Then the KV cache is checked against recomputing every prefix from a fresh cache, and the
+parameters against microgpt's names, shapes and initial std.
+
+Run: .venv/bin/python -m pytest -q tests/test_model.py
+"""
+
+import math
+import random
+
+import pytest
+
+from microgpt.errors import UserError
+from microgpt.model import GPT, GPTConfig, parameter_shapes
+
+LOGIT_TOL = 1e-12   # same math in a different order: only float rounding may differ
+SUM_TOL = 1e-12     # attention weights are a softmax, so they sum to 1 up to rounding
+INIT_STD_TOL = 0.004  # the sample std of ~4000 Gaussians is within ~0.001 of the true std
+
+
+# ---------------------------------------------------------------------------- the oracle
+def ref_linear(w, x):
+    """w @ x for w stored [n_out][n_in]."""
+    return [sum(w_ij * x_j for w_ij, x_j in zip(row, x)) for row in w]
+
+
+def ref_rmsnorm(x, eps=1e-5):
+    scale = 1.0 / math.sqrt(sum(v * v for v in x) / len(x) + eps)
+    return [v * scale for v in x]
+
+
+def ref_softmax(z):
+    m = max(z)
+    e = [math.exp(v - m) for v in z]
+    return [v / sum(e) for v in e]
+
+
+def ref_forward(w, cfg, tokens):
+    """Logits for every position of `tokens` at once: [T][vocab_size] plain floats.
+
+    Written from the GPT-2-style recipe microgpt follows (embeddings summed then normed; per
+    block pre-norm attention and a ReLU MLP, each with a residual; no final norm), not from
+    model.py: it keeps the whole sequence per layer and masks the future explicitly.
+    """
+    T, hd = len(tokens), cfg.n_embd // cfg.n_head
+    xs = [ref_rmsnorm([a + b for a, b in zip(w['wte'][tok], w['wpe'][t])])
+          for t, tok in enumerate(tokens)]  # (T, n_embd)
+    for li in range(cfg.n_layer):
+        p = f'layer{li}.'
+        normed = [ref_rmsnorm(x) for x in xs]
+        q = [ref_linear(w[p + 'attn_wq'], x) for x in normed]  # (T, n_embd)
+        k = [ref_linear(w[p + 'attn_wk'], x) for x in normed]
+        v = [ref_linear(w[p + 'attn_wv'], x) for x in normed]
+        mixed = [[0.0] * cfg.n_embd for _ in range(T)]
+        for h in range(cfg.n_head):
+            lo, hi = h * hd, (h + 1) * hd
+            for t in range(T):
+                scores = [sum(a * b for a, b in zip(q[t][lo:hi], k[s][lo:hi])) / math.sqrt(hd)
+                          if s <= t else -math.inf for s in range(T)]  # the causal mask
+                att = ref_softmax(scores)  # exp(-inf) = 0: the future gets no weight
+                for j in range(lo, hi):
+                    mixed[t][j] = sum(att[s] * v[s][j] for s in range(T))
+        xs = [[a + b for a, b in zip(ref_linear(w[p + 'attn_wo'], m), x)] for m, x in zip(mixed, xs)]
+        hidden = [[max(0.0, u) for u in ref_linear(w[p + 'mlp_fc1'], ref_rmsnorm(x))] for x in xs]
+        xs = [[a + b for a, b in zip(ref_linear(w[p + 'mlp_fc2'], hid), x)] for hid, x in zip(hidden, xs)]
+    return [ref_linear(w['lm_head'], x) for x in xs]
+
+
+def fixed_weights(cfg):
+    """Deterministic weights from a formula: no RNG, so the test does not lean on GPT's init.
+
+    The sines give every entry a different value of a few tenths in size, with both signs, so
+    that the ReLU both passes and blocks and attention is far from uniform.
+    """
+    weights = {}
+    for m, (name, (n_out, n_in)) in enumerate(parameter_shapes(cfg).items()):
+        weights[name] = [[0.5 * math.sin(1.0 + 0.37 * m + 1.3 * i + 0.71 * j) for j in range(n_in)]
+                         for i in range(n_out)]
+    return weights
+
+
+def model_with_fixed_weights(cfg):
+    model = GPT(cfg)
+    model.load_weights(fixed_weights(cfg))
+    return model
+
+
+def cached_logits(model, tokens):
+    """Logits for every position, one gpt() call per position with one shared KV cache."""
+    keys, values = model.empty_cache()
+    return [[l.data for l in model.gpt(tok, t, keys, values)] for t, tok in enumerate(tokens)]
+
+
+SMALL = GPTConfig(vocab_size=5, n_layer=2, n_embd=4, n_head=2, block_size=6)
+TOKENS = [4, 0, 2, 2, 1, 3]  # a full block, a repeated token, BOS (4) at the start
+
+
+# ---------------------------------------------------------------------------- gpt() vs the oracle
+@pytest.mark.parametrize('cfg', [
+    SMALL,
+    GPTConfig(vocab_size=7, n_layer=1, n_embd=6, n_head=3, block_size=5),
+    GPTConfig(vocab_size=4, n_layer=1, n_embd=4, n_head=1, block_size=4),
+], ids=['2layers-2heads', '1layer-3heads', '1head'])
+def test_gpt_matches_an_independent_whole_sequence_forward(cfg):
+    model = model_with_fixed_weights(cfg)
+    tokens = [(3 * t + 1) % cfg.vocab_size for t in range(cfg.block_size)]
+    expected = ref_forward(fixed_weights(cfg), cfg, tokens)
+    got = cached_logits(model, tokens)
+    for t, (g_row, e_row) in enumerate(zip(got, expected)):
+        assert len(g_row) == cfg.vocab_size
+        for g, e in zip(g_row, e_row):
+            assert abs(g - e) <= LOGIT_TOL, f"position {t}: {g} vs {e}"
+
+
+def test_the_oracle_notices_a_changed_weight():
+    """Negative control: the comparison above is not vacuous (one weight changes the logits)."""
+    cfg = SMALL
+    weights = fixed_weights(cfg)
+    weights['layer1.attn_wk'][2][1] += 1e-3  # a key weight: only matters through attention
+    changed = ref_forward(weights, cfg, TOKENS)
+    got = cached_logits(model_with_fixed_weights(cfg), TOKENS)
+    assert max(abs(g - c) for gr, cr in zip(got, changed) for g, c in zip(gr, cr)) > 1e3 * LOGIT_TOL
+
+
+def test_position_zero_depends_only_on_its_own_token_and_position():
+    """With a single visible position attention is the identity: later tokens cannot leak back."""
+    model = model_with_fixed_weights(SMALL)
+    a = cached_logits(model, [1, 2, 3])
+    b = cached_logits(model, [1, 0, 4])
+    assert a[0] == b[0]
+    assert a[1] != b[1]
+
+
+# ---------------------------------------------------------------------------- the KV cache
+def test_kv_cache_equals_recomputing_every_prefix_from_scratch():
+    model = model_with_fixed_weights(SMALL)
+    incremental = cached_logits(model, TOKENS)
+    for t in range(len(TOKENS)):
+        fresh = cached_logits(model, TOKENS[:t + 1])  # a fresh cache, the prefix replayed
+        # the same float operations in the same order: bit-for-bit equal, not just close
+        assert fresh[-1] == incremental[t]
+
+
+def test_kv_cache_equals_recompute_with_the_default_random_init():
+    model = GPT(GPTConfig(vocab_size=27), seed=3)
+    tokens = [26, 4, 12, 12, 0, 26]
+    incremental = cached_logits(model, tokens)
+    for t in range(len(tokens)):
+        assert cached_logits(model, tokens[:t + 1])[-1] == incremental[t]
+
+
+def test_each_call_appends_one_key_and_value_per_layer():
+    model = model_with_fixed_weights(SMALL)
+    keys, values = model.empty_cache()
+    assert keys == [[], []] and values == [[], []]
+    for t, tok in enumerate(TOKENS[:3]):
+        model.gpt(tok, t, keys, values)
+        assert [len(k) for k in keys] == [t + 1] * SMALL.n_layer
+        assert [len(v) for v in values] == [t + 1] * SMALL.n_layer
+        assert all(len(k[-1]) == SMALL.n_embd for k in keys)
+
+
+@pytest.mark.parametrize('token_id, pos_id', [(5, 0), (-1, 0), (0, 6), (0, -1)])
+def test_gpt_rejects_ids_outside_the_vocabulary_or_the_block(token_id, pos_id):
+    model = model_with_fixed_weights(SMALL)
+    keys, values = model.empty_cache()
+    with pytest.raises(IndexError, match='outside'):
+        model.gpt(token_id, pos_id, keys, values)
+
+
+# ---------------------------------------------------------------------------- attention trace
+def test_trace_holds_attention_weights_that_sum_to_one():
+    model = model_with_fixed_weights(SMALL)
+    keys, values = model.empty_cache()
+    for t, tok in enumerate(TOKENS):
+        trace = {}
+        model.gpt(tok, t, keys, values, trace=trace)
+        assert sorted(trace) == sorted(f'layer{li}.head{h}' for li in range(SMALL.n_layer)
+                                       for h in range(SMALL.n_head))
+        for name, weights in trace.items():
+            assert len(weights) == t + 1, name  # one weight per visible position, none for the future
+            assert all(0.0 <= w <= 1.0 for w in weights)
+            assert abs(sum(weights) - 1.0) <= SUM_TOL
+    # position 0 can only look at itself
+    trace = {}
+    model.gpt(TOKENS[0], 0, *model.empty_cache(), trace=trace)
+    assert all(w == [1.0] for w in trace.values())
+
+
+def test_trace_does_not_change_the_logits():
+    model = model_with_fixed_weights(SMALL)
+    keys, values = model.empty_cache()
+    traced = []
+    for t, tok in enumerate(TOKENS):
+        traced.append([l.data for l in model.gpt(tok, t, keys, values, trace={})])
+    assert traced == cached_logits(model, TOKENS)
+
+
+# ---------------------------------------------------------------------------- configuration
+def test_config_defaults_and_head_dim():
+    cfg = GPTConfig(vocab_size=27)
+    assert (cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.block_size) == (1, 16, 4, 16)
+    assert cfg.head_dim == 4
+    assert cfg.to_dict() == {'vocab_size': 27, 'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
+
+
+@pytest.mark.parametrize('field, value', [
+    ('vocab_size', 0), ('n_layer', 0), ('n_embd', -8), ('n_head', 0), ('block_size', 0),
+    ('n_embd', 16.0), ('n_layer', True), ('block_size', '16'), ('n_head', None),
+])
+def test_config_rejects_non_positive_or_non_integer_sizes(field, value):
+    fields = {'vocab_size': 27, 'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
+    fields[field] = value
+    with pytest.raises(UserError, match=field):
+        GPTConfig(**fields)
+
+
+def test_config_requires_n_embd_divisible_by_n_head():
+    with pytest.raises(UserError, match='divisible'):
+        GPTConfig(vocab_size=27, n_embd=10, n_head=4)
+    assert GPTConfig(vocab_size=27, n_embd=12, n_head=4).head_dim == 3
+
+
+# ---------------------------------------------------------------------------- parameters
+def test_parameter_names_and_shapes_follow_microgpt():
+    cfg = GPTConfig(vocab_size=27, n_layer=2, n_embd=8, n_head=2, block_size=12)
+    shapes = parameter_shapes(cfg)
+    per_layer = ['attn_wq', 'attn_wk', 'attn_wv', 'attn_wo', 'mlp_fc1', 'mlp_fc2']
+    assert list(shapes) == (['wte', 'wpe', 'lm_head']
+                            + [f'layer{i}.{n}' for i in range(2) for n in per_layer])
+    assert shapes['wte'] == [27, 8] and shapes['lm_head'] == [27, 8]
+    assert shapes['wpe'] == [12, 8]
+    for i in range(2):
+        for n in ('attn_wq', 'attn_wk', 'attn_wv', 'attn_wo'):
+            assert shapes[f'layer{i}.{n}'] == [8, 8]
+        assert shapes[f'layer{i}.mlp_fc1'] == [32, 8]  # [n_out][n_in]: widens 8 -> 32
+        assert shapes[f'layer{i}.mlp_fc2'] == [8, 32]
+
+    model = GPT(cfg)
+    for name, (n_out, n_in) in shapes.items():
+        matrix = model.state_dict[name]
+        assert len(matrix) == n_out and all(len(row) == n_in for row in matrix), name
+    assert len(model.params) == sum(n_out * n_in for n_out, n_in in shapes.values())
+    # the optimizer's flat list holds the very Values of state_dict, not copies
+    assert model.params[0] is model.state_dict['wte'][0][0]
+    assert model.params[-1] is model.state_dict['layer1.mlp_fc2'][-1][-1]
+
+
+def test_init_is_gaussian_with_std_0_08_from_the_seed():
+    cfg = GPTConfig(vocab_size=27)  # the default model: 4192 parameters
+    data = [p.data for p in GPT(cfg, seed=42).params]
+    mean = sum(data) / len(data)
+    std = math.sqrt(sum((x - mean) ** 2 for x in data) / len(data))
+    assert abs(std - 0.08) <= INIT_STD_TOL
+    assert abs(mean) <= INIT_STD_TOL
+    # the same seed gives the same weights, another seed others
+    assert [p.data for p in GPT(cfg, seed=42).params] == data
+    assert [p.data for p in GPT(cfg, seed=43).params] != data
+    # and they are the stdlib generator's gauss(0, 0.08) draws, in state_dict order
+    rng = random.Random(42)
+    assert data[:50] == [rng.gauss(0, 0.08) for _ in range(50)]
+
+
+def test_weights_and_load_weights_round_trip():
+    a = GPT(SMALL, seed=1)
+    b = GPT(SMALL, seed=2)
+    assert a.weights() != b.weights()
+    b.load_weights(a.weights())
+    assert b.weights() == a.weights()
+    assert cached_logits(a, TOKENS) == cached_logits(b, TOKENS)
