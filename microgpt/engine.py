@@ -133,10 +133,13 @@ class Value:
 
         Gradients are not carried over between calls: backward() first sets every grad in
         this graph to 0 (leaves such as parameters included), then seeds self.grad = 1 and
-        applies the chain rule from the output back. So a training step needs no separate
-        zero_grad, and calling backward() again, on this graph or on a freshly built one,
-        gives the same gradients rather than doubling them. Within one call, a node used
-        by several others (a "diamond") correctly receives the sum of their contributions.
+        applies the chain rule from the output back. So calling backward() again, on this
+        graph or on a freshly built one, gives the same gradients rather than doubling them.
+        Within one call, a node used by several others (a "diamond") correctly receives the
+        sum of their contributions.
+        note: a parameter that is NOT in this graph (the embedding row of a letter the name
+        lacks) is not reached, so its grad is not touched; that is why the optimizer sets
+        each grad back to 0 once it has used it (optim.Adam.step), as microgpt does.
         """
         order = topological_order(self)
         for node in order:
