@@ -1,0 +1,20 @@
+"""
+The lab: the lessons' three sandboxes and their checkable numbers, as terminal commands.
+
+    python -m microgpt.lab overview anna          # next-character bars, loss, one continuation
+    python -m microgpt.lab attention anna         # one head, one query, every step of attention
+    python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
+    python -m microgpt.lab scaling                # why the scores are divided by sqrt(head_dim)
+    python -m microgpt.lab loss out/model.log.jsonl
+
+The model commands read a checkpoint written by train.py (default out/model.json) and look
+inside it with the numpy port (src/inference), whose forward pass can hand back every
+intermediate: queries, keys, attention scores and weights, logits. Everything prints as text
+with unicode shading, so it works in any terminal; with the optional plot extra (matplotlib)
+`--png FILE` also draws a picture. docs/reading-guide.md says which lesson each command
+belongs to and which exercises it checks.
+
+This subpackage is the one place in microgpt/ that imports numpy: the core modules (engine,
+model, training, ...) stay pure standard library. Each command lives in its own file, and
+__main__.py holds the command line that dispatches to them.
+"""

@@ -1,0 +1,46 @@
+"""
+The trained model the lab looks at, and the text a learner hands it.
+
+`load_model` reads a checkpoint into the numpy port (src/inference), whose forward pass can
+return every intermediate array; `text_tokens` turns TEXT into the token ids the model reads,
+[BOS] + the characters, with one-line errors for what the model cannot read. attention.py
+and overview.py both start here.
+"""
+
+import os
+
+from ..errors import UserError
+
+DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
+
+
+def load_model(path, n_head=None):
+    """A NumpyGPT with its tokenizer; a missing file says to train one first."""
+    if not os.path.exists(path):
+        hint = "python train.py" if path == DEFAULT_CKPT else f"python train.py --out {path}"
+        raise UserError(f"no checkpoint at {path}: train one first with `{hint}` "
+                        "(or point --ckpt at an existing one)")
+    import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
+    return inference.load_checkpoint(path, n_head=n_head)
+
+
+def describe(path, model):
+    """One line naming the checkpoint and its configuration: printed first by every command."""
+    c = model.config
+    return (f"checkpoint {path}: n_layer={c.n_layer} n_embd={c.n_embd} n_head={c.n_head} "
+            f"head_dim={c.head_dim} block_size={c.block_size} vocab_size={c.vocab_size}")
+
+
+def text_tokens(model, text):
+    """[BOS] + TEXT's ids, which must fit in the model's block of positions.
+
+    The model reads BOS first, exactly as in training, so position 0 is BOS and the text's
+    first character is position 1.
+    """
+    ids = model.tokenizer.encode(text)  # an unknown character is a UserError naming it
+    limit = model.config.block_size - 1  # one position goes to BOS
+    if len(ids) > limit:
+        raise UserError(f"TEXT {text!r} has {len(ids)} characters, but this model's block of "
+                        f"{model.config.block_size} positions (one of them BOS) leaves room for "
+                        f"at most {limit}")
+    return [model.tokenizer.bos] + ids

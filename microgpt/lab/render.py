@@ -1,0 +1,89 @@
+"""
+Terminal pictures for the lab: shading for weights, bars for probabilities, aligned tables
+and a small line chart. Plain text with a few unicode block characters, so it works in any
+terminal and in a pasted log; plot.py draws the same things as PNG when matplotlib is there.
+
+Every function takes plain numbers and returns a string (or a list of lines); nothing is
+printed here, which keeps the commands testable.
+"""
+
+import math
+
+# Five shades from "no weight" to "all the weight"; a masked (future) cell gets MASKED instead,
+# so that "0 because masked" never looks like "0 because the softmax said so".
+SHADES = ' ░▒▓█'
+MASKED = '·'
+# A bar is drawn in eighths of a character, so 0.10 and 0.12 look different at width 20.
+EIGHTHS = ' ▏▎▍▌▋▊▉'
+FULL = '█'
+BOS_LABEL = '<BOS>'  # how the begin/end-of-name token is shown
+
+
+def shade(w):
+    """One character for a weight in [0, 1]: blank below 0.05, then ░ ▒ ▓ █ by quarters."""
+    if w is None or (isinstance(w, float) and math.isnan(w)):
+        return MASKED
+    if w < 0.05:
+        return SHADES[0]
+    return SHADES[min(4, 1 + int(w * 4))]
+
+
+def bar(x, width=20):
+    """A horizontal bar for x in [0, 1], `width` characters at x = 1, drawn to 1/8 character."""
+    x = min(max(x, 0.0), 1.0)
+    eighths = round(x * width * 8)
+    full, rest = divmod(eighths, 8)
+    text = FULL * full + (EIGHTHS[rest] if rest else '')
+    return text.ljust(width)
+
+
+def token_label(tokenizer, token_id):
+    """A token as text: its character, or <BOS> for the begin/end marker."""
+    return BOS_LABEL if token_id == tokenizer.bos else tokenizer.chars[token_id]
+
+
+def table(headers, rows, align=None, indent='  '):
+    """Aligned columns. align: one letter per column, 'l' or 'r' (default: left, then right).
+
+    Cells are converted with str(); format numbers before passing them in.
+    """
+    ncol = len(headers)
+    align = align or 'l' + 'r' * (ncol - 1)
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(ncol)]
+    lines = []
+    for r in cells:
+        parts = [c.ljust(w) if a == 'l' else c.rjust(w) for c, w, a in zip(r, widths, align)]
+        lines.append((indent + '  '.join(parts)).rstrip())
+    return '\n'.join(lines)
+
+
+def line_chart(series, width=60, height=12, y_label=''):
+    """A text chart of one or more (marker, xs, ys) series sharing one pair of axes.
+
+    Each point lands in the character cell nearest to it; a later series overwrites an
+    earlier one where they meet, so list the most important series last.
+    """
+    xs_all = [x for _, xs, _ in series for x in xs]
+    ys_all = [y for _, _, ys in series for y in ys]
+    if not xs_all:
+        return ['  (nothing to draw)']
+    x0, x1 = min(xs_all), max(xs_all)
+    y0, y1 = min(ys_all), max(ys_all)
+    if y1 - y0 < 1e-12:  # a flat line still needs a y range to sit in
+        y0, y1 = y0 - 0.5, y1 + 0.5
+    grid = [[' '] * width for _ in range(height)]
+    for marker, xs, ys in series:
+        for x, y in zip(xs, ys):
+            col = 0 if x1 == x0 else round((x - x0) / (x1 - x0) * (width - 1))
+            row = round((y1 - y) / (y1 - y0) * (height - 1))  # row 0 is the top
+            grid[row][col] = marker
+    labels = {0: f'{y1:.3f}', (height - 1) // 2: f'{(y0 + y1) / 2:.3f}', height - 1: f'{y0:.3f}'}
+    pad = max(len(t) for t in labels.values())
+    lines = [f"  {y_label}"] if y_label else []
+    for r, cells in enumerate(grid):
+        lines.append(f"  {labels.get(r, ''):>{pad}} ┤{''.join(cells)}".rstrip())
+    lines.append(f"  {'':>{pad}} └{'─' * width}")
+    left, right = f'{x0:g}', f'{x1:g}'
+    lines.append(f"  {'':>{pad}}  {left}{right:>{width - len(left)}}")
+    return lines
