@@ -1,0 +1,61 @@
+"""
+The lab's command line: `python -m microgpt.lab <command> ...`, one subcommand per sandbox.
+
+    python -m microgpt.lab --help
+    python -m microgpt.lab attention --help
+
+Each command's work lives in its own file (attention.py, autograd.py, overview.py,
+scaling.py, loss.py); this file only declares the flags, grouped by purpose, and dispatches.
+Mistakes in what a learner typed (an unknown character, --head out of range, a bad
+expression, a missing checkpoint) end as one line `error: ...` with exit status 2, through
+microgpt.cli.run.
+"""
+
+import importlib
+
+from .. import cli
+from .loading import DEFAULT_CKPT
+
+
+def add_model_flags(p):
+    g = p.add_argument_group('model')
+    g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
+                   help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
+    g.add_argument('--n-head', type=cli.positive_int,
+                   help="heads, for the 3D tutorial's weights export only (it does not record them; default 4)")
+
+
+def add_png_flag(g, what):
+    g.add_argument('--png', metavar='FILE',
+                   help=f"also draw {what} into this PNG file (needs matplotlib: the plot extra)")
+
+
+def parse_args(argv=None):
+    p = cli.ArgumentParser(prog='python -m microgpt.lab',
+                           description="The lessons' sandboxes as commands, on a trained checkpoint.")
+    commands = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
+
+    # autograd: a live expression graph
+    c = commands.add_parser('autograd', help="build an expression's graph of Values and backpropagate",
+                            description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), "
+                                        "log(), relu(), parentheses; nothing is eval'ed), builds the "
+                                        "graph, runs backward() and lists every node with its grad.")
+    c.add_argument('expression', metavar='EXPR', help='e.g. "(a + b) * c"; quote it for the shell')
+    c.add_argument('assignments', nargs='*', metavar='NAME=VALUE',
+                   help="a value for every variable of EXPR, e.g. a=2 b=-3 c=10")
+    g = c.add_argument_group('picture')
+    g.add_argument('--dot', metavar='FILE',
+                   help="write the graph as Graphviz DOT; rendered to PNG beside it if `dot` is installed")
+
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # import only the command that runs: `autograd` and `loss` never load the numpy port
+    command = importlib.import_module(f'.{args.command}', __package__)
+    return command.run(args)
+
+
+if __name__ == '__main__':
+    cli.run(main)

@@ -1,0 +1,295 @@
+"""
+The autograd explorer: type an expression, see the graph of Values it builds and every grad.
+
+    python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
+    python -m microgpt.lab autograd "relu(x * w + b)" x=1.5 w=-2 b=4 --dot graph.dot
+
+The expression is parsed WITHOUT eval(): Python's own parser (ast.parse) turns the text into
+a tree, and `check` walks that tree and accepts only an allow-list of node types: numbers,
+variable names, + - * / **, unary minus, calls of exp(), log(), relu() on one argument, and
+parentheses (which leave no node of their own). Anything else (attribute access, other
+calls, strings, lists, lambdas, comparisons, ...) is refused with a message naming it and
+its column, before a single Value is made. `build` then turns the accepted tree into
+engine.Value operations, backward() fills in the grads, and graph.py lists or draws them.
+
+What the table shows is the engine's real graph: a - b is built as a + (b * -1) and a / b as
+a * b**-1, exactly as in micrograd, so those appear as extra nodes.
+"""
+
+import ast
+import math
+import os
+import shutil
+import subprocess
+
+from ..engine import Value
+from ..errors import UserError
+from ..graph import graph_rows, graph_table, to_dot
+
+# The whole language. Anything not named here is an error.
+FUNCTIONS = {'exp': Value.exp, 'log': Value.log, 'relu': Value.relu}
+BINARY_OPS = {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**'}
+ALLOWED = "numbers, variables, + - * / **, unary minus, exp(), log(), relu() and parentheses"
+MAX_LENGTH = 1000  # characters: an expression to read, not a program
+MAX_DEPTH = 200    # nesting levels (a chain a+b+c+... counts one level per operator)
+
+# What to call the node types a learner is most likely to try, for the error message.
+NODE_NAMES = {
+    ast.Attribute: 'attribute access', ast.Subscript: 'indexing', ast.Lambda: 'lambda',
+    ast.List: 'a list', ast.Tuple: 'a tuple', ast.Set: 'a set', ast.Dict: 'a dict',
+    ast.IfExp: 'a conditional expression (x if c else y)', ast.Compare: 'a comparison',
+    ast.BoolOp: 'and/or', ast.NamedExpr: 'assignment (:=)', ast.JoinedStr: 'an f-string',
+    ast.ListComp: 'a comprehension', ast.GeneratorExp: 'a generator', ast.Starred: 'unpacking (*)',
+    ast.Await: 'await', ast.Yield: 'yield', ast.Slice: 'a slice',
+}
+
+
+# ---------------------------------------------------------------------------- parsing
+def parse_expression(text):
+    """The checked syntax tree of `text` and its variable names in order of first use."""
+    if len(text) > MAX_LENGTH:
+        raise UserError(f"the expression is {len(text)} characters long; the explorer takes at "
+                        f"most {MAX_LENGTH}")
+    if not text.strip():
+        raise UserError(f"the expression is empty: write one with {ALLOWED}")
+    try:
+        tree = ast.parse(text.strip(), mode='eval')
+    except SyntaxError as e:
+        where = f" at column {e.offset}" if e.offset else ''
+        raise UserError(f"cannot parse {_short(repr(text))}: {e.msg}{where}") from None
+    except (RecursionError, MemoryError, ValueError):  # absurd nesting, or a NUL byte
+        raise UserError(f"cannot parse the expression: it is nested too deeply or contains "
+                        f"characters that are not allowed; use {ALLOWED}") from None
+    variables = []
+    check(tree.body, text.strip(), variables)
+    return tree.body, variables
+
+
+def check(node, source, variables, depth=0):
+    """Accept `node` only if every part of it is in the allow-list; collect variable names."""
+    if depth > MAX_DEPTH:
+        raise UserError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, ast.Constant):
+        number(node, source)
+    elif isinstance(node, ast.Name):
+        if node.id in FUNCTIONS:
+            raise UserError(f"{node.id} is a function: call it on one argument, as {node.id}(x)")
+        if node.id.startswith('_'):
+            raise UserError(f"{node.id!r} is not allowed: variable names may not start with '_'")
+        if node.id not in variables:
+            variables.append(node.id)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in BINARY_OPS:
+            raise _refuse(node, source, f"the operator {OTHER_OPS.get(type(node.op), '?')} is not allowed")
+        check(node.left, source, variables, depth + 1)
+        if isinstance(node.op, ast.Pow):
+            constant(node.right, source, depth + 1)  # the engine's ** takes a plain number only
+        else:
+            check(node.right, source, variables, depth + 1)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.USub):
+            raise _refuse(node, source, "only unary minus is allowed")
+        check(node.operand, source, variables, depth + 1)
+    elif isinstance(node, ast.Call):
+        if not (isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS):
+            raise _refuse(node, source, "only exp(), log() and relu() may be called")
+        if len(node.args) != 1 or node.keywords:
+            raise _refuse(node, source, f"{node.func.id}() takes exactly one argument")
+        check(node.args[0], source, variables, depth + 1)
+    else:
+        what = NODE_NAMES.get(type(node), f"a {type(node).__name__} expression")
+        raise _refuse(node, source, f"{what} is not allowed")
+
+
+def number(node, source):
+    """A literal's value as a finite float; strings, booleans, complex numbers are refused."""
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _refuse(node, source, f"the literal {_short(repr(value))} is not a number")
+    try:
+        value = float(value)
+    except OverflowError:  # an integer literal beyond the float range
+        value = math.inf
+    if not math.isfinite(value):
+        raise _refuse(node, source, "this number is not finite (it overflows a float)")
+    return value
+
+
+def constant(node, source, depth=0):
+    """The plain float an exponent stands for: numbers combined with + - * / ** and minus.
+
+    Everything is computed in floats, so 10 ** 10 ** 10 overflows at once instead of
+    building an enormous integer.
+    """
+    if depth > MAX_DEPTH:
+        raise UserError(f"the exponent is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, ast.Constant):
+        return number(node, source)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -constant(node.operand, source, depth + 1)
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
+        a, b = constant(node.left, source, depth + 1), constant(node.right, source, depth + 1)
+        try:
+            out = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.Div: lambda: a / b, ast.Pow: lambda: a ** b}[type(node.op)]()
+        except ZeroDivisionError:
+            raise _refuse(node, source, "this exponent divides by zero") from None
+        except OverflowError:
+            raise _refuse(node, source, "this exponent overflows a float") from None
+        if isinstance(out, complex) or not math.isfinite(out):
+            raise _refuse(node, source, "this exponent is not a finite real number")
+        return out
+    raise UserError(f"the exponent {_segment(node, source)} must be a number, as in x ** 2 or "
+                    "x ** -0.5: the engine raises a Value to a plain number only "
+                    "(write b ** x as exp(x * log(b)))")
+
+
+def _refuse(node, source, problem):
+    return UserError(f"{problem} (column {node.col_offset + 1}: {_segment(node, source)}); "
+                     f"the explorer knows only {ALLOWED}")
+
+
+def _segment(node, source):
+    """The part of the expression a node came from, quoted and cut short for a message."""
+    return _short(repr(ast.get_source_segment(source, node) or type(node).__name__))
+
+
+def _short(text, limit=40):
+    return text if len(text) <= limit else text[:limit - 1] + '…'
+
+
+# The operators Python has but the explorer refuses, by their symbol, for the error message.
+OTHER_OPS = {ast.Mod: '%', ast.FloorDiv: '//', ast.MatMult: '@', ast.BitAnd: '&',
+             ast.BitOr: '|', ast.BitXor: '^', ast.LShift: '<<', ast.RShift: '>>'}
+
+
+# ---------------------------------------------------------------------------- variables
+def parse_assignments(items):
+    """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}, with a clear error for anything else."""
+    values = {}
+    for item in items:
+        name, sep, text = item.partition('=')
+        name, text = name.strip(), text.strip()
+        if not sep or not name.isidentifier():
+            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
+                            "e.g. a=2")
+        if name in FUNCTIONS or name.startswith('_'):
+            raise UserError(f"{name!r} cannot be a variable name")
+        if name in values:
+            raise UserError(f"{name} is given twice")
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"{item!r}: {text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise UserError(f"{item!r}: the value must be a finite number")
+        values[name] = value
+    return values
+
+
+# ---------------------------------------------------------------------------- building
+def build(node, source, leaves, names):
+    """The Value for a checked tree. leaves: {name: Value}; names collects node labels."""
+    if isinstance(node, ast.Constant):
+        leaf = Value(number(node, source))
+        names[leaf] = f'{leaf.data:g}'
+        return leaf
+    if isinstance(node, ast.Name):
+        return leaves[node.id]
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.operand, ast.Constant):  # -3 is one number, not 3 * -1
+            leaf = Value(-number(node.operand, source))
+            names[leaf] = f'{leaf.data:g}'
+            return leaf
+        return -build(node.operand, source, leaves, names)
+    if isinstance(node, ast.Call):
+        return FUNCTIONS[node.func.id](build(node.args[0], source, leaves, names))
+    left = build(node.left, source, leaves, names)
+    if isinstance(node.op, ast.Pow):
+        exponent = constant(node.right, source)
+        if exponent.is_integer() and abs(exponent) < 2 ** 53:
+            exponent = int(exponent)  # so the node reads **2, not **2.0
+        return left ** exponent
+    right = build(node.right, source, leaves, names)
+    op = type(node.op)
+    if op is ast.Add:
+        return left + right
+    if op is ast.Sub:
+        return left - right
+    if op is ast.Mult:
+        return left * right
+    return left / right
+
+
+def explore(text, assignments):
+    """Parse, build, backward. Returns (root Value, {variable: leaf Value}, {Value: label})."""
+    tree, variables = parse_expression(text)
+    values = parse_assignments(assignments)
+    missing = [v for v in variables if v not in values]
+    if missing:
+        raise UserError(f"no value for {', '.join(missing)}: add "
+                        f"{' '.join(m + '=VALUE' for m in missing)}")
+    unused = [v for v in values if v not in variables]
+    if unused:
+        raise UserError(f"given a value but not used in the expression: {', '.join(unused)}")
+    leaves = {name: Value(values[name]) for name in variables}
+    names = {leaf: name for name, leaf in leaves.items()}
+    try:
+        root = build(tree, text.strip(), leaves, names)
+    except (ValueError, ZeroDivisionError, TypeError) as e:  # log(-1), 0 ** -1, exp(1000), ...
+        raise UserError(f"cannot compute {_short(repr(text.strip()))} at these values: {e}") from None
+    except RecursionError:
+        raise UserError("the expression is nested too deeply to compute") from None
+    root.backward()
+    for node, op, data, _, _ in graph_rows(root):
+        if not op and node not in names:  # a constant the engine added, e.g. the -1 in a - b
+            names[node] = f'{data:g}'
+    return root, leaves, names
+
+
+# ---------------------------------------------------------------------------- the command
+def report(text, assignments):
+    """The explorer's printout, plus the pieces (for --dot and for tests)."""
+    root, leaves, names = explore(text, assignments)
+    given = ', '.join(f'{n} = {leaf.data:g}' for n, leaf in leaves.items())
+    lines = [f"expression: {text.strip()}" + (f"   with {given}" if given else ''),
+             f"value: {root.data:.6g}",
+             f"nodes: {len(graph_rows(root))}",
+             '',
+             "The graph in topological order: every node comes after its inputs, so backward()",
+             "can walk it from the bottom up. grad = d(output)/d(node); a node used twice (a",
+             "diamond) adds up the grads from both uses.",
+             graph_table(root, names=names)]
+    if leaves:
+        lines += ['', "gradients of the inputs: " +
+                  '   '.join(f'{n}.grad = {leaf.grad:.6g}' for n, leaf in leaves.items())]
+    return '\n'.join(lines), root, names
+
+
+def write_dot(path, root, names):
+    """Write the DOT file; render it to PNG beside it when Graphviz's `dot` is installed."""
+    try:
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(to_dot(root, names=names))
+    except OSError as e:
+        raise UserError(f"cannot write --dot {path}: {e.strerror}") from None
+    lines = [f"wrote {path} (Graphviz DOT)"]
+    dot = shutil.which('dot')
+    picture = os.path.splitext(path)[0] + '.png'
+    if dot is None:
+        lines.append(f"Graphviz is not installed, so it was not rendered; with it: "
+                     f"dot -Tpng {path} -o {picture}")
+        return lines
+    done = subprocess.run([dot, '-Tpng', path, '-o', picture], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise UserError(f"dot could not render {path}: {done.stderr.strip() or 'no message'}")
+    lines.append(f"rendered {picture}")
+    return lines
+
+
+def run(args):
+    text, root, names = report(args.expression, args.assignments)
+    print(text)
+    if args.dot:
+        print('\n'.join(write_dot(args.dot, root, names)))
+    return 0
