@@ -47,6 +47,19 @@ def parse_args(argv=None):
     g.add_argument('--dot', metavar='FILE',
                    help="write the graph as Graphviz DOT; rendered to PNG beside it if `dot` is installed")
 
+    # scaling: the lessons' numbers
+    c = commands.add_parser('scaling', help="the lessons' numbers on sqrt(d) scaling and cost, measured afresh",
+                            description="Var(q.k) = d, softmax saturation, the hand-worked example, one "
+                                        "row with and without scaling, the cost ratio n/(2D), the size "
+                                        "of the score matrix.")
+    g = c.add_argument_group('sampling')
+    g.add_argument('--samples', type=cli.positive_int, default=50_000, metavar='N',
+                   help="dot products drawn per d for the variance (default 50000; the standard "
+                        "error shrinks like 1/sqrt(N))")
+    g.add_argument('--draws', type=cli.positive_int, default=2000, metavar='N',
+                   help="random rows for the medians of the row statistics (default 2000)")
+    g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
+
     return p.parse_args(argv)
 
 
