@@ -35,6 +35,43 @@ def parse_args(argv=None):
                            description="The lessons' sandboxes as commands, on a trained checkpoint.")
     commands = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
 
+    # overview: forward, loss, sample
+    c = commands.add_parser('overview', help="next-character probabilities, loss and a sample for TEXT",
+                            description="For every position of [BOS] + TEXT: the model's most likely next "
+                                        "characters, the true one, its probability and loss; then one "
+                                        "sampled continuation.")
+    c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
+    add_model_flags(c)
+    g = c.add_argument_group('display')
+    g.add_argument('--top', type=cli.positive_int, default=5, metavar='K',
+                   help="how many most likely characters to show per position (default 5)")
+    g = c.add_argument_group('sampling (as in sample.py)')
+    g.add_argument('--temperature', type=cli.positive_float, default=0.5,
+                   help="> 0; below 1 safer, above 1 more inventive (default 0.5)")
+    g.add_argument('--seed', type=int, default=42, help="random seed for the continuation (default 42)")
+    add_png_flag(c.add_argument_group('picture'), "the probability bars")
+
+    # attention: one head, one query
+    c = commands.add_parser('attention', help="every step of one head's attention for one query of TEXT",
+                            description="q.k per dimension, scores, scaling, the causal mask, softmax, "
+                                        "the weighted sum of values, every head side by side, and the "
+                                        "row statistics with and without the sqrt(head_dim) scaling.")
+    c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
+    add_model_flags(c)
+    g = c.add_argument_group('what to look at')
+    g.add_argument('--layer', type=cli.nonnegative_int, default=0, metavar='L',
+                   help="transformer block, 0..n_layer-1 (default 0)")
+    g.add_argument('--head', type=cli.nonnegative_int, default=0, metavar='H',
+                   help="attention head, 0..n_head-1 (default 0)")
+    g.add_argument('--query', type=cli.nonnegative_int, metavar='I',
+                   help="query position, 0 (BOS)..len(TEXT) (default: the last)")
+    g = c.add_argument_group('what if (the model itself scales and uses temperature 1)')
+    g.add_argument('--no-scale', action='store_true',
+                   help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen")
+    g.add_argument('--temperature', type=cli.positive_float, default=1.0,
+                   help="divide the scores by this before the softmax, > 0 (default 1)")
+    add_png_flag(c.add_argument_group('picture'), "a heatmap of every head of the layer")
+
     # autograd: a live expression graph
     c = commands.add_parser('autograd', help="build an expression's graph of Values and backpropagate",
                             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), "
@@ -60,6 +97,14 @@ def parse_args(argv=None):
                    help="random rows for the medians of the row statistics (default 2000)")
     g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
 
+    # loss: the curves of a run
+    c = commands.add_parser('loss', help="training and validation loss curves from a training log",
+                            description="Reads the JSON-lines log train.py writes beside the checkpoint.")
+    c.add_argument('logfile', metavar='LOGFILE', help="e.g. out/model.log.jsonl")
+    g = c.add_argument_group('display')
+    g.add_argument('--width', type=cli.positive_int, default=60, help="chart width in characters (default 60)")
+    g.add_argument('--height', type=cli.positive_int, default=12, help="chart height in lines (default 12)")
+    add_png_flag(c.add_argument_group('picture'), "the curves")
     return p.parse_args(argv)
 
 

@@ -1,0 +1,215 @@
+"""
+The attention sandbox: one head, one query position, every step of attention with the
+real numbers of a trained checkpoint.
+
+    python -m microgpt.lab attention anna                    # layer 0, head 0, last position
+    python -m microgpt.lab attention anna --head 1 --query 2 # an earlier query: see the mask
+    python -m microgpt.lab attention anna --no-scale         # what if q.k were not / sqrt(d)?
+    python -m microgpt.lab attention anna --png heads.png    # a heatmap per head
+
+The model reads [BOS] + TEXT. For the chosen query position i it prints, in the order the
+model computes them (microgpt/model.py, step 2 of gpt()):
+  1. q_i . k_j as head_dim products, one per dimension, for every visible key j <= i;
+  2. the raw score, the score divided by sqrt(head_dim), the causal mask (a future key
+     j > i is never scored, so it never gets a weight), and the softmax weights;
+  3. each w_j * v_j and their sum, the head's output;
+  4. every head's weights for the same query, side by side;
+  5. the widget's row statistics (rowstats.py) without and with the sqrt(head_dim) scaling.
+
+--no-scale and --temperature are "what if" knobs: the model itself always divides by
+sqrt(head_dim) and uses temperature 1. With the knobs at those values the printout checks
+itself against the weights the port's forward pass captured.
+"""
+
+import numpy as np
+
+from ..errors import UserError
+from .loading import describe, load_model, text_tokens
+from .render import MASKED, bar, shade, table, token_label
+from .rowstats import row_statistics, softmax
+
+
+# ---------------------------------------------------------------------------- the arithmetic
+def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
+    """One head's causal attention weights for every query, (T, T), NaN where j > i.
+
+    q_h, k_h: (T, head_dim), that head's queries and keys at every position.
+    """
+    T, head_dim = q_h.shape
+    scores = q_h @ k_h.T                          # (T, T): q_i . k_j for every pair
+    if scale:
+        scores = scores * head_dim ** -0.5        # (T, T)
+    scores = scores / temperature                 # (T, T)
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T): True where j > i
+    weights = softmax(np.where(future, -np.inf, scores))  # (T, T): exp(-inf) = 0
+    return np.where(future, np.nan, weights)      # (T, T): a future cell is "no weight", not 0
+
+
+def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0):
+    """Every number the printout shows, for head `head` of layer `layer` at query `query`.
+
+    Returns a dict of arrays; t = query + 1 is the number of visible keys.
+    """
+    import inference
+
+    _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'attention_softmax'))
+    q = caps['q'][layer, head, query]             # (head_dim,): what position i looks for
+    keys = caps['k'][layer, head, :query + 1]     # (t, head_dim): the visible keys j <= i
+    values = caps['v'][layer, head, :query + 1]   # (t, head_dim): their values
+    # the port's own attention step, the function forward() calls for this head and position
+    out, scores, weights = inference.attention_head(q, keys, values, scale=scale)  # (head_dim,), (t,), (t,)
+    if temperature != 1.0:
+        scores = scores / temperature             # (t,)
+        weights = softmax(scores)                 # (t,)
+        out = weights @ values                    # (head_dim,)
+    all_heads = np.stack([weight_matrix(caps['q'][layer, h], caps['k'][layer, h], scale, temperature)
+                          for h in range(model.config.n_head)])  # (n_head, T, T)
+    return {
+        'q': q,
+        'keys': keys,
+        'values': values,
+        'products': keys * q,                     # (t, head_dim): q[d] * k_j[d], the dot product's terms
+        'raw': keys @ q,                          # (t,): q . k_j, not yet scaled
+        'scores': scores,                         # (t,): what enters the softmax
+        'weights': weights,                       # (t,): sums to 1
+        'weighted_values': weights[:, None] * values,  # (t, head_dim): w_j * v_j
+        'out': out,                               # (head_dim,): sum_j w_j v_j
+        'all_heads': all_heads,
+        'model_weights': caps['attention_softmax'][layer, :, query],  # (n_head, T), NaN for j > i
+    }
+
+
+def check_choice(model, token_ids, layer, head, query):
+    """The query position (default: the last), after checking every choice is in range."""
+    c, T = model.config, len(token_ids)
+    if not 0 <= layer < c.n_layer:
+        raise UserError(f"--layer {layer} is out of range: this model has {c.n_layer} "
+                        f"layer(s), 0..{c.n_layer - 1}")
+    if not 0 <= head < c.n_head:
+        raise UserError(f"--head {head} is out of range: this model has {c.n_head} heads, "
+                        f"0..{c.n_head - 1}")
+    if query is None:
+        return T - 1
+    if not 0 <= query < T:
+        raise UserError(f"--query {query} is out of range: [BOS] + TEXT has positions 0..{T - 1} "
+                        "(0 is BOS)")
+    return query
+
+
+# ---------------------------------------------------------------------------- the printout
+def _vec(x, fmt='{:+.3f}'):
+    return '[' + ' '.join(fmt.format(v) for v in x) + ']'
+
+
+def report(model, path, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
+    """The printout (a string) and the numbers behind it."""
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise UserError(f"--temperature must be a finite number > 0, got {temperature}")
+    tok = model.tokenizer
+    token_ids = text_tokens(model, text)
+    query = check_choice(model, token_ids, layer, head, query)
+    view = head_view(model, token_ids, layer, head, query, scale, temperature)
+    T, t, head_dim = len(token_ids), query + 1, model.config.head_dim
+    labels = [token_label(tok, i) for i in token_ids]
+    dims = [f'd{d}' for d in range(head_dim)]
+
+    lines = [describe(path, model),
+             f"text {text!r}: {T} positions, the model reads BOS first",
+             table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
+             f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): keys 0..{query} "
+             f"are visible, " + (f"{query + 1}..{T - 1} lie in the future" if t < T else
+                                 "none lies in the future (pick an earlier --query to see the mask)"),
+             (f"scores divided by sqrt(head_dim) = sqrt({head_dim}) = {head_dim ** 0.5:.4g}" if scale
+              else "--no-scale: scores NOT divided by sqrt(head_dim) (the model itself does divide)")
+             + f"; temperature {temperature:g}" + ('' if temperature == 1 else ' (the model uses 1)'),
+             '']
+
+    # 1) the dot products, term by term
+    lines.append(f"1) q.k, one product per dimension: q_{query}[d] * k_j[d], summed over d")
+    lines.append(f"   q_{query} = {_vec(view['q'])}")
+    rows = [(j, labels[j], *(f'{p:+.3f}' for p in view['products'][j]), f"{view['raw'][j]:+.4f}")
+            for j in range(t)]
+    lines.append(table(('j', 'key', *dims, 'q.k'), rows, align='ll' + 'r' * (head_dim + 1)))
+
+    # 2) scores, mask, softmax
+    divisor = f'/sqrt({head_dim})' if scale else '(unscaled)'
+    tcol = [] if temperature == 1 else [f'/{temperature:g}']
+    lines += ['', "2) scores, the causal mask, softmax (weights over the visible keys sum to 1)"]
+    rows = []
+    for j in range(T):
+        if j < t:
+            s_scaled = view['raw'][j] * (head_dim ** -0.5 if scale else 1.0)
+            extra = [f"{view['scores'][j]:+.4f}"] if tcol else []
+            w = view['weights'][j]
+            rows.append((j, labels[j], f"{view['raw'][j]:+.4f}", f'{s_scaled:+.4f}', *extra,
+                         'visible', f'{w:.4f}', bar(w)))
+        else:
+            rows.append((j, labels[j], '', '', *([''] * len(tcol)), 'masked: -inf', MASKED,
+                         'future key: never gets a weight'))
+    lines.append(table(('j', 'key', 'q.k', divisor, *tcol, 'mask', 'weight', ''), rows,
+                       align='llrr' + 'r' * len(tcol) + 'lrl'))
+    total = float(view['weights'].sum())
+    lines.append(f"   sum of the weights: {total:.12f}")
+    if scale and temperature == 1:
+        diff = float(np.abs(view['weights'] - view['model_weights'][head, :t]).max())
+        lines.append(f"   check: the model's own captured weights agree to {diff:.1e}")
+
+    # 3) the weighted sum of values
+    lines += ['', f"3) the output: out_{query} = sum_j w_j * v_j (this head's {head_dim} numbers)"]
+    rows = [(j, labels[j], f"{view['weights'][j]:.4f}", _vec(view['values'][j]),
+             _vec(view['weighted_values'][j])) for j in range(t)]
+    rows.append(('', f'out_{query}', '', '', _vec(view['out'])))
+    lines.append(table(('j', 'key', 'w_j', 'v_j', 'w_j * v_j'), rows, align='llrll'))
+
+    # 4) every head, side by side
+    n_head = model.config.n_head
+    lines += ['', f"4) every head of layer {layer} at query {query}: its weights over the keys "
+              f"(scaling and temperature as above; {MASKED} = masked)"]
+    rows = []
+    for j in range(T):
+        cells = []
+        for h in range(n_head):
+            w = view['all_heads'][h, query, j]
+            cells.append(f'{MASKED:>6}  ' if np.isnan(w) else f'{w:.3f} {shade(w) * 2}')
+        rows.append((j, labels[j], *cells))
+    lines.append(table(('j', 'key', *(f'head {h}' for h in range(n_head))), rows,
+                       align='ll' + 'l' * n_head))
+    top = [int(np.nanargmax(view['all_heads'][h, query])) for h in range(n_head)]
+    lines.append("   most attended: " + ', '.join(f'head {h} -> {top[h]} ({labels[top[h]]})'
+                                                  for h in range(n_head)))
+
+    # 5) the widget's row statistics
+    lines += ['', f"5) this row's statistics without and with the 1/sqrt({head_dim}) scaling "
+              f"(temperature {temperature:g}; {t} visible keys)"]
+    rows, stats = [], {}
+    for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
+        s = row_statistics(view['raw'] * factor / temperature)
+        stats[label] = s
+        rows.append((label, f"{s['spread']:.4f}", f"{s['entropy']:.3f}", f"{s['max_entropy']:.3f}",
+                     f"{s['max_weight']:.4f}", f"{s['gradient_scale']:.3e}"))
+    lines.append(table(('', 'spread', 'entropy (bits)', 'max = log2(keys)', 'max weight',
+                        'gradient scale'), rows))
+    lines.append("   spread: standard deviation of the scores. gradient scale: the largest "
+                 "eigenvalue of the\n   softmax Jacobian diag(p) - p p^T, the most the weights "
+                 "can move per unit change of the\n   scores (1/keys when uniform, at most 0.5, "
+                 "near 0 when saturated).")
+    view.update(query=query, labels=labels, stats=stats)
+    return '\n'.join(lines), view
+
+
+def run(args):
+    if args.png:
+        from .plot import require_matplotlib
+        require_matplotlib()  # before the work, so a missing extra is the first thing said
+    model = load_model(args.ckpt, n_head=args.n_head)
+    text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
+                        scale=not args.no_scale, temperature=args.temperature)
+    print(text)
+    if args.png:
+        from .plot import attention_heatmaps
+        title = (f"{args.ckpt}: layer {args.layer}, {args.text!r}"
+                 + (', unscaled' if args.no_scale else '')
+                 + (f', temperature {args.temperature:g}' if args.temperature != 1 else ''))
+        attention_heatmaps(args.png, view['all_heads'], view['labels'], view['query'], title)
+        print(f"\nwrote {args.png}")
+    return 0

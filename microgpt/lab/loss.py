@@ -1,0 +1,137 @@
+"""
+The training and validation loss curves of a run, from the log train.py writes.
+
+    python -m microgpt.lab loss out/model.log.jsonl
+    python -m microgpt.lab loss out/model.log.jsonl --png loss.png
+
+train.py appends one JSON line per step, {"step": s, "loss": l, "lr": r}, and one per
+evaluation, {"step": s, "val_loss": v}. Each training loss is measured on ONE name, so the
+raw curve is noisy; the chart therefore shows a running mean over about a twentieth of the
+run, and the table the mean over equal tenths of it, beside the learning rate and the
+validation loss measured in that stretch.
+A falling training loss with a validation loss that stops falling (or rises) is overfitting.
+"""
+
+import json
+import math
+
+from ..errors import UserError
+from .render import line_chart, table
+
+TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
+
+
+def read_log(path):
+    """(train [(step, loss, lr)], val [(step, val_loss)]) from a train.py log, checked.
+
+    A last line without its newline is a write cut short (a crash, or a run still going) and
+    is skipped; any other line that is not a log record is an error naming it.
+    """
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UserError(f"no log at {path}: train.py writes one beside the checkpoint "
+                        "(out/model.log.jsonl by default)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory: give the .log.jsonl file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a training log: it is not UTF-8 text") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
+    lines = text.split('\n')
+    if lines and not text.endswith('\n'):
+        lines = lines[:-1]  # the partial last line (or '' when the file is empty)
+    train, val = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise UserError(f"{path} line {number} is not JSON: is this the training log "
+                            "(out/model.log.jsonl)?") from None
+        if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
+            raise UserError(f"{path} is a checkpoint, not its log: pass the .log.jsonl file beside it")
+        step = record.get('step') if isinstance(record, dict) else None
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise UserError(f"{path} line {number} has no integer 'step': not a train.py log line")
+        if 'loss' in record:
+            train.append((step, _finite(path, number, record, 'loss'), record.get('lr')))
+        elif 'val_loss' in record:
+            val.append((step, _finite(path, number, record, 'val_loss')))
+        else:
+            raise UserError(f"{path} line {number} has neither 'loss' nor 'val_loss'")
+    if not train:
+        raise UserError(f"{path} holds no training steps: train for a few steps first")
+    return train, val
+
+
+def _finite(path, number, record, key):
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UserError(f"{path} line {number}: {key} is {value!r}, not a finite number")
+    return float(value)
+
+
+def running_mean(losses, window):
+    """The mean of each loss and the window - 1 before it (fewer at the start of the run)."""
+    out, total = [], 0.0
+    for i, loss in enumerate(losses):
+        total += loss
+        if i >= window:
+            total -= losses[i - window]
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def smoothing_window(n_steps):
+    """About 20 windows across the run: enough names per window to see the trend."""
+    return max(1, n_steps // 20)
+
+
+def stretches(train, val, n=10):
+    """The run cut into n equal stretches of steps:
+    (first step, last step, mean loss, learning rate at the end, val loss or None)."""
+    size = max(1, math.ceil(len(train) / n))
+    rows = []
+    for start in range(0, len(train), size):
+        chunk = train[start:start + size]
+        first, last = chunk[0][0], chunk[-1][0]
+        in_range = [v for s, v in val if first <= s <= last]
+        rows.append((first, last, sum(l for _, l, _ in chunk) / len(chunk), chunk[-1][2],
+                     in_range[-1] if in_range else None))
+    return rows
+
+
+def report(path, width=60, height=12):
+    train, val = read_log(path)
+    window = smoothing_window(len(train))
+    smooth = running_mean([l for _, l, _ in train], window)
+    series = [(TRAIN, [s for s, _, _ in train], smooth), (VAL, [s for s, _ in val], [v for _, v in val])]
+    lines = [f"log {path}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
+             f"{len(val)} validation measurements", '',
+             f"  {TRAIN} training loss, running mean of {window} steps   "
+             f"{VAL} validation loss (held-out names)"]
+    lines += line_chart(series, width=width, height=height, y_label='loss')
+    rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
+            for a, b, m, lr, v in stretches(train, val)]
+    lines += ['', table(('steps', 'mean training loss', 'learning rate', 'validation loss'), rows)]
+    if val:
+        best = min(val, key=lambda sv: sv[1])
+        lines.append(f"\n  last validation loss {val[-1][1]:.4f} at step {val[-1][0]}; "
+                     f"lowest {best[1]:.4f} at step {best[0]}")
+    return '\n'.join(lines), train, val, window, smooth
+
+
+def run(args):
+    if args.png:
+        from .plot import require_matplotlib
+        require_matplotlib()
+    text, train, val, window, smooth = report(args.logfile, args.width, args.height)
+    print(text)
+    if args.png:
+        from .plot import loss_curves
+        loss_curves(args.png, train, val, smooth, window, f"training log {args.logfile}")
+        print(f"\nwrote {args.png}")
+    return 0

@@ -1,0 +1,94 @@
+"""
+The overview sandbox: forward, loss, sample, on one name, with a trained checkpoint.
+
+    python -m microgpt.lab overview anna
+    python -m microgpt.lab overview anna --top 8 --temperature 1 --png anna.png
+
+The model reads [BOS] + TEXT and at every position predicts the character that comes next;
+after the last character the right answer is BOS, "the name ends here". For each position
+this prints the model's most likely next characters as bars, the true next character, the
+probability the model gave it and its loss -ln p (microgpt's cross-entropy), with a mark
+where the model's favourite was something else. The mean of those losses is exactly the
+training loss of this name (training.doc_loss). Last comes one continuation of TEXT, drawn
+with the same sampler as sample.py.
+"""
+
+import math
+
+import numpy as np
+
+from ..sampling import sample_names
+from .loading import describe, load_model, text_tokens
+from .render import bar, token_label
+from .rowstats import softmax
+
+MISS, HIT = '✗', '✓'
+
+
+def predictions(model, text, top=5):
+    """One dict per position: what it reads, the true next token, p, loss, top-k, hit or miss."""
+    tok = model.tokenizer
+    token_ids = text_tokens(model, text)       # [BOS] + text: what the model reads
+    targets = token_ids[1:] + [tok.bos]        # the character after each position, then the end
+    logits, _ = model.forward(token_ids)       # (T, vocab_size)
+    probs = softmax(logits)                    # (T, vocab_size): each row sums to 1
+    rows = []
+    for i, (reads, target) in enumerate(zip(token_ids, targets)):
+        order = np.argsort(-probs[i], kind='stable')  # (vocab_size,): most likely first
+        p = float(probs[i, target])
+        rows.append({
+            'position': i,
+            'reads': token_label(tok, reads),
+            'target': token_label(tok, target),
+            'p': p,
+            'loss': -math.log(p),                     # cross-entropy at this position
+            'rank': int(np.where(order == target)[0][0]) + 1,
+            'top': [(token_label(tok, int(c)), float(probs[i, c])) for c in order[:top]],
+            'hit': int(order[0]) == target,
+        })
+    return rows
+
+
+def report(model, path, text, top=5, temperature=0.5, seed=42):
+    rows = predictions(model, text, top)
+    lines = [describe(path, model),
+             f"text {text!r}: the model reads {' '.join(r['reads'] for r in rows)} and, at every "
+             "position, predicts the next character (<BOS> after the last one = the name ends)",
+             '']
+    for r in rows:
+        mark = HIT if r['hit'] else f"{MISS} its favourite was {r['top'][0][0]!r}"
+        lines.append(f"pos {r['position']:>2} reads {r['reads']!r:<7} next is {r['target']!r}: "
+                     f"p = {r['p']:.4f}, loss = -ln p = {r['loss']:.3f}   {mark}")
+        for char, p in r['top']:
+            arrow = '<- true' if char == r['target'] else ''
+            lines.append(f"      {char:>5} {bar(p, 30)} {p:.4f} {arrow}".rstrip())
+        if r['rank'] > len(r['top']):
+            lines.append(f"      {r['target']:>5} {bar(r['p'], 30)} {r['p']:.4f} <- true "
+                         f"(rank {r['rank']})")
+    mean = sum(r['loss'] for r in rows) / len(rows)
+    vocab_size = model.config.vocab_size
+    misses = [str(r['position']) for r in rows if not r['hit']]
+    lines += ['',
+              f"mean loss over {len(rows)} positions: {mean:.4f}   (guessing uniformly over "
+              f"{vocab_size} tokens: ln {vocab_size} = {math.log(vocab_size):.4f})",
+              f"mis-predicted ({MISS}) at positions: {', '.join(misses) or 'none'}"]
+    name = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size, num=1,
+                        temperature=temperature, seed=seed, prompt=text)[0]
+    rest = name[len(text):]
+    lines += ['', f"one continuation sampled after {text!r} (temperature {temperature:g}, seed {seed}): "
+              f"{text}|{rest}" + ('   (the model ends the name right there)' if not rest else '')]
+    return '\n'.join(lines), rows, mean
+
+
+def run(args):
+    if args.png:
+        from .plot import require_matplotlib
+        require_matplotlib()
+    model = load_model(args.ckpt, n_head=args.n_head)
+    text, rows, _ = report(model, args.ckpt, args.text, args.top, args.temperature, args.seed)
+    print(text)
+    if args.png:
+        from .plot import probability_bars
+        probability_bars(args.png, rows, f"{args.ckpt}: next-character probabilities for {args.text!r}")
+        print(f"\nwrote {args.png}")
+    return 0

@@ -1,0 +1,117 @@
+"""
+Pictures for `--png FILE`, drawn with matplotlib, the optional `plot` extra.
+
+matplotlib is imported only inside these functions, so the lab runs without it; asking for
+--png without it is a one-line error that says how to install it. The pictures mirror the
+terminal renderings of render.py: attention weights as a heatmap per head (masked cells left
+blank), next-character probabilities as bars, loss curves as lines.
+"""
+
+import math
+
+import numpy as np
+
+from ..errors import UserError
+
+INSTALL_HINT = ("--png needs matplotlib, the optional plot extra: install it with "
+                "`pip install -e '.[plot]'` (or `.venv/bin/pip install matplotlib`)")
+
+
+def require_matplotlib():
+    """pyplot, on the non-interactive Agg backend (files only, no window); or a UserError."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError(INSTALL_HINT) from None
+    return plt
+
+
+def _save(fig, path):
+    plt = require_matplotlib()
+    try:
+        fig.savefig(path, format='png', dpi=110, bbox_inches='tight')
+    except OSError as e:
+        raise UserError(f"cannot write --png {path}: {e.strerror}") from None
+    finally:
+        plt.close(fig)
+
+
+def attention_heatmaps(path, weights, labels, query, title):
+    """One heatmap per head: weights (n_head, T, T), rows = queries, columns = keys.
+
+    NaN cells (j > i, the masked future) are drawn blank; the chosen query's row is outlined.
+    """
+    plt = require_matplotlib()
+    n_head, T, _ = weights.shape
+    cols = min(n_head, 4)
+    rows = math.ceil(n_head / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols + 0.8, 3.2 * rows), squeeze=False)
+    cmap = plt.get_cmap('viridis').with_extremes(bad='white')  # masked: no weight, not a small one
+    for h in range(rows * cols):
+        ax = axes[h // cols][h % cols]
+        if h >= n_head:
+            ax.axis('off')
+            continue
+        image = ax.imshow(np.ma.masked_invalid(weights[h]), cmap=cmap, vmin=0.0, vmax=1.0)
+        ax.set_title(f'head {h}')
+        ax.set_xticks(range(T), labels, fontsize=8)
+        ax.set_yticks(range(T), labels, fontsize=8)
+        ax.set_xlabel('key j')
+        if h % cols == 0:
+            ax.set_ylabel('query i')
+        ax.add_patch(plt.Rectangle((-0.5, query - 0.5), query + 1, 1, fill=False,
+                                   edgecolor='red', linewidth=1.5))
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label='attention weight')
+    fig.suptitle(title + '  (blank = masked future; red = the chosen query)')
+    _save(fig, path)
+
+
+def probability_bars(path, rows, title):
+    """One small bar chart per position: the top next characters, the true one in orange."""
+    plt = require_matplotlib()
+    cols = min(len(rows), 4)
+    nrows = math.ceil(len(rows) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.0 * cols, 2.4 * nrows), squeeze=False)
+    for k in range(nrows * cols):
+        ax = axes[k // cols][k % cols]
+        if k >= len(rows):
+            ax.axis('off')
+            continue
+        r = rows[k]
+        chars = [c for c, _ in r['top']]
+        probs = [p for _, p in r['top']]
+        if r['target'] not in chars:  # keep the true character in view, whatever its rank
+            chars.append(r['target'])
+            probs.append(r['p'])
+        colors = ['tab:orange' if c == r['target'] else 'tab:blue' for c in chars]
+        ax.barh(range(len(chars)), probs, color=colors)
+        ax.set_yticks(range(len(chars)), chars)
+        ax.invert_yaxis()  # most likely on top
+        ax.set_xlim(0, 1)
+        mark = '' if r['hit'] else '  ✗'
+        ax.set_title(f"pos {r['position']} reads {r['reads']}: loss {r['loss']:.2f}{mark}", fontsize=9)
+    fig.suptitle(title + '  (orange = the true next character)')
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def loss_curves(path, train, val, smooth, window, title):
+    """Training loss per step (light), its running mean (dark), and the validation loss."""
+    plt = require_matplotlib()
+    steps = [s for s, _, _ in train]
+    losses = [l for _, l, _ in train]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(steps, losses, color='tab:blue', alpha=0.25, linewidth=0.8, label='training loss (one name per step)')
+    ax.plot(steps, smooth, color='tab:blue', linewidth=2,
+            label=f'training loss, running mean of {window} steps')
+    if val:
+        ax.plot([s for s, _ in val], [v for _, v in val], 'o-', color='tab:orange',
+                label='validation loss (held-out names)')
+    ax.set_xlabel('step')
+    ax.set_ylabel('loss (mean cross-entropy, nats)')
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    _save(fig, path)

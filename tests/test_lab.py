@@ -1,0 +1,255 @@
+"""
+The lab's model commands (attention, overview, loss) on the small trained checkpoint from
+conftest.py, and the command line's promise: every mistake a learner can make is one line
+`error: ...` with exit status 2, never a traceback.
+
+The attention numbers are checked against the port's captured arrays (another path through
+the same model) and the overview's loss against the scalar engine's training loss.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from microgpt import cli
+from microgpt.checkpoint import load_checkpoint as load_scalar
+from microgpt.lab import attention, loss, overview
+from microgpt.lab.__main__ import main
+from microgpt.lab.loading import load_model
+from microgpt.training import doc_loss, doc_tokens
+
+EXACT_TOL = 1e-12    # the same float64 arithmetic in another order
+ENGINE_TOL = 1e-9    # the scalar engine against the numpy port
+TEXT = 'emma'        # every character is in the tiny vocabulary
+
+
+@pytest.fixture(scope='module')
+def model(tiny_ckpt):
+    return load_model(tiny_ckpt)
+
+
+def run_lab(argv, capsys):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab argv`, in-process."""
+    with pytest.raises(SystemExit) as info:
+        cli.run(main, argv)
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+# ---------------------------------------------------------------------------- attention
+def test_attention_rows_sum_to_one_and_match_the_model(model):
+    ids = [model.tokenizer.bos] + model.tokenizer.encode(TEXT)
+    T = len(ids)
+    for layer in range(model.config.n_layer):
+        for head in range(model.config.n_head):
+            for query in range(T):
+                v = attention.head_view(model, ids, layer, head, query)
+                assert abs(v['weights'].sum() - 1) < EXACT_TOL
+                assert (v['weights'] >= 0).all()
+                assert np.abs(v['weights'] - v['model_weights'][head, :query + 1]).max() < EXACT_TOL
+                # the terms of the dot product add up to the score, and the score is scaled
+                assert np.abs(v['products'].sum(axis=1) - v['raw']).max() < EXACT_TOL
+                assert np.abs(v['scores'] - v['raw'] / model.config.head_dim ** 0.5).max() < EXACT_TOL
+                assert np.abs(v['weighted_values'].sum(axis=0) - v['out']).max() < EXACT_TOL
+
+
+def test_every_heads_matrix_is_causal(model):
+    ids = [model.tokenizer.bos] + model.tokenizer.encode(TEXT)
+    _, caps = model.forward(ids, capture=['attention_softmax', 'head_output'])
+    v = attention.head_view(model, ids, 0, 0, len(ids) - 1)
+    W = v['all_heads']                                       # (n_head, T, T)
+    future = np.triu(np.ones(W.shape[1:], dtype=bool), k=1)  # (T, T)
+    assert np.isnan(W[:, future]).all()                      # masked: no weight, not even 0
+    assert np.abs(np.nansum(W, axis=2) - 1).max() < EXACT_TOL
+    assert np.abs(np.nan_to_num(W) - np.nan_to_num(caps['attention_softmax'][0])).max() < EXACT_TOL
+    assert np.abs(v['out'] - caps['head_output'][0, 0, -1]).max() < EXACT_TOL
+
+
+def test_what_if_knobs(model):
+    ids = [model.tokenizer.bos] + model.tokenizer.encode(TEXT)
+    plain = attention.head_view(model, ids, 0, 1, 3)
+    unscaled = attention.head_view(model, ids, 0, 1, 3, scale=False)
+    hot = attention.head_view(model, ids, 0, 1, 3, temperature=2.0)
+    assert np.abs(unscaled['scores'] - plain['raw']).max() < EXACT_TOL
+    for v in (unscaled, hot):
+        assert abs(v['weights'].sum() - 1) < EXACT_TOL
+        assert np.abs(v['weights'] @ v['values'] - v['out']).max() < EXACT_TOL
+    assert np.abs(hot['scores'] - plain['scores'] / 2).max() < EXACT_TOL
+
+
+def test_attention_command(tiny_ckpt, capsys):
+    assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '1', '--query', '2']) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f'checkpoint {tiny_ckpt}: n_layer=1 n_embd=8 n_head=2 head_dim=4')
+    assert 'query position 2' in out and '3..4 lie in the future' in out
+    assert out.count('masked: -inf') == 2                     # keys 3 and 4
+    assert 'sum of the weights: 1.000000000000' in out
+    assert "check: the model's own captured weights agree" in out
+    for step in ('1) q.k', '2) scores', '3) the output', '4) every head', '5) this row'):
+        assert step in out
+    assert 'without scaling' in out and 'with scaling' in out
+
+
+def test_attention_default_query_is_the_last(tiny_ckpt, capsys):
+    assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--no-scale', '--temperature', '0.5']) == 0
+    out = capsys.readouterr().out
+    assert f'query position {len(TEXT)}' in out and 'none lies in the future' in out
+    assert 'NOT divided' in out and "check:" not in out  # knobs changed: nothing to check against
+
+
+# ---------------------------------------------------------------------------- overview
+def test_overview_loss_is_the_training_loss(tiny_ckpt, model):
+    text, rows, mean = overview.report(model, tiny_ckpt, TEXT)
+    scalar = load_scalar(tiny_ckpt)
+    assert abs(mean - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < ENGINE_TOL
+    assert [r['target'] for r in rows] == list(TEXT) + ['<BOS>']
+    for r in rows:
+        assert r['hit'] == (r['rank'] == 1)
+        probs = [p for _, p in r['top']]
+        assert probs == sorted(probs, reverse=True) and sum(probs) <= 1 + EXACT_TOL
+    assert 'mean loss over 5 positions' in text
+
+
+def test_overview_command(tiny_ckpt, capsys):
+    assert main(['overview', TEXT, '--ckpt', tiny_ckpt, '--top', '3']) == 0
+    out = capsys.readouterr().out
+    assert out.count('<- true') == len(TEXT) + 1  # one true character per position
+    assert 'mean loss over' in out and f'sampled after {TEXT!r}' in out
+    assert f'{TEXT}|' in out
+
+
+def test_empty_text_predicts_the_first_character(tiny_ckpt, capsys):
+    assert main(['overview', '', '--ckpt', tiny_ckpt]) == 0
+    assert 'mean loss over 1 positions' in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- loss
+def log_of(ckpt):
+    return ckpt[:-len('.json')] + '.log.jsonl'
+
+
+def test_loss_reads_the_training_log(tiny_ckpt, capsys):
+    train, val = loss.read_log(log_of(tiny_ckpt))
+    assert [s for s, _, _ in train] == list(range(1, 61))
+    assert len(val) == 1 and val[0][0] == 60  # --eval-every 0: one evaluation, at the end
+    assert main(['loss', log_of(tiny_ckpt), '--width', '30', '--height', '6']) == 0
+    out = capsys.readouterr().out
+    assert '60 training steps' in out and 'last validation loss' in out
+
+
+def test_running_mean_against_numpy():
+    losses = list(np.random.default_rng(0).uniform(1, 4, 37))
+    window = 5
+    full = np.convolve(losses, np.ones(window) / window, mode='valid')  # means of whole windows
+    assert np.abs(np.array(loss.running_mean(losses, window)[window - 1:]) - full).max() < EXACT_TOL
+    assert abs(loss.running_mean(losses, window)[1] - np.mean(losses[:2])) < EXACT_TOL
+
+
+def test_a_partial_last_line_is_skipped(tmp_path):
+    path = tmp_path / 'run.log.jsonl'
+    path.write_text('{"step": 1, "loss": 3.0, "lr": 0.01}\n{"step": 2, "loss": 2.5, "lr": 0.0')  # cut mid-write
+    train, val = loss.read_log(str(path))
+    assert train == [(1, 3.0, 0.01)] and val == []
+
+
+# ---------------------------------------------------------------------------- errors
+BAD_LOGS = {
+    'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not JSON'),
+    'no step': ('{"loss": 3.0}\n', "no integer 'step'"),
+    'nan': ('{"step": 1, "loss": NaN}\n', 'not a finite number'),
+    'no loss': ('{"step": 1, "acc": 0.5}\n', "neither 'loss' nor 'val_loss'"),
+    'empty': ('', 'no training steps'),
+    'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not its log'),
+}
+
+
+@pytest.mark.parametrize('name', BAD_LOGS)
+def test_bad_log_is_one_line_error(name, tmp_path, capsys):
+    content, message = BAD_LOGS[name]
+    path = tmp_path / 'bad.log.jsonl'
+    path.write_text(content)
+    status, out, err = run_lab(['loss', str(path)], capsys)
+    assert status == 2 and err.startswith('error: ') and message in err
+    assert err.count('\n') == 1 and 'Traceback' not in err
+
+
+def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
+    long_text = 'a' * 12  # the tiny block holds 12 positions, one of them BOS
+    cases = [
+        (['attention', TEXT, '--ckpt', str(tmp_path / 'none.json')], 'train one first with `python train.py'),
+        (['overview', TEXT], None),  # the default out/model.json, absent in tmp_path
+        (['attention', 'EMMA', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
+        (['overview', 'em ma', '--ckpt', tiny_ckpt], "character ' ' is not in the vocabulary"),
+        (['attention', long_text, '--ckpt', tiny_ckpt], 'at most 11'),
+        (['overview', long_text, '--ckpt', tiny_ckpt], 'at most 11'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--layer', '1'], '--layer 1 is out of range'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '2'], '--head 2 is out of range'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '5'], '--query 5 is out of range'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '-1'], 'is negative'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], 'greater than 0'),
+        (['autograd', 'a.__class__', 'a=1'], 'attribute access is not allowed'),
+        (['autograd', 'a * b', 'a=1'], 'no value for b'),
+        (['loss', str(tmp_path / 'none.log.jsonl')], 'no log at'),
+        (['scaling', '--samples', '0'], 'not a positive integer'),
+        ([], 'required'),
+    ]
+    monkeypatch.chdir(tmp_path)  # so that the default checkpoint path does not exist
+    for argv, message in cases:
+        status, out, err = run_lab(argv, capsys)
+        assert status == 2, argv
+        assert err.startswith('error: ') and err.count('\n') == 1, (argv, err)
+        assert 'Traceback' not in err
+        if message:
+            assert message in err, (argv, err)
+        else:
+            assert 'no checkpoint at out/model.json' in err and '`python train.py`' in err
+
+
+def test_png_without_matplotlib_says_how_to_install(tiny_ckpt, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'matplotlib', None)  # `import matplotlib` now fails
+    for argv in (['attention', TEXT, '--ckpt', tiny_ckpt], ['overview', TEXT, '--ckpt', tiny_ckpt],
+                 ['loss', log_of(tiny_ckpt)]):
+        status, out, err = run_lab(argv + ['--png', str(tmp_path / 'x.png')], capsys)
+        assert status == 2 and err.count('\n') == 1
+        assert 'needs matplotlib' in err and "pip install -e '.[plot]'" in err
+        assert out == ''  # refused before any work is printed
+    assert not (tmp_path / 'x.png').exists()
+
+
+def test_module_entry_point(tiny_ckpt):
+    # the real `python -m microgpt.lab`, once: output on success, one line and status 2 on error
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.path.join(repo, 'src')]))
+    ok = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'autograd', '(a + b) * c',
+                         'a=2', 'b=-3', 'c=10'], capture_output=True, text=True, env=env, cwd=repo)
+    assert ok.returncode == 0 and 'c.grad = -1' in ok.stdout
+    bad = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'attention', TEXT, '--ckpt',
+                          tiny_ckpt, '--head', '9'], capture_output=True, text=True, env=env, cwd=repo)
+    assert bad.returncode == 2 and bad.stderr.startswith('error: --head 9') and bad.stdout == ''
+
+
+# ---------------------------------------------------------------------------- pictures
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def test_png_pictures(tiny_ckpt, tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    for name, argv in (('attention', ['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '2']),
+                       ('overview', ['overview', TEXT, '--ckpt', tiny_ckpt]),
+                       ('loss', ['loss', log_of(tiny_ckpt)])):
+        path = tmp_path / f'{name}.png'
+        assert main(argv + ['--png', str(path)]) == 0
+        data = path.read_bytes()
+        assert data[:8] == PNG_SIGNATURE and len(data) > 5000, name
+        assert f'wrote {path}' in capsys.readouterr().out
+
+
+def test_png_to_an_unwritable_place(tiny_ckpt, tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    status, out, err = run_lab(['loss', log_of(tiny_ckpt), '--png',
+                                str(tmp_path / 'no' / 'such' / 'dir.png')], capsys)
+    assert status == 2 and err.startswith('error: cannot write --png')
