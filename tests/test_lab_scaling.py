@@ -116,6 +116,17 @@ def test_medians_within_their_band():
             assert abs(study['median'][label][name] - median) < 5 * sd, (label, name)
 
 
+def test_a_bigger_head_saturates_only_without_scaling():
+    # the lesson's exercise: d = 256 without scaling saturates; with scaling nothing changes
+    small, big = scaling.row_study(DRAWS, seed=5, d=64), scaling.row_study(DRAWS, seed=5, d=256)
+    assert big['median']['without scaling']['max_weight'] > small['median']['without scaling']['max_weight']
+    assert big['median']['without scaling']['gradient_scale'] < 0.01
+    scaled = REFERENCE_MEDIANS['with scaling']
+    for name in scaled:  # the d = 64 band, doubled: the scaled rows still shift a little with d
+        assert abs(big['median']['with scaling'][name] - scaled[name][0]) < 10 * scaled[name][1]
+    assert abs(big['spread_ratio'] - 16) < EXACT_TOL
+
+
 def test_scaling_never_sharpens_a_row():
     # the entropy of softmax(beta * z) falls as beta grows, so every unscaled row is sharper
     rows = scaling.random_rows(500, np.random.default_rng(3))

@@ -95,6 +95,9 @@ def parse_args(argv=None):
                         "error shrinks like 1/sqrt(N))")
     g.add_argument('--draws', type=cli.positive_int, default=2000, metavar='N',
                    help="random rows for the medians of the row statistics (default 2000)")
+    g.add_argument('--row-d', type=cli.positive_int, default=64, metavar='D',
+                   help="head size of the random row in section 4 (default 64, the lesson's; "
+                        "try 256 to watch the unscaled row saturate)")
     g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
 
     # loss: the curves of a run

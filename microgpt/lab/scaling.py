@@ -12,8 +12,8 @@ the two differ:
   2. the saturation example softmax([10, 2, 1]);
   3. the hand-worked example of the Czech lesson (three tokens, head_dim 4) and its
      "no sqrt(d)" exercise, through the port's own attention_head;
-  4. one attention row of eight keys at d = 64 without and with scaling: a fixed-seed draw,
-     and the median over many draws (the lesson's table is a single draw);
+  4. one attention row of eight keys at d = 64 (or --row-d) without and with scaling: a
+     fixed-seed draw, and the median over many draws (the lesson's table is a single draw);
   5. the cost of attention against the projections, n / (2 D);
   6. the size of the score matrix that FlashAttention never builds.
 
@@ -93,16 +93,16 @@ def random_rows(draws, rng, d=ROW_D, n_keys=ROW_KEYS):
     return (q * k).sum(axis=-1)                     # (draws, n_keys)
 
 
-def row_study(draws, seed):
-    """The d = 64, eight-key row: a fixed-seed draw, and statistics over `draws` draws.
+def row_study(draws, seed, d=ROW_D):
+    """An eight-key row at head size d: a fixed-seed draw, and statistics over `draws` draws.
 
     Returns {'draw': {label: stats}, 'median': {label: {name: float}},
              'quartiles': {label: {name: (q1, q3)}}, 'below_seed': {label: {name: share}},
              'spread_ratio': unscaled / scaled spread of the fixed draw}.
     """
-    scale = ROW_D ** -0.5
-    one = random_rows(1, np.random.default_rng(seed))[0]   # (n_keys,)
-    many = random_rows(draws, np.random.default_rng(seed + 1))  # (draws, n_keys)
+    scale = d ** -0.5
+    one = random_rows(1, np.random.default_rng(seed), d)[0]       # (n_keys,)
+    many = random_rows(draws, np.random.default_rng(seed + 1), d)  # (draws, n_keys)
     out = {'draw': {}, 'median': {}, 'quartiles': {}, 'below_seed': {}, 'all': {}}
     for label, factor in (('without scaling', 1.0), ('with scaling', scale)):
         out['draw'][label] = row_statistics(one * factor)
@@ -142,7 +142,7 @@ def _bytes(n):
 
 
 # ---------------------------------------------------------------------------- the printout
-def report(samples, draws, seed):
+def report(samples, draws, seed, row_d=ROW_D):
     import inference  # the port's attention_head, the function the model itself calls
 
     rng = np.random.default_rng(seed)
@@ -189,17 +189,19 @@ def report(samples, draws, seed):
               f"about {w3[1] / w10[1]:.1f} times"]
 
     # 4) one row of eight keys at d = 64
-    study = row_study(draws, seed)
-    lines += ['', f"4) One attention row: d = {ROW_D}, {ROW_KEYS} keys, q and k with unit-variance "
+    study = row_study(draws, seed, row_d)
+    lesson = row_d == ROW_D  # the lesson's draw is for d = 64 only
+    lines += ['', f"4) One attention row: d = {row_d}, {ROW_KEYS} keys, q and k with unit-variance "
               f"components\n   (a uniform row of {ROW_KEYS} keys has entropy {np.log2(ROW_KEYS):g} bits, "
               f"max weight {1 / ROW_KEYS:g}, gradient scale {1 / ROW_KEYS:g})"]
     rows = []
     for label in ('without scaling', 'with scaling'):
         s, m, qs = study['draw'][label], study['median'][label], study['quartiles'][label]
         sp, en, mw = SEED_ROW[label]
-        rows.append((label, 'lesson (one draw)', f'{sp:g}', f'{en:g}', f'{mw:g}', '-'))
-        rows.append(('', f'this draw (seed {seed})', f"{s['spread']:.3g}", f"{s['entropy']:.3f}",
-                     f"{s['max_weight']:.3f}", f"{s['gradient_scale']:.2e}"))
+        if lesson:
+            rows.append((label, 'lesson (one draw)', f'{sp:g}', f'{en:g}', f'{mw:g}', '-'))
+        rows.append(('' if lesson else label, f'this draw (seed {seed})', f"{s['spread']:.3g}",
+                     f"{s['entropy']:.3f}", f"{s['max_weight']:.3f}", f"{s['gradient_scale']:.2e}"))
         rows.append(('', f'median of {draws}', f"{m['spread']:.3g}", f"{m['entropy']:.3f}",
                      f"{m['max_weight']:.3f}", f"{m['gradient_scale']:.2e}"))
         rows.append(('', 'middle half', *(f"{qs[n][0]:.3g}..{qs[n][1]:.3g}"
@@ -207,18 +209,22 @@ def report(samples, draws, seed):
     lines.append(table(('', 'row', 'spread', 'entropy (bits)', 'max weight', 'gradient scale'),
                        rows, align='llrrrr'))
     below, median = study['below_seed'], study['median']
-    lines.append(
-        f"   The spread ratio is exactly sqrt({ROW_D}) = {ROW_D ** 0.5:g} "
-        f"(this draw: {study['spread_ratio']:.12g}; the lesson's 25.1 / 3.14 = {25.1 / 3.14:.2f}).\n"
-        f"   The lesson's row is ONE draw from its widget, which does not say how it drew q and k.\n"
-        f"   Its scaled spread 3.14 is above {_share(below['with scaling']['spread'])} our "
-        f"unit-variance draws (its q and k\n"
-        f"   must have been larger), while its scaled entropy and max weight sit near our medians.\n"
-        f"   Unscaled, the median row has already collapsed onto one key (max weight "
-        f"{median['without scaling']['max_weight']:.3f}, entropy\n"
-        f"   {median['without scaling']['entropy']:.2f} bits) before any training; the lesson's "
-        f"{SEED_ROW['without scaling'][1]} bits is above {_share(below['without scaling']['entropy'])}\n"
-        f"   our draws, so its draw understates the saturation the lesson warns about.")
+    lines.append(f"   The spread ratio is exactly sqrt({row_d}) = {row_d ** 0.5:g} "
+                 f"(this draw: {study['spread_ratio']:.12g}" +
+                 (f"; the lesson's 25.1 / 3.14 = {25.1 / 3.14:.2f})." if lesson else ")."))
+    if lesson:
+        lines.append(
+            f"   The lesson's row is ONE draw from its widget, which does not say how it drew q and k.\n"
+            f"   Its scaled spread 3.14 is above {_share(below['with scaling']['spread'])} our "
+            f"unit-variance draws (its q and k\n"
+            f"   must have been larger), while its scaled entropy and max weight sit near our medians.\n"
+            f"   Unscaled, the median row has already collapsed onto one key (max weight "
+            f"{median['without scaling']['max_weight']:.3f}, entropy\n"
+            f"   {median['without scaling']['entropy']:.2f} bits) before any training; the lesson's "
+            f"{SEED_ROW['without scaling'][1]} bits is above {_share(below['without scaling']['entropy'])}\n"
+            f"   our draws, so its draw understates the saturation the lesson warns about.")
+    else:
+        lines.append(f"   (The lesson's single draw is for d = {ROW_D}; rerun without --row-d to compare.)")
 
     # 5) cost
     rows = [(n, f'{4 * n * SEED_COST_D ** 2:.3g}', f'{2 * n * n * SEED_COST_D:.3g}',
@@ -243,5 +249,5 @@ def report(samples, draws, seed):
 
 
 def run(args):
-    print(report(args.samples, args.draws, args.seed))
+    print(report(args.samples, args.draws, args.seed, args.row_d))
     return 0
