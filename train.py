@@ -21,11 +21,15 @@ import hashlib
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import tempfile
 import time
 
+import numpy as np
+
+import inference
 from microgpt import cli
 from microgpt.checkpoint import read_checkpoint, save_checkpoint
 from microgpt.data import load_docs, split_docs
@@ -35,7 +39,7 @@ from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.optim import Adam
 from microgpt.sampling import sample_names, scalar_next_logits
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import doc_tokens, evaluate, learning_rate, train_step
+from microgpt.training import doc_tokens, learning_rate, train_step
 
 # Settings a resumed run must share with the run it continues, with their defaults.
 RUN_DEFAULTS = {'data': None, 'val_size': None, 'shuffle': True, 'seed': 42, 'lr': 0.01, 'steps': 1000}
@@ -94,8 +98,10 @@ def resolve(args):
         saved = ckpt['train_state']['run']
         for name in RUN_DEFAULTS:  # everything but --steps must match the run being resumed
             given = getattr(args, name)
+            if name == 'data' and given is not None:
+                given = os.path.abspath(given)  # the run saved its data path absolute
             if name != 'steps' and given is not None and given != saved[name]:
-                raise UserError(f"--{name.replace('_', '-')} {given} differs from the run being "
+                raise UserError(f"--{name.replace('_', '-')} {getattr(args, name)} differs from the run being "
                                 f"resumed ({saved[name]}): drop the flag to resume exactly")
     elif args.init:
         ckpt = read_checkpoint(args.init, n_head=args.n_head)  # n_head: for the tutorial's export
@@ -206,6 +212,22 @@ class Progress:
         print(f"error: {text}", file=sys.stderr, flush=True)
 
 
+def validation_loss(model, docs):
+    """Mean loss per predicted token on the held-out names, computed by the numpy port.
+
+    It is the number microgpt.training.evaluate gives with the scalar engine (the tests check
+    that), found some 60x faster, because no graph is built. inf or nan means divergence.
+    """
+    port = inference.NumpyGPT.from_scalar(model)  # a float64 copy of the current weights
+    try:
+        # numpy would carry on past an overflow (rmsnorm of inf gives 0, and a plausible loss):
+        # make it stop there, as the scalar engine does
+        with np.errstate(over='raise', invalid='raise'):
+            return inference.evaluate(port, docs)
+    except FloatingPointError:
+        return math.nan
+
+
 # ---------------------------------------------------------------------------- the run
 def main(argv=None):
     args = parse_args(argv)
@@ -231,6 +253,8 @@ def main(argv=None):
     optimizer = Adam(model.params, lr=args.lr)
     start = 0
     run_settings = {name: getattr(args, name) for name in RUN_DEFAULTS}
+    if args.data is not None:
+        run_settings['data'] = os.path.abspath(args.data)  # so --resume works from any folder
     fingerprint = docs_fingerprint(docs)
     if args.resume:
         state = ckpt['train_state']
@@ -289,9 +313,8 @@ def main(argv=None):
             progress.update(step, loss, force=step == args.steps)
             if step == args.steps or (args.eval_every and step % args.eval_every == 0):
                 if val_docs:
-                    try:
-                        val_loss = evaluate(model, val_docs)
-                    except NonFiniteError:  # the step's own loss was finite, the weights it left are not
+                    val_loss = validation_loss(model, val_docs)
+                    if not math.isfinite(val_loss):  # the step's loss was finite, the weights it left are not
                         progress.error(f"the validation loss became non-finite after step {step} "
                                        f"(training diverged): lower --lr (now {args.lr}); "
                                        f"{args.out} was left as last saved")
@@ -303,7 +326,7 @@ def main(argv=None):
                 save(step, val_loss)
             if stop:
                 progress.message(f"interrupted after step {step}; saved {args.out}. Resume with:\n"
-                                 f"  python train.py --out {args.out} --resume")
+                                 f"  python train.py --out {shlex.quote(args.out)} --resume")
                 return 130
     finally:
         signal.signal(signal.SIGINT, previous_handler)
