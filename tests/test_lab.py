@@ -7,7 +7,6 @@ The attention numbers are checked against the port's captured arrays (another pa
 the same model) and the overview's loss against the scalar engine's training loss.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -124,7 +123,7 @@ def test_overview_command(tiny_ckpt, capsys):
 
 def test_empty_text_predicts_the_first_character(tiny_ckpt, capsys):
     assert main(['overview', '', '--ckpt', tiny_ckpt]) == 0
-    assert 'mean loss over 1 positions' in capsys.readouterr().out
+    assert 'mean loss over 1 position:' in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------- loss
@@ -194,6 +193,8 @@ def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
         (['autograd', 'a.__class__', 'a=1'], 'attribute access is not allowed'),
         (['autograd', 'a * b', 'a=1'], 'no value for b'),
         (['loss', str(tmp_path / 'none.log.jsonl')], 'no log at'),
+        (['loss', log_of(tiny_ckpt), '--width', '5'], 'the chart needs --width 20 or more'),
+        (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'no' / 'x.dot')], 'cannot write --dot'),
         (['scaling', '--samples', '0'], 'not a positive integer'),
         ([], 'required'),
     ]

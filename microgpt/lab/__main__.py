@@ -105,8 +105,8 @@ def parse_args(argv=None):
                             description="Reads the JSON-lines log train.py writes beside the checkpoint.")
     c.add_argument('logfile', metavar='LOGFILE', help="e.g. out/model.log.jsonl")
     g = c.add_argument_group('display')
-    g.add_argument('--width', type=cli.positive_int, default=60, help="chart width in characters (default 60)")
-    g.add_argument('--height', type=cli.positive_int, default=12, help="chart height in lines (default 12)")
+    g.add_argument('--width', type=cli.positive_int, default=60, help="chart width in characters, 20 or more (default 60)")
+    g.add_argument('--height', type=cli.positive_int, default=12, help="chart height in lines, 5 or more (default 12)")
     add_png_flag(c.add_argument_group('picture'), "the curves")
     return p.parse_args(argv)
 

@@ -114,7 +114,7 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     dims = [f'd{d}' for d in range(head_dim)]
 
     lines = [describe(path, model),
-             f"text {text!r}: {T} positions, the model reads BOS first",
+             f"text {text!r}: {T} position{'s' * (T != 1)}, the model reads BOS first",
              table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
              f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): keys 0..{query} "
              f"are visible, " + (f"{query + 1}..{T - 1} lie in the future" if t < T else

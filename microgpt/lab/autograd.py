@@ -289,7 +289,6 @@ def write_dot(path, root, names):
 
 def run(args):
     text, root, names = report(args.expression, args.assignments)
-    print(text)
-    if args.dot:
-        print('\n'.join(write_dot(args.dot, root, names)))
+    written = write_dot(args.dot, root, names) if args.dot else []  # a bad path fails before output
+    print('\n'.join([text] + written))
     return 0

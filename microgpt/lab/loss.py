@@ -104,7 +104,13 @@ def stretches(train, val, n=10):
     return rows
 
 
+MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
+
+
 def report(path, width=60, height=12):
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
+                        f"or more (got {width} x {height})")
     train, val = read_log(path)
     window = smoothing_window(len(train))
     smooth = running_mean([l for _, l, _ in train], window)

@@ -69,7 +69,7 @@ def report(model, path, text, top=5, temperature=0.5, seed=42):
     vocab_size = model.config.vocab_size
     misses = [str(r['position']) for r in rows if not r['hit']]
     lines += ['',
-              f"mean loss over {len(rows)} positions: {mean:.4f}   (guessing uniformly over "
+              f"mean loss over {len(rows)} position{'s' * (len(rows) != 1)}: {mean:.4f}   (guessing uniformly over "
               f"{vocab_size} tokens: ln {vocab_size} = {math.log(vocab_size):.4f})",
               f"mis-predicted ({MISS}) at positions: {', '.join(misses) or 'none'}"]
     name = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size, num=1,

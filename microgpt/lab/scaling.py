@@ -237,7 +237,7 @@ def report(samples, draws, seed, row_d=ROW_D):
               f"{1 * 12 * 64 * 64:,} scores of 64 multiply-adds each = {1 * 12 * 64 * 64 * 64:,}."]
 
     # 6) the score matrix
-    lines += ['', f"6) The score matrix of one layer: n_head x T x T numbers (head_dim and "
+    lines += ['', "6) The score matrix of one layer: n_head x T x T numbers (head_dim and "
               "n_embd do not appear)"]
     rows = []
     for T in SCORE_T:
