@@ -28,6 +28,8 @@ class NonFiniteError(ValueError):
 # Every node gets a birth number. A node is always born after its children (they must exist
 # before it can be computed from them), so sorting by birth number is a topological order.
 _birth = count()
+# The list of the Tape being recorded, if any: every new node is appended to it (see Tape).
+_recording = None
 
 
 class Value:
@@ -42,6 +44,8 @@ class Value:
         self._local_grads = local_grads   # d(this node)/d(child), one number per child
         self._op = op                     # name of the op that made this node ('' for a leaf)
         self._born = next(_birth)         # birth number: children are always born first
+        if _recording is not None:
+            _recording.append(self)
 
     # ------------------------------------------------------------------ basic ops
     # Each op returns a new node: its forward value, its children, and d(out)/d(child).
@@ -128,8 +132,13 @@ class Value:
         return f"Value(data={self.data:.6g}, grad={self.grad:.6g})"
 
     # ------------------------------------------------------------------ backward
-    def backward(self):
+    def backward(self, tape=None):
         """Fill in .grad of every node this one depends on, with d(self)/d(node).
+
+        tape: optional, a Tape that recorded the computation of this node. Its nodes are
+        already in birth order, so the search for the graph's nodes is skipped: the same
+        gradients, found faster (training uses it). Parameters made before the tape are not
+        on it; they receive their grads but are not reset here (the optimizer resets them).
 
         Gradients are not carried over between calls: backward() first sets every grad in
         this graph to 0 (leaves such as parameters included), then seeds self.grad = 1 and
@@ -141,7 +150,12 @@ class Value:
         lacks) is not reached, so its grad is not touched; that is why the optimizer sets
         each grad back to 0 once it has used it (optim.Adam.step), as microgpt does.
         """
-        order = topological_order(self)
+        if tape is None:
+            order = topological_order(self)
+        elif self in tape.nodes:
+            order = tape.nodes
+        else:
+            raise ValueError("backward(tape): this node was not recorded on that tape")
         for node in order:
             node.grad = 0.0
         self.grad = 1.0
@@ -152,6 +166,35 @@ class Value:
             if g:  # a zero grad adds nothing to the children, so skip the loop
                 for child, local in zip(node._children, node._local_grads):
                     child.grad += local * g
+
+
+class Tape:
+    """Records every Value created while it is active, in order of creation.
+
+        with Tape() as tape:
+            loss = doc_loss(model, tokens)
+        loss.backward(tape)
+
+    Children are created before the nodes made from them, so the recording is already a
+    topological order: backward() can walk it in reverse without searching the graph.
+    (Nodes recorded but not used by the loss just end up with grad 0.)
+    """
+
+    def __init__(self):
+        self.nodes = []
+
+    def __enter__(self):
+        global _recording
+        if _recording is not None:
+            # the outer tape would miss the inner one's nodes, and its backward with them
+            raise RuntimeError("a Tape is already recording: tapes cannot be nested")
+        _recording = self.nodes
+        return self
+
+    def __exit__(self, *exc):
+        global _recording
+        _recording = None
+        return False
 
 
 def topological_order(root):
@@ -234,46 +277,40 @@ def vsum(xs):
 
 
 def softmax(logits):
-    """p_i = exp(z_i) / sum_j exp(z_j), one node per output p_i with every z_j as a child.
+    """p_i = exp(z_i) / sum_j exp(z_j) = exp(z_i - L), with L = log sum_j exp(z_j).
 
-    dp_i/dz_j = p_i * (delta_ij - p_j): raising z_j raises the denominator of every p_i and,
-    for i = j only, the numerator too. The max logit is subtracted first: it cancels in the
-    ratio and keeps exp() from overflowing.
+    Built from n + 1 nodes rather than n nodes of n children each: one node for L, with
+    dL/dz_j = exp(z_j) / sum exp = p_j, then one node per p_i with two children, z_i and L:
+    dp_i/dz_i = p_i and dp_i/dL = -p_i. The chain rule through L gives back the full
+    Jacobian dp_i/dz_j = p_i (delta_ij - p_j) without storing its n^2 entries.
+    The max logit is subtracted before exp(): it cancels in the ratio and prevents overflow.
     """
     z = [v.data for v in logits]
     zmax = max(z)
     e = [math.exp(zi - zmax) for zi in z]
     total = sum(e)
     p = [ei / total for ei in e]
-    children = tuple(logits)
-    out = []
-    for i, pi in enumerate(p):
-        local = [-pi * pj for pj in p]  # the -p_i p_j part, for every j
-        local[i] += pi                  # plus p_i where j == i
-        out.append(Value(_finite(pi, 'softmax'), children, local, 'softmax'))
-    return out
+    lse = Value(_finite(zmax + math.log(total), 'softmax'), tuple(logits), p, 'logsumexp')
+    return [Value(pi, (zi, lse), (pi, -pi), 'softmax') for zi, pi in zip(logits, p)]
 
 
 def rmsnorm(xs, eps=1e-5):
-    """y_i = x_i * s with s = (mean_j x_j^2 + eps)^(-1/2), one node per output y_i.
+    """y_i = x_i * s with s = (mean_j x_j^2 + eps)^(-1/2): x rescaled to root-mean-square ~1.
 
-    ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -x_j s^3 / n, so
-    dy_i/dx_j = s * delta_ij - x_i x_j s^3 / n.
+    Built from n + 1 nodes: one node for the scale s, with every x_j as a child,
+    ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -x_j s^3 / n; then one product node per
+    output, y_i = x_i * s, with dy_i/dx_i = s and dy_i/ds = x_i. Through s, the chain rule
+    gives the full Jacobian dy_i/dx_j = s delta_ij - x_i x_j s^3 / n with 3n stored numbers.
     """
     x = [v.data for v in xs]
     n = len(x)
     # checked: an overflowed mean square would make s = 0 and every output silently 0
     ms = _finite(sum(xi * xi for xi in x) / n, 'rmsnorm')
     s = (ms + eps) ** -0.5
-    c = s ** 3 / n
-    children = tuple(xs)
-    out = []
-    for i, xi in enumerate(x):
-        k = -xi * c
-        local = [k * xj for xj in x]   # -x_i x_j s^3 / n, for every j
-        local[i] += s                  # plus s where j == i
-        out.append(Value(_finite(xi * s, 'rmsnorm'), children, local, 'rmsnorm'))
-    return out
+    c = -s ** 3 / n
+    scale = Value(s, tuple(xs), [c * xj for xj in x], 'rms_scale')
+    return [Value(_finite(xi * s, 'rmsnorm'), (xv, scale), (s, xi), 'rmsnorm')
+            for xv, xi in zip(xs, x)]
 
 
 def cross_entropy(logits, target):

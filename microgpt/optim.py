@@ -9,6 +9,8 @@ train.py makes one `Adam` and calls `step()` once per name; the state (m, v, t) 
 checkpoints so that --resume continues exactly.
 """
 
+from math import sqrt
+
 
 class Adam:
     def __init__(self, params, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8):
@@ -30,11 +32,11 @@ class Adam:
         m, v = self.m, self.v
         for i, p in enumerate(self.params):
             g = p.grad
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
-            m_hat = m[i] / bias1
-            v_hat = v[i] / bias2
-            p.data -= lr * m_hat / (v_hat ** 0.5 + eps)
+            m_i = m[i] = b1 * m[i] + (1 - b1) * g       # running mean of the gradient
+            v_i = v[i] = b2 * v[i] + (1 - b2) * g * g   # running mean of its square
+            m_hat = m_i / bias1
+            v_hat = v_i / bias2
+            p.data -= lr * m_hat / (sqrt(v_hat) + eps)
             # note: the grad is used up. backward() resets only the nodes of its own graph, so a
             # weight the next name does not touch (another letter's row of wte, a later
             # position's row of wpe) would otherwise feed this stale grad into the next step

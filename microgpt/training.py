@@ -8,7 +8,9 @@ tokens) for one that guesses uniformly. train.py calls `train_step` once per nam
 scalar `evaluate` here is the reference for the numpy port's faster validation loss.
 """
 
-from .engine import cross_entropy, vsum
+import gc
+
+from .engine import Tape, cross_entropy, vsum
 
 
 def doc_tokens(tokenizer, doc):
@@ -35,9 +37,19 @@ def learning_rate(lr, step, steps):
 
 def train_step(model, optimizer, tokens, lr):
     """Forward one name, backward, one Adam update; returns the loss as a float."""
-    loss = doc_loss(model, tokens)
-    loss.backward()  # sets the grad of every weight this name uses; Adam.step clears them after use
-    optimizer.step(lr)
+    # note: Python's cycle collector is paused for the step. A graph holds no reference cycles
+    # (children never point back to parents), so reference counting frees it as soon as the
+    # next step drops it; the collector would only search the ~20k fresh objects in vain.
+    collector_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        with Tape() as tape:  # records the graph as it is built: backward needs no search
+            loss = doc_loss(model, tokens)
+        loss.backward(tape)  # sets the grad of every weight this name uses; Adam clears them after use
+        optimizer.step(lr)
+    finally:
+        if collector_was_on:
+            gc.enable()
     return loss.data
 
 
