@@ -8,10 +8,15 @@ chain rule: child.grad += local_grad * node.grad.
 
 Two kinds of operation live here:
   * basic ops (+ - * / ** exp log relu), one small node each, exactly as in micrograd;
-  * fused primitives (dot, vsum, softmax, rmsnorm, cross_entropy): ONE node for a whole
-    n-ary expression, whose local gradients are derived once by hand in the docstring.
-    They compute the same math as their composition of basic ops (tests/test_fused.py checks
-    that to 1e-12) with far fewer nodes, which is what makes training fast.
+  * fused primitives (dot, linear, vsum, softmax, rmsnorm, cross_entropy): ONE node for a
+    whole n-ary expression (or one per output), whose local gradients are derived once by
+    hand in the docstring. They compute the same math as their composition of basic ops
+    (tests/test_fused.py checks that to 1e-12) with far fewer nodes, which is what makes
+    training fast.
+
+backward() finds the graph by searching from the output. A `Tape` is the faster way that
+training uses: it records the nodes as they are created, which is already an order in which
+every child comes before its parents, so there is nothing to search.
 
 model.py builds the GPT out of these; graph.py lists and draws a graph; nothing here imports
 anything but the standard library.
@@ -20,6 +25,7 @@ anything but the standard library.
 import math
 from itertools import count
 from operator import mul
+
 
 class NonFiniteError(ValueError):
     """An op produced inf or nan. In training this means divergence: lower the learning rate."""

@@ -291,3 +291,66 @@ def test_to_dot_is_a_digraph_with_one_edge_per_child_link():
         assert dot.count('->') == links
     assert to_dot(square).count('n0 -> n1;') == 2
     assert 'a\\|\\{b\\}' in to_dot(y, names={a: 'a|{b}'})
+
+
+# ---------------------------------------------------------------------------- the tape
+def _diamond_with_params():
+    """Two leaves made BEFORE any tape, as parameters are."""
+    return Value(0.7), Value(-1.3)
+
+
+def _build(a, b):
+    """A small graph over a and b, with a constant leaf made inside the tape and a diamond."""
+    c = a * b + Value(0.5)          # a constant leaf made inside the tape
+    d = (c.exp() + a.relu()) * c    # c feeds two nodes: a diamond
+    return (d * d / (b * b + 1.0) + 0.1).log()
+
+
+def test_backward_with_a_tape_equals_backward_by_search():
+    from microgpt.engine import Tape
+    a, b = _diamond_with_params()
+    y = _build(a, b)
+    y.backward()
+    expected = (a.grad, b.grad)
+    a.grad = b.grad = 0.0           # leaves outside the tape are not reset by backward(tape)
+    with Tape() as tape:
+        y2 = _build(a, b)
+    y2.backward(tape)
+    assert (a.grad, b.grad) == expected
+    assert a.grad != 0.0 and b.grad != 0.0
+
+
+def test_tape_is_in_topological_order_and_records_only_inside():
+    from microgpt.engine import Tape
+    a, b = _diamond_with_params()
+    with Tape() as tape:
+        y = _build(a, b)
+    outside = a * b
+    position = {node: i for i, node in enumerate(tape.nodes)}
+    assert a not in position and outside not in position and y in position
+    for node in tape.nodes:
+        for child in node._children:
+            assert child not in position or position[child] < position[node]
+
+
+def test_backward_of_a_node_not_on_the_tape_is_an_error():
+    from microgpt.engine import Tape
+    a, b = _diamond_with_params()
+    with Tape() as tape:
+        _build(a, b)
+    with pytest.raises(ValueError, match='not recorded'):
+        (a * b).backward(tape)
+
+
+def test_tapes_cannot_be_nested_and_recording_stops_after_an_error():
+    from microgpt.engine import Tape
+    with Tape():
+        with pytest.raises(RuntimeError, match='nested'):
+            with Tape():
+                pass
+    with pytest.raises(ZeroDivisionError):
+        with Tape():
+            Value(1.0) / 0
+    with Tape() as tape:  # the failed tape above let go of the recording
+        Value(2.0)
+    assert len(tape.nodes) == 1
