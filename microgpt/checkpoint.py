@@ -20,7 +20,7 @@ import math
 import os
 import tempfile
 
-from .errors import UserError
+from .errors import UserError, read_user_file
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -96,18 +96,7 @@ def load_checkpoint(path, n_head=None):
 
 
 def _read_json(path):
-    try:
-        with open(path, 'r', encoding='utf-8') as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise UserError(f"checkpoint {path} does not exist: train one first with "
-                        f"`python train.py --out {path}`") from None
-    except IsADirectoryError:
-        raise UserError(f"checkpoint path {path} is a directory: give the .json file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a checkpoint: it is not UTF-8 text") from None
-    except OSError as e:
-        raise UserError(f"cannot read checkpoint {path}: {e.strerror}") from None
+    text = read_user_file(path, 'checkpoint', f"train one first with `python train.py --out {path}`")
     try:
         # NaN and Infinity are not JSON; Python would accept them, so refuse them here
         return json.loads(text, parse_constant=_reject_constant)

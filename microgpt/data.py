@@ -10,7 +10,7 @@ instead, one document per line. train.py calls `load_docs` and then `split_docs`
 import random
 from importlib import resources
 
-from .errors import UserError
+from .errors import UserError, read_user_file
 
 NAMES_FILES = ('dist.female.first', 'dist.male.first')  # the census first-name lists
 
@@ -19,15 +19,7 @@ def load_docs(path=None):
     """The documents of `path` (one per line), or the bundled census first names if None."""
     if path is None:
         return bundled_names()
-    try:
-        with open(path, 'rb') as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise UserError(f"data file {path} does not exist: give --data a text file with one name per line") from None
-    except IsADirectoryError:
-        raise UserError(f"data path {path} is a directory: give --data a text file") from None
-    except OSError as e:
-        raise UserError(f"cannot read data file {path}: {e.strerror}") from None
+    raw = read_user_file(path, 'data file', "give --data a text file with one name per line", binary=True)
     docs = []
     # split on b'\n' so a bad byte can be reported with its line number; strip() drops '\r' too
     for lineno, line in enumerate(raw.split(b'\n'), start=1):

@@ -192,7 +192,7 @@ def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], 'greater than 0'),
         (['autograd', 'a.__class__', 'a=1'], 'attribute access is not allowed'),
         (['autograd', 'a * b', 'a=1'], 'no value for b'),
-        (['loss', str(tmp_path / 'none.log.jsonl')], 'no log at'),
+        (['loss', str(tmp_path / 'none.log.jsonl')], 'does not exist: train.py writes one beside the checkpoint'),
         (['loss', log_of(tiny_ckpt), '--width', '5'], 'the chart needs --width 20 or more'),
         (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'no' / 'x.dot')], 'cannot write --dot'),
         (['scaling', '--samples', '0'], 'not a positive integer'),

@@ -15,7 +15,7 @@ A falling training loss with a validation loss that stops falling (or rises) is 
 import json
 import math
 
-from ..errors import UserError
+from ..errors import UserError, read_user_file
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
@@ -27,18 +27,8 @@ def read_log(path):
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it.
     """
-    try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise UserError(f"no log at {path}: train.py writes one beside the checkpoint "
-                        "(out/model.log.jsonl by default)") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory: give the .log.jsonl file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a training log: it is not UTF-8 text") from None
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from None
+    text = read_user_file(path, 'training log', "train.py writes one beside the checkpoint "
+                                                "(out/model.log.jsonl by default)")
     lines = text.split('\n')
     if lines and not text.endswith('\n'):
         lines = lines[:-1]  # the partial last line (or '' when the file is empty)
