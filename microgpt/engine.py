@@ -141,20 +141,19 @@ class Value:
     def backward(self, tape=None):
         """Fill in .grad of every node this one depends on, with d(self)/d(node).
 
-        tape: optional, a Tape that recorded the computation of this node. Its nodes are
-        already in birth order, so the search for the graph's nodes is skipped: the same
-        gradients, found faster (training uses it). Parameters made before the tape are not
-        on it; they receive their grads but are not reset here (the optimizer resets them).
+        First every grad in the graph is set to 0, then self.grad = 1, then the chain rule
+        runs from the output back. So a second call, on this graph or on a freshly built one,
+        gives the same gradients rather than doubling them; within one call, a node used by
+        several others (a "diamond") receives the sum of their contributions.
 
-        Gradients are not carried over between calls: backward() first sets every grad in
-        this graph to 0 (leaves such as parameters included), then seeds self.grad = 1 and
-        applies the chain rule from the output back. So calling backward() again, on this
-        graph or on a freshly built one, gives the same gradients rather than doubling them.
-        Within one call, a node used by several others (a "diamond") correctly receives the
-        sum of their contributions.
-        note: a parameter that is NOT in this graph (the embedding row of a letter the name
-        lacks) is not reached, so its grad is not touched; that is why the optimizer sets
-        each grad back to 0 once it has used it (optim.Adam.step), as microgpt does.
+        tape: optional, a Tape that recorded the computation of this node. Its nodes are
+        already in topological order, so the graph search is skipped (training uses this).
+        Leaves made before the tape, such as parameters, are not on it, so not reset here.
+
+        note: a parameter that is not in the graph at all (the embedding row of a letter the
+        name lacks) is never reached, so its grad is not touched either: that is why the
+        optimizer sets each grad back to 0 once it has used it (optim.Adam.step), as
+        microgpt does.
         """
         if tape is None:
             order = topological_order(self)

@@ -31,7 +31,7 @@ def doc_loss(model, tokens):
 
 
 def learning_rate(lr, step, steps):
-    """Linear decay from lr at step 0 to 0 at the last step (step counted from 0)."""
+    """Linear decay from lr at step 0 towards 0 (lr / steps at the last step; step counted from 0)."""
     return lr * (1 - step / steps)
 
 
