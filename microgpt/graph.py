@@ -33,7 +33,7 @@ def graph_table(root, names=None):
     for i, (node, op, data, grad, children) in enumerate(graph_rows(root)):
         label = names.get(node) or op or 'leaf'
         inputs = ', '.join(f'#{c}' for c in children)
-        lines.append(f"{'#' + str(i):>4}  {label:<14} {data:>12.6g} {grad:>12.6g}  {inputs}")
+        lines.append(f"{'#' + str(i):>4}  {label:<14} {data:>12.6g} {grad:>12.6g}  {inputs}".rstrip())
     return '\n'.join(lines)
 
 
