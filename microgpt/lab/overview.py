@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from inference.model import cross_entropy
+
 from ..sampling import sample_names
 from .loading import describe, load_model, text_tokens
 from .render import bar, token_label
@@ -32,6 +34,7 @@ def predictions(model, text, top=5):
     targets = token_ids[1:] + [tok.bos]        # the character after each position, then the end
     logits, _ = model.forward(token_ids)       # (T, vocab_size)
     probs = softmax(logits)                    # (T, vocab_size): each row sums to 1
+    losses = cross_entropy(logits, np.array(targets))  # (T,): -ln p, found without p underflowing
     rows = []
     for i, (reads, target) in enumerate(zip(token_ids, targets)):
         order = np.argsort(-probs[i], kind='stable')  # (vocab_size,): most likely first
@@ -41,7 +44,7 @@ def predictions(model, text, top=5):
             'reads': token_label(tok, reads),
             'target': token_label(tok, target),
             'p': p,
-            'loss': -math.log(p),                     # cross-entropy at this position
+            'loss': float(losses[i]),                 # cross-entropy at this position
             'rank': int(np.where(order == target)[0][0]) + 1,
             'top': [(token_label(tok, int(c)), float(probs[i, c])) for c in order[:top]],
             'hit': int(order[0]) == target,
