@@ -20,6 +20,9 @@ from .errors import UserError
 
 def probabilities(logits, temperature):
     """softmax(logits / temperature) as plain floats (max subtracted: no overflow)."""
+    if not all(map(math.isfinite, logits)):
+        # the scalar engine stops at the op that overflowed; the numpy port only gets here
+        raise NonFiniteError("the next-token logits are not all finite numbers")
     z = [l / temperature for l in logits]
     zmax = max(z)
     e = [math.exp(zi - zmax) for zi in z]

@@ -197,6 +197,19 @@ def test_sample_reads_the_tutorial_export_with_n_head(tmp_path, tiny_ckpt, capsy
     assert_one_line_error(code, err, "--n-head 4 contradicts the checkpoint's n_head 2")
 
 
+@pytest.mark.parametrize('engine', ['scalar', 'numpy'])
+def test_sampling_a_diverged_model_is_a_one_line_error_on_either_engine(tmp_path, tiny_ckpt, engine, capsys):
+    """Finite but huge weights (what a diverged run leaves): the logits overflow. The scalar
+    engine stops at the op; the numpy port carries inf/nan to the sampler, which must say so."""
+    ckpt = json.loads(open(tiny_ckpt, encoding='utf-8').read())
+    ckpt['state_dict']['lm_head'] = [[1e308] * len(row) for row in ckpt['state_dict']['lm_head']]
+    path = tmp_path / 'huge.json'
+    path.write_text(json.dumps(ckpt), encoding='utf-8')
+    code, out, err = run(sample.main, ['--ckpt', str(path), '--engine', engine, '--num', '2'], capsys)
+    assert out == ''
+    assert_one_line_error(code, err, "the model's logits are not finite numbers")
+
+
 # ---------------------------------------------------------------------------- real processes
 def test_scripts_fail_with_one_line_and_no_traceback_as_processes(tmp_path):
     result = run_script('sample.py', ['--ckpt', 'missing.json'], tmp_path)

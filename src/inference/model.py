@@ -219,7 +219,9 @@ class NumpyGPT:
         a few numpy calls. (The loop forward() would give the same names, only slower.)
         """
         def next_logits(token_ids):
-            logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
+            # an overflow leaves inf/nan in the logits, which the sampler reports in one line
+            with np.errstate(over='ignore', invalid='ignore'):
+                logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
             return logits[-1].tolist()
         return next_logits
 
