@@ -1,23 +1,26 @@
 """
 The GPT itself: parameters with microgpt's names, and `gpt()`, which runs ONE position.
 
-Read this after engine.py. `gpt(token_id, pos_id, keys, values)` takes one token and its
-position and returns vocab_size logits (scores for the next token). It does not see the
-earlier tokens directly: it sees their keys and values, which earlier calls appended to the
-KV cache `keys` / `values` (one list per layer). So the model is causal by construction: the
-future has not been computed yet. train.py calls it once per position of a name; sample.py
-calls it once per generated character. src/inference/ computes the same thing for a whole
-sequence at once with numpy; tests check that the two agree.
+Read this after engine.py and ops.py. `gpt(token_id, pos_id, keys, values)` takes one token
+and its position and returns vocab_size logits (scores for the next token). It does not see
+the earlier tokens directly: it sees their keys and values, which earlier calls appended to
+the KV cache `keys` / `values` (one list per layer). So the model is causal by construction:
+the future has not been computed yet. train.py calls it once per position of a name;
+sample.py calls it once per generated character. src/inference/ computes the same thing for a
+whole sequence at once with numpy; tests check that the two agree.
 
 Every parameter matrix is a list of rows, stored [n_out][n_in], so `linear(x, w)` is one dot
-product per row (engine.linear). Each dot product is a single fused node, which is what makes
-this pure-Python model fast enough to train (1000 steps) in about ten seconds.
+product per row. The building blocks (dot, linear, softmax, rmsnorm) come from one of two
+files with the same names: fused.py (one hand-differentiated node each, the default, fast
+enough to train 1000 steps in about ten seconds) or ops.py (composed from basic ops exactly as
+microgpt writes them; `GPT(..., fused=False)`). The logits are the same either way.
 """
 
 import random
 from dataclasses import dataclass, asdict
 
-from .engine import Value, dot, linear, rmsnorm, softmax
+from . import fused as fused_ops, ops as composed_ops
+from .engine import Value
 from .errors import UserError
 
 
@@ -28,7 +31,7 @@ class GPTConfig:
     n_layer: int = 1     # transformer blocks stacked; 1-2 is plenty for names
     n_embd: int = 16     # width of the residual stream (each token is a vector of n_embd numbers)
     n_head: int = 4      # attention heads per layer; each looks at n_embd / n_head dimensions
-    block_size: int = 16  # longest sequence (positions); names are at most ~15 characters
+    block_size: int = 16  # longest sequence (positions): BOS + the name; names run to ~11-15 letters
 
     def __post_init__(self):
         for field in ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size'):
@@ -70,8 +73,11 @@ def parameter_shapes(config):
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
 
-    def __init__(self, config, seed=42, tokenizer=None, init_std=0.08):
+    def __init__(self, config, seed=42, tokenizer=None, init_std=0.08, fused=True):
         self.config = config
+        # The building blocks gpt() and the loss use: the fused set (fast) or the composed one
+        # (microgpt's own, slower). Same math, same numbers; only the size of the graph differs.
+        self.ops = fused_ops if fused else composed_ops
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         self.train_state = None     # what --resume needs, when loaded from a checkpoint
         # Let there be parameters: Gaussian with a small std (0.08), so the first logits are
@@ -84,15 +90,14 @@ class GPT:
         # The flat list the optimizer walks over; it shares the Value objects with state_dict.
         self.params = [p for matrix in self.state_dict.values() for row in matrix for p in row]
 
-    def gpt(self, token_id, pos_id, keys, values, trace=None):
+    def gpt(self, token_id, pos_id, keys, values):
         """Logits (vocab_size Values) for the token after `token_id` at position `pos_id`.
 
         keys, values: the KV cache, [n_layer] lists of earlier positions' k and v vectors.
         This call appends its own k and v, so call it for positions 0, 1, 2, ... in order.
-        trace: optional dict; if given, each head's attention weights are stored in it as
-        trace['layer{li}.head{h}'] (a list of floats over positions 0..pos_id).
         """
         cfg, sd = self.config, self.state_dict
+        dot, linear, rmsnorm, softmax = self.ops.dot, self.ops.linear, self.ops.rmsnorm, self.ops.softmax
         if not 0 <= token_id < cfg.vocab_size:
             raise IndexError(f"token_id {token_id} is outside the vocabulary (0..{cfg.vocab_size - 1})")
         if not 0 <= pos_id < cfg.block_size:
@@ -104,10 +109,12 @@ class GPT:
         tok_emb = sd['wte'][token_id]
         pos_emb = sd['wpe'][pos_id]
         x = [t + p for t, p in zip(tok_emb, pos_emb)]
-        x = rmsnorm(x)  # note: not redundant with the block's rmsnorm, because of the residual path
+        # note: not redundant with the block's rmsnorm below. The residual stream carries THIS
+        # normalised vector forward; each block normalises only a copy of the stream for itself.
+        x = rmsnorm(x)
 
         for li in range(cfg.n_layer):
-            # 2) Attention: this position gathers information from itself and earlier ones.
+            # 2) Attention: this position, the query i = pos_id, gathers from keys j = 0..i.
             x_residual = x
             x = rmsnorm(x)
             q = linear(x, sd[f'layer{li}.attn_wq'])  # what this position is looking for
@@ -119,15 +126,13 @@ class GPT:
             for h in range(cfg.n_head):
                 hs = h * head_dim   # this head's slice of the n_embd dimensions
                 q_h = q[hs:hs + head_dim]
-                k_h = [k_t[hs:hs + head_dim] for k_t in keys[li]]
-                v_h = [v_t[hs:hs + head_dim] for v_t in values[li]]
-                # one score per visible position t <= pos_id: no future key exists to score
-                attn_logits = [dot(q_h, k_t) * scale for k_t in k_h]
+                k_h = [k_j[hs:hs + head_dim] for k_j in keys[li]]
+                v_h = [v_j[hs:hs + head_dim] for v_j in values[li]]
+                # one score per visible key j <= i: no future key exists to score
+                attn_logits = [dot(q_h, k_j) * scale for k_j in k_h]
                 attn_weights = softmax(attn_logits)  # sums to 1 over the visible positions
-                if trace is not None:
-                    trace[f'layer{li}.head{h}'] = [w.data for w in attn_weights]
-                # the head's output: the values averaged with those weights, per dimension j
-                head_out = [dot(attn_weights, [v_t[j] for v_t in v_h]) for j in range(head_dim)]
+                # the head's output: the values averaged with those weights, per dimension d
+                head_out = [dot(attn_weights, [v_j[d] for v_j in v_h]) for d in range(head_dim)]
                 x_attn.extend(head_out)  # heads side by side: back to n_embd numbers
             x = linear(x_attn, sd[f'layer{li}.attn_wo'])
             x = [a + b for a, b in zip(x, x_residual)]  # residual: attention adds to the stream

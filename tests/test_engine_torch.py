@@ -20,7 +20,8 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from gradcheck import backprop_grads  # noqa: E402  (after the skip, like torch itself)
-from microgpt.engine import Value, cross_entropy, dot, rmsnorm, softmax, vsum  # noqa: E402
+from microgpt.engine import Value  # noqa: E402
+from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum  # noqa: E402
 
 TORCH_TOL = 1e-12  # relative above 1, absolute below: float64 rounding in a different order
 SEEDS = range(4)

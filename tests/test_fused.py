@@ -1,5 +1,5 @@
 """
-Tests for the fused primitives of microgpt/engine.py: dot, vsum, softmax, rmsnorm, cross_entropy.
+Tests for the fused primitives of microgpt/fused.py: dot, vsum, softmax, rmsnorm, cross_entropy.
 
 A fused primitive is one node whose local gradients were derived by hand, so each is checked
 against two independent oracles:
@@ -19,8 +19,8 @@ import random
 import pytest
 
 from gradcheck import backprop_grads, check_grads
-from microgpt.engine import (NonFiniteError, Value, cross_entropy, dot, rmsnorm, softmax,
-                             topological_order, vsum)
+from microgpt.engine import NonFiniteError, Value, topological_order
+from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum
 
 FUSED_TOL = 1e-12  # fused vs unfused: the same math in a different float order, so ~1e-15 apart
 GRAD_TOL = 1e-6    # against central differences with h = 1e-6 (good to ~1e-9 at these scales)

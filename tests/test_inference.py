@@ -2,7 +2,8 @@
 The numpy port (src/inference) against the scalar GPT (microgpt/model.py), its oracle.
 
 Layered as the style guide asks: the logits of every position, then the attention weights
-(from gpt()'s trace) and the KV cache, then the loss, then the names that sampling draws.
+(gpt()'s softmax outputs, recorded by tests/attention_trace.py) and the KV cache, then the
+loss, then the names that sampling draws.
 Each runs on several configs with random weights: microgpt's default, a deeper and wider one
 with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
 position at a time with its KV cache; the port computes the whole sequence in one call.
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 import inference
+from attention_trace import gpt_with_trace
 import sample
 from inference.model import merge_heads, split_heads
 from microgpt.checkpoint import load_checkpoint as scalar_load_checkpoint
@@ -64,8 +66,8 @@ def run_scalar(model, token_ids):
     keys, values = model.empty_cache()
     rows, traces = [], []
     for pos_id, token_id in enumerate(token_ids):
-        trace = {}
-        rows.append([l.data for l in model.gpt(token_id, pos_id, keys, values, trace=trace)])
+        logits, trace = gpt_with_trace(model, token_id, pos_id, keys, values)
+        rows.append([l.data for l in logits])
         traces.append(trace)
     return np.array(rows), traces, keys, values  # logits (T, vocab_size)
 

@@ -16,6 +16,7 @@ import random
 
 import pytest
 
+from attention_trace import gpt_with_trace
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig, parameter_shapes
 
@@ -179,8 +180,7 @@ def test_trace_holds_attention_weights_that_sum_to_one():
     model = model_with_fixed_weights(SMALL)
     keys, values = model.empty_cache()
     for t, tok in enumerate(TOKENS):
-        trace = {}
-        model.gpt(tok, t, keys, values, trace=trace)
+        _, trace = gpt_with_trace(model, tok, t, keys, values)
         assert sorted(trace) == sorted(f'layer{li}.head{h}' for li in range(SMALL.n_layer)
                                        for h in range(SMALL.n_head))
         for name, weights in trace.items():
@@ -188,8 +188,7 @@ def test_trace_holds_attention_weights_that_sum_to_one():
             assert all(0.0 <= w <= 1.0 for w in weights)
             assert abs(sum(weights) - 1.0) <= SUM_TOL
     # position 0 can only look at itself
-    trace = {}
-    model.gpt(TOKENS[0], 0, *model.empty_cache(), trace=trace)
+    _, trace = gpt_with_trace(model, TOKENS[0], 0, *model.empty_cache())
     assert all(w == [1.0] for w in trace.values())
 
 
@@ -198,7 +197,7 @@ def test_trace_does_not_change_the_logits():
     keys, values = model.empty_cache()
     traced = []
     for t, tok in enumerate(TOKENS):
-        traced.append([l.data for l in model.gpt(tok, t, keys, values, trace={})])
+        traced.append([l.data for l in gpt_with_trace(model, tok, t, keys, values)[0]])
     assert traced == cached_logits(model, TOKENS)
 
 

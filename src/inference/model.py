@@ -32,7 +32,7 @@ import numpy as np
 
 from microgpt.errors import UserError
 from microgpt.model import parameter_shapes
-from microgpt.training import doc_tokens
+from microgpt.training import doc_tokens, num_predictions
 
 from .attention import attention_head, masked_attention
 
@@ -206,7 +206,7 @@ class NumpyGPT:
         if len(token_ids) < 2:
             raise UserError(f"a loss needs at least 2 tokens (one to read, one to predict), "
                             f"got {len(token_ids)}")
-        n = min(self.config.block_size, len(token_ids) - 1)
+        n = num_predictions(token_ids, self.config.block_size)
         logits = self.forward_vectorized(token_ids[:n])  # (n, vocab_size)
         targets = np.asarray(token_ids[1:n + 1])         # (n,): the token after each position
         return float(cross_entropy(logits, targets).mean())
@@ -270,7 +270,7 @@ def _empty_captures(names, cfg, T):
 def evaluate(model, docs):
     """Mean loss per predicted token over `docs`: microgpt.training.evaluate, with the port.
 
-    Each name counts n = min(block_size, len(tokens) - 1) times, so long names weigh more,
+    Each name counts num_predictions(tokens, block_size) times, so long names weigh more,
     exactly as in the scalar version; train.py can use either and get the same number.
     """
     if model.tokenizer is None:
@@ -278,7 +278,7 @@ def evaluate(model, docs):
     total, count = 0.0, 0
     for doc in docs:
         tokens = doc_tokens(model.tokenizer, doc)
-        n = min(model.config.block_size, len(tokens) - 1)
+        n = num_predictions(tokens, model.config.block_size)
         total += model.loss(tokens) * n
         count += n
     if count == 0:

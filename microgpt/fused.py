@@ -1,0 +1,106 @@
+"""
+Why training is fast: the model's building blocks as ONE node each, gradients derived by hand.
+
+Read this after training.py. ops.py composes dot, softmax, rmsnorm and cross-entropy from basic
+ops, and autograd differentiates them node by node: a training step builds some 60k nodes. Here
+each block is a single node (or one per output) whose local gradients are derived once, in its
+docstring, and stored as numbers: the same math (tests/test_fused.py checks values and gradients
+to 1e-12) with about a tenth of the nodes, each of whose sums runs in C. gpt() uses this set by
+default; `train.py --unfused` trains with ops.py instead and logs the same losses, only slower.
+"""
+
+import math
+from operator import mul
+
+from .engine import NonFiniteError, Value
+
+
+def dot(ws, xs):
+    """s = sum_i w_i * x_i as one node with 2n children.
+
+    ds/dw_i = x_i and ds/dx_i = w_i: each factor's gradient is its partner's value.
+    """
+    w_data = [w.data for w in ws]
+    x_data = [x.data for x in xs]
+    if len(w_data) != len(x_data):
+        raise ValueError(f"dot of vectors of different lengths ({len(w_data)} and {len(x_data)})")
+    s = sum(map(mul, w_data, x_data))  # the loop runs in C: this is where the speed is
+    return Value(s, (*ws, *xs), (*x_data, *w_data), 'dot')
+
+
+def linear(x, w):
+    """The matrix-vector product w @ x, w stored [n_out][n_in]: one dot node per row.
+
+    Exactly [dot(row, x) for row in w], with the input's numbers read once rather than
+    once per row (a linear layer is where nearly all of a step's time goes).
+    """
+    x_data = [xi.data for xi in x]
+    x = tuple(x)
+    out = []
+    for row in w:
+        if len(row) != len(x_data):
+            raise ValueError(f"linear: a row of {len(row)} weights for an input of {len(x_data)}")
+        w_data = [wi.data for wi in row]
+        out.append(Value(sum(map(mul, w_data, x_data)), (*row, *x), (*x_data, *w_data), 'dot'))
+    return out
+
+
+def vsum(xs):
+    """s = sum_i x_i as one node: ds/dx_i = 1 for every i."""
+    xs = tuple(xs)
+    return Value(sum(x.data for x in xs), xs, (1.0,) * len(xs), 'sum')
+
+
+def softmax(logits):
+    """p_i = exp(z_i) / sum_j exp(z_j) = exp(z_i - L), with L = log sum_j exp(z_j).
+
+    Built from n + 1 nodes rather than n nodes of n children each: one node for L, with
+    dL/dz_j = exp(z_j) / sum exp = p_j, then one node per p_i with two children, z_i and L:
+    dp_i/dz_i = p_i and dp_i/dL = -p_i. The chain rule through L gives back the full
+    Jacobian dp_i/dz_j = p_i (delta_ij - p_j) without storing its n^2 entries.
+    The max logit is subtracted before exp(): it cancels in the ratio and prevents overflow.
+    """
+    z = [v.data for v in logits]
+    zmax = max(z)
+    e = [math.exp(zi - zmax) for zi in z]
+    total = sum(e)
+    p = [ei / total for ei in e]
+    lse = Value(zmax + math.log(total), tuple(logits), p, 'logsumexp')
+    return [Value(pi, (zi, lse), (pi, -pi), 'softmax') for zi, pi in zip(logits, p)]
+
+
+def rmsnorm(xs, eps=1e-5):
+    """y_i = x_i * s with s = (mean_j x_j^2 + eps)^(-1/2): x rescaled to root-mean-square ~1.
+
+    Built from n + 1 nodes: one node for the scale s, with every x_j as a child,
+    ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -x_j s^3 / n; then one product node per
+    output, y_i = x_i * s, with dy_i/dx_i = s and dy_i/ds = x_i. Through s, the chain rule
+    gives the full Jacobian dy_i/dx_j = s delta_ij - x_i x_j s^3 / n with 3n stored numbers.
+    """
+    x = [v.data for v in xs]
+    n = len(x)
+    ms = sum(xi * xi for xi in x) / n
+    if not math.isfinite(ms):  # an overflowed mean square would make s = 0 and every output 0
+        raise NonFiniteError(f"'rmsnorm' produced a non-finite mean square ({ms}): the inputs are "
+                             "too large (in training this means divergence: lower the learning rate)")
+    s = (ms + eps) ** -0.5
+    c = -s ** 3 / n
+    scale = Value(s, tuple(xs), [c * xj for xj in x], 'rms_scale')
+    return [Value(xi * s, (xv, scale), (s, xi), 'rmsnorm') for xv, xi in zip(xs, x)]
+
+
+def cross_entropy(logits, target):
+    """L = -log softmax(z)[t] = logsumexp(z) - z_t as one node.
+
+    dL/dz_j = p_j - delta_jt, with p = softmax(z): the gradient pushes the target's logit up
+    and every logit down in proportion to the probability the model gave it.
+    """
+    z = [v.data for v in logits]
+    if not 0 <= target < len(z):
+        raise IndexError(f"target {target} is outside the {len(z)} logits")
+    zmax = max(z)
+    e = [math.exp(zi - zmax) for zi in z]
+    total = sum(e)
+    local = [ei / total for ei in e]
+    local[target] -= 1.0
+    return Value(zmax + math.log(total) - z[target], tuple(logits), local, 'cross_entropy')

@@ -1,0 +1,49 @@
+"""
+The model's building blocks, composed from the engine's basic ops exactly as microgpt writes them.
+
+Read this with model.py, after engine.py. Each block is a few lines of +, *, **, exp and log
+on Values, so autograd derives its gradient for free: nothing here has a backward of its own.
+That is the point of an autograd engine. The price is size: softmax over n logits builds about
+4n nodes and a linear layer two nodes per weight, so a training step builds some 60k nodes.
+
+fused.py computes the same functions as one hand-differentiated node each (tests check they
+agree to 1e-12); gpt() uses that set unless it is told otherwise (`GPT(..., fused=False)`,
+`train.py --unfused`). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
+cross_entropy.
+"""
+
+
+def dot(a, b):
+    """sum_i a_i * b_i: an attention score q.k, or one weighted sum of values."""
+    return sum(ai * bi for ai, bi in zip(a, b))
+
+
+def linear(x, w):
+    """w @ x, with w stored [n_out][n_in]: one dot product per row (per output)."""
+    return [dot(w_row, x) for w_row in w]
+
+
+def vsum(xs):
+    """x_0 + x_1 + ...: Python's sum(), one + node per term."""
+    return sum(xs)
+
+
+def softmax(logits):
+    """exp(z_i) / sum_j exp(z_j). The max is subtracted first (a plain float, so no node):
+    it cancels in the ratio and keeps exp() from overflowing."""
+    max_val = max(z.data for z in logits)
+    exps = [(z - max_val).exp() for z in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def rmsnorm(x, eps=1e-5):
+    """x rescaled to root-mean-square ~1: x_i / sqrt(mean_j x_j^2 + eps). No learned gain."""
+    ms = sum(xi * xi for xi in x) / len(x)
+    scale = (ms + eps) ** -0.5
+    return [xi * scale for xi in x]
+
+
+def cross_entropy(logits, target):
+    """-log p(target): the loss at one position, small when the model expected the target."""
+    return -softmax(logits)[target].log()
