@@ -250,7 +250,7 @@ def main(argv=None):
     model = GPT(config, seed=args.seed, tokenizer=tokenizer)
     if ckpt is not None:
         model.load_weights(ckpt['state_dict'])
-    optimizer = Adam(model.params, lr=args.lr)
+    optimizer = Adam(model.params)
     start = 0
     run_settings = {name: getattr(args, name) for name in RUN_DEFAULTS}
     if args.data is not None:

@@ -129,7 +129,7 @@ def make_step_fn(args, which, spec):
     model = GPT(config, seed=args.seed, tokenizer=tokenizer)  # both children build it once
 
     if which == 'ours':
-        optimizer = Adam(model.params, lr=args.lr)
+        optimizer = Adam(model.params)
 
         def step_fn(step):
             tokens = doc_tokens(tokenizer, names[step])

@@ -6,9 +6,10 @@ microgpt: a GPT built from scratch on a scalar autograd engine, in pure standard
     keys, values = model.empty_cache()
     logits = model.gpt(model.tokenizer.bos, 0, keys, values)   # vocab_size Values
 
-Read in this order (README's reading guide says more): engine.py (Value, backward, fused
-primitives), tokenizer.py, data.py, model.py (the annotated gpt()), training.py, optim.py,
-sampling.py, checkpoint.py; then train.py and sample.py at the top of the repository.
+Read in the order docs/reading-guide.md gives: engine.py (Value, backward), tokenizer.py,
+data.py, ops.py and model.py (the building blocks and the annotated gpt()), training.py,
+optim.py, sampling.py, fused.py (why training is fast), checkpoint.py; then train.py and
+sample.py at the top of the repository.
 """
 
 from .checkpoint import load_checkpoint

@@ -2,20 +2,21 @@
 Adam, the optimizer microgpt trains with, over a flat list of parameters.
 
 Each parameter keeps two running averages of its gradient: m (the mean, "which way to go")
-and v (the mean square, "how noisy that direction is"). The step is m / sqrt(v): large where
-the gradient is consistent, small where it jumps around. Both averages start at 0, so early
-on they are biased towards 0; dividing by (1 - beta^t) removes that bias.
-train.py makes one `Adam` and calls `step()` once per name; the state (m, v, t) is saved in
-checkpoints so that --resume continues exactly.
+and v (the mean square, the gradient's scale). The step is lr * m / sqrt(v): dividing by the
+scale makes a weight move by about lr per step whatever the size of its gradient, so one
+learning rate suits every weight, whether its gradients are tiny or huge. Both averages
+start at 0, so early on they are biased towards 0; dividing by (1 - beta^t) removes that bias.
+(On the first step the corrected m / sqrt(v) is g / |g| = +-1: every weight with a gradient
+moves by almost exactly lr.) train.py makes one `Adam` and calls `step(lr)` once per step with the
+decayed learning rate; the state (m, v, t) is saved in checkpoints so --resume continues exactly.
 """
 
 from math import sqrt
 
 
 class Adam:
-    def __init__(self, params, lr=0.01, beta1=0.85, beta2=0.99, eps=1e-8):
+    def __init__(self, params, beta1=0.85, beta2=0.99, eps=1e-8):
         self.params = params            # flat list of Value, as GPT.params
-        self.lr = lr                    # peak learning rate; 1e-3..1e-2 suits this tiny model
         self.beta1 = beta1              # decay of the gradient mean m (0.85: short memory)
         self.beta2 = beta2              # decay of the squared-gradient mean v
         self.eps = eps                  # keeps the division finite where v is ~0
@@ -24,7 +25,8 @@ class Adam:
         self.t = 0                      # steps taken so far
 
     def step(self, lr):
-        """One update with learning rate `lr` (train.py passes the decayed rate)."""
+        """One update with learning rate `lr` (train.py passes the decayed rate; 1e-3..1e-2 suits
+        this tiny model)."""
         self.t += 1
         b1, b2, eps = self.beta1, self.beta2, self.eps
         bias1 = 1 - b1 ** self.t        # bias corrections for the zero start of m and v

@@ -35,7 +35,7 @@ def scalar_next_logits(model):
     keys, values = model.empty_cache()
 
     def next_logits(token_ids):
-        # the cache already holds every position but the newest
+        # the cache holds the positions fed so far: feed the rest (after a prompt, several)
         for pos_id in range(len(keys[0]), len(token_ids)):
             logits = model.gpt(token_ids[pos_id], pos_id, keys, values)
         return [l.data for l in logits]

@@ -61,7 +61,7 @@ def test_losses_agree_at_every_step_of_a_short_training_run():
     model = tiny_model()
     steps = len(NAMES)
     trainer = BaselineTrainer(BaselineGPT(model.weights(), N_HEAD), steps=steps, lr=LR)
-    optimizer = Adam(model.params, lr=LR)
+    optimizer = Adam(model.params)
     for step, name in enumerate(NAMES):
         tokens = doc_tokens(model.tokenizer, name)
         ours = train_step(model, optimizer, tokens, learning_rate(LR, step, steps))

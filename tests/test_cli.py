@@ -112,7 +112,7 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
     tok = CharTokenizer.from_docs(TINY_NAMES)
     model = GPT(GPTConfig(tok.vocab_size, n_layer=1, n_embd=8, n_head=2, block_size=12),
                 seed=42, tokenizer=tok)
-    opt = Adam(model.params, lr=0.01)
+    opt = Adam(model.params)
     expected = []
     for s in range(60):
         for p in model.params:

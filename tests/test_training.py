@@ -133,7 +133,7 @@ def test_doc_tokens_wraps_a_name_in_bos():
 # ---------------------------------------------------------------------------- Adam
 def test_adam_two_steps_match_a_hand_computation():
     p, q = Value(1.0), Value(-0.5)
-    opt = Adam([p, q], lr=0.1)  # beta1 0.85, beta2 0.99, eps 1e-8: microgpt's defaults
+    opt = Adam([p, q])  # beta1 0.85, beta2 0.99, eps 1e-8: microgpt's defaults
     assert (opt.beta1, opt.beta2, opt.eps) == (0.85, 0.99, 1e-8)
 
     p.grad, q.grad = 0.5, 0.0
