@@ -18,7 +18,8 @@ src/inference builds numpy arrays from the very same validated dictionary.
 import json
 import math
 import os
-import tempfile
+import re
+import secrets
 
 from .errors import UserError, read_user_file
 from .model import GPT, GPTConfig, parameter_shapes
@@ -43,25 +44,56 @@ def checkpoint_dict(model, train_state=None):
 
 
 def save_checkpoint(path, model, train_state=None):
-    """Write the checkpoint to `path` atomically: the old file stays whole until the rename."""
+    """Write the checkpoint to `path` atomically: the old file stays whole until the rename.
+
+    model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
+    """
     write_json_atomic(path, checkpoint_dict(model, train_state))
 
 
 def write_json_atomic(path, obj):
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=folder)
+    """Write obj as JSON to a temporary file beside `path`, flush it to disk, then rename it
+    over `path`: a crash at any moment leaves either the old file or the new one, whole.
+
+    A symlink at `path` is written through (its target is replaced, the link stays). The file
+    gets the permissions any new file gets (0666 less the umask), as the log beside it does.
+    An OSError (disk full, folder read-only, file too large) leaves the old file untouched.
+    """
+    target = os.path.realpath(path)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = temporary_name(target)
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
             # floats are written with repr, which reads back bit for bit: resume is exact
             json.dump(obj, f, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def temporary_name(path):
+    """A fresh name for a save's temporary file: hidden, beside `path`, `.model.json.<hex>.tmp`."""
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f'.{base}.{secrets.token_hex(4)}.tmp')
+
+
+def remove_stale_temporaries(path):
+    """Delete temporary files a save to `path` left when it was killed mid-write (SIGKILL, power
+    loss). Only names of exactly temporary_name's pattern; call it only while holding the run's
+    lock, when no save of ours can be in progress."""
+    folder, base = os.path.split(os.path.realpath(path))
+    pattern = re.compile(re.escape(f'.{base}.') + r'[0-9a-f]{8}\.tmp')
+    for name in os.listdir(folder or '.'):
+        if pattern.fullmatch(name):
+            try:
+                os.remove(os.path.join(folder, name))
+            except OSError:
+                pass  # gone already, or not ours to remove: leave it
 
 
 # ---------------------------------------------------------------------------- reading

@@ -27,7 +27,7 @@ def run(main, argv=None):
         status = main(argv)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
-        status = 2
+        status = getattr(e, 'status', 2)  # 2 for bad input; a diverged run says 1
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         status = 130
@@ -49,6 +49,16 @@ def nonnegative_int(text):
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative: use 0 or more")
     return value
+
+
+def int_in(lo, hi):
+    """An argparse type for an integer from lo to hi inclusive (the help text states the range)."""
+    def parse(text):
+        value = _parse(text, int, 'an integer')
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: use {lo} to {hi}")
+        return value
+    return parse
 
 
 def positive_float(text):

@@ -16,7 +16,7 @@ for the numpy port's faster validation loss.
 
 import gc
 
-from .engine import Tape
+from .engine import NonFiniteError, Tape
 
 
 def doc_tokens(tokenizer, doc):
@@ -99,7 +99,11 @@ class ScalarTrainer:
         self.config, self.tokenizer = model.config, model.tokenizer
 
     def step(self, batch, lr):
-        return batch_step(self.model, self.optimizer, batch, lr)
+        """One update on a batch of tokenized names; nan if an op overflowed (divergence)."""
+        try:
+            return batch_step(self.model, self.optimizer, batch, lr)
+        except NonFiniteError:  # raised in the forward pass, before any weight changed
+            return float('nan')
 
     def weights(self):
         return self.model.weights()
