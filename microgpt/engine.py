@@ -15,15 +15,13 @@ what makes training fast. graph.py lists and draws a graph. Standard library onl
 import math
 from itertools import count
 
+from .errors import NonFiniteError, checked_power, is_finite, non_finite_message
+
 # Every node gets a birth number. A node is always born after its children (they must exist
 # before it can be computed from them), so sorting by birth number is a topological order.
 _birth = count()
 # The list of the Tape being recorded, if any: every new node is appended to it (see Tape).
 _recording = None
-
-
-class NonFiniteError(ValueError):
-    """An op produced inf or nan. In training this means divergence: lower the learning rate."""
 
 
 class Value:
@@ -32,8 +30,8 @@ class Value:
     __slots__ = ('data', 'grad', '_children', '_local_grads', '_op', '_born')
 
     def __init__(self, data, children=(), local_grads=(), op=''):
-        if not _is_finite(data):  # an overflow stops here, at the op that made it
-            raise NonFiniteError(_non_finite_message(data, op))
+        if not is_finite(data):  # an overflow stops here, at the op that made it
+            raise NonFiniteError(non_finite_message(data, op))
         self.data = data                  # the number computed in the forward pass
         self.grad = 0.0                   # d(output)/d(this node), filled in by backward()
         self._children = children         # the nodes this one was computed from
@@ -55,7 +53,7 @@ class Value:
         return Value(self.data * other.data, (self, other), (other.data, self.data), '*')  # d(ab)/da = b
 
     def __pow__(self, exponent):
-        out, local = _power(self.data, exponent)  # x^n and d(x^n)/dx = n x^(n-1), checked
+        out, local = checked_power(self.data, exponent)  # x^n and d(x^n)/dx = n x^(n-1)
         return Value(out, (self,), (local,), f'**{exponent}')
 
     def exp(self):
@@ -167,42 +165,3 @@ def topological_order(root):
                 stack.append(child)
     nodes.sort(key=lambda node: node._born)
     return nodes
-
-
-# ---------------------------------------------------------------------- checks, out of the way
-def _is_finite(x):
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an int too big for any float (int data can grow past 1e308)
-        return False
-
-
-def _non_finite_message(x, op):
-    return (f"'{op or 'leaf'}' produced a non-finite number ({x}): an input is too large or "
-            "already inf/nan (in training this means divergence: lower the learning rate)")
-
-
-def _power(x, n):
-    """(x ** n, n * x ** (n - 1)) for a plain number n, or a clear error where either is undefined."""
-    if isinstance(n, Value):
-        raise TypeError("a Value exponent is not supported: use a plain number "
-                        "(x ** 2), or write b ** x as (x * log(b)).exp()")
-    if isinstance(n, bool) or not isinstance(n, (int, float)):
-        raise TypeError(f"exponent must be an int or float, got {type(n).__name__}")
-    try:
-        out = x ** n
-    except ZeroDivisionError:
-        raise ValueError(f"0 ** {n} is undefined: keep the base away from 0") from None
-    except OverflowError:  # float ** raises where float * gives inf
-        raise NonFiniteError(f"{x} ** {n} overflows a float (non-finite)") from None
-    if isinstance(out, complex):
-        raise ValueError(f"{x} ** {n} is not a real number: a negative base needs an integer exponent")
-    if not _is_finite(out):
-        raise NonFiniteError(_non_finite_message(out, f'**{n}'))
-    try:  # the slope can blow up where x ** n is fine, e.g. x ** 0.5 at x = 0
-        local = n * x ** (n - 1) if n != 0 else 0.0
-    except (ZeroDivisionError, OverflowError):
-        local = math.inf
-    if not _is_finite(local):
-        raise ValueError(f"the slope of x ** {n} at x = {x} is non-finite: keep the base away from 0")
-    return out, local
