@@ -52,7 +52,7 @@ def linear(x, w):
 
 
 def rmsnorm(x, eps=1e-5):
-    """Scale each row of x to root-mean-square 1, as engine.rmsnorm does for one vector."""
+    """Scale each row of x to root-mean-square 1, as ops.rmsnorm (and fused.rmsnorm) does for one vector."""
     ms = (x * x).mean(axis=-1, keepdims=True)  # (T, 1): each position's mean square
     return x * (ms + eps) ** -0.5              # (T, n_embd)
 
