@@ -8,6 +8,7 @@ the same model) and the overview's loss against the scalar engine's training los
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -84,7 +85,7 @@ def test_attention_command(tiny_ckpt, capsys):
     assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '1', '--query', '2']) == 0
     out = capsys.readouterr().out
     assert out.startswith(f'checkpoint {tiny_ckpt}: n_layer=1 n_embd=8 n_head=2 head_dim=4')
-    assert 'query position 2' in out and '3..4 lie in the future' in out
+    assert 'query position 2' in out and 'keys 3..4 are in the future' in out
     assert out.count('masked: -inf') == 2                     # keys 3 and 4
     assert 'sum of the weights: 1.000000000000' in out
     assert "check: the model's own captured weights agree" in out
@@ -98,6 +99,29 @@ def test_attention_default_query_is_the_last(tiny_ckpt, capsys):
     out = capsys.readouterr().out
     assert f'query position {len(TEXT)}' in out and 'none lies in the future' in out
     assert 'NOT divided' in out and "check:" not in out  # knobs changed: nothing to check against
+
+
+def test_query_0_sees_one_key_and_prints_no_negative_zero(tiny_ckpt, capsys):
+    # BOS sees only itself: weight 1, entropy exactly 0 bits, which once printed as -0.000
+    assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '0']) == 0
+    out = capsys.readouterr().out
+    assert 'key 0 is visible, keys 1..4 are in the future' in out
+    assert '(temperature 1; 1 visible key)' in out
+    rows = [line.split() for line in out.splitlines() if line.lstrip().startswith(('without', 'with '))]
+    assert [r[-4] for r in rows] == ['0.000', '0.000']  # the entropy column, both rows
+    assert not re.search(r'-0\.0+(?![0-9])', out)
+
+
+def test_no_negative_zero_in_any_attention_printout(tiny_ckpt, capsys):
+    # every query and head, with and without the what-if knobs: tiny products such as
+    # w_j * v_j = -1e-5 used to print as -0.000
+    for query in range(len(TEXT) + 1):
+        for head in range(2):
+            for knobs in ([], ['--no-scale', '--temperature', '0.1']):
+                assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--query', str(query),
+                             '--head', str(head), *knobs]) == 0
+                out = capsys.readouterr().out
+                assert not re.search(r'-0\.0+(?![0-9])', out), (query, head, knobs)
 
 
 # ---------------------------------------------------------------------------- overview

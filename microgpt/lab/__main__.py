@@ -77,7 +77,8 @@ def parse_args(argv=None):
                             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), "
                                         "log(), relu(), parentheses; nothing is eval'ed), builds the "
                                         "graph, runs backward() and lists every node with its grad.")
-    c.add_argument('expression', metavar='EXPR', help='e.g. "(a + b) * c"; quote it for the shell')
+    c.add_argument('expression', metavar='EXPR', help='e.g. "(a + b) * c"; quote it for the shell, and put one that starts with '
+                        '"-" after --, as in: autograd -- "-a" a=1')
     c.add_argument('assignments', nargs='*', metavar='NAME=VALUE',
                    help="a value for every variable of EXPR, e.g. a=2 b=-3 c=10")
     g = c.add_argument_group('picture')

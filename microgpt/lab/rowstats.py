@@ -27,7 +27,8 @@ def entropy_bits(p):
     """-sum p log2 p over the last axis, with 0 log 0 = 0 (a key with no weight adds nothing)."""
     p = np.asarray(p, dtype=np.float64)
     logs = np.log2(np.where(p > 0, p, 1.0))  # same shape as p; log2(1) = 0 stands in for 0 log 0
-    return -(p * logs).sum(axis=-1)
+    # 0 - sum, not -sum: a one-hot row sums to 0.0, and -(0.0) would be -0.0
+    return 0.0 - (p * logs).sum(axis=-1)
 
 
 def gradient_scale(p):
