@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from inference import attention_head
 from inference.attention import causal_mask, masked_attention
 
-# The lesson rounds to three decimals, and once truncates (0.3945 is printed 0.394).
+# The lesson rounds to three decimals, and once truncates (the weight 0.394521 is printed 0.394).
 LESSON_TOL = 1e-3
 EXACT_TOL = 1e-12  # two computations of the same sum, in a different order
 
