@@ -145,6 +145,30 @@ def test_overview_command(tiny_ckpt, capsys):
     assert f'{TEXT}|' in out
 
 
+def test_overview_bars_are_at_temperature_1_whatever_temperature_is(tiny_ckpt, model, capsys):
+    # the bars are the model's probabilities, softmax(logits); --temperature only changes
+    # the sampled continuation
+    ids = [model.tokenizer.bos] + model.tokenizer.encode(TEXT)
+    logits, _ = model.forward(ids)                             # (T, vocab_size)
+    z = logits - logits.max(axis=-1, keepdims=True)            # (T, vocab_size)
+    probs = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)  # (T, vocab_size): temperature 1
+    bars = {}
+    for temperature in (0.5, 2.0):
+        assert main(['overview', TEXT, '--ckpt', tiny_ckpt, '--temperature', str(temperature)]) == 0
+        out = capsys.readouterr().out
+        bars[temperature] = [line for line in out.splitlines() if line.startswith('      ')]
+        assert 'at temperature 1 whatever --temperature is' in out
+    assert bars[0.5] == bars[2.0]
+    _, rows, _ = overview.report(model, tiny_ckpt, TEXT, temperature=2.0)
+    targets = ids[1:] + [model.tokenizer.bos]
+    for i, r in enumerate(rows):
+        assert abs(r['p'] - probs[i, targets[i]]) < EXACT_TOL
+        assert abs(r['top'][0][1] - probs[i].max()) < EXACT_TOL
+    # negative control: at temperature 2 the top probability would be visibly lower
+    hot = np.exp(z / 2) / np.exp(z / 2).sum(axis=-1, keepdims=True)  # (T, vocab_size)
+    assert np.abs(hot.max(axis=-1) - probs.max(axis=-1)).max() > 0.01
+
+
 def test_empty_text_predicts_the_first_character(tiny_ckpt, capsys):
     assert main(['overview', '', '--ckpt', tiny_ckpt]) == 0
     assert 'mean loss over 1 position:' in capsys.readouterr().out

@@ -45,9 +45,9 @@ def parse_args(argv=None):
     g = c.add_argument_group('display')
     g.add_argument('--top', type=cli.positive_int, default=5, metavar='K',
                    help="how many most likely characters to show per position (default 5)")
-    g = c.add_argument_group('sampling (as in sample.py)')
+    g = c.add_argument_group('sampling the continuation (as in sample.py; the bars are always at temperature 1)')
     g.add_argument('--temperature', type=cli.positive_float, default=0.5,
-                   help="> 0; below 1 safer, above 1 more inventive (default 0.5)")
+                   help="for the continuation only, > 0; below 1 safer, above 1 more inventive (default 0.5)")
     g.add_argument('--seed', type=int, default=42, help="random seed for the continuation (default 42)")
     add_png_flag(c.add_argument_group('picture'), "the probability bars")
 
