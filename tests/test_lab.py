@@ -107,6 +107,7 @@ def test_query_0_sees_one_key_and_prints_no_negative_zero(tiny_ckpt, capsys):
     out = capsys.readouterr().out
     assert 'key 0 is visible, keys 1..4 are in the future' in out
     assert '(temperature 1; 1 visible key)' in out
+    assert re.search(r'\n  0  <BOS> +\S+ +\S+ +visible +1\.0000 ', out)  # its weight must be 1
     rows = [line.split() for line in out.splitlines() if line.lstrip().startswith(('without', 'with '))]
     assert [r[-4] for r in rows] == ['0.000', '0.000']  # the entropy column, both rows
     assert not re.search(r'-0\.0+(?![0-9])', out)

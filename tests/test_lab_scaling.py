@@ -1,7 +1,8 @@
 """
 The scaling numbers (microgpt/lab/scaling.py) and the row statistics (rowstats.py) against
-closed forms and against the lessons' own numbers, with tolerances that say where they come
-from: sampling error for what is sampled, the lessons' rounding for what is printed rounded.
+closed forms and against the lessons' own numbers (docs/lessons.md lists them), with tolerances
+that say where they come from: sampling error for what is sampled, the lessons' rounding for
+what is printed rounded.
 """
 
 import math
@@ -147,6 +148,18 @@ def test_the_lessons_spread_is_an_ordinary_max_minus_min_but_no_standard_deviati
     assert abs(np.median(rows.max(axis=-1) - rows.min(axis=-1)) - ranges['median']) < EXACT_TOL
 
 
+def test_the_widgets_snapshot_is_not_one_row_of_six_keys():
+    # the lesson's widget shows entropy 1.986 bits with max weight 0.8266 for six tokens. With
+    # max weight m, the most entropy n keys can have puts the rest evenly on the other n - 1
+    # keys; even that stays far below 1.986, so docs/lessons.md says the lab cannot reproduce it
+    m = 0.8266
+    for n in (6, 8):
+        best = entropy_bits([m] + [(1 - m) / (n - 1)] * (n - 1))
+        assert best < 1.2 < 1.986
+        other = entropy_bits([m, 1 - m - 0.01 * (n - 2)] + [0.01] * (n - 2))  # an uneven rest
+        assert other < best                                     # the even rest is the most
+
+
 def test_medians_within_their_band():
     study = scaling.row_study(DRAWS, seed=42)
     for label, names in REFERENCE_MEDIANS.items():
@@ -194,3 +207,4 @@ def test_command_prints_every_section(capsys):
         assert heading in out
     assert 'lesson (one draw)' in out and '25.1' in out and '0.994' in out  # the lesson's draw, named
     assert '33,554,432' in out and '64 MiB' in out
+    assert '49,152 scores of 64 multiply-adds each = 3,145,728' in out  # the lesson's einsum widget

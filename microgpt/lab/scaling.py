@@ -4,9 +4,9 @@ The numbers behind "divide by sqrt(head_dim)", measured afresh next to the lesso
     python -m microgpt.lab scaling
     python -m microgpt.lab scaling --samples 200000 --draws 10000 --seed 1
 
-The attention lessons argue with a handful of numbers a reader can check. This command
-recomputes each one, prints it beside the value the lesson states, and says where and why
-the two differ:
+The attention lessons argue with a handful of numbers a reader can check (docs/lessons.md
+says what each lesson shows). This command recomputes each one, prints it beside the value
+the lesson states, and says where and why the two differ:
 
   1. Var(q.k) = d for q, k with independent unit-variance components (measured by sampling);
   2. the saturation example softmax([10, 2, 1]);
@@ -26,8 +26,10 @@ from .render import table
 from .rowstats import batch_statistics, row_statistics, softmax
 
 # ---------------------------------------------------------------------------- the lessons' numbers
+# docs/lessons.md says what each lesson shows and lists these numbers.
 # Russian lesson, "Откуда √d": d -> (measured variance, standard deviation of q.k)
 SEED_VARIANCE = {4: (4.03, 2.01), 64: (64.21, 8.01), 1024: (1017.8, 31.9)}
+# Czech lesson, step 3: why divide by sqrt(d). (scores, the weights it prints)
 SEED_SATURATION = ([10.0, 2.0, 1.0], [0.9997, 0.0003, 0.0001])
 # Russian lesson, one widget run at d = 64, eight keys: (spread, entropy in bits, max weight)
 SEED_ROW = {'without scaling': (25.1, 0.994, 0.547), 'with scaling': (3.14, 2.295, 0.355)}
@@ -47,7 +49,7 @@ CZECH_SCORES = [0.97, 0.89, 1.46]
 CZECH_WEIGHTS = [0.309, 0.297, 0.394]
 CZECH_OUT = [0.309, 0.356, 0.444, 0.189]
 CZECH_WEIGHTS_X10 = [0.075, 0.051, 0.874]
-# Czech lesson's exercise 3 and the Russian "2 billion numbers": heads, sequence lengths
+# Czech lesson, exercise 3 (T = 1024) and its "2 miliardy" (2 billion) at T = 8192: heads, lengths
 SCORE_HEADS, SCORE_T = 32, (1024, 8192)
 
 
@@ -269,7 +271,7 @@ def report(samples, draws, seed, row_d=ROW_D):
         numbers, size = score_matrix_size(SCORE_HEADS, T)
         rows.append((SCORE_HEADS, T, f'{numbers:,}', _bytes(size)))
     lines.append(table(('n_head', 'T', 'numbers', 'fp16 (2 bytes each)'), rows))
-    lines.append("   The lessons: 33,554,432 numbers = 64 MiB at T = 1024; \"2 billion\" at T = 8192.")
+    lines.append("   The Czech lesson: 33,554,432 numbers = 64 MiB at T = 1024; \"2 billion\" at T = 8192.")
     return '\n'.join(lines)
 
 
