@@ -26,7 +26,7 @@ def grads(text, **values):
     return root.data, {name: leaf.grad for name, leaf in leaves.items()}
 
 
-def test_lesson_example_gives_the_lessons_grads():
+def test_the_guides_example_gives_the_hand_derived_grads():
     # (a + b) * c at a=2, b=-3, c=10: d/da = d/db = c = 10, d/dc = a + b = -1
     value, g = grads('(a + b) * c', a=2, b=-3, c=10)
     assert value == -10

@@ -21,6 +21,7 @@ def add_model_flags(p):
     g = p.add_argument_group('model')
     g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                    help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
+    # the 3D tutorial: see docs/lessons.md
     g.add_argument('--n-head', type=cli.positive_int,
                    help="heads, for the 3D tutorial's weights export only (it does not record them; default 4)")
 

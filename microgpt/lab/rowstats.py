@@ -1,5 +1,6 @@
 """
-How peaked is one row of attention? The four numbers of the lesson's widget, for one query.
+How peaked is one row of attention? The four numbers of the Russian lesson's widget (see
+docs/lessons.md), for one query.
 
 Given the scores a query gives its visible keys (the softmax input), these say whether the
 softmax is still "soft" or has saturated into picking one key:
