@@ -110,6 +110,8 @@ def test_query_0_sees_one_key_and_prints_no_negative_zero(tiny_ckpt, capsys):
     assert re.search(r'\n  0  <BOS> +\S+ +\S+ +visible +1\.0000 ', out)  # its weight must be 1
     rows = [line.split() for line in out.splitlines() if line.lstrip().startswith(('without', 'with '))]
     assert [r[-4] for r in rows] == ['0.000', '0.000']  # the entropy column, both rows
+    assert [r[-1] for r in rows] == ['0.000e+00', '0.000e+00']  # one key: no gradient at all
+    assert 'exactly 0 for one key' in out
     assert not re.search(r'-0\.0+(?![0-9])', out)
 
 

@@ -199,8 +199,9 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
                         'gradient scale'), rows))
     lines.append("   spread: standard deviation of the scores. gradient scale: the largest "
                  "eigenvalue of the\n   softmax Jacobian diag(p) - p p^T, the most the weights "
-                 "can move per unit change of the\n   scores (1/keys when uniform, at most 0.5, "
-                 "near 0 when saturated).")
+                 "can move per unit change of the\n   scores (1/keys when uniform over two or more "
+                 "keys, at most 0.5, near 0 when saturated,\n   and exactly 0 for one key: its "
+                 "weight is 1 whatever its score).")
     view.update(query=query, labels=labels, stats=stats)
     return '\n'.join(lines), view
 

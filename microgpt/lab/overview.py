@@ -46,7 +46,7 @@ def predictions(model, text, top=5):
             'reads': token_label(tok, reads),
             'target': token_label(tok, target),
             'p': p,
-            'loss': float(losses[i]),                 # cross-entropy at this position
+            'loss': float(losses[i]),
             'rank': int(np.where(order == target)[0][0]) + 1,
             'top': [(token_label(tok, int(c)), float(probs[i, c])) for c in order[:top]],
             'hit': int(order[0]) == target,
