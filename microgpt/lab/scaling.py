@@ -156,7 +156,7 @@ def _bytes(n):
 
 # ---------------------------------------------------------------------------- the printout
 def report(samples, draws, seed, row_d=ROW_D):
-    import inference  # the port's attention_head, the function the model itself calls
+    import inference  # the port's attention_head, the function its forward() calls per head and position
 
     rng = np.random.default_rng(seed)
     lines = [f"scaling: samples={samples} (per d, for the variance) draws={draws} "
@@ -201,7 +201,7 @@ def report(samples, draws, seed, row_d=ROW_D):
               f"the weakest\n                   weight falls {w3[1]:.3f} -> {w10[1]:.3f}, "
               f"about {w3[1] / w10[1]:.1f} times"]
 
-    # 4) one row of eight keys at d = 64
+    # 4) one row of eight keys at d = 64 (or --row-d)
     study = row_study(draws, seed, row_d)
     lesson = row_d == ROW_D  # the lesson's draw is for d = 64 only
     lines += ['', f"4) One attention row: d = {row_d}, {ROW_KEYS} keys, q and k with unit-variance "
