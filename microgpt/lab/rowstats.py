@@ -14,10 +14,10 @@ softmax is still "soft" or has saturated into picking one key:
   max weight      the largest p_j: 1/(visible keys) at the uniform end, 1 when saturated.
   gradient scale  our definition: the largest eigenvalue of the softmax Jacobian
                   J = diag(p) - p p^T (dp_i/dz_j, see engine.softmax). It is the most a small
-                  change of the scores can move the weights: 1/n for a uniform row of n >= 2
-                  keys, at most 1/2 (two keys sharing the weight), near 0 once saturated,
-                  which is why a saturated head stops learning, and 0 for a row of one key
-                  (its weight is 1 whatever its score).
+                  change of the scores can move the weights: 1/n for a uniform row of n keys,
+                  at most 1/2 (two keys sharing the weight), and near 0 once saturated, which
+                  is why a saturated head stops learning. A row of one key gets 0, not 1/1:
+                  its weight is 1 whatever its score.
 
 attention.py computes them for a row of the real model, scaling.py for random rows.
 """
