@@ -11,9 +11,10 @@ Two measurements, each engine timed in the same run on the same weights and inpu
      the reference) and forward_vectorized() (attention as one masked softmax per head);
   2. names sampled per second by each engine through microgpt.sampling, which also shows
      that both engines draw the same names.
-The issue's goal is a port at least 30x faster than the scalar path on the default config;
-each port variant gets PASS or FAIL against --goal. Timings are the best of --repeats runs:
-the minimum is the least disturbed by whatever else the machine is doing.
+Each port variant's line gives its time and its speed-up, scalar time / port time: how many
+times faster it is than the scalar path on these weights. Timings are the best of --repeats
+runs: the minimum is the least disturbed by whatever else the machine is doing. The script
+exits with status 1 only if the two engines draw different names.
 """
 
 import argparse
@@ -49,7 +50,6 @@ def parse_args(argv=None):
     g.add_argument('--num-names', type=int, default=20, help="names sampled per engine and run (default 20)")
     g.add_argument('--temperature', type=float, default=0.5, help="sampling temperature, > 0 (default 0.5)")
     g.add_argument('--seed', type=int, default=42, help="seed for weights, tokens and sampling (default 42)")
-    g.add_argument('--goal', type=float, default=30.0, help="required speed-up of the port (default 30)")
     return p.parse_args(argv)
 
 
@@ -69,10 +69,6 @@ def scalar_block_logits(model, token_ids):
     return [[l.data for l in model.gpt(t, pos, keys, values)] for pos, t in enumerate(token_ids)]
 
 
-def verdict(ratio, goal):
-    return 'PASS' if ratio >= goal else 'FAIL'
-
-
 def main(argv=None):
     args = parse_args(argv)
     if args.ckpt:
@@ -88,7 +84,7 @@ def main(argv=None):
     cfg = scalar.config
     print(f"config: {cfg.to_dict()}  from {source}")
     print(f"repeats: {args.repeats} (best kept)  names: {args.num_names}  "
-          f"temperature: {args.temperature}  goal: {args.goal:g}x")
+          f"temperature: {args.temperature}")
 
     # 1) logits for every position of a full block
     rng = random.Random(args.seed)
@@ -103,8 +99,7 @@ def main(argv=None):
     for label, t in (('port forward() (j <= i loops)', t_loops),
                      ('port forward_vectorized()', t_vec)):
         ratio = t_scalar / t
-        print(f"  {label:<36} {t * 1e3:9.3f} ms  {ratio:6.1f}x faster  "
-              f"{verdict(ratio, args.goal)} (goal {args.goal:g}x)")
+        print(f"  {label:<36} {t * 1e3:9.3f} ms  {ratio:6.1f}x faster")
 
     # 2) names per second, each engine through the same sampling loop
     def names_with(make_next_logits):
@@ -119,7 +114,7 @@ def main(argv=None):
           f"identical names: {'yes' if names_scalar == names_port else 'NO'})")
     print(f"  scalar engine (KV cache)             {args.num_names / t_scalar_names:9.1f} names/s")
     print(f"  numpy engine (vectorised, no cache)   {args.num_names / t_port_names:9.1f} names/s  "
-          f"{t_scalar_names / t_port_names:6.1f}x")
+          f"{t_scalar_names / t_port_names:6.1f}x faster")
     return 0 if names_scalar == names_port else 1
 
 

@@ -13,9 +13,9 @@ of split_docs(docs, seed=42); step s uses train[s % len(train)]) at the same lea
             + and *, softmax/rmsnorm/loss composed from them, a recursive topological sort.
 The table shows both losses and their difference at every step; the summary gives the mean
 per-step time of each (forward, backward and Adam update, each step timed with perf_counter),
-their ratio (baseline / ours), the largest loss difference, and PASS/FAIL against the issue's
-targets: ratio >= 15 on 1x16 (the default config), >= 10 on 2x32, losses equal within 1e-9, and
-ours using no more peak memory than the baseline.
+their ratio (baseline / ours: how many times faster ours is), the largest loss difference over
+all steps (the two compute the same math, so only float rounding should separate them: expect
+far less than 1e-9), and each trainer's peak memory with the ratio ours / baseline.
 
 Each trainer runs in its own fresh child process (this script with --child), one after the
 other, and sends back its losses, step times and peak memory as JSON. Sharing one process would
@@ -31,7 +31,7 @@ data, building the initial GPT), so the difference is training; the "training" l
 each child's mark just before step 0. (getrusage's ru_maxrss is only the fallback where /proc is
 missing, e.g. macOS: on Linux it survives fork and exec and would report the parent's size.)
 
-The script always exits with status 0: the verdicts are printed, not raised. Nothing is written.
+The script prints measurements only, always exits with status 0, and writes nothing.
 """
 
 import argparse
@@ -57,8 +57,6 @@ from microgpt.training import doc_tokens, learning_rate, train_step  # noqa: E40
 
 N_HEAD = 4
 BLOCK_SIZE = 16
-SPEEDUP_TARGETS = {'1x16': 15.0, '2x32': 10.0}  # the issue's per-step targets, baseline / ours
-LOSS_TOL = 1e-9  # same math, so only float rounding may differ; 1e-9 leaves room for that alone
 TRAINERS = ('ours', 'baseline')
 
 
@@ -173,10 +171,6 @@ def run_trainer(args, spec, which):
 
 
 # ---------------------------------------------------------------------------- report
-def verdict(ok):
-    return 'PASS' if ok else 'FAIL'
-
-
 def print_table(spec, runs):
     n_layer, n_embd = parse_spec(spec)
     print(f"\n=== config {spec}: n_layer {n_layer}, n_embd {n_embd}, n_head {N_HEAD}, "
@@ -195,24 +189,17 @@ def print_summary(spec, runs, steps):
     med_o, med_b = statistics.median(o['times']), statistics.median(b['times'])
     ratio = mean_b / mean_o
     max_diff = max(abs(lo - lb) for lo, lb in zip(o['losses'], b['losses']))
-    target = SPEEDUP_TARGETS.get(spec)
     mib = 1024 * 1024
     print(f"\n[{spec}]")
     print(f"  mean   ours {1e3 * mean_o:8.2f} ms   baseline {1e3 * mean_b:8.2f} ms   "
           f"ratio {ratio:6.2f}x")
     print(f"  median ours {1e3 * med_o:8.2f} ms   baseline {1e3 * med_b:8.2f} ms   "
           f"ratio {med_b / med_o:6.2f}x")
-    if target is None:
-        print("  speed:  no target for this config")
-    else:
-        print(f"  speed:  {verdict(ratio >= target)} (mean ratio {ratio:.2f}, target >= {target:g})")
-    print(f"  losses: {verdict(max_diff <= LOSS_TOL)} (max |diff| {max_diff:.3e} over {steps} "
-          f"steps, tolerance {LOSS_TOL:g})")
+    print(f"  losses: max |diff| {max_diff:.3e} over {steps} steps")
     print(f"  peak RSS  ours {o['peak'] / mib:7.1f} MiB   baseline {b['peak'] / mib:7.1f} MiB   "
           f"ours/baseline {o['peak'] / b['peak']:.2f}")
     print(f"  training  ours {(o['peak'] - o['before']) / mib:7.1f} MiB   baseline "
           f"{(b['peak'] - b['before']) / mib:7.1f} MiB   (peak minus the peak before step 0)")
-    print(f"  memory: {verdict(o['peak'] <= b['peak'])} (ours <= baseline)")
 
 
 def main(argv=None):

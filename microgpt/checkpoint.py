@@ -11,7 +11,7 @@ the training state.
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
 crash or Ctrl-C mid-write leaves the old file whole. `read_checkpoint` validates everything
 and turns each problem into a one-line UserError; it also reads the flat weights export of
-the microgpt 3D tutorial. microgpt.load_checkpoint builds a GPT of Values from it;
+the microgpt 3D tutorial (docs/lessons.md). microgpt.load_checkpoint builds a GPT of Values from it;
 src/inference builds numpy arrays from the very same validated dictionary.
 """
 

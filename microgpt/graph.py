@@ -33,7 +33,8 @@ def graph_table(root, names=None):
     for i, (node, op, data, grad, children) in enumerate(graph_rows(root)):
         label = names.get(node) or op or 'leaf'
         inputs = ', '.join(f'#{c}' for c in children)
-        lines.append(f"{'#' + str(i):>4}  {label:<14} {data:>12.6g} {grad:>12.6g}  {inputs}".rstrip())
+        # + 0.0 turns -0.0 (e.g. 0 * -1) into 0.0, so the table never shows a "-0"
+        lines.append(f"{'#' + str(i):>4}  {label:<14} {data + 0.0:>12.6g} {grad + 0.0:>12.6g}  {inputs}".rstrip())
     return '\n'.join(lines)
 
 
@@ -43,7 +44,7 @@ def to_dot(root, names=None):
     out = ['digraph autograd {', '  rankdir=LR;', '  node [shape=record, fontname="monospace"];']
     for i, (node, op, data, grad, children) in enumerate(graph_rows(root)):
         label = _escape(names.get(node) or op or 'leaf')
-        out.append(f'  n{i} [label="{{ {label} | data {data:.4g} | grad {grad:.4g} }}"];')
+        out.append(f'  n{i} [label="{{ {label} | data {data + 0.0:.4g} | grad {grad + 0.0:.4g} }}"];')
         for c in children:
             out.append(f'  n{c} -> n{i};')
     out.append('}')

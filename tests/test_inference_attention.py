@@ -1,7 +1,7 @@
 """
 The single-head attention step of the numpy port, on hand-made numbers.
 
-The oracle is the Czech lesson "Attention ručně na číslech" (/work/shared/seeds/000_*.txt):
+The oracle is the Czech lesson "Attention ručně na číslech" (docs/lessons.md describes it):
 three tokens, one head of head_dim 4, every number worked out on paper. The lesson prints
 three decimals, so its numbers are compared with LESSON_TOL. Then the loop version
 (attention_head) is checked against the masked, vectorised one on random inputs, and a few
@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from inference import attention_head
 from inference.attention import causal_mask, masked_attention
 
-# The lesson rounds to three decimals, and once truncates (0.3945 is printed 0.394).
+# The lesson rounds to three decimals, and once truncates (the weight 0.394521 is printed 0.394).
 LESSON_TOL = 1e-3
 EXACT_TOL = 1e-12  # two computations of the same sum, in a different order
 
@@ -71,6 +71,14 @@ def test_lesson_causal_mask_gives_token_1_all_its_weight():
     assert weights[0, 0].tolist() == [1.0, 0.0, 0.0]
     assert out[0, 0].tolist() == VALUES[0]
     assert weights[0, 2] == pytest.approx([0.309, 0.297, 0.394], abs=LESSON_TOL)
+
+
+def test_lesson_mask_example_score_of_token_1_is_0_55():
+    # the lesson's step 5 writes token 1's one score as 0.485, which is q3.k1 / 2; with its own
+    # q1 the score is q1.k1 / 2 = (0.9 + 0.5 * 0.4) / 2 = 0.55. The weight is 1 either way.
+    _, logits, weights = attention_head(Q1, KEYS[:1], VALUES[:1])
+    assert logits.tolist() == pytest.approx([0.55], abs=EXACT_TOL)
+    assert abs(logits[0] - 0.485) > 0.05 and weights.tolist() == [1.0]
 
 
 def test_loop_and_masked_attention_agree_on_random_inputs():

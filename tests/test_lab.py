@@ -8,6 +8,7 @@ the same model) and the overview's loss against the scalar engine's training los
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -84,7 +85,7 @@ def test_attention_command(tiny_ckpt, capsys):
     assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '1', '--query', '2']) == 0
     out = capsys.readouterr().out
     assert out.startswith(f'checkpoint {tiny_ckpt}: n_layer=1 n_embd=8 n_head=2 head_dim=4')
-    assert 'query position 2' in out and '3..4 lie in the future' in out
+    assert 'query position 2' in out and 'keys 3..4 are in the future' in out
     assert out.count('masked: -inf') == 2                     # keys 3 and 4
     assert 'sum of the weights: 1.000000000000' in out
     assert "check: the model's own captured weights agree" in out
@@ -98,6 +99,32 @@ def test_attention_default_query_is_the_last(tiny_ckpt, capsys):
     out = capsys.readouterr().out
     assert f'query position {len(TEXT)}' in out and 'none lies in the future' in out
     assert 'NOT divided' in out and "check:" not in out  # knobs changed: nothing to check against
+
+
+def test_query_0_sees_one_key_and_prints_no_negative_zero(tiny_ckpt, capsys):
+    # BOS sees only itself: weight 1, entropy exactly 0 bits, which once printed as -0.000
+    assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '0']) == 0
+    out = capsys.readouterr().out
+    assert 'key 0 is visible, keys 1..4 are in the future' in out
+    assert '(temperature 1; 1 visible key)' in out
+    assert re.search(r'\n  0  <BOS> +\S+ +\S+ +visible +1\.0000 ', out)  # its weight must be 1
+    rows = [line.split() for line in out.splitlines() if line.lstrip().startswith(('without', 'with '))]
+    assert [r[-4] for r in rows] == ['0.000', '0.000']  # the entropy column, both rows
+    assert [r[-1] for r in rows] == ['0.000e+00', '0.000e+00']  # one key: no gradient at all
+    assert 'exactly 0 for one key' in out
+    assert not re.search(r'-0\.0+(?![0-9])', out)
+
+
+def test_no_negative_zero_in_any_attention_printout(tiny_ckpt, capsys):
+    # every query and head, with and without the what-if knobs: tiny products such as
+    # w_j * v_j = -1e-5 used to print as -0.000
+    for query in range(len(TEXT) + 1):
+        for head in range(2):
+            for knobs in ([], ['--no-scale', '--temperature', '0.1']):
+                assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--query', str(query),
+                             '--head', str(head), *knobs]) == 0
+                out = capsys.readouterr().out
+                assert not re.search(r'-0\.0+(?![0-9])', out), (query, head, knobs)
 
 
 # ---------------------------------------------------------------------------- overview
@@ -119,6 +146,30 @@ def test_overview_command(tiny_ckpt, capsys):
     assert out.count('<- true') == len(TEXT) + 1  # one true character per position
     assert 'mean loss over' in out and f'sampled after {TEXT!r}' in out
     assert f'{TEXT}|' in out
+
+
+def test_overview_bars_are_at_temperature_1_whatever_temperature_is(tiny_ckpt, model, capsys):
+    # the bars are the model's probabilities, softmax(logits); --temperature only changes
+    # the sampled continuation
+    ids = [model.tokenizer.bos] + model.tokenizer.encode(TEXT)
+    logits, _ = model.forward(ids)                             # (T, vocab_size)
+    z = logits - logits.max(axis=-1, keepdims=True)            # (T, vocab_size)
+    probs = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)  # (T, vocab_size): temperature 1
+    bars = {}
+    for temperature in (0.5, 2.0):
+        assert main(['overview', TEXT, '--ckpt', tiny_ckpt, '--temperature', str(temperature)]) == 0
+        out = capsys.readouterr().out
+        bars[temperature] = [line for line in out.splitlines() if line.startswith('      ')]
+        assert 'at temperature 1 whatever --temperature is' in out
+    assert bars[0.5] == bars[2.0]
+    _, rows, _ = overview.report(model, tiny_ckpt, TEXT, temperature=2.0)
+    targets = ids[1:] + [model.tokenizer.bos]
+    for i, r in enumerate(rows):
+        assert abs(r['p'] - probs[i, targets[i]]) < EXACT_TOL
+        assert abs(r['top'][0][1] - probs[i].max()) < EXACT_TOL
+    # negative control: at temperature 2 the top probability would be visibly lower
+    hot = np.exp(z / 2) / np.exp(z / 2).sum(axis=-1, keepdims=True)  # (T, vocab_size)
+    assert np.abs(hot.max(axis=-1) - probs.max(axis=-1)).max() > 0.01
 
 
 def test_empty_text_predicts_the_first_character(tiny_ckpt, capsys):

@@ -26,7 +26,7 @@ def grads(text, **values):
     return root.data, {name: leaf.grad for name, leaf in leaves.items()}
 
 
-def test_lesson_example_gives_the_lessons_grads():
+def test_the_guides_example_gives_the_hand_derived_grads():
     # (a + b) * c at a=2, b=-3, c=10: d/da = d/db = c = 10, d/dc = a + b = -1
     value, g = grads('(a + b) * c', a=2, b=-3, c=10)
     assert value == -10
@@ -41,6 +41,18 @@ def test_command_prints_graph_and_grads(capsys):
     # topological order: the three leaves, then +, then *
     ops = [line.split()[1] for line in out.splitlines() if line.strip().startswith('#')]
     assert ops == ['a', 'b', 'c', '+', '*']
+
+
+def test_a_negative_zero_prints_as_0(capsys):
+    # -a at a = 0 is -0.0 in floating point, and so is b * 0 * -1: real values of the engine,
+    # which the explorer prints as 0
+    value, _ = grads('-a', a=0)
+    assert value == 0 and math.copysign(1, value) == -1  # the engine's value keeps its sign
+    assert main(['autograd', '--', '-a', 'a=0']) == 0  # an expression starting with - follows --
+    assert 'value: 0\n' in capsys.readouterr().out
+    assert main(['autograd', 'a - b * 0', 'a=0', 'b=2']) == 0
+    out = capsys.readouterr().out
+    assert not any(cell == '-0' for line in out.splitlines() for cell in line.split())
 
 
 def test_a_diamond_adds_both_uses():

@@ -1,7 +1,8 @@
 """
 The scaling numbers (microgpt/lab/scaling.py) and the row statistics (rowstats.py) against
-closed forms and against the lessons' own numbers, with tolerances that say where they come
-from: sampling error for what is sampled, the lessons' rounding for what is printed rounded.
+closed forms and against the lessons' own numbers (docs/lessons.md lists them), with tolerances
+that say where they come from: sampling error for what is sampled, the lessons' rounding for
+what is printed rounded.
 """
 
 import math
@@ -90,6 +91,17 @@ def test_czech_worked_example():
     assert np.abs(softmax(logits * 10) - scaling.CZECH_WEIGHTS_X10).max() < lesson_rounding
 
 
+def test_the_lessons_0_394_is_truncated_not_rounded(capsys):
+    import inference
+    _, _, weights = inference.attention_head(scaling.CZECH_Q3, scaling.CZECH_KEYS, scaling.CZECH_VALUES)
+    assert abs(weights[2] - 0.394521) < 5e-7
+    assert round(weights[2], 3) == 0.395                       # the exercise answer's 0.395
+    assert math.floor(weights[2] * 1000) / 1000 == scaling.CZECH_WEIGHTS[2] == 0.394  # step 4's
+    assert main(['scaling', '--samples', '100', '--draws', '50']) == 0
+    out = capsys.readouterr().out
+    assert 'the weight is 0.394521, which rounds to 0.395' in out and 'either way' not in out
+
+
 # ---------------------------------------------------------------------------- 4) one row
 # Reference medians for d = 64, eight unit-variance keys, from 400,000 draws (seed 7), and the
 # standard deviation of a 2000-draw median, from 200 repeats: the band is 5 of those.
@@ -107,6 +119,45 @@ def test_spread_ratio_is_exactly_sqrt_d():
     assert np.abs(ratios - 8).max() < EXACT_TOL
     # the lesson's draw has the same ratio, to its printed digits
     assert abs(25.1 / 3.14 - 8) < 0.05
+
+
+def test_the_lessons_row_fits_max_minus_min():
+    # the lesson never defines its spread; with spread = max - min one row of eight scores
+    # reproduces all six of its numbers to the digits it prints
+    fit = np.array(scaling.SEED_ROW_FIT)                      # (8,) the scaled scores
+    for label, row in (('with scaling', fit), ('without scaling', fit * 8)):
+        spread, entropy, max_weight = scaling.SEED_ROW[label]
+        s = row_statistics(row)
+        digits = 2 if spread < 10 else 1
+        assert round(row.max() - row.min(), digits) == spread, label
+        assert round(s['entropy'], 3) == entropy, label
+        assert round(s['max_weight'], 3) == max_weight, label
+    # negative control: read as our standard deviation, the same row is nowhere near 3.14
+    assert abs(row_statistics(fit)['spread'] - 1.03) < 0.005
+
+
+def test_the_lessons_spread_is_an_ordinary_max_minus_min_but_no_standard_deviation():
+    study = scaling.row_study(DRAWS, seed=42)
+    below = study['below_seed']['with scaling']
+    assert below['spread'] == 1.0                              # as a std: above every draw
+    assert 0.1 < below['entropy'] < 0.9 and 0.1 < below['max_weight'] < 0.9  # ordinary values
+    ranges = study['max_minus_min']['with scaling']
+    assert 0.25 < ranges['below_seed'] < 0.9                   # as max - min: ordinary too
+    assert ranges['quartiles'][0] < ranges['median'] < ranges['quartiles'][1]
+    rows = scaling.random_rows(DRAWS, np.random.default_rng(43)) / 8  # (draws, 8): the same draws
+    assert abs(np.median(rows.max(axis=-1) - rows.min(axis=-1)) - ranges['median']) < EXACT_TOL
+
+
+def test_the_widgets_snapshot_is_not_one_row_of_six_keys():
+    # the lesson's widget shows entropy 1.986 bits with max weight 0.8266 for six tokens. With
+    # max weight m, the most entropy n keys can have puts the rest evenly on the other n - 1
+    # keys; even that stays far below 1.986, so docs/lessons.md says the lab cannot reproduce it
+    m = 0.8266
+    for n in (6, 8):
+        best = entropy_bits([m] + [(1 - m) / (n - 1)] * (n - 1))
+        assert best < 1.2 < 1.986
+        other = entropy_bits([m, 1 - m - 0.01 * (n - 2)] + [0.01] * (n - 2))  # an uneven rest
+        assert other < best                                     # the even rest is the most
 
 
 def test_medians_within_their_band():
@@ -156,3 +207,4 @@ def test_command_prints_every_section(capsys):
         assert heading in out
     assert 'lesson (one draw)' in out and '25.1' in out and '0.994' in out  # the lesson's draw, named
     assert '33,554,432' in out and '64 MiB' in out
+    assert '49,152 scores of 64 multiply-adds each = 3,145,728' in out  # the lesson's einsum widget

@@ -1,5 +1,6 @@
 """
-The lab: the lessons' three sandboxes and their checkable numbers, as terminal commands.
+The lab: three sandboxes (overview, attention, autograd) and the lessons' checkable numbers,
+as terminal commands.
 
     python -m microgpt.lab overview anna          # next-character bars, loss, one continuation
     python -m microgpt.lab attention anna         # one head, one query, every step of attention
@@ -11,8 +12,9 @@ The model commands read a checkpoint written by train.py (default out/model.json
 inside it with the numpy port (src/inference), whose forward pass can hand back every
 intermediate: queries, keys, attention scores and weights, logits. Everything prints as text
 with unicode shading, so it works in any terminal; with the optional plot extra (matplotlib)
-`--png FILE` also draws a picture. docs/reading-guide.md says which lesson each command
-belongs to and which exercises it checks.
+`--png FILE` also draws a picture. docs/lessons.md says what each lesson shows and which
+command reproduces each of its numbers; docs/reading-guide.md maps the commands to the code
+and to the lessons' exercises.
 
 This subpackage is the one place in microgpt/ that imports numpy: the core modules (engine,
 model, training, ...) stay pure standard library. Each command lives in its own file, and

@@ -21,6 +21,7 @@ def add_model_flags(p):
     g = p.add_argument_group('model')
     g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                    help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
+    # the 3D tutorial: see docs/lessons.md
     g.add_argument('--n-head', type=cli.positive_int,
                    help="heads, for the 3D tutorial's weights export only (it does not record them; default 4)")
 
@@ -45,9 +46,9 @@ def parse_args(argv=None):
     g = c.add_argument_group('display')
     g.add_argument('--top', type=cli.positive_int, default=5, metavar='K',
                    help="how many most likely characters to show per position (default 5)")
-    g = c.add_argument_group('sampling (as in sample.py)')
+    g = c.add_argument_group('sampling the continuation (as in sample.py; the bars are always at temperature 1)')
     g.add_argument('--temperature', type=cli.positive_float, default=0.5,
-                   help="> 0; below 1 safer, above 1 more inventive (default 0.5)")
+                   help="for the continuation only, > 0; below 1 safer, above 1 more inventive (default 0.5)")
     g.add_argument('--seed', type=int, default=42, help="random seed for the continuation (default 42)")
     add_png_flag(c.add_argument_group('picture'), "the probability bars")
 
@@ -77,7 +78,8 @@ def parse_args(argv=None):
                             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), "
                                         "log(), relu(), parentheses; nothing is eval'ed), builds the "
                                         "graph, runs backward() and lists every node with its grad.")
-    c.add_argument('expression', metavar='EXPR', help='e.g. "(a + b) * c"; quote it for the shell')
+    c.add_argument('expression', metavar='EXPR', help='e.g. "(a + b) * c"; quote it for the shell, and put one that starts with '
+                        '"-" after --, as in: autograd -- "-a" a=1')
     c.add_argument('assignments', nargs='*', metavar='NAME=VALUE',
                    help="a value for every variable of EXPR, e.g. a=2 b=-3 c=10")
     g = c.add_argument_group('picture')

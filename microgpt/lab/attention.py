@@ -1,6 +1,7 @@
 """
 The attention sandbox: one head, one query position, every step of attention with the
-real numbers of a trained checkpoint.
+real numbers of a trained checkpoint. It follows the sandbox of the 3D tutorial's lesson 03
+and the Czech lesson's hand computation (docs/lessons.md says what each lesson shows).
 
     python -m microgpt.lab attention anna                    # layer 0, head 0, last position
     python -m microgpt.lab attention anna --head 1 --query 2 # an earlier query: see the mask
@@ -25,7 +26,7 @@ import numpy as np
 
 from ..errors import UserError
 from .loading import describe, load_model, text_tokens
-from .render import MASKED, bar, shade, table, token_label
+from .render import MASKED, bar, number, shade, table, token_label
 from .rowstats import row_statistics, softmax
 
 
@@ -97,8 +98,13 @@ def check_choice(model, token_ids, layer, head, query):
 
 
 # ---------------------------------------------------------------------------- the printout
-def _vec(x, fmt='{:+.3f}'):
-    return '[' + ' '.join(fmt.format(v) for v in x) + ']'
+def _keys(first, last):
+    """'key 0 is' or 'keys 0..3 are': the positions first..last, singular when there is one."""
+    return f'key {first} is' if first == last else f'keys {first}..{last} are'
+
+
+def _vec(x, spec='+.3f'):
+    return '[' + ' '.join(number(v, spec) for v in x) + ']'
 
 
 def report(model, path, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
@@ -116,9 +122,9 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     lines = [describe(path, model),
              f"text {text!r}: {T} position{'s' * (T != 1)}, the model reads BOS first",
              table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
-             f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): keys 0..{query} "
-             f"are visible, " + (f"{query + 1}..{T - 1} lie in the future" if t < T else
-                                 "none lies in the future (pick an earlier --query to see the mask)"),
+             f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): "
+             f"{_keys(0, query)} visible, " + (f"{_keys(query + 1, T - 1)} in the future" if t < T else
+                                               "none lies in the future (pick an earlier --query to see the mask)"),
              (f"scores divided by sqrt(head_dim) = sqrt({head_dim}) = {head_dim ** 0.5:.4g}" if scale
               else "--no-scale: scores NOT divided by sqrt(head_dim) (the model itself does divide)")
              + f"; temperature {temperature:g}" + ('' if temperature == 1 else ' (the model uses 1)'),
@@ -127,7 +133,8 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     # 1) the dot products, term by term
     lines.append(f"1) q.k, one product per dimension: q_{query}[d] * k_j[d], summed over d")
     lines.append(f"   q_{query} = {_vec(view['q'])}")
-    rows = [(j, labels[j], *(f'{p:+.3f}' for p in view['products'][j]), f"{view['raw'][j]:+.4f}")
+    rows = [(j, labels[j], *(number(p, '+.3f') for p in view['products'][j]),
+             number(view['raw'][j], '+.4f'))
             for j in range(t)]
     lines.append(table(('j', 'key', *dims, 'q.k'), rows, align='ll' + 'r' * (head_dim + 1)))
 
@@ -139,9 +146,9 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     for j in range(T):
         if j < t:
             s_scaled = view['raw'][j] * (head_dim ** -0.5 if scale else 1.0)
-            extra = [f"{view['scores'][j]:+.4f}"] if tcol else []
+            extra = [number(view['scores'][j], '+.4f')] if tcol else []
             w = view['weights'][j]
-            rows.append((j, labels[j], f"{view['raw'][j]:+.4f}", f'{s_scaled:+.4f}', *extra,
+            rows.append((j, labels[j], number(view['raw'][j], '+.4f'), number(s_scaled, '+.4f'), *extra,
                          'visible', f'{w:.4f}', bar(w)))
         else:
             rows.append((j, labels[j], '', '', *([''] * len(tcol)), 'masked: -inf', MASKED,
@@ -180,19 +187,21 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
 
     # 5) the widget's row statistics
     lines += ['', f"5) this row's statistics without and with the 1/sqrt({head_dim}) scaling "
-              f"(temperature {temperature:g}; {t} visible keys)"]
+              f"(temperature {temperature:g}; {t} visible key{'s' * (t != 1)})"]
     rows, stats = [], {}
     for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
         s = row_statistics(view['raw'] * factor / temperature)
         stats[label] = s
-        rows.append((label, f"{s['spread']:.4f}", f"{s['entropy']:.3f}", f"{s['max_entropy']:.3f}",
-                     f"{s['max_weight']:.4f}", f"{s['gradient_scale']:.3e}"))
+        rows.append((label, number(s['spread'], '.4f'), number(s['entropy'], '.3f'),
+                     number(s['max_entropy'], '.3f'), number(s['max_weight'], '.4f'),
+                     number(s['gradient_scale'], '.3e')))
     lines.append(table(('', 'spread', 'entropy (bits)', 'max = log2(keys)', 'max weight',
                         'gradient scale'), rows))
     lines.append("   spread: standard deviation of the scores. gradient scale: the largest "
                  "eigenvalue of the\n   softmax Jacobian diag(p) - p p^T, the most the weights "
-                 "can move per unit change of the\n   scores (1/keys when uniform, at most 0.5, "
-                 "near 0 when saturated).")
+                 "can move per unit change of the\n   scores (1/keys when uniform over two or more "
+                 "keys, at most 0.5, near 0 when saturated,\n   and exactly 0 for one key: its "
+                 "weight is 1 whatever its score).")
     view.update(query=query, labels=labels, stats=stats)
     return '\n'.join(lines), view
 

@@ -25,6 +25,7 @@ import subprocess
 from ..engine import Value
 from ..errors import UserError
 from ..graph import graph_rows, graph_table, to_dot
+from .render import number as format_number  # (number() here parses a literal)
 
 # The whole language. Anything not named here is an error.
 FUNCTIONS = {'exp': Value.exp, 'log': Value.log, 'relu': Value.relu}
@@ -192,14 +193,14 @@ def build(node, source, leaves, names):
     """The Value for a checked tree. leaves: {name: Value}; names collects node labels."""
     if isinstance(node, ast.Constant):
         leaf = Value(number(node, source))
-        names[leaf] = f'{leaf.data:g}'
+        names[leaf] = format_number(leaf.data, 'g')
         return leaf
     if isinstance(node, ast.Name):
         return leaves[node.id]
     if isinstance(node, ast.UnaryOp):
         if isinstance(node.operand, ast.Constant):  # -3 is one number, not 3 * -1
             leaf = Value(-number(node.operand, source))
-            names[leaf] = f'{leaf.data:g}'
+            names[leaf] = format_number(leaf.data, 'g')
             return leaf
         return -build(node.operand, source, leaves, names)
     if isinstance(node, ast.Call):
@@ -243,7 +244,7 @@ def explore(text, assignments):
     root.backward()
     for node, op, data, _, _ in graph_rows(root):
         if not op and node not in names:  # a constant the engine added, e.g. the -1 in a - b
-            names[node] = f'{data:g}'
+            names[node] = format_number(data, 'g')
     return root, leaves, names
 
 
@@ -251,9 +252,9 @@ def explore(text, assignments):
 def report(text, assignments):
     """The explorer's printout, plus the pieces (for --dot and for tests)."""
     root, leaves, names = explore(text, assignments)
-    given = ', '.join(f'{n} = {leaf.data:g}' for n, leaf in leaves.items())
+    given = ', '.join(f"{n} = {format_number(leaf.data, 'g')}" for n, leaf in leaves.items())
     lines = [f"expression: {text.strip()}" + (f"   with {given}" if given else ''),
-             f"value: {root.data:.6g}",
+             f"value: {format_number(root.data, '.6g')}",
              f"nodes: {len(graph_rows(root))}",
              '',
              "The graph in topological order: every node comes after its inputs, so backward()",
@@ -262,7 +263,7 @@ def report(text, assignments):
              graph_table(root, names=names)]
     if leaves:
         lines += ['', "gradients of the inputs: " +
-                  '   '.join(f'{n}.grad = {leaf.grad:.6g}' for n, leaf in leaves.items())]
+                  '   '.join(f"{n}.grad = {format_number(leaf.grad, '.6g')}" for n, leaf in leaves.items())]
     return '\n'.join(lines), root, names
 
 

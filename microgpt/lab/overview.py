@@ -8,9 +8,11 @@ The model reads [BOS] + TEXT and at every position predicts the character that c
 after the last character the right answer is BOS, "the name ends here". For each position
 this prints the model's most likely next characters as bars, the true next character, the
 probability the model gave it and its loss -ln p (microgpt's cross-entropy), with a mark
-where the model's favourite was something else. The mean of those losses is exactly the
-training loss of this name (training.doc_loss). Last comes one continuation of TEXT, drawn
-with the same sampler as sample.py.
+where the model's favourite was something else. These are the model's own probabilities,
+softmax(logits) at temperature 1, the ones the loss is computed from. The mean of those
+losses is exactly the training loss of this name (training.doc_loss). Last comes one
+continuation of TEXT, drawn with the same sampler as sample.py: --temperature changes only
+that continuation.
 """
 
 import math
@@ -44,7 +46,7 @@ def predictions(model, text, top=5):
             'reads': token_label(tok, reads),
             'target': token_label(tok, target),
             'p': p,
-            'loss': float(losses[i]),                 # cross-entropy at this position
+            'loss': float(losses[i]),
             'rank': int(np.where(order == target)[0][0]) + 1,
             'top': [(token_label(tok, int(c)), float(probs[i, c])) for c in order[:top]],
             'hit': int(order[0]) == target,
@@ -56,7 +58,8 @@ def report(model, path, text, top=5, temperature=0.5, seed=42):
     rows = predictions(model, text, top)
     lines = [describe(path, model),
              f"text {text!r}: the model reads {' '.join(r['reads'] for r in rows)} and, at every "
-             "position, predicts the next character (<BOS> after the last one = the name ends)",
+             "position, predicts the next character (<BOS> after the last one = the name ends);",
+             "the bars are its probabilities softmax(logits), at temperature 1 whatever --temperature is",
              '']
     for r in rows:
         mark = HIT if r['hit'] else f"{MISS} its favourite was {r['top'][0][0]!r}"

@@ -4,7 +4,8 @@ and a small line chart. Plain text with a few unicode block characters, so it wo
 terminal and in a pasted log; plot.py draws the same things as PNG when matplotlib is there.
 
 Every function takes plain numbers and returns a string (or a list of lines); nothing is
-printed here, which keeps the commands testable.
+printed here, which keeps the commands testable. The commands format their numbers with
+`number()`, so that a value that rounds to zero never prints as -0.000.
 """
 
 import math
@@ -17,6 +18,23 @@ MASKED = '·'
 EIGHTHS = ' ▏▎▍▌▋▊▉'
 FULL = '█'
 BOS_LABEL = '<BOS>'  # how the begin/end-of-name token is shown
+
+
+def number(x, spec=''):
+    """format(x, spec), except that a number that rounds to zero prints with no minus sign.
+
+    Python keeps the sign of -0.0 and of a tiny negative rounded away ('-0.000'); to a reader
+    that looks like a different number from 0.000, so it is printed as format(0.0, spec).
+    """
+    text = format(x, spec)
+    if '-' in text:
+        try:
+            zero = float(text.replace(',', '').strip()) == 0
+        except ValueError:  # a spec whose output float() cannot read back: leave it alone
+            zero = False
+        if zero:
+            return format(0.0, spec)
+    return text
 
 
 def shade(w):

@@ -1,11 +1,14 @@
 """
-How peaked is one row of attention? The four numbers of the lesson's widget, for one query.
+How peaked is one row of attention? The four numbers of the Russian lesson's widget (see
+docs/lessons.md), for one query.
 
 Given the scores a query gives its visible keys (the softmax input), these say whether the
 softmax is still "soft" or has saturated into picking one key:
 
   spread          the standard deviation of the scores. Without the 1/sqrt(head_dim) factor
-                  it grows like sqrt(head_dim); that growth is what the factor removes.
+                  it grows like sqrt(head_dim); that growth is what the factor removes. (The
+                  lesson does not define its spread; its numbers fit max - min instead, see
+                  `scaling` section 4.)
   entropy         -sum_j p_j log2 p_j of the weights, in bits: log2(visible keys) for a
                   uniform row, 0 when one key takes everything.
   max weight      the largest p_j: 1/(visible keys) at the uniform end, 1 when saturated.
@@ -13,7 +16,8 @@ softmax is still "soft" or has saturated into picking one key:
                   J = diag(p) - p p^T (dp_i/dz_j, see fused.softmax). It is the most a small
                   change of the scores can move the weights: 1/n for a uniform row of n keys,
                   at most 1/2 (two keys sharing the weight), and near 0 once saturated, which
-                  is why a saturated head stops learning.
+                  is why a saturated head stops learning. A row of one key gets 0, not 1/1:
+                  its weight is 1 whatever its score.
 
 attention.py computes them for a row of the real model, scaling.py for random rows.
 """
@@ -27,7 +31,8 @@ def entropy_bits(p):
     """-sum p log2 p over the last axis, with 0 log 0 = 0 (a key with no weight adds nothing)."""
     p = np.asarray(p, dtype=np.float64)
     logs = np.log2(np.where(p > 0, p, 1.0))  # same shape as p; log2(1) = 0 stands in for 0 log 0
-    return -(p * logs).sum(axis=-1)
+    # 0 - sum, not -sum: a one-hot row sums to 0.0, and -(0.0) would be -0.0
+    return 0.0 - (p * logs).sum(axis=-1)
 
 
 def gradient_scale(p):

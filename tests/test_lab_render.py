@@ -1,0 +1,30 @@
+"""
+render.number: how the lab prints every number, and the one thing it changes from format():
+a value that rounds to zero prints without a minus sign.
+"""
+
+import pytest
+
+from microgpt.lab.render import number
+
+
+@pytest.mark.parametrize('x, spec, expected', [
+    (-0.0, '.3f', '0.000'),
+    (-0.0004, '.3f', '0.000'),        # rounds to zero: no sign
+    (-0.0004, '+.3f', '+0.000'),      # a signed spec keeps a sign, the plus one
+    (-0.0, '.3e', '0.000e+00'),
+    (-0.0, 'g', '0'),
+    (-1e-9, '>8.2f', '    0.00'),     # the width is kept
+    (-0.0005, '.3f', '-0.001'),       # rounds away from zero: the sign is real
+    (-1e-300, 'g', '-1e-300'),        # 'g' never rounds a tiny number to zero
+    (-2.5, '+.4f', '-2.5000'),
+    (0.25, '.0%', '25%'),
+    (-1234.5, ',.1f', '-1,234.5'),
+])
+def test_number(x, spec, expected):
+    assert number(x, spec) == expected
+
+
+def test_format_itself_prints_negative_zero():
+    # the negative control: without number(), Python keeps the sign
+    assert format(-0.0004, '.3f') == '-0.000' and format(-0.0, 'g') == '-0'
