@@ -5,7 +5,8 @@ and beside it the usual masked, vectorised form for a whole sequence.
 `attention_head(q, keys, values)` is the step that microgpt/model.py's gpt() performs inside
 its head loop: score the query against every visible key, softmax the scores, average the
 values with those weights. It is a function of its own so that a lesson or a test can call it
-on hand-made numbers (tests/test_inference_attention.py replays the Czech lesson's example).
+on hand-made numbers (tests/test_inference_attention.py replays the Czech lesson's example;
+docs/lessons.md says what that lesson shows).
 model.py's `NumpyGPT.forward` calls it once per head and position, handing it only the keys
 and values of positions 0..i: that slice is what makes the model causal.
 
