@@ -252,6 +252,9 @@ def render(model, path, r):
 
     lines.append("3) the gradient on its way back: its norm where it arrives at each stage (all positions)")
     lines.append(table(['stage', '|dL/d stage|'], [[name, f"{v:.5f}"] for name, v in r['stages']]))
+    lines.append("  a residual add x + block(x) hands its gradient unchanged to both inputs, so a block's "
+                 "output gets what the stream after it gets; the stream before it gets that plus what "
+                 "comes back through the block; rmsnorm rescales it (small embeddings: a larger gradient)")
     lines.append('')
     biggest = max(v for _, v in r['matrix_norms']) or 1.0
     lines.append("   each weight matrix's gradient norm |dL/dW|")
