@@ -308,3 +308,11 @@ def test_png_pictures(tiny_ckpt, tmp_path, capsys):
         assert main(argv + ['--png', str(path)]) == 0
         assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
         assert f'wrote {path}' in capsys.readouterr().out
+
+
+def test_a_tiny_temperature_does_not_crash_the_lab(tiny_ckpt, capsys):
+    for argv in (['attention', TEXT, '--temperature', '1e-308'], ['overview', TEXT, '--temperature', '1e-308'],
+                 ['sample', 'e', '--temperatures', '1e-308', '--num', '2']):
+        assert main(argv + ['--ckpt', tiny_ckpt]) == 0, argv
+    out = capsys.readouterr().out
+    assert 'sum of the weights: 1.000000000000' in out
