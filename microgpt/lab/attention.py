@@ -197,7 +197,7 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
               f"(temperature {temperature:g}; {t} visible keys)"]
     rows, stats = [], {}
     for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
-        with np.errstate(invalid='ignore'):  # a tiny temperature leaves -inf scores: spread nan
+        with np.errstate(invalid='ignore', over='ignore'):  # a tiny temperature: spread inf or nan
             s = row_statistics(temper(view['raw'] * factor, temperature))
         stats[label] = s
         rows.append((label, f"{s['spread']:.4f}", f"{s['entropy']:.3f}", f"{s['max_entropy']:.3f}",
