@@ -29,6 +29,7 @@ Pure standard library, like the rest of microgpt/.
 
 import random
 
+from .errors import UserError
 from .model import GPTConfig, parameter_shapes
 from .sampling import iter_names, scalar_next_logits
 from .tokenizer import CharTokenizer
@@ -51,6 +52,33 @@ ORIGINAL = {
     'temperature': 0.5,
     'num_samples': 20,
 }
+
+
+def check_flags(**given):
+    """Refuse, in one line naming the fix, any flag that would change the original's run.
+
+    given: each setting under its ORIGINAL name (n_layer, n_embd, n_head, block_size, steps,
+    lr, seed, val_size, batch_size, ...) with the value the user passed, None if not passed;
+    also shuffle=False for --no-shuffle and init=PATH for --init. A value equal to the
+    original's is accepted.
+    """
+    for name, value in given.items():
+        if value is None:
+            continue
+        flag = '--' + name.replace('_', '-')
+        if name == 'shuffle':
+            if not value:
+                raise UserError("--no-shuffle would change the original's data order (it shuffles "
+                                "once with seed 42): drop --no-shuffle or --reproduce-original")
+            continue
+        if name == 'init':
+            raise UserError(f"--init {value} would replace the original's initial weights: drop --init "
+                            "or --reproduce-original")
+        if name not in ORIGINAL:
+            raise ValueError(f"check_flags: no original setting named {name!r}")
+        if value != ORIGINAL[name]:
+            raise UserError(f"{flag} {value} would change the original's run ({name} = {ORIGINAL[name]}): "
+                            f"drop {flag}, or drop --reproduce-original")
 
 
 def prepare(docs, settings=ORIGINAL):

@@ -199,3 +199,15 @@ def test_first_steps_on_makemores_names():
     losses, _ = our_run(docs, steps, dict(ORIGINAL, steps=steps, num_samples=0))
     assert max(abs(a - b) for a, b in zip(losses, expected_losses)) < LOSS_TOL
     assert abs(losses[0] - math.log(27)) < 0.3  # a fresh model guesses about uniformly over 27 tokens
+
+
+def test_flags_that_change_the_run_are_refused():
+    from microgpt.errors import UserError
+    from microgpt.original import check_flags
+    check_flags(n_embd=16, val_size=0, batch_size=1, steps=None, shuffle=True)  # the original's own values
+    for given, fragment in (({'n_embd': 32}, '--n-embd 32'), ({'val_size': 100}, '--val-size 100'),
+                            ({'batch_size': 4}, '--batch-size 4'), ({'n_layer': 2}, '--n-layer 2'),
+                            ({'shuffle': False}, '--no-shuffle'), ({'init': 'x.json'}, '--init x.json')):
+        with pytest.raises(UserError) as info:
+            check_flags(**given)
+        assert fragment in str(info.value) and 'drop' in str(info.value) and '\n' not in str(info.value)
