@@ -211,3 +211,19 @@ def test_flags_that_change_the_run_are_refused():
         with pytest.raises(UserError) as info:
             check_flags(**given)
         assert fragment in str(info.value) and 'drop' in str(info.value) and '\n' not in str(info.value)
+
+
+# The original script's published output on makemore's names.txt (its last three steps' losses,
+# as it prints them, and its 20 names, in order).
+PUBLISHED_LAST_LOSSES = ('2.4764', '2.4730', '2.6497')  # steps 998, 999, 1000
+PUBLISHED_NAMES = ('kamon ann karai jaire vialan karia yeran anna areli kaina konna keylen liole '
+                   'alerin earan lenne kana lara alela anton').split()
+
+
+@pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is not on this machine")
+@pytest.mark.skipif(not os.environ.get('MICROGPT_SLOW'), reason="the full 1000-step run takes ~10 s: set MICROGPT_SLOW=1")
+def test_the_full_run_gives_the_published_numbers():
+    from microgpt.data import load_docs
+    losses, names = our_run(load_docs(NAMES_TXT), ORIGINAL['steps'])
+    assert tuple(f'{l:.4f}' for l in losses[-3:]) == PUBLISHED_LAST_LOSSES
+    assert names == PUBLISHED_NAMES
