@@ -4,17 +4,21 @@ Generate names from a trained checkpoint.
     python sample.py                              # 20 names from out/model.json
     python sample.py --num 5 --temperature 0.8 --prompt ma
     python sample.py --engine numpy               # same names, computed by the numpy port
+    python sample.py --temperature 0              # greedy: the most likely character, every time
+    python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
 
 The checkpoint carries its own config and vocabulary, so nothing else is needed. Sampling is
 microgpt's loop (see microgpt/sampling.py): feed BOS and the prompt, draw the next character
 from softmax(logits / temperature) with a generator seeded by --seed, stop at BOS or when the
-block is full. The same checkpoint, seed, temperature and prompt give the same names with
-either engine.
+block is full. The same checkpoint, seed, temperature, top-k and prompt give the same names
+with either engine. --temperature 0 is greedy decoding (argmax, no randomness: the same names
+for every seed); --top-k K draws only among the K most likely characters. Each name is
+printed as soon as it is made, so Ctrl-C keeps the names already printed.
 """
 
 from microgpt import cli
 from microgpt.checkpoint import load_checkpoint
-from microgpt.sampling import sample_names, scalar_next_logits
+from microgpt.sampling import iter_names, scalar_next_logits
 
 
 def parse_args(argv=None):
@@ -30,8 +34,11 @@ def parse_args(argv=None):
                         "src/inference (faster, identical names)")
     g = p.add_argument_group('sampling')
     g.add_argument('--num', type=cli.nonnegative_int, default=20, help="how many names (default 20)")
-    g.add_argument('--temperature', type=cli.positive_float, default=0.5,
-                   help="> 0; below 1 is safer and more typical, above 1 more inventive (default 0.5)")
+    g.add_argument('--temperature', type=cli.nonnegative_float, default=0.5,
+                   help=">= 0; below 1 is safer and more typical, above 1 more inventive, "
+                        "0 = greedy (always the most likely character) (default 0.5)")
+    g.add_argument('--top-k', type=cli.positive_int, metavar='K',
+                   help="draw only among the K most likely characters, 1 or more (default: all)")
     g.add_argument('--seed', type=int, default=42, help="random seed: the same seed gives the same names (default 42)")
     g.add_argument('--prompt', default='',
                    help="how every name starts; its characters must be in the vocabulary (default: empty)")
@@ -47,10 +54,10 @@ def main(argv=None):
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
         make_next_logits = lambda: scalar_next_logits(model)  # noqa: E731  (a fresh KV cache per name)
-    names = sample_names(make_next_logits, model.tokenizer, model.config.block_size,
-                         num=args.num, temperature=args.temperature, seed=args.seed, prompt=args.prompt)
+    names = iter_names(make_next_logits, model.tokenizer, model.config.block_size, num=args.num,
+                       temperature=args.temperature, seed=args.seed, prompt=args.prompt, top_k=args.top_k)
     for name in names:
-        print(name)
+        print(name, flush=True)  # at once: Ctrl-C keeps every name already made
     return 0
 
 

@@ -68,6 +68,13 @@ def positive_float(text):
     return value
 
 
+def nonnegative_float(text):
+    value = _parse(text, float, 'a number')
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
+    return value
+
+
 def _parse(text, kind, what):
     try:
         return kind(text)

@@ -5,10 +5,15 @@ Feed BOS (and the prompt, if any), turn the logits for the next position into pr
 with softmax(logits / temperature), draw one token with a seeded random generator, feed it
 back, and stop at BOS or when the block is full. Temperature below 1 sharpens the
 distribution (safer, more common names), above 1 flattens it (more inventive, more typos).
+Temperature 0 is the limit of that sharpening: greedy decoding, always the most likely
+token (argmax), with no random draw at all, so every seed gives the same names. top_k keeps
+only the k most likely tokens and renormalises over them before drawing.
 
 The sampler only needs a function next_logits(token_ids) -> vocab_size floats: the scalar
 model provides one that keeps a KV cache, the numpy port one that recomputes the prefix.
 Both then draw with the same generator, so the same seed gives the same names.
+`iter_names` hands each name over as soon as it is made (sample.py prints it at once, so
+Ctrl-C keeps what was made); `sample_names` collects them in a list.
 """
 
 import math
@@ -18,16 +23,40 @@ from .engine import NonFiniteError
 from .errors import UserError
 
 
-def probabilities(logits, temperature):
-    """softmax(logits / temperature) as plain floats (max subtracted: no overflow)."""
+def probabilities(logits, temperature, top_k=None):
+    """softmax(logits / temperature) as plain floats, optionally cut to the top_k tokens.
+
+    temperature 0 means greedy: probability 1 on the most likely token (the first one if
+    several tie), 0 elsewhere. top_k: keep the k largest logits (ties broken by token id),
+    give every other token probability 0 and renormalise.
+    """
     if not all(map(math.isfinite, logits)):
         # the scalar engine stops at the op that overflowed; the numpy port only gets here
         raise NonFiniteError("the next-token logits are not all finite numbers")
-    z = [l / temperature for l in logits]
-    zmax = max(z)
-    e = [math.exp(zi - zmax) for zi in z]
-    total = sum(e)
+    n = len(logits)
+    if temperature == 0:
+        best = max(range(n), key=logits.__getitem__)  # max() keeps the first of equal logits
+        return [1.0 if i == best else 0.0 for i in range(n)]
+    # note: the max is subtracted BEFORE dividing by the temperature. Every difference is then
+    # <= 0, so dividing by a tiny temperature (1e-308) gives a large negative number or -inf,
+    # never +inf: exp() of it is 0, the most likely token keeps exp(0) = 1, and the result is
+    # greedy in the limit, as it should be. Dividing first would turn logits above ~1.8 into
+    # inf, and inf - inf into nan.
+    lmax = max(logits)
+    z = [(l - lmax) / temperature for l in logits]
+    if top_k is not None and top_k < n:
+        keep = set(sorted(range(n), key=lambda i: (-logits[i], i))[:top_k])
+        z = [zi if i in keep else -math.inf for i, zi in enumerate(z)]
+    e = [math.exp(zi) for zi in z]
+    total = sum(e)  # >= 1: the most likely token always contributes exp(0)
     return [ei / total for ei in e]
+
+
+def draw(probs, rng, temperature):
+    """One token id from probs: argmax when greedy (no random number used), else a draw."""
+    if temperature == 0:
+        return max(range(len(probs)), key=probs.__getitem__)
+    return rng.choices(range(len(probs)), weights=probs)[0]
 
 
 def scalar_next_logits(model):
@@ -51,28 +80,48 @@ def check_prompt(tokenizer, block_size, prompt):
     return ids
 
 
-def sample_name(make_next_logits, tokenizer, block_size, rng, temperature=0.5, prompt_ids=()):
+def check_settings(temperature, top_k):
+    """Temperature >= 0 (0 = greedy) and top_k >= 1 (or None, for no cut)."""
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
+        raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {top_k!r}")
+
+
+def sample_name(make_next_logits, tokenizer, block_size, rng, temperature=0.5, prompt_ids=(), top_k=None):
     """One name: the prompt plus what the model draws after it, until BOS or a full block."""
-    if not temperature > 0:
-        raise UserError(f"--temperature must be > 0, got {temperature}")
+    check_settings(temperature, top_k)
     next_logits = make_next_logits()
     token_ids = [tokenizer.bos] + list(prompt_ids)
     while len(token_ids) <= block_size:  # a full block cannot be fed another position
-        probs = probabilities(next_logits(token_ids), temperature)
-        token_id = rng.choices(range(len(probs)), weights=probs)[0]
+        probs = probabilities(next_logits(token_ids), temperature, top_k)
+        token_id = draw(probs, rng, temperature)
         if token_id == tokenizer.bos:
             break
         token_ids.append(token_id)
     return tokenizer.decode(token_ids[1:])
 
 
-def sample_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt=''):
-    """`num` names from one seeded generator: the same arguments give the same names."""
+def iter_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt='',
+               top_k=None, rng=None):
+    """Yield `num` names, each as soon as it is made, from one seeded generator.
+
+    rng: an existing random.Random to draw from instead of a fresh one seeded with `seed`
+    (the original microgpt samples from the generator where training left it).
+    """
+    check_settings(temperature, top_k)
     prompt_ids = check_prompt(tokenizer, block_size, prompt)
-    rng = random.Random(seed)
+    rng = random.Random(seed) if rng is None else rng
     try:
-        return [sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids)
-                for _ in range(num)]
+        for _ in range(num):
+            yield sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids, top_k)
     except NonFiniteError:
         raise UserError("the model's logits are not finite numbers: its weights are too large "
                         "(its training diverged); retrain it with a lower --lr") from None
+
+
+def sample_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt='',
+                 top_k=None, rng=None):
+    """`num` names from one seeded generator: the same arguments give the same names."""
+    return list(iter_names(make_next_logits, tokenizer, block_size, num, temperature, seed, prompt,
+                           top_k, rng))

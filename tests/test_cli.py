@@ -166,12 +166,12 @@ def test_sample_with_a_prompt(tiny_ckpt, capsys):
 @pytest.mark.parametrize('args, fragment', [
     (['--prompt', 'jaZ'], "character 'Z' is not in the vocabulary"),
     (['--prompt', 'abcdefghijkl'], 'use at most 11 characters'),
-    (['--temperature', '0'], '--temperature: 0 must be a finite number greater than 0'),
-    (['--temperature', '-1'], '--temperature'),
+    (['--top-k', '0'], '--top-k: 0 is not a positive integer'),
+    (['--temperature', '-1'], '--temperature: -1 must be a finite number, 0 or more'),
     (['--temperature', 'nan'], '--temperature'),
     (['--num', '-2'], '--num'),
     (['--engine', 'gpu'], '--engine'),
-], ids=['prompt-unknown-char', 'prompt-too-long', 'temperature-0', 'temperature-negative',
+], ids=['prompt-unknown-char', 'prompt-too-long', 'top-k-0', 'temperature-negative',
         'temperature-nan', 'num-negative', 'engine-unknown'])
 def test_sample_bad_input_is_a_one_line_error(tiny_ckpt, capsys, args, fragment):
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, *args], capsys)

@@ -1,12 +1,15 @@
 """
-The lab: three sandboxes (overview, attention, autograd) and the lessons' checkable numbers,
-as terminal commands.
+The lab: sandboxes (overview, attention, autograd, one training step, sampling, embeddings)
+and the lessons' checkable numbers, as terminal commands.
 
     python -m microgpt.lab overview anna          # next-character bars, loss, one continuation
     python -m microgpt.lab attention anna         # one head, one query, every step of attention
     python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
     python -m microgpt.lab scaling                # why the scores are divided by sqrt(head_dim)
     python -m microgpt.lab loss out/model.log.jsonl
+    python -m microgpt.lab step anna              # one training step: gradients, Adam, the loss after
+    python -m microgpt.lab sample ma              # temperature and top-k, side by side
+    python -m microgpt.lab embeddings             # wte on its principal components, wpe similarity
 
 The model commands read a checkpoint written by train.py (default out/model.json) and look
 inside it with the numpy port (src/inference), whose forward pass can hand back every

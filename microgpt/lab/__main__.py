@@ -5,7 +5,7 @@ The lab's command line: `python -m microgpt.lab <command> ...`, one subcommand p
     python -m microgpt.lab attention --help
 
 Each command's work lives in its own file (attention.py, autograd.py, overview.py,
-scaling.py, loss.py); this file only declares the flags, grouped by purpose, and dispatches.
+scaling.py, loss.py, step.py, sampler.py for `sample`, embeddings.py); this file only declares the flags, grouped by purpose, and dispatches.
 Mistakes in what a learner typed (an unknown character, --head out of range, a bad
 expression, a missing checkpoint) end as one line `error: ...` with exit status 2, through
 microgpt.cli.run.
@@ -15,6 +15,10 @@ import importlib
 
 from .. import cli
 from .loading import DEFAULT_CKPT
+
+
+# A command whose file has another name: lab/sample.py would read like the top-level sample.py.
+MODULES = {'sample': 'sampler'}
 
 
 def add_model_flags(p):
@@ -110,13 +114,60 @@ def parse_args(argv=None):
     g.add_argument('--width', type=cli.positive_int, default=60, help="chart width in characters, 20 or more (default 60)")
     g.add_argument('--height', type=cli.positive_int, default=12, help="chart height in lines, 5 or more (default 12)")
     add_png_flag(c.add_argument_group('picture'), "the curves")
+
+    # step: one training step, every number shown (lesson 04)
+    c = commands.add_parser('step', help="one training step on TEXT: forward, backward, Adam, the loss after",
+                            description="The loss per position, dL/dlogits, the gradient's norm at each "
+                                        "stage and per matrix, Adam on one weight, and each position's "
+                                        "p(true next) before and after the update. The checkpoint file "
+                                        "is not changed.")
+    c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
+    add_model_flags(c)
+    g = c.add_argument_group('the step')
+    g.add_argument('--lr', type=cli.positive_float, metavar='LR',
+                   help="learning rate, > 0 (default: the one the checkpoint was trained with, else 0.01)")
+    g.add_argument('--param', metavar='NAME[ROW][COL]',
+                   help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
+                        "(quote it; default: the weight with the largest gradient)")
+    add_png_flag(c.add_argument_group('picture'), "the gradient norm per matrix and p(true next) before/after")
+
+    # sample: temperature and top-k
+    c = commands.add_parser('sample', help="the next-character distribution at several temperatures, top-k, samples",
+                            description="After [BOS] + PROMPT: the next-character probabilities at each "
+                                        "temperature (0 = greedy) with their entropy, what top-k keeps, and "
+                                        "a few names drawn at each setting, marked as in the training data "
+                                        "or new.")
+    c.add_argument('prompt', nargs='?', default='', metavar='PROMPT',
+                   help="how the names start (default: empty, the first character is drawn too)")
+    add_model_flags(c)
+    g = c.add_argument_group('sampling')
+    g.add_argument('--temperatures', type=cli.nonnegative_float, nargs='+', default=[0.0, 0.5, 1.0, 2.0],
+                   metavar='T', help="temperatures to compare, each >= 0, 0 = greedy (default 0 0.5 1 2)")
+    g.add_argument('--top-k', type=cli.positive_int, default=5, metavar='K',
+                   help="the top-k cut to show, 1 or more (default 5)")
+    g.add_argument('--num', type=cli.positive_int, default=5, metavar='N', help="names per setting (default 5)")
+    g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
+    g.add_argument('--data', metavar='PATH',
+                   help="the training names, to mark samples as seen or new (default: the data the "
+                        "checkpoint was trained on, when it can still be read)")
+
+    # embeddings: what wte and wpe learned
+    c = commands.add_parser('embeddings', help="wte on its two principal components, nearest neighbours, wpe similarity",
+                            description="The token embeddings (rows of wte) projected on their two principal "
+                                        "components, vowels marked; each character's nearest neighbours by "
+                                        "cosine similarity; the cosine similarity of the position embeddings.")
+    add_model_flags(c)
+    g = c.add_argument_group('display')
+    g.add_argument('--neighbours', type=cli.positive_int, default=3, metavar='K',
+                   help="nearest neighbours listed per character (default 3)")
+    add_png_flag(c.add_argument_group('picture'), "the scatter plot and the wpe similarity matrix")
     return p.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
     # import only the command that runs: `autograd` and `loss` never load the numpy port
-    command = importlib.import_module(f'.{args.command}', __package__)
+    command = importlib.import_module(f'.{MODULES.get(args.command, args.command)}', __package__)
     return command.run(args)
 
 

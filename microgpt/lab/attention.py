@@ -31,6 +31,20 @@ from .rowstats import row_statistics, softmax
 
 
 # ---------------------------------------------------------------------------- the arithmetic
+def temper(scores, temperature):
+    """scores / temperature, ready for a softmax, with each row's max subtracted first.
+
+    The softmax does not change (a constant per row cancels), but every entry is now <= 0, so
+    a tiny temperature (1e-308) gives a large negative number or -inf, never +inf (and
+    never inf - inf = nan): the weights tend to one-hot on the best key, as they should.
+    """
+    if temperature == 1.0:
+        return scores
+    top = scores.max(axis=-1, keepdims=True)      # (..., 1): the best visible score per row
+    with np.errstate(over='ignore'):
+        return (scores - top) / temperature       # same shape as scores
+
+
 def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
     """One head's causal attention weights for every query, (T, T), NaN where j > i.
 
@@ -40,9 +54,8 @@ def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
     scores = q_h @ k_h.T                          # (T, T): q_i . k_j for every pair
     if scale:
         scores = scores * head_dim ** -0.5        # (T, T)
-    scores = scores / temperature                 # (T, T)
     future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T): True where j > i
-    weights = softmax(np.where(future, -np.inf, scores))  # (T, T): exp(-inf) = 0
+    weights = softmax(temper(np.where(future, -np.inf, scores), temperature))  # (T, T): exp(-inf) = 0
     return np.where(future, np.nan, weights)      # (T, T): a future cell is "no weight", not 0
 
 
@@ -60,8 +73,9 @@ def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0)
     # the port's own attention step, the function forward() calls for this head and position
     out, scores, weights = inference.attention_head(q, keys, values, scale=scale)  # (head_dim,), (t,), (t,)
     if temperature != 1.0:
-        scores = scores / temperature             # (t,)
-        weights = softmax(scores)                 # (t,)
+        weights = softmax(temper(scores, temperature))  # (t,)
+        with np.errstate(over='ignore'):
+            scores = scores / temperature         # (t,): shown as they are; +-inf at a tiny temperature
         out = weights @ values                    # (head_dim,)
     all_heads = np.stack([weight_matrix(caps['q'][layer, h], caps['k'][layer, h], scale, temperature)
                           for h in range(model.config.n_head)])  # (n_head, T, T)
@@ -190,7 +204,8 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
               f"(temperature {temperature:g}; {t} visible key{'s' * (t != 1)})"]
     rows, stats = [], {}
     for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
-        s = row_statistics(view['raw'] * factor / temperature)
+        with np.errstate(invalid='ignore', over='ignore'):  # a tiny temperature: spread inf or nan
+            s = row_statistics(temper(view['raw'] * factor, temperature))
         stats[label] = s
         rows.append((label, number(s['spread'], '.4f'), number(s['entropy'], '.3f'),
                      number(s['max_entropy'], '.3f'), number(s['max_weight'], '.4f'),

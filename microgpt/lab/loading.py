@@ -44,3 +44,13 @@ def text_tokens(model, text):
                         f"{model.config.block_size} positions (one of them BOS) leaves room for "
                         f"at most {limit}")
     return [model.tokenizer.bos] + ids
+
+
+def load_scalar_model(path, n_head=None):
+    """The checkpoint as microgpt's own GPT of Values: what `step` trains, as train.py would."""
+    if not os.path.exists(path):
+        hint = "python train.py" if path == DEFAULT_CKPT else f"python train.py --out {path}"
+        raise UserError(f"no checkpoint at {path}: train one first with `{hint}` "
+                        "(or point --ckpt at an existing one)")
+    from ..checkpoint import load_checkpoint
+    return load_checkpoint(path, n_head=n_head)

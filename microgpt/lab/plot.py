@@ -115,3 +115,49 @@ def loss_curves(path, train, val, smooth, window, title):
     ax.legend()
     ax.grid(alpha=0.3)
     _save(fig, path)
+
+
+def step_pictures(path, r, title):
+    """Left: each matrix's gradient norm; right: p(true next) per position before and after."""
+    plt = require_matplotlib()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = [name for name, _ in r['matrix_norms']]
+    left.barh(range(len(names)), [v for _, v in r['matrix_norms']], color='tab:blue')
+    left.set_yticks(range(len(names)), names, fontsize=8)
+    left.invert_yaxis()
+    left.set_xlabel('|dL/dW| (gradient norm of the matrix)')
+    left.set_title('gradient norm per matrix')
+    pos = r['positions']
+    xs = np.arange(len(pos))  # (n,)
+    right.bar(xs - 0.2, [p['p_before'] for p in pos], width=0.4, label='before', color='tab:gray')
+    right.bar(xs + 0.2, [p['p_after'] for p in pos], width=0.4, label='after', color='tab:orange')
+    right.set_xticks(xs, [f"{p['reads']}→{p['target']}" for p in pos], fontsize=8)
+    right.set_ylim(0, 1)
+    right.set_ylabel('p(true next)')
+    right.set_title(f"loss {r['loss_before']:.4f} → {r['loss_after']:.4f}")
+    right.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def embedding_pictures(path, v, title):
+    """Left: wte rows on their two principal components, vowels in orange; right: wpe cosines."""
+    plt = require_matplotlib()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2))
+    xy = v['coords']  # (vocab_size, 2)
+    colors = ['tab:orange' if is_vowel else 'tab:blue' for is_vowel in v['vowel']]
+    left.scatter(xy[:, 0], xy[:, 1], c=colors, s=12)
+    for label, (x, y), color in zip(v['labels'], xy, colors):
+        left.annotate(label, (x, y), color=color, fontsize=11, ha='center', va='bottom')
+    left.set_xlabel(f"principal component 1 ({v['share'][0]:.0%} of the spread)")
+    left.set_ylabel(f"principal component 2 ({v['share'][1]:.0%})")
+    left.set_title('wte rows (orange = vowels)')
+    image = right.imshow(v['wpe_cosine'], cmap='RdBu_r', vmin=-1, vmax=1)
+    right.set_xlabel('position j')
+    right.set_ylabel('position i')
+    right.set_title('wpe: cosine similarity of positions')
+    fig.colorbar(image, ax=right, shrink=0.8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)

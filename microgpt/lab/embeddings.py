@@ -1,0 +1,109 @@
+"""
+The embeddings sandbox: what the rows of wte and wpe learned.
+
+    python -m microgpt.lab embeddings
+    python -m microgpt.lab embeddings --neighbours 5 --png emb.png
+
+wte has one row of n_embd numbers per token. Too many dimensions to look at, so the rows are
+projected on their two principal components (the two directions along which the rows differ
+most, found with an SVD of the centred rows) and drawn as a terminal scatter plot, vowels
+marked: a trained model tends to put characters that can stand in the same places near each
+other. Then each character's nearest neighbours by cosine similarity, in all n_embd
+dimensions (the plot's two may mislead), and the cosine similarity of every pair of wpe
+rows: neighbouring positions tend to get similar embeddings.
+
+`embedding_view` computes and returns the numbers; `render` prints them.
+"""
+
+import numpy as np
+
+from .loading import describe, load_model
+from .render import table, token_label
+
+VOWELS = set('aeiouy')  # y counted as a vowel, as it mostly is at the end of names
+VOWEL_MARK = '°'
+
+
+def cosine_matrix(rows):
+    """Cosine similarity of every pair of rows (n, d) -> (n, n)."""
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)  # (n, d): each row length 1
+    return unit @ unit.T                                        # (n, n)
+
+
+def principal_components(rows, k=2):
+    """(the rows projected on their first k principal components (n, k), variance share (k,))."""
+    centred = rows - rows.mean(axis=0)                            # (n, d)
+    _, s, vt = np.linalg.svd(centred, full_matrices=False)       # s (min(n,d),), vt (min(n,d), d)
+    share = s ** 2 / (s ** 2).sum()                               # (min(n,d),): variance per component
+    return centred @ vt[:k].T, share[:k]                          # (n, k), (k,)
+
+
+def embedding_view(model, neighbours=3):
+    tok = model.tokenizer
+    wte = model.weights['wte']                                    # (vocab_size, n_embd)
+    wpe = model.weights['wpe']                                    # (block_size, n_embd)
+    labels = [token_label(tok, i) for i in range(model.config.vocab_size)]
+    coords, share = principal_components(wte)                     # (vocab_size, 2), (2,)
+    sim = cosine_matrix(wte)                                      # (vocab_size, vocab_size)
+    near = []
+    for i in range(len(labels)):
+        order = [j for j in np.argsort(-sim[i], kind='stable') if j != i][:neighbours]
+        near.append([(labels[j], float(sim[i, j])) for j in order])
+    return {'labels': labels, 'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
+            'neighbours': near, 'wte_cosine': sim, 'wpe_cosine': cosine_matrix(wpe)}
+
+
+def scatter(labels, coords, vowel, width=64, height=22):
+    """A text scatter plot: each label at its (pc1, pc2) cell; vowels carry a mark."""
+    x, y = coords[:, 0], coords[:, 1]
+    def cell(v, lo, hi, n):
+        return 0 if hi == lo else int(round((v - lo) / (hi - lo) * (n - 1)))
+    grid = [[' '] * (width + 2) for _ in range(height)]
+    for label, xi, yi, is_vowel in zip(labels, x, y, vowel):
+        text = ('^' if label == '<BOS>' else label) + (VOWEL_MARK if is_vowel else '')
+        col = cell(xi, x.min(), x.max(), width)
+        row = height - 1 - cell(yi, y.min(), y.max(), height)
+        for k, ch in enumerate(text):
+            grid[row][col + k] = ch
+    return ['  │' + ''.join(r).rstrip() for r in grid] + ['  └' + '─' * (width + 2)]
+
+
+def render(model, path, v):
+    lines = [describe(path, model),
+             f"wte: {len(v['labels'])} rows of {model.config.n_embd} numbers, projected on their two "
+             f"principal components (they hold {v['share'][0]:.0%} and {v['share'][1]:.0%} of the spread)",
+             f"  → pc1, ↑ pc2; {VOWEL_MARK} marks a vowel, ^ is BOS", '']
+    lines += scatter(v['labels'], v['coords'], v['vowel'])
+    lines += ['', "nearest neighbours by cosine similarity, in all dimensions"]
+    rows = [[label + (VOWEL_MARK if is_vowel else '')] +
+            [f"{n}{VOWEL_MARK if n in VOWELS else ''} {s:+.2f}" for n, s in near]
+            for label, is_vowel, near in zip(v['labels'], v['vowel'], v['neighbours'])]
+    k = len(v['neighbours'][0])
+    lines.append(table(['char'] + [f'#{i + 1}' for i in range(k)], rows, align='l' * (k + 1)))
+    vowel_idx = [i for i, is_v in enumerate(v['vowel']) if is_v]
+    if vowel_idx:
+        hits = sum(n in VOWELS for i in vowel_idx for n, _ in v['neighbours'][i][:1])
+        lines.append(f"  {hits} of {len(vowel_idx)} vowels have a vowel as their nearest neighbour")
+    lines += ['', "wpe: cosine similarity of the position embeddings, position i (rows) by position j"]
+    c = v['wpe_cosine']
+    n = len(c)
+    lines.append('      ' + ''.join(f'{j:>6}' for j in range(n)))
+    for i in range(n):
+        lines.append(f'  {i:>3} ' + ''.join(f'{c[i, j]:>+6.2f}' for j in range(n)))
+    lines.append(f"  neighbouring positions: mean similarity {np.mean([c[i, i + 1] for i in range(n - 1)]):+.2f}; "
+                 f"all pairs {c[~np.eye(n, dtype=bool)].mean():+.2f}")
+    return '\n'.join(lines)
+
+
+def run(args):
+    if args.png:
+        from .plot import require_matplotlib
+        require_matplotlib()
+    model = load_model(args.ckpt, n_head=args.n_head)
+    v = embedding_view(model, args.neighbours)
+    print(render(model, args.ckpt, v))
+    if args.png:
+        from .plot import embedding_pictures
+        embedding_pictures(args.png, v, f"{args.ckpt}: what the embeddings learned")
+        print(f"\nwrote {args.png}")
+    return 0

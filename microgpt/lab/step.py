@@ -1,0 +1,327 @@
+"""
+The training-step sandbox (lesson 04): one step of learning on one name, every number shown.
+
+    python -m microgpt.lab step anna
+    python -m microgpt.lab step anna --lr 0.001 --param 'layer0.attn_wq[3][5]' --png step.png
+
+It does to a trained checkpoint exactly what train.py does once per name, with the same code:
+training.doc_loss's forward through the scalar GPT on a Tape, backward(), and one update of
+optim.Adam (a fresh one, so this is Adam's first step). Nothing is written back to the
+checkpoint. The printout follows the step in order:
+  1. the forward pass: the loss at every position of [BOS] + TEXT + [BOS];
+  2. the gradient at the top: dL/dlogits = (p - one_hot(target)) / n at every position, read
+     from the logits' .grad and checked against that closed form;
+  3. the gradient on its way back: its norm at each stage (logits, the stream entering
+     lm_head, each layer's MLP and attention, the embeddings), each matrix's gradient norm,
+     and which rows of wte and wpe got any gradient (only the name's tokens and positions);
+  4. Adam on one weight: g, m, v, m_hat, v_hat and the step; a fresh Adam moves every weight
+     that has a gradient by lr * |g| / (|g| + eps), which is lr to within eps / |g|;
+  5. after the update: the name's loss and each position's p(true next), before and after;
+  6. the size of the graph, and (when the numpy training path `backprop` is installed) its
+     gradients for the same name against the scalar engine's.
+
+`step_report` computes everything and returns it as a dict (a web page can draw it); `render`
+turns that into text.
+"""
+
+import importlib.util
+import math
+import re
+
+from ..engine import Tape, cross_entropy, vsum
+from ..errors import UserError
+from ..optim import Adam
+from .loading import describe, load_scalar_model, text_tokens
+from .render import bar, table, token_label
+
+DEFAULT_LR = 0.01      # train.py's default peak learning rate
+PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
+
+
+# ---------------------------------------------------------------------------- the forward pass
+def forward(model, tokens):
+    """(loss, per-position losses, per-position logits): training.doc_loss, keeping its parts.
+
+    The same calls as doc_loss (gpt() per position, engine.cross_entropy, vsum, * 1/n), so the
+    graph is the one train_step backpropagates; the parts are kept to read their grads.
+    """
+    n = min(model.config.block_size, len(tokens) - 1)
+    keys, values = model.empty_cache()
+    logits, losses = [], []
+    for pos_id in range(n):
+        logits.append(model.gpt(tokens[pos_id], pos_id, keys, values))
+        losses.append(cross_entropy(logits[-1], tokens[pos_id + 1]))  # -log p(next token)
+    return vsum(losses) * (1.0 / n), losses, logits
+
+
+def probs_of(logits):
+    """softmax of one position's logits, as floats."""
+    z = [l.data for l in logits]
+    zmax = max(z)
+    e = [math.exp(zi - zmax) for zi in z]
+    total = sum(e)
+    return [ei / total for ei in e]
+
+
+# ---------------------------------------------------------------------------- the way back
+def stage_nodes(model, logits):
+    """{stage: [nodes over every position]}, found by walking the graph back from the logits.
+
+    gpt() ends with `linear(x, lm_head)`: each logit is a dot node whose children are the
+    lm_head row and then x, the stream entering lm_head. Each block ends with x = a + b, a '+'
+    node whose children are (the MLP's output, the stream entering the MLP); that stream is
+    again a + b with (attn_wo's output, the stream entering attention). Layer 0's input is
+    rmsnorm(tok_emb + pos_emb): each rmsnorm node's first child is the '+' of the embeddings.
+    """
+    cfg = model.config
+    stages = {}
+    per_pos = []
+    for pos_logits in logits:
+        x = list(pos_logits[0]._children[cfg.n_embd:])  # the stream entering lm_head
+        s = {'logits': list(pos_logits), 'stream into lm_head': x}
+        for li in reversed(range(cfg.n_layer)):
+            s[f'layer{li} MLP output (mlp_fc2)'] = [xi._children[0] for xi in x]
+            x = [xi._children[1] for xi in x]               # the stream after attention
+            s[f'layer{li} stream into MLP'] = x
+            s[f'layer{li} attention output (attn_wo)'] = [xi._children[0] for xi in x]
+            x = [xi._children[1] for xi in x]               # the stream before attention
+            s[f'layer{li} stream into attention'] = x
+        s['embeddings wte[token] + wpe[pos]'] = [xi._children[0] for xi in x]
+        per_pos.append(s)
+    for name in per_pos[0]:
+        stages[name] = [node for s in per_pos for node in s[name]]
+    return stages
+
+
+def norm(xs):
+    return math.sqrt(sum(x * x for x in xs))
+
+
+def parse_param(text, model):
+    """'layer0.attn_wq[3][5]' -> ('layer0.attn_wq', 3, 5), checked against the model."""
+    m = PARAM_PATTERN.match(text)
+    names = list(model.state_dict)
+    if not m:
+        raise UserError(f"--param {text!r} is not NAME[ROW][COL]: write e.g. 'layer0.attn_wq[3][5]' "
+                        f"(quote it for the shell)")
+    name, row, col = m.group(1), int(m.group(2)), int(m.group(3))
+    if name not in model.state_dict:
+        raise UserError(f"--param: no matrix named {name!r}: choose one of {', '.join(names)}")
+    n_out, n_in = len(model.state_dict[name]), len(model.state_dict[name][0])
+    if not (0 <= row < n_out and 0 <= col < n_in):
+        raise UserError(f"--param {text}: {name} is {n_out}x{n_in}, so use a row 0..{n_out - 1} "
+                        f"and a column 0..{n_in - 1}")
+    return name, row, col
+
+
+# ---------------------------------------------------------------------------- one step
+def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
+    """Everything the printout shows, for one training step on TEXT. Changes model's weights
+    (it takes the step); the checkpoint file is not touched."""
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
+    tok = model.tokenizer
+    ids = text_tokens(model, text)                  # [BOS] + TEXT, checked against the block
+    tokens = ids + [tok.bos]                        # + the end marker: what training reads
+    n = len(tokens) - 1
+    chosen = parse_param(param, model) if param else None
+
+    # 1) forward, on a tape, exactly as train_step records it
+    with Tape() as tape:
+        loss, losses, logits = forward(model, tokens)
+    n_nodes = len(tape.nodes)
+    p_before = [probs_of(l) for l in logits]
+    positions = []
+    for i in range(n):
+        positions.append({'position': i, 'reads': token_label(tok, tokens[i]),
+                          'target': token_label(tok, tokens[i + 1]), 'loss': losses[i].data,
+                          'p_before': p_before[i][tokens[i + 1]]})
+
+    # 2) backward, as train_step does
+    loss.backward(tape)
+    top_grads, closed_form_diff = [], 0.0
+    for i in range(n):
+        g = [l.grad for l in logits[i]]             # dL/dlogits at position i
+        expected = [(p - (c == tokens[i + 1])) / n for c, p in enumerate(p_before[i])]
+        closed_form_diff = max(closed_form_diff, max(abs(a - b) for a, b in zip(g, expected)))
+        order = sorted(range(len(g)), key=lambda c: -abs(g[c]))[:top]
+        if tokens[i + 1] not in order:
+            order.append(tokens[i + 1])
+        top_grads.append([(token_label(tok, c), g[c], p_before[i][c], c == tokens[i + 1]) for c in order])
+
+    # 3) the way back: stage norms, matrix norms, touched embedding rows
+    stages = [(name, norm([v.grad for v in nodes]))
+              for name, nodes in stage_nodes(model, logits).items()]
+    grads = {name: [[p.grad for p in row] for row in matrix] for name, matrix in model.state_dict.items()}
+    matrix_norms = [(name, norm([g for row in rows for g in row])) for name, rows in grads.items()]
+    wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
+    wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
+    numpy_check = numpy_gradients(model, tokens, grads)  # at the weights before the update
+
+    # 4) Adam: a fresh optimizer, one step, as train.py's first step
+    flat = [(name, r, c) for name, matrix in model.state_dict.items()
+            for r, row in enumerate(matrix) for c in range(len(row))]
+    g_flat = [p.grad for p in model.params]
+    before = [p.data for p in model.params]
+    if chosen is None:
+        k = max(range(len(g_flat)), key=lambda i: abs(g_flat[i]))
+        chosen = flat[k]
+    k = flat.index(chosen)
+    optimizer = Adam(model.params, lr=lr)
+    optimizer.step(lr)
+    moved = [b - p.data for b, p in zip(before, model.params)]   # each weight's step, as taken
+    with_grad = [i for i, g in enumerate(g_flat) if g != 0]
+    eps = optimizer.eps
+    ratio = [abs(moved[i]) / lr for i in with_grad]
+    # the exact prediction lr |g| / (|g| + eps), against what the optimizer did
+    formula_diff = max((abs(abs(moved[i]) - lr * abs(g_flat[i]) / (abs(g_flat[i]) + eps)) / lr
+                        for i in with_grad), default=0.0)
+    g = g_flat[k]
+    m, v = optimizer.m[k], optimizer.v[k]
+    bias1, bias2 = 1 - optimizer.beta1 ** optimizer.t, 1 - optimizer.beta2 ** optimizer.t
+    adam = {'param': f'{chosen[0]}[{chosen[1]}][{chosen[2]}]', 'g': g, 'm': m, 'v': v,
+            'm_hat': m / bias1, 'v_hat': v / bias2, 'beta1': optimizer.beta1, 'beta2': optimizer.beta2,
+            'eps': eps, 'lr': lr, 'update': -lr * (m / bias1) / (math.sqrt(v / bias2) + eps),
+            'moved': -moved[k], 'before': before[k], 'after': model.params[k].data}
+    untouched_moved = max((abs(moved[i]) for i, g in enumerate(g_flat) if g == 0), default=0.0)
+
+    # 5) after the update: the same name again
+    loss_after, _, logits_after = forward(model, tokens)
+    for i, pos in enumerate(positions):
+        pos['p_after'] = probs_of(logits_after[i])[tokens[i + 1]]
+
+    return {
+        'text': text, 'tokens': tokens, 'n': n, 'lr': lr,
+        'loss_before': loss.data, 'loss_after': loss_after.data, 'positions': positions,
+        'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
+        'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads,
+        'wte_rows': wte_rows, 'wpe_rows': wpe_rows,
+        'adam': adam, 'n_with_grad': len(with_grad), 'n_params': len(model.params),
+        'step_ratio_min': min(ratio, default=1.0), 'step_ratio_max': max(ratio, default=1.0),
+        'formula_diff': formula_diff, 'untouched_moved': untouched_moved,
+        'small_grads': sum(1 for i in with_grad if abs(g_flat[i]) < eps * 1e6),
+        'graph_nodes': n_nodes,
+        'numpy': numpy_check,
+    }
+
+
+# ---------------------------------------------------------------------------- the numpy path
+def numpy_gradients(model, tokens, grads):
+    """The numpy training path's gradients for the same name, and the largest difference.
+
+    HOOK (coordinate with the `backprop` package): it is used only when installed. The call
+    needed is one function that returns, for one tokenized name, {name: array (n_out, n_in)}
+    of dL/dW at the weights given (no update). Expected here as
+        backprop.Trainer(config, weights, tokenizer).gradients(tokens)
+    """
+    if importlib.util.find_spec('backprop') is None:
+        return None
+    import backprop
+    trainer = backprop.Trainer(model.config, model.weights(), model.tokenizer)
+    if not hasattr(trainer, 'gradients'):
+        return {'error': "backprop.Trainer has no gradients(tokens) method yet"}
+    theirs = trainer.gradients(tokens)
+    diff = max(abs(float(theirs[name][r][c]) - g)
+               for name, rows in grads.items() for r, row in enumerate(rows) for c, g in enumerate(row))
+    return {'max_diff': diff}
+
+
+# ---------------------------------------------------------------------------- printing
+def render(model, path, r):
+    tok = model.tokenizer
+    lines = [describe(path, model),
+             f"one training step on {r['text']!r}: tokens {' '.join(token_label(tok, t) for t in r['tokens'])}, "
+             f"{r['n']} positions, lr {r['lr']:g}, a fresh Adam (its first step); "
+             "the checkpoint file is not changed", '']
+
+    lines.append("1) forward: the loss at each position, -ln p(true next)")
+    lines.append(table(['pos', 'reads', 'next', 'p(next)', 'loss'],
+                       [[p['position'], p['reads'], p['target'], f"{p['p_before']:.4f}", f"{p['loss']:.4f}"]
+                        for p in r['positions']]))
+    lines.append(f"  mean = the step's loss L = {r['loss_before']:.6f}")
+    lines.append('')
+
+    lines.append(f"2) the gradient at the top: dL/dlogits = (p - one_hot(true next)) / n, n = {r['n']}")
+    lines.append("   negative = this logit is pulled UP (the true character), positive = pushed DOWN")
+    for p, row in zip(r['positions'], r['top_grads']):
+        parts = [f"{c!r} {g:+.4f}" + (' (true)' if true else '') for c, g, _, true in row]
+        lines.append(f"  pos {p['position']:>2} -> {p['target']!r:<7} " + ', '.join(parts))
+    lines.append(f"  check: the logits' .grad from backward() equal (p - one_hot) / n "
+                 f"(largest difference {r['closed_form_diff']:.1e})")
+    lines.append('')
+
+    lines.append("3) the gradient on its way back: its norm where it arrives at each stage (all positions)")
+    lines.append(table(['stage', '|dL/d stage|'], [[name, f"{v:.5f}"] for name, v in r['stages']]))
+    lines.append("  a residual add x + block(x) hands its gradient unchanged to both inputs, so a block's "
+                 "output gets what the stream after it gets; the stream before it gets that plus what "
+                 "comes back through the block; rmsnorm rescales it (small embeddings: a larger gradient)")
+    lines.append('')
+    biggest = max(v for _, v in r['matrix_norms']) or 1.0
+    lines.append("   each weight matrix's gradient norm |dL/dW|")
+    for name, v in r['matrix_norms']:
+        lines.append(f"  {name:<16} {bar(v / biggest, 24)} {v:.5f}")
+    vocab_size, block_size = model.config.vocab_size, model.config.block_size
+    lines.append(f"  wte rows with a gradient: {', '.join(token_label(tok, i) for i in r['wte_rows'])} "
+                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {r['wpe_rows'][0]}..{r['wpe_rows'][-1]} "
+                 f"({len(r['wpe_rows'])} of {block_size})")
+    lines.append("  why: an embedding row enters the graph only when its token is READ (BOS and the name's "
+                 "letters; the final BOS is only a target) or its position is used; every other row is "
+                 "not in the graph, so backward() never reaches it: its gradient is exactly 0")
+    lines.append('')
+
+    a = r['adam']
+    lines.append(f"4) Adam on one weight, {a['param']} (--param to choose; default: the largest |g|)")
+    lines.append(f"  g     = {a['g']:+.6e}                 the gradient dL/dw")
+    lines.append(f"  m     = (1 - beta1) g = {a['m']:+.6e}     first moment, beta1 = {a['beta1']}")
+    lines.append(f"  v     = (1 - beta2) g^2 = {a['v']:.6e}     second moment, beta2 = {a['beta2']}")
+    lines.append(f"  m_hat = m / (1 - beta1^1) = {a['m_hat']:+.6e}   = g: bias correction undoes the zero start")
+    lines.append(f"  v_hat = v / (1 - beta2^1) = {a['v_hat']:.6e}    = g^2")
+    lines.append(f"  step  = -lr m_hat / (sqrt(v_hat) + eps) = {a['update']:+.6e}   "
+                 f"(taken: {a['before']:+.6f} -> {a['after']:+.6f}, {a['moved']:+.6e})")
+    lines.append(f"  so a fresh Adam moves each weight by lr g / (|g| + eps): lr = {a['lr']:g} whatever |g| is")
+    lines.append(f"  check over all {r['n_with_grad']} of {r['n_params']} weights with a gradient: "
+                 f"|step| / lr from {r['step_ratio_min']:.9f} to {r['step_ratio_max']:.9f}; "
+                 f"equal to |g| / (|g| + eps) within {r['formula_diff']:.1e}")
+    lines.append(f"  ({r['small_grads']} have |g| < 1e-2, where eps = 1e-8 shows past the 6th digit; "
+                 f"the {r['n_params'] - r['n_with_grad']} weights without a gradient moved by "
+                 f"{r['untouched_moved']:g})")
+    lines.append('')
+
+    lines.append("5) after the update: the same name again")
+    lines.append(table(['pos', 'next', 'p before', 'p after', 'change'],
+                       [[p['position'], p['target'], f"{p['p_before']:.4f}", f"{p['p_after']:.4f}",
+                         f"{p['p_after'] - p['p_before']:+.4f}"] for p in r['positions']]))
+    lines.append(f"  loss {r['loss_before']:.6f} -> {r['loss_after']:.6f} "
+                 f"({r['loss_after'] - r['loss_before']:+.6f})"
+                 + ("" if r['loss_after'] < r['loss_before'] else
+                    "   it went UP: this lr overshoots; try a smaller --lr"))
+    lines.append('')
+
+    lines.append(f"6) the graph of this step on the scalar engine: {r['graph_nodes']} nodes recorded on the "
+                 f"tape (plus the {r['n_params']} weights, its leaves)")
+    if r['numpy'] is None:
+        lines.append("  the numpy training path (package `backprop`) is not installed: no second opinion")
+    elif 'error' in r['numpy']:
+        lines.append(f"  numpy training path: {r['numpy']['error']}")
+    else:
+        lines.append(f"  the numpy training path's gradients for the same name: largest difference "
+                     f"{r['numpy']['max_diff']:.1e}")
+    return '\n'.join(lines)
+
+
+def run(args):
+    if args.png:
+        from .plot import require_matplotlib
+        require_matplotlib()
+    model = load_scalar_model(args.ckpt, n_head=args.n_head)
+    lr = args.lr
+    if lr is None:  # the learning rate the checkpoint was trained with, else train.py's default
+        run_settings = (model.train_state or {}).get('run') or {}
+        lr = run_settings.get('lr', DEFAULT_LR)
+    r = step_report(model, args.text, lr=lr, param=args.param)
+    print(render(model, args.ckpt, r))
+    if args.png:
+        from .plot import step_pictures
+        step_pictures(args.png, r, f"{args.ckpt}: one step on {args.text!r}, lr {lr:g}")
+        print(f"\nwrote {args.png}")
+    return 0

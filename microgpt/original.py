@@ -1,0 +1,118 @@
+"""
+The original single-file microgpt.py's recipe, as functions: what `train.py --reproduce-original`
+uses to reproduce that script's run number for number.
+
+    python train.py --reproduce-original --data names.txt
+    python microgpt.py          # the original, beside it: the same losses, the same 20 names
+
+The original script (Karpathy, 2026, ~200 lines) seeds Python's global generator with 42 and
+then draws everything from that one generator, in this order:
+  1. random.shuffle(docs): the documents (stripped, blank lines dropped) shuffled once;
+     there is no held-out split, every document is trained on;
+  2. the weights: random.gauss(0, 0.08) for each weight, matrix by matrix in state_dict order
+     (wte, wpe, lm_head, then per layer attn_wq, attn_wk, attn_wv, attn_wo, mlp_fc1,
+     mlp_fc2), row by row;
+  3. training draws nothing: step s (from 0) trains on docs[s % len(docs)], 1000 steps, Adam
+     (lr 0.01, beta1 0.85, beta2 0.99, eps 1e-8) with lr_t = lr * (1 - s / 1000);
+  4. the 20 samples at temperature 0.5: random.choices with softmax(logits / 0.5) as weights,
+     from the generator exactly where step 2 left it.
+Its vocabulary is sorted(set(''.join(docs))) with BOS = len(vocabulary), which is what
+CharTokenizer.from_docs builds; its gpt() is ours (initial rmsnorm, rmsnorm eps 1e-5, no
+final norm, scores / sqrt(head_dim)), built there from basic ops where ours uses fused nodes:
+the two agree to float rounding (tests/test_original.py checks a port of the original loop
+against this module and our training, loss by loss, name by name).
+
+`prepare(docs)` does steps 1 and 2 with one random.Random(42), the same stream as the
+original's random.seed(42); `sample_original` does step 4 with the generator it returns.
+Pure standard library, like the rest of microgpt/.
+"""
+
+import random
+
+from .errors import UserError
+from .model import GPTConfig, parameter_shapes
+from .sampling import iter_names, scalar_next_logits
+from .tokenizer import CharTokenizer
+
+# Every setting of the original script; train.py refuses flags that would change them.
+ORIGINAL = {
+    'seed': 42,            # random.seed(42): shuffle, then weights, then samples, one stream
+    'n_layer': 1,
+    'n_embd': 16,
+    'n_head': 4,
+    'block_size': 16,
+    'init_std': 0.08,      # matrix(..., std=0.08)
+    'steps': 1000,         # num_steps
+    'lr': 0.01,            # learning_rate, decayed linearly: lr * (1 - step / num_steps)
+    'beta1': 0.85,
+    'beta2': 0.99,
+    'eps': 1e-8,           # eps_adam
+    'batch_size': 1,       # one document per step
+    'val_size': 0,         # no held-out split
+    'temperature': 0.5,
+    'num_samples': 20,
+}
+
+
+def check_flags(**given):
+    """Refuse, in one line naming the fix, any flag that would change the original's run.
+
+    given: each setting under its ORIGINAL name (n_layer, n_embd, n_head, block_size, steps,
+    lr, seed, val_size, batch_size, ...) with the value the user passed, None if not passed;
+    also shuffle=False for --no-shuffle and init=PATH for --init. A value equal to the
+    original's is accepted.
+    """
+    for name, value in given.items():
+        if value is None:
+            continue
+        flag = '--' + name.replace('_', '-')
+        if name == 'shuffle':
+            if not value:
+                raise UserError("--no-shuffle would change the original's data order (it shuffles "
+                                "once with seed 42): drop --no-shuffle or --reproduce-original")
+            continue
+        if name == 'init':
+            raise UserError(f"--init {value} would replace the original's initial weights: drop --init "
+                            "or --reproduce-original")
+        if name not in ORIGINAL:
+            raise ValueError(f"check_flags: no original setting named {name!r}")
+        if value != ORIGINAL[name]:
+            raise UserError(f"{flag} {value} would change the original's run ({name} = {ORIGINAL[name]}): "
+                            f"drop {flag}, or drop --reproduce-original")
+
+
+def prepare(docs, settings=ORIGINAL):
+    """(rng, ordered docs, tokenizer, config, initial weights {name: [[float]]}), as the original.
+
+    docs: the documents as microgpt.data.load_docs reads them (stripped, blank lines dropped,
+    which is the original's `[l.strip() for l in ... if l.strip()]`). The returned rng has
+    been used for the shuffle and the weights, in that order, and nothing else: hand it to
+    sample_original after training, which draws no random numbers.
+    """
+    rng = random.Random(settings['seed'])  # the same stream as random.seed(42)
+    docs = list(docs)
+    rng.shuffle(docs)                       # 1. the data order, once
+    tokenizer = CharTokenizer.from_docs(docs)  # sorted unique characters, BOS = their count
+    config = GPTConfig(tokenizer.vocab_size, settings['n_layer'], settings['n_embd'],
+                       settings['n_head'], settings['block_size'])
+    std = settings['init_std']
+    weights = {}                            # 2. the weights, in state_dict order, row by row
+    for name, (n_out, n_in) in parameter_shapes(config).items():
+        weights[name] = [[rng.gauss(0, std) for _ in range(n_in)] for _ in range(n_out)]
+    return rng, docs, tokenizer, config, weights
+
+
+def step_doc(docs, step):
+    """The document trained at step `step`, counted from 1 as train.py counts: docs[(step-1) % n]."""
+    return docs[(step - 1) % len(docs)]
+
+
+def sample_original(model, rng, settings=ORIGINAL):
+    """Yield the original's samples one by one: temperature 0.5, drawn from `rng` as it is.
+
+    Our sampler draws exactly as the original's loop does: one rng.choices(range(vocab_size),
+    weights=softmax(logits / temperature)) per position, at most block_size positions, stop
+    at BOS.
+    """
+    return iter_names(lambda: scalar_next_logits(model), model.tokenizer, model.config.block_size,
+                      num=settings['num_samples'], temperature=settings['temperature'], rng=rng)

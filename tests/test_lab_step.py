@@ -1,0 +1,318 @@
+"""
+Lesson 04 and its two sandboxes (lab step, sample, embeddings) against the engine itself.
+
+The step's numbers are checked against a second, independent run of what train.py does
+(training.doc_loss, backward(), optim.Adam) and against closed forms: dL/dlogits =
+(p - one_hot) / n, the stream entering lm_head gets lm_head^T dL/dlogits, a fresh Adam's step
+is lr |g| / (|g| + eps). The zero gradient of wte's unused rows is checked by perturbing them
+(the loss does not move), with a used row as the negative control (it does).
+"""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from microgpt import cli
+from microgpt.checkpoint import load_checkpoint as load_scalar
+from microgpt.lab import embeddings, sampler, step
+from microgpt.lab.__main__ import main
+from microgpt.lab.loading import load_model
+from microgpt.optim import Adam
+from microgpt.sampling import probabilities, sample_names, scalar_next_logits
+from microgpt.training import doc_loss, doc_tokens
+
+EXACT_TOL = 1e-12     # the same float64 arithmetic, maybe in another order
+ENGINE_TOL = 1e-9     # scalar engine against numpy port
+ADAM_TOL = 1e-9       # relative: the step taken against lr |g| / (|g| + eps)
+LR_TOL = 1e-6         # relative: the step against lr, where eps / |g| < 1e-6
+TEXT = 'emma'
+
+
+def run_lab(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.run(main, argv)
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+@pytest.fixture
+def scalar(tiny_ckpt):
+    return load_scalar(tiny_ckpt)  # a fresh copy each time: step_report changes the weights
+
+
+# ---------------------------------------------------------------------------- the step
+def test_the_labs_gradients_are_backwards(tiny_ckpt, scalar):
+    reference = load_scalar(tiny_ckpt)
+    loss = doc_loss(reference, doc_tokens(reference.tokenizer, TEXT))
+    loss.backward()
+    r = step.step_report(scalar, TEXT, lr=0.01)
+    assert abs(r['loss_before'] - loss.data) < EXACT_TOL
+    for name, matrix in reference.state_dict.items():
+        for row, lab_row in zip(matrix, r['grads'][name]):
+            assert max(abs(p.grad - g) for p, g in zip(row, lab_row)) < EXACT_TOL, name
+    assert r['closed_form_diff'] < EXACT_TOL           # dL/dlogits = (p - one_hot) / n
+    assert any(g != 0 for rows in r['grads'].values() for row in rows for g in row)
+
+
+def test_the_stage_walk_finds_the_stream_entering_lm_head(scalar):
+    tokens = doc_tokens(scalar.tokenizer, TEXT)
+    loss, _, logits = step.forward(scalar, tokens)
+    loss.backward()
+    stages = step.stage_nodes(scalar, logits)
+    n_embd = scalar.config.n_embd
+    lm_head = np.array([[p.data for p in row] for row in scalar.state_dict['lm_head']])  # (vocab_size, n_embd)
+    x = stages['stream into lm_head']
+    for i, pos_logits in enumerate(logits):
+        dlogits = np.array([l.grad for l in pos_logits])                 # (vocab_size,)
+        expected = lm_head.T @ dlogits                                   # (n_embd,): the transpose of linear
+        got = np.array([v.grad for v in x[i * n_embd:(i + 1) * n_embd]])  # (n_embd,)
+        assert np.abs(got - expected).max() < EXACT_TOL
+    # the embeddings stage is wte[token] + wpe[pos]: its grad is exactly wpe's row grad (one use each)
+    emb = stages['embeddings wte[token] + wpe[pos]']
+    for pos in range(len(tokens) - 1):
+        wpe_grads = [p.grad for p in scalar.state_dict['wpe'][pos]]
+        assert [v.grad for v in emb[pos * n_embd:(pos + 1) * n_embd]] == wpe_grads
+
+
+def test_a_small_step_lowers_the_names_loss(scalar):
+    r = step.step_report(scalar, TEXT, lr=1e-3)
+    assert r['loss_after'] < r['loss_before']
+    assert abs(r['loss_after'] - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < EXACT_TOL
+
+
+def test_the_first_adam_step_is_lr(scalar):
+    lr = 0.01
+    r = step.step_report(scalar, TEXT, lr=lr)
+    assert r['formula_diff'] < ADAM_TOL                # |step| = lr |g| / (|g| + eps) for every weight
+    assert r['untouched_moved'] == 0.0                 # no gradient, no step
+    a = r['adam']
+    assert abs(a['m_hat'] - a['g']) < EXACT_TOL * abs(a['g']) + 1e-300
+    assert abs(a['v_hat'] - a['g'] ** 2) < EXACT_TOL * a['g'] ** 2 + 1e-300
+    assert abs(a['moved'] - a['update']) < EXACT_TOL and abs(abs(a['moved']) - lr) < LR_TOL * lr
+
+
+def test_every_weight_with_a_gradient_moves_by_lr_on_a_fresh_adam(tiny_ckpt):
+    # independently of the lab: train.py's own pieces, weight by weight
+    model = load_scalar(tiny_ckpt)
+    lr = 0.003
+    doc_loss(model, doc_tokens(model.tokenizer, TEXT)).backward()
+    grads = [p.grad for p in model.params]
+    before = [p.data for p in model.params]
+    optimizer = Adam(model.params, lr=lr)
+    optimizer.step(lr)
+    checked = 0
+    for g, b, p in zip(grads, before, model.params):
+        moved = abs(b - p.data)
+        if g == 0:
+            assert moved == 0
+            continue
+        assert abs(moved - lr * abs(g) / (abs(g) + optimizer.eps)) < ADAM_TOL * lr
+        if abs(g) >= 1e-2:  # eps / |g| <= 1e-6: the step is lr to six digits
+            assert abs(moved - lr) < LR_TOL * lr
+            checked += 1
+    assert checked > 100
+
+
+def test_unused_rows_of_wte_have_exactly_zero_gradient(tiny_ckpt, scalar):
+    r = step.step_report(scalar, TEXT, lr=0.01)
+    tok = scalar.tokenizer
+    used = {tok.bos} | set(tok.encode(TEXT))
+    assert set(r['wte_rows']) == used
+    assert r['wpe_rows'] == list(range(len(TEXT) + 1))
+    # oracle: nudging an unused row leaves the loss bit for bit unchanged; a used row moves it
+    model = load_scalar(tiny_ckpt)
+    tokens = doc_tokens(tok, TEXT)
+    base = doc_loss(model, tokens).data
+    unused = next(i for i in range(tok.vocab_size) if i not in used)
+    for p in model.state_dict['wte'][unused]:
+        p.data += 0.5
+    assert doc_loss(model, tokens).data == base
+    for p in model.state_dict['wte'][tok.encode('m')[0]]:
+        p.data += 0.5
+    assert doc_loss(model, tokens).data != base        # negative control
+
+
+def test_param_flag_chooses_the_weight(scalar):
+    r = step.step_report(scalar, TEXT, lr=0.01, param='layer0.attn_wq[3][5]')
+    assert r['adam']['param'] == 'layer0.attn_wq[3][5]'
+    assert r['adam']['g'] == r['grads']['layer0.attn_wq'][3][5]
+
+
+def test_step_command(tiny_ckpt, capsys):
+    assert main(['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '0.001']) == 0
+    out = capsys.readouterr().out
+    for section in ('1) forward', '2) the gradient at the top', '3) the gradient on its way back',
+                    '4) Adam on one weight', '5) after the update', '6) the graph'):
+        assert section in out
+    assert 'wte rows with a gradient' in out and 'nodes recorded on the tape' in out
+    assert out.count('(true)') == len(TEXT) + 1
+
+
+# ---------------------------------------------------------------------------- sampling
+def test_greedy_is_seed_independent_and_equals_top_k_1(scalar):
+    make = lambda: scalar_next_logits(scalar)  # noqa: E731
+    args = (make, scalar.tokenizer, scalar.config.block_size)
+    greedy = sample_names(*args, num=4, temperature=0, seed=1)
+    assert greedy == sample_names(*args, num=4, temperature=0, seed=2)
+    assert greedy == sample_names(*args, num=4, temperature=0.7, seed=3, top_k=1)
+    assert len(set(greedy)) == 1                       # no randomness: the same name every time
+    # negative control: with randomness, two seeds differ
+    assert sample_names(*args, num=4, temperature=1.0, seed=1) != sample_names(*args, num=4, temperature=1.0, seed=2)
+
+
+def test_greedy_draws_no_random_numbers(scalar):
+    rng = random.Random(5)
+    state = rng.getstate()
+    sample_names(lambda: scalar_next_logits(scalar), scalar.tokenizer, scalar.config.block_size,
+                 num=2, temperature=0, rng=rng)
+    assert rng.getstate() == state
+
+
+def test_both_engines_give_the_same_greedy_and_top_k_names(tiny_ckpt, scalar):
+    port = load_model(tiny_ckpt)
+    for temperature, top_k in ((0, None), (1.0, 3), (1e-308, None)):
+        a = sample_names(lambda: scalar_next_logits(scalar), scalar.tokenizer, scalar.config.block_size,
+                         num=5, temperature=temperature, top_k=top_k, seed=7)
+        b = sample_names(port.next_logits_fn, port.tokenizer, port.config.block_size,
+                         num=5, temperature=temperature, top_k=top_k, seed=7)
+        assert a == b
+
+
+def test_a_tiny_temperature_is_greedy_not_a_crash():
+    logits = [3.0, 250.0, -40.0, 250.0 - 1e-12]
+    for t in (1e-308, 5e-324):
+        p = probabilities(logits, t)
+        assert all(math.isfinite(x) for x in p) and abs(sum(p) - 1) < EXACT_TOL
+        assert p == probabilities(logits, 0) == [0.0, 1.0, 0.0, 0.0]
+    # what the old order of operations did: dividing first overflows to inf, and inf - inf is nan
+    assert math.isinf(logits[1] / 1e-308)
+
+
+def test_top_k_keeps_k_tokens_renormalised():
+    logits = [0.5, 2.0, -1.0, 1.0, 2.0]
+    full = probabilities(logits, 1.0)
+    cut = probabilities(logits, 1.0, top_k=3)
+    kept = [i for i, p in enumerate(cut) if p > 0]
+    assert kept == [1, 3, 4]                           # the three largest logits
+    mass = sum(full[i] for i in kept)
+    assert all(abs(cut[i] - full[i] / mass) < EXACT_TOL for i in kept)
+    assert probabilities(logits, 1.0, top_k=99) == full
+
+
+def test_iter_names_hands_over_each_name_as_it_is_made(scalar):
+    from microgpt.sampling import iter_names
+    calls = []
+
+    def make():
+        calls.append(1)
+        return scalar_next_logits(scalar)
+    names = iter_names(make, scalar.tokenizer, scalar.config.block_size, num=5, temperature=0.5)
+    first = next(names)
+    assert len(calls) == 1 and isinstance(first, str)  # one name made, four still to come
+    assert len([first] + list(names)) == 5 and len(calls) == 5
+
+
+def test_sample_distribution(tiny_ckpt):
+    model = load_model(tiny_ckpt)
+    d = sampler.distribution(model, 'e', [0.0, 0.5, 1.0, 2.0], top_k=3)
+    for t, p in d['probs'].items():
+        assert abs(sum(p) - 1) < EXACT_TOL
+    assert d['entropy'][0.0] == 0.0
+    assert d['entropy'][0.5] < d['entropy'][1.0] < d['entropy'][2.0]
+    assert len(d['top_k_kept']) == 3 and abs(sum(d['top_k_probs']) - 1) < EXACT_TOL
+
+
+def test_sample_command(tiny_ckpt, capsys, names_file):
+    assert main(['sample', 'e', '--ckpt', tiny_ckpt, '--num', '3', '--data', names_file,
+                 '--temperatures', '0', '1e-308', '1']) == 0
+    out = capsys.readouterr().out
+    assert 'T=0 (greedy)' in out and 'top-k = 5' in out and 'are new names' in out
+
+
+# ---------------------------------------------------------------------------- embeddings
+def test_embedding_view(tiny_ckpt):
+    model = load_model(tiny_ckpt)
+    v = embeddings.embedding_view(model, neighbours=2)
+    wte = model.weights['wte']
+    assert np.abs(np.diag(v['wte_cosine']) - 1).max() < EXACT_TOL
+    assert np.abs(np.diag(v['wpe_cosine']) - 1).max() < EXACT_TOL
+    # the projection: centred rows times the top right-singular vectors, up to sign
+    centred = wte - wte.mean(axis=0)                   # (vocab_size, n_embd)
+    eigvals, eigvecs = np.linalg.eigh(np.cov(centred.T))  # ascending
+    pc1 = centred @ eigvecs[:, -1]                     # (vocab_size,)
+    assert min(np.abs(v['coords'][:, 0] - pc1).max(), np.abs(v['coords'][:, 0] + pc1).max()) < 1e-9
+    assert abs(v['share'][0] - eigvals[-1] / eigvals.sum()) < 1e-9
+    for i, near in enumerate(v['neighbours']):
+        sims = [s for _, s in near]
+        assert sims == sorted(sims, reverse=True) and v['labels'][i] not in [n for n, _ in near]
+
+
+def test_embeddings_command(tiny_ckpt, capsys):
+    assert main(['embeddings', '--ckpt', tiny_ckpt]) == 0
+    out = capsys.readouterr().out
+    assert 'principal components' in out and 'nearest neighbours' in out and 'wpe: cosine' in out
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
+    long_text = 'a' * 12
+    cases = [
+        (['step', 'EMMA', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
+        (['step', long_text, '--ckpt', tiny_ckpt], 'at most 11'),
+        (['step', TEXT, '--ckpt', tiny_ckpt, '--param', 'layer7.attn_wq[0][0]'], "no matrix named 'layer7.attn_wq'"),
+        (['step', TEXT, '--ckpt', tiny_ckpt, '--param', 'wte[99][0]'], 'use a row 0..'),
+        (['step', TEXT, '--ckpt', tiny_ckpt, '--param', 'wte[0]'], 'is not NAME[ROW][COL]'),
+        (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '0'], 'greater than 0'),
+        (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '-1'], 'greater than 0'),
+        (['sample', '--ckpt', tiny_ckpt, '--top-k', '0'], 'not a positive integer'),
+        (['sample', '--ckpt', tiny_ckpt, '--top-k', '-2'], 'not a positive integer'),
+        (['sample', '--ckpt', tiny_ckpt, '--temperatures', '-1'], '0 or more'),
+        (['sample', 'EM', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
+        (['embeddings', '--ckpt', tiny_ckpt + '.none'], 'train one first'),
+    ]
+    for argv, message in cases:
+        status, out, err = run_lab(argv, capsys)
+        assert status == 2, argv
+        assert err.startswith('error: ') and err.count('\n') == 1, (argv, err)
+        assert message in err, (argv, err)
+
+
+def test_sample_py_bad_input(tiny_ckpt, capsys):
+    import sample
+    for argv, message in ((['--top-k', '0'], 'not a positive integer'),
+                          (['--temperature', '-0.5'], '0 or more')):
+        with pytest.raises(SystemExit) as info:
+            cli.run(sample.main, ['--ckpt', tiny_ckpt] + argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and err.count('\n') == 1 and message in err
+
+
+def test_sample_py_greedy_and_tiny_temperature(tiny_ckpt, capsys):
+    import sample
+    outs = []
+    for argv in (['--temperature', '0', '--seed', '1'], ['--temperature', '0', '--seed', '2'],
+                 ['--temperature', '1e-308', '--engine', 'numpy'], ['--top-k', '1', '--temperature', '1']):
+        assert sample.main(['--ckpt', tiny_ckpt, '--num', '3'] + argv) == 0
+        outs.append(capsys.readouterr().out)
+    assert len(set(outs)) == 1 and len(outs[0].split()) == 3
+
+
+# ---------------------------------------------------------------------------- pictures
+def test_png_pictures(tiny_ckpt, tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    for name, argv in (('step', ['step', TEXT, '--ckpt', tiny_ckpt]),
+                       ('embeddings', ['embeddings', '--ckpt', tiny_ckpt])):
+        path = tmp_path / f'{name}.png'
+        assert main(argv + ['--png', str(path)]) == 0
+        assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+        assert f'wrote {path}' in capsys.readouterr().out
+
+
+def test_a_tiny_temperature_does_not_crash_the_lab(tiny_ckpt, capsys):
+    for argv in (['attention', TEXT, '--temperature', '1e-308'], ['overview', TEXT, '--temperature', '1e-308'],
+                 ['sample', 'e', '--temperatures', '1e-308', '--num', '2']):
+        assert main(argv + ['--ckpt', tiny_ckpt]) == 0, argv
+    out = capsys.readouterr().out
+    assert 'sum of the weights: 1.000000000000' in out
