@@ -100,7 +100,7 @@ def test_every_weight_with_a_gradient_moves_by_lr_on_a_fresh_adam(tiny_ckpt):
     doc_loss(model, doc_tokens(model.tokenizer, TEXT)).backward()
     grads = [p.grad for p in model.params]
     before = [p.data for p in model.params]
-    optimizer = Adam(model.params, lr=lr)
+    optimizer = Adam(model.params)
     optimizer.step(lr)
     checked = 0
     for g, b, p in zip(grads, before, model.params):

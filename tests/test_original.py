@@ -142,7 +142,7 @@ def our_run(docs, steps, settings=ORIGINAL):
     rng, docs, tokenizer, config, weights = prepare(docs, settings)
     model = GPT(config, tokenizer=tokenizer)
     model.load_weights(weights)
-    optimizer = Adam(model.params, lr=settings['lr'], beta1=settings['beta1'],
+    optimizer = Adam(model.params, beta1=settings['beta1'],
                      beta2=settings['beta2'], eps=settings['eps'])
     losses = []
     for step in range(1, steps + 1):  # counted from 1, as train.py counts

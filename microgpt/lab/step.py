@@ -28,9 +28,10 @@ import importlib.util
 import math
 import re
 
-from ..engine import Tape, cross_entropy, vsum
+from ..engine import Tape
 from ..errors import UserError
 from ..optim import Adam
+from ..training import num_predictions
 from .loading import describe, load_scalar_model, text_tokens
 from .render import bar, table, token_label
 
@@ -42,10 +43,11 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?
 def forward(model, tokens):
     """(loss, per-position losses, per-position logits): training.doc_loss, keeping its parts.
 
-    The same calls as doc_loss (gpt() per position, engine.cross_entropy, vsum, * 1/n), so the
-    graph is the one train_step backpropagates; the parts are kept to read their grads.
+    The same calls as doc_loss (gpt() per position, the model's cross_entropy, vsum, * 1/n),
+    so the graph is the one train_step backpropagates; the parts are kept to read their grads.
     """
-    n = min(model.config.block_size, len(tokens) - 1)
+    cross_entropy, vsum = model.ops.cross_entropy, model.ops.vsum
+    n = num_predictions(tokens, model.config.block_size)
     keys, values = model.empty_cache()
     logits, losses = [], []
     for pos_id in range(n):
@@ -167,7 +169,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         k = max(range(len(g_flat)), key=lambda i: abs(g_flat[i]))
         chosen = flat[k]
     k = flat.index(chosen)
-    optimizer = Adam(model.params, lr=lr)
+    optimizer = Adam(model.params)
     optimizer.step(lr)
     moved = [b - p.data for b, p in zip(before, model.params)]   # each weight's step, as taken
     with_grad = [i for i, g in enumerate(g_flat) if g != 0]
