@@ -18,18 +18,19 @@ It prints the resolved configuration, a live progress line, the validation loss 
 JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
 """
 
+import itertools
 import math
 
 import numpy as np
 
 import inference
-from microgpt import cli
+from microgpt import cli, original
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.run import MAX_BATCH_SIZE, MAX_STEPS, Run
-from microgpt.sampling import sample_names, scalar_next_logits
+from microgpt.sampling import iter_names, scalar_next_logits
 from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
 
 
@@ -63,6 +64,10 @@ def parse_args(argv=None):
     g.add_argument('--engine', choices=('scalar', 'numpy'),
                    help="scalar: the Value autograd of microgpt/ (default, the teaching path); "
                         "numpy: src/backprop, every gradient derived by hand, much faster")
+    g.add_argument('--reproduce-original', action='store_true', default=None,
+                   help="the original single-file microgpt.py's run, number for number: its data "
+                        "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
+                        "generator seeded 42 (no held-out split; refuses flags that would change it)")
     g.add_argument('--unfused', action='store_true',
                    help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
                         "as microgpt does, instead of fused.py's (about 13x slower, same losses)")
@@ -77,8 +82,8 @@ def parse_args(argv=None):
                         "0 = only at the end)")
     g.add_argument('--eval-every', type=cli.nonnegative_int, metavar='N',
                    help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
-    g.add_argument('--num-samples', type=cli.nonnegative_int, default=10, metavar='N',
-                   help="names to sample when training ends (default 10)")
+    g.add_argument('--num-samples', type=cli.nonnegative_int, metavar='N',
+                   help="names to sample when training ends (default 10; 20 with --reproduce-original)")
     return p.parse_args(argv)
 
 
@@ -129,6 +134,9 @@ def main(argv=None):
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
         config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
+        if args.reproduce_original:  # its weights come from the generator that shuffled its data
+            rng, _, _, _, weights = original.prepare(docs)
+            model.load_weights(weights)
         trainer = make_trainer(args, model)
         start = run.restore(trainer, docs)  # --init's weights, or --resume's weights, Adam and step
 
@@ -155,13 +163,16 @@ def main(argv=None):
                 return run.stopped(step)
     print(f"saved {args.out} (step {args.steps}); log {run.log_path}")
 
-    if args.num_samples:
+    if args.num_samples != 0:
         print("samples:")
         model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
-        names = sample_names(lambda: scalar_next_logits(model), tokenizer, config.block_size,
-                             num=args.num_samples, temperature=0.5, seed=args.seed)
+        if args.reproduce_original:  # drawn from the original's generator, where training left it
+            names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
+        else:
+            names = iter_names(lambda: scalar_next_logits(model), tokenizer, config.block_size,
+                               num=args.num_samples or 10, temperature=0.5, seed=args.seed)
         for name in names:
-            print(' ', name)
+            print(' ', name, flush=True)
     return 0
 
 

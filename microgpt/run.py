@@ -37,6 +37,7 @@ import signal
 import sys
 import time
 
+from . import original
 from .checkpoint import read_checkpoint, remove_stale_temporaries, save_checkpoint, temporary_name
 from .errors import UserError
 from .model import parameter_shapes
@@ -49,11 +50,13 @@ except ImportError:  # Windows: runs are not locked against each other there
 
 # Settings that decide a run's losses: a resumed run must keep them. With their defaults.
 RUN_DEFAULTS = {'data': None, 'val_size': None, 'shuffle': True, 'seed': 42, 'lr': 0.01,
-                'steps': 1000, 'batch_size': 1}
+                'steps': 1000, 'batch_size': 1, 'reproduce_original': False}
 # Settings a resumed run takes from the run it continues unless told otherwise: they change
 # how the run is computed, logged and saved, not its losses.
 HABIT_DEFAULTS = {'engine': 'scalar', 'eval_every': 200, 'save_every': 100}
 MODEL_DEFAULTS = {'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
+# What --reproduce-original fixes to the original script's values (microgpt/original.py).
+ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
 MAX_STEPS = 10 ** 9        # a billion steps: more than any run of this project will take
 MAX_BATCH_SIZE = 100_000   # names per step
 
@@ -225,6 +228,12 @@ def resolve(args):
         ckpt = read_checkpoint(args.init, n_head=args.n_head)  # n_head: for the tutorial's export
     else:
         ckpt = None
+    if args.reproduce_original or saved.get('reproduce_original'):
+        # the original microgpt.py's recipe: refuse what would change it, then it sets the rest
+        original.check_flags(**{name: getattr(args, name) for name in (*ORIGINAL_FLAGS, 'shuffle', 'init')})
+        for name in ORIGINAL_FLAGS:
+            if getattr(args, name) is None:
+                setattr(args, name, original.ORIGINAL[name])
     for name, default in {**RUN_DEFAULTS, **HABIT_DEFAULTS}.items():
         if getattr(args, name) is None:
             setattr(args, name, saved.get(name, default))
@@ -261,6 +270,8 @@ def check_train_state(path, state, config):
     elif not (run.get('engine', 'scalar') in ('scalar', 'numpy')
               and all(_is_int(run.get(k, 0), 0) for k in ('eval_every', 'save_every'))):
         problem = "its engine or evaluation/saving rhythm is unknown"
+    elif not isinstance(run.get('reproduce_original', False), bool):
+        problem = "its reproduction flag is not true/false"
     elif not (isinstance(state.get('data_sha256'), str) and len(state['data_sha256']) == 64):
         problem = "its data fingerprint is missing"
     elif not (isinstance(adam, dict) and _is_int(adam.get('t'), 0)

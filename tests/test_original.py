@@ -32,8 +32,12 @@ SMALL = dict(ORIGINAL, n_embd=8, n_head=2, block_size=8, steps=8, num_samples=10
 
 
 # ---------------------------------------------------------------------------- the port
-def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num_samples=20):
-    """The original script's run: (per-step losses, sampled names), basic Value ops only."""
+def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num_samples=20, num_steps=None):
+    """The original script's run: (per-step losses, sampled names), basic Value ops only.
+
+    num_steps: the schedule's length (default `steps`); a smaller `steps` runs its first steps.
+    """
+    num_steps = num_steps or steps
     rng = random.Random(42)
     docs = list(docs)
     rng.shuffle(docs)
@@ -111,7 +115,7 @@ def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num
             pos_losses.append(-probs[tokens[pos_id + 1]].log())
         loss = (1 / n) * sum(pos_losses)
         loss.backward()
-        lr_t = lr * (1 - step / steps)
+        lr_t = lr * (1 - step / num_steps)
         for i, p in enumerate(params):
             m[i] = beta1 * m[i] + (1 - beta1) * p.grad
             v[i] = beta2 * v[i] + (1 - beta2) * p.grad ** 2
@@ -220,10 +224,43 @@ PUBLISHED_NAMES = ('kamon ann karai jaire vialan karia yeran anna areli kaina ko
                    'alerin earan lenne kana lara alela anton').split()
 
 
+# ---------------------------------------------------------------------------- train.py --reproduce-original
 @pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is not on this machine")
-@pytest.mark.skipif(not os.environ.get('MICROGPT_SLOW'), reason="the full 1000-step run takes ~10 s: set MICROGPT_SLOW=1")
-def test_the_full_run_gives_the_published_numbers():
+def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsys, monkeypatch):
+    """The flag itself, through train.py, on makemore's names.txt: its first 6 steps (cut by a
+    real SIGINT) are the port's first 6 of a 1000-step schedule, loss for loss; resumed, still
+    reproducing, it ends on the original's published last losses and 20 names, in order."""
+    import train
     from microgpt.data import load_docs
-    losses, names = our_run(load_docs(NAMES_TXT), ORIGINAL['steps'])
-    assert tuple(f'{l:.4f}' for l in losses[-3:]) == PUBLISHED_LAST_LOSSES
-    assert names == PUBLISHED_NAMES
+    from test_cli import interrupt_after, log_of, losses, run
+    out = tmp_path / 'model.json'
+    interrupt_after(monkeypatch, 6)
+    code, stdout, _ = run(train.main, ['--reproduce-original', '--data', NAMES_TXT, '--out', str(out)], capsys)
+    monkeypatch.undo()
+    assert code == 130
+    assert 'n_layer=1 n_embd=16 n_head=4 head_dim=4 block_size=16' in stdout
+    assert '32033 train / 0 val' in stdout  # no held-out split
+    expected, _ = original_run(load_docs(NAMES_TXT), 6, num_samples=0, num_steps=1000)
+    got = [e['loss'] for e in losses(log_of(out))]
+    assert len(got) == 6 and max(abs(a - b) for a, b in zip(got, expected)) < LOSS_TOL
+
+    code, stdout, _ = run(train.main, ['--out', str(out), '--resume'], capsys)
+    assert code == 0
+    assert tuple(f"{e['loss']:.4f}" for e in losses(log_of(out))[-3:]) == PUBLISHED_LAST_LOSSES
+    assert stdout.split('samples:\n')[1].split() == PUBLISHED_NAMES
+
+
+@pytest.mark.parametrize('extra, fragment', [
+    (['--n-embd', '32'], '--n-embd 32 would change the original'),
+    (['--val-size', '5'], '--val-size 5 would change the original'),
+    (['--batch-size', '2'], '--batch-size 2 would change the original'),
+    (['--steps', '10'], '--steps 10 would change the original'),
+    (['--no-shuffle'], '--no-shuffle would change'),
+], ids=['model-size', 'held-out-split', 'batch', 'steps', 'no-shuffle'])
+def test_train_py_refuses_flags_that_change_the_original(tmp_path, names_file, capsys, extra, fragment):
+    import train
+    from test_cli import assert_one_line_error, run
+    out = tmp_path / 'model.json'
+    code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out), *extra], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert not out.exists()
