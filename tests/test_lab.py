@@ -188,14 +188,14 @@ def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--layer', '1'], '--layer 1 is out of range'),
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '2'], '--head 2 is out of range'),
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '5'], '--query 5 is out of range'),
-        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '-1'], 'is negative'),
-        (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], 'greater than 0'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '-1'], '-1 is out of range: give an integer from 0'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], '0 is out of range: give a number from 0.001 to 1000'),
         (['autograd', 'a.__class__', 'a=1'], 'attribute access is not allowed'),
         (['autograd', 'a * b', 'a=1'], 'no value for b'),
         (['loss', str(tmp_path / 'none.log.jsonl')], 'does not exist: train.py writes one beside the checkpoint'),
-        (['loss', log_of(tiny_ckpt), '--width', '5'], 'the chart needs --width 20 or more'),
+        (['loss', log_of(tiny_ckpt), '--width', '5'], '5 is out of range: give an integer from 20 to 1,000'),
         (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'no' / 'x.dot')], 'cannot write --dot'),
-        (['scaling', '--samples', '0'], 'not a positive integer'),
+        (['scaling', '--samples', '0'], '0 is out of range: give an integer from 2 to 1,000,000'),
         ([], 'required'),
     ]
     monkeypatch.chdir(tmp_path)  # so that the default checkpoint path does not exist
