@@ -23,21 +23,20 @@ from .limits import MAX_JSON_DEPTH
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
-def parse_json(text, where):
+def parse_json(text, where, hint="the file is damaged or not one of microgpt's"):
     """The value `text` holds, or a one-line UserError beginning with `where` (a file name,
-    perhaps with a line number) that says what is wrong."""
+    perhaps with a line number) that says what is wrong, and ending with `hint`."""
     depth = nesting_depth(text)
     if depth > MAX_JSON_DEPTH:
-        raise UserError(f"{where} nests brackets {depth if depth < 10**6 else 'over a million'} deep; "
-                        f"no microgpt file nests more than {MAX_JSON_DEPTH}: the file is damaged "
-                        "or not one of microgpt's")
+        raise UserError(f"{where} nests brackets {depth:,} deep; no microgpt file nests "
+                        f"more than {MAX_JSON_DEPTH}: {hint}")
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise UserError(f"{where} is not valid JSON (line {e.lineno}, column {e.colno}): "
-                        "the file is damaged or not one of microgpt's") from None
+        at = f"line {e.lineno}, column {e.colno}" if '\n' in text.rstrip('\n') else f"column {e.colno}"
+        raise UserError(f"{where} is not valid JSON ({at}): {hint}") from None
     except RecursionError:  # not reachable after the depth check; kept as a backstop
-        raise UserError(f"{where} nests brackets too deeply: the file is damaged") from None
+        raise UserError(f"{where} nests brackets too deeply: {hint}") from None
     except ValueError as e:  # our NaN/Infinity refusal, or an integer of over 4,300 digits
         raise UserError(f"{where}: {str(e).split(';')[0]}") from None
 

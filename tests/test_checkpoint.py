@@ -203,7 +203,7 @@ BAD_TEXTS = [
     ('minus-infinity-literal', lambda: first_weight_replaced('-Infinity'), 'non-finite number -Infinity'),
     ('overflowing-float', lambda: first_weight_replaced('1e999'), 'holds inf, not a finite number'),
     ('overflowing-integer', lambda: first_weight_replaced('1' + '0' * 400), 'not a finite number'),
-    ('truncated', lambda: json.dumps(valid_checkpoint())[:200], 'is not valid JSON (line 1'),
+    ('truncated', lambda: json.dumps(valid_checkpoint())[:200], 'is not valid JSON (column 201)'),
     ('empty-file', lambda: '', 'is not valid JSON'),
     ('top-level-list', lambda: '[1, 2]', 'expected a JSON object'),
     ('neither-format', lambda: '{"weights": {}}', "neither a 'format' field"),

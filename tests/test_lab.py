@@ -157,12 +157,12 @@ def test_a_partial_last_line_is_skipped(tmp_path):
 
 # ---------------------------------------------------------------------------- errors
 BAD_LOGS = {
-    'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not JSON'),
+    'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not valid JSON'),
     'no step': ('{"loss": 3.0}\n', "no integer 'step'"),
-    'nan': ('{"step": 1, "loss": NaN}\n', 'not a finite number'),
+    'nan': ('{"step": 1, "loss": NaN}\n', 'non-finite number NaN'),
     'no loss': ('{"step": 1, "acc": 0.5}\n', "neither 'loss' nor 'val_loss'"),
     'empty': ('', 'no training steps'),
-    'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not its log'),
+    'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not a training log: give the .log.jsonl file beside it'),
 }
 
 

@@ -22,6 +22,7 @@ No checkpoint is needed: everything here is random draws and arithmetic.
 
 import numpy as np
 
+from ..errors import UserError
 from .render import table
 from .rowstats import batch_statistics, row_statistics, softmax
 
@@ -142,9 +143,17 @@ def _bytes(n):
 
 
 # ---------------------------------------------------------------------------- the printout
+# Section 4 holds draws x ROW_KEYS x row_d numbers at once, twice: this caps it at ~256 MB.
+MAX_ROW_NUMBERS = 1_000_000  # draws x row_d
+
+
 def report(samples, draws, seed, row_d=ROW_D):
     import inference  # the port's attention_head, the function the model itself calls
 
+    if draws * row_d > MAX_ROW_NUMBERS:
+        raise UserError(f"--draws {draws} x --row-d {row_d} = {draws * row_d:,} is more than "
+                        f"{MAX_ROW_NUMBERS:,}: section 4 would hold {draws * row_d * ROW_KEYS * 16 >> 20:,} MB; "
+                        "lower one of them")
     rng = np.random.default_rng(seed)
     lines = [f"scaling: samples={samples} (per d, for the variance) draws={draws} "
              f"(random rows, for the medians) seed={seed}", '']
