@@ -9,9 +9,17 @@ the training state.
      "train_state": {...} or null}               # step, Adam moments, data settings
 
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
-crash or Ctrl-C mid-write leaves the old file whole. `read_checkpoint` validates everything
-and turns each problem into a one-line UserError; it also reads the flat weights export of
-the microgpt 3D tutorial. microgpt.load_checkpoint builds a GPT of Values from it;
+crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
+its target, the file gets the permissions any new file gets, and a failed write (disk full,
+read-only folder, file-size limit) is a one-line CheckpointWriteError. A save killed outright
+(SIGKILL) leaves its temporary file behind: `remove_stale_temporaries` clears those, and
+`is_our_checkpoint` tells a checkpoint from any other file by its first bytes.
+
+`read_checkpoint` validates everything and turns each problem into a one-line UserError; it
+also reads the flat weights export of the microgpt 3D tutorial. The file is read through
+errors.read_user_file (regular files only, size-capped) and jsonio.parse_json (nesting
+capped), and the config's sizes are checked against limits.py's caps before anything is
+built from them. microgpt.load_checkpoint builds a GPT of Values from it;
 src/inference builds numpy arrays from the very same validated dictionary.
 """
 
