@@ -394,6 +394,27 @@ def test_every_lab_reader_of_a_diverged_model_says_so_in_one_line(diverged_ckpt,
                                  "large (its training diverged); retrain it with a lower --lr")
 
 
+@pytest.mark.parametrize('argv', [['overview', TEXT], ['attention', TEXT],
+                                  ['attention', TEXT, '--no-scale', '--temperature', '0.001']])
+def test_a_model_whose_forward_fits_but_whose_lab_statistics_overflow_is_one_line(
+        tmp_path, tiny_ckpt, argv, capsys):
+    """Weights of 1e77 in attn_wq and attn_wk: the forward pass stays finite (q.k ~ 1e154),
+    but the spread of the scores squares them past the largest float. numpy would warn
+    and print inf; the lab must stop with one line instead."""
+    obj = ckpt_obj(tiny_ckpt)
+    for name in ('layer0.attn_wq', 'layer0.attn_wk'):
+        obj['state_dict'][name] = [[1e77] * len(row) for row in obj['state_dict'][name]]
+    path = write_obj(tmp_path / 'nearly.json', obj)
+    port = inference.load_checkpoint(path)
+    logits, _ = port.forward([port.tokenizer.bos] + port.tokenizer.encode(TEXT))
+    assert np.isfinite(logits).all()  # the model itself still computes
+    status, out, err = run_guarded(lab_main, argv + ['--ckpt', path], capsys)
+    if argv[0] == 'overview':  # overview computes no statistics of the scores: it works
+        assert status == 0 and err == '' and 'inf' not in out and 'nan' not in out
+    else:
+        assert_one_line(status, err, "the lab's arithmetic on this model's numbers overflows a float")
+
+
 def test_the_port_raises_one_error_that_is_also_a_floating_point_error(diverged_ckpt):
     """The port's forwards, loss and evaluate share the check; train.py's validation loss,
     which catches FloatingPointError to report divergence, still sees one."""

@@ -24,7 +24,7 @@ itself against the weights the port's forward pass captured.
 import numpy as np
 
 from ..errors import UserError
-from .loading import describe, load_model, text_tokens
+from .loading import describe, load_model, no_overflow, text_tokens
 from .render import MASKED, bar, shade, table, token_label
 from .rowstats import row_statistics, softmax
 
@@ -202,8 +202,9 @@ def run(args):
         from .plot import require_matplotlib
         require_matplotlib()  # before the work, so a missing extra is the first thing said
     model = load_model(args.ckpt, n_head=args.n_head)
-    text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
-                        scale=not args.no_scale, temperature=args.temperature)
+    with no_overflow():
+        text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
+                            scale=not args.no_scale, temperature=args.temperature)
     print(text)
     if args.png:
         from .plot import attention_heatmaps
