@@ -32,6 +32,7 @@ MAX_JSON_DEPTH = 32         # nesting of [ and { in a JSON document; a checkpoin
 # ---------------------------------------------------------------------------- flags and log values
 MAX_SEED = 2**32 - 1        # seeds are 0..2^32 - 1, what numpy's and Python's generators both take
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 1e3  # below 1e-3 logits / T overflow; above 1e3 it is uniform
+MAX_NAMES = 100_000         # names one sample.py run prints (its --num); all are kept in memory
 MAX_STEP = 10**12           # a training step in a log: a trillion steps is beyond any run
 MAX_LOSS = 1e6              # a loss in a log: ln(vocab_size) is ~3.3 for names; sums of a
                             # million of these stay far from overflow

@@ -520,3 +520,43 @@ def test_a_hundred_thousand_bracket_log_is_one_line_as_a_process(tmp_path):
     path.write_text('[' * DEEP + ']' * DEEP + '\n')
     result = run_python(['-m', 'microgpt.lab', 'loss', str(path)])
     assert_one_line(result.returncode, result.stderr, 'line 1 nests brackets 100,000 deep')
+
+
+def test_ranges_include_both_ends_and_nothing_beyond():
+    """int_in and float_in, the types behind every numeric flag: inclusive, finite, no huge parse."""
+    import argparse
+    count = cli.int_in(1, 10)
+    assert (count('1'), count('10'), count(' 7 ')) == (1, 10, 7)
+    for text in ('0', '11', '-1', '1.5', 'ten', '', '1' * 5000):
+        with pytest.raises(argparse.ArgumentTypeError):
+            count(text)
+    temperature = cli.float_in(limits.MIN_TEMPERATURE, limits.MAX_TEMPERATURE)
+    assert temperature('0.001') == 0.001 and temperature('1e3') == 1000.0
+    for text in ('0.000999', '1000.1', 'nan', 'inf', '-inf', '-1'):
+        with pytest.raises(argparse.ArgumentTypeError):
+            temperature(text)
+
+
+def test_config_caps_admit_their_own_maximum_and_refuse_one_more():
+    """Each cap is inclusive; one more is refused with a message naming the field and the cap."""
+    small = dict(vocab_size=27, n_layer=1, n_embd=8, n_head=2, block_size=16)
+    for field, cap in limits.CONFIG_CAPS.items():
+        fields = dict(small, **{field: cap})
+        if field == 'n_embd':
+            fields['n_head'] = 1
+        if field == 'n_head':
+            fields['n_embd'] = cap
+        if limits.parameter_count(**fields) <= limits.MAX_PARAMETERS:
+            limits.check_config_sizes(fields)  # no error at the cap itself
+        fields[field] = cap + 1
+        with pytest.raises(UserError, match=f"{field} is {cap + 1:,}, more than the {cap:,}"):
+            limits.check_config_sizes(fields)
+
+
+def test_parameter_count_agrees_with_the_models_own_shapes():
+    """The closed form in limits.py against model.parameter_shapes, the oracle."""
+    from microgpt.model import parameter_shapes
+    for fields in (dict(vocab_size=27, n_layer=1, n_embd=16, n_head=4, block_size=16),
+                   dict(vocab_size=5, n_layer=3, n_embd=6, n_head=3, block_size=7)):
+        shapes = parameter_shapes(GPTConfig(**fields))
+        assert limits.parameter_count(**fields) == sum(n_out * n_in for n_out, n_in in shapes.values())
