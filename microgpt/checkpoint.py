@@ -99,8 +99,11 @@ def write_json_atomic(path, obj):
         kept = (f"the previous {path} is intact" if existed else f"no file was left at {path}")
         raise CheckpointWriteError(f"could not write {path}: {_reason(e)}; {kept}") from None
     finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.remove(tmp)
+        if tmp is not None:
+            try:
+                os.remove(tmp)
+            except OSError:  # already gone, or cannot be removed: the next run's cleanup will
+                pass
         _restore_signal('SIGXFSZ', old_xfsz)
 
 

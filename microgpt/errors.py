@@ -39,7 +39,7 @@ def read_user_file(path, what, hint, binary=False):
         with open(path, 'rb') as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # replaced since the stat
                 raise UserError(f"{what} {path} is not a regular file: give a file")
-            data = f.read(MAX_FILE_BYTES + 1)  # never more, even if the file grows meanwhile
+            data = _read_at_most(f, MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{what} {path} does not exist: {hint}") from None
     except IsADirectoryError:
@@ -58,3 +58,16 @@ def read_user_file(path, what, hint, binary=False):
     except UnicodeDecodeError as e:
         raise UserError(f"{what} {path} is not UTF-8 text (byte {e.start}): is it really a "
                         f"{what}?") from None
+
+
+def _read_at_most(f, limit, chunk=1 << 24):
+    """Up to `limit` bytes of f, read in chunks of 16 MiB: f.read(limit) would reserve all of
+    `limit` at once (a gigabyte), and a file still growing could outrun its size from stat."""
+    parts, total = [], 0
+    while total < limit:
+        part = f.read(min(chunk, limit - total))
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b''.join(parts)

@@ -348,6 +348,35 @@ def test_a_file_over_the_size_cap_is_refused(tmp_path, monkeypatch):
     assert len(load_docs(str(path))) == 200
 
 
+def test_reading_a_small_file_reserves_no_gigabyte(tmp_path):
+    """The cap is enforced by reading in chunks: a process limited to 512 MB of address
+    space still reads a small checkpoint (f.read(cap + 1) would reserve 1 GiB and fail)."""
+    resource = pytest.importorskip('resource')
+    path = tmp_path / 'names.txt'
+    path.write_text('anna\nbob\n')
+    child = ("import sys\n"
+             "from microgpt.data import load_docs\n"
+             "print(load_docs(sys.argv[1]))\n")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+    result = run_python(['-c', child, str(path)], preexec_fn=limit)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "['anna', 'bob']\n"
+
+
+def test_the_chunked_read_returns_the_file_exactly(tmp_path):
+    from microgpt.errors import _read_at_most
+    data = bytes(range(256)) * 3
+    path = tmp_path / 'bytes.bin'
+    path.write_bytes(data)
+    for chunk in (1, 7, 256, 10_000):
+        with open(path, 'rb') as f:
+            assert _read_at_most(f, len(data) + 1, chunk=chunk) == data
+        with open(path, 'rb') as f:
+            assert _read_at_most(f, 100, chunk=chunk) == data[:100]
+
+
 @pytest.mark.parametrize('kind', ['invalid utf-8', 'directory'])
 def test_a_log_that_is_not_text_or_not_a_file_is_one_line(tmp_path, capsys, kind):
     """Kind: log files. Invalid UTF-8 or a directory in the log's place."""
