@@ -33,6 +33,8 @@ MAX_JSON_DEPTH = 32         # nesting of [ and { in a JSON document; a checkpoin
 MAX_SEED = 2**32 - 1        # seeds are 0..2^32 - 1, what numpy's and Python's generators both take
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 1e3  # below 1e-3 logits / T overflow; above 1e3 it is uniform
 MAX_NAMES = 100_000         # names one sample.py run prints (its --num); all are kept in memory
+MAX_ROW_NUMBERS = 1_000_000  # lab scaling: --draws x --row-d; section 4 holds 16 bytes x 8 keys
+                             # for each, about 128 MB at the cap
 MAX_STEP = 10**12           # a training step in a log: a trillion steps is beyond any run
 MAX_LOSS = 1e6              # a loss in a log: ln(vocab_size) is ~3.3 for names; sums of a
                             # million of these stay far from overflow

@@ -14,7 +14,8 @@ microgpt.cli.run.
 import importlib
 
 from .. import cli
-from ..limits import MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
+from ..limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+                      MAX_TEMPERATURE, MIN_TEMPERATURE)
 from .loading import DEFAULT_CKPT
 
 # Every numeric flag has a range, checked as it is parsed (cli.int_in, cli.float_in), and named
@@ -109,8 +110,9 @@ def parse_args(argv=None):
     g.add_argument('--draws', type=cli.int_in(1, DRAWS_MAX), default=2000, metavar='N',
                    help=f"random rows for the medians of the row statistics, 1..{DRAWS_MAX:,} (default 2000)")
     g.add_argument('--row-d', type=cli.int_in(1, ROW_D_MAX), default=64, metavar='D',
-                   help=f"head size of the random row in section 4, 1..{ROW_D_MAX} (default 64, the "
-                        "lesson's; try 256 to watch the unscaled row saturate)")
+                   help=f"head size of the random row in section 4, 1..{ROW_D_MAX}, with --draws x "
+                        f"--row-d at most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to "
+                        "watch the unscaled row saturate)")
     g.add_argument('--seed', type=SEED, default=42, help=f"random seed, 0..{MAX_SEED} (default 42)")
 
     # loss: the curves of a run
