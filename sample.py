@@ -16,7 +16,7 @@ for every seed); --top-k K draws only among the K most likely characters. Each n
 printed as soon as it is made, so Ctrl-C keeps the names already printed.
 """
 
-from microgpt import cli
+from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
 from microgpt.sampling import iter_names, scalar_next_logits
 
@@ -27,19 +27,22 @@ def parse_args(argv=None):
     g.add_argument('--ckpt', default='out/model.json', metavar='PATH',
                    help="checkpoint written by train.py, or the 3D tutorial's weights export "
                         "(default out/model.json)")
-    g.add_argument('--n-head', type=cli.positive_int,
-                   help="heads, for the tutorial's export only (it does not record them; default 4)")
+    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
+                   help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
+                        "them; default 4)")
     g.add_argument('--engine', choices=('scalar', 'numpy'), default='scalar',
                    help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
                         "src/inference (faster, identical names)")
     g = p.add_argument_group('sampling')
-    g.add_argument('--num', type=cli.nonnegative_int, default=20, help="how many names (default 20)")
-    g.add_argument('--temperature', type=cli.nonnegative_float, default=0.5,
-                   help=">= 0; below 1 is safer and more typical, above 1 more inventive, "
-                        "0 = greedy (always the most likely character) (default 0.5)")
-    g.add_argument('--top-k', type=cli.positive_int, metavar='K',
+    g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES), default=20,
+                   help=f"how many names, 0..{limits.MAX_NAMES:,} (default 20)")
+    g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=0.5,
+                   help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
+                        "inventive, 0 = greedy (always the most likely character) (default 0.5)")
+    g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
                    help="draw only among the K most likely characters, 1 or more (default: all)")
-    g.add_argument('--seed', type=int, default=42, help="random seed: the same seed gives the same names (default 42)")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
+                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same names (default 42)")
     g.add_argument('--prompt', default='',
                    help="how every name starts; its characters must be in the vocabulary (default: empty)")
     return p.parse_args(argv)

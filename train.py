@@ -21,10 +21,8 @@ JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
 import itertools
 import math
 
-import numpy as np
-
 import inference
-from microgpt import cli, original
+from microgpt import cli, limits, original
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
@@ -45,10 +43,12 @@ def parse_args(argv=None):
     g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
                    help="keep the file's order instead of shuffling with --seed")
     g = p.add_argument_group('model (ignored with --init and --resume, which use the checkpoint\'s)')
-    g.add_argument('--n-layer', type=cli.positive_int, help="transformer blocks (default 1; 1-4 is sensible here)")
-    g.add_argument('--n-embd', type=cli.positive_int, help="embedding width (default 16; must divide by --n-head)")
-    g.add_argument('--n-head', type=cli.positive_int, help="attention heads per block (default 4)")
-    g.add_argument('--block-size', type=cli.positive_int,
+    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER),
+                   help="transformer blocks (default 1; 1-4 is sensible here)")
+    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD),
+                   help="embedding width (default 16; must divide by --n-head)")
+    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), help="attention heads per block (default 4)")
+    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE),
                    help="longest sequence in tokens (default 16; names longer than this are cut)")
     g.add_argument('--init', metavar='CKPT',
                    help="start from this checkpoint's weights, config and vocabulary, with a fresh optimizer")
@@ -58,8 +58,8 @@ def parse_args(argv=None):
     g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B',
                    help="names per step (default 1, microgpt's); the loss is the mean over every "
                         "predicted token of the batch")
-    g.add_argument('--seed', type=cli.int_in(0, 2 ** 63 - 1),
-                   help="seed for the initial weights and the data order, 0 or more (default 42)")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED),
+                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED} (default 42)")
     g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
     g.add_argument('--engine', choices=('scalar', 'numpy'),
                    help="scalar: the Value autograd of microgpt/ (default, the teaching path); "
@@ -82,7 +82,7 @@ def parse_args(argv=None):
                         "0 = only at the end)")
     g.add_argument('--eval-every', type=cli.nonnegative_int, metavar='N',
                    help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
-    g.add_argument('--num-samples', type=cli.nonnegative_int, metavar='N',
+    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
                    help="names to sample when training ends (default 10; 20 with --reproduce-original)")
     return p.parse_args(argv)
 
@@ -111,11 +111,8 @@ def validation_loss(trainer, docs):
     """
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer)
     try:
-        # numpy would carry on past an overflow (rmsnorm of inf gives 0, and a plausible loss):
-        # make it stop there, as the scalar engine does
-        with np.errstate(over='raise', invalid='raise'):
-            return inference.evaluate(port, docs)
-    except FloatingPointError:
+        return inference.evaluate(port, docs)
+    except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
         return math.nan
 
 

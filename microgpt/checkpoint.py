@@ -9,19 +9,32 @@ the training state.
      "train_state": {...} or null}               # step, Adam moments, data settings
 
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
-crash or Ctrl-C mid-write leaves the old file whole. `read_checkpoint` validates everything
-and turns each problem into a one-line UserError; it also reads the flat weights export of
-the microgpt 3D tutorial (docs/lessons.md). microgpt.load_checkpoint builds a GPT of Values from it;
+crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
+its target, the file gets the permissions any new file gets, and a failed write (disk full,
+read-only folder, file-size limit) is a one-line CheckpointWriteError. A save killed outright
+(SIGKILL) leaves its temporary file behind: `remove_stale_temporaries` clears those, and
+`is_our_checkpoint` tells a checkpoint from any other file by its first bytes.
+
+`read_checkpoint` validates everything and turns each problem into a one-line UserError; it
+also reads the flat weights export of the microgpt 3D tutorial (docs/lessons.md). The file is read through
+errors.read_user_file (regular files only, size-capped) and jsonio.parse_json (nesting
+capped), and the config's sizes are checked against limits.py's caps before anything is
+built from them. microgpt.load_checkpoint builds a GPT of Values from it;
 src/inference builds numpy arrays from the very same validated dictionary.
 """
 
+import errno
 import json
 import math
 import os
 import re
-import secrets
+import signal
+import stat
+import tempfile
 
 from .errors import UserError, read_user_file
+from .jsonio import parse_json
+from .limits import check_config_sizes
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -51,49 +64,171 @@ def save_checkpoint(path, model, train_state=None):
     write_json_atomic(path, checkpoint_dict(model, train_state))
 
 
-def write_json_atomic(path, obj):
-    """Write obj as JSON to a temporary file beside `path`, flush it to disk, then rename it
-    over `path`: a crash at any moment leaves either the old file or the new one, whole.
+class CheckpointWriteError(UserError):
+    """A save that failed part-way (disk full, read-only folder, file-size limit, name too
+    long). The message says what failed and that the previous file, if any, is intact."""
 
-    A symlink at `path` is written through (its target is replaced, the link stays). The file
-    gets the permissions any new file gets (0666 less the umask), as the log beside it does.
-    An OSError (disk full, folder read-only, file too large) leaves the old file untouched.
+
+def write_json_atomic(path, obj):
+    """Write obj as JSON to path so that a reader only ever sees the old file or the new one.
+
+    The JSON goes to a temporary file beside the target (`.<name>.<random>.tmp`), is flushed
+    to disk, then renamed over the target in one step. If `path` is a symbolic link, its
+    target is what gets replaced, and the link stays. The new file gets the old file's
+    permissions, or for a new file the umask's, like any file a program creates. Any OSError
+    on the way (ENOSPC, EROFS, EACCES, EFBIG, ENAMETOOLONG, ...) removes the temporary file and
+    becomes a CheckpointWriteError; the previous file is untouched.
     """
-    target = os.path.realpath(path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    tmp = temporary_name(target)
+    target = os.path.realpath(path)  # write through a symlink, do not replace it
+    folder = os.path.dirname(target)
+    existed = os.path.exists(target)
+    tmp = None
+    # Over a file-size limit (ulimit -f), the kernel sends SIGXFSZ, which kills the process
+    # by default; ignored, the write fails with EFBIG instead, which is reported below.
+    old_xfsz = _ignore_signal('SIGXFSZ')
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
             # floats are written with repr, which reads back bit for bit: resume is exact
             json.dump(obj, f, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        tmp = None
+        _fsync_folder(folder)
+    except OSError as e:
+        kept = (f"the previous {path} is intact" if existed else f"no file was left at {path}")
+        raise CheckpointWriteError(f"could not write {path}: {describe_os_error(e)}; {kept}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.remove(tmp)
+            except OSError:  # already gone, or cannot be removed: the next run's cleanup will
+                pass
+        _restore_signal('SIGXFSZ', old_xfsz)
 
 
-def temporary_name(path):
-    """A fresh name for a save's temporary file: hidden, beside `path`, `.model.json.<hex>.tmp`."""
-    folder, base = os.path.split(path)
-    return os.path.join(folder, f'.{base}.{secrets.token_hex(4)}.tmp')
+# The temporary file of a save of out/model.json is out/.model.json.<8 random chars>.tmp
+# (tempfile.mkstemp's random part: lowercase letters, digits and '_').
+TEMP_SUFFIX = '.tmp'
+_TEMP_RANDOM = re.compile(r'[a-z0-9_]{8}')
+
+
+def _temp_prefix(target):
+    return '.' + os.path.basename(target) + '.'
+
+
+def probe_writable(path):
+    """Create and remove a file beside `path` named as a save's temporary file is: an OSError
+    now (folder not writable, name too long, disk refusing new files) is one before training."""
+    target = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=os.path.dirname(target))
+    os.close(fd)
+    os.remove(tmp)
+
+
+def stale_temporaries(path):
+    """The temporary files a killed save of `path` (or of its symlink's target) left behind:
+    only names of our own pattern, only in that folder, only regular files."""
+    target = os.path.realpath(path)
+    folder, prefix = os.path.dirname(target), _temp_prefix(target)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = []
+    for name in sorted(names):
+        middle = name[len(prefix):-len(TEMP_SUFFIX)]
+        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and _TEMP_RANDOM.fullmatch(middle):
+            full = os.path.join(folder, name)
+            if stat.S_ISREG(os.lstat(full).st_mode):  # never follow a link, never a folder
+                found.append(full)
+    return found
 
 
 def remove_stale_temporaries(path):
-    """Delete temporary files a save to `path` left when it was killed mid-write (SIGKILL, power
-    loss). Only names of exactly temporary_name's pattern; call it only while holding the run's
-    lock, when no save of ours can be in progress."""
-    folder, base = os.path.split(os.path.realpath(path))
-    pattern = re.compile(re.escape(f'.{base}.') + r'[0-9a-f]{8}\.tmp')
-    for name in os.listdir(folder or '.'):
-        if pattern.fullmatch(name):
-            try:
-                os.remove(os.path.join(folder, name))
-            except OSError:
-                pass  # gone already, or not ours to remove: leave it
+    """Delete what stale_temporaries(path) finds and return those paths. A save killed by
+    SIGKILL (or a power cut) has no chance to clean up; the next run on the same output
+    does it. Call it only while holding the output's lock: a save in progress has a
+    temporary file of the same pattern."""
+    removed = []
+    for tmp in stale_temporaries(path):
+        try:
+            os.remove(tmp)
+            removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def is_our_checkpoint(path):
+    """True if path is a regular file that starts like a checkpoint microgpt writes,
+    `{"format": "microgpt", ...`. Reads at most the first 256 bytes: cheap even for a huge
+    file, and what train.py asks before it replaces an --out that already exists."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, 'rb') as f:
+            head = f.read(256)
+    except (OSError, ValueError):
+        return False
+    return _OUR_HEAD.match(head) is not None
+
+
+_OUR_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"')
+
+
+def _mode_for(target):
+    """The permission bits the new file gets: the old file's, or those the umask leaves."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        umask = os.umask(0)  # the only way to read the umask is to set it; put it back at once
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def describe_os_error(e):
+    """What an OSError of a save means, in words a user can act on."""
+    reasons = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
+               errno.EROFS: "the folder is on a read-only file system",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
+               errno.ENAMETOOLONG: "the file name is too long"}
+    return reasons.get(e.errno, e.strerror or str(e))
+
+
+def _fsync_folder(folder):
+    """Make the rename itself durable (best effort: not every system can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _ignore_signal(name):
+    """Ignore signal `name` if this system has it and this is the main thread; return the old
+    handler (or None when nothing was changed)."""
+    signum = getattr(signal, name, None)
+    if signum is None:
+        return None
+    try:
+        return signal.signal(signum, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signal handlers cannot be changed here
+        return None
+
+
+def _restore_signal(name, old):
+    if old is not None:
+        signal.signal(getattr(signal, name), old)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -129,25 +264,14 @@ def load_checkpoint(path, n_head=None):
 
 def _read_json(path):
     text = read_user_file(path, 'checkpoint', f"train one first with `python train.py --out {path}`")
-    try:
-        # NaN and Infinity are not JSON; Python would accept them, so refuse them here
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}): "
-                        "the file is damaged or not a checkpoint") from None
-    except ValueError as e:
-        raise UserError(f"{path}: {e}") from None
-
-
-def _reject_constant(name):
-    raise ValueError(f"the non-finite number {name} appears in the file: the weights are corrupt")
+    return parse_json(text, path)  # NaN, Infinity and absurd nesting are refused there
 
 
 def _from_microgpt(path, obj, n_head):
     if obj.get('format') != FORMAT:
         raise UserError(f"{path} has format {obj.get('format')!r}, expected {FORMAT!r}")
     version = obj.get('version')
-    if version != VERSION:
+    if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python
         raise UserError(f"{path} is checkpoint version {version!r}, but this microgpt reads version "
                         f"{VERSION}: retrain it, or use the microgpt release that wrote it")
     for key in ('config', 'vocab', 'state_dict'):
@@ -163,6 +287,7 @@ def _from_microgpt(path, obj, n_head):
     unknown = sorted(set(cfg) - set(expected))
     if unknown:
         raise UserError(f"{path}: config has unknown fields {', '.join(unknown)}")
+    _check_sizes(path, cfg)
     if n_head is not None and n_head != cfg['n_head']:
         raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {cfg['n_head']}: "
                         "drop --n-head (it is only for the tutorial's flat export)")
@@ -203,7 +328,16 @@ def _from_tutorial(path, obj, n_head):
             'train_state': None, 'source': 'tutorial'}
 
 
+def _check_sizes(path, fields):
+    """The config's sizes within limits.py's caps, before anything is built from them."""
+    try:
+        check_config_sizes(fields)
+    except UserError as e:
+        raise UserError(f"{path}: bad config: {e}") from None
+
+
 def _config(path, **fields):
+    _check_sizes(path, fields)
     try:
         return GPTConfig(**fields)
     except UserError as e:
@@ -213,6 +347,10 @@ def _config(path, **fields):
 def _vocab(path, vocab, vocab_size):
     if not isinstance(vocab, list) or not all(isinstance(c, str) and len(c) == 1 for c in vocab):
         raise UserError(f"{path}: the vocabulary must be a list of single characters")
+    unprintable = [c for c in vocab if 0xD800 <= ord(c) <= 0xDFFF]
+    if unprintable:  # a lone surrogate: valid in a JSON escape, but no text can hold it
+        raise UserError(f"{path}: the vocabulary holds {unprintable[0]!r}, half of a UTF-16 pair, "
+                        "which is not a character: the checkpoint is damaged")
     if len(set(vocab)) != len(vocab):
         raise UserError(f"{path}: the vocabulary lists a character twice")
     if len(vocab) + 1 != vocab_size:
@@ -227,6 +365,8 @@ def _is_matrix(m):
 
 def _check_weights(path, config, state_dict):
     """Every expected matrix present, of the right shape, made of finite numbers; no extras."""
+    # config's sizes are within limits.py's caps, so this list is at most a few thousand names,
+    # and each matrix's size is compared with what the file holds before a number is read
     shapes = parameter_shapes(config)
     missing = [name for name in shapes if name not in state_dict]
     if missing:

@@ -4,7 +4,8 @@ What train.py, sample.py and the lab share as command-line programs.
 `run(main)` is the guard every entry point runs under: a UserError (bad flag, missing file,
 corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and no traceback;
 Ctrl-C exits with 130. `ArgumentParser` makes argparse's own errors one line too, and the
-`*_type` functions check numeric flags at parse time with messages that say what is allowed.
+type functions (`positive_int`, ..., and the ranges `int_in(lo, hi)`, `float_in(lo, hi)`)
+check numeric flags at parse time with messages that say what is allowed.
 """
 
 import argparse
@@ -51,16 +52,6 @@ def nonnegative_int(text):
     return value
 
 
-def int_in(lo, hi):
-    """An argparse type for an integer from lo to hi inclusive (the help text states the range)."""
-    def parse(text):
-        value = _parse(text, int, 'an integer')
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text} is out of range: use {lo} to {hi}")
-        return value
-    return parse
-
-
 def positive_float(text):
     value = _parse(text, float, 'a number')
     if not (math.isfinite(value) and value > 0):
@@ -73,6 +64,33 @@ def nonnegative_float(text):
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
     return value
+def int_in(lo, hi):
+    """An argparse type: an integer from lo to hi inclusive, e.g. type=int_in(1, 1000).
+    The digits are counted before converting, so a 400-digit number costs nothing."""
+    def parse(text):
+        if len(text.strip().lstrip('+-')) > 30:
+            raise argparse.ArgumentTypeError(f"{text[:20]}... is not an integer from {lo:,} to {hi:,}")
+        value = _parse(text, int, 'an integer')
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give an integer from "
+                                             f"{lo:,} to {hi:,}")
+        return value
+    parse.__name__ = f'integer from {lo} to {hi}'  # what argparse names in its own messages
+    return parse
+
+
+def float_in(lo, hi, above=False):
+    """An argparse type: a finite number from lo to hi inclusive, e.g. type=float_in(0, 1e3);
+    above=True excludes lo itself (a temperature that divides must be greater than 0)."""
+    wanted = f"greater than {lo:g} and at most {hi:g}" if above else f"from {lo:g} to {hi:g}"
+
+    def parse(text):
+        value = _parse(text, float, 'a number')
+        if not (math.isfinite(value) and (lo < value if above else lo <= value) and value <= hi):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give a number {wanted}")
+        return value
+    parse.__name__ = f'number {wanted}'
+    return parse
 
 
 def _parse(text, kind, what):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, asdict
 from . import fused as fused_ops, ops as composed_ops
 from .engine import Value
 from .errors import UserError
+from .limits import check_config_sizes
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -38,6 +39,7 @@ class GPTConfig:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{field} must be a positive integer, got {value!r}")
+        check_config_sizes(asdict(self))  # a trillion layers is one line, not a hung machine
         if self.n_embd % self.n_head:
             raise UserError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}): "
                             "every head gets an equal slice of the embedding")

@@ -27,7 +27,6 @@ What it guarantees, so the loop need not think about it:
 Standard library only, like the rest of microgpt/.
 """
 
-import errno
 import hashlib
 import json
 import math
@@ -38,8 +37,10 @@ import sys
 import time
 
 from . import original
-from .checkpoint import read_checkpoint, remove_stale_temporaries, save_checkpoint, temporary_name
+from .checkpoint import (CheckpointWriteError, describe_os_error, is_our_checkpoint, probe_writable, read_checkpoint,
+                         remove_stale_temporaries, save_checkpoint)
 from .errors import UserError
+from .limits import MAX_SEED
 from .model import parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -169,12 +170,13 @@ class Run:
                        'adam': trainer.optimizer_state(), 'val_loss': self.val_loss}
         try:
             save_checkpoint(self.args.out, trainer, train_state)
-        except OSError as e:
-            kept = (f"{self.args.out} still holds step {self.saved_step}" if self.saved_step
-                    else f"{self.args.out} was left as it was")
+        except CheckpointWriteError as e:  # the message says what failed and that the old file is intact
             self.progress.end_line()
-            raise UserError(f"could not save the checkpoint after step {step}: {_reason(e)}; {kept}. "
-                            f"Fix that, then resume: {self.resume_command()}") from None
+            if self.saved_step:
+                advice = f"it holds step {self.saved_step}; fix that, then resume: {self.resume_command()}"
+            else:
+                advice = "this run saved nothing yet; fix that and run again"
+            raise UserError(f"after step {step}: {e}; {advice}") from None
         self.saved_step = step
 
     def stopped(self, step):
@@ -188,8 +190,14 @@ class Run:
         return f"python train.py --out {shlex.quote(self.args.out)} --resume"
 
     def _write(self, entry):
-        self.log.write(json.dumps(entry) + '\n')
-        self.log.flush()
+        try:
+            self.log.write(json.dumps(entry) + '\n')
+            self.log.flush()
+        except OSError as e:  # the disk filled up, or a file-size limit: the log cannot grow
+            self.progress.end_line()
+            kept = (f"{self.args.out} holds step {self.saved_step}: resume with {self.resume_command()}"
+                    if self.saved_step else "this run saved nothing yet")
+            raise UserError(f"could not write the log {self.log_path}: {describe_os_error(e)}; {kept}") from None
 
     def _diverged(self, what):
         self.progress.end_line()
@@ -262,7 +270,7 @@ def check_train_state(path, state, config):
         problem = "its data path is not a file name"
     elif not (run['val_size'] is None or _is_int(run['val_size'], 0)) or not isinstance(run['shuffle'], bool):
         problem = "its validation split is not a count or its shuffle not true/false"
-    elif not (_is_int(run['seed'], 0, 2 ** 63) and _is_int(run['steps'], 1, MAX_STEPS + 1)
+    elif not (_is_int(run['seed'], 0, MAX_SEED + 1) and _is_int(run['steps'], 1, MAX_STEPS + 1)
               and _is_int(run.get('batch_size', 1), 1, MAX_BATCH_SIZE + 1)):
         problem = "its seed, steps or batch size is out of range"
     elif not (isinstance(run['lr'], float) and math.isfinite(run['lr']) and run['lr'] > 0):
@@ -309,31 +317,12 @@ def check_out(out, data):
     folder = os.path.dirname(target)
     try:
         os.makedirs(folder, exist_ok=True)
-        probe_writing(target)
+        probe_writable(target)
     except OSError as e:
-        raise UserError(f"cannot write the checkpoint to {out}: {_reason(e)}: choose another --out") from None
+        raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: choose another --out") from None
     if os.path.exists(target) and not is_our_checkpoint(target):
         raise UserError(f"--out {out} exists and is not a microgpt checkpoint: it is never replaced; "
                         "choose another --out (or move that file away)")
-
-
-def probe_writing(path):
-    """Create and remove a file named as the save's temporary file will be: this finds an
-    unwritable folder, a full disk's refusal to create, and a name too long, before training."""
-    probe = temporary_name(path)
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.close(fd)
-    os.remove(probe)
-
-
-def is_our_checkpoint(path):
-    """True if `path` holds a checkpoint of this project (even a damaged one's header)."""
-    try:
-        with open(path, 'rb') as f:
-            head = f.read(200)
-    except OSError:
-        return False
-    return head.startswith(b'{"format": "microgpt"')
 
 
 def log_path_for(out):
@@ -349,7 +338,7 @@ def open_locked_log(path, out, resume_step):
     try:
         log = open(path, 'a+b')
     except OSError as e:
-        raise UserError(f"cannot open the log {path}: {_reason(e)}: choose another --out") from None
+        raise UserError(f"cannot open the log {path}: {describe_os_error(e)}: choose another --out") from None
     if fcntl is not None:
         try:
             fcntl.flock(log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -401,13 +390,6 @@ class _TextLog:
 def docs_fingerprint(docs):
     """A hash of the documents, so --resume can refuse data that changed under it."""
     return hashlib.sha256('\n'.join(docs).encode('utf-8')).hexdigest()
-
-
-def _reason(e):
-    """An OSError as a few words: 'No space left on device', 'File name too long', ..."""
-    if e.errno == errno.EFBIG:
-        return "the file is larger than this system or its limits allow"
-    return e.strerror or str(e)
 
 
 # ---------------------------------------------------------------------------- progress

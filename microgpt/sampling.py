@@ -23,6 +23,10 @@ from .engine import NonFiniteError
 from .errors import UserError
 
 
+# What every reader of a model says when its numbers overflow (the numpy port says it too).
+DIVERGED = ("the model's logits are not finite numbers: its weights are too large (its "
+            "training diverged); retrain it with a lower --lr")
+
 def probabilities(logits, temperature, top_k=None):
     """softmax(logits / temperature) as plain floats, optionally cut to the top_k tokens.
 
@@ -116,8 +120,7 @@ def iter_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5,
         for _ in range(num):
             yield sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids, top_k)
     except NonFiniteError:
-        raise UserError("the model's logits are not finite numbers: its weights are too large "
-                        "(its training diverged); retrain it with a lower --lr") from None
+        raise UserError(DIVERGED) from None
 
 
 def sample_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt='',

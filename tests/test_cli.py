@@ -166,13 +166,15 @@ def test_sample_with_a_prompt(tiny_ckpt, capsys):
 @pytest.mark.parametrize('args, fragment', [
     (['--prompt', 'jaZ'], "character 'Z' is not in the vocabulary"),
     (['--prompt', 'abcdefghijkl'], 'use at most 11 characters'),
-    (['--top-k', '0'], '--top-k: 0 is not a positive integer'),
-    (['--temperature', '-1'], '--temperature: -1 must be a finite number, 0 or more'),
+    (['--top-k', '0'], '--top-k: 0 is out of range: give an integer from 1 to'),
+    (['--temperature', '-1'], '--temperature: -1 is out of range: give a number from 0 to 1000'),
     (['--temperature', 'nan'], '--temperature'),
     (['--num', '-2'], '--num'),
+    (['--num', '1' + '0' * 20], '--num'),
+    (['--seed', '-1'], '--seed: -1 is out of range'),
     (['--engine', 'gpu'], '--engine'),
 ], ids=['prompt-unknown-char', 'prompt-too-long', 'top-k-0', 'temperature-negative',
-        'temperature-nan', 'num-negative', 'engine-unknown'])
+        'temperature-nan', 'num-negative', 'num-absurd', 'seed-negative', 'engine-unknown'])
 def test_sample_bad_input_is_a_one_line_error(tiny_ckpt, capsys, args, fragment):
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, *args], capsys)
     assert_one_line_error(code, err, fragment)
@@ -491,7 +493,7 @@ def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, 
 
 # ---------------------------------------------------------------------------- bad flags
 @pytest.mark.parametrize('args, fragment', [
-    (['--steps', '0'], '--steps: 0 is out of range: use 1 to'),
+    (['--steps', '0'], '--steps: 0 is out of range: give an integer from 1 to'),
     (['--lr', '0'], '--lr: 0 must be a finite number greater than 0'),
     (['--lr', 'inf'], '--lr'),
     (['--lr', 'nan'], '--lr'),

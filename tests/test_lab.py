@@ -208,12 +208,12 @@ def test_a_partial_last_line_is_skipped(tmp_path):
 
 # ---------------------------------------------------------------------------- errors
 BAD_LOGS = {
-    'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not JSON'),
+    'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not valid JSON'),
     'no step': ('{"loss": 3.0}\n', "no integer 'step'"),
-    'nan': ('{"step": 1, "loss": NaN}\n', 'not a finite number'),
+    'nan': ('{"step": 1, "loss": NaN}\n', 'non-finite number NaN'),
     'no loss': ('{"step": 1, "acc": 0.5}\n', "neither 'loss' nor 'val_loss'"),
     'empty': ('', 'no training steps'),
-    'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not its log'),
+    'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not a training log: give the .log.jsonl file beside it'),
 }
 
 
@@ -239,14 +239,14 @@ def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--layer', '1'], '--layer 1 is out of range'),
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--head', '2'], '--head 2 is out of range'),
         (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '5'], '--query 5 is out of range'),
-        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '-1'], 'is negative'),
-        (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], 'greater than 0'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '-1'], '-1 is out of range: give an integer from 0'),
+        (['attention', TEXT, '--ckpt', tiny_ckpt, '--temperature', '0'], '0 is out of range: give a number greater than 0 and at most 1000'),
         (['autograd', 'a.__class__', 'a=1'], 'attribute access is not allowed'),
         (['autograd', 'a * b', 'a=1'], 'no value for b'),
         (['loss', str(tmp_path / 'none.log.jsonl')], 'does not exist: train.py writes one beside the checkpoint'),
-        (['loss', log_of(tiny_ckpt), '--width', '5'], 'the chart needs --width 20 or more'),
+        (['loss', log_of(tiny_ckpt), '--width', '5'], '5 is out of range: give an integer from 20 to 1,000'),
         (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'no' / 'x.dot')], 'cannot write --dot'),
-        (['scaling', '--samples', '0'], 'not a positive integer'),
+        (['scaling', '--samples', '0'], '0 is out of range: give an integer from 2 to 1,000,000'),
         ([], 'required'),
     ]
     monkeypatch.chdir(tmp_path)  # so that the default checkpoint path does not exist

@@ -266,9 +266,9 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
         (['step', TEXT, '--ckpt', tiny_ckpt, '--param', 'wte[0]'], 'is not NAME[ROW][COL]'),
         (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '0'], 'greater than 0'),
         (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '-1'], 'greater than 0'),
-        (['sample', '--ckpt', tiny_ckpt, '--top-k', '0'], 'not a positive integer'),
-        (['sample', '--ckpt', tiny_ckpt, '--top-k', '-2'], 'not a positive integer'),
-        (['sample', '--ckpt', tiny_ckpt, '--temperatures', '-1'], '0 or more'),
+        (['sample', '--ckpt', tiny_ckpt, '--top-k', '0'], 'give an integer from 1 to'),
+        (['sample', '--ckpt', tiny_ckpt, '--top-k', '-2'], 'give an integer from 1 to'),
+        (['sample', '--ckpt', tiny_ckpt, '--temperatures', '-1'], 'give a number from 0 to 1000'),
         (['sample', 'EM', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
         (['embeddings', '--ckpt', tiny_ckpt + '.none'], 'train one first'),
     ]
@@ -281,8 +281,8 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
 
 def test_sample_py_bad_input(tiny_ckpt, capsys):
     import sample
-    for argv, message in ((['--top-k', '0'], 'not a positive integer'),
-                          (['--temperature', '-0.5'], '0 or more')):
+    for argv, message in ((['--top-k', '0'], 'give an integer from 1 to'),
+                          (['--temperature', '-0.5'], 'give a number from 0 to 1000')):
         with pytest.raises(SystemExit) as info:
             cli.run(sample.main, ['--ckpt', tiny_ckpt] + argv)
         err = capsys.readouterr().err

@@ -14,7 +14,19 @@ microgpt.cli.run.
 import importlib
 
 from .. import cli
+from ..limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+                      MAX_TEMPERATURE, MAX_VOCAB_SIZE)
 from .loading import DEFAULT_CKPT
+
+# Every numeric flag has a range, checked as it is parsed (cli.int_in, cli.float_in), and named
+# in its help: an absurd value is one line `error: ...`, never gigabytes of memory.
+SEED = cli.int_in(0, MAX_SEED)
+TEMPERATURE = cli.float_in(0, MAX_TEMPERATURE)                     # sampling: 0 = greedy
+SCORE_TEMPERATURE = cli.float_in(0, MAX_TEMPERATURE, above=True)   # attention: divides the scores
+LR = cli.float_in(0, 1e3, above=True)                              # the step's learning rate
+TOP_MAX = 1000                                # --top: more bars than any terminal shows
+SAMPLES_MAX, DRAWS_MAX, ROW_D_MAX = 1_000_000, 100_000, 4096  # scaling: each about a minute at most
+WIDTH_RANGE, HEIGHT_RANGE = (20, 1000), (5, 500)  # loss chart, in characters and lines
 
 
 # A command whose file has another name: lab/sample.py would read like the top-level sample.py.
@@ -26,8 +38,9 @@ def add_model_flags(p):
     g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                    help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
     # the 3D tutorial: see docs/lessons.md
-    g.add_argument('--n-head', type=cli.positive_int,
-                   help="heads, for the 3D tutorial's weights export only (it does not record them; default 4)")
+    g.add_argument('--n-head', type=cli.int_in(1, MAX_N_HEAD),
+                   help="heads, for the 3D tutorial's weights export only (it does not record them; "
+                        f"default 4; 1..{MAX_N_HEAD})")
 
 
 def add_png_flag(g, what):
@@ -48,12 +61,14 @@ def parse_args(argv=None):
     c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
     add_model_flags(c)
     g = c.add_argument_group('display')
-    g.add_argument('--top', type=cli.positive_int, default=5, metavar='K',
-                   help="how many most likely characters to show per position (default 5)")
+    g.add_argument('--top', type=cli.int_in(1, TOP_MAX), default=5, metavar='K',
+                   help=f"how many most likely characters to show per position, 1..{TOP_MAX} (default 5)")
     g = c.add_argument_group('sampling the continuation (as in sample.py; the bars are always at temperature 1)')
-    g.add_argument('--temperature', type=cli.positive_float, default=0.5,
-                   help="for the continuation only, > 0; below 1 safer, above 1 more inventive (default 0.5)")
-    g.add_argument('--seed', type=int, default=42, help="random seed for the continuation (default 42)")
+    g.add_argument('--temperature', type=TEMPERATURE, default=0.5,
+                   help=f"for the continuation only, 0..{MAX_TEMPERATURE:g} (0 = greedy); below 1 "
+                        "safer, above 1 more inventive (default 0.5)")
+    g.add_argument('--seed', type=SEED, default=42,
+                   help=f"random seed for the continuation, 0..{MAX_SEED} (default 42)")
     add_png_flag(c.add_argument_group('picture'), "the probability bars")
 
     # attention: one head, one query
@@ -64,17 +79,18 @@ def parse_args(argv=None):
     c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
     add_model_flags(c)
     g = c.add_argument_group('what to look at')
-    g.add_argument('--layer', type=cli.nonnegative_int, default=0, metavar='L',
+    g.add_argument('--layer', type=cli.int_in(0, MAX_N_LAYER - 1), default=0, metavar='L',
                    help="transformer block, 0..n_layer-1 (default 0)")
-    g.add_argument('--head', type=cli.nonnegative_int, default=0, metavar='H',
+    g.add_argument('--head', type=cli.int_in(0, MAX_N_HEAD - 1), default=0, metavar='H',
                    help="attention head, 0..n_head-1 (default 0)")
-    g.add_argument('--query', type=cli.nonnegative_int, metavar='I',
+    g.add_argument('--query', type=cli.int_in(0, MAX_BLOCK_SIZE - 1), metavar='I',
                    help="query position, 0 (BOS)..len(TEXT) (default: the last)")
     g = c.add_argument_group('what if (the model itself scales and uses temperature 1)')
     g.add_argument('--no-scale', action='store_true',
                    help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen")
-    g.add_argument('--temperature', type=cli.positive_float, default=1.0,
-                   help="divide the scores by this before the softmax, > 0 (default 1)")
+    g.add_argument('--temperature', type=SCORE_TEMPERATURE, default=1.0,
+                   help=f"divide the scores by this before the softmax, 0..{MAX_TEMPERATURE:g}, not 0 itself "
+                        "(default 1)")
     add_png_flag(c.add_argument_group('picture'), "a heatmap of every head of the layer")
 
     # autograd: a live expression graph
@@ -96,23 +112,26 @@ def parse_args(argv=None):
                                         "row with and without scaling, the cost ratio n/(2D), the size "
                                         "of the score matrix.")
     g = c.add_argument_group('sampling')
-    g.add_argument('--samples', type=cli.positive_int, default=50_000, metavar='N',
-                   help="dot products drawn per d for the variance (default 50000; the standard "
-                        "error shrinks like 1/sqrt(N))")
-    g.add_argument('--draws', type=cli.positive_int, default=2000, metavar='N',
-                   help="random rows for the medians of the row statistics (default 2000)")
-    g.add_argument('--row-d', type=cli.positive_int, default=64, metavar='D',
-                   help="head size of the random row in section 4 (default 64, the lesson's; "
-                        "try 256 to watch the unscaled row saturate)")
-    g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
+    g.add_argument('--samples', type=cli.int_in(2, SAMPLES_MAX), default=50_000, metavar='N',
+                   help=f"dot products drawn per d for the variance, 2..{SAMPLES_MAX:,} (default 50000; "
+                        "the standard error shrinks like 1/sqrt(N))")
+    g.add_argument('--draws', type=cli.int_in(1, DRAWS_MAX), default=2000, metavar='N',
+                   help=f"random rows for the medians of the row statistics, 1..{DRAWS_MAX:,} (default 2000)")
+    g.add_argument('--row-d', type=cli.int_in(1, ROW_D_MAX), default=64, metavar='D',
+                   help=f"head size of the random row in section 4, 1..{ROW_D_MAX}, with --draws x "
+                        f"--row-d at most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to "
+                        "watch the unscaled row saturate)")
+    g.add_argument('--seed', type=SEED, default=42, help=f"random seed, 0..{MAX_SEED} (default 42)")
 
     # loss: the curves of a run
     c = commands.add_parser('loss', help="training and validation loss curves from a training log",
                             description="Reads the JSON-lines log train.py writes beside the checkpoint.")
     c.add_argument('logfile', metavar='LOGFILE', help="e.g. out/model.log.jsonl")
     g = c.add_argument_group('display')
-    g.add_argument('--width', type=cli.positive_int, default=60, help="chart width in characters, 20 or more (default 60)")
-    g.add_argument('--height', type=cli.positive_int, default=12, help="chart height in lines, 5 or more (default 12)")
+    g.add_argument('--width', type=cli.int_in(*WIDTH_RANGE), default=60,
+                   help="chart width in characters, %d..%d (default 60)" % WIDTH_RANGE)
+    g.add_argument('--height', type=cli.int_in(*HEIGHT_RANGE), default=12,
+                   help="chart height in lines, %d..%d (default 12)" % HEIGHT_RANGE)
     add_png_flag(c.add_argument_group('picture'), "the curves")
 
     # step: one training step, every number shown (lesson 04)
@@ -124,8 +143,9 @@ def parse_args(argv=None):
     c.add_argument('text', metavar='TEXT', help="a name, in characters the model was trained on (e.g. anna)")
     add_model_flags(c)
     g = c.add_argument_group('the step')
-    g.add_argument('--lr', type=cli.positive_float, metavar='LR',
-                   help="learning rate, > 0 (default: the one the checkpoint was trained with, else 0.01)")
+    g.add_argument('--lr', type=LR, metavar='LR',
+                   help="learning rate, 0..1000, not 0 itself (default: the one the checkpoint was trained "
+                        "with, else 0.01)")
     g.add_argument('--param', metavar='NAME[ROW][COL]',
                    help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
                         "(quote it; default: the weight with the largest gradient)")
@@ -141,12 +161,14 @@ def parse_args(argv=None):
                    help="how the names start (default: empty, the first character is drawn too)")
     add_model_flags(c)
     g = c.add_argument_group('sampling')
-    g.add_argument('--temperatures', type=cli.nonnegative_float, nargs='+', default=[0.0, 0.5, 1.0, 2.0],
-                   metavar='T', help="temperatures to compare, each >= 0, 0 = greedy (default 0 0.5 1 2)")
-    g.add_argument('--top-k', type=cli.positive_int, default=5, metavar='K',
+    g.add_argument('--temperatures', type=TEMPERATURE, nargs='+', default=[0.0, 0.5, 1.0, 2.0],
+                   metavar='T', help=f"temperatures to compare, each 0..{MAX_TEMPERATURE:g}, 0 = greedy "
+                                     "(default 0 0.5 1 2)")
+    g.add_argument('--top-k', type=cli.int_in(1, MAX_VOCAB_SIZE), default=5, metavar='K',
                    help="the top-k cut to show, 1 or more (default 5)")
-    g.add_argument('--num', type=cli.positive_int, default=5, metavar='N', help="names per setting (default 5)")
-    g.add_argument('--seed', type=int, default=42, help="random seed (default 42)")
+    g.add_argument('--num', type=cli.int_in(1, 1000), default=5, metavar='N',
+                   help="names per setting, 1..1000 (default 5)")
+    g.add_argument('--seed', type=SEED, default=42, help=f"random seed, 0..{MAX_SEED} (default 42)")
     g.add_argument('--data', metavar='PATH',
                    help="the training names, to mark samples as seen or new (default: the data the "
                         "checkpoint was trained on, when it can still be read)")
@@ -158,8 +180,8 @@ def parse_args(argv=None):
                                         "cosine similarity; the cosine similarity of the position embeddings.")
     add_model_flags(c)
     g = c.add_argument_group('display')
-    g.add_argument('--neighbours', type=cli.positive_int, default=3, metavar='K',
-                   help="nearest neighbours listed per character (default 3)")
+    g.add_argument('--neighbours', type=cli.int_in(1, MAX_VOCAB_SIZE), default=3, metavar='K',
+                   help="nearest neighbours listed per character, 1 or more (default 3)")
     add_png_flag(c.add_argument_group('picture'), "the scatter plot and the wpe similarity matrix")
     return p.parse_args(argv)
 

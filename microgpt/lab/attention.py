@@ -25,7 +25,7 @@ itself against the weights the port's forward pass captured.
 import numpy as np
 
 from ..errors import UserError
-from .loading import describe, load_model, text_tokens
+from .loading import describe, load_model, no_overflow, text_tokens
 from .render import MASKED, bar, number, shade, table, token_label
 from .rowstats import row_statistics, softmax
 
@@ -203,8 +203,10 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     lines += ['', f"5) this row's statistics without and with the 1/sqrt({head_dim}) scaling "
               f"(temperature {temperature:g}; {t} visible key{'s' * (t != 1)})"]
     rows, stats = [], {}
+    row_statistics(view['raw'])  # the model's own scores must fit a float's arithmetic (see run)
     for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
-        with np.errstate(invalid='ignore', over='ignore'):  # a tiny temperature: spread inf or nan
+        # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
+        with np.errstate(invalid='ignore', over='ignore'):
             s = row_statistics(temper(view['raw'] * factor, temperature))
         stats[label] = s
         rows.append((label, number(s['spread'], '.4f'), number(s['entropy'], '.3f'),
@@ -226,8 +228,9 @@ def run(args):
         from .plot import require_matplotlib
         require_matplotlib()  # before the work, so a missing extra is the first thing said
     model = load_model(args.ckpt, n_head=args.n_head)
-    text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
-                        scale=not args.no_scale, temperature=args.temperature)
+    with no_overflow():
+        text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
+                            scale=not args.no_scale, temperature=args.temperature)
     print(text)
     if args.png:
         from .plot import attention_heatmaps

@@ -4,9 +4,10 @@ The trained model the lab looks at, and the text a learner hands it.
 `load_model` reads a checkpoint into the numpy port (src/inference), whose forward pass can
 return every intermediate array; `text_tokens` turns TEXT into the token ids the model reads,
 [BOS] + the characters, with one-line errors for what the model cannot read. attention.py
-and overview.py both start here.
+and overview.py both start here, and run their arithmetic under `no_overflow`.
 """
 
+import contextlib
 import os
 
 from ..errors import UserError
@@ -22,6 +23,28 @@ def load_model(path, n_head=None):
                         "(or point --ckpt at an existing one)")
     import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
     return inference.load_checkpoint(path, n_head=n_head)
+
+
+@contextlib.contextmanager
+def no_overflow():
+    """Run the lab's own arithmetic on a model's numbers so that an overflow is one line.
+
+    The port's forward pass already stops at its first overflow (inference.model.
+    DivergedModelError); this covers what the lab computes from the results: a forward pass
+    that just fits in a float can still overflow a standard deviation (which squares the
+    scores) or an unscaled, low-temperature softmax. numpy would only warn and print inf/nan.
+    """
+    import numpy as np  # here, not at the top: __main__ imports this file for every command
+
+    try:
+        with np.errstate(over='raise', invalid='raise'):
+            yield
+    except FloatingPointError as e:
+        if isinstance(e, UserError):  # the port's own, already one line
+            raise
+        raise UserError("the lab's arithmetic on this model's numbers overflows a float: its "
+                        "weights are too large (its training diverged); retrain it with a "
+                        "lower --lr") from None
 
 
 def describe(path, model):

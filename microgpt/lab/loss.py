@@ -12,10 +12,12 @@ validation loss measured in that stretch.
 A falling training loss with a validation loss that stops falling (or rises) is overfitting.
 """
 
-import json
 import math
 
+from ..checkpoint import is_our_checkpoint
 from ..errors import UserError, read_user_file
+from ..jsonio import parse_json
+from ..limits import MAX_LOSS, MAX_STEP
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
@@ -25,8 +27,11 @@ def read_log(path):
     """(train [(step, loss, lr)], val [(step, val_loss)]) from a train.py log, checked.
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
-    is skipped; any other line that is not a log record is an error naming it.
+    is skipped; any other line that is not a log record is an error naming it. Every number
+    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it.
     """
+    if is_our_checkpoint(path):  # an easy slip: the checkpoint sits right beside its log
+        raise UserError(_not_a_log(path))
     text = read_user_file(path, 'training log', "train.py writes one beside the checkpoint "
                                                 "(out/model.log.jsonl by default)")
     lines = text.split('\n')
@@ -36,20 +41,23 @@ def read_log(path):
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            raise UserError(f"{path} line {number} is not JSON: is this the training log "
-                            "(out/model.log.jsonl)?") from None
+        record = parse_json(line, f"{path} line {number}",
+                            hint="is this the training log (out/model.log.jsonl)?")
         if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
-            raise UserError(f"{path} is a checkpoint, not its log: pass the .log.jsonl file beside it")
-        step = record.get('step') if isinstance(record, dict) else None
-        if isinstance(step, bool) or not isinstance(step, int):
+            raise UserError(_not_a_log(path))
+        if not isinstance(record, dict):
+            raise UserError(f"{path} line {number} is not a JSON object: not a train.py log line")
+        if 'step' not in record:
             raise UserError(f"{path} line {number} has no integer 'step': not a train.py log line")
+        step = record['step']
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
+            raise UserError(f"{path} line {number}: 'step' is {_short(step)}, not an integer "
+                            f"from 0 to {MAX_STEP:,}: not a train.py log line")
         if 'loss' in record:
-            train.append((step, _finite(path, number, record, 'loss'), record.get('lr')))
+            train.append((step, _checked(path, number, record, 'loss', MAX_LOSS),
+                          _checked(path, number, record, 'lr', None) if 'lr' in record else None))
         elif 'val_loss' in record:
-            val.append((step, _finite(path, number, record, 'val_loss')))
+            val.append((step, _checked(path, number, record, 'val_loss', MAX_LOSS)))
         else:
             raise UserError(f"{path} line {number} has neither 'loss' nor 'val_loss'")
     if not train:
@@ -57,11 +65,37 @@ def read_log(path):
     return train, val
 
 
-def _finite(path, number, record, key):
+def _not_a_log(path):
+    """What to say when the file given as a log is a checkpoint, naming its log if we can:
+    train.py writes out/model.json's log to out/model.log.jsonl."""
+    if path.endswith('.json'):
+        return (f"{path} is a checkpoint, not a training log: give its log, "
+                f"{path[:-len('.json')]}.log.jsonl")
+    return f"{path} is a checkpoint, not a training log: give the .log.jsonl file beside it"
+
+
+def _checked(path, number, record, key, most):
+    """record[key] as a float: a finite number from 0 to `most` (None: any finite one)."""
     value = record[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UserError(f"{path} line {number}: {key} is {value!r}, not a finite number")
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and _finite(value)
+    if not ok or value < 0 or (most is not None and value > most):
+        limit = f"from 0 to {most:g}" if most is not None else "0 or more"
+        raise UserError(f"{path} line {number}: {key} is {_short(value)}, not a finite number "
+                        f"{limit}")
     return float(value)
+
+
+def _finite(x):
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _short(x):
+    """repr(x), cut short: a 400-digit number does not make a one-line message."""
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def running_mean(losses, window):

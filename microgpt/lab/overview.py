@@ -22,7 +22,7 @@ import numpy as np
 from inference.model import cross_entropy
 
 from ..sampling import sample_names
-from .loading import describe, load_model, text_tokens
+from .loading import describe, load_model, no_overflow, text_tokens
 from .render import bar, token_label
 from .rowstats import softmax
 
@@ -91,7 +91,8 @@ def run(args):
         from .plot import require_matplotlib
         require_matplotlib()
     model = load_model(args.ckpt, n_head=args.n_head)
-    text, rows, _ = report(model, args.ckpt, args.text, args.top, args.temperature, args.seed)
+    with no_overflow():
+        text, rows, _ = report(model, args.ckpt, args.text, args.top, args.temperature, args.seed)
     print(text)
     if args.png:
         from .plot import probability_bars

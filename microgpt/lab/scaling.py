@@ -22,6 +22,8 @@ No checkpoint is needed: everything here is random draws and arithmetic.
 
 import numpy as np
 
+from ..errors import UserError
+from ..limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .render import table
 from .rowstats import batch_statistics, row_statistics, softmax
 
@@ -158,6 +160,10 @@ def _bytes(n):
 def report(samples, draws, seed, row_d=ROW_D):
     import inference  # the port's attention_head, the function its forward() calls per head and position
 
+    if draws * row_d > MAX_ROW_NUMBERS:
+        raise UserError(f"--draws {draws} x --row-d {row_d} = {draws * row_d:,} is more than "
+                        f"{MAX_ROW_NUMBERS:,}: section 4 would hold {draws * row_d * ROW_KEYS * 16 >> 20:,} MiB; "
+                        "lower one of them")
     rng = np.random.default_rng(seed)
     lines = [f"scaling: samples={samples} (per d, for the variance) draws={draws} "
              f"(random rows, for the medians) seed={seed}", '']

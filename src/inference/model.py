@@ -23,15 +23,21 @@ forward() is the reference, written for reading; forward_vectorized() computes t
 logits with attention as one masked softmax per head, about 15x quicker, and is what loss(),
 evaluate() and sampling use.
 
+Both forwards stop at the first overflow with DivergedModelError, a one-line UserError: a
+checkpoint of a diverged run (huge or non-finite weights) fails the same way for every reader.
+
 Weights are float64 arrays stored [n_out, n_in] under microgpt's names (wte, wpe, lm_head,
 layer{i}.attn_wq, ...), exactly as in a checkpoint, so applying one to the rows of x is
 x @ w.T (see `linear`).
 """
 
+import functools
+
 import numpy as np
 
 from microgpt.errors import UserError
 from microgpt.model import parameter_shapes
+from microgpt.sampling import DIVERGED
 from microgpt.training import doc_tokens, num_predictions
 
 from .attention import attention_head, masked_attention
@@ -76,6 +82,37 @@ def cross_entropy(logits, targets):
     return logsumexp - logits[np.arange(len(targets)), targets]             # (T,)
 
 
+# ---------------------------------------------------------------------------- a diverged model
+class DivergedModelError(UserError, FloatingPointError):
+    """The forward pass overflowed: the weights are those of a run that diverged.
+
+    A UserError, so every command prints it as one line; also a FloatingPointError, so a
+    caller that already watches numpy's overflow (train.py's validation loss) still sees one.
+    """
+
+
+def finite_forward(method):
+    """Run a forward method so that an overflow anywhere in it is a DivergedModelError.
+
+    numpy alone would carry on: a weight of 1e300 squares to inf inside rmsnorm, and
+    x * inf ** -0.5 is a plausible-looking 0, so the logits can look fine. Raising at the
+    first overflow (and checking the logits, which a matrix product may overflow without
+    numpy noticing) gives every reader of a model, in the lab and elsewhere, one check.
+    """
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        try:
+            with np.errstate(over='raise', invalid='raise'):
+                result = method(self, *args, **kwargs)
+        except FloatingPointError:
+            raise DivergedModelError(DIVERGED) from None
+        logits = result[0] if isinstance(result, tuple) else result  # (T, vocab_size)
+        if not np.isfinite(logits).all():
+            raise DivergedModelError(DIVERGED)
+        return result
+    return checked
+
+
 # ---------------------------------------------------------------------------- the model
 class NumpyGPT:
     """microgpt's GPT over float64 arrays, for whole sequences. No gradients: inference only.
@@ -104,6 +141,7 @@ class NumpyGPT:
         """The port of a microgpt GPT: same config, same weights (copied), same tokenizer."""
         return cls(model.config, model.weights(), tokenizer=model.tokenizer)
 
+    @finite_forward
     def forward(self, token_ids, capture=()):
         """Logits (T, vocab_size) for every position of token_ids, and the captured arrays.
 
@@ -167,6 +205,7 @@ class NumpyGPT:
             captures['logits'] = logits
         return logits, captures
 
+    @finite_forward
     def forward_vectorized(self, token_ids):
         """The same logits (T, vocab_size) with attention as one masked softmax per head.
 
@@ -219,9 +258,8 @@ class NumpyGPT:
         a few numpy calls. (The loop forward() would give the same names, only slower.)
         """
         def next_logits(token_ids):
-            # an overflow leaves inf/nan in the logits, which the sampler reports in one line
-            with np.errstate(over='ignore', invalid='ignore'):
-                logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
+            # an overflow is a one-line DivergedModelError, raised by forward_vectorized itself
+            logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
             return logits[-1].tolist()
         return next_logits
 
