@@ -77,7 +77,6 @@ class Run:
         check_out(args.out, args.data)
         self.log_path = log_path_for(args.out)
         self.log = None
-        self.lock = None
         self.stop_signal = None        # the signal (SIGINT or SIGTERM) that asked the run to stop
         self.saved_step = None         # the step the checkpoint at --out holds, once we saved
         self.val_loss = None
