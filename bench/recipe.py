@@ -14,6 +14,8 @@ val) every --eval-every steps and at the end; the checkpoint is written with
 microgpt.checkpoint.save_checkpoint (weights and Adam state) every --save-every steps and at
 the end. The time printed is everything from start to the last checkpoint: set-up, training,
 validation and saving, and, separately, the share spent writing checkpoints.
+
+It sets OPENBLAS_NUM_THREADS=1 for itself (see below why) unless it is already set.
 """
 
 import argparse
@@ -27,6 +29,12 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout, installed or not
 
 T0 = time.perf_counter()  # the clock starts before the imports: they are part of the run
+
+# One BLAS thread, set before numpy loads OpenBLAS (unless the caller chose a number): on this
+# shared 2-core machine OpenBLAS's two spinning threads made a step ~7x SLOWER under load
+# (325 ms against 46 ms for n_layer 2, n_embd 64, batch 32, load average 5). train.py's
+# `--engine numpy` should do the same. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as set.
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
 import numpy as np  # noqa: E402
 

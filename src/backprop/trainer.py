@@ -68,13 +68,17 @@ class Trainer:
         return {name: self.params[name].tolist() for name in self.shapes}
 
     def load_weights(self, weights):
-        """Copy {name: [[float]] or array} into the parameters, checking every shape."""
+        """Copy {name: [[float]] or array} into the parameters, after checking every shape
+        (a bad matrix leaves the weights untouched)."""
+        arrays = {}
         for name, shape in self.shapes.items():
             if name not in weights:
                 raise UserError(f"weights missing for {name}: give the model's full state_dict")
-            w = np.asarray(weights[name], dtype=np.float64)  # (n_out, n_in)
-            if w.shape != tuple(shape):
-                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, got {w.shape}")
+            arrays[name] = np.asarray(weights[name], dtype=np.float64)  # (n_out, n_in)
+            if arrays[name].shape != tuple(shape):
+                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, "
+                                f"got {arrays[name].shape}")
+        for name, w in arrays.items():
             self.params[name][...] = w  # in place: the views into self.flat stay valid
 
     def optimizer_state(self):
