@@ -46,12 +46,13 @@ def test_embedding_backward_adds_up_repeated_tokens():
     r = rng()
     vocab_size, block_size, n_embd = 5, 6, 3
     wte, wpe = r.normal(size=(vocab_size, n_embd)), r.normal(size=(block_size, n_embd))
-    idx = np.array([[1, 3, 1, 1], [0, 3, 2, 1]])  # token 1 four times, token 4 never
-    R = r.normal(size=(idx.size, n_embd))         # (N, n_embd)
+    ids = np.array([1, 3, 1, 1, 0, 3, 2])  # token 1 three times, token 4 never
+    pos = np.array([0, 1, 2, 3, 0, 1, 2])  # two names, of 4 and 3 positions
+    R = r.normal(size=(len(ids), n_embd))  # (R, n_embd)
 
     def loss():
-        return float((R * layers.embedding_forward(wte, wpe, idx)[0]).sum())
-    dwte, dwpe = layers.embedding_backward(R, idx, vocab_size, block_size)
+        return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
+    dwte, dwpe = layers.embedding_backward(R, (ids, pos), vocab_size, block_size)
     assert max_diff(dwte, numeric_grad(loss, wte)) < FD_TOL
     assert max_diff(dwpe, numeric_grad(loss, wpe)) < FD_TOL
     assert np.all(dwte[4] == 0) and np.all(dwpe[4:] == 0)  # unused rows get exactly nothing
@@ -60,13 +61,13 @@ def test_embedding_backward_adds_up_repeated_tokens():
 def test_embedding_negative_control_overwriting_repeats_is_caught():
     r = rng()
     wte, wpe = r.normal(size=(5, 3)), r.normal(size=(6, 3))
-    idx = np.array([[1, 3, 1, 1], [0, 3, 2, 1]])
-    R = r.normal(size=(idx.size, 3))
+    ids, pos = np.array([1, 3, 1, 1, 0, 3, 2]), np.array([0, 1, 2, 3, 0, 1, 2])
+    R = r.normal(size=(len(ids), 3))
     dwte_wrong = np.zeros_like(wte)
-    dwte_wrong[idx.reshape(-1)] += R  # buffered: a repeated id keeps only its last gradient
+    dwte_wrong[ids] += R  # buffered: a repeated id keeps only its last gradient
 
     def loss():
-        return float((R * layers.embedding_forward(wte, wpe, idx)[0]).sum())
+        return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
     assert max_diff(dwte_wrong, numeric_grad(loss, wte)) > WRONG_MIN
 
 
@@ -130,44 +131,48 @@ def test_residual_backward():
 
 
 def attention_case():
+    """Two names of 4 and 2 positions: 6 rows, padded to T = 4 inside attention."""
     r = rng()
     B, T, n_head, n_embd = 2, 4, 2, 6
-    q, k, v = (r.normal(size=(B * T, n_embd)) for _ in range(3))
-    R = r.normal(size=(B * T, n_embd))
-    return B, T, n_head, q, k, v, R
+    rows = np.array([0, 1, 2, 3, 4, 5])  # name 0 at 0..3, name 1 at 4, 5 (6, 7 are padding)
+    q, k, v = (r.normal(size=(len(rows), n_embd)) for _ in range(3))
+    R = r.normal(size=(len(rows), n_embd))
+    return rows, B, T, n_head, q, k, v, R
 
 
 def test_attention_backward():
-    B, T, n_head, q, k, v, R = attention_case()
+    rows, B, T, n_head, q, k, v, R = attention_case()
 
     def loss():
-        return float((R * layers.attention_forward(q, k, v, B, T, n_head)[0]).sum())
-    _, cache = layers.attention_forward(q, k, v, B, T, n_head)
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
+    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head)
     dq, dk, dv = layers.attention_backward(R, cache)
     for d, x in ((dq, q), (dk, k), (dv, v)):
         assert max_diff(d, numeric_grad(loss, x)) < FD_TOL
 
 
 def test_attention_is_causal_and_names_do_not_mix():
-    B, T, n_head, q, k, v, R = attention_case()
-    out, _ = layers.attention_forward(q, k, v, B, T, n_head)
+    rows, B, T, n_head, q, k, v, R = attention_case()
+    out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
     k2, v2 = k.copy(), v.copy()
     k2[T - 1] += 5.0  # the last position of name 0 ...
     v2[T:] += 5.0     # ... and all of name 1
-    out2, _ = layers.attention_forward(q, k2, v2, B, T, n_head)
+    out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
     assert max_diff(out[:T - 1], out2[:T - 1]) == 0.0  # earlier positions of name 0 never see them
 
 
 def test_attention_negative_control_without_softmax_correction_is_caught():
-    B, T, n_head, q, k, v, R = attention_case()
-    _, (qh, kh, vh, att, scale) = layers.attention_forward(q, k, v, B, T, n_head)
-    dout = R.reshape(B * T, n_head, -1).transpose(1, 0, 2).reshape(qh.shape)  # as split_heads
+    rows, B, T, n_head, q, k, v, R = attention_case()
+    _, (qh, kh, vh, att, scale, _) = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    padded = np.zeros((B * T, R.shape[1]))
+    padded[rows] = R
+    dout = padded.reshape(B * T, n_head, -1).transpose(1, 0, 2).reshape(qh.shape)  # as split_heads
     datt = dout @ vh.swapaxes(-1, -2)
     dz_wrong = att * datt * scale  # forgets the softmax's "- sum_j da_ij a_ij"
-    dq_wrong = (dz_wrong @ kh).reshape(n_head, B * T, -1).transpose(1, 0, 2).reshape(B * T, -1)
+    dq_wrong = (dz_wrong @ kh).reshape(n_head, B * T, -1).transpose(1, 0, 2).reshape(B * T, -1)[rows]
 
     def loss():
-        return float((R * layers.attention_forward(q, k, v, B, T, n_head)[0]).sum())
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
     assert max_diff(dq_wrong, numeric_grad(loss, q)) > WRONG_MIN
 
 

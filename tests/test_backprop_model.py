@@ -83,7 +83,9 @@ def test_a_long_name_in_the_batch_changes_no_other_tokens_loss():
     for batch in (short, short + [long_name]):
         idx, targets, mask = make_batch(batch, trainer.config.block_size, trainer.config.vocab_size)
         _, caches = model_forward(trainer.params, trainer.config, idx, targets, mask)
-        losses = caches['loss'][4].reshape(idx.shape)  # (B, T): every position's own loss
+        losses = np.full(idx.size, np.nan)  # (B*T,): NaN on padding
+        losses[caches['rows']] = caches['loss'][4]  # every real position's own loss
+        losses = losses.reshape(idx.shape)  # (B, T)
         per_token[len(batch)] = [losses[b, :len(t) - 1] for b, t in enumerate(short)]
         assert idx.shape[1] == max(min(16, len(t) - 1) for t in batch)
     for a, b in zip(per_token[3], per_token[4]):

@@ -54,37 +54,45 @@ def make_batch(batch, block_size, vocab_size):
 
 
 def model_forward(weights, config, idx, targets, mask):
-    """The loss (a float) and the caches model_backward needs. weights: {name: (n_out, n_in)}."""
+    """The loss (a float) and the caches model_backward needs. weights: {name: (n_out, n_in)}.
+
+    idx, targets, mask: make_batch's padded batch. Only its real positions become rows (R of
+    them, name after name); padding is made again inside attention, the one layer that needs
+    the names aligned, and never reaches the loss.
+    """
     sd, B, T = weights, idx.shape[0], idx.shape[1]
-    caches = {}
+    rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
+    ids = idx.reshape(-1)[rows]   # (R,): the token read at each row
+    pos = rows % T                # (R,): its position in its name
+    caches = {'rows': rows}
 
     # 1) Token plus position, then rmsnorm (not redundant, because of the residual path).
-    x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], idx)  # (N, n_embd)
-    x, caches['rms0'] = rmsnorm_forward(x)                                 # (N, n_embd)
+    x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], ids, pos)  # (R, n_embd)
+    x, caches['rms0'] = rmsnorm_forward(x)                                      # (R, n_embd)
 
     for li in range(config.n_layer):
         p = f'layer{li}.'
         # 2) Attention: each position gathers from itself and earlier positions of its own name.
         x_residual = x
-        x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (N, n_embd)
-        q, caches[p + 'attn_wq'] = linear_forward(x, sd[p + 'attn_wq'])  # (N, n_embd)
-        k, caches[p + 'attn_wk'] = linear_forward(x, sd[p + 'attn_wk'])  # (N, n_embd)
-        v, caches[p + 'attn_wv'] = linear_forward(x, sd[p + 'attn_wv'])  # (N, n_embd)
-        x, caches[p + 'attn'] = attention_forward(q, k, v, B, T, config.n_head)  # (N, n_embd)
-        x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (N, n_embd)
-        x = x + x_residual                                            # (N, n_embd)
+        x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (R, n_embd)
+        q, caches[p + 'attn_wq'] = linear_forward(x, sd[p + 'attn_wq'])  # (R, n_embd)
+        k, caches[p + 'attn_wk'] = linear_forward(x, sd[p + 'attn_wk'])  # (R, n_embd)
+        v, caches[p + 'attn_wv'] = linear_forward(x, sd[p + 'attn_wv'])  # (R, n_embd)
+        x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
+        x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
+        x = x + x_residual                                            # (R, n_embd)
 
         # 3) MLP: each position on its own.
         x_residual = x
-        x, caches[p + 'rms_mlp'] = rmsnorm_forward(x)                 # (N, n_embd)
-        x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (N, 4 * n_embd)
-        x, caches[p + 'relu'] = relu_forward(x)                       # (N, 4 * n_embd)
-        x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (N, n_embd)
-        x = x + x_residual                                            # (N, n_embd)
+        x, caches[p + 'rms_mlp'] = rmsnorm_forward(x)                 # (R, n_embd)
+        x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, 4 * n_embd)
+        x, caches[p + 'relu'] = relu_forward(x)                       # (R, 4 * n_embd)
+        x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (R, n_embd)
+        x = x + x_residual                                            # (R, n_embd)
 
     # 4) Logits (no final norm, as in microgpt) and the masked mean cross-entropy.
-    logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (N, vocab_size)
-    loss, caches['loss'] = cross_entropy_forward(logits, targets, mask)
+    logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (R, vocab_size)
+    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows])  # every row is real
     return float(loss), caches
 
 
@@ -98,27 +106,27 @@ def model_backward(weights, config, caches):
     sd, grads = weights, {}
 
     # 4) loss -> logits -> lm_head
-    dlogits = cross_entropy_backward(caches['loss'])                             # (N, vocab_size)
-    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'])  # (N, n_embd)
+    dlogits = cross_entropy_backward(caches['loss'])                             # (R, vocab_size)
+    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'])  # (R, n_embd)
 
     for li in reversed(range(config.n_layer)):
         p = f'layer{li}.'
         # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
-        d, grads[p + 'mlp_fc2'] = linear_backward(dx, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (N, 4 * n_embd)
-        d = relu_backward(d, caches[p + 'relu'])                                 # (N, 4 * n_embd)
-        d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (N, n_embd)
-        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (N, n_embd)
+        d, grads[p + 'mlp_fc2'] = linear_backward(dx, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
+        d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
+        d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (R, n_embd)
+        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd)
 
         # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
-        d, grads[p + 'attn_wo'] = linear_backward(dx, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (N, n_embd)
-        dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (N, n_embd) each
+        d, grads[p + 'attn_wo'] = linear_backward(dx, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
+        dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
         dxn, grads[p + 'attn_wq'] = linear_backward(dq, caches[p + 'attn_wq'], sd[p + 'attn_wq'])
         dxk, grads[p + 'attn_wk'] = linear_backward(dk, caches[p + 'attn_wk'], sd[p + 'attn_wk'])
         dxv, grads[p + 'attn_wv'] = linear_backward(dv, caches[p + 'attn_wv'], sd[p + 'attn_wv'])
-        dx = dx + rmsnorm_backward(dxn + dxk + dxv, caches[p + 'rms_attn'])     # (N, n_embd)
+        dx = dx + rmsnorm_backward(dxn + dxk + dxv, caches[p + 'rms_attn'])     # (R, n_embd)
 
     # 1) the first rmsnorm, then the embeddings' rows
-    dx = rmsnorm_backward(dx, caches['rms0'])                                    # (N, n_embd)
+    dx = rmsnorm_backward(dx, caches['rms0'])                                    # (R, n_embd)
     grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
                                                     config.block_size)
     return grads
