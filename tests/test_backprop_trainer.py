@@ -134,3 +134,20 @@ def test_load_weights_rejects_a_wrong_shape_in_one_line():
     del weights['wpe']
     with pytest.raises(UserError, match='missing'):
         trainer.load_weights(weights)
+
+
+def test_adam_on_arrays_is_the_scalar_adam_bit_for_bit():
+    from backprop.optim import AdamArrays
+    from microgpt.engine import Value
+    rng = np.random.default_rng(2)
+    start = rng.normal(size=50)
+    scalar_params = [Value(float(x)) for x in start]
+    scalar, arrays, flat = Adam(scalar_params), AdamArrays(50), start.copy()
+    for step in range(5):
+        g = rng.normal(size=50) * 10.0 ** rng.integers(-6, 3, size=50)  # gradients of all scales
+        for p, gi in zip(scalar_params, g):
+            p.grad = float(gi)
+        scalar.step(0.01 / (step + 1))
+        arrays.step(flat, g, 0.01 / (step + 1))
+        assert flat.tolist() == [p.data for p in scalar_params]  # exactly, not within a tolerance
+    assert arrays.state() == scalar.state()
