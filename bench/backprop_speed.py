@@ -59,8 +59,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description="Time the numpy training path against the scalar engine and PyTorch.")
     p.add_argument('--steps', type=int, default=200, help="batch-1 steps per engine (default 200)")
     p.add_argument('--torch-steps', type=int, default=30, help="batch-32 steps per engine (default 30)")
-    p.add_argument('--save-every', type=int, default=100,
-                   help="checkpoint interval the share is computed for (default 100, the recipe's)")
+    p.add_argument('--save-every', type=int, default=None,
+                   help="checkpoint interval the share is computed for (default: the recipe's)")
     p.add_argument('--threads', type=int, default=1, help="BLAS / torch threads in every child (default 1)")
     p.add_argument('--keep-openblas-env', action='store_true',
                    help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the children (default: unset them)")
@@ -289,6 +289,9 @@ def report_ckpt(r, save_every):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.save_every is None:
+        from recipe import RECIPE
+        args.save_every = RECIPE['save_every']
     if args.data is None:
         from recipe import default_data
         path = default_data()
