@@ -8,9 +8,10 @@ microgpt/model.py and the port) on B names at once, keeping every layer's cache 
 `loss_and_grads` is the two together.
 
 A batch is a list of token lists [BOS] + ids + [BOS] (microgpt.training.doc_tokens). Name b
-predicts n_b = min(block_size, len - 1) tokens, cut as microgpt.training.doc_loss cuts it; the
-batch is padded to T = max n_b positions, and the loss is the sum of every real predicted
-token's loss divided by their number, sum_b n_b. For B = 1 that is doc_loss exactly; for more,
+predicts n_b = min(block_size, len - 1) tokens, cut as microgpt.training.doc_loss cuts it;
+make_batch pads the batch to T = max n_b positions, and model_forward computes only the real
+positions (padding is rebuilt inside attention alone), so the loss is the sum of every real
+predicted token's loss divided by their number, sum_b n_b. For B = 1 that is doc_loss exactly; for more,
 it is the token-weighted mean of the names' losses (tests/test_backprop_model.py checks both
 against the scalar engine).
 """
@@ -23,7 +24,7 @@ from .layers import (attention_backward, attention_forward, cross_entropy_backwa
                      cross_entropy_forward, embedding_backward, embedding_forward, linear_backward,
                      linear_forward, relu_backward, relu_forward, rmsnorm_backward, rmsnorm_forward)
 
-PAD = 0  # the id written into padding; any valid id works, since padding is masked out of the loss
+PAD = 0  # the id written into padding; any valid id works: model_forward drops padded positions
 
 
 def make_batch(batch, block_size, vocab_size):
