@@ -16,6 +16,10 @@ the end. The time printed is everything from start to the last checkpoint: set-u
 validation and saving, and, separately, the share spent writing checkpoints.
 
 It sets OPENBLAS_NUM_THREADS=1 for itself (see below why) unless it is already set.
+With train.py's `--engine numpy`, the same run is
+    OPENBLAS_NUM_THREADS=1 python train.py --engine numpy --data ../shared/data/names.txt \
+        --n-layer 4 --n-embd 64 --n-head 4 --block-size 16 --batch-size 32 --lr 0.003 \
+        --steps 5500 --eval-every 2000 --save-every 2000
 """
 
 import argparse
