@@ -1,0 +1,324 @@
+"""
+How fast does the numpy training path (src/backprop/) train, against the scalar engine and PyTorch?
+
+    python bench/backprop_speed.py                         # the three measurements below
+    python bench/backprop_speed.py --recipe                # also the full recipe run (~3 min)
+    python bench/backprop_speed.py --steps 100 --torch-steps 20
+
+Every ratio is measured side by side in one run, the two trainers' steps interleaved (one step
+of each in turn, each timed with perf_counter) so that a load spike from other processes hits
+both alike; the mean step times give the ratio. Each measurement runs in a fresh child process
+(this script with --child), which also reports its peak memory (VmHWM from /proc/self/status,
+the kernel's high-water mark of resident memory, everything included).
+
+1. scalar  Batch size 1, the default config (n_layer 1, n_embd 16, n_head 4, block_size 16):
+           microgpt.training.train_step + microgpt.optim.Adam against backprop.Trainer.step,
+           from the same initial weights, on the same names, same lr schedule. Target: numpy
+           >= 10x faster per step, and the same losses (within 1e-9).
+2. torch   n_layer 4, n_embd 64, n_head 4, block_size 16, batch 32, float64: backprop.Trainer
+           against the same model in PyTorch (autograd, torch.optim.Adam with betas (0.85,
+           0.99), eps 1e-8), from the same weights on the same batches. Throughput is real
+           predicted tokens per second; target: numpy >= 0.6x PyTorch's. The losses are printed
+           beside it (equal within ~1e-9: both do the same work). Skipped without torch; install
+           it with `.venv/bin/pip install torch==2.13.0`.
+3. ckpt    The recipe's model (bench/recipe.py's RECIPE): the mean step time and the time of one
+           microgpt.checkpoint.save_checkpoint with the Adam state, so the share of a run spent
+           writing checkpoints every --save-every steps is save / (save_every * step + save).
+           (bench/recipe.py also measures that share directly, in the real run; --recipe runs it.)
+
+Threads: the children run with OPENBLAS_NUM_THREADS=1 and torch.set_num_threads(1) (--threads
+changes both), the same for both sides: on this shared 2-core machine two spinning OpenBLAS
+threads made numpy steps several times slower whenever other processes were busy. The children
+also run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET (they are set machine-wide on
+purpose; unsetting them lets OpenBLAS pick its kernels for the actual CPU); --keep-openblas-env
+keeps them. Data: makemore's names.txt (../shared/data/names.txt) when present, else the
+bundled census names. The script always exits 0: verdicts are printed, not raised.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+
+SCALAR_TARGET = 10.0  # numpy step vs scalar step, batch 1, default config
+TORCH_TARGET = 0.6    # numpy tokens/s vs PyTorch CPU tokens/s, 4x64, batch 32, float64
+LOSS_TOL = 1e-9       # same math in float64: only rounding may differ
+CKPT_TARGET = 0.05    # checkpoint writes: at most 5% of a run
+TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Time the numpy training path against the scalar engine and PyTorch.")
+    p.add_argument('--steps', type=int, default=200, help="batch-1 steps per engine (default 200)")
+    p.add_argument('--torch-steps', type=int, default=30, help="batch-32 steps per engine (default 30)")
+    p.add_argument('--save-every', type=int, default=None,
+                   help="checkpoint interval the share is computed for (default: the recipe's)")
+    p.add_argument('--threads', type=int, default=1, help="BLAS / torch threads in every child (default 1)")
+    p.add_argument('--keep-openblas-env', action='store_true',
+                   help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the children (default: unset them)")
+    p.add_argument('--recipe', action='store_true', help="also run bench/recipe.py (about 3 minutes)")
+    p.add_argument('--data', default=None, help="names file (default: ../shared/data/names.txt or bundled)")
+    p.add_argument('--child', choices=('scalar', 'torch', 'ckpt'), default=None,
+                   help="internal: run one measurement and print JSON")
+    return p.parse_args(argv)
+
+
+def peak_rss_bytes():
+    """This process's peak resident memory so far, in bytes (VmHWM; ru_maxrss where no /proc)."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == 'darwin' else peak * 1024
+
+
+# ---------------------------------------------------------------------------- the children
+def setup(args, n_layer, n_embd, n_head=4, block_size=16):
+    """(config, initial weights, tokenizer, train token lists) as train.py and recipe.py make them."""
+    from microgpt.data import load_docs, split_docs
+    from microgpt.model import GPT, GPTConfig
+    from microgpt.tokenizer import CharTokenizer
+    from microgpt.training import doc_tokens
+    docs = load_docs(args.data)
+    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
+    tokenizer = CharTokenizer.from_docs(docs)
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
+    return config, GPT(config, seed=42, tokenizer=tokenizer), tokenizer, \
+        [doc_tokens(tokenizer, d) for d in train_docs]
+
+
+def child_scalar(args):
+    import backprop
+    from microgpt.optim import Adam
+    from microgpt.training import learning_rate, train_step
+    config, model, tokenizer, tokens = setup(args, 1, 16)
+    trainer = backprop.Trainer(config, model.weights(), tokenizer)
+    optimizer = Adam(model.params)
+    before = peak_rss_bytes()
+    out = {'scalar_loss': [], 'numpy_loss': [], 'scalar_time': [], 'numpy_time': []}
+    for step in range(args.steps):
+        lr = learning_rate(0.01, step, args.steps)
+        t0 = time.perf_counter()
+        out['scalar_loss'].append(train_step(model, optimizer, tokens[step], lr))
+        t1 = time.perf_counter()
+        out['numpy_loss'].append(trainer.step([tokens[step]], lr))
+        t2 = time.perf_counter()
+        out['scalar_time'].append(t1 - t0)
+        out['numpy_time'].append(t2 - t1)
+    return dict(out, peak=peak_rss_bytes(), before=before)
+
+
+def torch_trainer(config, weights, threads):
+    """(step(batch, lr) -> loss, tokens) for the same GPT in PyTorch, float64, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    import numpy as np
+    import torch.nn.functional as F
+    from backprop import make_batch
+    torch.set_num_threads(threads)
+    w = {name: torch.tensor(np.array(a), dtype=torch.float64, requires_grad=True) for name, a in weights.items()}
+    opt = torch.optim.Adam(list(w.values()), lr=0.01, betas=(0.85, 0.99), eps=1e-8)
+    H, D = config.n_head, config.head_dim
+
+    def rmsnorm(x):
+        return x * ((x * x).mean(dim=-1, keepdim=True) + 1e-5) ** -0.5
+
+    def step(batch, lr):
+        idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
+        idx, targets, mask = torch.from_numpy(idx), torch.from_numpy(targets), torch.from_numpy(mask)
+        B, T = idx.shape
+        future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T)
+        x = rmsnorm(w['wte'][idx] + w['wpe'][:T])                              # (B, T, n_embd)
+        for li in range(config.n_layer):
+            p = f'layer{li}.'
+            h = rmsnorm(x)
+            q, k, v = (F.linear(h, w[p + n]).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+                       for n in ('attn_wq', 'attn_wk', 'attn_wv'))
+            att = torch.softmax(((q @ k.transpose(-1, -2)) * D ** -0.5).masked_fill(future, float('-inf')), -1)
+            x = x + F.linear((att @ v).transpose(1, 2).reshape(B, T, H * D), w[p + 'attn_wo'])
+            x = x + F.linear(torch.relu(F.linear(rmsnorm(x), w[p + 'mlp_fc1'])), w[p + 'mlp_fc2'])
+        losses = F.cross_entropy(F.linear(x, w['lm_head']).view(B * T, -1), targets, reduction='none')
+        loss = (losses * mask).sum() / mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for group in opt.param_groups:
+            group['lr'] = lr
+        opt.step()
+        return loss.item()
+    return step
+
+
+def child_torch(args):
+    import backprop
+    from microgpt.training import learning_rate
+    B, steps = 32, args.torch_steps
+    config, model, tokenizer, tokens = setup(args, 4, 64)
+    trainer = backprop.Trainer(config, model.weights(), tokenizer)
+    torch_step = torch_trainer(config, model.weights(), args.threads)
+    if torch_step is None:
+        return {'skipped': True}
+    del model
+    before = peak_rss_bytes()
+    out = {'numpy_loss': [], 'torch_loss': [], 'numpy_time': [], 'torch_time': [], 'tokens': []}
+    for step in range(steps):
+        batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
+        lr = learning_rate(0.01, step, steps)
+        t0 = time.perf_counter()
+        out['numpy_loss'].append(trainer.step(batch, lr))
+        t1 = time.perf_counter()
+        out['torch_loss'].append(torch_step(batch, lr))
+        t2 = time.perf_counter()
+        out['numpy_time'].append(t1 - t0)
+        out['torch_time'].append(t2 - t1)
+        out['tokens'].append(sum(min(config.block_size, len(t) - 1) for t in batch))
+    return dict(out, peak=peak_rss_bytes(), before=before)
+
+
+def child_ckpt(args):
+    import tempfile
+
+    import backprop
+    from microgpt.checkpoint import save_checkpoint
+    from recipe import RECIPE
+    B = RECIPE['batch_size']
+    config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
+                                             RECIPE['n_head'], RECIPE['block_size'])
+    trainer = backprop.Trainer(config, model.weights(), tokenizer)
+    del model
+    before = peak_rss_bytes()
+    step_times, save_times = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, 'model.json')
+        for step in range(20):
+            t0 = time.perf_counter()
+            trainer.step([tokens[(step * B + b) % len(tokens)] for b in range(B)], 0.01)
+            step_times.append(time.perf_counter() - t0)
+            if step % 5 == 4:
+                t0 = time.perf_counter()
+                save_checkpoint(path, trainer, {'step': step + 1, 'adam': trainer.optimizer_state()})
+                save_times.append(time.perf_counter() - t0)
+        size = os.path.getsize(path)
+    return {'step_times': step_times, 'save_times': save_times, 'size': size,
+            'peak': peak_rss_bytes(), 'before': before}
+
+
+# ---------------------------------------------------------------------------- the parent
+def child_env(args):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    if not args.keep_openblas_env:
+        env.pop('OPENBLAS_CORETYPE', None)  # unset for the children only, as the docstring says
+        env.pop('OPENBLAS_L2_SIZE', None)
+    return env
+
+
+def run_child(args, which):
+    cmd = [sys.executable, os.path.abspath(__file__), '--child', which, '--steps', str(args.steps),
+           '--torch-steps', str(args.torch_steps), '--threads', str(args.threads)]
+    if args.data:
+        cmd += ['--data', args.data]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(args))
+    if result.returncode != 0:
+        print(f"  the {which} child failed:\n{result.stderr}")
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def verdict(ok):
+    return 'PASS' if ok else 'FAIL'
+
+
+def mib(n):
+    return n / (1024 * 1024)
+
+
+def report_scalar(r, steps):
+    s, n = statistics.mean(r['scalar_time']), statistics.mean(r['numpy_time'])
+    diff = max(abs(a - b) for a, b in zip(r['scalar_loss'], r['numpy_loss']))
+    print(f"\n[1] batch 1, default config (1x16), {steps} steps, interleaved")
+    print(f"    scalar engine {1e3 * s:8.3f} ms/step   numpy {1e3 * n:8.3f} ms/step   "
+          f"ratio {s / n:5.1f}x  (target >= {SCALAR_TARGET:.0f}x: {verdict(s / n >= SCALAR_TARGET)})")
+    print(f"    median ratio {statistics.median(r['scalar_time']) / statistics.median(r['numpy_time']):.1f}x; "
+          f"largest loss difference {diff:.1e} (<= {LOSS_TOL:g}: {verdict(diff <= LOSS_TOL)}); "
+          f"last loss {r['numpy_loss'][-1]:.4f}")
+    print(f"    peak memory {mib(r['peak']):.0f} MiB ({mib(r['peak'] - r['before']):.1f} MiB during training)")
+
+
+def report_torch(r, steps):
+    print(f"\n[2] n_layer 4, n_embd 64, n_head 4, block_size 16, batch 32, float64, {steps} steps, interleaved")
+    if r.get('skipped'):
+        print(f"    SKIPPED: PyTorch is not installed; install it with `{TORCH_HINT}`")
+        return
+    tokens = sum(r['tokens'])
+    n_tps, t_tps = tokens / sum(r['numpy_time']), tokens / sum(r['torch_time'])
+    diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
+    print(f"    numpy {n_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['numpy_time']):.1f} ms/step)   "
+          f"PyTorch {t_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['torch_time']):.1f} ms/step)")
+    print(f"    ratio numpy / PyTorch {n_tps / t_tps:.2f}x  (target >= {TORCH_TARGET}: "
+          f"{verdict(n_tps / t_tps >= TORCH_TARGET)}); median-step ratio "
+          f"{statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
+          f"largest loss difference {diff:.1e}")
+    print(f"    peak memory {mib(r['peak']):.0f} MiB, both models in one process "
+          f"({mib(r['peak'] - r['before']):.1f} MiB during training)")
+
+
+def report_ckpt(r, save_every):
+    step, save = statistics.mean(r['step_times']), statistics.mean(r['save_times'])
+    share = save / (save_every * step + save)
+    from recipe import RECIPE
+    print(f"\n[3] checkpoints, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, "
+          f"batch {RECIPE['batch_size']}): {1e3 * step:.1f} ms/step, one save {1e3 * save:.0f} ms "
+          f"({r['size'] / 1e6:.1f} MB with Adam's moments)")
+    print(f"    saving every {save_every} steps costs {100 * share:.1f}% of the run "
+          f"(target <= {100 * CKPT_TARGET:.0f}%: {verdict(share <= CKPT_TARGET)}); "
+          f"peak memory {mib(r['peak']):.0f} MiB")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.save_every is None:
+        from recipe import RECIPE
+        args.save_every = RECIPE['save_every']
+    if args.data is None:
+        from recipe import default_data
+        path = default_data()
+        args.data = path if os.path.exists(path) else None
+    if args.child:
+        result = {'scalar': child_scalar, 'torch': child_torch, 'ckpt': child_ckpt}[args.child](args)
+        print(json.dumps(result))
+        return 0
+    print(f"data: {args.data or 'bundled census names'}; children: OPENBLAS_NUM_THREADS={args.threads}, "
+          f"torch threads {args.threads}, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
+          f"{'kept' if args.keep_openblas_env else 'unset'}; load average {os.getloadavg()[0]:.2f}")
+    r = run_child(args, 'scalar')
+    if r:
+        report_scalar(r, args.steps)
+    r = run_child(args, 'torch')
+    if r:
+        report_torch(r, args.torch_steps)
+    r = run_child(args, 'ckpt')
+    if r:
+        report_ckpt(r, args.save_every)
+    if args.recipe:
+        print("\n[4] the recipe, bench/recipe.py with its defaults:", flush=True)
+        subprocess.run([sys.executable, os.path.join(BENCH_DIR, 'recipe.py')]
+                       + (['--data', args.data] if args.data else []), env=child_env(args))
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""
+backprop: microgpt's GPT trained on numpy arrays, every layer's gradient derived by hand.
+
+    import backprop
+    trainer = backprop.Trainer(config, weights, tokenizer)   # weights: GPT(config).weights()
+    loss = trainer.step(batch, lr)   # batch: B token lists [BOS] + ids + [BOS]; mean token loss
+
+Read it after the scalar engine (microgpt/engine.py, model.py, optim.py) and the numpy port
+(src/inference/), in this order: layers.py (each layer's forward and backward, the backward's
+derivation in its docstring), model.py (the whole GPT on a padded batch: loss and one gradient
+per weight, under microgpt's names), optim.py (Adam on one flat array, the scalar Adam's order),
+trainer.py (Trainer, what train.py's `--engine numpy` drives). It lives in src/backprop/ and is
+installed under the name `backprop`, as `inference` is; it reuses the port's forward pieces, and
+the port stays inference only. tests/test_backprop_*.py prove it equal to the scalar engine
+(and to finite differences, and to PyTorch when installed); bench/backprop_speed.py times it.
+"""
+
+from .model import loss_and_grads, make_batch
+from .trainer import Trainer
+
+__all__ = ['Trainer', 'loss_and_grads', 'make_batch']

@@ -1,0 +1,214 @@
+"""
+Every layer of microgpt's GPT as a forward / backward pair on numpy arrays, gradients by hand.
+
+Read this after microgpt/engine.py and src/inference/model.py. The scalar engine finds each
+gradient by walking a graph of Values; here every layer's gradient is derived once, on paper,
+in its backward's docstring, and written as a few array operations. The forward pieces are the
+port's own (inference.model.linear, rmsnorm, split_heads, merge_heads, cross_entropy and
+inference.attention.softmax, causal_mask): the math is the same, only the batch is new.
+
+The convention, as in llm.c: `*_forward(...)` returns (output, cache), where the cache holds
+what the backward needs; `*_backward(dout, cache)` takes dL/d(output), the gradient of the loss
+with respect to the forward's output, and returns the gradients with respect to its inputs
+(and its weights). A gradient always has the shape of the thing it is the gradient of.
+
+Shapes. A batch of B names is processed as R rows, one per real position of every name, the
+names one after the other: every layer but attention works on (R, n_embd) arrays exactly as
+the port works on (T, n_embd), and never computes anything for padding. Attention alone needs
+the names apart and aligned: it places the rows into a padded (B * T) layout, T the longest
+name, and sees (n_head, B, T, head_dim), heads first as in the port, the batch as one more
+leading axis. (The linear, rmsnorm and MLP work is two thirds of a step; names.txt batches of
+32 are about one third padding, which these layers thus skip.)
+
+tests/test_backprop_layers.py checks every backward against central finite differences.
+"""
+
+import numpy as np
+
+from inference.attention import causal_mask, softmax
+from inference.model import cross_entropy, linear, merge_heads, rmsnorm, split_heads
+
+RMS_EPS = 1e-5  # the rmsnorm epsilon of microgpt.engine.rmsnorm and the port
+
+
+# ---------------------------------------------------------------------------- embedding
+def embedding_forward(wte, wpe, ids, pos):
+    """x[r] = wte[ids[r]] + wpe[pos[r]] for every row r: its token's vector plus its position's.
+
+    ids, pos: (R,) token id and position of each row. Returns (x (R, n_embd), cache).
+    """
+    return wte[ids] + wpe[pos], (ids, pos)  # (R, n_embd)
+
+
+def embedding_backward(dx, cache, vocab_size, block_size):
+    """Gradients of wte and wpe: each row used gets back the gradient of every place it was used.
+
+    Forward: x[r, :] = wte[ids[r], :] + wpe[pos[r], :]. Row v of wte appears in x at every row
+    r with ids[r] = v, each time with derivative 1, so
+        dwte[v, :] = sum over r with ids[r] = v of dx[r, :]          (vocab_size, n_embd)
+    (a letter used three times gets three gradients added up; an unused row gets 0), and in
+    the same way
+        dwpe[t, :] = sum over r with pos[r] = t of dx[r, :]          (block_size, n_embd)
+    dx: (R, n_embd).
+    """
+    ids, pos = cache
+    n_embd = dx.shape[1]
+    dwte = np.zeros((vocab_size, n_embd))   # (vocab_size, n_embd)
+    np.add.at(dwte, ids, dx)                # unbuffered: repeated ids add up, not overwrite
+    dwpe = np.zeros((block_size, n_embd))   # (block_size, n_embd)
+    np.add.at(dwpe, pos, dx)
+    return dwte, dwpe
+
+
+# ---------------------------------------------------------------------------- rmsnorm
+def rmsnorm_forward(x):
+    """y = x * s row by row, s = (mean(x^2) + eps)^(-1/2): the port's rmsnorm, keeping x and y."""
+    y = rmsnorm(x, RMS_EPS)  # (R, n) with n = n_embd
+    return y, (x, y)
+
+
+def rmsnorm_backward(dy, cache):
+    """dx for y = x * s, s = (mean_k x_k^2 + eps)^(-1/2), one row at a time (n = row length).
+
+    ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
+        dy_i/dx_j = s delta_ij - x_i s^3 x_j / n
+        dx_j = sum_i dy_i dy_i/dx_j = s dy_j - s^3 x_j (sum_i dy_i x_i) / n
+             = s (dy_j - y_j * mean_i(dy_i y_i))             using y = x s
+    dy, x, y: (R, n); s: (R, 1).
+    """
+    x, y = cache
+    ms = (x * x).mean(axis=-1, keepdims=True)   # (R, 1): recomputed, cheaper than keeping
+    s = (ms + RMS_EPS) ** -0.5                  # (R, 1)
+    return s * (dy - y * (dy * y).mean(axis=-1, keepdims=True))  # (R, n)
+
+
+# ---------------------------------------------------------------------------- linear
+def linear_forward(x, w):
+    """y = x @ w.T for w stored [n_out, n_in], as everywhere: the port's linear, keeping x."""
+    return linear(x, w), x  # (R, n_out)
+
+
+def linear_backward(dy, x, w):
+    """dx and dw for y = x @ w.T, i.e. y[r, o] = sum_i x[r, i] w[o, i].
+
+    dy[r, o] / dx[r, i] = w[o, i], so dx = dy @ w        (R, n_out) @ (n_out, n_in) = (R, n_in)
+    dy[r, o] / dw[o, i] = x[r, i], summed over rows r:
+                                        dw = dy.T @ x    (n_out, R) @ (R, n_in) = (n_out, n_in)
+    The transpose in dw is what stores it [n_out, n_in] like w; every row r (every position
+    of every name) adds its share to the same weight.
+    """
+    return dy @ w, dy.T @ x  # (R, n_in), (n_out, n_in)
+
+
+# ---------------------------------------------------------------------------- relu
+def relu_forward(x):
+    """max(x, 0), keeping x."""
+    return np.maximum(x, 0.0), x  # same shape as x
+
+
+def relu_backward(dy, x):
+    """d max(x, 0) / dx = 1 where x > 0, else 0 (0 at x = 0, as Value.relu): dx = dy * (x > 0)."""
+    return dy * (x > 0)  # same shape as x
+
+
+# ---------------------------------------------------------------------------- residual
+def residual_forward(x, x_residual):
+    """x + x_residual: the block adds its output to the stream."""
+    return x + x_residual  # same shape
+
+
+def residual_backward(dy):
+    """d(a + b)/da = d(a + b)/db = 1: both inputs get dy whole (the gradient highway).
+
+    The caller adds the branch's gradient to this one where the stream forked.
+    """
+    return dy, dy
+
+
+# ---------------------------------------------------------------------------- attention
+def attention_forward(q, k, v, rows, B, T, n_head):
+    """Causal multi-head attention over a batch: every head, name and position at once.
+
+    q, k, v: (R, n_embd), one row per real position of the batch; rows: (R,) where each sits
+    in the padded (B * T) layout, row b * T + t for name b's position t. They are scattered
+    there (padding stays 0), split into heads as the port does it, (n_head, B * T, head_dim),
+    and the B * T rows parted into names, (n_head, B, T, head_dim). Query i of a name scores
+    every key j of the same name, scaled by 1/sqrt(head_dim); the future (j > i) is set to
+    -inf, so the softmax gives it weight exactly 0; the output is the weighted average of the
+    values. Padding sits after each name's tokens, so no real position ever sees it; the
+    padded rows' outputs are dropped. Returns (out (R, n_embd), cache).
+    """
+    n_embd = q.shape[1]
+    head_dim = n_embd // n_head
+    scale = head_dim ** -0.5  # 1/sqrt(head_dim), as gpt()
+
+    def heads(x):  # (R, n_embd) -> (n_head, B, T, head_dim), padding rows 0
+        padded = np.zeros((B * T, n_embd))  # (B*T, n_embd)
+        padded[rows] = x
+        return split_heads(padded, n_head).reshape(n_head, B, T, head_dim)  # (n_head, B, T, head_dim)
+    qh, kh, vh = heads(q), heads(k), heads(v)
+    logits = (qh @ kh.swapaxes(-1, -2)) * scale           # (n_head, B, T, T): logits[.., i, j]
+    logits = np.where(causal_mask(T), -np.inf, logits)    # (n_head, B, T, T): exp(-inf) = 0
+    att = softmax(logits)                                 # (n_head, B, T, T), rows sum to 1
+    out = att @ vh                                        # (n_head, B, T, head_dim)
+    out = merge_heads(out.reshape(n_head, B * T, head_dim))  # (B*T, n_embd): heads side by side
+    return out[rows], (qh, kh, vh, att, scale, rows)      # (R, n_embd)
+
+
+def attention_backward(dout, cache):
+    """dq, dk, dv for out = softmax(mask(q k^T * scale)) v, per head and name.
+
+    With a = att (T, T), z = the scaled logits, every line per head and name:
+      out = a @ v            dv = a^T @ dout                       (T, T)^T @ (T, head_dim)
+                             da = dout @ v^T                       (T, head_dim) @ (head_dim, T)
+      a_i = softmax(z_i)     da_ij/dz_ik = a_ij (delta_jk - a_ik), so, row by row,
+                             dz_ik = a_ik (da_ik - sum_j da_ij a_ij)                    (T, T)
+                             a masked entry has a_ik = 0, so it passes no gradient on
+      z = q @ k^T * scale    dq = dz @ k * scale                   (T, T) @ (T, head_dim)
+                             dk = dz^T @ q * scale                 (T, T)^T @ (T, head_dim)
+    The scatter into the padded layout and the gather of the real rows are undone the other
+    way round: dout is scattered (padding gets 0), the input gradients are gathered.
+    dout: (R, n_embd). Returns dq, dk, dv, each (R, n_embd).
+    """
+    qh, kh, vh, att, scale, rows = cache
+    n_head, B, T, head_dim = qh.shape
+    padded = np.zeros((B * T, n_head * head_dim))                     # (B*T, n_embd)
+    padded[rows] = dout
+    dout = split_heads(padded, n_head).reshape(n_head, B, T, head_dim)  # (n_head, B, T, head_dim)
+    dv = att.swapaxes(-1, -2) @ dout                                  # (n_head, B, T, head_dim)
+    datt = dout @ vh.swapaxes(-1, -2)                                 # (n_head, B, T, T)
+    dz = att * (datt - (datt * att).sum(axis=-1, keepdims=True))      # (n_head, B, T, T)
+    dz *= scale
+    dq = dz @ kh                                                      # (n_head, B, T, head_dim)
+    dk = dz.swapaxes(-1, -2) @ qh                                     # (n_head, B, T, head_dim)
+    return tuple(merge_heads(g.reshape(n_head, B * T, head_dim))[rows] for g in (dq, dk, dv))  # (R, n_embd) each
+
+
+# ---------------------------------------------------------------------------- the loss
+def cross_entropy_forward(logits, targets, mask=None):
+    """The mean of -log softmax(logits[r])[targets[r]] over the rows r where mask is 1.
+
+    logits: (R, vocab_size); targets: (R,) ints (anything valid on padding); mask: (R,) of
+    1.0 for a real predicted token, 0.0 for padding, or None when every row is real (as in
+    model.py, whose rows hold no padding). The port's cross_entropy gives each row's loss;
+    padding rows are computed and then multiplied by 0, so they change nothing.
+    """
+    if mask is None:
+        mask = np.ones(len(targets))          # (R,)
+    losses = cross_entropy(logits, targets)   # (R,): each row's -log p(target)
+    count = mask.sum()                        # the number of real predicted tokens
+    loss = (losses * mask).sum() / count
+    return loss, (logits, targets, mask, count, losses)
+
+
+def cross_entropy_backward(cache):
+    """dL/dlogits for L = sum_r mask_r * (logsumexp(logits_r) - logits_r[t_r]) / count.
+
+    d logsumexp(z)/dz_k = softmax(z)_k = p_k and d z_t / dz_k = delta_kt, so
+        dlogits[r, k] = mask_r * (p[r, k] - delta(k, t_r)) / count          (R, vocab_size)
+    A padding row (mask 0) gets gradient 0: it cannot pull on any weight.
+    """
+    logits, targets, mask, count, _ = cache
+    p = softmax(logits)                                    # (R, vocab_size)
+    p[np.arange(len(targets)), targets] -= 1.0
+    return p * (mask / count)[:, None]                     # (R, vocab_size)

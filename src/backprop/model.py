@@ -1,0 +1,144 @@
+"""
+The whole GPT, forward and backward, on a padded batch of names: loss and one gradient per weight.
+
+Read layers.py first. `model_forward` runs microgpt's gpt() steps 1 to 4 (numbered as in
+microgpt/model.py and the port) on B names at once, keeping every layer's cache on a list;
+`model_backward` walks that list in reverse, calling each layer's backward, and returns
+{name: gradient}, every gradient shaped like its weight, [n_out, n_in], under microgpt's names.
+`loss_and_grads` is the two together.
+
+A batch is a list of token lists [BOS] + ids + [BOS] (microgpt.training.doc_tokens). Name b
+predicts n_b = min(block_size, len - 1) tokens, cut as microgpt.training.doc_loss cuts it;
+make_batch pads the batch to T = max n_b positions, and model_forward computes only the real
+positions (padding is rebuilt inside attention alone), so the loss is the sum of every real
+predicted token's loss divided by their number, sum_b n_b. For B = 1 that is doc_loss exactly; for more,
+it is the token-weighted mean of the names' losses (tests/test_backprop_model.py checks both
+against the scalar engine).
+"""
+
+import numpy as np
+
+from microgpt.errors import UserError
+
+from .layers import (attention_backward, attention_forward, cross_entropy_backward,
+                     cross_entropy_forward, embedding_backward, embedding_forward, linear_backward,
+                     linear_forward, relu_backward, relu_forward, rmsnorm_backward, rmsnorm_forward)
+
+PAD = 0  # the id written into padding; any valid id works: model_forward drops padded positions
+
+
+def make_batch(batch, block_size, vocab_size):
+    """(idx (B, T), targets (B*T,), mask (B*T,)) for a list of B token lists, padded to T.
+
+    idx[b, t] is the token read at position t, targets[b * T + t] the one to predict there,
+    mask 1.0 where that is a real token of name b and 0.0 on padding.
+    """
+    if not batch:
+        raise UserError("a batch needs at least one name")
+    lengths = []
+    for tokens in batch:
+        if len(tokens) < 2:
+            raise UserError(f"a name needs at least 2 tokens (one to read, one to predict), got {len(tokens)}")
+        lengths.append(min(block_size, len(tokens) - 1))  # as doc_loss: past the block, cut
+    B, T = len(batch), max(lengths)
+    idx = np.full((B, T), PAD, dtype=np.intp)             # (B, T)
+    targets = np.full((B, T), PAD, dtype=np.intp)         # (B, T)
+    mask = np.zeros((B, T))                               # (B, T)
+    for b, (tokens, n) in enumerate(zip(batch, lengths)):
+        idx[b, :n] = tokens[:n]
+        targets[b, :n] = tokens[1:n + 1]
+        mask[b, :n] = 1.0
+    if idx.min() < 0 or max(idx.max(), targets.max()) >= vocab_size:
+        raise UserError(f"a token id is outside the vocabulary (0..{vocab_size - 1}): "
+                        "encode the names with the model's tokenizer")
+    return idx, targets.reshape(-1), mask.reshape(-1)    # (B, T), (B*T,), (B*T,)
+
+
+def model_forward(weights, config, idx, targets, mask):
+    """The loss (a float) and the caches model_backward needs. weights: {name: (n_out, n_in)}.
+
+    idx, targets, mask: make_batch's padded batch. Only its real positions become rows (R of
+    them, name after name); padding is made again inside attention, the one layer that needs
+    the names aligned, and never reaches the loss.
+    """
+    sd, B, T = weights, idx.shape[0], idx.shape[1]
+    rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
+    ids = idx.reshape(-1)[rows]   # (R,): the token read at each row
+    pos = rows % T                # (R,): its position in its name
+    caches = {'rows': rows}
+
+    # 1) Token plus position, then rmsnorm (not redundant, because of the residual path).
+    x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], ids, pos)  # (R, n_embd)
+    x, caches['rms0'] = rmsnorm_forward(x)                                      # (R, n_embd)
+
+    for li in range(config.n_layer):
+        p = f'layer{li}.'
+        # 2) Attention: each position gathers from itself and earlier positions of its own name.
+        x_residual = x
+        x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (R, n_embd)
+        q, caches[p + 'attn_wq'] = linear_forward(x, sd[p + 'attn_wq'])  # (R, n_embd)
+        k, caches[p + 'attn_wk'] = linear_forward(x, sd[p + 'attn_wk'])  # (R, n_embd)
+        v, caches[p + 'attn_wv'] = linear_forward(x, sd[p + 'attn_wv'])  # (R, n_embd)
+        x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
+        x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
+        x = x + x_residual                                            # (R, n_embd)
+
+        # 3) MLP: each position on its own.
+        x_residual = x
+        x, caches[p + 'rms_mlp'] = rmsnorm_forward(x)                 # (R, n_embd)
+        x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, 4 * n_embd)
+        x, caches[p + 'relu'] = relu_forward(x)                       # (R, 4 * n_embd)
+        x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (R, n_embd)
+        x = x + x_residual                                            # (R, n_embd)
+
+    # 4) Logits (no final norm, as in microgpt) and the masked mean cross-entropy.
+    logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (R, vocab_size)
+    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows])  # every row is real
+    return float(loss), caches
+
+
+def model_backward(weights, config, caches):
+    """{name: dL/dweight}, each (n_out, n_in): model_forward's steps in reverse, layer by layer.
+
+    Where the forward forked the stream (x_residual = x, then x goes through a block), the
+    backward adds the two gradients that come back: the residual's (whole, see
+    layers.residual_backward) and the block's.
+    """
+    sd, grads = weights, {}
+
+    # 4) loss -> logits -> lm_head
+    dlogits = cross_entropy_backward(caches['loss'])                             # (R, vocab_size)
+    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'])  # (R, n_embd)
+
+    for li in reversed(range(config.n_layer)):
+        p = f'layer{li}.'
+        # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
+        d, grads[p + 'mlp_fc2'] = linear_backward(dx, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
+        d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
+        d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (R, n_embd)
+        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd)
+
+        # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
+        d, grads[p + 'attn_wo'] = linear_backward(dx, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
+        dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
+        dxn, grads[p + 'attn_wq'] = linear_backward(dq, caches[p + 'attn_wq'], sd[p + 'attn_wq'])
+        dxk, grads[p + 'attn_wk'] = linear_backward(dk, caches[p + 'attn_wk'], sd[p + 'attn_wk'])
+        dxv, grads[p + 'attn_wv'] = linear_backward(dv, caches[p + 'attn_wv'], sd[p + 'attn_wv'])
+        dx = dx + rmsnorm_backward(dxn + dxk + dxv, caches[p + 'rms_attn'])     # (R, n_embd)
+
+    # 1) the first rmsnorm, then the embeddings' rows
+    dx = rmsnorm_backward(dx, caches['rms0'])                                    # (R, n_embd)
+    grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
+                                                    config.block_size)
+    return grads
+
+
+def loss_and_grads(weights, config, batch):
+    """(loss, {name: gradient}) for a list of token lists: microgpt's names, [n_out, n_in] each.
+
+    weights: {name: float64 array (n_out, n_in)}. The loss is the mean over every predicted
+    token of the batch; for one name it is microgpt.training.doc_loss.
+    """
+    idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
+    loss, caches = model_forward(weights, config, idx, targets, mask)
+    return loss, model_backward(weights, config, caches)

@@ -1,0 +1,56 @@
+"""
+Adam on arrays: microgpt/optim.py's update, for every parameter at once.
+
+Read microgpt/optim.py first: this is the same update (beta1 0.85, beta2 0.99, eps 1e-8, bias
+correction, the learning rate given per step), written with the same operations in the same
+order, so each parameter's new value is the same float the scalar loop computes. The scalar
+Adam walks GPT.params, a flat list of every weight in parameter_shapes order, each matrix row
+by row; here all weights live in ONE flat float64 array in that very order, so m and v are
+stored exactly as a checkpoint stores the scalar optimizer's, and a checkpoint is the same
+file whichever engine wrote it. (Trainer in trainer.py keeps its weight matrices as views into
+that flat array: updating it updates them.)
+"""
+
+import numpy as np
+
+
+class AdamArrays:
+    def __init__(self, n_params, beta1=0.85, beta2=0.99, eps=1e-8):
+        self.beta1 = beta1              # decay of the gradient mean m, as microgpt.optim.Adam
+        self.beta2 = beta2              # decay of the squared-gradient mean v
+        self.eps = eps                  # keeps the division finite where v is ~0
+        self.m = np.zeros(n_params)     # (n_params,): first moment, in GPT.params order
+        self.v = np.zeros(n_params)     # (n_params,): second moment
+        self.t = 0                      # steps taken so far
+
+    def step(self, params, grads, lr):
+        """One update of the flat float64 array `params` (in place) with its gradient `grads`."""
+        self.t += 1
+        b1, b2, eps = self.beta1, self.beta2, self.eps
+        bias1 = 1 - b1 ** self.t        # Python floats, as in the scalar Adam
+        bias2 = 1 - b2 ** self.t
+        # the scalar line's operations, in its order, so every float comes out the same:
+        # m = b1 * m + (1 - b1) * g;  v = b2 * v + ((1 - b2) * g) * g;  p -= (lr * m_hat) / (...)
+        # written in place, to spare a step the allocation of six parameter-sized arrays
+        m, v = self.m, self.v
+        m *= b1
+        m += (1 - b1) * grads
+        v *= b2
+        v += (1 - b2) * grads * grads
+        denom = np.sqrt(v / bias2)                      # (n_params,): sqrt(v_hat)
+        denom += eps
+        update = m / bias1                              # (n_params,): m_hat
+        update *= lr
+        update /= denom
+        params -= update
+
+    def state(self):
+        """{'t', 'm', 'v'} with plain Python floats: microgpt.optim.Adam.state()'s form."""
+        return {'t': self.t, 'm': self.m.tolist(), 'v': self.v.tolist()}
+
+    def load_state(self, state):
+        if len(state['m']) != len(self.m) or len(state['v']) != len(self.v):
+            raise ValueError("optimizer state does not match the number of parameters")
+        self.t = int(state['t'])
+        self.m = np.array(state['m'], dtype=np.float64)  # (n_params,)
+        self.v = np.array(state['v'], dtype=np.float64)  # (n_params,)

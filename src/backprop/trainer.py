@@ -1,0 +1,90 @@
+"""
+Trainer: one numpy training step (forward, hand-derived backward, Adam) per batch of names.
+
+    import backprop
+    trainer = backprop.Trainer(config, GPT(config, seed=42).weights(), tokenizer)
+    loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
+    save_checkpoint('out/model.json', trainer, {... 'adam': trainer.optimizer_state()})
+
+It is the twin of the scalar engine's train_step + microgpt.optim.Adam, over float64 arrays
+(model.py computes the loss and gradients, optim.py updates): with one name per batch the two
+give the same losses step after step (tests/test_backprop_trainer.py). A Trainer has .config,
+.tokenizer and .weights(), which is all microgpt.checkpoint.save_checkpoint needs, and its
+optimizer_state() is the scalar Adam's state(): a checkpoint is the same whichever wrote it.
+
+Every weight matrix is a view into one flat array in GPT.params order (parameter_shapes order,
+each matrix row by row), so the Adam update is a handful of array operations over all of them.
+"""
+
+import math
+
+import numpy as np
+
+from microgpt.errors import UserError
+from microgpt.model import parameter_shapes
+
+from .model import loss_and_grads
+from .optim import AdamArrays
+
+
+class Trainer:
+    """Trains microgpt's GPT on numpy arrays. config: GPTConfig; weights: {name: [[float]]}."""
+
+    def __init__(self, config, weights, tokenizer):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.shapes = parameter_shapes(config)  # {name: [n_out, n_in]}, in GPT.params order
+        n_params = sum(n_out * n_in for n_out, n_in in self.shapes.values())
+        self.flat = np.zeros(n_params)          # (n_params,): every weight, GPT.params order
+        self.params = {}                        # {name: (n_out, n_in) view into self.flat}
+        start = 0
+        for name, (n_out, n_in) in self.shapes.items():
+            self.params[name] = self.flat[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
+            start += n_out * n_in
+        self.load_weights(weights)
+        self.optimizer = AdamArrays(n_params)
+
+    def step(self, batch, lr):
+        """One forward, backward and Adam update on `batch` (B token lists); the mean loss.
+
+        The loss is averaged over every predicted token of the batch (B = 1: doc_loss). If the
+        loss or any gradient is not finite (training diverged), nothing is updated, not the
+        weights, not Adam's moments or step count, and math.nan is returned.
+        """
+        with np.errstate(all='ignore'):  # an overflow shows up as inf/nan, checked below
+            loss, grads = loss_and_grads(self.params, self.config, batch)
+            g = np.concatenate([grads[name].reshape(-1) for name in self.shapes])  # (n_params,)
+            if not (math.isfinite(loss) and np.isfinite(g).all()):
+                return math.nan
+            self.optimizer.step(self.flat, g, lr)
+        return loss
+
+    def loss_and_grads(self, batch):
+        """(loss, {name: gradient array}) at the current weights, without updating anything."""
+        return loss_and_grads(self.params, self.config, batch)
+
+    def weights(self):
+        """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
+        return {name: self.params[name].tolist() for name in self.shapes}
+
+    def load_weights(self, weights):
+        """Copy {name: [[float]] or array} into the parameters, after checking every shape
+        (a bad matrix leaves the weights untouched)."""
+        arrays = {}
+        for name, shape in self.shapes.items():
+            if name not in weights:
+                raise UserError(f"weights missing for {name}: give the model's full state_dict")
+            arrays[name] = np.asarray(weights[name], dtype=np.float64)  # (n_out, n_in)
+            if arrays[name].shape != tuple(shape):
+                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, "
+                                f"got {arrays[name].shape}")
+        for name, w in arrays.items():
+            self.params[name][...] = w  # in place: the views into self.flat stay valid
+
+    def optimizer_state(self):
+        """{'t': int, 'm': [float], 'v': [float]}, flat in microgpt.optim.Adam's order."""
+        return self.optimizer.state()
+
+    def load_optimizer_state(self, state):
+        """Resume Adam from a state saved by either engine, bit for bit."""
+        self.optimizer.load_state(state)

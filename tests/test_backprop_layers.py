@@ -1,0 +1,247 @@
+"""
+Every layer's hand-derived backward (src/backprop/layers.py) against central finite differences.
+
+For a layer y = f(x) and a fixed random array R shaped like y, the scalar L = sum(R * y) has
+dL/dy = R, so backward(R) must return dL/dx; finite differences of L, one input entry at a time,
+are the independent oracle. Everything is float64 and tiny. The negative controls feed the same
+check a deliberately wrong backward and require it to FAIL, so the check can catch a mistake.
+"""
+
+import numpy as np
+import pytest
+
+from backprop import layers
+from backprop.model import loss_and_grads, make_batch, model_forward
+from microgpt.model import GPTConfig, parameter_shapes
+
+H = 1e-6          # finite-difference step
+FD_TOL = 1e-7     # central differences are accurate to ~1e-9 here; a wrong backward is off by >1e-3
+WRONG_MIN = 1e-3  # a wrong backward must miss by at least this much
+
+
+def numeric_grad(f, x):
+    """dL/dx by central differences, where f() computes L from x (an array changed in place)."""
+    g = np.zeros_like(x)  # same shape as x
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + H
+        up = f()
+        x[i] = old - H
+        down = f()
+        x[i] = old
+        g[i] = (up - down) / (2 * H)
+    return g
+
+
+def max_diff(a, b):
+    return float(np.abs(a - b).max())
+
+
+def rng():
+    return np.random.default_rng(0)
+
+
+# ---------------------------------------------------------------------------- layer by layer
+def test_embedding_backward_adds_up_repeated_tokens():
+    r = rng()
+    vocab_size, block_size, n_embd = 5, 6, 3
+    wte, wpe = r.normal(size=(vocab_size, n_embd)), r.normal(size=(block_size, n_embd))
+    ids = np.array([1, 3, 1, 1, 0, 3, 2])  # token 1 three times, token 4 never
+    pos = np.array([0, 1, 2, 3, 0, 1, 2])  # two names, of 4 and 3 positions
+    R = r.normal(size=(len(ids), n_embd))  # (R, n_embd)
+
+    def loss():
+        return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
+    dwte, dwpe = layers.embedding_backward(R, (ids, pos), vocab_size, block_size)
+    assert max_diff(dwte, numeric_grad(loss, wte)) < FD_TOL
+    assert max_diff(dwpe, numeric_grad(loss, wpe)) < FD_TOL
+    assert np.all(dwte[4] == 0) and np.all(dwpe[4:] == 0)  # unused rows get exactly nothing
+
+
+def test_embedding_negative_control_overwriting_repeats_is_caught():
+    r = rng()
+    wte, wpe = r.normal(size=(5, 3)), r.normal(size=(6, 3))
+    ids, pos = np.array([1, 3, 1, 1, 0, 3, 2]), np.array([0, 1, 2, 3, 0, 1, 2])
+    R = r.normal(size=(len(ids), 3))
+    dwte_wrong = np.zeros_like(wte)
+    dwte_wrong[ids] += R  # buffered: a repeated id keeps only its last gradient
+
+    def loss():
+        return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
+    assert max_diff(dwte_wrong, numeric_grad(loss, wte)) > WRONG_MIN
+
+
+def test_rmsnorm_backward():
+    r = rng()
+    x = r.normal(size=(4, 6))
+    R = r.normal(size=(4, 6))
+    _, cache = layers.rmsnorm_forward(x)
+    dx = layers.rmsnorm_backward(R, cache)
+    assert max_diff(dx, numeric_grad(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) < FD_TOL
+
+
+def test_rmsnorm_negative_control_without_the_scale_term_is_caught():
+    r = rng()
+    x = r.normal(size=(4, 6))
+    R = r.normal(size=(4, 6))
+    s = ((x * x).mean(axis=-1, keepdims=True) + layers.RMS_EPS) ** -0.5  # (4, 1)
+    dx_wrong = s * R  # forgets that s itself depends on x
+    assert max_diff(dx_wrong, numeric_grad(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) > WRONG_MIN
+
+
+def test_linear_backward():
+    r = rng()
+    x, w = r.normal(size=(5, 3)), r.normal(size=(4, 3))  # w stored [n_out, n_in]
+    R = r.normal(size=(5, 4))
+
+    def loss():
+        return float((R * layers.linear_forward(x, w)[0]).sum())
+    dx, dw = layers.linear_backward(R, x, w)
+    assert dw.shape == w.shape
+    assert max_diff(dx, numeric_grad(loss, x)) < FD_TOL
+    assert max_diff(dw, numeric_grad(loss, w)) < FD_TOL
+
+
+def test_linear_negative_control_untransposed_weight_gradient_is_caught():
+    r = rng()
+    x, w = r.normal(size=(5, 4)), r.normal(size=(4, 4))  # square, so the wrong one has the right shape
+    R = r.normal(size=(5, 4))
+    dw_wrong = x.T @ R  # [n_in, n_out]: the transpose of the right answer
+    assert max_diff(dw_wrong, numeric_grad(lambda: float((R * layers.linear_forward(x, w)[0]).sum()), w)) > WRONG_MIN
+
+
+def test_relu_backward():
+    r = rng()
+    x = r.normal(size=(4, 5))
+    x[np.abs(x) < 0.01] = 0.5  # keep finite differences away from the kink at 0
+    R = r.normal(size=(4, 5))
+    dx = layers.relu_backward(R, layers.relu_forward(x)[1])
+    assert max_diff(dx, numeric_grad(lambda: float((R * layers.relu_forward(x)[0]).sum()), x)) < FD_TOL
+
+
+def test_residual_backward():
+    r = rng()
+    a, b, R = r.normal(size=(3, 4)), r.normal(size=(3, 4)), r.normal(size=(3, 4))
+
+    def loss():
+        return float((R * layers.residual_forward(a, b)).sum())
+    da, db = layers.residual_backward(R)
+    assert max_diff(da, numeric_grad(loss, a)) < FD_TOL
+    assert max_diff(db, numeric_grad(loss, b)) < FD_TOL
+
+
+def attention_case():
+    """Two names of 4 and 2 positions: 6 rows, padded to T = 4 inside attention."""
+    r = rng()
+    B, T, n_head, n_embd = 2, 4, 2, 6
+    rows = np.array([0, 1, 2, 3, 4, 5])  # name 0 at 0..3, name 1 at 4, 5 (6, 7 are padding)
+    q, k, v = (r.normal(size=(len(rows), n_embd)) for _ in range(3))
+    R = r.normal(size=(len(rows), n_embd))
+    return rows, B, T, n_head, q, k, v, R
+
+
+def test_attention_backward():
+    rows, B, T, n_head, q, k, v, R = attention_case()
+
+    def loss():
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
+    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    dq, dk, dv = layers.attention_backward(R, cache)
+    for d, x in ((dq, q), (dk, k), (dv, v)):
+        assert max_diff(d, numeric_grad(loss, x)) < FD_TOL
+
+
+def test_attention_is_causal_and_names_do_not_mix():
+    rows, B, T, n_head, q, k, v, R = attention_case()
+    out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    k2, v2 = k.copy(), v.copy()
+    k2[T - 1] += 5.0  # the last position of name 0 ...
+    v2[T:] += 5.0     # ... and all of name 1
+    out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
+    assert max_diff(out[:T - 1], out2[:T - 1]) == 0.0  # earlier positions of name 0 never see them
+
+
+def test_attention_negative_control_without_softmax_correction_is_caught():
+    rows, B, T, n_head, q, k, v, R = attention_case()
+    _, (qh, kh, vh, att, scale, _) = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    padded = np.zeros((B * T, R.shape[1]))
+    padded[rows] = R
+    dout = padded.reshape(B * T, n_head, -1).transpose(1, 0, 2).reshape(qh.shape)  # as split_heads
+    datt = dout @ vh.swapaxes(-1, -2)
+    dz_wrong = att * datt * scale  # forgets the softmax's "- sum_j da_ij a_ij"
+    dq_wrong = (dz_wrong @ kh).reshape(n_head, B * T, -1).transpose(1, 0, 2).reshape(B * T, -1)[rows]
+
+    def loss():
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
+    assert max_diff(dq_wrong, numeric_grad(loss, q)) > WRONG_MIN
+
+
+def test_cross_entropy_backward_with_padding_mask():
+    r = rng()
+    logits = r.normal(size=(6, 5))
+    targets = np.array([1, 4, 0, 2, 0, 0])
+    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])  # the last two rows are padding
+
+    def loss():
+        return float(layers.cross_entropy_forward(logits, targets, mask)[0])
+    dlogits = layers.cross_entropy_backward(layers.cross_entropy_forward(logits, targets, mask)[1])
+    assert max_diff(dlogits, numeric_grad(loss, logits)) < FD_TOL
+    assert np.all(dlogits[4:] == 0)
+
+
+def test_cross_entropy_negative_control_mean_over_padding_is_caught():
+    r = rng()
+    logits = r.normal(size=(6, 5))
+    targets = np.array([1, 4, 0, 2, 0, 0])
+    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    p[np.arange(6), targets] -= 1
+    dlogits_wrong = p * mask[:, None] / 6  # divides by every row, padding included
+
+    def loss():
+        return float(layers.cross_entropy_forward(logits, targets, mask)[0])
+    assert max_diff(dlogits_wrong, numeric_grad(loss, logits)) > WRONG_MIN
+
+
+# ---------------------------------------------------------------------------- the whole model
+def test_whole_model_gradient_against_finite_differences(tiny_config):
+    config, batch = tiny_config
+    r = rng()
+    weights = {name: r.normal(0, 0.3, size=shape) for name, shape in _shapes(config).items()}
+    _, grads = loss_and_grads(weights, config, batch)
+    for name, w in weights.items():
+        for _ in range(3):  # three entries of every matrix
+            i = tuple(r.integers(0, n) for n in w.shape)
+            old = w[i]
+            w[i] = old + H
+            up = loss_and_grads(weights, config, batch)[0]
+            w[i] = old - H
+            down = loss_and_grads(weights, config, batch)[0]
+            w[i] = old
+            assert abs(grads[name][i] - (up - down) / (2 * H)) < FD_TOL, name
+
+
+def test_padding_rows_are_masked_out_of_the_loss(tiny_config):
+    config, batch = tiny_config
+    idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
+    assert idx.shape == (len(batch), max(min(config.block_size, len(t) - 1) for t in batch))
+    assert mask.sum() == sum(min(config.block_size, len(t) - 1) for t in batch)
+    r = rng()
+    weights = {name: r.normal(0, 0.3, size=shape) for name, shape in _shapes(config).items()}
+    targets2 = targets.copy()
+    targets2[mask == 0] = 1  # a different token on every padded position
+    loss1 = model_forward(weights, config, idx, targets, mask)[0]
+    loss2 = model_forward(weights, config, idx, targets2, mask)[0]
+    assert loss1 == loss2
+
+
+def _shapes(config):
+    return {name: tuple(shape) for name, shape in parameter_shapes(config).items()}
+
+
+@pytest.fixture
+def tiny_config():
+    """A 2-layer config small enough for finite differences, and a batch of 3 token lists."""
+    config = GPTConfig(vocab_size=6, n_layer=2, n_embd=4, n_head=2, block_size=5)
+    batch = [[0, 1, 2, 0], [0, 3, 0], [0, 4, 5, 5, 1, 2, 0]]  # the last is cut at block_size
+    return config, batch

@@ -1,0 +1,111 @@
+"""
+The numpy training path's loss and gradients against the scalar engine, name by name and batched.
+
+The scalar engine (microgpt.training.doc_loss, Value.backward) is the oracle: for one name, every
+parameter's gradient must match to 1e-10; for a batch, the gradient must be the token-weighted
+mean of the names' scalar gradients. Padding a batch with an unusually long name must leave the
+other names' per-token losses as they were.
+"""
+
+import numpy as np
+import pytest
+
+from backprop import Trainer, make_batch
+from backprop.model import model_forward
+from microgpt.engine import Tape
+from microgpt.errors import UserError
+from microgpt.model import GPT, GPTConfig
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_loss, doc_tokens
+
+GRAD_TOL = 1e-10  # same math in float64: only rounding differs (observed ~1e-16)
+NAMES = ['emma', 'ava', 'isabella', 'christopherson', 'liam', 'bob']  # one longer than the block
+CONFIGS = {'default': dict(n_layer=1, n_embd=16, n_head=4),
+           '2x32': dict(n_layer=2, n_embd=32, n_head=4)}
+
+
+def setup(config_name, block_size=12, seed=3):
+    tokenizer = CharTokenizer.from_docs(NAMES)
+    config = GPTConfig(tokenizer.vocab_size, block_size=block_size, **CONFIGS[config_name])
+    model = GPT(config, seed=seed, tokenizer=tokenizer)
+    return model, Trainer(config, model.weights(), tokenizer), tokenizer
+
+
+def scalar_loss_and_grads(model, tokens):
+    """doc_loss and every parameter's gradient, {name: array}, from the scalar engine."""
+    for p in model.params:
+        p.grad = 0.0
+    with Tape() as tape:
+        loss = doc_loss(model, tokens)
+    loss.backward(tape)
+    grads = {name: np.array([[p.grad for p in row] for row in matrix])  # (n_out, n_in)
+             for name, matrix in model.state_dict.items()}
+    return loss.data, grads
+
+
+@pytest.mark.parametrize('config_name', sorted(CONFIGS))
+def test_one_name_gradients_equal_the_scalar_engines(config_name):
+    model, trainer, tokenizer = setup(config_name)
+    for name in NAMES:
+        tokens = doc_tokens(tokenizer, name)
+        loss, grads = scalar_loss_and_grads(model, tokens)
+        np_loss, np_grads = trainer.loss_and_grads([tokens])
+        assert abs(loss - np_loss) < GRAD_TOL
+        assert set(np_grads) == set(grads)
+        for pname in grads:
+            assert np_grads[pname].shape == grads[pname].shape
+            assert np.abs(np_grads[pname] - grads[pname]).max() < GRAD_TOL, (name, pname)
+
+
+@pytest.mark.parametrize('config_name', sorted(CONFIGS))
+def test_batch_gradient_is_the_token_weighted_mean_of_the_names(config_name):
+    model, trainer, tokenizer = setup(config_name)
+    batch = [doc_tokens(tokenizer, name) for name in NAMES]
+    total = 0
+    want_loss, want = 0.0, None
+    for tokens in batch:
+        n = min(model.config.block_size, len(tokens) - 1)  # the name's predicted tokens
+        loss, grads = scalar_loss_and_grads(model, tokens)
+        want_loss += loss * n
+        want = {k: g * n for k, g in grads.items()} if want is None else {k: want[k] + grads[k] * n for k in grads}
+        total += n
+    np_loss, np_grads = trainer.loss_and_grads(batch)
+    assert abs(np_loss - want_loss / total) < GRAD_TOL
+    for pname in want:
+        assert np.abs(np_grads[pname] - want[pname] / total).max() < GRAD_TOL, pname
+
+
+def test_a_long_name_in_the_batch_changes_no_other_tokens_loss():
+    model, trainer, tokenizer = setup('default', block_size=16)
+    short = [doc_tokens(tokenizer, name) for name in ('ava', 'emma', 'bob')]
+    long_name = doc_tokens(tokenizer, 'christopherson' * 2)  # cut at block_size, pads the rest to 16
+    per_token = {}
+    for batch in (short, short + [long_name]):
+        idx, targets, mask = make_batch(batch, trainer.config.block_size, trainer.config.vocab_size)
+        _, caches = model_forward(trainer.params, trainer.config, idx, targets, mask)
+        losses = np.full(idx.size, np.nan)  # (B*T,): NaN on padding
+        losses[caches['rows']] = caches['loss'][4]  # every real position's own loss
+        losses = losses.reshape(idx.shape)  # (B, T)
+        per_token[len(batch)] = [losses[b, :len(t) - 1] for b, t in enumerate(short)]
+        assert idx.shape[1] == max(min(16, len(t) - 1) for t in batch)
+    for a, b in zip(per_token[3], per_token[4]):
+        assert np.abs(a - b).max() < GRAD_TOL
+
+
+def test_a_name_longer_than_the_block_is_cut_as_doc_loss_cuts_it():
+    model, trainer, tokenizer = setup('default', block_size=5)
+    tokens = doc_tokens(tokenizer, 'christopherson')
+    loss, grads = scalar_loss_and_grads(model, tokens)
+    np_loss, np_grads = trainer.loss_and_grads([tokens])
+    assert abs(loss - np_loss) < GRAD_TOL
+    assert np.abs(np_grads['wpe'] - grads['wpe']).max() < GRAD_TOL
+
+
+def test_bad_batches_are_one_line_user_errors():
+    _, trainer, tokenizer = setup('default')
+    with pytest.raises(UserError, match='at least one name'):
+        trainer.loss_and_grads([])
+    with pytest.raises(UserError, match='at least 2 tokens'):
+        trainer.loss_and_grads([[tokenizer.bos]])
+    with pytest.raises(UserError, match='outside the vocabulary'):
+        trainer.loss_and_grads([[tokenizer.bos, 99, tokenizer.bos]])
