@@ -17,7 +17,8 @@ import pytest
 import inference
 from backprop import Trainer
 from microgpt.checkpoint import read_checkpoint, save_checkpoint
-from microgpt.engine import Tape, vsum
+from microgpt.engine import Tape
+from microgpt.fused import vsum
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
