@@ -1,0 +1,32 @@
+// The Sampling page: the distribution of the next character after [BOS] + the prompt at the
+// chosen temperature (and top-k, once the sampler has it), and names drawn with the seeded
+// sampler of sample.py. Everything comes from POST /api/sample (microgpt.sampling).
+'use strict';
+
+const {el} = Lab;
+const $ = id => document.getElementById(id);
+
+async function draw() {
+  const topK = Lab.config.features.top_k;
+  $('top_k').disabled = !topK;
+  $('topk-note').hidden = topK;
+  $('temperature-value').textContent = $('temperature').value;
+  await Lab.guard(async () => {
+    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperature: Number($('temperature').value),
+                  num: Number($('num').value), seed: Number($('seed').value)};
+    if (topK && $('top_k').value !== '') body.top_k = Number($('top_k').value);
+    const data = await Lab.api('/api/sample', body);
+    $('context').textContent = `[BOS]${data.prompt}`;
+    $('distribution').replaceChildren(...data.distribution.flatMap(({char, p}) => {
+      const bar = el('span', {class: 'bar'});
+      bar.style.width = `${(p * 10).toFixed(2)}rem`;
+      return [el('span', {}, char), el('span', {}, bar),
+              el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
+    }));
+    $('names').replaceChildren(...data.names.map(name => el('li', {}, name || '(empty: BOS first)')));
+  });
+}
+
+$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
+$('temperature').addEventListener('input', draw);
+Lab.start(draw);
