@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ..errors import UserError
 from .api import ApiError, Checkpoints, Lab
+from .loading import load_model
 from .runs import Trainer
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
@@ -197,8 +198,8 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
+    load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
-    checkpoints.listing()  # loads the checkpoint: a damaged one fails here, before serving
     lab = Lab(checkpoints, Trainer(runs_dir, checkpoints, data=data))
     try:
         return LabServer((host, port), lab)
