@@ -56,13 +56,14 @@ def post(server, path, body):
 
 def wait_for_run(server, offset=0):
     """Poll /api/train/status until the run has ended and its whole log is read:
-    (the last status, every record after `offset`)."""
-    records, deadline = [], time.time() + RUN_TIMEOUT
+    (the last status, every record after `offset`, every [step, running mean] sent)."""
+    records, smooth, deadline = [], [], time.time() + RUN_TIMEOUT
     while True:
         status = post(server, '/api/train/status', {'offset': offset})
         records += status['records']
+        smooth += status['smooth']
         offset = status['offset']
         if status['state'] in ('finished', 'stopped', 'failed') and not status['records']:
-            return status, records
+            return status, records, smooth
         assert time.time() < deadline, f"the run did not end in {RUN_TIMEOUT} s: {status['state']}"
         time.sleep(0.05)

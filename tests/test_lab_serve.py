@@ -123,7 +123,7 @@ def test_a_training_run_streams_its_log_and_its_checkpoint_opens(server):
     # a second run while the first one goes is refused
     status, body, _ = request(server, 'POST', '/api/train/start', {'steps': 30})
     assert status == 409 and 'one run at a time' in body['error']
-    final, records = wait_for_run(server)
+    final, records, smooth = wait_for_run(server)
     assert final['state'] == 'finished' and final['exit_code'] == 0
     steps = [r['step'] for r in records if 'loss' in r]
     assert steps == list(range(1, 31))
@@ -133,6 +133,9 @@ def test_a_training_run_streams_its_log_and_its_checkpoint_opens(server):
     train, val = loss.read_log(path[:-len('.json')] + '.log.jsonl')
     assert [(r['step'], r['loss'], r['lr']) for r in records if 'loss' in r] == train
     assert [(r['step'], r['val_loss']) for r in records if 'val_loss' in r] == val and val
+    # the smoothed curve is lab loss's running mean, however the log was cut into polls
+    assert smooth == [[s, m] for (s, _, _), m in
+                      zip(train, loss.running_mean([l for _, l, _ in train], loss.smoothing_window(30)))]
     assert final['samples'] and all(len(s['names']) == 5 for s in final['samples'])
     # the run's checkpoint is listed, with its own config, and the pages can use it
     listed = {c['id']: c for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
@@ -148,7 +151,7 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
         status = post(server, '/api/train/status', {'offset': offset})
         records, offset = records + status['records'], status['offset']
     post(server, '/api/train/stop', {})
-    final, more = wait_for_run(server, offset=offset)
+    final, more, _ = wait_for_run(server, offset=offset)
     records += more
     assert final['state'] == 'stopped' and final['exit_code'] == 130
     from microgpt.checkpoint import read_checkpoint

@@ -30,6 +30,7 @@ from ..checkpoint import read_checkpoint
 from ..errors import UserError
 from ..sampling import sample_names
 from ..tokenizer import CharTokenizer
+from . import loss
 from .api import ApiError, field
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,12 +169,13 @@ class Trainer:
         with self.lock:
             run = self.run
             if run is None:
-                return {'state': 'idle', 'records': [], 'offset': 0, 'samples': []}
+                return {'state': 'idle', 'records': [], 'offset': 0, 'smooth': [], 'samples': []}
             state, code, ckpt_id = run.state, run.exit_code, run.ckpt_id
         records, offset = read_records(run.log, offset)
         self._sample(run)
         return {'run': run.number, 'params': run.params, 'state': state, 'exit_code': code,
-                'records': records, 'offset': offset, 'samples': list(run.samples),
+                'records': records, 'offset': offset, 'smooth': smoothed(run, records),
+                'samples': list(run.samples),
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
@@ -229,6 +231,20 @@ def read_records(path, offset):
         except ValueError:
             pass
     return records, offset + end
+
+
+def smoothed(run, records):
+    """For each training record in `records`: the running mean that `lab loss` draws, over
+    lab.loss.smoothing_window(steps) steps of the whole log so far. [[step, mean], ...]"""
+    steps = {r['step'] for r in records if 'loss' in r}
+    if not steps:
+        return []
+    try:
+        train, _ = loss.read_log(run.log)  # the log is small: one short line per step
+    except UserError:
+        return []
+    means = loss.running_mean([l for _, l, _ in train], loss.smoothing_window(run.params['steps']))
+    return [[s, m] for (s, _, _), m in zip(train, means) if s in steps]
 
 
 def last_error(run):

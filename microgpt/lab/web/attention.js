@@ -124,8 +124,8 @@ function drawStats() {
         labels.map(l => numCell(view.stats[l][k], digits))))));
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
-$('text').addEventListener('change', () => { $('query').value = ''; key = null; draw(); });
-for (const id of ['layer', 'head', 'query', 'scale']) $(id).addEventListener('change', () => { key = null; draw(); });
-$('temperature').addEventListener('input', draw);
+Lab.on('form', 'submit', draw);
+Lab.on('text', 'change', () => { $('query').value = ''; key = null; draw(); });
+for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
+Lab.on('temperature', 'input', draw);
 Lab.start(draw);

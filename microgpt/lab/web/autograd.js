@@ -77,5 +77,5 @@ function drawGraph(nodes) {
   graph.replaceChildren(...edges, ...boxes);
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
+Lab.on('form', 'submit', draw);
 Lab.start(draw);

@@ -12,6 +12,17 @@ const Lab = (() => {
   const STORE = 'microgpt-lab-ckpt';
   let config = null;          // /api/config: checkpoints and features
   let onChange = () => {};    // the page's redraw when another checkpoint is picked
+  let markReady;
+  const ready = new Promise(resolve => { markReady = resolve; });  // once the header is drawn
+
+  // listen for `event` on the element with this id; events before the config arrived wait for it
+  function on(id, event, handler) {
+    document.getElementById(id).addEventListener(event, async e => {
+      if (event === 'submit') e.preventDefault();
+      await ready;
+      handler(e);
+    });
+  }
 
   // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message
   async function api(path, body) {
@@ -122,6 +133,7 @@ const Lab = (() => {
       return;
     }
     renderHeader();
+    markReady();
     await draw();
   }
 
@@ -131,6 +143,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, start, guard, showError, selectCkpt, refreshConfig,
+  return {api, el, svg, fmt, shade, start, on, guard, showError, selectCkpt, refreshConfig,
           ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

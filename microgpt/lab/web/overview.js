@@ -62,5 +62,5 @@ function drawLosses(rows) {
   $('losses').replaceChildren(el('h3', {}, 'loss at each position'), table);
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
+Lab.on('form', 'submit', draw);
 Lab.start(draw);

@@ -17,9 +17,10 @@ async function draw() {
     if (topK && $('top_k').value !== '') body.top_k = Number($('top_k').value);
     const data = await Lab.api('/api/sample', body);
     $('context').textContent = `[BOS]${data.prompt}`;
+    const most = Math.max(...data.distribution.map(d => d.p));
     $('distribution').replaceChildren(...data.distribution.flatMap(({char, p}) => {
       const bar = el('span', {class: 'bar'});
-      bar.style.width = `${(p * 10).toFixed(2)}rem`;
+      bar.style.width = `${(p / most * 10).toFixed(2)}rem`;  // the likeliest character: 10rem
       return [el('span', {}, char), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }));
@@ -27,6 +28,6 @@ async function draw() {
   });
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
-$('temperature').addEventListener('input', draw);
+Lab.on('form', 'submit', draw);
+Lab.on('temperature', 'input', draw);
 Lab.start(draw);

@@ -28,5 +28,5 @@ async function draw() {
   });
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); draw(); });
+Lab.on('form', 'submit', draw);
 Lab.start(draw);

@@ -8,7 +8,7 @@ const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'lr'];
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
-let train = [], val = [], offset = 0, run = null, timer = null, total = 1, announced = null;
+let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, announced = null;
 
 function setup() {
   const options = Lab.config.features.training;
@@ -33,7 +33,7 @@ async function start() {
   if (options.batch_size) body.batch_size = Number($('batch_size').value);
   await Lab.guard(async () => {
     await Lab.api('/api/train/start', body);
-    train = []; val = []; offset = 0; run = null;
+    train = []; smooth = []; val = []; offset = 0; run = null;
     $('samples').replaceChildren();
     $('finished').replaceChildren();
     poll();
@@ -48,8 +48,9 @@ async function poll() {
   clearTimeout(timer);
   const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
   if (!status) return;
-  if (status.run !== run) { train = []; val = []; run = status.run; }  // another run than drawn
+  if (status.run !== run) { train = []; smooth = []; val = []; run = status.run; }  // another run than drawn
   offset = status.offset;
+  smooth.push(...status.smooth);
   for (const r of status.records) {
     if ('loss' in r) train.push([r.step, r.loss]);
     else if ('val_loss' in r) val.push([r.step, r.val_loss]);
@@ -78,6 +79,10 @@ async function poll() {
   }
 }
 
+function line(points, x, y) {
+  return points.map(([s, l]) => `${x(s).toFixed(1)},${y(l).toFixed(1)}`).join(' ');
+}
+
 function drawChart() {
   const chart = $('chart');
   chart.dataset.trainPoints = train.length;
@@ -96,11 +101,12 @@ function drawChart() {
     svg('text', {x: LEFT, y: H - 12}, 'step 1'),
     svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
     svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'},
-      'blue: training loss (one name per step) · orange: validation loss'),
-    svg('polyline', {class: 'train', points: train.map(([s, l]) => `${x(s).toFixed(1)},${y(l).toFixed(1)}`).join(' ')}),
+      'training loss: each step (one name), running mean · validation loss (held-out names)'),
+    svg('polyline', {class: 'train', points: line(train, x, y)}),
+    svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
     ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));
 }
 
-$('form').addEventListener('submit', e => { e.preventDefault(); start(); });
-$('stop').addEventListener('click', stop);
+Lab.on('form', 'submit', start);
+Lab.on('stop', 'click', stop);
 Lab.start(setup);
