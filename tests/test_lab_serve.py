@@ -269,3 +269,38 @@ def test_a_damaged_checkpoint_is_one_line_exit_2(tiny_ckpt, tmp_path, capsys):
     damaged.write_text(open(tiny_ckpt).read()[:-200])
     code, out, err = serve(['--ckpt', str(damaged), '--port', '0'], capsys)
     assert code == 2 and err.startswith('error: ') and err.count('\n') == 1 and not out
+
+
+def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, tmp_path):
+    """The real command in its own process: it prints its address, serves, and on SIGINT (what
+    Ctrl-C sends) passes one SIGINT to the training run, which saves its last whole step."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--port', '0',
+                             '--runs-dir', str(tmp_path), '--data', names_file],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith('microgpt lab on ') and '(Ctrl-C to stop)' in first
+        port = int(first.split('http://127.0.0.1:')[1].split('/')[0])
+
+        class Address:  # what request() needs of a server
+            server_address = ('127.0.0.1', port)
+        post(Address, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2})
+        log = tmp_path / '1' / 'model.log.jsonl'
+        deadline = time.time() + 30
+        while not (log.exists() and log.read_text().count('\n') >= 3):
+            assert time.time() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert 'run 1 stopped (exit status 130)' in out
+    from microgpt.checkpoint import read_checkpoint
+    steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
+    assert read_checkpoint(str(tmp_path / '1' / 'model.json'))['train_state']['step'] == steps[-1] < 20000

@@ -69,6 +69,7 @@ class Run:
         self.ckpt_id = None      # set once the finished run's checkpoint is listed
         self.samples = []        # [{'step', 'names'}], one per checkpoint save
         self.sampled_mtime = None
+        self.waiter = None       # the thread that waits for the process to end
 
 
 class Trainer:
@@ -128,11 +129,14 @@ class Trainer:
             env['PYTHONPATH'] = os.pathsep.join(filter(None, [os.path.join(REPO_DIR, 'src'),
                                                               env.get('PYTHONPATH')]))
             output = open(os.path.join(folder, 'train.txt'), 'w', encoding='utf-8')
+            # its own session: a Ctrl-C in the server's terminal reaches the server only, which
+            # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
             proc = subprocess.Popen(argv, cwd=REPO_DIR, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=output, stderr=subprocess.STDOUT)
+                                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             self.run = Run(number, folder, params, proc, output)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
-            threading.Thread(target=self._wait, args=(self.run,), daemon=True).start()
+            self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
+            self.run.waiter.start()
             return {'run': number, 'params': params, 'state': 'running'}
 
     def _next_number(self):
@@ -213,6 +217,8 @@ class Trainer:
                 run.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 run.proc.kill()
+        if run is not None:
+            run.waiter.join(timeout)  # the run's last line is printed before the server's
 
 
 def read_records(path, offset):

@@ -22,6 +22,7 @@ every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps
 import ipaddress
 import json
 import os
+import signal
 import sys
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -207,12 +208,17 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"cannot listen on {host}:{port}: {e.strerror}: pick another --port") from None
 
 
+def stop_like_ctrl_c(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run(args):
     server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
               "can use this lab, including starting training runs", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)  # `kill` stops it as Ctrl-C does
     try:
         server.serve_forever()
     except KeyboardInterrupt:
