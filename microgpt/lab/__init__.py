@@ -6,6 +6,7 @@ The lab: the lessons' three sandboxes and their checkable numbers, as terminal c
     python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
     python -m microgpt.lab scaling                # why the scores are divided by sqrt(head_dim)
     python -m microgpt.lab loss out/model.log.jsonl
+    python -m microgpt.lab serve                  # all of it as local web pages, with live training
 
 The model commands read a checkpoint written by train.py (default out/model.json) and look
 inside it with the numpy port (src/inference), whose forward pass can hand back every

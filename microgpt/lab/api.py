@@ -247,10 +247,17 @@ class Lab:
         chars = [overview.token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
         out = {'prompt': prompt, 'names': names, 'distribution': [{'char': c, 'p': p} for c, p in zip(chars, probs)],
                **options}
+        sandbox = optional_module('sample')  # lesson 04's sampling sandbox, where this version has it
+        if sandbox is not None and hasattr(sandbox, 'sample_view'):
+            out['sandbox'] = sandbox.sample_view(model, **options)
         return jsonable(out)
 
     def step(self, body):
-        """Lesson 04's training step, where this version has microgpt.lab.step."""
+        """Lesson 04's training step, where this version has microgpt.lab.step.
+
+        The hook: step.step_view(path, text=..., lr=...) returns a dict of numbers (numpy
+        arrays allowed), which the page shows as it comes.
+        """
         module = optional_module('step')
         if module is None or not hasattr(module, 'step_view'):
             raise ApiError(501, "lesson 04's training step is not available in this version")
@@ -267,5 +274,3 @@ class Lab:
     def train_status(self, body):
         return self.trainer.status(field(body, 'offset', int, 0, 0, 2 ** 40))
 
-
-__all__ = ['ApiError', 'Checkpoints', 'Lab', 'UserError', 'field', 'jsonable']

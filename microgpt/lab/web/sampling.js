@@ -24,6 +24,7 @@ async function draw() {
       return [el('span', {}, char), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }));
+    $('sandbox').replaceChildren(...(data.sandbox ? [Lab.show(data.sandbox, "lesson 04's sampling sandbox")] : []));
     $('names').replaceChildren(...data.names.map(name => el('li', {}, name || '(empty: BOS first)')));
   });
 }

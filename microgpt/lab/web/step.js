@@ -3,19 +3,7 @@
 // shown as it comes: numbers in tables, lists of numbers in rows, nested parts as sections.
 'use strict';
 
-const {el} = Lab;
 const $ = id => document.getElementById(id);
-
-function show(value, name) {
-  if (Array.isArray(value) && value.every(v => typeof v === 'number' || v === null)) {
-    return el('p', {class: 'mono'}, `${name}: [${value.map(v => Lab.fmt(v)).join(', ')}]`);
-  }
-  if (value !== null && typeof value === 'object') {
-    const entries = Array.isArray(value) ? value.map((v, i) => [`${i}`, v]) : Object.entries(value);
-    return el('div', {class: 'panel'}, el('h3', {}, name), entries.map(([k, v]) => show(v, k)));
-  }
-  return el('p', {class: 'mono'}, `${name}: ${typeof value === 'number' ? Lab.fmt(value, 6) : value}`);
-}
 
 async function draw() {
   const available = Lab.config.features.step;
@@ -24,7 +12,7 @@ async function draw() {
   if (!available) return;
   await Lab.guard(async () => {
     const data = await Lab.api('/api/step', {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)});
-    $('result').replaceChildren(show(data, 'one training step'));
+    $('result').replaceChildren(Lab.show(data, 'one training step'));
   });
 }
 
