@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: run test bench clean
+.PHONY: run test bench screenshots clean
 
 # train.py's own closing samples are skipped: sample.py prints 20 names from the saved checkpoint.
 run: $(VENV)/.installed
@@ -18,6 +18,10 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py
 	$(PY) bench/inference_speed.py
+
+# The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium).
+screenshots: $(VENV)/.installed-test
+	$(PY) tools/screenshots.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -3,9 +3,11 @@ The lab's command line: `python -m microgpt.lab <command> ...`, one subcommand p
 
     python -m microgpt.lab --help
     python -m microgpt.lab attention --help
+    python -m microgpt.lab serve          # the same sandboxes as web pages
 
 Each command's work lives in its own file (attention.py, autograd.py, overview.py,
-scaling.py, loss.py, step.py, sampler.py for `sample`, embeddings.py); this file only declares the flags, grouped by purpose, and dispatches.
+scaling.py, loss.py, step.py, sampler.py for `sample`, embeddings.py, serve.py); this file only
+declares the flags, grouped by purpose, and dispatches.
 Mistakes in what a learner typed (an unknown character, --head out of range, a bad
 expression, a missing checkpoint) end as one line `error: ...` with exit status 2, through
 microgpt.cli.run.
@@ -183,6 +185,21 @@ def parse_args(argv=None):
     g.add_argument('--neighbours', type=cli.int_in(1, MAX_VOCAB_SIZE), default=3, metavar='K',
                    help="nearest neighbours listed per character, 1 or more (default 3)")
     add_png_flag(c.add_argument_group('picture'), "the scatter plot and the wpe similarity matrix")
+    # serve: the lab as local web pages
+    c = commands.add_parser('serve', help="the lab as web pages in a browser, with live training",
+                            description="Serves the lab's pages and their JSON API on this machine "
+                                        "until Ctrl-C. Open the printed address in a browser.")
+    add_model_flags(c)
+    g = c.add_argument_group('server')
+    g.add_argument('--host', default='127.0.0.1',
+                   help="address to listen on (default 127.0.0.1: this machine only; any other "
+                        "lets everyone who can reach the port use the lab)")
+    g.add_argument('--port', type=int, default=8000, help="TCP port, 0..65535 (default 8000; 0 = any free one)")
+    g = c.add_argument_group('training runs (the Training page)')
+    g.add_argument('--runs-dir', default='out/lab-runs', metavar='DIR',
+                   help="folder for the page's runs, one numbered subfolder each (default out/lab-runs)")
+    g.add_argument('--data', metavar='PATH',
+                   help="names to train on, one per line (default: the bundled census first names)")
     return p.parse_args(argv)
 
 

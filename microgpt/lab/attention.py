@@ -121,16 +121,31 @@ def _vec(x, spec='+.3f'):
     return '[' + ' '.join(number(v, spec) for v in x) + ']'
 
 
-def report(model, path, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
-    """The printout (a string) and the numbers behind it."""
+def attention_view(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
+    """head_view for TEXT after checking every choice, plus the query (resolved), the token
+    labels and the row statistics without and with the scaling: what the printout and the
+    web lab's attention page both show."""
     if not (np.isfinite(temperature) and temperature > 0):
         raise UserError(f"--temperature must be a finite number > 0, got {temperature}")
-    tok = model.tokenizer
     token_ids = text_tokens(model, text)
     query = check_choice(model, token_ids, layer, head, query)
     view = head_view(model, token_ids, layer, head, query, scale, temperature)
-    T, t, head_dim = len(token_ids), query + 1, model.config.head_dim
-    labels = [token_label(tok, i) for i in token_ids]
+    head_dim = model.config.head_dim
+    row_statistics(view['raw'])  # the model's own scores must fit a float's arithmetic (see run)
+    stats = {}
+    for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
+        # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
+        with np.errstate(invalid='ignore', over='ignore'):
+            stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
+    view.update(query=query, labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
+    return view
+
+
+def report(model, path, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
+    """The printout (a string) and the numbers behind it."""
+    view = attention_view(model, text, layer, head, query, scale, temperature)
+    query, labels = view['query'], view['labels']
+    T, t, head_dim = len(labels), query + 1, model.config.head_dim
     dims = [f'd{d}' for d in range(head_dim)]
 
     lines = [describe(path, model),
@@ -202,13 +217,8 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     # 5) the widget's row statistics
     lines += ['', f"5) this row's statistics without and with the 1/sqrt({head_dim}) scaling "
               f"(temperature {temperature:g}; {t} visible key{'s' * (t != 1)})"]
-    rows, stats = [], {}
-    row_statistics(view['raw'])  # the model's own scores must fit a float's arithmetic (see run)
-    for label, factor in (('without scaling', 1.0), ('with scaling', head_dim ** -0.5)):
-        # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
-        with np.errstate(invalid='ignore', over='ignore'):
-            s = row_statistics(temper(view['raw'] * factor, temperature))
-        stats[label] = s
+    rows = []
+    for label, s in view['stats'].items():
         rows.append((label, number(s['spread'], '.4f'), number(s['entropy'], '.3f'),
                      number(s['max_entropy'], '.3f'), number(s['max_weight'], '.4f'),
                      number(s['gradient_scale'], '.3e')))
@@ -219,7 +229,6 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
                  "can move per unit change of the\n   scores (1/keys when uniform over two or more "
                  "keys, at most 0.5, near 0 when saturated,\n   and exactly 0 for one key: its "
                  "weight is 1 whatever its score).")
-    view.update(query=query, labels=labels, stats=stats)
     return '\n'.join(lines), view
 
 

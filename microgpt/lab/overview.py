@@ -54,6 +54,12 @@ def predictions(model, text, top=5):
     return rows
 
 
+def continuation(model, text, temperature=0.5, seed=42):
+    """TEXT and what the model draws after it, with sample.py's sampler: one whole name."""
+    return sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size, num=1,
+                        temperature=temperature, seed=seed, prompt=text)[0]
+
+
 def report(model, path, text, top=5, temperature=0.5, seed=42):
     rows = predictions(model, text, top)
     lines = [describe(path, model),
@@ -78,8 +84,7 @@ def report(model, path, text, top=5, temperature=0.5, seed=42):
               f"mean loss over {len(rows)} position{'s' * (len(rows) != 1)}: {mean:.4f}   (guessing uniformly over "
               f"{vocab_size} tokens: ln {vocab_size} = {math.log(vocab_size):.4f})",
               f"mis-predicted ({MISS}) at positions: {', '.join(misses) or 'none'}"]
-    name = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size, num=1,
-                        temperature=temperature, seed=seed, prompt=text)[0]
+    name = continuation(model, text, temperature, seed)
     rest = name[len(text):]
     lines += ['', f"one continuation sampled after {text!r} (temperature {temperature:g}, seed {seed}): "
               f"{text}|{rest}" + ('   (the model ends the name right there)' if not rest else '')]

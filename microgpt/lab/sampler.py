@@ -77,6 +77,19 @@ def draws(model, prompt, temperatures, top_k, num, seed):
     return out
 
 
+def sample_view(model, temperature=0.5, seed=42, prompt='', top_k=None):
+    """What `lab sample` shows, for the web lab's Sampling page: the distribution after the
+    prompt at T = 0, 0.5, 1, 2 and the page's own temperature, with entropies, and top-k's cut
+    (top_k, default 5)."""
+    temperatures = sorted({0.0, 0.5, 1.0, 2.0, float(temperature)})
+    d = distribution(model, prompt, temperatures, top_k or 5)
+    chars = [token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
+    return {'chars': chars, 'temperatures': temperatures,
+            'probs': [d['probs'][t] for t in temperatures], 'entropy': [d['entropy'][t] for t in temperatures],
+            'top_k': d['top_k'], 'top_k_kept': [chars[i] for i in d['top_k_kept']],
+            'top_k_mass': d['top_k_mass'], 'top_k_entropy': d['top_k_entropy']}
+
+
 def render(model, path, prompt, d, samples, known, source):
     tok = model.tokenizer
     temps = list(d['probs'])

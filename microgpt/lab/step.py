@@ -209,23 +209,23 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
 
 # ---------------------------------------------------------------------------- the numpy path
 def numpy_gradients(model, tokens, grads):
-    """The numpy training path's gradients for the same name, and the largest difference.
-
-    HOOK (coordinate with the `backprop` package): it is used only when installed. The call
-    needed is one function that returns, for one tokenized name, {name: array (n_out, n_in)}
-    of dL/dW at the weights given (no update). Expected here as
-        backprop.Trainer(config, weights, tokenizer).gradients(tokens)
-    """
+    """The numpy training path's gradients (src/backprop, derived by hand) for the same name at
+    the same weights, and their largest difference from backward()'s; None where it is absent."""
     if importlib.util.find_spec('backprop') is None:
         return None
     import backprop
     trainer = backprop.Trainer(model.config, model.weights(), model.tokenizer)
-    if not hasattr(trainer, 'gradients'):
-        return {'error': "backprop.Trainer has no gradients(tokens) method yet"}
-    theirs = trainer.gradients(tokens)
+    _, theirs = trainer.loss_and_grads([tokens])  # {name: (n_out, n_in) array}, no update
     diff = max(abs(float(theirs[name][r][c]) - g)
                for name, rows in grads.items() for r, row in enumerate(rows) for c, g in enumerate(row))
     return {'max_diff': diff}
+
+
+def step_view(path, text, lr=DEFAULT_LR, param=None):
+    """step_report on the checkpoint at `path`, for the web lab's Step page: the same numbers,
+    less the full gradient matrices (their norms per matrix are kept)."""
+    r = step_report(load_scalar_model(path), text, lr=lr, param=param)
+    return {key: value for key, value in r.items() if key != 'grads'}
 
 
 # ---------------------------------------------------------------------------- printing

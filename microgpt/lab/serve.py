@@ -1,0 +1,229 @@
+"""
+The web lab: the lab's sandboxes as local web pages, on the learner's own checkpoint.
+
+    python -m microgpt.lab serve                       # http://127.0.0.1:8000/, out/model.json
+    python -m microgpt.lab serve --ckpt out/big.json --port 8080
+
+Python's standard library server (http.server.ThreadingHTTPServer) answers two kinds of
+request, each from a fixed table, so only known routes answer:
+  - pages and their files, from microgpt/lab/web/ (plain HTML, CSS and JavaScript shipped in
+    the package: no build step, nothing fetched from the internet, so it works offline);
+  - the JSON API under /api/ (api.py), which calls the same lab functions as the terminal
+    commands. The pages only draw what the API returns: no attention, softmax, gradient or
+    sampling is computed a second time in JavaScript.
+
+Safety, for a server that can start processes: it listens on 127.0.0.1 unless --host says
+otherwise (and then warns); a request never names a file (checkpoints are picked by id, see
+api.Checkpoints); a POST must be JSON of at most MAX_BODY bytes; on the loopback address a
+request must name the server as its Host (a web page elsewhere cannot reach it by DNS tricks);
+every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
+"""
+
+import ipaddress
+import json
+import os
+import signal
+import sys
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from ..errors import UserError
+from .api import ApiError, Checkpoints, Lab
+from .loading import load_model
+from .runs import Trainer
+
+WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
+MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
+
+# Every page and file the server has; a request is looked up here and nowhere else.
+PAGES = {'/': 'overview.html', '/overview': 'overview.html', '/attention': 'attention.html',
+         '/autograd': 'autograd.html', '/sampling': 'sampling.html', '/training': 'training.html',
+         '/step': 'step.html'}
+STATIC = {f'/static/{name}': name for name in
+          ('lab.css', 'lab.js', 'overview.js', 'attention.js', 'autograd.js', 'sampling.js',
+           'training.js', 'step.js', 'icon.svg')}
+STATIC['/favicon.ico'] = 'icon.svg'
+CONTENT_TYPES = {'.html': 'text/html; charset=utf-8', '.css': 'text/css; charset=utf-8',
+                 '.js': 'text/javascript; charset=utf-8', '.svg': 'image/svg+xml'}
+# (method, Lab method) per API route
+API = {'/api/config': ('GET', 'config'), '/api/overview': ('POST', 'overview'),
+       '/api/attention': ('POST', 'attention'), '/api/autograd': ('POST', 'autograd'),
+       '/api/sample': ('POST', 'sample'), '/api/step': ('POST', 'step'),
+       '/api/train/start': ('POST', 'train_start'), '/api/train/stop': ('POST', 'train_stop'),
+       '/api/train/status': ('POST', 'train_status')}
+# The pages load only their own files and talk only to this server.
+CSP = ("default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+       "frame-ancestors 'none'")
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = 'microgpt-lab'
+    protocol_version = 'HTTP/1.1'
+
+    def do_GET(self):
+        self.handle_request('GET')
+
+    def do_POST(self):
+        self.handle_request('POST')
+
+    def do_PUT(self):
+        self.handle_request('PUT')
+
+    def do_DELETE(self):
+        self.handle_request('DELETE')
+
+    def do_HEAD(self):
+        self.handle_request('HEAD')
+
+    def do_OPTIONS(self):  # no cross-origin preflight is ever granted
+        self.handle_request('OPTIONS')
+
+    def handle_request(self, method):
+        try:
+            path = urlsplit(self.path).path
+            self.check_origin()
+            if path in API:
+                want, name = API[path]
+                if method != want:
+                    raise ApiError(405, f"{path} answers {want} only")
+                body = self.read_json() if method == 'POST' else {}
+                self.send_json(200, getattr(self.server.lab, name)(body))
+            elif path in PAGES or path in STATIC:
+                if method not in ('GET', 'HEAD'):
+                    raise ApiError(405, f"{path} answers GET only")
+                self.send_file(PAGES.get(path) or STATIC[path], head=method == 'HEAD')
+            else:
+                raise ApiError(404, f"no such page or route: {path[:80]!r}")
+        except ApiError as e:
+            self.send_json(e.status, {'error': str(e)})
+        except UserError as e:  # the lab's own one-line message about what was asked
+            self.send_json(400, {'error': str(e)})
+        except Exception as e:  # a bug: say so, keep serving
+            traceback.print_exc()
+            self.send_json(500, {'error': f"internal error ({type(e).__name__}): see the server's terminal"})
+
+    def check_origin(self):
+        """On loopback, the Host must be this server: a page on another site that makes a
+        browser resolve its own name to 127.0.0.1 cannot talk to the lab. A browser's Origin,
+        when sent, must be this server too."""
+        host = self.headers.get('Host', '')
+        if self.server.local_only and host not in self.server.local_hosts:
+            self.close_connection = True
+            raise ApiError(400, f"unexpected Host {host[:60]!r}: open the address the server printed")
+        origin = self.headers.get('Origin')
+        if origin is not None and origin != f'http://{host}':
+            raise ApiError(403, "requests from other sites are refused")
+
+    def read_json(self):
+        """The request's JSON object, after checking its type and size."""
+        if self.headers.get('Content-Type', '').split(';')[0].strip() != 'application/json':
+            self.close_connection = True
+            raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
+        try:
+            length = int(self.headers.get('Content-Length', ''))
+        except ValueError:
+            self.close_connection = True
+            raise ApiError(411, "the request needs a Content-Length") from None
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True  # the body is not read: the connection cannot be reused
+            raise ApiError(413, f"the request body is {length} bytes; at most {MAX_BODY}")
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw.decode('utf-8')) if raw.strip() else {}
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "the request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        return body
+
+    def send_json(self, status, obj):
+        if status >= 400:
+            self.close_connection = True  # a body left unread must not be taken for the next request
+        data = json.dumps(obj, allow_nan=False).encode('utf-8')
+        self.send_bytes(status, 'application/json; charset=utf-8', data)
+
+    def send_file(self, name, head=False):
+        with open(os.path.join(WEB_DIR, name), 'rb') as f:  # a name from the tables above only
+            data = f.read()
+        self.send_bytes(200, CONTENT_TYPES[os.path.splitext(name)[1]], data, head)
+
+    def send_bytes(self, status, content_type, data, head=False):
+        self.send_response(status)
+        self.send_header('Content-Type', content_type)
+        self.send_header('Content-Length', str(len(data)))
+        self.send_header('Cache-Control', 'no-store')
+        self.send_header('X-Content-Type-Options', 'nosniff')
+        self.send_header('Content-Security-Policy', CSP)
+        if self.close_connection:
+            self.send_header('Connection', 'close')
+        self.end_headers()
+        if not head:
+            self.wfile.write(data)
+
+    def log_request(self, code='-', size='-'):
+        """Quiet when all is well; a refused or failed request is printed."""
+        if isinstance(code, int) and code >= 400:
+            super().log_request(code, size)
+
+
+class LabServer(ThreadingHTTPServer):
+    daemon_threads = True  # a page left open does not keep Ctrl-C waiting
+
+    def __init__(self, address, lab):
+        super().__init__(address, Handler)
+        self.lab = lab
+        host, port = self.server_address[:2]
+        self.local_only = is_loopback(address[0])
+        self.local_hosts = {f'{name}:{port}' for name in ('127.0.0.1', 'localhost', '[::1]', address[0])}
+
+    @property
+    def url(self):
+        host, port = self.server_address[:2]
+        return f'http://{host}:{port}/'
+
+
+def is_loopback(host):
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None):
+    """A LabServer bound and ready, after checking everything a learner passed: a missing or
+    damaged checkpoint, a port taken or out of range, each a one-line UserError."""
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
+    if data is not None and not os.path.isfile(data):
+        raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
+    load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
+    checkpoints = Checkpoints(ckpt, n_head=n_head)
+    lab = Lab(checkpoints, Trainer(runs_dir, checkpoints, data=data))
+    try:
+        return LabServer((host, port), lab)
+    except OSError as e:
+        raise UserError(f"cannot listen on {host}:{port}: {e.strerror}: pick another --port") from None
+
+
+def stop_like_ctrl_c(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run(args):
+    server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
+    if not server.local_only:
+        print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
+              "can use this lab, including starting training runs", file=sys.stderr)
+    print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)  # `kill` stops it as Ctrl-C does
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
+    finally:
+        server.lab.trainer.shutdown()
+        server.server_close()
+    return 0

@@ -1,0 +1,131 @@
+// The Attention page: one heatmap per head of the chosen layer (row i = query, column j = key,
+// future cells blank), a clicked cell's score taken apart (q·k per dimension, the scaling,
+// the softmax), and the row statistics. Every number comes from POST /api/attention, which
+// runs lab/attention.py's attention_view.
+'use strict';
+
+const {el} = Lab;
+const $ = id => document.getElementById(id);
+let key = null;        // the key position j of the picked cell (null: none picked)
+let view = null;       // the last answer from the API
+
+function temperature() {
+  return Number((10 ** Number($('temperature').value)).toPrecision(3));  // the slider is log10
+}
+
+function fillSelect(select, n, label) {
+  const old = select.value;
+  select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
+  if (old !== '' && Number(old) < n) select.value = old;
+}
+
+async function draw() {
+  const c = Lab.info().config;
+  fillSelect($('layer'), c.n_layer, i => `${i}`);
+  fillSelect($('head'), c.n_head, i => `${i}`);
+  $('temperature-value').textContent = temperature();
+  await Lab.guard(async () => {
+    const query = $('query').value === '' ? null : Number($('query').value);
+    view = await Lab.api('/api/attention', {
+      ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
+      head: Number($('head').value), query, scale: $('scale').checked, temperature: temperature()});
+    fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
+    $('query').value = view.query;
+    if (key !== null && key > view.query) key = null;
+    drawHeads();
+    drawDetail();
+    drawStats();
+  });
+}
+
+function drawHeads() {
+  const head = Number($('head').value), labels = view.labels;
+  const maps = view.all_heads.map((weights, h) => el('table', {class: 'heatmap', 'data-head': h},
+    el('caption', {}, `head ${h}`),
+    el('tr', {}, el('th', {}, 'i \\ j'), labels.map((l, j) => el('th', {}, `${j} ${l}`))),
+    weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
+      el('th', {}, `${i} ${labels[i]}`),
+      row.map((w, j) => w === null
+        ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
+        : cell(w, h, i, j))))));
+  $('heads').replaceChildren(...maps);
+}
+
+function cell(w, h, i, j) {
+  const chosen = h === Number($('head').value) && i === view.query && j === key;
+  const td = el('td', {class: `cell filled${chosen ? ' chosen' : ''}`, 'data-head': h, 'data-query': i,
+                       'data-key': j, 'data-value': w, title: `head ${h}, query ${i}, key ${j}: ${w}`,
+                       onclick: () => pick(h, i, j)}, Lab.fmt(w, 2));
+  td.style.background = Lab.shade(w);
+  if (w > 0.6) td.style.color = 'white';
+  return td;
+}
+
+async function pick(h, i, j) {
+  $('head').value = h;
+  $('query').value = i;
+  key = j;
+  await draw();
+}
+
+function numCell(x, digits = 4, extra = {}) {
+  return el('td', {class: 'num', 'data-value': x, ...extra}, Lab.fmt(x, digits));
+}
+
+// the picked score, or the whole row when no cell is picked
+function drawDetail() {
+  const i = view.query, d = view.head_dim, labels = view.labels, head = $('head').value;
+  if (key === null) {
+    $('detail').replaceChildren(el('p', {class: 'muted'},
+      `Click a coloured cell to take its score apart (head ${head}, query ${i} is shown below).`));
+  } else {
+    const j = key, dims = Array.from({length: d}, (_, n) => n);
+    $('detail').replaceChildren(
+      el('h3', {}, `head ${head}, query ${i} (${labels[i]}) · key ${j} (${labels[j]})`),
+      el('table', {class: 'data', id: 'products'},
+        el('tr', {}, el('th', {class: 'l'}, ''), dims.map(n => el('th', {}, `d${n}`)), el('th', {}, 'sum')),
+        el('tr', {}, el('th', {class: 'l'}, `q_${i}[d]`), view.q.map(x => numCell(x, 3))),
+        el('tr', {}, el('th', {class: 'l'}, `k_${j}[d]`), view.keys[j].map(x => numCell(x, 3))),
+        el('tr', {}, el('th', {class: 'l'}, 'product'), view.products[j].map(x => numCell(x, 3, {'data-kind': 'product'})),
+          numCell(view.raw[j], 4, {id: 'detail-raw'}))),
+      el('table', {class: 'data'},
+        el('tr', {}, el('th', {class: 'l'}, 'q·k'), numCell(view.raw[j])),
+        el('tr', {}, el('th', {class: 'l'}, $('scale').checked ? `÷ √${d}` : 'not scaled'),
+          numCell(view.scaled[j], 4, {id: 'detail-scaled'})),
+        el('tr', {}, el('th', {class: 'l'}, `÷ temperature ${temperature()} = score`),
+          numCell(view.scores[j], 4, {id: 'detail-score'})),
+        el('tr', {}, el('th', {class: 'l'}, `softmax over keys 0..${i} = weight`),
+          numCell(view.weights[j], 4, {id: 'detail-weight'}))));
+  }
+  const rows = view.raw.map((_, j) => el('tr', {class: j === key ? 'picked' : null},
+    el('td', {class: 'l'}, `${j} ${labels[j]}`), numCell(view.raw[j]), numCell(view.scaled[j]),
+    numCell(view.scores[j]), numCell(view.weights[j]), el('td', {class: 'l'}, Lab.el('span', {class: 'bar'}))));
+  rows.forEach((tr, j) => { tr.lastChild.firstChild.style.width = `${(view.weights[j] * 8).toFixed(2)}rem`; });
+  const masked = labels.slice(i + 1).map((l, n) => el('tr', {},
+    el('td', {class: 'l'}, `${i + 1 + n} ${l}`), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
+    el('td', {}, '·'), el('td', {class: 'l muted'}, 'masked: future key')));
+  $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys`),
+    el('table', {class: 'data'},
+      el('tr', {}, el('th', {class: 'l'}, 'key j'), el('th', {}, 'q·k'), el('th', {}, 'scaled'),
+        el('th', {}, 'score'), el('th', {}, 'weight'), el('th', {}, '')),
+      rows, masked),
+    el('p', {class: 'mono'}, `output out_${i} = Σ w_j v_j = [${view.out.map(x => Lab.fmt(x, 3)).join(', ')}]`));
+}
+
+function drawStats() {
+  const names = [['spread', 'spread (std of scores)', 4], ['entropy', 'entropy (bits)', 3],
+                 ['max_entropy', 'max = log2(keys)', 3], ['max_weight', 'max weight', 4],
+                 ['gradient_scale', 'gradient scale', 4]];
+  const labels = Object.keys(view.stats);
+  $('stats').replaceChildren(el('h3', {}, 'row statistics'),
+    el('table', {class: 'data', id: 'stats-table'},
+      el('tr', {}, el('th', {class: 'l'}, ''), labels.map(l => el('th', {}, l))),
+      names.map(([k, label, digits]) => el('tr', {}, el('th', {class: 'l'}, label),
+        labels.map(l => numCell(view.stats[l][k], digits))))));
+}
+
+Lab.on('form', 'submit', draw);
+Lab.on('text', 'change', () => { $('query').value = ''; key = null; draw(); });
+for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
+Lab.on('temperature', 'input', draw);
+Lab.start(draw);

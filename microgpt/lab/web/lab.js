@@ -1,0 +1,160 @@
+// The web lab's shared code: the header (pages, checkpoint, its config), calls to the JSON
+// API, and small helpers for building HTML and SVG. Every number a page shows comes from the
+// API (microgpt/lab/api.py), which runs the same lab functions as the terminal commands: this
+// file and the page scripts only draw. Plain JavaScript, no framework, nothing to build.
+'use strict';
+
+const Lab = (() => {
+  const PAGES = [
+    ['/overview', 'Overview'], ['/attention', 'Attention'], ['/autograd', 'Autograd'],
+    ['/sampling', 'Sampling'], ['/training', 'Training'], ['/step', 'Lesson 04 step'],
+  ];
+  const STORE = 'microgpt-lab-ckpt';
+  let config = null;          // /api/config: checkpoints and features
+  let onChange = () => {};    // the page's redraw when another checkpoint is picked
+  let markReady;
+  const ready = new Promise(resolve => { markReady = resolve; });  // once the header is drawn
+
+  // listen for `event` on the element with this id; events before the config arrived wait for it
+  function on(id, event, handler) {
+    document.getElementById(id).addEventListener(event, async e => {
+      if (event === 'submit') e.preventDefault();
+      await ready;
+      handler(e);
+    });
+  }
+
+  // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message
+  async function api(path, body) {
+    const init = body === undefined ? {method: 'GET'} :
+      {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+    const response = await fetch(path, init);
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
+    return data;
+  }
+
+  // el('div', {class: 'x', onclick: f}, child, 'text', ...) -> an HTML element
+  function el(tag, attrs = {}, ...children) {
+    return build(document.createElement(tag), attrs, children);
+  }
+
+  function svg(tag, attrs = {}, ...children) {
+    return build(document.createElementNS('http://www.w3.org/2000/svg', tag), attrs, children);
+  }
+
+  function build(node, attrs, children) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else if (key === 'text') node.textContent = value;
+      else node.setAttribute(key, value === true ? '' : value);
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined) {
+        node.append(child instanceof Node ? child : String(child));
+      }
+    }
+    return node;
+  }
+
+  // a number for display; null (NaN or a masked cell on the server) shows as a dot
+  function fmt(x, digits = 4) {
+    if (x === null || x === undefined) return '·';
+    return Number(x).toFixed(digits);
+  }
+
+  // a weight in [0, 1] as a background colour, white to deep blue
+  function shade(w) {
+    const t = Math.max(0, Math.min(1, w));
+    const r = Math.round(255 - 225 * t), g = Math.round(255 - 160 * t), b = Math.round(255 - 40 * t);
+    return `rgb(${r}, ${g}, ${b})`;
+  }
+
+  // a JSON answer of unknown shape (lesson 04's parts): numbers, rows of numbers, sections
+  function show(value, name) {
+    if (Array.isArray(value) && value.every(v => typeof v === 'number' || v === null)) {
+      return el('p', {class: 'mono'}, `${name}: [${value.map(v => fmt(v)).join(', ')}]`);
+    }
+    if (value !== null && typeof value === 'object') {
+      const entries = Array.isArray(value) ? value.map((v, i) => [`${i}`, v]) : Object.entries(value);
+      return el('div', {class: 'panel'}, el('h3', {}, name), entries.map(([k, v]) => show(v, k)));
+    }
+    return el('p', {class: 'mono'}, `${name}: ${typeof value === "number" ? fmt(value, 6) : value}`);
+  }
+
+  function currentCkpt() {
+    const ids = config ? config.checkpoints.map(c => c.id) : [];
+    const stored = localStorage.getItem(STORE);
+    return ids.includes(stored) ? stored : 'start';
+  }
+
+  function ckptInfo() {
+    return config.checkpoints.find(c => c.id === currentCkpt());
+  }
+
+  function selectCkpt(id) {
+    localStorage.setItem(STORE, id);
+    renderHeader();
+    onChange();
+  }
+
+  function showError(message) {
+    const box = document.getElementById('error');
+    box.textContent = message || '';
+    box.hidden = !message;
+  }
+
+  // run an async draw, turning a refused request into the error line under the header
+  async function guard(fn) {
+    try {
+      showError('');
+      return await fn();
+    } catch (e) {
+      showError(e.message);
+      return undefined;
+    }
+  }
+
+  function renderHeader() {
+    const header = document.getElementById('lab-header');
+    const here = document.body.dataset.page;
+    const select = el('select', {id: 'ckpt', title: 'the checkpoint every page looks at',
+                                 onchange: e => selectCkpt(e.target.value)},
+      config.checkpoints.map(c => el('option', {value: c.id, selected: c.id === currentCkpt()}, c.label)));
+    const c = ckptInfo().config;
+    header.replaceChildren(
+      el('span', {class: 'brand'}, 'microgpt lab'),
+      el('nav', {}, PAGES.map(([href, name]) =>
+        el('a', {href, class: href === '/' + here ? 'here' : null}, name))),
+      el('div', {class: 'ckpt'}, el('label', {}, 'checkpoint ', select),
+        el('span', {id: 'config'},
+          `n_layer=${c.n_layer} n_embd=${c.n_embd} n_head=${c.n_head} head_dim=${c.head_dim} ` +
+          `block_size=${c.block_size} vocab_size=${c.vocab_size}`)));
+  }
+
+  // called once by each page: draws the header, then the page (and again on a new checkpoint)
+  async function start(draw) {
+    onChange = draw;
+    const main = document.querySelector('main');
+    main.before(el('p', {id: 'error', class: 'error', hidden: true}));
+    try {
+      config = await api('/api/config');
+    } catch (e) {
+      showError(`cannot reach the lab's server: ${e.message}`);
+      return;
+    }
+    renderHeader();
+    markReady();
+    await draw();
+  }
+
+  async function refreshConfig() {
+    config = await api('/api/config');
+    renderHeader();
+    return config;
+  }
+
+  return {api, el, svg, fmt, shade, show, start, on, guard, showError, selectCkpt, refreshConfig,
+          ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
+})();

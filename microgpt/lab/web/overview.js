@@ -1,0 +1,66 @@
+// The Overview page: for [BOS] + the name, each position's most likely next characters as
+// bars, the true one, its probability and loss, the mean loss, and one sampled continuation.
+// Everything drawn comes from POST /api/overview (lab/overview.py's predictions and continuation).
+'use strict';
+
+const {el} = Lab;
+const $ = id => document.getElementById(id);
+
+function barRow(char, p, isTrue) {
+  return [el('span', {class: isTrue ? 'hit' : null}, char),
+          el('span', {}, barOf(p, isTrue)),
+          el('span', {class: 'num'}, Lab.fmt(p))];
+}
+
+function barOf(p, isTrue) {
+  const bar = el('span', {class: isTrue ? 'bar true' : 'bar'});
+  bar.style.width = `${(p * 10).toFixed(2)}rem`;  // 10rem = probability 1
+  return bar;
+}
+
+async function draw() {
+  await Lab.guard(async () => {
+    const data = await Lab.api('/api/overview', {
+      ckpt: Lab.ckpt(), text: $('text').value, top: Number($('top').value),
+      temperature: Number($('temperature').value), seed: Number($('seed').value)});
+    const cards = data.positions.map(r => {
+      const bars = r.top.flatMap(([char, p]) => barRow(char, p, char === r.target));
+      if (r.rank > r.top.length) bars.push(...barRow(r.target, r.p, true));
+      return el('div', {class: 'position', 'data-position': r.position},
+        el('h3', {}, `pos ${r.position} reads ${r.reads} → next ${r.target}`),
+        el('div', {class: 'bars'}, bars),
+        el('p', {class: 'mono'}, `p = ${Lab.fmt(r.p)}  loss = ${Lab.fmt(r.loss, 3)} `,
+          el('span', {class: r.hit ? 'hit' : 'miss'}, r.hit ? '✓' : `✗ (rank ${r.rank})`)));
+    });
+    $('positions').replaceChildren(...cards);
+    const rest = data.continuation.slice(data.text.length);
+    $('summary').replaceChildren(
+      el('p', {class: 'mono', id: 'mean-loss', 'data-value': data.mean_loss},
+        `mean loss over ${data.positions.length} positions: ${Lab.fmt(data.mean_loss)}` +
+        `   (uniform guess over ${data.vocab_size} tokens: ln ${data.vocab_size} = ${Lab.fmt(data.uniform_loss)})`),
+      el('p', {class: 'mono', id: 'continuation'},
+        `continuation (temperature ${data.temperature}, seed ${data.seed}): `,
+        el('b', {}, data.text), rest || ' (the model ends the name right there)'));
+    drawLosses(data.positions);
+  });
+}
+
+// the loss at each position as a column chart
+function drawLosses(rows) {
+  const max = Math.max(...rows.map(r => r.loss), 1e-9);
+  const table = el('table', {class: 'data'},
+    el('tr', {}, el('th', {class: 'l'}, 'position'), rows.map(r => el('th', {}, `${r.position}`))),
+    el('tr', {}, el('th', {class: 'l'}, 'next'), rows.map(r => el('td', {}, r.target))),
+    el('tr', {}, el('th', {class: 'l'}, 'loss = −ln p'),
+      rows.map(r => el('td', {class: 'num loss', 'data-value': r.loss}, Lab.fmt(r.loss, 3)))),
+    el('tr', {}, el('th', {class: 'l'}, ''), rows.map(r => {
+      const bar = el('span', {class: 'bar'});
+      bar.style.width = '0.8rem';
+      bar.style.height = `${(r.loss / max * 4).toFixed(2)}rem`;
+      return el('td', {}, bar);
+    })));
+  $('losses').replaceChildren(el('h3', {}, 'loss at each position'), table);
+}
+
+Lab.on('form', 'submit', draw);
+Lab.start(draw);

@@ -1,0 +1,112 @@
+// The Training page: start train.py on the server, watch its log stream in (the training loss
+// of every step, the validation loss of every evaluation), a few names sampled from each saved
+// checkpoint, and Stop (Ctrl-C for the run). POST /api/train/start, /stop and /status
+// (lab/runs.py); this file draws the points it is sent, nothing more.
+'use strict';
+
+const {el, svg} = Lab;
+const $ = id => document.getElementById(id);
+const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'lr'];
+const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
+let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, announced = null;
+
+function setup() {
+  const options = Lab.config.features.training;
+  const engines = options.engines;
+  $('engine').replaceChildren(...engines.map(e => el('option', {value: e}, e)));
+  $('engine-label').hidden = engines.length < 2;
+  $('batch-label').hidden = !options.batch_size;
+  for (const name of [...FIELDS, 'batch_size']) {
+    const [low, high] = options.limits[name];
+    $(name).min = low;
+    $(name).max = high;
+  }
+  $('start').disabled = !options.available;
+  if (!options.available) Lab.showError("training needs train.py beside the package (a source checkout)");
+  poll();
+}
+
+async function start() {
+  const body = Object.fromEntries(FIELDS.map(f => [f, Number($(f).value)]));
+  const options = Lab.config.features.training;
+  if (options.engines.length > 1) body.engine = $('engine').value;
+  if (options.batch_size) body.batch_size = Number($('batch_size').value);
+  await Lab.guard(async () => {
+    await Lab.api('/api/train/start', body);
+    train = []; smooth = []; val = []; offset = 0; run = null;
+    $('samples').replaceChildren();
+    $('finished').replaceChildren();
+    poll();
+  });
+}
+
+async function stop() {
+  await Lab.guard(() => Lab.api('/api/train/stop', {}));
+}
+
+async function poll() {
+  clearTimeout(timer);
+  const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
+  if (!status) return;
+  if (status.run !== run) { train = []; smooth = []; val = []; run = status.run; }  // another run than drawn
+  offset = status.offset;
+  smooth.push(...status.smooth);
+  for (const r of status.records) {
+    if ('loss' in r) train.push([r.step, r.loss]);
+    else if ('val_loss' in r) val.push([r.step, r.val_loss]);
+  }
+  const going = status.state === 'running' || status.state === 'stopping';
+  $('start').disabled = going || !Lab.config.features.training.available;
+  $('stop').disabled = status.state !== 'running';
+  if (status.state === 'idle') return;
+  total = status.params.steps;
+  const last = train.length ? train[train.length - 1] : null;
+  $('status').textContent = `run ${status.run}: ${status.state}` +
+    (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
+    (val.length ? `, val loss ${Lab.fmt(val[val.length - 1][1])}` : '') +
+    (status.error ? ` — ${status.error}` : '');
+  drawChart();
+  $('samples').replaceChildren(...status.samples.map(s =>
+    el('li', {}, `step ${s.step}: ${s.names.join(', ')}`)));
+  if (going || status.records.length) {  // more to come, or more of the log to read
+    timer = setTimeout(poll, going ? 400 : 50);
+  } else if (status.ckpt && announced !== status.ckpt) {
+    announced = status.ckpt;
+    await Lab.refreshConfig();
+    $('finished').replaceChildren(`Saved as checkpoint “${status.ckpt}”. `,
+      el('button', {type: 'button', id: 'open-run', onclick: () => Lab.selectCkpt(status.ckpt)},
+        'Open it in the other pages'));
+  }
+}
+
+function line(points, x, y) {
+  return points.map(([s, l]) => `${x(s).toFixed(1)},${y(l).toFixed(1)}`).join(' ');
+}
+
+function drawChart() {
+  const chart = $('chart');
+  chart.dataset.trainPoints = train.length;
+  chart.dataset.valPoints = val.length;
+  const losses = [...train, ...val].map(p => p[1]);
+  if (!losses.length) { chart.replaceChildren(); return; }
+  let lo = Math.min(...losses), hi = Math.max(...losses);
+  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
+  const x = s => LEFT + (total > 1 ? (s - 1) / (total - 1) : 0.5) * (W - LEFT - RIGHT);
+  const y = l => TOP + (hi - l) / (hi - lo) * (H - TOP - BOTTOM);
+  chart.replaceChildren(
+    svg('line', {class: 'axis', x1: LEFT, y1: H - BOTTOM, x2: W - RIGHT, y2: H - BOTTOM}),
+    svg('line', {class: 'axis', x1: LEFT, y1: TOP, x2: LEFT, y2: H - BOTTOM}),
+    svg('text', {x: LEFT - 5, y: TOP + 4, 'text-anchor': 'end'}, hi.toFixed(2)),
+    svg('text', {x: LEFT - 5, y: H - BOTTOM, 'text-anchor': 'end'}, lo.toFixed(2)),
+    svg('text', {x: LEFT, y: H - 12}, 'step 1'),
+    svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
+    svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'},
+      'training loss: each step (one name), running mean · validation loss (held-out names)'),
+    svg('polyline', {class: 'train', points: line(train, x, y)}),
+    svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
+    ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));
+}
+
+Lab.on('form', 'submit', start);
+Lab.on('stop', 'click', stop);
+Lab.start(setup);

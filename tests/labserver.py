@@ -1,0 +1,69 @@
+"""
+Helpers for the web lab's tests: a live server on an ephemeral port, and a JSON client.
+
+test_lab_serve.py (the API) and test_lab_browser.py (the pages in Chromium) both start the
+real server of `python -m microgpt.lab serve` (serve.make_server) in a thread of the test
+process, on port 0 (a free port the system picks), and talk to it over HTTP.
+"""
+
+import http.client
+import json
+import threading
+import time
+from contextlib import contextmanager
+
+from microgpt.lab.serve import make_server
+
+RUN_TIMEOUT = 60  # seconds a small training run may take on a loaded 2-core machine
+
+
+@contextmanager
+def live_server(ckpt, runs_dir, data):
+    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.lab.trainer.shutdown()
+        server.shutdown()
+        server.server_close()
+
+
+def request(server, method, path, body=None, raw=None, headers=None):
+    """(status, parsed JSON or None, raw bytes) of one request on a fresh connection."""
+    host, port = server.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    hdrs = {'Content-Type': 'application/json'} if data is not None else {}
+    hdrs.update(headers or {})
+    conn.request(method, path, body=data, headers=hdrs)
+    response = conn.getresponse()
+    payload = response.read()
+    conn.close()
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        parsed = None
+    return response.status, parsed, payload
+
+
+def post(server, path, body):
+    status, parsed, _ = request(server, 'POST', path, body)
+    assert status == 200, (status, parsed)
+    return parsed
+
+
+def wait_for_run(server, offset=0):
+    """Poll /api/train/status until the run has ended and its whole log is read:
+    (the last status, every record after `offset`, every [step, running mean] sent)."""
+    records, smooth, deadline = [], [], time.time() + RUN_TIMEOUT
+    while True:
+        status = post(server, '/api/train/status', {'offset': offset})
+        records += status['records']
+        smooth += status['smooth']
+        offset = status['offset']
+        if status['state'] in ('finished', 'stopped', 'failed') and not status['records']:
+            return status, records, smooth
+        assert time.time() < deadline, f"the run did not end in {RUN_TIMEOUT} s: {status['state']}"
+        time.sleep(0.05)

@@ -1,0 +1,149 @@
+"""
+The web lab's pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium).
+
+Each page must load without console errors and draw exactly what the API returns: the
+attention heatmaps have one filled cell per visible (query, key) pair and a blank one per
+future pair; a clicked cell shows the API's numbers for that score; the autograd page shows
+the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step run started from the
+Training page streams 30 points and leaves a checkpoint that loads.
+
+Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` installs both,
+so CI always runs them. One browser for the whole module keeps this to a few seconds.
+"""
+
+import os
+
+import pytest
+
+from labserver import live_server, post
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+PAGES = ['overview', 'attention', 'autograd', 'sampling', 'training', 'step']
+READY = {'overview': '.position', 'attention': 'td.filled', 'autograd': '#graph g.node',
+         'sampling': '#names li', 'training': '#status', 'step': 'main h1'}
+TEXT = 'emma'
+
+sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
+                               "pip install playwright (the test extra) to run the browser tests")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope='module')
+def server(tiny_ckpt, names_file, tmp_path_factory):
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('browser-runs'), names_file) as s:
+        yield s
+
+
+@pytest.fixture(scope='module')
+def browser():
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
+    context = browser.new_context(viewport={'width': 1100, 'height': 800})
+    p = context.new_page()
+    p.errors = []
+    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
+    p.on('pageerror', lambda e: p.errors.append(str(e)))
+    yield p
+    context.close()
+
+
+@pytest.mark.parametrize('name', PAGES)
+def test_each_page_loads_without_console_errors(server, page, name):
+    page.goto(server.url + name)
+    page.wait_for_selector(READY[name])
+    page.wait_for_load_state('networkidle')
+    assert page.errors == []
+    assert page.locator('#error').is_hidden()
+    assert page.get_attribute('nav a.here', 'href') == '/' + name
+    config = page.locator('#config').inner_text()
+    assert 'n_embd=8' in config and 'n_head=2' in config  # the tiny checkpoint's
+
+
+def test_the_step_page_shows_the_steps_numbers(server, page):
+    page.goto(server.url + 'step')
+    page.wait_for_selector('#form')
+    assert page.locator('#unavailable').is_hidden()
+    page.fill('#text', TEXT)
+    page.press('#text', 'Enter')
+    page.wait_for_selector('#result .panel')
+    want = post(server, '/api/step', {'text': TEXT, 'lr': float(page.input_value('#lr'))})
+    shown = page.inner_text('#result')
+    assert 'loss_before' in shown and 'loss_after' in shown
+    assert f"{want['loss_before']:.4f}"[:5] in shown
+
+
+def test_attention_heatmaps_leave_the_future_blank_and_a_click_shows_the_api_numbers(server, page):
+    page.goto(server.url + 'attention')
+    page.fill('#text', TEXT)
+    page.press('#text', 'Enter')
+    page.wait_for_selector('table.heatmap th:has-text("1 e")')  # emma's, not the first draw's anna
+    n_head, T = 2, len(TEXT) + 1
+    assert page.locator('table.heatmap').count() == n_head
+    assert page.locator('td.cell.filled').count() == n_head * T * (T + 1) // 2
+    assert page.locator('td.cell.blank').count() == n_head * T * (T - 1) // 2
+    head, query, key = 1, 3, 1
+    page.locator(f'td.filled[data-head="{head}"][data-query="{query}"][data-key="{key}"]').click()
+    page.wait_for_selector(f'#detail h3:has-text("query {query}")')
+    want = post(server, '/api/attention', {'text': TEXT, 'head': head, 'query': query})
+    shown = {name: float(page.get_attribute(f'#detail-{name}', 'data-value'))
+             for name in ('raw', 'scaled', 'score', 'weight')}
+    assert shown == {'raw': want['raw'][key], 'scaled': want['scaled'][key],
+                     'score': want['scores'][key], 'weight': want['weights'][key]}
+    assert page.inner_text('#detail-weight') == f"{want['weights'][key]:.4f}"
+    products = [float(v) for v in page.locator('td[data-kind="product"]').evaluate_all(
+        'cells => cells.map(c => c.dataset.value)')]
+    assert products == want['products'][key]
+    assert page.errors == []
+
+
+def variable_grads(page):
+    return {g.get_attribute('data-variable'): float(g.get_attribute('data-grad'))
+            for g in page.locator('#graph g.node.variable').all()}
+
+
+def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
+    page.goto(server.url + 'autograd')
+    page.wait_for_selector('#graph g.node.variable')
+    assert page.input_value('#expression') == '(a + b) * c'
+    assert variable_grads(page) == {'a': 10.0, 'b': 10.0, 'c': -1.0}
+    assert 'c.grad = -1' in page.inner_text('#result')
+    page.focus('#slider-a')
+    page.keyboard.press('ArrowRight')  # a: 2 -> 2.1, so c.grad = a + b = -0.9
+    page.wait_for_selector('#result:has-text("c.grad = -0.9")')
+    assert variable_grads(page) == {'a': 10.0, 'b': 10.0, 'c': pytest.approx(-0.9, abs=1e-12)}
+    assert page.inner_text('#value-a') == '2.1'
+    assert page.errors == []
+
+
+def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoint_loads(server, page):
+    page.goto(server.url + 'training')
+    page.wait_for_selector('#status')
+    for name, value in {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12}.items():
+        page.fill(f'#{name}', str(value))
+    page.click('#start')
+    page.wait_for_selector('#open-run', timeout=60_000)
+    assert page.get_attribute('#chart', 'data-train-points') == '30'
+    assert int(page.get_attribute('#chart', 'data-val-points')) >= 1
+    assert 'finished, step 30/30' in page.inner_text('#status')
+    assert page.locator('#samples li').count() >= 1
+    page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
+    ckpt_id = page.input_value('#ckpt')
+    assert ckpt_id.startswith('run')
+    import inference
+    model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
+    assert model.config.n_embd == 8
+    page.goto(server.url + 'overview')
+    page.wait_for_selector('.position')
+    assert page.input_value('#ckpt') == ckpt_id and 'block_size=12' in page.inner_text('#config')
+    assert page.errors == []

@@ -1,0 +1,338 @@
+"""
+The web lab's JSON API against a live server on an ephemeral port.
+
+Every route's numbers must equal what the lab function gives when called directly (the one
+source of numbers the pages draw from); training runs started over HTTP must stream the same
+log train.py writes and leave a checkpoint that loads; and hostile or broken requests (path
+traversal, an oversized body, malformed JSON, unknown routes, code in an expression, a second
+concurrent run, a foreign Host or Origin) must get a JSON 4xx while the server keeps serving.
+Bad command lines (port taken or out of range, checkpoint missing or damaged) end as one line
+with exit status 2 before anything is served.
+"""
+
+import json
+import os
+import socket
+
+import numpy as np
+import pytest
+
+from labserver import live_server, post, request, wait_for_run
+from microgpt import cli, sampling
+from microgpt.lab import attention, autograd, loss, overview
+from microgpt.lab.__main__ import main
+from microgpt.lab.loading import load_model
+from microgpt.lab.serve import MAX_BODY, is_loopback
+
+TEXT = 'emma'
+EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so equal means equal
+
+
+@pytest.fixture(scope='module')
+def server(tiny_ckpt, names_file, tmp_path_factory):
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file) as s:
+        yield s
+
+
+@pytest.fixture(scope='module')
+def model(tiny_ckpt):
+    return load_model(tiny_ckpt)
+
+
+def as_array(x):
+    """A JSON list back to float64, null (a masked cell) as NaN."""
+    return np.array(x, dtype=np.float64) if not isinstance(x, list) else \
+        np.array(json.loads(json.dumps(x).replace('null', 'NaN')), dtype=np.float64)
+
+
+def still_serving(server):
+    status, body, _ = request(server, 'GET', '/api/config')
+    return status == 200 and body['checkpoints'][0]['id'] == 'start'
+
+
+# ---------------------------------------------------------------------------- the numbers
+def test_config_names_the_start_checkpoint(server, model):
+    config = request(server, 'GET', '/api/config')[1]
+    start = config['checkpoints'][0]
+    assert start['id'] == 'start'
+    for name in ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size'):
+        assert start['config'][name] == getattr(model.config, name)
+    assert config['features']['training']['engines'][0] == 'scalar'
+
+
+def test_overview_route_equals_the_lab(server, model):
+    got = post(server, '/api/overview', {'text': TEXT, 'top': 4, 'temperature': 0.8, 'seed': 7})
+    want = overview.predictions(model, TEXT, 4)
+    assert json.loads(json.dumps(want)) == got['positions']
+    assert got['mean_loss'] == pytest.approx(np.mean([r['loss'] for r in want]), abs=1e-15)
+    assert got['continuation'] == overview.continuation(model, TEXT, 0.8, 7)
+
+
+@pytest.mark.parametrize('head, query, scale, temperature', [(1, 2, True, 1.0), (0, None, False, 0.3)])
+def test_attention_route_equals_the_lab(server, model, head, query, scale, temperature):
+    got = post(server, '/api/attention', {'text': TEXT, 'head': head, 'query': query,
+                                          'scale': scale, 'temperature': temperature})
+    want = attention.attention_view(model, TEXT, 0, head, query, scale, temperature)
+    assert got['query'] == want['query'] and got['labels'] == want['labels']
+    for key in ('q', 'keys', 'values', 'products', 'raw', 'scores', 'weights', 'out', 'all_heads'):
+        np.testing.assert_allclose(as_array(got[key]), want[key], rtol=0, atol=EXACT, err_msg=key)
+    np.testing.assert_allclose(as_array(got['scaled']),
+                               want['raw'] * (model.config.head_dim ** -0.5 if scale else 1), atol=EXACT)
+    assert got['stats'] == want['stats']
+    T = len(want['labels'])  # the future cells are null, exactly the upper triangle
+    assert sum(v is None for h in got['all_heads'] for row in h for v in row) == \
+        model.config.n_head * T * (T - 1) // 2
+
+
+def test_autograd_route_gives_the_lesson_gradients(server):
+    got = post(server, '/api/autograd', {'expression': '(a + b) * c', 'values': {'a': 2, 'b': -3, 'c': 10}})
+    assert {n: v['grad'] for n, v in got['variables'].items()} == {'a': 10.0, 'b': 10.0, 'c': -1.0}
+    root, _, names = autograd.explore('(a + b) * c', ['a=2', 'b=-3', 'c=10'])
+    rows = autograd.graph_rows(root)
+    assert [(n['data'], n['grad'], n['inputs']) for n in got['nodes']] == \
+        [(data, grad, children) for _, _, data, grad, children in rows]
+    assert got['value'] == root.data == -10.0
+
+
+def test_autograd_route_starts_new_variables_at_one_and_drops_old(server):
+    got = post(server, '/api/autograd', {'expression': 'x * x', 'values': {'a': 5}})
+    assert got['variables'] == {'x': {'value': 1.0, 'grad': 2.0}}
+
+
+def test_sample_route_equals_the_sampler(server, model):
+    got = post(server, '/api/sample', {'prompt': 'e', 'temperature': 1.3, 'num': 6, 'seed': 3})
+    assert got['names'] == sampling.sample_names(model.next_logits_fn, model.tokenizer,
+                                                 model.config.block_size, num=6, temperature=1.3,
+                                                 seed=3, prompt='e')
+    ids = [model.tokenizer.bos] + model.tokenizer.encode('e')
+    want = sampling.probabilities(model.next_logits_fn()(ids), 1.3)
+    assert [d['p'] for d in got['distribution']] == want
+    assert sum(d['p'] for d in got['distribution']) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_step_route_equals_the_lab_step(server, tiny_ckpt):
+    """Lesson 04's page: the numbers `lab step` computes, as the route returns them."""
+    from microgpt.lab import api, step
+    got = post(server, '/api/step', {'text': TEXT, 'lr': 0.02})
+    want = api.jsonable(step.step_view(tiny_ckpt, text=TEXT, lr=0.02))
+    assert got == want
+    assert got['loss_after'] < got['loss_before'] and got['adam']['lr'] == 0.02
+    assert 'grads' not in got  # the full matrices stay on the server; their norms are there
+    assert request(server, 'GET', '/api/config')[1]['features']['step'] is True
+
+
+def test_sample_route_carries_lesson_04s_sandbox(server, model):
+    from microgpt.lab import sampler
+    got = post(server, '/api/sample', {'prompt': 'e', 'temperature': 0.7, 'num': 2, 'seed': 1, 'top_k': 3})
+    want = sampler.sample_view(model, temperature=0.7, seed=1, prompt='e', top_k=3)
+    assert got['sandbox']['temperatures'] == [0.0, 0.5, 0.7, 1.0, 2.0]
+    assert got['sandbox']['probs'] == want['probs'] and got['sandbox']['top_k_kept'] == want['top_k_kept']
+    assert len(got['sandbox']['top_k_kept']) == 3
+
+
+# ---------------------------------------------------------------------------- training runs
+def test_a_training_run_streams_its_log_and_its_checkpoint_opens(server):
+    started = post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
+    # a second run while the first one goes is refused
+    status, body, _ = request(server, 'POST', '/api/train/start', {'steps': 30})
+    assert status == 409 and 'one run at a time' in body['error']
+    final, records, smooth = wait_for_run(server)
+    assert final['state'] == 'finished' and final['exit_code'] == 0
+    steps = [r['step'] for r in records if 'loss' in r]
+    assert steps == list(range(1, 31))
+    # what streamed is what train.py logged, as `lab loss` reads it
+    ckpt_id = final['ckpt']
+    path = server.lab.checkpoints.path(ckpt_id)
+    train, val = loss.read_log(path[:-len('.json')] + '.log.jsonl')
+    assert [(r['step'], r['loss'], r['lr']) for r in records if 'loss' in r] == train
+    assert [(r['step'], r['val_loss']) for r in records if 'val_loss' in r] == val and val
+    # the smoothed curve is lab loss's running mean, however the log was cut into polls
+    assert smooth == [[s, m] for (s, _, _), m in
+                      zip(train, loss.running_mean([l for _, l, _ in train], loss.smoothing_window(30)))]
+    assert final['samples'] and all(len(s['names']) == 5 for s in final['samples'])
+    # the run's checkpoint is listed, with its own config, and the pages can use it
+    listed = {c['id']: c for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
+    assert listed[ckpt_id]['config']['n_embd'] == 8 and started['run'] >= 1
+    got = post(server, '/api/overview', {'ckpt': ckpt_id, 'text': TEXT})
+    assert got['positions'] == json.loads(json.dumps(overview.predictions(load_model(path), TEXT)))
+
+
+def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
+    post(server, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
+    records, offset = [], 0
+    while not any('loss' in r for r in records):  # stop once it has taken a step
+        status = post(server, '/api/train/status', {'offset': offset})
+        records, offset = records + status['records'], status['offset']
+    post(server, '/api/train/stop', {})
+    final, more, _ = wait_for_run(server, offset=offset)
+    records += more
+    assert final['state'] == 'stopped' and final['exit_code'] == 130
+    from microgpt.checkpoint import read_checkpoint
+    saved = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))
+    assert saved['train_state']['step'] == max(r['step'] for r in records) < 20000
+    status, body, _ = request(server, 'POST', '/api/train/stop', {})
+    assert status == 409  # nothing left to stop
+
+
+@pytest.mark.parametrize('body, words', [
+    ({'steps': 0}, "'steps' is 0"), ({'steps': 10 ** 9}, "'steps'"), ({'n_layer': 9}, "'n_layer'"),
+    ({'n_embd': 10, 'n_head': 4}, 'does not divide'), ({'block_size': 'big'}, 'an integer'),
+    ({'steps': 2.5}, 'an integer'), ({'engine': 'torch'}, 'not available'), ({'lr': -1}, "'lr'"),
+    ({'steps': True}, 'an integer')])
+def test_training_parameters_are_range_checked(server, body, words):
+    status, answer, _ = request(server, 'POST', '/api/train/start', body)
+    assert status == 400 and words in answer['error']
+
+
+# ---------------------------------------------------------------------------- hostile requests
+@pytest.mark.parametrize('path', ['/../../etc/passwd', '/static/../serve.py', '/static/%2e%2e/serve.py',
+                                  '//etc/passwd', '/static/lab.js/../../api.py', '/web/lab.js',
+                                  '/api/../serve.py', '/api/config/../../x', '/static/'])
+def test_paths_outside_the_route_table_get_404(server, path):
+    status, body, _ = request(server, 'GET', path)
+    assert status == 404 and body['error'].startswith('no such page')
+    assert still_serving(server)
+
+
+def test_the_pages_and_their_files_answer(server):
+    for path in ('/', '/attention', '/static/lab.js', '/favicon.ico'):
+        status, _, raw = request(server, 'GET', path)
+        assert status == 200 and len(raw) > 100
+
+
+@pytest.mark.parametrize('method, path, raw, headers, want', [
+    ('POST', '/api/overview', b'x' * (MAX_BODY + 1), None, 413),
+    ('POST', '/api/overview', b'{"text": "emma"', None, 400),                 # malformed JSON
+    ('POST', '/api/overview', b'[1, 2]', None, 400),                          # not an object
+    ('POST', '/api/overview', b'\xff\xfe', None, 400),                        # not UTF-8
+    ('POST', '/api/overview', b'{"text": "emma"}', {'Content-Type': 'text/plain'}, 415),
+    ('GET', '/api/overview', None, None, 405),
+    ('POST', '/api/config', b'{}', None, 405),
+    ('POST', '/api/nothing', b'{}', None, 404),
+    ('DELETE', '/api/config', None, None, 405),
+    ('GET', '/api/config', None, {'Host': 'evil.example:80'}, 400),          # DNS rebinding
+    ('POST', '/api/train/start', b'{}', {'Origin': 'http://evil.example'}, 403),
+])
+def test_broken_requests_get_a_json_4xx_and_the_server_goes_on(server, method, path, raw, headers, want):
+    status, body, _ = request(server, method, path, raw=raw, headers=headers)
+    assert status == want and isinstance(body['error'], str) and '\n' not in body['error']
+    assert still_serving(server)
+
+
+@pytest.mark.parametrize('body, words', [
+    ({'text': TEXT, 'ckpt': '/etc/passwd'}, 'no checkpoint with id'),      # a path is not an id
+    ({'text': TEXT, 'ckpt': '../start'}, 'no checkpoint with id'),
+    ({'text': 'emma!'}, "'!'"),                                            # the lab's own message
+    ({'text': TEXT, 'head': 7}, 'out of range'),
+    ({'text': TEXT, 'query': 99}, 'out of range'),
+    ({'text': TEXT, 'temperature': 0}, "'temperature'"),
+    ({'text': 'e' * 500}, 'characters long'),
+    ({}, "needs the field 'text'"),
+])
+def test_bad_attention_requests_get_the_lab_message(server, body, words):
+    status, answer, _ = request(server, 'POST', '/api/attention', body)
+    assert status in (400, 404) and words in answer['error']
+    assert still_serving(server)
+
+
+@pytest.mark.parametrize('expression', ["__import__('os').system('touch PWNED')",
+                                        "open('/etc/passwd').read()", "a.__class__", "[a for a in b]",
+                                        "(lambda: 1)()", "a" + " + a" * 300, "-" * 900 + "a"])
+def test_code_in_an_expression_is_refused_never_run(server, expression, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, body, _ = request(server, 'POST', '/api/autograd', {'expression': expression, 'values': {}})
+    assert status == 400 and body['error']
+    assert not os.path.exists(tmp_path / 'PWNED')
+    assert still_serving(server)
+
+
+def test_loopback_is_recognised():
+    assert is_loopback('127.0.0.1') and is_loopback('::1') and is_loopback('localhost')
+    assert not is_loopback('0.0.0.0') and not is_loopback('192.168.1.5')
+
+
+# ---------------------------------------------------------------------------- the command line
+def serve(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.run(main, ['serve', *argv])
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+def test_a_taken_port_is_one_line_exit_2(tiny_ckpt, capsys):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        code, out, err = serve(['--ckpt', tiny_ckpt, '--port', str(taken.getsockname()[1])], capsys)
+    assert code == 2 and err.startswith('error: cannot listen') and err.count('\n') == 1 and not out
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--port', '70000'], 'out of range'), (['--port', '-1'], 'out of range'),
+    (['--port', 'http'], "invalid int value: 'http'"), (['--ckpt', 'no/such/model.json'], 'no checkpoint at'),
+])
+def test_bad_command_lines_are_one_line_exit_2(tiny_ckpt, capsys, argv, words):
+    argv = (['--ckpt', tiny_ckpt] if '--ckpt' not in argv else []) + argv
+    code, out, err = serve(argv, capsys)
+    assert code == 2 and words in err and err.count('\n') == 1 and not out
+
+
+def test_a_damaged_checkpoint_is_one_line_exit_2(tiny_ckpt, tmp_path, capsys):
+    damaged = tmp_path / 'model.json'
+    damaged.write_text(open(tiny_ckpt).read()[:-200])
+    code, out, err = serve(['--ckpt', str(damaged), '--port', '0'], capsys)
+    assert code == 2 and err.startswith('error: ') and err.count('\n') == 1 and not out
+
+
+def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, tmp_path):
+    """The real command in its own process: it prints its address, serves, and on SIGINT (what
+    Ctrl-C sends) passes one SIGINT to the training run, which saves its last whole step."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--port', '0',
+                             '--runs-dir', str(tmp_path), '--data', names_file],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith('microgpt lab on ') and '(Ctrl-C to stop)' in first
+        port = int(first.split('http://127.0.0.1:')[1].split('/')[0])
+
+        class Address:  # what request() needs of a server
+            server_address = ('127.0.0.1', port)
+        post(Address, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2})
+        log = tmp_path / '1' / 'model.log.jsonl'
+        deadline = time.time() + 30
+        while not (log.exists() and log.read_text().count('\n') >= 3):
+            assert time.time() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert 'run 1 stopped (exit status 130)' in out
+    from microgpt.checkpoint import read_checkpoint
+    steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
+    assert read_checkpoint(str(tmp_path / '1' / 'model.json'))['train_state']['step'] == steps[-1] < 20000
+
+
+def test_the_lesson_04_hooks_light_up_when_the_modules_exist(server, monkeypatch):
+    """What the lead's merge must provide: microgpt.lab.step.step_view(path, text=, lr=) and
+    microgpt.lab.sample.sample_view(model, **options); their dicts reach the page as JSON."""
+    import types
+    from microgpt.lab import api
+    seen = {}
+    fake = types.SimpleNamespace(
+        step_view=lambda path, text, lr: seen.update(path=path, text=text, lr=lr) or
+        {'loss': 2.5, 'grads': np.array([0.5, np.nan])},
+        sample_view=lambda model, **options: {'options': sorted(options)})
+    monkeypatch.setattr(api, 'optional_module', lambda name: fake)
+    got = post(server, '/api/step', {'text': TEXT, 'lr': 0.1})
+    assert got == {'loss': 2.5, 'grads': [0.5, None]}
+    assert seen == {'path': server.lab.checkpoints.path('start'), 'text': TEXT, 'lr': 0.1}
+    got = post(server, '/api/sample', {'num': 1})
+    assert got['sandbox'] == {'options': ['prompt', 'seed', 'temperature']}
+    assert request(server, 'GET', '/api/config')[1]['features']['step'] is True

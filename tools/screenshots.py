@@ -1,0 +1,97 @@
+"""
+Screenshots of the web lab's pages for the README: `make screenshots` writes docs/img/lab-*.png.
+
+    python tools/screenshots.py                       # trains a checkpoint first (about 10 s)
+    python tools/screenshots.py --ckpt out/model.json
+
+It starts `python -m microgpt.lab serve`'s server in this process on a free port, opens each
+page in Chromium (Debian's /usr/bin/chromium, driven by Playwright; never a downloaded
+browser), waits for the page to draw what the API returned, and saves a small PNG. The
+Training page is shown after a short run it starts itself, in a temporary runs folder.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]
+
+from microgpt.lab.serve import make_server  # noqa: E402
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+WIDTH = 1100  # CSS pixels; pages are cut at HEIGHT so each PNG stays small
+HEIGHT = 760
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--ckpt', help="checkpoint to show (default: train one now with train.py's defaults)")
+    p.add_argument('--out-dir', default=os.path.join(REPO_DIR, 'docs', 'img'), help="where the PNGs go")
+    p.add_argument('--train-steps', type=int, default=200, help="steps of the run on the Training page")
+    args = p.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = args.ckpt
+        if ckpt is None:
+            import train
+            ckpt = os.path.join(tmp, 'model.json')
+            train.main(['--out', ckpt, '--num-samples', '0'])
+        server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        os.makedirs(args.out_dir, exist_ok=True)
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={'width': WIDTH, 'height': HEIGHT})
+                shoot(page, server.url, args.out_dir, args.train_steps)
+                browser.close()
+        finally:
+            server.lab.trainer.shutdown()
+            server.shutdown()
+            server.server_close()
+
+
+def shoot(page, url, out_dir, train_steps):
+    def save(name):
+        path = os.path.join(out_dir, f'lab-{name}.png')
+        page.screenshot(path=path)
+        print(f"wrote {path} ({os.path.getsize(path) // 1024} KiB)")
+
+    page.goto(url + 'overview')
+    page.wait_for_selector('.position')
+    save('overview')
+
+    page.goto(url + 'attention')
+    page.wait_for_selector('td.filled')
+    page.select_option('#head', '1')
+    page.wait_for_selector('table.heatmap tr.query')
+    page.locator('td.filled[data-head="1"][data-query="4"][data-key="1"]').click()
+    page.wait_for_selector('#detail-weight')
+    save('attention')
+
+    page.goto(url + 'autograd')
+    page.fill('#expression', 'relu(a * b + c) * a')
+    page.click('button[type=submit]')
+    page.wait_for_selector('#graph g.node[data-label="*"]')
+    page.wait_for_timeout(300)
+    save('autograd')
+
+    page.goto(url + 'sampling')
+    page.wait_for_selector('#names li')
+    save('sampling')
+
+    page.goto(url + 'training')
+    page.fill('#steps', str(train_steps))
+    page.click('#start')
+    page.wait_for_selector('#open-run', timeout=120_000)
+    save('training')
+
+
+if __name__ == '__main__':
+    main()
