@@ -15,9 +15,13 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
+# About four minutes: each script prints measurements side by side, never a verdict. The PyTorch
+# peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py
 	$(PY) bench/inference_speed.py
+	$(PY) bench/backprop_speed.py
+	$(PY) bench/recipe.py
 
 # The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium).
 screenshots: $(VENV)/.installed-test

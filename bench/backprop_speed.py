@@ -13,18 +13,18 @@ the kernel's high-water mark of resident memory, everything included).
 
 1. scalar  Batch size 1, the default config (n_layer 1, n_embd 16, n_head 4, block_size 16):
            microgpt.training.train_step + microgpt.optim.Adam against backprop.Trainer.step,
-           from the same initial weights, on the same names, same lr schedule. Target: numpy
-           >= 10x faster per step, and the same losses (within 1e-9).
+           from the same initial weights, on the same names, same lr schedule: the ratio of
+           their step times, and the largest difference of their losses.
 2. torch   n_layer 4, n_embd 64, n_head 4, block_size 16, batch 32, float64: backprop.Trainer
            against the same model in PyTorch (autograd, torch.optim.Adam with betas (0.85,
            0.99), eps 1e-8), from the same weights on the same batches. Throughput is real
-           predicted tokens per second; target: numpy >= 0.6x PyTorch's. The losses are printed
+           predicted tokens per second, and their ratio. The largest loss difference is printed
            beside it (equal within ~1e-9: both do the same work). Skipped without torch; install
            it with `.venv/bin/pip install torch==2.13.0`.
 3. ckpt    The recipe's model (bench/recipe.py's RECIPE): the mean step time and the time of one
            microgpt.checkpoint.save_checkpoint with the Adam state, so the share of a run spent
            writing checkpoints every --save-every steps is save / (save_every * step + save).
-           (bench/recipe.py also measures that share directly, in the real run; --recipe runs it.)
+           (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
 
 Threads: the children run with OPENBLAS_NUM_THREADS=1 and torch.set_num_threads(1) (--threads
 changes both), the same for both sides: on this shared 2-core machine two spinning OpenBLAS
@@ -32,7 +32,7 @@ threads made numpy steps several times slower whenever other processes were busy
 also run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET (they are set machine-wide on
 purpose; unsetting them lets OpenBLAS pick its kernels for the actual CPU); --keep-openblas-env
 keeps them. Data: makemore's names.txt (../shared/data/names.txt) when present, else the
-bundled census names. The script always exits 0: verdicts are printed, not raised.
+bundled census names. The script always exits 0: it prints measurements.
 """
 
 import argparse
@@ -48,10 +48,6 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
-SCALAR_TARGET = 10.0  # numpy step vs scalar step, batch 1, default config
-TORCH_TARGET = 0.6    # numpy tokens/s vs PyTorch CPU tokens/s, 4x64, batch 32, float64
-LOSS_TOL = 1e-9       # same math in float64: only rounding may differ
-CKPT_TARGET = 0.05    # checkpoint writes: at most 5% of a run
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -86,7 +82,7 @@ def peak_rss_bytes():
 
 # ---------------------------------------------------------------------------- the children
 def setup(args, n_layer, n_embd, n_head=4, block_size=16):
-    """(config, initial weights, tokenizer, train token lists) as train.py and recipe.py make them."""
+    """(config, initial weights, tokenizer, train token lists) as train.py makes them."""
     from microgpt.data import load_docs, split_docs
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
@@ -237,10 +233,6 @@ def run_child(args, which):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def verdict(ok):
-    return 'PASS' if ok else 'FAIL'
-
-
 def mib(n):
     return n / (1024 * 1024)
 
@@ -250,9 +242,9 @@ def report_scalar(r, steps):
     diff = max(abs(a - b) for a, b in zip(r['scalar_loss'], r['numpy_loss']))
     print(f"\n[1] batch 1, default config (1x16), {steps} steps, interleaved")
     print(f"    scalar engine {1e3 * s:8.3f} ms/step   numpy {1e3 * n:8.3f} ms/step   "
-          f"ratio {s / n:5.1f}x  (target >= {SCALAR_TARGET:.0f}x: {verdict(s / n >= SCALAR_TARGET)})")
+          f"ratio {s / n:5.1f}x")
     print(f"    median ratio {statistics.median(r['scalar_time']) / statistics.median(r['numpy_time']):.1f}x; "
-          f"largest loss difference {diff:.1e} (<= {LOSS_TOL:g}: {verdict(diff <= LOSS_TOL)}); "
+          f"largest loss difference {diff:.1e}; "
           f"last loss {r['numpy_loss'][-1]:.4f}")
     print(f"    peak memory {mib(r['peak']):.0f} MiB ({mib(r['peak'] - r['before']):.1f} MiB during training)")
 
@@ -267,8 +259,7 @@ def report_torch(r, steps):
     diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
     print(f"    numpy {n_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['numpy_time']):.1f} ms/step)   "
           f"PyTorch {t_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['torch_time']):.1f} ms/step)")
-    print(f"    ratio numpy / PyTorch {n_tps / t_tps:.2f}x  (target >= {TORCH_TARGET}: "
-          f"{verdict(n_tps / t_tps >= TORCH_TARGET)}); median-step ratio "
+    print(f"    ratio numpy / PyTorch {n_tps / t_tps:.2f}x; median-step ratio "
           f"{statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
           f"largest loss difference {diff:.1e}")
     print(f"    peak memory {mib(r['peak']):.0f} MiB, both models in one process "
@@ -282,8 +273,8 @@ def report_ckpt(r, save_every):
     print(f"\n[3] checkpoints, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, "
           f"batch {RECIPE['batch_size']}): {1e3 * step:.1f} ms/step, one save {1e3 * save:.0f} ms "
           f"({r['size'] / 1e6:.1f} MB with Adam's moments)")
-    print(f"    saving every {save_every} steps costs {100 * share:.1f}% of the run "
-          f"(target <= {100 * CKPT_TARGET:.0f}%: {verdict(share <= CKPT_TARGET)}); "
+    print(f"    saving every {save_every} steps costs {100 * share:.1f}% of the run"
+          f"; "
           f"peak memory {mib(r['peak']):.0f} MiB")
 
 

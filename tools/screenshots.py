@@ -86,6 +86,12 @@ def shoot(page, url, out_dir, train_steps):
     page.wait_for_selector('#names li')
     save('sampling')
 
+    page.goto(url + 'step')
+    page.fill('#text', 'anna')
+    page.press('#text', 'Enter')
+    page.wait_for_selector('#result .panel')
+    save('step')
+
     page.goto(url + 'training')
     page.fill('#steps', str(train_steps))
     page.click('#start')

@@ -103,7 +103,7 @@ def loss_curves(path, train, val, smooth, window, title):
     steps = [s for s, _, _ in train]
     losses = [l for _, l, _ in train]
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(steps, losses, color='tab:blue', alpha=0.25, linewidth=0.8, label='training loss (one name per step)')
+    ax.plot(steps, losses, color='tab:blue', alpha=0.25, linewidth=0.8, label='training loss (each step)')
     ax.plot(steps, smooth, color='tab:blue', linewidth=2,
             label=f'training loss, running mean of {window} steps')
     if val:
