@@ -33,12 +33,12 @@ from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step).")
+    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size).")
     g = p.add_argument_group('data')
     g.add_argument('--data', metavar='PATH',
                    help="UTF-8 text file, one name (document) per line "
                         "(default: the census first names bundled with the `names` package)")
-    g.add_argument('--val-size', type=cli.nonnegative_int, metavar='N',
+    g.add_argument('--val-size', type=cli.int_in(0, MAX_STEPS), metavar='N',
                    help="names held out for validation (default: 10%% of the data, at most 1000; 0 = none)")
     g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
                    help="keep the file's order instead of shuffling with --seed")
@@ -77,10 +77,10 @@ def parse_args(argv=None):
     g.add_argument('--resume', action='store_true',
                    help="continue the run saved at --out: weights, Adam moments, step, data order and "
                         "its settings (either engine may continue it)")
-    g.add_argument('--save-every', type=cli.nonnegative_int, metavar='N',
+    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
                    help="also save the checkpoint every N steps (default 100, or the resumed run's; "
                         "0 = only at the end)")
-    g.add_argument('--eval-every', type=cli.nonnegative_int, metavar='N',
+    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
                    help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
     g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
                    help="names to sample when training ends (default 10; 20 with --reproduce-original)")

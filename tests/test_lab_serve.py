@@ -177,7 +177,7 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
 @pytest.mark.parametrize('body, words', [
     ({'steps': 0}, "'steps' is 0"), ({'steps': 10 ** 9}, "'steps'"), ({'n_layer': 9}, "'n_layer'"),
     ({'n_embd': 10, 'n_head': 4}, 'does not divide'), ({'block_size': 'big'}, 'an integer'),
-    ({'steps': 2.5}, 'an integer'), ({'engine': 'torch'}, 'not available'), ({'lr': -1}, "'lr'"),
+    ({'steps': 2.5}, 'an integer'), ({'engine': 'torch'}, 'is unknown'), ({'lr': -1}, "'lr'"),
     ({'steps': True}, 'an integer')])
 def test_training_parameters_are_range_checked(server, body, words):
     status, answer, _ = request(server, 'POST', '/api/train/start', body)
@@ -193,6 +193,18 @@ def test_paths_outside_the_route_table_get_404(server, path):
     assert status == 404 and body['error'].startswith('no such page')
     assert still_serving(server)
 
+
+
+def test_a_numpy_engine_run_with_batches_trains_and_opens(server):
+    """The Training page's engine and batch size reach train.py: a batched numpy run."""
+    post(server, '/api/train/start', {'steps': 12, 'n_embd': 8, 'n_head': 2, 'block_size': 12,
+                                      'engine': 'numpy', 'batch_size': 4})
+    final, records, _ = wait_for_run(server)
+    assert final['state'] == 'finished' and final['exit_code'] == 0
+    assert [r['step'] for r in records if 'loss' in r] == list(range(1, 13))
+    from microgpt.checkpoint import read_checkpoint
+    run = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))['train_state']['run']
+    assert (run['engine'], run['batch_size']) == ('numpy', 4)
 
 def test_the_pages_and_their_files_answer(server):
     for path in ('/', '/attention', '/static/lab.js', '/favicon.ico'):

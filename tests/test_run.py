@@ -34,6 +34,7 @@ from test_cli import QUIET, TINY, assert_one_line_error, log_of, losses, run
 
 UNFUSED_TOL = 1e-12  # composed vs fused blocks: the same math in another float order
 BATCH_TOL = 1e-12
+ENGINE_TOL = 1e-9   # the scalar engine and the numpy path: the same math, rounded differently
 
 
 def train_args(data, out, *extra):
@@ -330,3 +331,45 @@ def test_the_printed_config_names_the_engine_and_batch_size(tmp_path, names_file
                                                  '--batch-size', '2'), capsys)
     assert code == 0
     assert 'engine=scalar-unfused batch_size=2' in stdout
+
+
+def test_a_checkpoint_from_one_engine_resumes_on_the_other(tmp_path, names_file, capsys, monkeypatch):
+    """Batch size 1: a scalar run cut by Ctrl-C at step 6 and resumed with --engine numpy logs
+    the losses of the scalar run that never switched (the same math; only rounding differs),
+    and the other way round."""
+    from test_cli import interrupt_after
+    whole = tmp_path / 'whole.json'
+    assert run(train.main, train_args(names_file, whole, '--steps', '12'), capsys)[0] == 0
+    for first, second in (('scalar', 'numpy'), ('numpy', 'scalar')):
+        out = tmp_path / f'{first}-then-{second}.json'
+        if first == 'scalar':
+            interrupt_after(monkeypatch, 6)
+        else:  # the numpy engine's step, cut the same way
+            import backprop
+            real_step = backprop.Trainer.step
+            calls = [0]
+
+            def step_then_ctrl_c(self, batch, lr):
+                loss = real_step(self, batch, lr)
+                calls[0] += 1
+                if calls[0] == 6:
+                    os.kill(os.getpid(), signal.SIGINT)
+                return loss
+            monkeypatch.setattr(backprop.Trainer, 'step', step_then_ctrl_c)
+        code, _, _ = run(train.main, train_args(names_file, out, '--steps', '12', '--engine', first), capsys)
+        monkeypatch.undo()
+        assert code == 130 and read_checkpoint(str(out))['train_state']['step'] == 6
+        code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', second,
+                                           '--num-samples', '0'], capsys)
+        assert code == 0 and f'engine={second}' in stdout
+        got, want = losses(log_of(out)), losses(log_of(whole))
+        assert [e['step'] for e in got] == list(range(1, 13))
+        assert max(abs(a['loss'] - b['loss']) for a, b in zip(got, want)) < ENGINE_TOL
+
+
+def test_a_resumed_run_keeps_its_engine_unless_told(tmp_path, names_file, capsys):
+    out = tmp_path / 'model.json'
+    assert run(train.main, train_args(names_file, out, '--steps', '3', '--engine', 'numpy',
+                                      '--batch-size', '4'), capsys)[0] == 0
+    code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--steps', '5'], capsys)
+    assert code == 0 and 'engine=numpy batch_size=4' in stdout

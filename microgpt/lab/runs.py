@@ -18,7 +18,6 @@ The request never names a path: every run writes to a new numbered folder inside
 folder given when the server started.
 """
 
-import importlib.util
 import json
 import os
 import signal
@@ -43,17 +42,12 @@ LIMITS = {
     'n_embd': (2, 64, 16),       # must divide by n_head
     'n_head': (1, 8, 4),
     'block_size': (2, 32, 16),
-    'batch_size': (1, 256, 1),   # the numpy engine only
+    'batch_size': (1, 256, 1),   # names per step; more than one is the numpy engine's strength
 }
+ENGINES = ('scalar', 'numpy')    # train.py --engine: the Value graph, or src/backprop's arrays
 LR_LIMITS = (1e-5, 1.0, 0.01)
 NUM_SAMPLES = 5                  # names shown after each save
 READ_LIMIT = 1 << 18             # bytes of log returned per status call; the page asks again
-
-
-def numpy_training():
-    """Whether this version has the numpy training path (package backprop): then train.py
-    takes --engine and --batch-size, and the page offers them."""
-    return importlib.util.find_spec('backprop') is not None
 
 
 class Run:
@@ -82,33 +76,22 @@ class Trainer:
 
     def options(self):
         """What the Training page may offer in this version."""
-        numpy_engine = numpy_training()
-        return {'available': os.path.exists(TRAIN_PY),
-                'engines': ['scalar', 'numpy'] if numpy_engine else ['scalar'],
-                'batch_size': numpy_engine,
+        return {'available': os.path.exists(TRAIN_PY), 'engines': list(ENGINES), 'batch_size': True,
                 'limits': {**LIMITS, 'lr': LR_LIMITS}}
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
-        p = {name: field(body, name, int, default, low, high)
-             for name, (low, high, default) in LIMITS.items() if name != 'batch_size'}
+        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in LIMITS.items()}
         p['lr'] = field(body, 'lr', float, LR_LIMITS[2], LR_LIMITS[0], LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
-        engines = self.options()['engines']
         p['engine'] = field(body, 'engine', str, 'scalar')
-        if p['engine'] not in engines:
-            raise ApiError(400, f"engine {p['engine']!r:.40} is not available here: choose from {', '.join(engines)}")
-        if 'batch_size' in body and not numpy_training():
-            raise ApiError(400, "batch_size needs the numpy training path, which this version lacks")
+        if p['engine'] not in ENGINES:
+            raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
         flags = ['--steps', p['steps'], '--n-layer', p['n_layer'], '--n-embd', p['n_embd'],
                  '--n-head', p['n_head'], '--block-size', p['block_size'], '--lr', p['lr'],
                  '--eval-every', max(1, p['steps'] // 10), '--save-every', max(1, p['steps'] // 10),
-                 '--num-samples', 0]
-        if numpy_training():
-            low, high, default = LIMITS['batch_size']
-            p['batch_size'] = field(body, 'batch_size', int, default, low, high)
-            flags += ['--engine', p['engine'], '--batch-size', p['batch_size']]
+                 '--num-samples', 0, '--engine', p['engine'], '--batch-size', p['batch_size']]
         return p, [str(f) for f in flags]
 
     def start(self, body):
