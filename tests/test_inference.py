@@ -27,7 +27,7 @@ from microgpt.sampling import sample_names, scalar_next_logits
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, evaluate as scalar_evaluate
 
-AGREE_TOL = 1e-10   # the bound for the two paths; they differ only in summation order
+AGREE_TOL = 1e-10   # what the port promises; the two paths differ only in summation order
 SUM_TOL = 1e-12     # a softmax row sums to 1 up to rounding
 INIT_STD = 0.5      # larger than training's 0.08: sharp, far-from-uniform logits and weights
 

@@ -332,8 +332,9 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
 
 
 def test_the_lesson_04_hooks_light_up_when_the_modules_exist(server, monkeypatch):
-    """What the lead's merge must provide: microgpt.lab.step.step_view(path, text=, lr=) and
-    microgpt.lab.sample.sample_view(model, **options); their dicts reach the page as JSON."""
+    """How the pages reach lesson 04: microgpt.lab.step.step_view(path, text=, lr=) and
+    microgpt.lab.sampler.sample_view(model, **options); their dicts reach the page as JSON
+    (NaN as null), whatever numbers they hold (a stand-in module here)."""
     import types
     from microgpt.lab import api
     seen = {}
