@@ -38,7 +38,6 @@ bundled census names. The script always exits 0: it prints measurements.
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,8 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+
+from train_speed import peak_rss_bytes  # noqa: E402  (VmHWM, measured as train_speed.py does)
 
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
@@ -65,19 +66,6 @@ def parse_args(argv=None):
     p.add_argument('--child', choices=('scalar', 'torch', 'ckpt'), default=None,
                    help="internal: run one measurement and print JSON")
     return p.parse_args(argv)
-
-
-def peak_rss_bytes():
-    """This process's peak resident memory so far, in bytes (VmHWM; ru_maxrss where no /proc)."""
-    try:
-        with open('/proc/self/status') as f:
-            for line in f:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) * 1024  # reported in kB
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == 'darwin' else peak * 1024
 
 
 # ---------------------------------------------------------------------------- the children

@@ -154,17 +154,24 @@ def test_a_folder_made_read_only_mid_run_is_one_line(tmp_path, names_file, capsy
     assert 'read-only file system' in err
 
 
-def test_sigterm_saves_like_ctrl_c(tmp_path, names_file):
-    out = tmp_path / 'model.json'
-    args = train_args(names_file, out, '--steps', '100000', '--save-every', '0')
+def long_run_logging(tmp_path, args, lines):
+    """A train.py process that has logged at least `lines` steps (it runs on after that)."""
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = tmp_path / 'model.log.jsonl'
     deadline = time.monotonic() + 60
+    while not (log.exists() and log.read_text().count('\n') >= lines):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"train.py did not log {lines} steps: {proc.communicate()}")
+        time.sleep(0.01)
+    return proc
+
+
+def test_sigterm_saves_like_ctrl_c(tmp_path, names_file):
+    out = tmp_path / 'model.json'
+    proc = long_run_logging(tmp_path, train_args(names_file, out, '--steps', '100000', '--save-every', '0'), 5)
     try:
-        while not (log.exists() and log.read_text().count('\n') >= 5):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -180,14 +187,9 @@ def test_sigterm_saves_like_ctrl_c(tmp_path, names_file):
 def test_two_runs_on_one_out_the_second_refuses(tmp_path, names_file):
     out = tmp_path / 'model.json'
     args = train_args(names_file, out, '--steps', '100000', '--save-every', '0')
-    first = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = long_run_logging(tmp_path, args, 3)
     log = tmp_path / 'model.log.jsonl'
-    deadline = time.monotonic() + 60
     try:
-        while not (log.exists() and log.read_text().count('\n') >= 3):
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
-            time.sleep(0.01)
         second = subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=tmp_path,
                                 capture_output=True, text=True, timeout=60)
         assert_one_line_error(second.returncode, second.stderr, f'another train.py is writing {out}')
