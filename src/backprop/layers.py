@@ -28,7 +28,7 @@ import numpy as np
 from inference.attention import causal_mask, softmax
 from inference.model import cross_entropy, linear, merge_heads, rmsnorm, split_heads
 
-RMS_EPS = 1e-5  # the rmsnorm epsilon of microgpt.engine.rmsnorm and the port
+RMS_EPS = 1e-5  # the rmsnorm epsilon of microgpt.ops.rmsnorm, fused.rmsnorm and the port
 
 
 # ---------------------------------------------------------------------------- embedding
