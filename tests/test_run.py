@@ -375,3 +375,16 @@ def test_a_resumed_run_keeps_its_engine_unless_told(tmp_path, names_file, capsys
                                       '--batch-size', '4'), capsys)[0] == 0
     code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--steps', '5'], capsys)
     assert code == 0 and 'engine=numpy batch_size=4' in stdout
+
+
+def test_a_diverging_numpy_run_stops_like_a_scalar_one(tmp_path, names_file, tiny_ckpt, capsys):
+    """Divergence handling is shared: the numpy engine's non-finite step is the same one line,
+    exit 1, and the good checkpoint at --out is left as it was."""
+    out = tmp_path / 'model.json'
+    good = open(tiny_ckpt, 'rb').read()
+    out.write_bytes(good)
+    code, _, err = run(train.main, train_args(names_file, out, '--steps', '20', '--lr', '1e100',
+                                              '--engine', 'numpy', '--batch-size', '2'), capsys)
+    assert code == 1
+    assert_one_line_error(code, err, 'became non-finite')
+    assert out.read_bytes() == good
