@@ -2,7 +2,9 @@
 The web lab's pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium).
 
 Each page must load without console errors and draw exactly what the API returns: the
-attention heatmaps have one filled cell per visible (query, key) pair and a blank one per
+Lesson 04 step page shows the API's losses and Adam's numbers for one weight, and the API's
+one-line error for a name it refuses; the sampling sandbox has one column per temperature
+with the API's entropies; the attention heatmaps have one filled cell per visible (query, key) pair and a blank one per
 future pair; a clicked cell shows the API's numbers for that score; the autograd page shows
 the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step run started from the
 Training page streams 30 points and leaves a checkpoint that loads.
@@ -15,7 +17,7 @@ import os
 
 import pytest
 
-from labserver import live_server, post
+from labserver import live_server, post, request
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -70,17 +72,66 @@ def test_each_page_loads_without_console_errors(server, page, name):
     assert 'n_embd=8' in config and 'n_head=2' in config  # the tiny checkpoint's
 
 
-def test_the_step_page_shows_the_steps_numbers(server, page):
+def data_values(page, selector):
+    """float(data-value) of every element matching selector, in page order."""
+    return [float(v) for v in page.locator(selector).evaluate_all('els => els.map(e => e.dataset.value)')]
+
+
+def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     page.goto(server.url + 'step')
     page.wait_for_selector('#form')
     assert page.locator('#unavailable').is_hidden()
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    page.wait_for_selector('#result .panel')
+    page.wait_for_selector(f"#summary:has-text(\"'{TEXT}'\")")  # emma's, not the first draw's anna
     want = post(server, '/api/step', {'text': TEXT, 'lr': float(page.input_value('#lr'))})
-    shown = page.inner_text('#result')
-    assert 'loss_before' in shown and 'loss_after' in shown
-    assert f"{want['loss_before']:.4f}"[:5] in shown
+    assert float(page.get_attribute('#loss-before', 'data-value')) == want['loss_before']
+    assert float(page.get_attribute('#loss-after', 'data-value')) == want['loss_after']
+    assert page.inner_text('#loss-before') == f"{want['loss_before']:.6f}"
+    assert page.locator('#positions tr[data-position]').count() == want['n'] == len(TEXT) + 1
+    assert data_values(page, '#positions td .num') == [p[k] for p in want['positions']
+                                                       for k in ('loss', 'p_before', 'p_after')]
+    assert data_values(page, '#top-grads .num') == [g for row in want['top_grads'] for _, g, _, _ in row]
+    assert data_values(page, '#stages .num') == [v for _, v in want['stages']]
+    assert data_values(page, '#matrix-norms .num') == [v for _, v in want['matrix_norms']]
+    adam = want['adam']
+    shown = {name: float(page.get_attribute(f'#adam [data-name="{name}"]', 'data-value'))
+             for name in ('g', 'm', 'v', 'm_hat', 'v_hat', 'update', 'before', 'after')}
+    assert shown == {name: adam[name] for name in shown}
+    assert adam['param'] in page.inner_text('#result')
+    assert f"all {want['n_with_grad']} of {want['n_params']} weights" in page.inner_text('#fresh-adam')
+    assert f"{want['graph_nodes']} nodes" in page.inner_text('#graph-size')
+    assert page.errors == []
+
+
+def test_the_step_page_shows_the_apis_error_for_an_unknown_character(server, page):
+    bad = 'an9a'
+    status, answer, _ = request(server, 'POST', '/api/step', {'text': bad})
+    assert status == 400 and '9' in answer['error']
+    page.goto(server.url + 'step')
+    page.wait_for_selector('#summary')
+    page.fill('#text', bad)
+    page.press('#text', 'Enter')
+    page.wait_for_selector('#error:not([hidden])')
+    assert page.inner_text('#error') == answer['error']
+
+
+def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropies(server, page):
+    page.goto(server.url + 'sampling')
+    page.wait_for_selector('#temperatures')
+    page.eval_on_selector('#temperature', 'e => { e.value = "1.5"; e.dispatchEvent(new Event("input")); }')
+    page.wait_for_selector('#temperatures th[data-temperature="1.5"]')
+    want = post(server, '/api/sample', {'prompt': '', 'temperature': 1.5, 'num': 10, 'seed': 42})['sandbox']
+    assert want['temperatures'] == [0.0, 0.5, 1.0, 1.5, 2.0]
+    headers = page.locator('#temperatures th[data-temperature]')
+    assert [float(t) for t in headers.evaluate_all('ths => ths.map(t => t.dataset.temperature)')] \
+        == want['temperatures']
+    assert [float(e) for e in headers.evaluate_all('ths => ths.map(t => t.dataset.entropy)')] == want['entropy']
+    rows = page.locator('#temperatures tr:has(td)')
+    assert rows.first.locator('td').count() == len(want['temperatures'])
+    kept = ' '.join(want['top_k_kept'])
+    assert f"top-k {want['top_k']} at T=1 keeps {kept}: {want['top_k_mass']:.3f}" in page.inner_text('#top-k-line')
+    assert page.errors == []
 
 
 def test_attention_heatmaps_leave_the_future_blank_and_a_click_shows_the_api_numbers(server, page):

@@ -71,18 +71,6 @@ const Lab = (() => {
     return `rgb(${r}, ${g}, ${b})`;
   }
 
-  // a JSON answer of unknown shape (lesson 04's parts): numbers, rows of numbers, sections
-  function show(value, name) {
-    if (Array.isArray(value) && value.every(v => typeof v === 'number' || v === null)) {
-      return el('p', {class: 'mono'}, `${name}: [${value.map(v => fmt(v)).join(', ')}]`);
-    }
-    if (value !== null && typeof value === 'object') {
-      const entries = Array.isArray(value) ? value.map((v, i) => [`${i}`, v]) : Object.entries(value);
-      return el('div', {class: 'panel'}, el('h3', {}, name), entries.map(([k, v]) => show(v, k)));
-    }
-    return el('p', {class: 'mono'}, `${name}: ${typeof value === "number" ? fmt(value, 6) : value}`);
-  }
-
   function currentCkpt() {
     const ids = config ? config.checkpoints.map(c => c.id) : [];
     const stored = localStorage.getItem(STORE);
@@ -155,6 +143,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, show, start, on, guard, showError, selectCkpt, refreshConfig,
+  return {api, el, svg, fmt, shade, start, on, guard, showError, selectCkpt, refreshConfig,
           ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

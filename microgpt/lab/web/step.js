@@ -1,9 +1,41 @@
-// The Lesson 04 page: one training step on a name, drawn from POST /api/step, which calls
-// microgpt.lab.step where this version has it. Without it the page says so. The answer is
-// shown as it comes: numbers in tables, lists of numbers in rows, nested parts as sections.
+// The Lesson 04 page: one training step on a name, in the order of `python -m microgpt.lab
+// step`: the loss at each position before and after the update, the gradient at the top
+// (dL/dlogits), its norm on the way back through each stage and weight matrix, Adam's first
+// step on one weight, and the graph's size. Every number comes from POST /api/step
+// (microgpt/lab/step.py's step_report); this file only formats them and sizes the bars.
 'use strict';
 
+const {el} = Lab;
 const $ = id => document.getElementById(id);
+
+// a signed number in exponent form, as the terminal prints Adam's numbers (+6.554412e-01)
+function sci(x, digits = 6) {
+  const s = Number(x).toExponential(digits);
+  return x >= 0 ? `+${s}` : s;
+}
+
+function signed(x, digits = 4) {
+  return `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(digits)}`;
+}
+
+// a horizontal bar: `fraction` of `rem` rem wide
+function bar(fraction, rem, cls = 'bar') {
+  const b = el('span', {class: cls});
+  b.style.width = `${(Math.max(0, fraction) * rem).toFixed(2)}rem`;
+  return b;
+}
+
+// a bar around a centre line: negative to the left (green: pulled up), positive to the right
+function diverging(x, largest, rem = 1.2) {
+  const left = el('span', {class: 'half left'}, x < 0 ? bar(-x / largest, rem, 'bar true') : null);
+  const right = el('span', {class: 'half right'}, x > 0 ? bar(x / largest, rem, 'bar down') : null);
+  return el('span', {class: 'diverging'}, left, right);
+}
+
+// a number with its exact value kept in data-value, for the reader's inspector and the tests
+function num(x, text, attrs = {}) {
+  return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
+}
 
 async function draw() {
   const available = Lab.config.features.step;
@@ -12,8 +44,130 @@ async function draw() {
   if (!available) return;
   await Lab.guard(async () => {
     const data = await Lab.api('/api/step', {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)});
-    $('result').replaceChildren(Lab.show(data, 'one training step'));
+    $('result').replaceChildren(
+      summary(data),
+      el('div', {class: 'row'}, positions(data), topGrads(data)),
+      el('div', {class: 'row'}, wayBack(data), adam(data)),
+      graph(data));
   });
+}
+
+function summary(d) {
+  const change = d.loss_after - d.loss_before;
+  const labels = [...d.positions.map(p => p.reads), d.positions[d.n - 1].target];  // the n + 1 tokens
+  return el('div', {class: 'panel', id: 'summary'},
+    el('p', {class: 'mono'}, `one training step on '${d.text}': tokens ${labels.join(' ')}, ${d.n} positions, ` +
+      `lr ${d.lr}, a fresh Adam (its first step); the checkpoint file is not changed`),
+    el('p', {class: 'big mono'}, "the name's loss L  ",
+      num(d.loss_before, Lab.fmt(d.loss_before, 6), {id: 'loss-before'}), '  →  ',
+      num(d.loss_after, Lab.fmt(d.loss_after, 6), {id: 'loss-after'}), '  ',
+      el('span', {class: change < 0 ? 'hit' : 'miss'}, `(${signed(change, 6)})`),
+      change < 0 ? '' : el('span', {class: 'miss'}, '  it went up: this lr overshoots, try a smaller one')));
+}
+
+// 1) and 5): each position before and after the update
+function positions(d) {
+  const head = ['pos', 'reads', 'next', 'loss', 'p before', 'p after', 'change'];
+  return el('div', {class: 'panel fit'},
+    el('h3', {}, '1) forward, and 5) the same name after the update'),
+    el('table', {class: 'data', id: 'positions'},
+      el('tr', {}, head.map((h, i) => el('th', {class: i < 3 ? 'l' : null}, h))),
+      d.positions.map(p => el('tr', {'data-position': p.position},
+        el('td', {class: 'l'}, p.position), el('td', {class: 'l mono'}, p.reads), el('td', {class: 'l mono'}, p.target),
+        el('td', {}, num(p.loss, Lab.fmt(p.loss, 4))),
+        el('td', {class: 'l'}, bar(p.p_before, 2.5), ' ', num(p.p_before, Lab.fmt(p.p_before, 4))),
+        el('td', {class: 'l'}, bar(p.p_after, 2.5, 'bar true'), ' ', num(p.p_after, Lab.fmt(p.p_after, 4))),
+        el('td', {class: p.p_after > p.p_before ? 'hit' : 'miss'}, signed(p.p_after - p.p_before))))),
+    el('p', {class: 'muted small'}, `p = p(true next); loss = −ln p; the step's loss L is the mean ` +
+      `over the ${d.n} positions`));
+}
+
+// 2) dL/dlogits at each position: the largest entries and the true character
+function topGrads(d) {
+  const largest = Math.max(...d.top_grads.flat().map(([, g]) => Math.abs(g)), 1e-12);
+  const rows = d.top_grads.map((entries, i) => el('tr', {'data-position': i},
+    el('th', {class: 'l mono'}, `${i} → ${d.positions[i].target}`),
+    entries.flatMap(([char, g, p, isTrue]) => [
+      el('td', {class: isTrue ? 'mono char hit' : 'mono char', title: `p = ${p}`}, char),
+      el('td', {class: 'l'}, diverging(g, largest)),
+      el('td', {}, num(g, signed(g), {class: isTrue ? 'num hit' : 'num'}))])));
+  return el('div', {class: 'panel'},
+    el('h3', {}, `2) the gradient at the top: dL/dlogits = (p − one_hot(next)) / n, n = ${d.n}`),
+    el('p', {class: 'muted small'}, el('span', {class: 'hit'}, 'negative (left, green)'),
+      ': the true next character, pulled up; positive (right): its rivals, pushed down; ' +
+      'the largest |dL/dlogit| at each position'),
+    el('table', {class: 'data grads', id: 'top-grads'}, rows),
+    el('p', {class: 'mono small', id: 'closed-form'},
+      `check: the logits' .grad from backward() equal (p − one_hot) / n, largest difference `,
+      num(d.closed_form_diff, d.closed_form_diff.toExponential(1))));
+}
+
+// 3) the gradient's norm at each stage, each matrix's, and the embedding rows it reached
+function wayBack(d) {
+  const c = Lab.info().config;
+  const barRows = (items, id) => {
+    const largest = Math.max(...items.map(([, v]) => v), 1e-12);
+    return el('div', {class: 'bars wide', id}, items.flatMap(([name, v]) => [
+      el('span', {}, name), el('span', {}, bar(v / largest, 6.5)), num(v, v.toFixed(5), {'data-name': name})]));
+  };
+  // wte rows are token ids; the tokens read at positions 0..n-1 name them
+  const names = Object.fromEntries(d.positions.map(p => [d.tokens[p.position], p.reads]));
+  const wpe = d.wpe_rows.length ? `${d.wpe_rows[0]}..${d.wpe_rows[d.wpe_rows.length - 1]}` : 'none';
+  return el('div', {class: 'panel'},
+    el('h3', {}, "3) the gradient on its way back: |dL/d stage| over all positions"),
+    barRows(d.stages, 'stages'),
+    el('p', {class: 'muted small'}, 'a residual add x + block(x) hands its gradient unchanged to both ' +
+      'inputs; rmsnorm rescales it (small embeddings: a larger gradient)'),
+    el('h3', {}, "each weight matrix's gradient norm |dL/dW|"),
+    barRows(d.matrix_norms, 'matrix-norms'),
+    el('p', {class: 'mono small', id: 'embedding-rows'},
+      `wte rows with a gradient: ${d.wte_rows.map(r => names[r] ?? `#${r}`).join(', ')} ` +
+      `(${d.wte_rows.length} of ${c.vocab_size}); wpe rows: ${wpe} (${d.wpe_rows.length} of ${c.block_size})`),
+    el('p', {class: 'muted small'}, "why: a row of wte enters the graph only when its token is read (BOS " +
+      "and the name's letters; the final BOS is only a target), a row of wpe only when its position is " +
+      "used; backward() never reaches the others, so their gradient is exactly 0"));
+}
+
+// 4) Adam's first step on one weight, and what that means for every weight
+function adam(d) {
+  const a = d.adam;
+  const rows = [
+    ['g', 'dL/dw', a.g, sci(a.g), 'the gradient'],
+    ['m', '(1 − β1) g', a.m, sci(a.m), `first moment, β1 = ${a.beta1}`],
+    ['v', '(1 − β2) g²', a.v, sci(a.v), `second moment, β2 = ${a.beta2}`],
+    ['m_hat', 'm / (1 − β1¹)', a.m_hat, sci(a.m_hat), '= g: bias correction undoes the zero start'],
+    ['v_hat', 'v / (1 − β2¹)', a.v_hat, sci(a.v_hat), '= g²'],
+    ['update', '−lr m_hat / (√v_hat + eps)', a.update, sci(a.update), `lr = ${a.lr}, eps = ${a.eps}`],
+    ['before', 'w', a.before, signed(a.before, 6), 'the weight before'],
+    ['after', 'w + step', a.after, signed(a.after, 6), `moved ${sci(a.moved)}`],
+  ];
+  const untouched = d.n_params - d.n_with_grad;
+  return el('div', {class: 'panel'},
+    el('h3', {}, `4) Adam on one weight: ${a.param}`),
+    el('p', {class: 'muted small'}, 'the weight with the largest |g| (the terminal command takes --param)'),
+    el('table', {class: 'data', id: 'adam'},
+      rows.map(([name, formula, x, text, meaning]) => el('tr', {},
+        el('th', {class: 'l mono'}, name), el('td', {class: 'l mono'}, formula),
+        el('td', {}, num(x, text, {'data-name': name})), el('td', {class: 'l muted wrap'}, meaning)))),
+    el('p', {class: 'small'}, `so a fresh Adam moves each weight by lr g / (|g| + eps): lr = ${a.lr} whatever |g| is.`),
+    el('p', {class: 'mono small', id: 'fresh-adam'},
+      `over all ${d.n_with_grad} of ${d.n_params} weights with a gradient: |step| / lr from `,
+      num(d.step_ratio_min, d.step_ratio_min.toFixed(9)), ' to ', num(d.step_ratio_max, d.step_ratio_max.toFixed(9)),
+      `; equal to |g| / (|g| + eps) within ${d.formula_diff.toExponential(1)}. ` +
+      `${d.small_grads} have |g| < 1e-2, where eps shows past the 6th digit; the ${untouched} ` +
+      `weights without a gradient moved by ${d.untouched_moved}`));
+}
+
+// 6) the graph's size, and the numpy training path's second opinion
+function graph(d) {
+  const numpy = d.numpy === null || d.numpy === undefined
+    ? 'the numpy training path (package backprop) is not installed: no second opinion'
+    : 'error' in d.numpy ? `numpy training path: ${d.numpy.error}`
+      : `the numpy training path's gradients for the same name: largest difference ${d.numpy.max_diff.toExponential(1)}`;
+  return el('div', {class: 'panel', id: 'graph-size'},
+    el('p', {class: 'mono small'}, `6) the graph of this step on the scalar engine: ${d.graph_nodes} nodes ` +
+      `recorded on the tape (plus the ${d.n_params} weights, its leaves)`),
+    el('p', {class: 'mono small', id: 'numpy-check'}, numpy));
 }
 
 Lab.on('form', 'submit', draw);
