@@ -108,7 +108,7 @@ function wayBack(d) {
   const barRows = (items, id) => {
     const largest = Math.max(...items.map(([, v]) => v), 1e-12);
     return el('div', {class: 'bars wide', id}, items.flatMap(([name, v]) => [
-      el('span', {}, name), el('span', {}, bar(v / largest, 6.5)), num(v, v.toFixed(5), {'data-name': name})]));
+      el('span', {}, name), el('span', {}, bar(v / largest, 5.5)), num(v, v.toFixed(5), {'data-name': name})]));
   };
   // wte rows are token ids; the tokens read at positions 0..n-1 name them
   const names = Object.fromEntries(d.positions.map(p => [d.tokens[p.position], p.reads]));
@@ -142,7 +142,7 @@ function adam(d) {
     ['after', 'w + step', a.after, signed(a.after, 6), `moved ${sci(a.moved)}`],
   ];
   const untouched = d.n_params - d.n_with_grad;
-  return el('div', {class: 'panel'},
+  return el('div', {class: 'panel wide'},
     el('h3', {}, `4) Adam on one weight: ${a.param}`),
     el('p', {class: 'muted small'}, 'the weight with the largest |g| (the terminal command takes --param)'),
     el('table', {class: 'data', id: 'adam'},
