@@ -12,9 +12,6 @@ A request never names a file: a model is picked by the id of a checkpoint the se
 (the one given at start, and those its own training runs wrote).
 """
 
-import importlib
-import importlib.util
-import inspect
 import math
 import os
 import threading
@@ -23,7 +20,7 @@ import numpy as np
 
 from .. import sampling
 from ..errors import UserError
-from . import attention, autograd, overview
+from . import attention, autograd, overview, sampler, step
 from .loading import load_model
 
 # Limits on what one request may ask for: enough for any lesson, small enough to stay quick.
@@ -84,17 +81,6 @@ def jsonable(x):
     if isinstance(x, (float, np.floating)):
         return float(x) if math.isfinite(x) else None
     return x
-
-
-def accepts(function, parameter):
-    """Whether `function` takes a keyword `parameter` (e.g. top_k, once lesson 04 adds it)."""
-    return parameter in inspect.signature(function).parameters
-
-
-def optional_module(name):
-    """microgpt.lab.<name> if this version has it (lesson 04's `step`), else None."""
-    full = f'{__package__}.{name}'
-    return importlib.import_module(full) if importlib.util.find_spec(full) else None
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -161,11 +147,9 @@ class Lab:
         return self.checkpoints.model(field(body, 'ckpt', str, 'start'))
 
     def config(self, body):
-        """The checkpoints to choose from and which optional parts this version has."""
+        """The checkpoints to choose from, and what the Training page may offer."""
         return {'checkpoints': self.checkpoints.listing(),
-                'features': {'top_k': accepts(sampling.sample_names, 'top_k'),
-                             'step': optional_module('step') is not None,
-                             'training': self.trainer.options()}}
+                'features': {'training': self.trainer.options()}}
 
     def overview(self, body):
         """overview.predictions at every position, their mean loss, and one continuation."""
@@ -223,7 +207,8 @@ class Lab:
 
     def sample(self, body):
         """The next-character distribution after [BOS] + prompt, and names drawn by
-        microgpt.sampling, at the given temperature (and top-k, where sampling has it)."""
+        microgpt.sampling, at the given temperature and top-k; beside them lesson 04's sandbox,
+        the same distribution at several temperatures (microgpt.lab.sampler.sample_view)."""
         model = self._model(body)
         prompt = field(body, 'prompt', str, '')
         temperature = field(body, 'temperature', float, 0.5, 0.0, 100.0)
@@ -232,38 +217,23 @@ class Lab:
         options = {'temperature': temperature, 'seed': seed, 'prompt': prompt}
         top_k = body.get('top_k')
         if top_k is not None:
-            if not accepts(sampling.sample_names, 'top_k'):
-                raise ApiError(400, "this version's sampler has no top-k (lesson 04 adds it)")
             options['top_k'] = field(body, 'top_k', int, 0, 1, model.config.vocab_size)
         names = sampling.sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size,
                                       num=num, **options)
         ids = [model.tokenizer.bos] + sampling.check_prompt(model.tokenizer, model.config.block_size, prompt)
         logits = model.next_logits_fn()(ids)
-        extra = {'top_k': options['top_k']} if 'top_k' in options and accepts(sampling.probabilities, 'top_k') else {}
-        try:
-            probs = sampling.probabilities(logits, temperature, **extra)
-        except ZeroDivisionError:
-            raise ApiError(400, "temperature 0 is not supported by this version's sampler") from None
+        probs = sampling.probabilities(logits, temperature, options.get('top_k'))
         chars = [overview.token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
         out = {'prompt': prompt, 'names': names, 'distribution': [{'char': c, 'p': p} for c, p in zip(chars, probs)],
                **options}
-        sandbox = optional_module('sampler')  # lesson 04's sampling sandbox (`lab sample`)
-        if sandbox is not None and hasattr(sandbox, 'sample_view'):
-            out['sandbox'] = sandbox.sample_view(model, **options)
+        out['sandbox'] = sampler.sample_view(model, **options)
         return jsonable(out)
 
     def step(self, body):
-        """Lesson 04's training step, where this version has microgpt.lab.step.
-
-        The hook: step.step_view(path, text=..., lr=...) returns a dict of numbers (numpy
-        arrays allowed), which the page shows as it comes.
-        """
-        module = optional_module('step')
-        if module is None or not hasattr(module, 'step_view'):
-            raise ApiError(501, "lesson 04's training step is not available in this version")
+        """Lesson 04's training step on the chosen checkpoint: lab step's numbers (step_view)."""
         path = self.checkpoints.path(field(body, 'ckpt', str, 'start'))
-        return jsonable(module.step_view(path, text=field(body, 'text', str),
-                                         lr=field(body, 'lr', float, 0.01, 0.0, 10.0)))
+        return jsonable(step.step_view(path, text=field(body, 'text', str),
+                                       lr=field(body, 'lr', float, 0.01, 0.0, 10.0)))
 
     def train_start(self, body):
         return self.trainer.start(body)

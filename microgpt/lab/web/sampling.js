@@ -1,7 +1,6 @@
 // The Sampling page: the distribution of the next character after [BOS] + the prompt at the
-// chosen temperature (and top-k, once the sampler has it), and names drawn with the seeded
-// sampler of sample.py; below them, where the lab has lesson 04's sampling sandbox, the same
-// distribution at T = 0 (greedy), 0.5, 1, 2 and the page's own temperature side by side, with
+// chosen temperature and top-k, and names drawn with the seeded sampler of sample.py; beside
+// them, lesson 04's sampling sandbox: the same distribution at T = 0 (greedy), 0.5, 1, 2 and the page's own temperature side by side, with
 // each one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
 // (microgpt.sampling, and microgpt/lab/sampler.py's sample_view for the sandbox).
 'use strict';
@@ -10,14 +9,11 @@ const {el} = Lab;
 const $ = id => document.getElementById(id);
 
 async function draw() {
-  const topK = Lab.config.features.top_k;
-  $('top_k').disabled = !topK;
-  $('topk-note').hidden = topK;
   $('temperature-value').textContent = $('temperature').value;
   await Lab.guard(async () => {
     const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperature: Number($('temperature').value),
                   num: Number($('num').value), seed: Number($('seed').value)};
-    if (topK && $('top_k').value !== '') body.top_k = Number($('top_k').value);
+    if ($('top_k').value !== '') body.top_k = Number($('top_k').value);
     const data = await Lab.api('/api/sample', body);
     $('context').textContent = `[BOS]${data.prompt}`;
     const most = Math.max(...data.distribution.map(d => d.p));

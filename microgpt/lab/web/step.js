@@ -38,10 +38,6 @@ function num(x, text, attrs = {}) {
 }
 
 async function draw() {
-  const available = Lab.config.features.step;
-  $('unavailable').hidden = available;
-  $('form').hidden = !available;
-  if (!available) return;
   await Lab.guard(async () => {
     const data = await Lab.api('/api/step', {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)});
     $('result').replaceChildren(
