@@ -75,7 +75,7 @@ class Trainer:
         self.run = None
 
     def options(self):
-        """What the Training page may offer in this version."""
+        """What the Training page offers: whether train.py is here, the engines, the limits."""
         return {'available': os.path.exists(TRAIN_PY), 'engines': list(ENGINES), 'batch_size': True,
                 'limits': {**LIMITS, 'lr': LR_LIMITS}}
 
