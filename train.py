@@ -126,7 +126,7 @@ def main(argv=None):
         train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
         if args.batch_size > len(train_tokens):
             raise UserError(f"--batch-size {args.batch_size} is larger than the {len(train_tokens)} "
-                                f"training names: use at most {len(train_tokens)}")
+                            f"training names: use at most {len(train_tokens)}")
 
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
         config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)

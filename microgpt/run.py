@@ -8,7 +8,7 @@ the training loop's way.
         for step in range(start + 1, args.steps + 1):
             ...                            # one training step
             run.log_step(step, loss, lr)   # the JSON-lines log; stops a diverged run
-            if run.evaluation_due(step): run.log_validation(step, val_loss)
+            if run.evaluation_due(step): run.log_validation(step, val_loss, n_names)
             if run.save_due(step): run.save(step, trainer)
             if run.stop_signal: return run.stopped(step)
 
