@@ -216,6 +216,8 @@ def test_the_pages_and_their_files_answer(server):
     ('POST', '/api/overview', b'{"text": "emma"', None, 400),                 # malformed JSON
     ('POST', '/api/overview', b'[1, 2]', None, 400),                          # not an object
     ('POST', '/api/overview', b'\xff\xfe', None, 400),                        # not UTF-8
+    ('POST', '/api/overview', b'[' * 8000 + b']' * 8000, None, 400),         # too deep for json
+    ('POST', '/api/autograd', b'{"expression": "a", "values": {"a": 1' + b'0' * 400 + b'}}', None, 400),
     ('POST', '/api/overview', b'{"text": "emma"}', {'Content-Type': 'text/plain'}, 415),
     ('GET', '/api/overview', None, None, 405),
     ('POST', '/api/config', b'{}', None, 405),

@@ -192,8 +192,9 @@ class Lab:
         if not isinstance(values, dict) or len(values) > 50:
             raise ApiError(400, "'values' must be an object of at most 50 {name: number}")
         for name, value in values.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ApiError(400, f"the value of {name!r:.40} must be a number")
+            # JSON's integers are unbounded: 1e400 written out in digits has no float
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300:
+                raise ApiError(400, f"the value of {name!r:.40} must be a number of at most 1e300")
         # the page sends values for the variables it knows of; a new variable starts at 1,
         # and a value whose variable was deleted from the expression is dropped
         _, variables = autograd.parse_expression(expression)

@@ -133,6 +133,8 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw.decode('utf-8')) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError):
             raise ApiError(400, "the request body is not valid JSON") from None
+        except RecursionError:  # thousands of nested [ fit in MAX_BODY; no route takes nesting
+            raise ApiError(400, "the request body is nested too deeply") from None
         if not isinstance(body, dict):
             raise ApiError(400, "the request body must be a JSON object")
         return body
