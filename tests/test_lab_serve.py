@@ -22,7 +22,7 @@ from microgpt import cli, sampling
 from microgpt.lab import attention, autograd, loss, overview
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
-from microgpt.lab.serve import MAX_BODY, is_loopback
+from microgpt.lab.serve import MAX_BODY, Handler, is_loopback
 
 TEXT = 'emma'
 EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so equal means equal
@@ -256,6 +256,27 @@ def test_code_in_an_expression_is_refused_never_run(server, expression, tmp_path
     status, body, _ = request(server, 'POST', '/api/autograd', {'expression': expression, 'values': {}})
     assert status == 400 and body['error']
     assert not os.path.exists(tmp_path / 'PWNED')
+    assert still_serving(server)
+
+
+def test_a_second_step_while_one_is_computed_gets_503(server):
+    """The scalar engine's step is slow and large on a big model: one is built at a time."""
+    with server.lab.step_gate:  # as if another request's step were being computed
+        status, body, _ = request(server, 'POST', '/api/step', {'text': TEXT})
+    assert status == 503 and 'another step' in body['error']
+    assert request(server, 'POST', '/api/step', {'text': TEXT})[0] == 200
+
+
+def test_a_client_that_goes_silent_is_answered_408_and_dropped(server, monkeypatch):
+    monkeypatch.setattr(Handler, 'timeout', 0.5)
+    host, port = server.server_address[:2]
+    with socket.create_connection((host, port), timeout=10) as sock:  # half a body, then nothing
+        sock.sendall(f'POST /api/overview HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n'
+                     f'Content-Length: 100\r\n\r\n{{"te'.encode())
+        answer = sock.makefile('rb').read()  # all the server sends, until it closes
+    assert answer.startswith(b'HTTP/1.1 408') and b'stopped arriving' in answer
+    with socket.create_connection((host, port), timeout=10) as sock:  # connects, sends nothing
+        assert sock.recv(100) == b''  # closed by the server (a timeout here raises instead)
     assert still_serving(server)
 
 

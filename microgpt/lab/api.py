@@ -142,6 +142,10 @@ class Lab:
     def __init__(self, checkpoints, trainer):
         self.checkpoints = checkpoints
         self.trainer = trainer
+        # one step at a time: the scalar engine's graph of a step on a large model takes
+        # seconds and hundreds of MB (n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB),
+        # so a burst of requests must not build many at once
+        self.step_gate = threading.Lock()
 
     def _model(self, body):
         return self.checkpoints.model(field(body, 'ckpt', str, 'start'))
@@ -233,8 +237,13 @@ class Lab:
     def step(self, body):
         """Lesson 04's training step on the chosen checkpoint: lab step's numbers (step_view)."""
         path = self.checkpoints.path(field(body, 'ckpt', str, 'start'))
-        return jsonable(step.step_view(path, text=field(body, 'text', str),
-                                       lr=field(body, 'lr', float, 0.01, 0.0, 10.0)))
+        text, lr = field(body, 'text', str), field(body, 'lr', float, 0.01, 0.0, 10.0)
+        if not self.step_gate.acquire(blocking=False):
+            raise ApiError(503, "another step is being computed: try again when it has ended")
+        try:
+            return jsonable(step.step_view(path, text=text, lr=lr))
+        finally:
+            self.step_gate.release()
 
     def train_start(self, body):
         return self.trainer.start(body)

@@ -58,8 +58,14 @@ CSP = ("default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action '
 
 
 class Handler(BaseHTTPRequestHandler):
+    """One connection: each request is looked up in the tables above and answered, every
+    mistake as a JSON {"error": ...}."""
     server_version = 'microgpt-lab'
     protocol_version = 'HTTP/1.1'
+    # seconds a client may stay silent, mid-request or between requests on a kept-alive
+    # connection, before it is dropped: each connection holds a thread, so a client that
+    # opens many and sends nothing must not pile them up for ever
+    timeout = 60
 
     def do_GET(self):
         self.handle_request('GET')
@@ -80,6 +86,12 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_request('OPTIONS')
 
     def handle_request(self, method):
+        try:
+            self.answer(method)
+        except ConnectionError:  # the client left before its answer was sent: nobody to tell
+            self.close_connection = True
+
+    def answer(self, method):
         try:
             path = urlsplit(self.path).path
             self.check_origin()
@@ -128,7 +140,11 @@ class Handler(BaseHTTPRequestHandler):
         if length < 0 or length > MAX_BODY:
             self.close_connection = True  # the body is not read: the connection cannot be reused
             raise ApiError(413, f"the request body is {length} bytes; at most {MAX_BODY}")
-        raw = self.rfile.read(length)
+        try:
+            raw = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise ApiError(408, f"the request body stopped arriving: sent nothing for {self.timeout} s") from None
         try:
             body = json.loads(raw.decode('utf-8')) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError):
