@@ -31,7 +31,8 @@ import re
 from ..engine import Tape
 from ..errors import UserError
 from ..optim import Adam
-from ..training import num_predictions
+from ..sampling import probabilities
+from ..training import doc_loss
 from .loading import describe, load_scalar_model, text_tokens
 from .render import bar, table, token_label
 
@@ -41,28 +42,20 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?
 
 # ---------------------------------------------------------------------------- the forward pass
 def forward(model, tokens):
-    """(loss, per-position losses, per-position logits): training.doc_loss, keeping its parts.
+    """(loss, per-position losses, per-position logits): training.doc_loss, and its parts.
 
-    The same calls as doc_loss (gpt() per position, the model's cross_entropy, vsum, * 1/n),
-    so the graph is the one train_step backpropagates; the parts are kept to read their grads.
+    The loss is built by doc_loss itself, so the graph is the one train_step backpropagates;
+    the parts are found in that graph to read their grads: doc_loss is vsum(losses) * (1/n),
+    and each loss is a fused cross_entropy node whose children are its position's logits.
     """
-    cross_entropy, vsum = model.ops.cross_entropy, model.ops.vsum
-    n = num_predictions(tokens, model.config.block_size)
-    keys, values = model.empty_cache()
-    logits, losses = [], []
-    for pos_id in range(n):
-        logits.append(model.gpt(tokens[pos_id], pos_id, keys, values))
-        losses.append(cross_entropy(logits[-1], tokens[pos_id + 1]))  # -log p(next token)
-    return vsum(losses) * (1.0 / n), losses, logits
+    loss = doc_loss(model, tokens)
+    losses = list(loss._children[0]._children)      # the '*' node's first child is the vsum
+    return loss, losses, [list(l._children) for l in losses]
 
 
 def probs_of(logits):
-    """softmax of one position's logits, as floats."""
-    z = [l.data for l in logits]
-    zmax = max(z)
-    e = [math.exp(zi - zmax) for zi in z]
-    total = sum(e)
-    return [ei / total for ei in e]
+    """softmax of one position's logits (Values), as floats."""
+    return probabilities([l.data for l in logits], 1.0)
 
 
 # ---------------------------------------------------------------------------- the way back
@@ -233,7 +226,7 @@ def render(model, path, r):
     tok = model.tokenizer
     lines = [describe(path, model),
              f"one training step on {r['text']!r}: tokens {' '.join(token_label(tok, t) for t in r['tokens'])}, "
-             f"{r['n']} positions, lr {r['lr']:g}, a fresh Adam (its first step); "
+             f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}, a fresh Adam (its first step); "
              "the checkpoint file is not changed", '']
 
     lines.append("1) forward: the loss at each position, -ln p(true next)")
