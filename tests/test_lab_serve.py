@@ -318,9 +318,11 @@ def test_a_damaged_checkpoint_is_one_line_exit_2(tiny_ckpt, tmp_path, capsys):
     assert code == 2 and err.startswith('error: ') and err.count('\n') == 1 and not out
 
 
-def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, tmp_path):
+@pytest.mark.parametrize('signame', ['SIGINT', 'SIGHUP'])
+def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, tmp_path, signame):
     """The real command in its own process: it prints its address, serves, and on SIGINT (what
-    Ctrl-C sends) passes one SIGINT to the training run, which saves its last whole step."""
+    Ctrl-C sends) passes one SIGINT to the training run, which saves its last whole step.
+    Closing the terminal (SIGHUP) does the same, rather than leave the run going on its own."""
     import signal
     import subprocess
     import sys
@@ -342,7 +344,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
         while not (log.exists() and log.read_text().count('\n') >= 3):
             assert time.time() < deadline
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
@@ -351,3 +353,30 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
     from microgpt.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
     assert read_checkpoint(str(tmp_path / '1' / 'model.json'))['train_state']['step'] == steps[-1] < 20000
+
+
+def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
+    """The run has its own session, so the server must hand it the second Ctrl-C itself: an
+    impatient learner must not leave train.py going on with nobody to stop it."""
+    import signal
+    from microgpt.lab.runs import Run, Trainer
+
+    class SlowToStop:  # a train.py still saving when the second Ctrl-C comes
+        def __init__(self):
+            self.signals = []
+
+        def poll(self):
+            return None
+
+        def send_signal(self, signum):
+            self.signals.append(signum)
+
+        def wait(self, timeout=None):
+            raise KeyboardInterrupt
+
+    trainer = Trainer(str(tmp_path), checkpoints=None)
+    proc = SlowToStop()
+    trainer.run = Run(1, str(tmp_path), {'steps': 10}, proc, output=None)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.shutdown()
+    assert proc.signals == [signal.SIGINT, signal.SIGINT]

@@ -190,18 +190,28 @@ class Trainer:
                 run.samples.append({'step': step, 'names': names})
 
     def shutdown(self, timeout=30):
-        """Stop a run that is still going (as Ctrl-C would) and wait for it to save."""
+        """Stop a run that is still going (as Ctrl-C would) and wait for it to save.
+
+        The run is in its own session, out of the terminal's reach, so the server never exits
+        without passing its stop on: a second Ctrl-C while waiting goes to the run as a second
+        SIGINT (train.py then quits at once, its last saved checkpoint whole), and a run that
+        has not ended after `timeout` seconds is killed.
+        """
         with self.lock:
             run = self.run
-        if run is not None and run.proc.poll() is None:
+        if run is None:
+            return
+        if run.proc.poll() is None:
             if run.state == 'running':
                 run.proc.send_signal(signal.SIGINT)
             try:
                 run.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 run.proc.kill()
-        if run is not None:
-            run.waiter.join(timeout)  # the run's last line is printed before the server's
+            except KeyboardInterrupt:
+                run.proc.send_signal(signal.SIGINT)
+                raise
+        run.waiter.join(timeout)  # the run's last line is printed before the server's
 
 
 def read_records(path, offset):

@@ -236,7 +236,11 @@ def run(args):
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
               "can use this lab, including starting training runs", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
-    signal.signal(signal.SIGTERM, stop_like_ctrl_c)  # `kill` stops it as Ctrl-C does
+    # `kill`, and closing the terminal (SIGHUP), stop it as Ctrl-C does: otherwise the server
+    # would die at once and leave its training run going, in a session no terminal reaches
+    for name in ('SIGTERM', 'SIGHUP'):
+        if hasattr(signal, name):  # Windows has no SIGHUP
+            signal.signal(getattr(signal, name), stop_like_ctrl_c)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
