@@ -8,6 +8,7 @@ is lr |g| / (|g| + eps). The zero gradient of wte's unused rows is checked by pe
 (the loss does not move), with a used row as the negative control (it does).
 """
 
+import json
 import math
 import random
 
@@ -19,6 +20,7 @@ from microgpt.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampler, step
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
+from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.sampling import probabilities, sample_names, scalar_next_logits
 from microgpt.training import doc_loss, doc_tokens
@@ -229,6 +231,31 @@ def test_sample_command(tiny_ckpt, capsys, names_file):
                  '--temperatures', '0', '1e-308', '1']) == 0
     out = capsys.readouterr().out
     assert 'T=0 (greedy)' in out and 'top-k = 5' in out and 'are new names' in out
+
+
+def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsys):
+    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    for k, cut in ((vocab_size, False), (1000, False), (vocab_size - 1, True)):
+        assert main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
+        out = capsys.readouterr().out
+        assert (f'keeps all {vocab_size} tokens: no cut' not in out) == cut
+        assert (f'T=1 top-k {k} ' in out) == cut   # no second row of names for a cut that cuts nothing
+
+
+def tutorial_export(model, path):
+    """The 3D tutorial's flat export of `model` (see tests/test_checkpoint.py), written to path."""
+    obj = dict(model.weights(), _vocab=list(model.tokenizer.chars), _bos_id=model.tokenizer.bos,
+               _vocab_size=model.tokenizer.vocab_size)
+    path.write_text(json.dumps(obj), encoding='utf-8')
+    return str(path)
+
+
+def test_sample_command_reads_a_tutorial_export_with_its_n_head(scalar, tmp_path, capsys):
+    # n_embd 6 does not split into the export's default 4 heads: every read must get --n-head 3
+    model = GPT(GPTConfig(scalar.config.vocab_size, n_embd=6, n_head=3), tokenizer=scalar.tokenizer)
+    path = tutorial_export(model, tmp_path / 'tutorial.json')
+    assert main(['sample', '--ckpt', path, '--n-head', '3', '--num', '1']) == 0
+    assert 'does not say what it was trained on' in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------- embeddings

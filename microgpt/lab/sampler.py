@@ -23,11 +23,7 @@ from ..errors import UserError
 from ..sampling import check_prompt, probabilities, sample_names
 from .loading import describe, load_model
 from .render import bar, table, token_label
-
-
-def entropy_bits(probs):
-    """-sum p log2 p: 0 when one token is certain, log2(vocab_size) when all are equal."""
-    return 0.0 - sum(p * math.log2(p) for p in probs if p > 0)  # 0.0 - : never "-0.000"
+from .rowstats import entropy_bits
 
 
 def distribution(model, prompt, temperatures, top_k):
@@ -41,21 +37,23 @@ def distribution(model, prompt, temperatures, top_k):
     return {
         'logits': logits,
         'probs': by_t,
-        'entropy': {t: entropy_bits(p) for t, p in by_t.items()},
+        'entropy': {t: float(entropy_bits(p)) for t, p in by_t.items()},  # bits: 0 = certain
         'top_k': top_k,
         'top_k_probs': cut,
         'full_probs': full,
         'top_k_kept': kept,
         'top_k_mass': sum(full[i] for i in kept),  # the share of the T = 1 mass that top-k keeps
-        'top_k_entropy': entropy_bits(cut),
+        'top_k_entropy': float(entropy_bits(cut)),
     }
 
 
-def training_names(model_path, data):
-    """(the training names as a set, where they came from), or (None, why not)."""
+def training_names(model_path, data, n_head=None):
+    """(the training names as a set, where they came from), or (None, why not).
+
+    n_head: as given to load the model (the tutorial's export needs it to be read at all)."""
     if data is None:
         from ..checkpoint import read_checkpoint
-        state = read_checkpoint(model_path)['train_state'] or {}
+        state = read_checkpoint(model_path, n_head=n_head)['train_state'] or {}
         run = state.get('run') or {}
         if not state:
             return None, "the checkpoint does not say what it was trained on (pass --data)"
@@ -70,8 +68,8 @@ def draws(model, prompt, temperatures, top_k, num, seed):
     out = {}
     for t in temperatures:
         for k in (None, top_k):
-            if t == 0 and k is not None:
-                continue  # greedy is already the top-1 cut: top-k changes nothing
+            if k is not None and (t == 0 or k >= model.config.vocab_size):
+                continue  # greedy is already the top-1 cut, and k >= vocab_size cuts nothing
             out[(t, k)] = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size,
                                        num=num, temperature=t, seed=seed, prompt=prompt, top_k=k)
     return out
@@ -110,12 +108,15 @@ def render(model, path, prompt, d, samples, known, source):
     lines.append(f"  (uniform over {len(order)} tokens: {math.log2(len(order)):.3f} bits; certain: 0)")
     lines.append('')
     k = d['top_k']
-    lines.append(f"top-k = {k} at T = 1: keep the {k} most likely, renormalise; every other token gets 0")
-    for i in d['top_k_kept']:
-        lines.append(f"  {token_label(tok, i):>5} {bar(d['top_k_probs'][i], 30)} {d['top_k_probs'][i]:.3f}"
-                     f"   (was {d['full_probs'][i]:.3f})")
-    lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
-                 f"{d['top_k_entropy']:.3f} bits")
+    if k >= len(order):
+        lines.append(f"top-k = {k} at T = 1 keeps all {len(order)} tokens: no cut (try a k below {len(order)})")
+    else:
+        lines.append(f"top-k = {k} at T = 1: keep the {k} most likely, renormalise; every other token gets 0")
+        for i in d['top_k_kept']:
+            lines.append(f"  {token_label(tok, i):>5} {bar(d['top_k_probs'][i], 30)} {d['top_k_probs'][i]:.3f}"
+                         f"   (was {d['full_probs'][i]:.3f})")
+        lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
+                     f"{d['top_k_entropy']:.3f} bits")
     lines.append('')
     lines.append("names drawn at each setting" + (f", * = one of the training names ({source})"
                                                   if known is not None else f" ({source})"))
@@ -136,6 +137,6 @@ def run(args):
         raise UserError(f"--top-k must be 1 or more, got {args.top_k}")
     d = distribution(model, args.prompt, args.temperatures, args.top_k)
     samples = draws(model, args.prompt, args.temperatures, args.top_k, args.num, args.seed)
-    known, source = training_names(args.ckpt, args.data)
+    known, source = training_names(args.ckpt, args.data, args.n_head)
     print(render(model, args.ckpt, args.prompt, d, samples, known, source))
     return 0
