@@ -11,6 +11,7 @@ is lr |g| / (|g| + eps). The zero gradient of wte's unused rows is checked by pe
 import json
 import math
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -274,6 +275,22 @@ def test_embedding_view(tiny_ckpt):
     for i, near in enumerate(v['neighbours']):
         sims = [s for _, s in near]
         assert sims == sorted(sims, reverse=True) and v['labels'][i] not in [n for n, _ in near]
+
+
+def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_path, capsys):
+    # n_embd 1 (one principal component), a block of one position (no pairs), a row of zeros
+    model = GPT(GPTConfig(scalar.config.vocab_size, n_embd=1, n_head=1, block_size=1), tokenizer=scalar.tokenizer)
+    model.state_dict['wte'][2][0].data = 0.0
+    path = tutorial_export(model, tmp_path / 'tutorial.json')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')                 # numpy's 0/0 warning fails the test
+        v = embeddings.embedding_view(load_model(path, n_head=1), neighbours=2)
+        assert main(['embeddings', '--ckpt', path, '--n-head', '1']) == 0
+    assert v['coords'].shape == (scalar.config.vocab_size, 2) and not v['coords'][:, 1].any()
+    assert v['share'][0] == 1.0 and v['share'][1] == 0.0
+    assert not v['wte_cosine'][2].any()                # no direction: similarity 0, even to itself
+    assert np.isfinite(v['wte_cosine']).all() and abs(v['wte_cosine'][0, 0] - 1) < EXACT_TOL
+    assert 'wpe: cosine' in capsys.readouterr().out
 
 
 def test_embeddings_command(tiny_ckpt, capsys):

@@ -25,20 +25,34 @@ VOWEL_MARK = '°'
 
 
 def cosine_matrix(rows):
-    """Cosine similarity of every pair of rows (n, d) -> (n, n)."""
-    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)  # (n, d): each row length 1
+    """Cosine similarity of every pair of rows (n, d) -> (n, n).
+
+    A row of zeros has no direction: its similarity to every row, itself included, is 0.
+    """
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)         # (n, 1)
+    unit = rows / np.where(norms > 0, norms, 1.0)               # (n, d): each row length 1 (or 0)
     return unit @ unit.T                                        # (n, n)
 
 
 def principal_components(rows, k=2):
-    """(the rows projected on their first k principal components (n, k), variance share (k,))."""
+    """(the rows projected on their first k principal components (n, k), variance share (k,)).
+
+    Rows with fewer than k directions of spread (n_embd 1, or identical rows) get 0 for the
+    components they lack, each with a share of 0.
+    """
     centred = rows - rows.mean(axis=0)                            # (n, d)
     _, s, vt = np.linalg.svd(centred, full_matrices=False)       # s (min(n,d),), vt (min(n,d), d)
-    share = s ** 2 / (s ** 2).sum()                               # (min(n,d),): variance per component
-    return centred @ vt[:k].T, share[:k]                          # (n, k), (k,)
+    total = (s ** 2).sum()
+    share = s ** 2 / total if total > 0 else np.zeros_like(s)     # (min(n,d),): variance per component
+    coords = np.zeros((len(rows), k))                             # (n, k)
+    found = min(k, len(s))
+    coords[:, :found] = centred @ vt[:found].T                    # (n, found)
+    return coords, np.pad(share[:found], (0, k - found))          # (n, k), (k,)
 
 
 def embedding_view(model, neighbours=3):
+    """What the command shows, for a NumpyGPT: the wte projection, each row's nearest
+    `neighbours` rows by cosine similarity, and the wte and wpe similarity matrices."""
     tok = model.tokenizer
     wte = model.weights['wte']                                    # (vocab_size, n_embd)
     wpe = model.weights['wpe']                                    # (block_size, n_embd)
@@ -90,8 +104,9 @@ def render(model, path, v):
     lines.append('      ' + ''.join(f'{j:>6}' for j in range(n)))
     for i in range(n):
         lines.append(f'  {i:>3} ' + ''.join(f'{c[i, j]:>+6.2f}' for j in range(n)))
-    lines.append(f"  neighbouring positions: mean similarity {np.mean([c[i, i + 1] for i in range(n - 1)]):+.2f}; "
-                 f"all pairs {c[~np.eye(n, dtype=bool)].mean():+.2f}")
+    if n > 1:  # a block of one position has no pairs
+        lines.append(f"  neighbouring positions: mean similarity {np.mean([c[i, i + 1] for i in range(n - 1)]):+.2f}; "
+                     f"all pairs {c[~np.eye(n, dtype=bool)].mean():+.2f}")
     return '\n'.join(lines)
 
 
