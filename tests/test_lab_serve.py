@@ -259,6 +259,19 @@ def test_code_in_an_expression_is_refused_never_run(server, expression, tmp_path
     assert still_serving(server)
 
 
+def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(server, tmp_path):
+    gone = tmp_path / 'model.json'
+    server.lab.checkpoints.add('run999', str(gone), 'run 999')  # as a finished run would
+    try:
+        status, config, _ = request(server, 'GET', '/api/config')
+        ids = [c['id'] for c in config['checkpoints']]
+        assert status == 200 and ids[0] == 'start' and 'run999' not in ids
+        status, body, _ = request(server, 'POST', '/api/overview', {'ckpt': 'run999', 'text': TEXT})
+        assert status == 404 and 'no longer exists' in body['error']
+    finally:
+        del server.lab.checkpoints.paths['run999']
+
+
 def test_a_second_step_while_one_is_computed_gets_503(server):
     """The scalar engine's step is slow and large on a big model: one is built at a time."""
     with server.lab.step_gate:  # as if another request's step were being computed

@@ -123,12 +123,21 @@ class Checkpoints:
         return model
 
     def listing(self):
-        """[{id, label, config}] in the order they were added, each config read from its model."""
+        """[{id, label, config}] in the order they were added, each config read from its model.
+
+        A run's checkpoint deleted or damaged on disk since is left out, so every page still
+        opens; the one given at start is always listed, or its error is the answer.
+        """
         with self.lock:
             items = list(self.paths.items())
         out = []
         for ckpt_id, (_, label) in items:
-            c = self.model(ckpt_id).config
+            try:
+                c = self.model(ckpt_id).config
+            except (ApiError, UserError):
+                if ckpt_id == 'start':
+                    raise
+                continue
             out.append({'id': ckpt_id, 'label': label,
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
