@@ -25,14 +25,13 @@ src/inference builds numpy arrays from the very same validated dictionary.
 
 import errno
 import json
-import math
 import os
 import re
 import signal
 import stat
 import tempfile
 
-from .errors import UserError, read_user_file
+from .errors import UserError, is_finite, read_user_file
 from .jsonio import parse_json
 from .limits import check_config_sizes
 from .model import GPT, GPTConfig, parameter_shapes
@@ -384,15 +383,9 @@ def _check_weights(path, config, state_dict):
                             f"got {_shape_of(m)}")
         for row in m:
             for x in row:
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not _is_finite(x):
+                # is_finite: also False for a JSON integer too big for a float (1 and 400 zeros)
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not is_finite(x):
                     raise UserError(f"{path}: {name} holds {_short(x)}, not a finite number")
-
-
-def _is_finite(x):
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # a JSON integer literal too big for a float, e.g. 1 followed by 400 zeros
-        return False
 
 
 def _short(x):
