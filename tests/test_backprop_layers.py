@@ -13,6 +13,7 @@ import pytest
 from backprop import layers
 from backprop.model import loss_and_grads, make_batch, model_forward
 from microgpt.model import GPTConfig, parameter_shapes
+from microgpt.training import num_predictions
 
 H = 1e-6          # finite-difference step
 FD_TOL = 1e-7     # central differences are accurate to ~1e-9 here; a wrong backward is off by >1e-3
@@ -151,55 +152,61 @@ def test_attention_backward():
         assert max_diff(d, numeric_grad(loss, x)) < FD_TOL
 
 
-def test_attention_is_causal_and_names_do_not_mix():
+def test_attention_is_causal():
     rows, B, T, n_head, q, k, v, R = attention_case()
     out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
     k2, v2 = k.copy(), v.copy()
-    k2[T - 1] += 5.0  # the last position of name 0 ...
-    v2[T:] += 5.0     # ... and all of name 1
+    k2[T - 1] += 5.0  # the key and value of name 0's last position
+    v2[T - 1] += 5.0
     out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
-    assert max_diff(out[:T - 1], out2[:T - 1]) == 0.0  # earlier positions of name 0 never see them
+    assert max_diff(out[:T - 1], out2[:T - 1]) == 0.0  # its earlier positions never see them
+    assert max_diff(out[T - 1], out2[T - 1]) > WRONG_MIN  # the position itself does
+
+
+def test_attention_keeps_the_names_apart():
+    rows, B, T, n_head, q, k, v, R = attention_case()
+    out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    k2, v2 = k.copy(), v.copy()
+    k2[:T] += 5.0  # every key and value of name 0, which precedes name 1 in the rows: one causal
+    v2[:T] += 5.0  # mask over all B * T rows, instead of one per name, would let name 1 see them
+    out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
+    assert max_diff(out[T:], out2[T:]) == 0.0
+    assert max_diff(out[:T], out2[:T]) > WRONG_MIN
 
 
 def test_attention_negative_control_without_softmax_correction_is_caught():
     rows, B, T, n_head, q, k, v, R = attention_case()
-    _, (qh, kh, vh, att, scale, _) = layers.attention_forward(q, k, v, rows, B, T, n_head)
-    padded = np.zeros((B * T, R.shape[1]))
-    padded[rows] = R
-    dout = padded.reshape(B * T, n_head, -1).transpose(1, 0, 2).reshape(qh.shape)  # as split_heads
-    datt = dout @ vh.swapaxes(-1, -2)
-    dz_wrong = att * datt * scale  # forgets the softmax's "- sum_j da_ij a_ij"
-    dq_wrong = (dz_wrong @ kh).reshape(n_head, B * T, -1).transpose(1, 0, 2).reshape(B * T, -1)[rows]
+    _, (qh, kh, vh, att, _) = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    dout = layers.rows_to_heads(R, rows, B, T, n_head)  # (n_head, B, T, head_dim)
+    datt = dout @ vh.swapaxes(-1, -2)                   # (n_head, B, T, T)
+    dz_wrong = att * datt * qh.shape[-1] ** -0.5  # forgets the softmax's "- sum_j' da_ij' a_ij'"
+    dq_wrong = layers.heads_to_rows(dz_wrong @ kh, rows)  # (R, n_embd)
 
     def loss():
         return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
     assert max_diff(dq_wrong, numeric_grad(loss, q)) > WRONG_MIN
 
 
-def test_cross_entropy_backward_with_padding_mask():
+def cross_entropy_case():
     r = rng()
-    logits = r.normal(size=(6, 5))
-    targets = np.array([1, 4, 0, 2, 0, 0])
-    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])  # the last two rows are padding
+    logits = r.normal(size=(6, 5))           # (R, vocab_size)
+    targets = np.array([1, 4, 0, 2, 0, 0])  # (R,)
 
     def loss():
-        return float(layers.cross_entropy_forward(logits, targets, mask)[0])
-    dlogits = layers.cross_entropy_backward(layers.cross_entropy_forward(logits, targets, mask)[1])
+        return float(layers.cross_entropy_forward(logits, targets)[0])
+    return logits, targets, loss
+
+
+def test_cross_entropy_backward():
+    logits, targets, loss = cross_entropy_case()
+    dlogits = layers.cross_entropy_backward(layers.cross_entropy_forward(logits, targets)[1])
     assert max_diff(dlogits, numeric_grad(loss, logits)) < FD_TOL
-    assert np.all(dlogits[4:] == 0)
 
 
-def test_cross_entropy_negative_control_mean_over_padding_is_caught():
-    r = rng()
-    logits = r.normal(size=(6, 5))
-    targets = np.array([1, 4, 0, 2, 0, 0])
-    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
-    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    p[np.arange(6), targets] -= 1
-    dlogits_wrong = p * mask[:, None] / 6  # divides by every row, padding included
-
-    def loss():
-        return float(layers.cross_entropy_forward(logits, targets, mask)[0])
+def test_cross_entropy_negative_control_without_the_target_term_is_caught():
+    logits, targets, loss = cross_entropy_case()
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)  # (R, vocab_size)
+    dlogits_wrong = p / len(targets)  # forgets "- delta(k, t_r)": d logsumexp alone
     assert max_diff(dlogits_wrong, numeric_grad(loss, logits)) > WRONG_MIN
 
 
@@ -224,8 +231,8 @@ def test_whole_model_gradient_against_finite_differences(tiny_config):
 def test_padding_rows_are_masked_out_of_the_loss(tiny_config):
     config, batch = tiny_config
     idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
-    assert idx.shape == (len(batch), max(min(config.block_size, len(t) - 1) for t in batch))
-    assert mask.sum() == sum(min(config.block_size, len(t) - 1) for t in batch)
+    assert idx.shape == (len(batch), max(num_predictions(t, config.block_size) for t in batch))
+    assert mask.sum() == sum(num_predictions(t, config.block_size) for t in batch)
     r = rng()
     weights = {name: r.normal(0, 0.3, size=shape) for name, shape in _shapes(config).items()}
     targets2 = targets.copy()

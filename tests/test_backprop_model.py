@@ -12,11 +12,12 @@ import pytest
 
 from backprop import Trainer, make_batch
 from backprop.model import model_forward
+from inference.model import cross_entropy
 from microgpt.engine import Tape
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import doc_loss, doc_tokens
+from microgpt.training import doc_loss, doc_tokens, num_predictions
 
 GRAD_TOL = 1e-10  # same math in float64: only rounding differs (observed ~1e-16)
 NAMES = ['emma', 'ava', 'isabella', 'christopherson', 'liam', 'bob']  # one longer than the block
@@ -64,7 +65,7 @@ def test_batch_gradient_is_the_token_weighted_mean_of_the_names(config_name):
     total = 0
     want_loss, want = 0.0, None
     for tokens in batch:
-        n = min(model.config.block_size, len(tokens) - 1)  # the name's predicted tokens
+        n = num_predictions(tokens, model.config.block_size)
         loss, grads = scalar_loss_and_grads(model, tokens)
         want_loss += loss * n
         want = {k: g * n for k, g in grads.items()} if want is None else {k: want[k] + grads[k] * n for k in grads}
@@ -83,11 +84,12 @@ def test_a_long_name_in_the_batch_changes_no_other_tokens_loss():
     for batch in (short, short + [long_name]):
         idx, targets, mask = make_batch(batch, trainer.config.block_size, trainer.config.vocab_size)
         _, caches = model_forward(trainer.params, trainer.config, idx, targets, mask)
+        logits, real_targets = caches['loss']  # (R, vocab_size), (R,): the real positions only
         losses = np.full(idx.size, np.nan)  # (B*T,): NaN on padding
-        losses[caches['rows']] = caches['loss'][4]  # every real position's own loss
+        losses[np.flatnonzero(mask)] = cross_entropy(logits, real_targets)  # each position's own loss
         losses = losses.reshape(idx.shape)  # (B, T)
         per_token[len(batch)] = [losses[b, :len(t) - 1] for b, t in enumerate(short)]
-        assert idx.shape[1] == max(min(16, len(t) - 1) for t in batch)
+        assert idx.shape[1] == max(num_predictions(t, 16) for t in batch)
     for a, b in zip(per_token[3], per_token[4]):
         assert np.abs(a - b).max() < GRAD_TOL
 

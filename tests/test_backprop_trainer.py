@@ -23,7 +23,7 @@ from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import doc_loss, doc_tokens, learning_rate, train_step
+from microgpt.training import doc_loss, doc_tokens, learning_rate, num_predictions, train_step
 
 LOSS_TOL = 1e-9    # 100 steps of the same math: rounding differences only (observed ~1e-15)
 STATE_TOL = 1e-12  # Adam's moments and the weights after those steps
@@ -65,7 +65,7 @@ def test_batched_steps_give_the_scalar_batch_losses():
     for step in range(10):
         batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
         lr = learning_rate(0.01, step, 10)
-        counts = [min(model.config.block_size, len(t) - 1) for t in batch]
+        counts = [num_predictions(t, model.config.block_size) for t in batch]
         with Tape() as tape:  # the scalar batch loss: token losses summed over the batch, / tokens
             loss = vsum([doc_loss(model, t) * n for t, n in zip(batch, counts)]) * (1.0 / sum(counts))
         loss.backward(tape)

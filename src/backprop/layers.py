@@ -70,14 +70,15 @@ def rmsnorm_forward(x):
 def rmsnorm_backward(dy, cache):
     """dx for y = x * s, s = (mean_k x_k^2 + eps)^(-1/2), one row at a time (n = row length).
 
-    ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
-        dy_i/dx_j = s delta_ij - x_i s^3 x_j / n
-        dx_j = sum_i dy_i dy_i/dx_j = s dy_j - s^3 x_j (sum_i dy_i x_i) / n
+    With ms = mean_k x_k^2: ds/dx_j = -1/2 (ms + eps)^(-3/2) * 2 x_j / n = -s^3 x_j / n, so
+        y_i = x_i s  gives  d y_i / d x_j = s delta_ij - x_i s^3 x_j / n
+    and, with dy_i = dL/dy_i the gradient handed in,
+        dx_j = sum_i dy_i (d y_i / d x_j) = s dy_j - s^3 x_j (sum_i dy_i x_i) / n
              = s (dy_j - y_j * mean_i(dy_i y_i))             using y = x s
     dy, x, y: (R, n); s: (R, 1).
     """
     x, y = cache
-    ms = (x * x).mean(axis=-1, keepdims=True)   # (R, 1): recomputed, cheaper than keeping
+    ms = (x * x).mean(axis=-1, keepdims=True)   # (R, 1): recomputed, so the forward is the port's rmsnorm
     s = (ms + RMS_EPS) ** -0.5                  # (R, 1)
     return s * (dy - y * (dy * y).mean(axis=-1, keepdims=True))  # (R, n)
 
@@ -91,9 +92,9 @@ def linear_forward(x, w):
 def linear_backward(dy, x, w):
     """dx and dw for y = x @ w.T, i.e. y[r, o] = sum_i x[r, i] w[o, i].
 
-    dy[r, o] / dx[r, i] = w[o, i], so dx = dy @ w        (R, n_out) @ (n_out, n_in) = (R, n_in)
-    dy[r, o] / dw[o, i] = x[r, i], summed over rows r:
-                                        dw = dy.T @ x    (n_out, R) @ (R, n_in) = (n_out, n_in)
+    d y[r, o] / d x[r, i] = w[o, i], so    dx = dy @ w      (R, n_out) @ (n_out, n_in) = (R, n_in)
+    d y[r, o] / d w[o, i] = x[r, i], summed over rows r:
+                                          dw = dy.T @ x    (n_out, R) @ (R, n_in) = (n_out, n_in)
     The transpose in dw is what stores it [n_out, n_in] like w; every row r (every position
     of every name) adds its share to the same weight.
     """
@@ -126,89 +127,89 @@ def residual_backward(dy):
 
 
 # ---------------------------------------------------------------------------- attention
+def rows_to_heads(x, rows, B, T, n_head):
+    """(R, n_embd) -> (n_head, B, T, head_dim): the rows placed into the padded (B * T) layout
+    (padding rows 0), split into heads as the port does it, the B * T rows parted into names."""
+    padded = np.zeros((B * T, x.shape[1]))  # (B*T, n_embd)
+    padded[rows] = x
+    return split_heads(padded, n_head).reshape(n_head, B, T, -1)  # (n_head, B, T, head_dim)
+
+
+def heads_to_rows(h, rows):
+    """(n_head, B, T, head_dim) -> (R, n_embd): the heads side by side again, real rows only."""
+    n_head, B, T, head_dim = h.shape
+    return merge_heads(h.reshape(n_head, B * T, head_dim))[rows]  # (R, n_embd)
+
+
 def attention_forward(q, k, v, rows, B, T, n_head):
     """Causal multi-head attention over a batch: every head, name and position at once.
 
     q, k, v: (R, n_embd), one row per real position of the batch; rows: (R,) where each sits
-    in the padded (B * T) layout, row b * T + t for name b's position t. They are scattered
-    there (padding stays 0), split into heads as the port does it, (n_head, B * T, head_dim),
-    and the B * T rows parted into names, (n_head, B, T, head_dim). Query i of a name scores
-    every key j of the same name, scaled by 1/sqrt(head_dim); the future (j > i) is set to
-    -inf, so the softmax gives it weight exactly 0; the output is the weighted average of the
-    values. Padding sits after each name's tokens, so no real position ever sees it; the
-    padded rows' outputs are dropped. Returns (out (R, n_embd), cache).
+    in the padded (B * T) layout, row b * T + t for name b's position t. rows_to_heads places
+    them there and splits the heads, (n_head, B, T, head_dim). Query i of a name scores every
+    key j of the same name, scaled by 1/sqrt(head_dim); the future (j > i) is set to -inf, so
+    the softmax gives it weight exactly 0; the output is the weighted average of the values.
+    Padding sits after each name's tokens, so no real position ever sees it; heads_to_rows
+    drops the padded rows' outputs. Returns (out (R, n_embd), cache).
     """
-    n_embd = q.shape[1]
-    head_dim = n_embd // n_head
-    scale = head_dim ** -0.5  # 1/sqrt(head_dim), as gpt()
-
-    def heads(x):  # (R, n_embd) -> (n_head, B, T, head_dim), padding rows 0
-        padded = np.zeros((B * T, n_embd))  # (B*T, n_embd)
-        padded[rows] = x
-        return split_heads(padded, n_head).reshape(n_head, B, T, head_dim)  # (n_head, B, T, head_dim)
-    qh, kh, vh = heads(q), heads(k), heads(v)
+    qh, kh, vh = (rows_to_heads(x, rows, B, T, n_head) for x in (q, k, v))  # (n_head, B, T, head_dim) each
+    scale = qh.shape[-1] ** -0.5  # 1/sqrt(head_dim), as gpt()
     logits = (qh @ kh.swapaxes(-1, -2)) * scale           # (n_head, B, T, T): logits[.., i, j]
     logits = np.where(causal_mask(T), -np.inf, logits)    # (n_head, B, T, T): exp(-inf) = 0
     att = softmax(logits)                                 # (n_head, B, T, T), rows sum to 1
-    out = att @ vh                                        # (n_head, B, T, head_dim)
-    out = merge_heads(out.reshape(n_head, B * T, head_dim))  # (B*T, n_embd): heads side by side
-    return out[rows], (qh, kh, vh, att, scale, rows)      # (R, n_embd)
+    out = heads_to_rows(att @ vh, rows)                   # (R, n_embd)
+    return out, (qh, kh, vh, att, rows)
 
 
 def attention_backward(dout, cache):
     """dq, dk, dv for out = softmax(mask(q k^T * scale)) v, per head and name.
 
-    With a = att (T, T), z = the scaled logits, every line per head and name:
+    With a = att (T, T), z = the scaled logits, i the query position and j, j' key positions,
+    every line per head and name:
       out = a @ v            dv = a^T @ dout                       (T, T)^T @ (T, head_dim)
                              da = dout @ v^T                       (T, head_dim) @ (head_dim, T)
-      a_i = softmax(z_i)     da_ij/dz_ik = a_ij (delta_jk - a_ik), so, row by row,
-                             dz_ik = a_ik (da_ik - sum_j da_ij a_ij)                    (T, T)
-                             a masked entry has a_ik = 0, so it passes no gradient on
+      a_i = softmax(z_i)     d a_ij' / d z_ij = a_ij' (delta_jj' - a_ij), so, row by row,
+                             dz_ij = sum_j' da_ij' a_ij' (delta_jj' - a_ij)
+                                   = a_ij (da_ij - sum_j' da_ij' a_ij')                 (T, T)
+                             a masked entry has a_ij = 0, so it passes no gradient on
       z = q @ k^T * scale    dq = dz @ k * scale                   (T, T) @ (T, head_dim)
                              dk = dz^T @ q * scale                 (T, T)^T @ (T, head_dim)
     The scatter into the padded layout and the gather of the real rows are undone the other
     way round: dout is scattered (padding gets 0), the input gradients are gathered.
     dout: (R, n_embd). Returns dq, dk, dv, each (R, n_embd).
     """
-    qh, kh, vh, att, scale, rows = cache
+    qh, kh, vh, att, rows = cache
     n_head, B, T, head_dim = qh.shape
-    padded = np.zeros((B * T, n_head * head_dim))                     # (B*T, n_embd)
-    padded[rows] = dout
-    dout = split_heads(padded, n_head).reshape(n_head, B, T, head_dim)  # (n_head, B, T, head_dim)
+    dout = rows_to_heads(dout, rows, B, T, n_head)                    # (n_head, B, T, head_dim)
     dv = att.swapaxes(-1, -2) @ dout                                  # (n_head, B, T, head_dim)
     datt = dout @ vh.swapaxes(-1, -2)                                 # (n_head, B, T, T)
     dz = att * (datt - (datt * att).sum(axis=-1, keepdims=True))      # (n_head, B, T, T)
-    dz *= scale
+    dz *= head_dim ** -0.5  # now the gradient of q k^T, before the scale
     dq = dz @ kh                                                      # (n_head, B, T, head_dim)
     dk = dz.swapaxes(-1, -2) @ qh                                     # (n_head, B, T, head_dim)
-    return tuple(merge_heads(g.reshape(n_head, B * T, head_dim))[rows] for g in (dq, dk, dv))  # (R, n_embd) each
+    return tuple(heads_to_rows(g, rows) for g in (dq, dk, dv))        # (R, n_embd) each
 
 
 # ---------------------------------------------------------------------------- the loss
-def cross_entropy_forward(logits, targets, mask=None):
-    """The mean of -log softmax(logits[r])[targets[r]] over the rows r where mask is 1.
+def cross_entropy_forward(logits, targets):
+    """The mean of -log softmax(logits[r])[targets[r]] over the rows r.
 
-    logits: (R, vocab_size); targets: (R,) ints (anything valid on padding); mask: (R,) of
-    1.0 for a real predicted token, 0.0 for padding, or None when every row is real (as in
-    model.py, whose rows hold no padding). The port's cross_entropy gives each row's loss;
-    padding rows are computed and then multiplied by 0, so they change nothing.
+    logits: (R, vocab_size); targets: (R,) ints. Every row is a real predicted token (model.py
+    computes nothing for padding), so the mean is over all R rows: the sum of every name's
+    token losses over their number. The port's cross_entropy gives each row's loss.
     """
-    if mask is None:
-        mask = np.ones(len(targets))          # (R,)
-    losses = cross_entropy(logits, targets)   # (R,): each row's -log p(target)
-    count = mask.sum()                        # the number of real predicted tokens
-    loss = (losses * mask).sum() / count
-    return loss, (logits, targets, mask, count, losses)
+    loss = cross_entropy(logits, targets).mean()  # cross_entropy: (R,), each row's -log p(target)
+    return loss, (logits, targets)
 
 
 def cross_entropy_backward(cache):
-    """dL/dlogits for L = sum_r mask_r * (logsumexp(logits_r) - logits_r[t_r]) / count.
+    """dL/dlogits for L = sum_r (logsumexp(logits_r) - logits_r[t_r]) / R.
 
     d logsumexp(z)/dz_k = softmax(z)_k = p_k and d z_t / dz_k = delta_kt, so
-        dlogits[r, k] = mask_r * (p[r, k] - delta(k, t_r)) / count          (R, vocab_size)
-    A padding row (mask 0) gets gradient 0: it cannot pull on any weight.
+        dlogits[r, k] = (p[r, k] - delta(k, t_r)) / R                       (R, vocab_size)
     """
-    logits, targets, mask, count, _ = cache
-    p = softmax(logits)                                    # (R, vocab_size)
+    logits, targets = cache
+    p = softmax(logits)                        # (R, vocab_size)
     p[np.arange(len(targets)), targets] -= 1.0
-    return p * (mask / count)[:, None]                     # (R, vocab_size)
+    p *= 1.0 / len(targets)                    # as doc_loss's mean: times 1/n
+    return p                                   # (R, vocab_size)

@@ -8,10 +8,10 @@ microgpt/model.py and the port) on B names at once, keeping every layer's cache 
 `loss_and_grads` is the two together.
 
 A batch is a list of token lists [BOS] + ids + [BOS] (microgpt.training.doc_tokens). Name b
-predicts n_b = min(block_size, len - 1) tokens, cut as microgpt.training.doc_loss cuts it;
-make_batch pads the batch to T = max n_b positions, and model_forward computes only the real
-positions (padding is rebuilt inside attention alone), so the loss is the sum of every real
-predicted token's loss divided by their number, sum_b n_b. For B = 1 that is doc_loss exactly; for more,
+predicts n_b = num_predictions(tokens, block_size) tokens, cut as doc_loss cuts it; make_batch
+pads the batch to T = max n_b positions, and model_forward computes only the real positions
+(padding is rebuilt inside attention alone), so the loss is the sum of every real predicted
+token's loss divided by their number, sum_b n_b. For B = 1 that is doc_loss exactly; for more,
 it is the token-weighted mean of the names' losses (tests/test_backprop_model.py checks both
 against the scalar engine).
 """
@@ -19,10 +19,12 @@ against the scalar engine).
 import numpy as np
 
 from microgpt.errors import UserError
+from microgpt.training import num_predictions
 
 from .layers import (attention_backward, attention_forward, cross_entropy_backward,
                      cross_entropy_forward, embedding_backward, embedding_forward, linear_backward,
-                     linear_forward, relu_backward, relu_forward, rmsnorm_backward, rmsnorm_forward)
+                     linear_forward, relu_backward, relu_forward, residual_backward,
+                     residual_forward, rmsnorm_backward, rmsnorm_forward)
 
 PAD = 0  # the id written into padding; any valid id works: model_forward drops padded positions
 
@@ -39,7 +41,7 @@ def make_batch(batch, block_size, vocab_size):
     for tokens in batch:
         if len(tokens) < 2:
             raise UserError(f"a name needs at least 2 tokens (one to read, one to predict), got {len(tokens)}")
-        lengths.append(min(block_size, len(tokens) - 1))  # as doc_loss: past the block, cut
+        lengths.append(num_predictions(tokens, block_size))  # as doc_loss: past the block, cut
     B, T = len(batch), max(lengths)
     idx = np.full((B, T), PAD, dtype=np.intp)             # (B, T)
     targets = np.full((B, T), PAD, dtype=np.intp)         # (B, T)
@@ -61,11 +63,11 @@ def model_forward(weights, config, idx, targets, mask):
     them, name after name); padding is made again inside attention, the one layer that needs
     the names aligned, and never reaches the loss.
     """
-    sd, B, T = weights, idx.shape[0], idx.shape[1]
+    sd, (B, T) = weights, idx.shape
     rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
     ids = idx.reshape(-1)[rows]   # (R,): the token read at each row
     pos = rows % T                # (R,): its position in its name
-    caches = {'rows': rows}
+    caches = {}
 
     # 1) Token plus position, then rmsnorm (not redundant, because of the residual path).
     x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], ids, pos)  # (R, n_embd)
@@ -81,7 +83,7 @@ def model_forward(weights, config, idx, targets, mask):
         v, caches[p + 'attn_wv'] = linear_forward(x, sd[p + 'attn_wv'])  # (R, n_embd)
         x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
         x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
-        x = x + x_residual                                            # (R, n_embd)
+        x = residual_forward(x, x_residual)                           # (R, n_embd)
 
         # 3) MLP: each position on its own.
         x_residual = x
@@ -89,20 +91,20 @@ def model_forward(weights, config, idx, targets, mask):
         x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, 4 * n_embd)
         x, caches[p + 'relu'] = relu_forward(x)                       # (R, 4 * n_embd)
         x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (R, n_embd)
-        x = x + x_residual                                            # (R, n_embd)
+        x = residual_forward(x, x_residual)                           # (R, n_embd)
 
-    # 4) Logits (no final norm, as in microgpt) and the masked mean cross-entropy.
+    # 4) Logits (no final norm, as in microgpt) and the mean cross-entropy of the real tokens.
     logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (R, vocab_size)
-    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows])  # every row is real
+    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows])  # real tokens only
     return float(loss), caches
 
 
 def model_backward(weights, config, caches):
     """{name: dL/dweight}, each (n_out, n_in): model_forward's steps in reverse, layer by layer.
 
-    Where the forward forked the stream (x_residual = x, then x goes through a block), the
-    backward adds the two gradients that come back: the residual's (whole, see
-    layers.residual_backward) and the block's.
+    Each residual add hands its gradient whole to the block and to the stream
+    (layers.residual_backward); where the forward forked the stream (x_residual = x, then x
+    goes through the block), the backward adds the two gradients that come back to it.
     """
     sd, grads = weights, {}
 
@@ -113,18 +115,20 @@ def model_backward(weights, config, caches):
     for li in reversed(range(config.n_layer)):
         p = f'layer{li}.'
         # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
-        d, grads[p + 'mlp_fc2'] = linear_backward(dx, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
+        d, dx = residual_backward(dx)                                            # (R, n_embd) each
+        d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
         d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
         d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (R, n_embd)
-        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd)
+        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd): the fork
 
         # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
-        d, grads[p + 'attn_wo'] = linear_backward(dx, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
+        d, dx = residual_backward(dx)                                            # (R, n_embd) each
+        d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
         dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
-        dxn, grads[p + 'attn_wq'] = linear_backward(dq, caches[p + 'attn_wq'], sd[p + 'attn_wq'])
+        dxq, grads[p + 'attn_wq'] = linear_backward(dq, caches[p + 'attn_wq'], sd[p + 'attn_wq'])
         dxk, grads[p + 'attn_wk'] = linear_backward(dk, caches[p + 'attn_wk'], sd[p + 'attn_wk'])
         dxv, grads[p + 'attn_wv'] = linear_backward(dv, caches[p + 'attn_wv'], sd[p + 'attn_wv'])
-        dx = dx + rmsnorm_backward(dxn + dxk + dxv, caches[p + 'rms_attn'])     # (R, n_embd)
+        dx = dx + rmsnorm_backward(dxq + dxk + dxv, caches[p + 'rms_attn'])     # (R, n_embd): the fork
 
     # 1) the first rmsnorm, then the embeddings' rows
     dx = rmsnorm_backward(dx, caches['rms0'])                                    # (R, n_embd)
