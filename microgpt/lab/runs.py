@@ -76,7 +76,7 @@ class Trainer:
 
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
-        return {'available': os.path.exists(TRAIN_PY), 'engines': list(ENGINES), 'batch_size': True,
+        return {'available': os.path.exists(TRAIN_PY), 'engines': list(ENGINES),
                 'limits': {**LIMITS, 'lr': LR_LIMITS}}
 
     def params(self, body):

@@ -1,8 +1,9 @@
 // The Sampling page: the distribution of the next character after [BOS] + the prompt at the
 // chosen temperature and top-k, and names drawn with the seeded sampler of sample.py; beside
-// them, lesson 04's sampling sandbox: the same distribution at T = 0 (greedy), 0.5, 1, 2 and the page's own temperature side by side, with
-// each one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
-// (microgpt.sampling, and microgpt/lab/sampler.py's sample_view for the sandbox).
+// them, lesson 04's sampling sandbox: the same distribution at T = 0 (greedy), 0.5, 1, 2 and
+// the page's own temperature side by side, with each one's entropy and what a top-k cut keeps.
+// Everything comes from POST /api/sample (microgpt.sampling, and microgpt/lab/sampler.py's
+// sample_view for the sandbox).
 'use strict';
 
 const {el} = Lab;
@@ -23,7 +24,7 @@ async function draw() {
       return [el('span', {}, char), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }));
-    $('sandbox').replaceChildren(...(data.sandbox ? [sandbox(data.sandbox, data.temperature)] : []));
+    $('sandbox').replaceChildren(sandbox(data.sandbox, data.temperature));
     $('names').replaceChildren(...data.names.map(name => el('li', {}, name || '(empty: BOS first)')));
   });
 }

@@ -6,17 +6,14 @@
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
-const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'lr'];
+const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'batch_size', 'lr'];  // the form's numbers
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, announced = null;
 
 function setup() {
   const options = Lab.config.features.training;
-  const engines = options.engines;
-  $('engine').replaceChildren(...engines.map(e => el('option', {value: e}, e)));
-  $('engine-label').hidden = engines.length < 2;
-  $('batch-label').hidden = !options.batch_size;
-  for (const name of [...FIELDS, 'batch_size']) {
+  $('engine').replaceChildren(...options.engines.map(e => el('option', {value: e}, e)));
+  for (const name of FIELDS) {
     const [low, high] = options.limits[name];
     $(name).min = low;
     $(name).max = high;
@@ -28,9 +25,7 @@ function setup() {
 
 async function start() {
   const body = Object.fromEntries(FIELDS.map(f => [f, Number($(f).value)]));
-  const options = Lab.config.features.training;
-  if (options.engines.length > 1) body.engine = $('engine').value;
-  if (options.batch_size) body.batch_size = Number($('batch_size').value);
+  body.engine = $('engine').value;
   await Lab.guard(async () => {
     await Lab.api('/api/train/start', body);
     train = []; smooth = []; val = []; offset = 0; run = null;
