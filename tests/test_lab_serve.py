@@ -259,6 +259,15 @@ def test_code_in_an_expression_is_refused_never_run(server, expression, tmp_path
     assert still_serving(server)
 
 
+def test_a_runs_folder_that_cannot_be_made_is_one_line(tiny_ckpt, names_file, tmp_path):
+    not_a_folder = tmp_path / 'runs'
+    not_a_folder.write_text('a file where --runs-dir should be')
+    with live_server(tiny_ckpt, not_a_folder, names_file) as server:
+        status, body, _ = request(server, 'POST', '/api/train/start', {'steps': 1})
+        assert status == 500 and '--runs-dir' in body['error'] and '\n' not in body['error']
+        assert post(server, '/api/train/status', {})['state'] == 'idle'  # no run was half started
+
+
 def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(server, tmp_path):
     gone = tmp_path / 'model.json'
     server.lab.checkpoints.add('run999', str(gone), 'run 999')  # as a finished run would

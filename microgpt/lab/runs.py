@@ -67,6 +67,9 @@ class Run:
 
 
 class Trainer:
+    """The Training page's runs: starts one at a time, reports on it, stops it, and at the
+    server's end stops the one still going."""
+
     def __init__(self, runs_dir, checkpoints, data=None):
         self.runs_dir = os.path.abspath(runs_dir)
         self.checkpoints = checkpoints
@@ -101,9 +104,14 @@ class Trainer:
         with self.lock:
             if self.run is not None and self.run.state in ('running', 'stopping'):
                 raise ApiError(409, f"run {self.run.number} is still going: stop it or wait, one run at a time")
-            number = self._next_number()
-            folder = os.path.join(self.runs_dir, str(number))
-            os.makedirs(folder)
+            try:
+                number = self._next_number()
+                folder = os.path.join(self.runs_dir, str(number))
+                os.makedirs(folder)
+                output = open(os.path.join(folder, 'train.txt'), 'w', encoding='utf-8')
+            except OSError as e:  # the server's --runs-dir, not the request, is at fault
+                raise ApiError(500, f"cannot make a run folder in {self.runs_dir}: {e.strerror}: "
+                                    "start the server with another --runs-dir") from None
             argv = [sys.executable, TRAIN_PY, '--out', os.path.join(folder, 'model.json'), *flags]
             if self.data:
                 argv += ['--data', self.data]
@@ -111,11 +119,14 @@ class Trainer:
             # `inference` lives in src/: found there even when the package is not installed
             env['PYTHONPATH'] = os.pathsep.join(filter(None, [os.path.join(REPO_DIR, 'src'),
                                                               env.get('PYTHONPATH')]))
-            output = open(os.path.join(folder, 'train.txt'), 'w', encoding='utf-8')
             # its own session: a Ctrl-C in the server's terminal reaches the server only, which
             # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
-            proc = subprocess.Popen(argv, cwd=REPO_DIR, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                proc = subprocess.Popen(argv, cwd=REPO_DIR, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError:
+                output.close()
+                raise
             self.run = Run(number, folder, params, proc, output)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
             self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
