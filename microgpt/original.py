@@ -102,11 +102,6 @@ def prepare(docs, settings=ORIGINAL):
     return rng, docs, tokenizer, config, weights
 
 
-def step_doc(docs, step):
-    """The document trained at step `step`, counted from 1 as train.py counts: docs[(step-1) % n]."""
-    return docs[(step - 1) % len(docs)]
-
-
 def sample_original(model, rng, settings=ORIGINAL):
     """Yield the original's samples one by one: temperature 0.5, drawn from `rng` as it is.
 

@@ -4,10 +4,10 @@
 The port below is the original script's loop with its own ops: linear as sums of products,
 softmax, rmsnorm and the loss -log(softmax(logits)[target]) from basic Value ops, Adam
 written out, the global generator replaced by one random.Random(42) used in the same order
-(shuffle, weights, samples). Our side is microgpt.original.prepare, our GPT with its fused
-nodes, training.train_step with optim.Adam and training.learning_rate, and
-original.sample_original. The two must give the same loss at every step (LOSS_TOL) and the
-same sampled names, in order.
+(shuffle, weights, samples). Our side is microgpt.original.prepare, train.py's data order
+(data.split_docs, train.batch_at), our GPT with its fused nodes, training.batch_step with
+optim.Adam and training.learning_rate, and original.sample_original. The two must give the
+same loss at every step (LOSS_TOL) and the same sampled names, in order.
 """
 
 import math
@@ -20,8 +20,9 @@ from conftest import TINY_NAMES
 from microgpt.engine import Value
 from microgpt.model import GPT
 from microgpt.optim import Adam
-from microgpt.original import ORIGINAL, prepare, sample_original, step_doc
-from microgpt.training import doc_tokens, learning_rate, train_step
+from microgpt.data import split_docs
+from microgpt.original import ORIGINAL, prepare, sample_original
+from microgpt.training import batch_step, doc_tokens, learning_rate
 
 LOSS_TOL = 1e-9     # what the reproduction promises for each step's loss
 # makemore's names.txt, beside the checkout in ../shared/data (tests that need it skip without it)
@@ -141,16 +142,20 @@ def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num
 
 # ---------------------------------------------------------------------------- our side
 def our_run(docs, steps, settings=ORIGINAL):
-    """What train.py --reproduce-original does: prepare, our GPT and Adam, then sample."""
-    rng, docs, tokenizer, config, weights = prepare(docs, settings)
+    """What train.py --reproduce-original does: prepare's weights, train.py's split and batches
+    (shuffled with the seed, none held out, one name per step), our GPT and Adam, then sample."""
+    from train import batch_at
+    rng, _, tokenizer, config, weights = prepare(docs, settings)
+    train_docs, _ = split_docs(docs, val_size=0, seed=settings['seed'])
+    train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
     model = GPT(config, tokenizer=tokenizer)
     model.load_weights(weights)
     optimizer = Adam(model.params, beta1=settings['beta1'],
                      beta2=settings['beta2'], eps=settings['eps'])
     losses = []
     for step in range(1, steps + 1):  # counted from 1, as train.py counts
-        tokens = doc_tokens(tokenizer, step_doc(docs, step))
-        losses.append(train_step(model, optimizer, tokens, learning_rate(settings['lr'], step - 1, steps)))
+        lr_t = learning_rate(settings['lr'], step - 1, steps)
+        losses.append(batch_step(model, optimizer, batch_at(train_tokens, step, settings['batch_size']), lr_t))
     return losses, list(sample_original(model, rng, settings))
 
 
@@ -166,6 +171,7 @@ def test_prepare_draws_shuffle_then_weights_from_one_generator():
     expected_docs = list(TINY_NAMES)
     reference.shuffle(expected_docs)
     assert docs == expected_docs and docs != TINY_NAMES
+    assert split_docs(TINY_NAMES, val_size=0, seed=42)[0] == docs  # the order train.py trains in
     assert list(weights) == ['wte', 'wpe', 'lm_head', 'layer0.attn_wq', 'layer0.attn_wk',
                              'layer0.attn_wv', 'layer0.attn_wo', 'layer0.mlp_fc1', 'layer0.mlp_fc2']
     assert weights['wte'][0][0] == reference.gauss(0, 0.08)      # the first draw after the shuffle
