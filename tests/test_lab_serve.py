@@ -13,6 +13,7 @@ with exit status 2 before anything is served.
 import json
 import os
 import socket
+import threading
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from microgpt import cli, sampling
 from microgpt.lab import attention, autograd, loss, overview
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
-from microgpt.lab.serve import MAX_BODY, Handler, is_loopback
+from microgpt.lab.serve import MAX_BODY, Handler, is_loopback, make_server
 
 TEXT = 'emma'
 EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so equal means equal
@@ -302,6 +303,21 @@ def test_a_client_that_goes_silent_is_answered_408_and_dropped(server, monkeypat
     assert still_serving(server)
 
 
+def test_the_ipv6_loopback_serves_with_its_host_in_brackets(tiny_ckpt, tmp_path):
+    try:
+        socket.socket(socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 here")
+    server = make_server(tiny_ckpt, host='::1', port=0, runs_dir=str(tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert server.url == f'http://[::1]:{server.server_address[1]}/'
+        assert still_serving(server)  # http.client sends Host: [::1]:port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_loopback_is_recognised():
     assert is_loopback('127.0.0.1') and is_loopback('::1') and is_loopback('localhost')
     assert not is_loopback('0.0.0.0') and not is_loopback('192.168.1.5')
@@ -326,6 +342,7 @@ def test_a_taken_port_is_one_line_exit_2(tiny_ckpt, capsys):
 @pytest.mark.parametrize('argv, words', [
     (['--port', '70000'], 'out of range'), (['--port', '-1'], 'out of range'),
     (['--port', 'http'], "invalid int value: 'http'"), (['--ckpt', 'no/such/model.json'], 'no checkpoint at'),
+    (['--host', '192.0.2.1', '--port', '0'], 'give --host an address'),  # TEST-NET: not this machine's
 ])
 def test_bad_command_lines_are_one_line_exit_2(tiny_ckpt, capsys, argv, words):
     argv = (['--ckpt', tiny_ckpt] if '--ckpt' not in argv else []) + argv

@@ -19,10 +19,12 @@ request must name the server as its Host (a web page elsewhere cannot reach it b
 every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
 """
 
+import errno
 import ipaddress
 import json
 import os
 import signal
+import socket
 import sys
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -186,19 +188,28 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class LabServer(ThreadingHTTPServer):
+    """The lab's HTTP server: a thread per connection, the Lab behind the API, and on the
+    loopback address the Host names it answers to."""
     daemon_threads = True  # a page left open does not keep Ctrl-C waiting
 
     def __init__(self, address, lab):
+        if ':' in address[0]:  # an IPv6 address such as ::1
+            self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
         self.lab = lab
-        host, port = self.server_address[:2]
+        port = self.server_address[1]
         self.local_only = is_loopback(address[0])
-        self.local_hosts = {f'{name}:{port}' for name in ('127.0.0.1', 'localhost', '[::1]', address[0])}
+        self.local_hosts = {f'{name}:{port}' for name in ('127.0.0.1', 'localhost', '[::1]', url_host(address[0]))}
 
     @property
     def url(self):
         host, port = self.server_address[:2]
-        return f'http://{host}:{port}/'
+        return f'http://{url_host(host)}:{port}/'
+
+
+def url_host(host):
+    """The host as a URL and a Host header write it: an IPv6 address in brackets."""
+    return f'[{host}]' if ':' in host else host
 
 
 def is_loopback(host):
@@ -223,7 +234,10 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
     try:
         return LabServer((host, port), lab)
     except OSError as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror}: pick another --port") from None
+        if e.errno in (errno.EADDRINUSE, errno.EACCES):  # taken, or below 1024 without root
+            raise UserError(f"cannot listen on port {port}: {e.strerror}: pick another --port") from None
+        raise UserError(f"cannot listen on {host}: {e.strerror}: give --host an address of this "
+                        "machine, such as 127.0.0.1") from None
 
 
 def stop_like_ctrl_c(signum, frame):
