@@ -415,9 +415,11 @@ def diverged_ckpt(request, tmp_path, tiny_ckpt):
 
 
 @pytest.mark.parametrize('argv', [['overview', TEXT], ['attention', TEXT],
-                                  ['attention', TEXT, '--no-scale', '--temperature', '0.001']])
+                                  ['attention', TEXT, '--no-scale', '--temperature', '0.001'],
+                                  ['step', TEXT], ['sample', '--num', '1']])
 def test_every_lab_reader_of_a_diverged_model_says_so_in_one_line(diverged_ckpt, argv, capsys):
-    """Kind: diverged models. overview and attention crashed with NaN errors."""
+    """Kind: diverged models. overview and attention crashed with NaN errors, step with a
+    NonFiniteError traceback."""
     status, out, err = run_guarded(lab_main, argv + ['--ckpt', diverged_ckpt], capsys)
     assert_one_line(status, err, "the model's logits are not finite numbers: its weights are too "
                                  "large (its training diverged); retrain it with a lower --lr")
@@ -442,6 +444,16 @@ def test_a_model_whose_forward_fits_but_whose_lab_statistics_overflow_is_one_lin
         assert status == 0 and err == '' and 'inf' not in out and 'nan' not in out
     else:
         assert_one_line(status, err, "the lab's arithmetic on this model's numbers overflows a float")
+
+
+def test_embeddings_of_huge_rows_are_one_line(tmp_path, tiny_ckpt, capsys):
+    """Kind: diverged models. Rows of 1e200 square past the largest float in their norms: numpy
+    warned and printed nan; only wte and wpe are read, so only they can do it."""
+    obj = ckpt_obj(tiny_ckpt)
+    obj['state_dict']['wte'][1] = [1e200] * len(obj['state_dict']['wte'][1])
+    path = write_obj(tmp_path / 'huge_row.json', obj)
+    status, _, err = run_guarded(lab_main, ['embeddings', '--ckpt', path], capsys)
+    assert_one_line(status, err, "the lab's arithmetic on this model's numbers overflows a float")
 
 
 def test_the_port_raises_one_error_that_is_also_a_floating_point_error(diverged_ckpt):

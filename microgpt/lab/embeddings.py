@@ -17,7 +17,7 @@ rows: neighbouring positions tend to get similar embeddings.
 
 import numpy as np
 
-from .loading import describe, load_model
+from .loading import describe, load_model, no_overflow
 from .render import table, token_label
 
 VOWELS = set('aeiouy')  # y counted as a vowel, as it mostly is at the end of names
@@ -115,7 +115,8 @@ def run(args):
         from .plot import require_matplotlib
         require_matplotlib()
     model = load_model(args.ckpt, n_head=args.n_head)
-    v = embedding_view(model, args.neighbours)
+    with no_overflow():  # huge rows (a diverged model) would square past the largest float
+        v = embedding_view(model, args.neighbours)
     print(render(model, args.ckpt, v))
     if args.png:
         from .plot import embedding_pictures

@@ -29,9 +29,9 @@ import math
 import re
 
 from ..engine import Tape
-from ..errors import UserError
+from ..errors import NonFiniteError, UserError
 from ..optim import Adam
-from ..sampling import probabilities
+from ..sampling import DIVERGED, probabilities
 from ..training import doc_loss
 from .loading import describe, load_scalar_model, text_tokens
 from .render import bar, table, token_label
@@ -48,7 +48,10 @@ def forward(model, tokens):
     the parts are found in that graph to read their grads: doc_loss is vsum(losses) * (1/n),
     and each loss is a fused cross_entropy node whose children are its position's logits.
     """
-    loss = doc_loss(model, tokens)
+    try:
+        loss = doc_loss(model, tokens)
+    except NonFiniteError:  # the op that overflowed stops the forward pass
+        raise UserError(DIVERGED) from None
     losses = list(loss._children[0]._children)      # the '*' node's first child is the vsum
     return loss, losses, [list(l._children) for l in losses]
 
