@@ -2,9 +2,10 @@
 The trained model the lab looks at, and the text a learner hands it.
 
 `load_model` reads a checkpoint into the numpy port (src/inference), whose forward pass can
-return every intermediate array; `text_tokens` turns TEXT into the token ids the model reads,
-[BOS] + the characters, with one-line errors for what the model cannot read. attention.py
-and overview.py both start here, and run their arithmetic under `no_overflow`.
+return every intermediate array; `load_scalar_model` into microgpt's own GPT of Values, which
+`step` trains. `text_tokens` turns TEXT into the token ids the model reads, [BOS] + the
+characters, with one-line errors for what the model cannot read. Every model command starts
+here; attention.py and overview.py run their arithmetic under `no_overflow`.
 """
 
 import contextlib
@@ -15,12 +16,17 @@ from ..errors import UserError
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 
 
-def load_model(path, n_head=None):
-    """A NumpyGPT with its tokenizer; a missing file says to train one first."""
+def require_checkpoint(path):
+    """A missing checkpoint is one line that says how to train one (or where to point --ckpt)."""
     if not os.path.exists(path):
         hint = "python train.py" if path == DEFAULT_CKPT else f"python train.py --out {path}"
         raise UserError(f"no checkpoint at {path}: train one first with `{hint}` "
                         "(or point --ckpt at an existing one)")
+
+
+def load_model(path, n_head=None):
+    """A NumpyGPT with its tokenizer; a missing file says to train one first."""
+    require_checkpoint(path)
     import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
     return inference.load_checkpoint(path, n_head=n_head)
 
@@ -71,9 +77,6 @@ def text_tokens(model, text):
 
 def load_scalar_model(path, n_head=None):
     """The checkpoint as microgpt's own GPT of Values: what `step` trains, as train.py would."""
-    if not os.path.exists(path):
-        hint = "python train.py" if path == DEFAULT_CKPT else f"python train.py --out {path}"
-        raise UserError(f"no checkpoint at {path}: train one first with `{hint}` "
-                        "(or point --ckpt at an existing one)")
+    require_checkpoint(path)
     from ..checkpoint import load_checkpoint
     return load_checkpoint(path, n_head=n_head)
