@@ -23,7 +23,7 @@ from microgpt import cli, sampling
 from microgpt.lab import attention, autograd, loss, overview
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
-from microgpt.lab.serve import MAX_BODY, Handler, is_loopback, make_server
+from microgpt.lab.serve import MAX_BODY, Handler, is_loopback, local_hosts, make_server
 
 TEXT = 'emma'
 EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so equal means equal
@@ -316,6 +316,12 @@ def test_the_ipv6_loopback_serves_with_its_host_in_brackets(tiny_ckpt, tmp_path)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_browser_leaves_port_80_out_of_the_host_it_sends():
+    assert '127.0.0.1' in local_hosts('127.0.0.1', 80) and 'localhost:80' in local_hosts('127.0.0.1', 80)
+    assert 'localhost' not in local_hosts('127.0.0.1', 8000)
+    assert local_hosts('::1', 8000) == {'127.0.0.1:8000', 'localhost:8000', '[::1]:8000'}
 
 
 def test_loopback_is_recognised():

@@ -183,18 +183,18 @@ class Lab:
         """attention.attention_view: one head and query in detail, and every head's weights."""
         model = self._model(body)
         query = body.get('query')
+        scale = field(body, 'scale', bool, True)
         view = attention.attention_view(
             model, field(body, 'text', str), field(body, 'layer', int, 0, 0, 1000),
             field(body, 'head', int, 0, 0, 1000),
             None if query is None else field(body, 'query', int, 0, 0, 1000),
-            scale=field(body, 'scale', bool, True),
-            temperature=field(body, 'temperature', float, 1.0, 1e-3, 100.0))
+            scale=scale, temperature=field(body, 'temperature', float, 1.0, 1e-3, 100.0))
         keep = ('query', 'labels', 'q', 'keys', 'values', 'products', 'raw', 'scores', 'weights',
                 'weighted_values', 'out', 'all_heads', 'stats')
         out = {k: view[k] for k in keep}
         head_dim = model.config.head_dim
         # q.k after the model's 1/sqrt(head_dim) (or not, with scale off), before the temperature
-        out['scaled'] = view['raw'] * (head_dim ** -0.5 if field(body, 'scale', bool, True) else 1.0)
+        out['scaled'] = view['raw'] * (head_dim ** -0.5 if scale else 1.0)
         out['head_dim'] = head_dim
         return jsonable(out)
 

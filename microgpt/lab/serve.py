@@ -17,6 +17,10 @@ otherwise (and then warns); a request never names a file (checkpoints are picked
 api.Checkpoints); a POST must be JSON of at most MAX_BODY bytes; on the loopback address a
 request must name the server as its Host (a web page elsewhere cannot reach it by DNS tricks);
 every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
+Work is bounded: a client silent for Handler.timeout seconds is dropped, every number a
+request gives is range-checked (api.py), one scalar-engine step and one training run are
+computed at a time, and when the server stops (Ctrl-C, kill, the terminal closed) it stops
+its run as Ctrl-C would.
 """
 
 import errno
@@ -199,12 +203,18 @@ class LabServer(ThreadingHTTPServer):
         self.lab = lab
         port = self.server_address[1]
         self.local_only = is_loopback(address[0])
-        self.local_hosts = {f'{name}:{port}' for name in ('127.0.0.1', 'localhost', '[::1]', url_host(address[0]))}
+        self.local_hosts = local_hosts(address[0], port)
 
     @property
     def url(self):
         host, port = self.server_address[:2]
         return f'http://{url_host(host)}:{port}/'
+
+
+def local_hosts(host, port):
+    """The Host headers a browser sends for this server on loopback (none for port 80)."""
+    names = {'127.0.0.1', 'localhost', '[::1]', url_host(host)}
+    return {f'{name}:{port}' for name in names} | (names if port == 80 else set())
 
 
 def url_host(host):
