@@ -4,7 +4,8 @@ Pictures for `--png FILE`, drawn with matplotlib, the optional `plot` extra.
 matplotlib is imported only inside these functions, so the lab runs without it; asking for
 --png without it is a one-line error that says how to install it. The pictures mirror the
 terminal renderings of render.py: attention weights as a heatmap per head (masked cells left
-blank), next-character probabilities as bars, loss curves as lines.
+blank), next-character probabilities as bars, loss curves as lines, a training step's
+gradient norms and p(true next) before and after, the embeddings' projection and wpe cosines.
 """
 
 import math

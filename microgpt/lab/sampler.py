@@ -12,7 +12,7 @@ distribution softmax(logits / T) for each temperature T in columns (T = 0 is gre
 probability on the favourite), with its entropy in bits: low T concentrates the mass, high T
 spreads it. Then what a top-k cut keeps at T = 1 (the k most likely, renormalised), and a few
 names drawn at every setting with sample.py's own sampler (microgpt/sampling.py), each marked
-as one of the training names or new. Greedy names are the same for every seed.
+as a name of the training data (trained on or held out) or new. Greedy names are the same for every seed.
 """
 
 import math
@@ -48,7 +48,8 @@ def distribution(model, prompt, temperatures, top_k):
 
 
 def training_names(model_path, data, n_head=None):
-    """(the training names as a set, where they came from), or (None, why not).
+    """(every name of the training data, held-out ones too, as a set; where they came from),
+    or (None, why not).
 
     n_head: as given to load the model (the tutorial's export needs it to be read at all)."""
     if data is None:
@@ -118,7 +119,7 @@ def render(model, path, prompt, d, samples, known, source):
         lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
                      f"{d['top_k_entropy']:.3f} bits")
     lines.append('')
-    lines.append("names drawn at each setting" + (f", * = one of the training names ({source})"
+    lines.append("names drawn at each setting" + (f", * = a name of the training data ({source}; trained on or held out)"
                                                   if known is not None else f" ({source})"))
     for (t, kk), names in samples.items():
         label = f"T={t:g}" + (f" top-k {kk}" if kk else '') + (' (greedy)' if t == 0 else '')
