@@ -4,10 +4,11 @@ The web lab's pages in a real browser: Playwright driving Debian's Chromium (/us
 Each page must load without console errors and draw exactly what the API returns: the
 Lesson 04 step page shows the API's losses and Adam's numbers for one weight, and the API's
 one-line error for a name it refuses; the sampling sandbox has one column per temperature
-with the API's entropies; the attention heatmaps have one filled cell per visible (query, key) pair and a blank one per
-future pair; a clicked cell shows the API's numbers for that score; the autograd page shows
-the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step run started from the
-Training page streams 30 points and leaves a checkpoint that loads.
+with the API's entropies; the attention heatmaps have one filled cell per visible (query, key)
+pair and a blank one per future pair; a clicked cell shows the API's numbers for that score;
+the autograd page shows the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step
+run started from the Training page streams 30 points and leaves a checkpoint that loads.
+No page asks anything of another server: every request it makes goes to the lab's own.
 
 Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` installs both,
 so CI always runs them. One browser for the whole module keeps this to a few seconds.
@@ -50,10 +51,12 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
+    """A fresh page whose console errors and uncaught exceptions are collected in page.errors,
+    and the URL of every request it makes in page.requests."""
     context = browser.new_context(viewport={'width': 1100, 'height': 800})
     p = context.new_page()
-    p.errors = []
+    p.errors, p.requests = [], []
+    p.on('request', lambda r: p.requests.append(r.url))
     p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
     p.on('pageerror', lambda e: p.errors.append(str(e)))
     yield p
@@ -66,6 +69,7 @@ def test_each_page_loads_without_console_errors(server, page, name):
     page.wait_for_selector(READY[name])
     page.wait_for_load_state('networkidle')
     assert page.errors == []
+    assert len(page.requests) >= 4 and all(url.startswith(server.url) for url in page.requests)
     assert page.locator('#error').is_hidden()
     assert page.get_attribute('nav a.here', 'href') == '/' + name
     config = page.locator('#config').inner_text()
@@ -179,6 +183,8 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
 def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoint_loads(server, page):
     page.goto(server.url + 'training')
     page.wait_for_selector('#status')
+    assert page.locator('#engine option').all_inner_texts() == ['scalar', 'numpy']  # both always offered
+    assert page.locator('#batch_size').is_visible()
     for name, value in {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12}.items():
         page.fill(f'#{name}', str(value))
     page.click('#start')
