@@ -293,6 +293,14 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
     assert 'wpe: cosine' in capsys.readouterr().out
 
 
+def test_embeddings_print_a_similarity_that_rounds_to_zero_without_a_minus(tiny_ckpt):
+    model = load_model(tiny_ckpt)
+    v = embeddings.embedding_view(model, neighbours=2)
+    v['wpe_cosine'][0, 1] = -0.001
+    row = embeddings.render(model, tiny_ckpt, v).split('position i (rows) by position j\n')[1].splitlines()[1]
+    assert row.split()[:3] == ['0', '+1.00', '+0.00']  # format() alone gives -0.00
+
+
 def test_embeddings_command(tiny_ckpt, capsys):
     assert main(['embeddings', '--ckpt', tiny_ckpt]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,7 @@ rows: neighbouring positions tend to get similar embeddings.
 import numpy as np
 
 from .loading import describe, load_model, no_overflow
-from .render import table, token_label
+from .render import number, table, token_label
 
 VOWELS = set('aeiouy')  # y counted as a vowel, as it mostly is at the end of names
 VOWEL_MARK = '°'
@@ -90,7 +90,7 @@ def render(model, path, v):
     lines += scatter(v['labels'], v['coords'], v['vowel'])
     lines += ['', "nearest neighbours by cosine similarity, in all dimensions"]
     rows = [[label + (VOWEL_MARK if is_vowel else '')] +
-            [f"{n}{VOWEL_MARK if n in VOWELS else ''} {s:+.2f}" for n, s in near]
+            [f"{n}{VOWEL_MARK if n in VOWELS else ''} {number(s, '+.2f')}" for n, s in near]
             for label, is_vowel, near in zip(v['labels'], v['vowel'], v['neighbours'])]
     k = len(v['neighbours'][0])
     lines.append(table(['char'] + [f'#{i + 1}' for i in range(k)], rows, align='l' * (k + 1)))
@@ -103,10 +103,10 @@ def render(model, path, v):
     n = len(c)
     lines.append('      ' + ''.join(f'{j:>6}' for j in range(n)))
     for i in range(n):
-        lines.append(f'  {i:>3} ' + ''.join(f'{c[i, j]:>+6.2f}' for j in range(n)))
+        lines.append(f'  {i:>3} ' + ''.join(number(c[i, j], '>+6.2f') for j in range(n)))
     if n > 1:  # a block of one position has no pairs
-        lines.append(f"  neighbouring positions: mean similarity {np.mean([c[i, i + 1] for i in range(n - 1)]):+.2f}; "
-                     f"all pairs {c[~np.eye(n, dtype=bool)].mean():+.2f}")
+        lines.append(f"  neighbouring positions: mean similarity {number(np.mean([c[i, i + 1] for i in range(n - 1)]), '+.2f')}; "
+                     f"all pairs {number(c[~np.eye(n, dtype=bool)].mean(), '+.2f')}")
     return '\n'.join(lines)
 
 

@@ -22,7 +22,7 @@ from ..data import load_docs
 from ..errors import UserError
 from ..sampling import check_prompt, probabilities, sample_names
 from .loading import describe, load_model
-from .render import bar, table, token_label
+from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
 
 
@@ -99,7 +99,7 @@ def render(model, path, prompt, d, samples, known, source):
     for i in order:
         if max(d['probs'][t][i] for t in temps) < 0.005:
             continue
-        rows.append([token_label(tok, i), f"{d['logits'][i]:+.3f}"] + [f"{d['probs'][t][i]:.3f}" for t in temps])
+        rows.append([token_label(tok, i), number(d['logits'][i], '+.3f')] + [f"{d['probs'][t][i]:.3f}" for t in temps])
     lines.append(table(['next', 'logit'] + [f"T={t:g}" for t in temps], rows))
     hidden = len(order) - len(rows)
     if hidden:

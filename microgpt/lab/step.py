@@ -34,7 +34,7 @@ from ..optim import Adam
 from ..sampling import DIVERGED, probabilities
 from ..training import doc_loss
 from .loading import describe, load_scalar_model, text_tokens
-from .render import bar, table, token_label
+from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
 PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
@@ -242,7 +242,7 @@ def render(model, path, r):
     lines.append(f"2) the gradient at the top: dL/dlogits = (p - one_hot(true next)) / n, n = {r['n']}")
     lines.append("   negative = this logit is pulled UP (the true character), positive = pushed DOWN")
     for p, row in zip(r['positions'], r['top_grads']):
-        parts = [f"{c!r} {g:+.4f}" + (' (true)' if true else '') for c, g, _, true in row]
+        parts = [f"{c!r} {number(g, '+.4f')}" + (' (true)' if true else '') for c, g, _, true in row]
         lines.append(f"  pos {p['position']:>2} -> {p['target']!r:<7} " + ', '.join(parts))
     lines.append(f"  check: the logits' .grad from backward() equal (p - one_hot) / n "
                  f"(largest difference {r['closed_form_diff']:.1e})")
@@ -275,7 +275,7 @@ def render(model, path, r):
     lines.append(f"  m_hat = m / (1 - beta1^1) = {a['m_hat']:+.6e}   = g: bias correction undoes the zero start")
     lines.append(f"  v_hat = v / (1 - beta2^1) = {a['v_hat']:.6e}    = g^2")
     lines.append(f"  step  = -lr m_hat / (sqrt(v_hat) + eps) = {a['update']:+.6e}   "
-                 f"(taken: {a['before']:+.6f} -> {a['after']:+.6f}, {a['moved']:+.6e})")
+                 f"(taken: {number(a['before'], '+.6f')} -> {number(a['after'], '+.6f')}, {a['moved']:+.6e})")
     lines.append(f"  so a fresh Adam moves each weight by lr g / (|g| + eps): lr = {a['lr']:g} whatever |g| is")
     lines.append(f"  check over all {r['n_with_grad']} of {r['n_params']} weights with a gradient: "
                  f"|step| / lr from {r['step_ratio_min']:.9f} to {r['step_ratio_max']:.9f}; "
@@ -288,9 +288,9 @@ def render(model, path, r):
     lines.append("5) after the update: the same name again")
     lines.append(table(['pos', 'next', 'p before', 'p after', 'change'],
                        [[p['position'], p['target'], f"{p['p_before']:.4f}", f"{p['p_after']:.4f}",
-                         f"{p['p_after'] - p['p_before']:+.4f}"] for p in r['positions']]))
+                         number(p['p_after'] - p['p_before'], '+.4f')] for p in r['positions']]))
     lines.append(f"  loss {r['loss_before']:.6f} -> {r['loss_after']:.6f} "
-                 f"({r['loss_after'] - r['loss_before']:+.6f})"
+                 f"({number(r['loss_after'] - r['loss_before'], '+.6f')})"
                  + ("" if r['loss_after'] < r['loss_before'] else
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
