@@ -55,7 +55,6 @@ def read_user_file(path, what, hint, binary=False):
         raise UserError(f"{what} {path} is a directory: give the file itself") from None
     except OSError as e:
         raise UserError(f"cannot read {what} {path}: {e.strerror}") from None
-
     except ValueError:  # a path with a NUL byte in it
         raise UserError(f"{what} path {path!r} contains a NUL character") from None
     if len(data) > MAX_FILE_BYTES:

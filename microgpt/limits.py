@@ -31,8 +31,9 @@ MAX_JSON_DEPTH = 32         # nesting of [ and { in a JSON document; a checkpoin
 
 # ---------------------------------------------------------------------------- flags and log values
 MAX_SEED = 2**32 - 1        # seeds are 0..2^32 - 1, what numpy's and Python's generators both take
-MAX_TEMPERATURE = 1e3      # above it every distribution here is uniform to many digits; 0 means
-                            # greedy, and a tiny positive one is computed so that it cannot overflow
+MAX_TEMPERATURE = 1e3       # at 1000 a trained model's logits (a few units apart) give every token
+                            # its uniform share within 1%; 0 means greedy, and a tiny positive one
+                            # is computed so that it cannot overflow
 MAX_NAMES = 100_000         # names one sample.py run prints (its --num); all are kept in memory
 MAX_ROW_NUMBERS = 1_000_000  # lab scaling: --draws x --row-d; section 4 holds 16 bytes x 8 keys
                              # for each, about 128 MB at the cap

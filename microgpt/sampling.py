@@ -27,6 +27,7 @@ from .errors import UserError
 DIVERGED = ("the model's logits are not finite numbers: its weights are too large (its "
             "training diverged); retrain it with a lower --lr")
 
+
 def probabilities(logits, temperature, top_k=None):
     """softmax(logits / temperature) as plain floats, optionally cut to the top_k tokens.
 
