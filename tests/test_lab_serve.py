@@ -174,6 +174,15 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
     assert status == 409  # nothing left to stop
 
 
+def test_stop_right_after_start_is_stopped_not_failed(server):
+    """Stop pressed while train.py is still starting (before it catches Ctrl-C) ends the run
+    with a traceback in train.txt; the page must say stopped, as the learner asked."""
+    post(server, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2})
+    post(server, '/api/train/stop', {})
+    final, _, _ = wait_for_run(server)
+    assert final['state'] == 'stopped' and final['error'] is None
+
+
 @pytest.mark.parametrize('body, words', [
     ({'steps': 0}, "'steps' is 0"), ({'steps': 10 ** 9}, "'steps'"), ({'n_layer': 9}, "'n_layer'"),
     ({'n_embd': 10, 'n_head': 4}, 'does not divide'), ({'block_size': 'big'}, 'an integer'),

@@ -59,6 +59,7 @@ class Run:
         self.out = os.path.join(folder, 'model.json')
         self.log = os.path.join(folder, 'model.log.jsonl')
         self.state = 'running'   # -> stopping -> finished / stopped / failed
+        self.stop_sent = False   # Stop was pressed (a SIGINT sent)
         self.exit_code = None
         self.ckpt_id = None      # set once the finished run's checkpoint is listed
         self.samples = []        # [{'step', 'names'}], one per checkpoint save
@@ -151,6 +152,10 @@ class Trainer:
             run.exit_code = code
             run.ckpt_id = f'run{run.number}' if saved else None
             run.state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
+            if run.state == 'failed' and run.stop_sent:
+                # Stop came while Python was still starting, before train.py could catch
+                # Ctrl-C: it quits with a traceback, but the learner asked for exactly that
+                run.state = 'stopped'
         print(f"run {run.number} {run.state} (exit status {code}): {run.out}", flush=True)
 
     def stop(self):
@@ -159,6 +164,7 @@ class Trainer:
             if run is None or run.state != 'running':
                 raise ApiError(409, "no run is going")
             run.state = 'stopping'
+            run.stop_sent = True
             run.proc.send_signal(signal.SIGINT)  # train.py's Ctrl-C: save the last whole step, exit 130
             return {'run': run.number, 'state': run.state}
 
