@@ -2,7 +2,7 @@
 How fast does the numpy training path (src/backprop/) train, against the scalar engine and PyTorch?
 
     python bench/backprop_speed.py                         # the three measurements below
-    python bench/backprop_speed.py --recipe                # also the full recipe run (~3 min)
+    python bench/backprop_speed.py --recipe                # also the full recipe run (~1 min)
     python bench/backprop_speed.py --steps 100 --torch-steps 20
 
 Every ratio is measured side by side in one run, the two trainers' steps interleaved (one step
@@ -26,13 +26,15 @@ the kernel's high-water mark of resident memory, everything included).
            writing checkpoints every --save-every steps is save / (save_every * step + save).
            (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
 
-Threads: the children run with OPENBLAS_NUM_THREADS=1 and torch.set_num_threads(1) (--threads
-changes both), the same for both sides: on this shared 2-core machine two spinning OpenBLAS
-threads made numpy steps several times slower whenever other processes were busy. The children
-also run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET (they are set machine-wide on
-purpose; unsetting them lets OpenBLAS pick its kernels for the actual CPU); --keep-openblas-env
-keeps them. Data: makemore's names.txt (../shared/data/names.txt) when present, else the
-bundled census names. The script always exits 0: it prints measurements.
+Threads: the children run with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 and
+torch.set_num_threads(1) (--threads changes all three), the same for both sides: on this shared
+2-core machine two spinning OpenBLAS threads made numpy steps several times slower whenever
+other processes were busy. The children also run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+UNSET (they are set machine-wide on purpose; unsetting them lets OpenBLAS pick its kernels for
+the actual CPU); --keep-openblas-env keeps them. --recipe runs bench/recipe.py in that same
+environment. This process itself changes nothing in its own environment. Data: makemore's
+names.txt (../shared/data/names.txt) when present, else the bundled census names. The script
+always exits 0 and leaves no files behind: it prints measurements.
 """
 
 import argparse
@@ -61,7 +63,7 @@ def parse_args(argv=None):
     p.add_argument('--threads', type=int, default=1, help="BLAS / torch threads in every child (default 1)")
     p.add_argument('--keep-openblas-env', action='store_true',
                    help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the children (default: unset them)")
-    p.add_argument('--recipe', action='store_true', help="also run bench/recipe.py (about 3 minutes)")
+    p.add_argument('--recipe', action='store_true', help="also run bench/recipe.py (about a minute)")
     p.add_argument('--data', default=None, help="names file (default: ../shared/data/names.txt or bundled)")
     p.add_argument('--child', choices=('scalar', 'torch', 'ckpt'), default=None,
                    help="internal: run one measurement and print JSON")
@@ -104,39 +106,53 @@ def child_scalar(args):
     return dict(out, peak=peak_rss_bytes(), before=before)
 
 
-def torch_trainer(config, weights, threads):
-    """(step(batch, lr) -> loss, tokens) for the same GPT in PyTorch, float64, or None without torch."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    import numpy as np
-    import torch.nn.functional as F
-    from backprop import make_batch
-    torch.set_num_threads(threads)
-    w = {name: torch.tensor(np.array(a), dtype=torch.float64, requires_grad=True) for name, a in weights.items()}
-    opt = torch.optim.Adam(list(w.values()), lr=0.01, betas=(0.85, 0.99), eps=1e-8)
+def torch_loss(w, config, idx, targets, mask):
+    """microgpt's GPT written a second time in torch, over a padded batch: the mean loss over
+    the real tokens. w: {name: float64 tensor [n_out, n_in]}; idx (B, T), targets (B*T,) and
+    mask (B*T,): make_batch's arrays as tensors. tests/test_backprop_torch.py checks backprop's
+    loss and every gradient against it, so both sides of [2] do the same work."""
+    import torch
+    F = torch.nn.functional
+    B, T = idx.shape
     H, D = config.n_head, config.head_dim
 
     def rmsnorm(x):
         return x * ((x * x).mean(dim=-1, keepdim=True) + 1e-5) ** -0.5
 
+    x = rmsnorm(w['wte'][idx] + w['wpe'][:T])                            # (B, T, n_embd)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T): j > i
+    for li in range(config.n_layer):
+        p = f'layer{li}.'
+        h = rmsnorm(x)                                                   # (B, T, n_embd)
+        q, k, v = (F.linear(h, w[p + n]).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+                   for n in ('attn_wq', 'attn_wk', 'attn_wv'))
+        att = (q @ k.transpose(-1, -2)) * D ** -0.5                      # (B, H, T, T)
+        att = torch.softmax(att.masked_fill(future, float('-inf')), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, H * D)               # (B, T, n_embd)
+        x = x + F.linear(y, w[p + 'attn_wo'])
+        x = x + F.linear(torch.relu(F.linear(rmsnorm(x), w[p + 'mlp_fc1'])), w[p + 'mlp_fc2'])
+    logits = F.linear(x, w['lm_head']).view(B * T, -1)                   # (B*T, vocab_size)
+    losses = F.cross_entropy(logits, targets, reduction='none')          # (B*T,)
+    return (losses * mask).sum() / mask.sum()
+
+
+def torch_trainer(config, weights, threads):
+    """step(batch, lr) -> loss for the same GPT in PyTorch (torch_loss, float64, torch.optim.Adam),
+    or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    import numpy as np
+    from backprop import make_batch
+    torch.set_num_threads(threads)
+    w = {name: torch.tensor(np.array(a), dtype=torch.float64, requires_grad=True) for name, a in weights.items()}
+    opt = torch.optim.Adam(list(w.values()), lr=0.01, betas=(0.85, 0.99), eps=1e-8)
+
     def step(batch, lr):
-        idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
-        idx, targets, mask = torch.from_numpy(idx), torch.from_numpy(targets), torch.from_numpy(mask)
-        B, T = idx.shape
-        future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T)
-        x = rmsnorm(w['wte'][idx] + w['wpe'][:T])                              # (B, T, n_embd)
-        for li in range(config.n_layer):
-            p = f'layer{li}.'
-            h = rmsnorm(x)
-            q, k, v = (F.linear(h, w[p + n]).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-                       for n in ('attn_wq', 'attn_wk', 'attn_wv'))
-            att = torch.softmax(((q @ k.transpose(-1, -2)) * D ** -0.5).masked_fill(future, float('-inf')), -1)
-            x = x + F.linear((att @ v).transpose(1, 2).reshape(B, T, H * D), w[p + 'attn_wo'])
-            x = x + F.linear(torch.relu(F.linear(rmsnorm(x), w[p + 'mlp_fc1'])), w[p + 'mlp_fc2'])
-        losses = F.cross_entropy(F.linear(x, w['lm_head']).view(B * T, -1), targets, reduction='none')
-        loss = (losses * mask).sum() / mask.sum()
+        idx, targets, mask = (torch.from_numpy(a) for a in
+                              make_batch(batch, config.block_size, config.vocab_size))
+        loss = torch_loss(w, config, idx, targets, mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         for group in opt.param_groups:
@@ -148,7 +164,7 @@ def torch_trainer(config, weights, threads):
 
 def child_torch(args):
     import backprop
-    from microgpt.training import learning_rate
+    from microgpt.training import learning_rate, num_predictions
     B, steps = 32, args.torch_steps
     config, model, tokenizer, tokens = setup(args, 4, 64)
     trainer = backprop.Trainer(config, model.weights(), tokenizer)
@@ -168,7 +184,7 @@ def child_torch(args):
         t2 = time.perf_counter()
         out['numpy_time'].append(t1 - t0)
         out['torch_time'].append(t2 - t1)
-        out['tokens'].append(sum(min(config.block_size, len(t) - 1) for t in batch))
+        out['tokens'].append(sum(num_predictions(t, config.block_size) for t in batch))
     return dict(out, peak=peak_rss_bytes(), before=before)
 
 
@@ -261,8 +277,7 @@ def report_ckpt(r, save_every):
     print(f"\n[3] checkpoints, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, "
           f"batch {RECIPE['batch_size']}): {1e3 * step:.1f} ms/step, one save {1e3 * save:.0f} ms "
           f"({r['size'] / 1e6:.1f} MB with Adam's moments)")
-    print(f"    saving every {save_every} steps costs {100 * share:.1f}% of the run"
-          f"; "
+    print(f"    saving every {save_every} steps costs {100 * share:.1f}% of the run; "
           f"peak memory {mib(r['peak']):.0f} MiB")
 
 
@@ -279,8 +294,8 @@ def main(argv=None):
         result = {'scalar': child_scalar, 'torch': child_torch, 'ckpt': child_ckpt}[args.child](args)
         print(json.dumps(result))
         return 0
-    print(f"data: {args.data or 'bundled census names'}; children: OPENBLAS_NUM_THREADS={args.threads}, "
-          f"torch threads {args.threads}, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
+    print(f"data: {args.data or 'bundled census names'}; children: OPENBLAS_NUM_THREADS="
+          f"OMP_NUM_THREADS={args.threads}, torch threads {args.threads}, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
           f"{'kept' if args.keep_openblas_env else 'unset'}; load average {os.getloadavg()[0]:.2f}")
     r = run_child(args, 'scalar')
     if r:
@@ -292,7 +307,8 @@ def main(argv=None):
     if r:
         report_ckpt(r, args.save_every)
     if args.recipe:
-        print("\n[4] the recipe, bench/recipe.py with its defaults:", flush=True)
+        print("\n[4] the recipe, bench/recipe.py with its defaults, in the children's environment:",
+              flush=True)
         subprocess.run([sys.executable, os.path.join(BENCH_DIR, 'recipe.py')]
                        + (['--data', args.data] if args.data else []), env=child_env(args))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")

@@ -2,10 +2,15 @@
 The numpy training path against PyTorch's autograd in float64, on a random padded batch.
 
 PyTorch is optional: `.venv/bin/pip install torch==2.13.0` (a local CPU build here) enables it,
-otherwise the test is skipped. The model is written a second time in torch from its definition
-(microgpt/model.py): embeddings, rmsnorm, causal multi-head attention, ReLU MLP, residuals,
-lm_head, the masked mean cross-entropy. torch's autograd then gives every gradient.
+otherwise the test is skipped. The oracle is bench/backprop_speed.py's torch_loss: the model
+written a second time in torch from its definition (microgpt/model.py): embeddings, rmsnorm,
+causal multi-head attention, ReLU MLP, residuals, lm_head, the mean cross-entropy over the real
+tokens of a padded batch. torch's autograd then gives every gradient. The benchmark times that
+same function against backprop, so this test also proves the two sides it compares equal.
 """
+
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -15,33 +20,13 @@ from microgpt.model import GPTConfig, parameter_shapes
 
 torch = pytest.importorskip("torch")
 
+BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'bench')
+if BENCH_DIR not in sys.path:
+    sys.path.insert(0, BENCH_DIR)
+
+from backprop_speed import torch_loss  # noqa: E402  (after the skip, like torch itself)
+
 TORCH_TOL = 1e-10  # both float64; the two differ only in the order of floating-point sums
-
-
-def torch_loss(w, config, idx, targets, mask):
-    """microgpt's GPT in torch over a padded batch: the mean loss over the real tokens."""
-    F = torch.nn.functional
-    B, T = idx.shape
-    H, D = config.n_head, config.head_dim
-
-    def rmsnorm(x):
-        return x * ((x * x).mean(dim=-1, keepdim=True) + 1e-5) ** -0.5
-
-    x = rmsnorm(w['wte'][idx] + w['wpe'][:T])                        # (B, T, n_embd)
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T)
-    for li in range(config.n_layer):
-        p = f'layer{li}.'
-        h = rmsnorm(x)
-        q, k, v = (F.linear(h, w[p + n]).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-                   for n in ('attn_wq', 'attn_wk', 'attn_wv'))
-        att = (q @ k.transpose(-1, -2)) * D ** -0.5                  # (B, H, T, T)
-        att = torch.softmax(att.masked_fill(future, float('-inf')), dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, H * D)           # (B, T, n_embd)
-        x = x + F.linear(y, w[p + 'attn_wo'])
-        x = x + F.linear(torch.relu(F.linear(rmsnorm(x), w[p + 'mlp_fc1'])), w[p + 'mlp_fc2'])
-    logits = F.linear(x, w['lm_head']).view(B * T, -1)               # (B*T, vocab_size)
-    losses = F.cross_entropy(logits, targets, reduction='none')      # (B*T,)
-    return (losses * mask).sum() / mask.sum()
 
 
 def test_loss_and_every_gradient_match_pytorch_float64():

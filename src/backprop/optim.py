@@ -31,7 +31,7 @@ class AdamArrays:
         bias2 = 1 - b2 ** self.t
         # the scalar line's operations, in its order, so every float comes out the same:
         # m = b1 * m + (1 - b1) * g;  v = b2 * v + ((1 - b2) * g) * g;  p -= (lr * m_hat) / (...)
-        # written in place, to spare a step the allocation of six parameter-sized arrays
+        # written in place, so a step allocates fewer parameter-sized temporaries
         m, v = self.m, self.v
         m *= b1
         m += (1 - b1) * grads
