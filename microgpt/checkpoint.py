@@ -10,15 +10,16 @@ the training state.
 
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
 crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
-its target, the file gets the permissions any new file gets, and a failed write (disk full,
-read-only folder, file-size limit) is a one-line CheckpointWriteError. A save killed outright
-(SIGKILL) leaves its temporary file behind: `remove_stale_temporaries` clears those, and
-`is_our_checkpoint` tells a checkpoint from any other file by its first bytes.
+its target, the file keeps the old one's permissions (a new one gets the umask's), and a
+failed write (disk full, read-only folder, file-size limit) is a one-line
+CheckpointWriteError. A save killed outright (SIGKILL) leaves its temporary file behind:
+`remove_stale_temporaries` clears those, and `is_our_checkpoint` tells a checkpoint from any
+other file by its first bytes.
 
 `read_checkpoint` validates everything and turns each problem into a one-line UserError; it
-also reads the flat weights export of the microgpt 3D tutorial (docs/lessons.md). The file is read through
-errors.read_user_file (regular files only, size-capped) and jsonio.parse_json (nesting
-capped), and the config's sizes are checked against limits.py's caps before anything is
+also reads the flat weights export of the microgpt 3D tutorial (docs/lessons.md). The file
+is read through errors.read_user_file (regular files only, size-capped) and jsonio.parse_json
+(nesting capped), and the config's sizes are checked against limits.py's caps before anything is
 built from them. microgpt.load_checkpoint builds a GPT of Values from it;
 src/inference builds numpy arrays from the very same validated dictionary.
 """
@@ -33,7 +34,6 @@ import tempfile
 
 from .errors import UserError, is_finite, read_user_file
 from .jsonio import parse_json
-from .limits import check_config_sizes
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -286,7 +286,6 @@ def _from_microgpt(path, obj, n_head):
     unknown = sorted(set(cfg) - set(expected))
     if unknown:
         raise UserError(f"{path}: config has unknown fields {', '.join(unknown)}")
-    _check_sizes(path, cfg)
     if n_head is not None and n_head != cfg['n_head']:
         raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {cfg['n_head']}: "
                         "drop --n-head (it is only for the tutorial's flat export)")
@@ -327,16 +326,9 @@ def _from_tutorial(path, obj, n_head):
             'train_state': None, 'source': 'tutorial'}
 
 
-def _check_sizes(path, fields):
-    """The config's sizes within limits.py's caps, before anything is built from them."""
-    try:
-        check_config_sizes(fields)
-    except UserError as e:
-        raise UserError(f"{path}: bad config: {e}") from None
-
-
 def _config(path, **fields):
-    _check_sizes(path, fields)
+    """GPTConfig(**fields); its checks (positive integers, within limits.py's caps, n_embd
+    divisible by n_head) run before anything is built, and fail as one line naming the file."""
     try:
         return GPTConfig(**fields)
     except UserError as e:
