@@ -5,7 +5,7 @@ The one JSON parser for everything a user hands in: checkpoints, training logs.
     obj = parse_json(text, where='out/model.json')           # or where='out/model.log.jsonl line 3'
 
 Python's json.loads has three ways to fail that are not JSONDecodeError: a document nested
-deeper than the interpreter's recursion limit (100,000 opening brackets) ends in
+deeper than the interpreter's recursion limit (1,000 opening brackets by default) ends in
 RecursionError; an integer of more than 4,300 digits in ValueError; and NaN, Infinity and
 -Infinity, which are not JSON, are silently accepted. parse_json refuses all three, and an
 invalid document, each as a one-line UserError that starts with `where`. The nesting is
