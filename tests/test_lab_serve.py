@@ -333,6 +333,19 @@ def test_a_browser_leaves_port_80_out_of_the_host_it_sends():
     assert local_hosts('::1', 8000) == {'127.0.0.1:8000', 'localhost:8000', '[::1]:8000'}
 
 
+def test_a_client_that_leaves_before_its_answer_is_no_error(server, capfd):
+    import struct
+    host, port = server.server_address[:2]
+    body = json.dumps({'text': 'e' * 11, 'top': 17}).encode()
+    for _ in range(3):  # a few times: the answer must be written after the reset arrives
+        with socket.create_connection((host, port), timeout=10) as sock:
+            sock.sendall(f'POST /api/overview HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n'
+                         f'Content-Length: {len(body)}\r\n\r\n'.encode() + body)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))  # close = reset
+    assert still_serving(server)
+    assert 'Traceback' not in capfd.readouterr().err
+
+
 def test_loopback_is_recognised():
     assert is_loopback('127.0.0.1') and is_loopback('::1') and is_loopback('localhost')
     assert not is_loopback('0.0.0.0') and not is_loopback('192.168.1.5')

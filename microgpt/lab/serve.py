@@ -117,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(e.status, {'error': str(e)})
         except UserError as e:  # the lab's own one-line message about what was asked
             self.send_json(400, {'error': str(e)})
+        except ConnectionError:  # the client left: not a bug, and no one to answer
+            raise
         except Exception as e:  # a bug: say so, keep serving
             traceback.print_exc()
             self.send_json(500, {'error': f"internal error ({type(e).__name__}): see the server's terminal"})
