@@ -119,7 +119,8 @@ def residual_forward(x, x_residual):
 
 
 def residual_backward(dy):
-    """d(a + b)/da = d(a + b)/db = 1: both inputs get dy whole (the gradient highway).
+    """d(x + x_residual)/dx = d(x + x_residual)/dx_residual = 1: both get dy whole (the
+    gradient highway). Returns (dx, dx_residual), the same array twice.
 
     The caller adds the branch's gradient to this one where the stream forked.
     """
