@@ -308,6 +308,29 @@ def test_an_integer_of_thousands_of_digits_is_one_line(tmp_path, tiny_ckpt):
     assert '\n' not in str(e.value) and 'set_int_max_str_digits' not in str(e.value)
 
 
+@pytest.mark.parametrize('run, argv, outcome', [
+    ([1], ['sample'], 'does not say what it was trained on'),        # 'run' not an object
+    ({'data': ['x']}, ['sample'], "its training data ['x'] is not a file here"),
+    ({'data': 5}, ['sample'], 'its training data 5 is not a file here'),  # 5 is a file descriptor
+    ([1], ['step', TEXT], 'lr 0.01'),                                 # the default learning rate
+    ({'lr': 'x'}, ['step', TEXT], "trained with learning rate 'x', which is not a number"),
+    ({'lr': -1.0}, ['step', TEXT], 'trained with learning rate -1.0, which is not a number'),
+], ids=['sample-run-list', 'sample-data-list', 'sample-data-int', 'step-run-list', 'step-lr-text',
+        'step-lr-negative'])
+def test_the_lab_reads_a_damaged_train_state_without_a_traceback(tmp_path, tiny_ckpt, run, argv, outcome, capsys):
+    """Kind: damaged checkpoints. Only --resume validates train_state; step and sample read
+    its 'run' for the learning rate and the training names, and crashed on a 'run' of [1]."""
+    obj = ckpt_obj(tiny_ckpt)
+    obj['train_state']['run'] = run
+    path = write_obj(tmp_path / 'state.json', obj)
+    more = ['--num', '1'] if argv == ['sample'] else []
+    status, out, err = run_guarded(lab_main, argv + ['--ckpt', path] + more, capsys)
+    if 'not a number' in outcome:
+        assert_one_line(status, err, outcome + ' greater than 0: pass --lr')
+    else:
+        assert status == 0 and err == '' and outcome in out, err
+
+
 # ---------------------------------------------------------------------------- 3) files that are not files
 @pytest.mark.parametrize('device', ['/dev/zero', '/dev/urandom', '/dev/null'])
 def test_devices_are_refused_for_data_and_checkpoints(device):

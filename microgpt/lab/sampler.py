@@ -54,13 +54,12 @@ def training_names(model_path, data, n_head=None):
     n_head: as given to load the model (the tutorial's export needs it to be read at all)."""
     if data is None:
         from ..checkpoint import read_checkpoint
-        state = read_checkpoint(model_path, n_head=n_head)['train_state'] or {}
-        run = state.get('run') or {}
-        if not state:
+        run = (read_checkpoint(model_path, n_head=n_head)['train_state'] or {}).get('run')
+        if not isinstance(run, dict):  # the tutorial's export; only --resume validates a train_state
             return None, "the checkpoint does not say what it was trained on (pass --data)"
-        data = run.get('data')
-        if data is not None and not os.path.exists(data):
-            return None, f"its training data {data} is not there any more (pass --data)"
+        data = run.get('data')  # None: the bundled names
+        if data is not None and not (isinstance(data, str) and os.path.isfile(data)):
+            return None, f"its training data {data!r} is not a file here (pass --data)"
     return set(load_docs(data)), data or 'the bundled census names'
 
 

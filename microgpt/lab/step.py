@@ -314,8 +314,13 @@ def run(args):
     model = load_scalar_model(args.ckpt, n_head=args.n_head)
     lr = args.lr
     if lr is None:  # the learning rate the checkpoint was trained with, else train.py's default
-        run_settings = (model.train_state or {}).get('run') or {}
-        lr = run_settings.get('lr', DEFAULT_LR)
+        run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
+        lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
+        if lr is None:
+            lr = DEFAULT_LR
+        elif isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
+            raise UserError(f"{args.ckpt} says it was trained with learning rate {lr!r}, which is not a "
+                            "number greater than 0: pass --lr")
     r = step_report(model, args.text, lr=lr, param=args.param)
     print(render(model, args.ckpt, r))
     if args.png:
