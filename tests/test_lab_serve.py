@@ -327,6 +327,22 @@ def test_the_ipv6_loopback_serves_with_its_host_in_brackets(tiny_ckpt, tmp_path)
         server.server_close()
 
 
+def test_on_all_addresses_an_ip_host_is_served_and_a_domain_name_refused(tiny_ckpt, tmp_path):
+    """--host 0.0.0.0 (to open the lab from another device): a page elsewhere that rebinds its
+    own domain to this machine still cannot talk to it."""
+    server = make_server(tiny_ckpt, host='0.0.0.0', port=0, runs_dir=str(tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        for host, want in [('192.168.1.5', 200), ('[fe80::1]', 200), ('localhost', 200),
+                           ('evil.example', 400), ('192.168.1.5.evil.example', 400)]:
+            assert request(server, 'GET', '/api/config', headers={'Host': f'{host}:{port}'})[0] == want, host
+        assert request(server, 'GET', '/api/config', headers={'Host': f'192.168.1.5:{port + 1}'})[0] == 400
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_browser_leaves_port_80_out_of_the_host_it_sends():
     assert '127.0.0.1' in local_hosts('127.0.0.1', 80) and 'localhost:80' in local_hosts('127.0.0.1', 80)
     assert 'localhost' not in local_hosts('127.0.0.1', 8000)

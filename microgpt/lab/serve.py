@@ -124,16 +124,30 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(500, {'error': f"internal error ({type(e).__name__}): see the server's terminal"})
 
     def check_origin(self):
-        """On loopback, the Host must be this server: a page on another site that makes a
-        browser resolve its own name to 127.0.0.1 cannot talk to the lab. A browser's Origin,
+        """The Host must name this server: a page on another site that makes a browser resolve
+        its own name to this machine (DNS rebinding) cannot talk to the lab. On loopback that is
+        one of the names in local_hosts; on another --host, also any IP address with this port
+        (a rebinding page's Host is its own domain name, never an address). A browser's Origin,
         when sent, must be this server too."""
         host = self.headers.get('Host', '')
-        if self.server.local_only and host not in self.server.local_hosts:
+        known = host in self.server.local_hosts or (not self.server.local_only and self.is_address(host))
+        if not known:
             self.close_connection = True
             raise ApiError(400, f"unexpected Host {host[:60]!r}: open the address the server printed")
         origin = self.headers.get('Origin')
         if origin is not None and origin != f'http://{host}':
             raise ApiError(403, "requests from other sites are refused")
+
+    def is_address(self, host):
+        """Whether a Host header is an IP address and this server's port: 192.168.1.5:8000."""
+        name, _, port = host.rpartition(':')
+        if port != str(self.server.server_address[1]):
+            return False
+        try:
+            ipaddress.ip_address(name[1:-1] if name.startswith('[') and name.endswith(']') else name)
+        except ValueError:
+            return False
+        return True
 
     def read_json(self):
         """The request's JSON object, after checking its type and size."""
@@ -260,7 +274,8 @@ def run(args):
     server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
-              "can use this lab, including starting training runs", file=sys.stderr)
+              "can use this lab, including starting training runs (open it by IP address: other "
+              "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
     # `kill`, and closing the terminal (SIGHUP), stop it as Ctrl-C does: otherwise the server
     # would die at once and leave its training run going, in a session no terminal reaches
