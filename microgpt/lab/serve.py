@@ -14,8 +14,8 @@ request, each from a fixed table, so only known routes answer:
 
 Safety, for a server that can start processes: it listens on 127.0.0.1 unless --host says
 otherwise (and then warns); a request never names a file (checkpoints are picked by id, see
-api.Checkpoints); a POST must be JSON of at most MAX_BODY bytes; on the loopback address a
-request must name the server as its Host (a web page elsewhere cannot reach it by DNS tricks);
+api.Checkpoints); a POST must be JSON of at most MAX_BODY bytes; a request must name the
+server as its Host (a web page elsewhere cannot reach it by DNS tricks, see check_origin);
 every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
 Work is bounded: a client silent for Handler.timeout seconds is dropped, every number a
 request gives is range-checked (api.py), one scalar-engine step and one training run are
