@@ -203,3 +203,15 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     page.wait_for_selector('.position')
     assert page.input_value('#ckpt') == ckpt_id and 'block_size=12' in page.inner_text('#config')
     assert page.errors == []
+
+
+def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
+    """The page had followed an earlier run far into its log; a run started from another tab
+    must be read from its own start, not from the old run's offset."""
+    page.goto(server.url + 'training')
+    page.wait_for_selector('#status')
+    post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
+    page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
+    page.locator('#status', has_text='finished').wait_for(timeout=60_000)
+    page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
+    assert page.errors == []

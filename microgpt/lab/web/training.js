@@ -43,7 +43,11 @@ async function poll() {
   clearTimeout(timer);
   const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
   if (!status) return;
-  if (status.run !== run) { train = []; smooth = []; val = []; run = status.run; }  // another run than drawn
+  if (status.run !== run) {  // another run than drawn: its log is read from its start
+    const stale = offset !== 0;  // this answer is from the old run's offset in the new log
+    train = []; smooth = []; val = []; run = status.run; offset = 0;
+    if (stale) { poll(); return; }
+  }
   offset = status.offset;
   smooth.push(...status.smooth);
   for (const r of status.records) {
