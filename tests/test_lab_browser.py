@@ -25,7 +25,7 @@ CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic'
                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
 PAGES = ['overview', 'attention', 'autograd', 'sampling', 'training', 'step']
 READY = {'overview': '.position', 'attention': 'td.filled', 'autograd': '#graph g.node',
-         'sampling': '#names li', 'training': '#status', 'step': 'main h1'}
+         'sampling': '#names li', 'training': '#engine option', 'step': 'main h1'}
 TEXT = 'emma'
 
 sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
@@ -66,7 +66,7 @@ def page(browser):
 @pytest.mark.parametrize('name', PAGES)
 def test_each_page_loads_without_console_errors(server, page, name):
     page.goto(server.url + name)
-    page.wait_for_selector(READY[name])
+    page.wait_for_selector(READY[name], state='attached')
     page.wait_for_load_state('networkidle')
     assert page.errors == []
     assert len(page.requests) >= 4 and all(url.startswith(server.url) for url in page.requests)
@@ -182,7 +182,7 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
 
 def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoint_loads(server, page):
     page.goto(server.url + 'training')
-    page.wait_for_selector('#status')
+    page.wait_for_selector(READY['training'], state='attached')  # the page has its options
     assert page.locator('#engine option').all_inner_texts() == ['scalar', 'numpy']  # both always offered
     assert page.locator('#batch_size').is_visible()
     for name, value in {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12}.items():
@@ -209,9 +209,28 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     """The page had followed an earlier run far into its log; a run started from another tab
     must be read from its own start, not from the old run's offset."""
     page.goto(server.url + 'training')
-    page.wait_for_selector('#status')
+    page.wait_for_selector(READY['training'], state='attached')  # the page has its options
     post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
     page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
     page.locator('#status', has_text='finished').wait_for(timeout=60_000)
     page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
     assert page.errors == []
+
+
+def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
+    """The page's first step (for its default name) is held back until the learner's own name
+    has been drawn; when the held answer finally arrives, the page must not draw it over."""
+    held = []
+    page.route('**/api/step', lambda route: held.append(route) if not held else route.continue_())
+    page.goto(server.url + 'step')
+    page.wait_for_selector('#form')
+    page.wait_for_function('() => true')  # let the first request reach the route
+    page.fill('#text', TEXT)
+    page.press('#text', 'Enter')
+    page.wait_for_selector(f"#summary:has-text(\"'{TEXT}'\")")
+    assert len(held) == 1
+    held[0].continue_()  # the default name's answer arrives last
+    page.wait_for_load_state('networkidle')
+    page.wait_for_timeout(200)
+    assert f"'{TEXT}'" in page.inner_text('#summary')
+    assert page.locator('#error').is_hidden() and page.errors == []

@@ -291,12 +291,29 @@ def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(ser
         del server.lab.checkpoints.paths['run999']
 
 
-def test_a_second_step_while_one_is_computed_gets_503(server):
-    """The scalar engine's step is slow and large on a big model: one is built at a time."""
+def test_a_second_step_while_one_is_computed_waits_then_gets_503(server, monkeypatch):
+    """The scalar engine's step is slow and large on a big model: one is built at a time; a
+    request waits its turn (STEP_WAIT seconds), then is told to try again."""
+    from microgpt.lab import api
+    monkeypatch.setattr(api, 'STEP_WAIT', 0.2)
     with server.lab.step_gate:  # as if another request's step were being computed
         status, body, _ = request(server, 'POST', '/api/step', {'text': TEXT})
     assert status == 503 and 'another step' in body['error']
     assert request(server, 'POST', '/api/step', {'text': TEXT})[0] == 200
+
+
+def test_a_step_requested_while_one_is_computed_is_answered_after_it(server):
+    """A learner who asks for a second name before the first is drawn gets both."""
+    import threading
+    answers = []
+    with server.lab.step_gate:
+        waiting = threading.Thread(target=lambda: answers.append(request(server, 'POST', '/api/step',
+                                                                         {'text': TEXT})[0]))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and answers == []  # queued behind the step in progress
+    waiting.join(30)
+    assert answers == [200]
 
 
 def test_a_client_that_goes_silent_is_answered_408_and_dropped(server, monkeypatch):

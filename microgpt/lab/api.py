@@ -144,6 +144,9 @@ class Checkpoints:
         return out
 
 
+STEP_WAIT = 30.0  # seconds a step request waits for the one being computed
+
+
 # ---------------------------------------------------------------------------- the routes
 class Lab:
     """One method per API route: body (a dict parsed from JSON) -> a JSON-ready dict."""
@@ -153,7 +156,9 @@ class Lab:
         self.trainer = trainer
         # one step at a time: the scalar engine's graph of a step on a large model takes
         # seconds and hundreds of MB (n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB),
-        # so a burst of requests must not build many at once
+        # so a burst of requests must not build many at once. A request waits its turn for up
+        # to STEP_WAIT seconds (a learner who types a second name before the first is drawn
+        # gets both), then is told to try again.
         self.step_gate = threading.Lock()
 
     def _model(self, body):
@@ -247,7 +252,7 @@ class Lab:
         """Lesson 04's training step on the chosen checkpoint: lab step's numbers (step_view)."""
         path = self.checkpoints.path(field(body, 'ckpt', str, 'start'))
         text, lr = field(body, 'text', str), field(body, 'lr', float, 0.01, 0.0, 10.0)
-        if not self.step_gate.acquire(blocking=False):
+        if not self.step_gate.acquire(timeout=STEP_WAIT):
             raise ApiError(503, "another step is being computed: try again when it has ended")
         try:
             return jsonable(step.step_view(path, text=text, lr=lr))

@@ -24,12 +24,20 @@ const Lab = (() => {
     });
   }
 
+  // The newest POST to each route wins: an answer that arrives after a newer request to the
+  // same route was sent (a second name typed before the first was drawn, a slider moved on,
+  // Start pressed while a poll was on its way) is dropped as Superseded, never drawn.
+  class Superseded extends Error {}
+  const newest = {};
+
   // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message
   async function api(path, body) {
     const init = body === undefined ? {method: 'GET'} :
       {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+    const mine = newest[path] = (newest[path] || 0) + 1;
     const response = await fetch(path, init);
     const data = await response.json();
+    if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
     return data;
   }
@@ -99,7 +107,7 @@ const Lab = (() => {
       showError('');
       return await fn();
     } catch (e) {
-      showError(e.message);
+      if (!(e instanceof Superseded)) showError(e.message);  // a newer request will draw
       return undefined;
     }
   }

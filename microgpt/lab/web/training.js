@@ -41,6 +41,7 @@ async function stop() {
 
 async function poll() {
   clearTimeout(timer);
+  // an answer overtaken by a newer poll is dropped by Lab.api, so no record is drawn twice
   const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
   if (!status) return;
   if (status.run !== run) {  // another run than drawn: its log is read from its start
