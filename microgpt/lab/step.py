@@ -299,8 +299,6 @@ def render(model, path, r):
                  f"tape (plus the {r['n_params']} weights, its leaves)")
     if r['numpy'] is None:
         lines.append("  the numpy training path (package `backprop`) is not installed: no second opinion")
-    elif 'error' in r['numpy']:
-        lines.append(f"  numpy training path: {r['numpy']['error']}")
     else:
         lines.append(f"  the numpy training path's gradients for the same name: largest difference "
                      f"{r['numpy']['max_diff']:.1e}")

@@ -158,8 +158,7 @@ function adam(d) {
 function graph(d) {
   const numpy = d.numpy === null || d.numpy === undefined
     ? 'the numpy training path (package backprop) is not installed: no second opinion'
-    : 'error' in d.numpy ? `numpy training path: ${d.numpy.error}`
-      : `the numpy training path's gradients for the same name: largest difference ${d.numpy.max_diff.toExponential(1)}`;
+    : `the numpy training path's gradients for the same name: largest difference ${d.numpy.max_diff.toExponential(1)}`;
   return el('div', {class: 'panel', id: 'graph-size'},
     el('p', {class: 'mono small'}, `6) the graph of this step on the scalar engine: ${d.graph_nodes} nodes ` +
       `recorded on the tape (plus the ${d.n_params} weights, its leaves)`),
