@@ -13,7 +13,7 @@ Every parameter matrix is a list of rows, stored [n_out][n_in], so `linear(x, w)
 product per row. The building blocks (dot, linear, softmax, rmsnorm) come from one of two
 files with the same names: fused.py (one hand-differentiated node each, the default, fast
 enough to train 1000 steps in about ten seconds) or ops.py (composed from basic ops exactly as
-microgpt writes them; `GPT(..., fused=False)`). The logits are the same either way.
+microgpt writes them; `GPT(..., fused=False)`). The logits agree either way, to rounding.
 """
 
 import random
@@ -78,7 +78,8 @@ class GPT:
     def __init__(self, config, seed=42, tokenizer=None, init_std=0.08, fused=True):
         self.config = config
         # The building blocks gpt() and the loss use: the fused set (fast) or the composed one
-        # (microgpt's own, slower). Same math, same numbers; only the size of the graph differs.
+        # (microgpt's own, slower). Same math, the same numbers to rounding (1e-12); only the size
+        # of the graph differs.
         self.ops = fused_ops if fused else composed_ops
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         self.train_state = None     # what --resume needs, when loaded from a checkpoint
