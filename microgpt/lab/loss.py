@@ -18,6 +18,7 @@ from ..checkpoint import is_our_checkpoint
 from ..errors import UserError, read_user_file
 from ..jsonio import parse_json
 from ..limits import MAX_LOSS, MAX_STEP
+from ..run import log_path_for
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
@@ -69,8 +70,7 @@ def _not_a_log(path):
     """What to say when the file given as a log is a checkpoint, naming its log if we can:
     train.py writes out/model.json's log to out/model.log.jsonl."""
     if path.endswith('.json'):
-        return (f"{path} is a checkpoint, not a training log: give its log, "
-                f"{path[:-len('.json')]}.log.jsonl")
+        return f"{path} is a checkpoint, not a training log: give its log, {log_path_for(path)}"
     return f"{path} is a checkpoint, not a training log: give the .log.jsonl file beside it"
 
 

@@ -27,6 +27,7 @@ import threading
 
 from ..checkpoint import read_checkpoint
 from ..errors import UserError
+from ..run import log_path_for
 from ..sampling import sample_names
 from ..tokenizer import CharTokenizer
 from . import loss
@@ -57,7 +58,7 @@ class Run:
         self.number, self.folder, self.params = number, folder, params
         self.proc, self.output = proc, output
         self.out = os.path.join(folder, 'model.json')
-        self.log = os.path.join(folder, 'model.log.jsonl')
+        self.log = log_path_for(self.out)  # where train.py writes the log beside its checkpoint
         self.state = 'running'   # -> stopping -> finished / stopped / failed
         self.stop_sent = False   # Stop was pressed (a SIGINT sent)
         self.exit_code = None
