@@ -379,6 +379,21 @@ def test_a_client_that_leaves_before_its_answer_is_no_error(server, capfd):
     assert 'Traceback' not in capfd.readouterr().err
 
 
+def test_a_reset_anywhere_in_a_conversation_prints_nothing_but_a_bug_does(server, capsys):
+    """socketserver hands whatever escapes a handler to handle_error: wherever the reset lands
+    (the answer, or reading the next request), it is a client leaving, not a bug."""
+    try:
+        raise ConnectionResetError(104, 'Connection reset by peer')
+    except ConnectionResetError:
+        server.handle_error(None, ('127.0.0.1', 1))
+    assert capsys.readouterr().err == ''
+    try:
+        raise ValueError('a bug')
+    except ValueError:
+        server.handle_error(None, ('127.0.0.1', 1))
+    assert 'ValueError: a bug' in capsys.readouterr().err
+
+
 def test_loopback_is_recognised():
     assert is_loopback('127.0.0.1') and is_loopback('::1') and is_loopback('localhost')
     assert not is_loopback('0.0.0.0') and not is_loopback('192.168.1.5')
