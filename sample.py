@@ -1,68 +1,11 @@
 """
-Generate names from a trained checkpoint.
-
-    python sample.py                              # 20 names from out/model.json
-    python sample.py --num 5 --temperature 0.8 --prompt ma
-    python sample.py --engine numpy               # same names, computed by the numpy port
-    python sample.py --temperature 0              # greedy: the most likely character, every time
-    python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
-
-The checkpoint carries its own config and vocabulary, so nothing else is needed. Sampling is
-microgpt's loop (see microgpt/sampling.py): feed BOS and the prompt, draw the next character
-from softmax(logits / temperature) with a generator seeded by --seed, stop at BOS or when the
-block is full. The same checkpoint, seed, temperature, top-k and prompt give the same names
-with either engine. --temperature 0 is greedy decoding (argmax, no randomness: the same names
-for every seed); --top-k K draws only among the K most likely characters. Each name is
-printed as soon as it is made, so Ctrl-C keeps the names already printed.
+Generate from a trained checkpoint: `python sample.py --help`. The program itself is
+microgpt/sample.py (read it there); this file only lets a source checkout run it from the top
+of the repository. Installed with pip, the same program is the `microgpt-sample` command, or
+`python -m microgpt.sample`.
 """
 
-from microgpt import cli, limits
-from microgpt.checkpoint import load_checkpoint
-from microgpt.sampling import iter_names, scalar_next_logits
-
-
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Generate names from a trained microgpt checkpoint.")
-    g = p.add_argument_group('model')
-    g.add_argument('--ckpt', default='out/model.json', metavar='PATH',
-                   help="checkpoint written by train.py, or the 3D tutorial's weights export "
-                        "(default out/model.json)")
-    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
-                   help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
-                        "them; default 4)")
-    g.add_argument('--engine', choices=('scalar', 'numpy'), default='scalar',
-                   help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
-                        "src/inference (faster, identical names)")
-    g = p.add_argument_group('sampling')
-    g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES), default=20,
-                   help=f"how many names, 0..{limits.MAX_NAMES:,} (default 20)")
-    g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=0.5,
-                   help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
-                        "inventive, 0 = greedy (always the most likely character) (default 0.5)")
-    g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
-                   help="draw only among the K most likely characters, 1 or more (default: all)")
-    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
-                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same names (default 42)")
-    g.add_argument('--prompt', default='',
-                   help="how every name starts; its characters must be in the vocabulary (default: empty)")
-    return p.parse_args(argv)
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    if args.engine == 'numpy':
-        import inference  # numpy lives only in the port, so it is imported only when asked for
-        model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = model.next_logits_fn
-    else:
-        model = load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = lambda: scalar_next_logits(model)  # noqa: E731  (a fresh KV cache per name)
-    names = iter_names(make_next_logits, model.tokenizer, model.config.block_size, num=args.num,
-                       temperature=args.temperature, seed=args.seed, prompt=args.prompt, top_k=args.top_k)
-    for name in names:
-        print(name, flush=True)  # at once: Ctrl-C keeps every name already made
-    return 0
-
+from microgpt.sample import command
 
 if __name__ == '__main__':
-    cli.run(main)
+    command()

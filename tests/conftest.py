@@ -34,7 +34,7 @@ def names_file(tmp_path_factory):
 @pytest.fixture(scope='session')
 def tiny_ckpt(tmp_path_factory, names_file):
     """Path of a checkpoint trained for 60 steps by train.py on TINY_NAMES (n_embd 8, 2 heads)."""
-    import train
+    from microgpt import train
     out = tmp_path_factory.mktemp('ckpt') / 'model.json'
     status = train.main(['--data', names_file, '--out', str(out), '--steps', '60', '--n-embd', '8',
                          '--n-head', '2', '--block-size', '12', '--val-size', '6',

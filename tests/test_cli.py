@@ -22,8 +22,8 @@ import time
 import pytest
 
 import microgpt.run
-import sample
-import train
+from microgpt import sample
+from microgpt import train
 from conftest import REPO_DIR, TINY_NAMES
 from microgpt import cli, load_checkpoint
 from microgpt.checkpoint import read_checkpoint, save_checkpoint

@@ -18,7 +18,7 @@ import pytest
 
 import inference
 from attention_trace import gpt_with_trace
-import sample
+from microgpt import sample
 from inference.model import merge_heads, split_heads
 from microgpt.checkpoint import load_checkpoint as scalar_load_checkpoint
 from microgpt.errors import UserError

@@ -332,7 +332,7 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
 
 
 def test_sample_py_bad_input(tiny_ckpt, capsys):
-    import sample
+    from microgpt import sample
     for argv, message in ((['--top-k', '0'], 'give an integer from 1 to'),
                           (['--temperature', '-0.5'], 'give a number from 0 to 1000')):
         with pytest.raises(SystemExit) as info:
@@ -342,7 +342,7 @@ def test_sample_py_bad_input(tiny_ckpt, capsys):
 
 
 def test_sample_py_greedy_and_tiny_temperature(tiny_ckpt, capsys):
-    import sample
+    from microgpt import sample
     outs = []
     for argv in (['--temperature', '0', '--seed', '1'], ['--temperature', '0', '--seed', '2'],
                  ['--temperature', '1e-308', '--engine', 'numpy'], ['--top-k', '1', '--temperature', '1']):

@@ -144,7 +144,7 @@ def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num
 def our_run(docs, steps, settings=ORIGINAL):
     """What train.py --reproduce-original does: prepare's weights, train.py's split and batches
     (shuffled with the seed, none held out, one name per step), our GPT and Adam, then sample."""
-    from train import batch_at
+    from microgpt.train import batch_at
     rng, _, tokenizer, config, weights = prepare(docs, settings)
     train_docs, _ = split_docs(docs, val_size=0, seed=settings['seed'])
     train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
@@ -235,7 +235,7 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     """The flag itself, through train.py, on makemore's names.txt: its first 6 steps (cut by a
     real SIGINT) are the port's first 6 of a 1000-step schedule, loss for loss; resumed, still
     reproducing, it ends on the original's published last losses and 20 names, in order."""
-    import train
+    from microgpt import train
     from microgpt.data import load_docs
     from test_cli import interrupt_after, log_of, losses, run
     out = tmp_path / 'model.json'
@@ -263,7 +263,7 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     (['--no-shuffle'], '--no-shuffle would change'),
 ], ids=['model-size', 'held-out-split', 'batch', 'steps', 'no-shuffle'])
 def test_train_py_refuses_flags_that_change_the_original(tmp_path, names_file, capsys, extra, fragment):
-    import train
+    from microgpt import train
     from test_cli import assert_one_line_error, run
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out), *extra], capsys)

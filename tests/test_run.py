@@ -23,7 +23,7 @@ import time
 import pytest
 
 import microgpt.checkpoint
-import train
+from microgpt import train
 from conftest import REPO_DIR, TINY_NAMES
 from microgpt.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig

@@ -39,7 +39,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = args.ckpt
         if ckpt is None:
-            import train
+            from microgpt import train
             ckpt = os.path.join(tmp, 'model.json')
             train.main(['--out', ckpt, '--num-samples', '0'])
         server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))

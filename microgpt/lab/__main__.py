@@ -210,5 +210,10 @@ def main(argv=None):
     return command.run(args)
 
 
-if __name__ == '__main__':
+def command():
+    """`microgpt-lab` (installed) and `python -m microgpt.lab`."""
     cli.run(main)
+
+
+if __name__ == '__main__':
+    command()

@@ -33,8 +33,9 @@ from ..tokenizer import CharTokenizer
 from . import loss
 from .api import ApiError, field
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TRAIN_PY = os.path.join(REPO_DIR, 'train.py')
+# The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
+# checkout, src/ beside it) whether or not the project is installed.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # What the page may ask for: (low, high, default). Ranges a learner's laptop trains in minutes.
 LIMITS = {
@@ -81,7 +82,7 @@ class Trainer:
 
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
-        return {'available': os.path.exists(TRAIN_PY), 'engines': list(ENGINES),
+        return {'available': True, 'engines': list(ENGINES),
                 'limits': {**LIMITS, 'lr': LR_LIMITS}}
 
     def params(self, body):
@@ -100,8 +101,6 @@ class Trainer:
         return p, [str(f) for f in flags]
 
     def start(self, body):
-        if not os.path.exists(TRAIN_PY):
-            raise ApiError(501, "training needs train.py beside the package (a source checkout)")
         params, flags = self.params(body)
         with self.lock:
             if self.run is not None and self.run.state in ('running', 'stopping'):
@@ -114,17 +113,18 @@ class Trainer:
             except OSError as e:  # the server's --runs-dir, not the request, is at fault
                 raise ApiError(500, f"cannot make a run folder in {self.runs_dir}: {e.strerror}: "
                                     "start the server with another --runs-dir") from None
-            argv = [sys.executable, TRAIN_PY, '--out', os.path.join(folder, 'model.json'), *flags]
+            argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, 'model.json'), *flags]
             if self.data:
                 argv += ['--data', self.data]
             env = dict(os.environ)
-            # `inference` lives in src/: found there even when the package is not installed
-            env['PYTHONPATH'] = os.pathsep.join(filter(None, [os.path.join(REPO_DIR, 'src'),
+            # microgpt/ and, in a source checkout, `inference` in src/: found even when the project
+            # is not installed (installed, they are on the path already)
+            env['PYTHONPATH'] = os.pathsep.join(filter(None, [PACKAGE_PARENT, os.path.join(PACKAGE_PARENT, 'src'),
                                                               env.get('PYTHONPATH')]))
             # its own session: a Ctrl-C in the server's terminal reaches the server only, which
             # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
             try:
-                proc = subprocess.Popen(argv, cwd=REPO_DIR, env=env, stdin=subprocess.DEVNULL,
+                proc = subprocess.Popen(argv, cwd=folder, env=env, stdin=subprocess.DEVNULL,
                                         stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             except OSError:
                 output.close()

@@ -19,7 +19,6 @@ function setup() {
     $(name).max = high;
   }
   $('start').disabled = !options.available;
-  if (!options.available) Lab.showError("training needs train.py beside the package (a source checkout)");
   poll();
 }
 

@@ -1,0 +1,182 @@
+"""
+Train a tiny GPT on names and save it as one self-sufficient checkpoint.
+
+    python train.py                          # 1000 steps on the bundled census first names
+    python train.py --data my_names.txt --steps 3000 --n-layer 2
+    python train.py --engine numpy --batch-size 32 ...   # the hand-derived numpy path, batched
+    python train.py --resume                 # continue the run saved at --out, exactly
+
+The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
+cross-entropy of each next token, backward, one Adam update with a learning rate that decays
+linearly to 0. Read main() top to bottom: data, model, optimizer, the loop. The loop is the
+same whichever engine computes the step (microgpt.training.ScalarTrainer, on the Value engine,
+or backprop.Trainer, on numpy arrays); everything that makes a run safe to stop and resume
+(flags of a resumed run, the lock on --out, the log, saving, Ctrl-C) is microgpt/run.py's.
+
+It prints the resolved configuration, a live progress line, the validation loss every
+--eval-every steps, and finally a few sampled names. Beside the checkpoint it writes a log of
+JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
+"""
+
+import itertools
+import math
+
+import inference
+from microgpt import cli, limits, original
+from microgpt.data import load_docs, split_docs
+from microgpt.errors import UserError
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.run import MAX_BATCH_SIZE, MAX_STEPS, Run
+from microgpt.sampling import iter_names, scalar_next_logits
+from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
+
+
+def parse_args(argv=None):
+    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size).")
+    g = p.add_argument_group('data')
+    g.add_argument('--data', metavar='PATH',
+                   help="UTF-8 text file, one name (document) per line "
+                        "(default: the census first names bundled with the `names` package)")
+    g.add_argument('--val-size', type=cli.int_in(0, MAX_STEPS), metavar='N',
+                   help="names held out for validation (default: 10%% of the data, at most 1000; 0 = none)")
+    g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
+                   help="keep the file's order instead of shuffling with --seed")
+    g = p.add_argument_group('model (ignored with --init and --resume, which use the checkpoint\'s)')
+    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER),
+                   help="transformer blocks (default 1; 1-4 is sensible here)")
+    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD),
+                   help="embedding width (default 16; must divide by --n-head)")
+    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), help="attention heads per block (default 4)")
+    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE),
+                   help="longest sequence in tokens (default 16; names longer than this are cut)")
+    g.add_argument('--init', metavar='CKPT',
+                   help="start from this checkpoint's weights, config and vocabulary, with a fresh optimizer")
+    g = p.add_argument_group('optimization')
+    g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), help="training steps (default 1000)")
+    g.add_argument('--lr', type=cli.positive_float, help="peak Adam learning rate, decayed linearly to 0 (default 0.01)")
+    g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B',
+                   help="names per step (default 1, microgpt's); the loss is the mean over every "
+                        "predicted token of the batch")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED),
+                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED} (default 42)")
+    g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
+    g.add_argument('--engine', choices=('scalar', 'numpy'),
+                   help="scalar: the Value autograd of microgpt/ (default, the teaching path); "
+                        "numpy: src/backprop, every gradient derived by hand, much faster")
+    g.add_argument('--reproduce-original', action='store_true', default=None,
+                   help="the original single-file microgpt.py's run, number for number: its data "
+                        "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
+                        "generator seeded 42 (no held-out split; refuses flags that would change it)")
+    g.add_argument('--unfused', action='store_true',
+                   help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
+                        "as microgpt does, instead of fused.py's (about 13x slower, same losses)")
+    g = p.add_argument_group('output')
+    g.add_argument('--out', default='out/model.json', metavar='PATH',
+                   help="checkpoint file (default out/model.json); the log goes beside it as .log.jsonl")
+    g.add_argument('--resume', action='store_true',
+                   help="continue the run saved at --out: weights, Adam moments, step, data order and "
+                        "its settings (either engine may continue it)")
+    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
+                   help="also save the checkpoint every N steps (default 100, or the resumed run's; "
+                        "0 = only at the end)")
+    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
+                   help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
+    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
+                   help="names to sample when training ends (default 10; 20 with --reproduce-original)")
+    return p.parse_args(argv)
+
+
+def make_trainer(args, model):
+    """The engine that computes each step: the Value graph (scalar) or numpy arrays."""
+    if args.engine == 'numpy':
+        if args.unfused:
+            raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
+        import backprop  # numpy lives outside microgpt/, so it is imported only when asked for
+        return backprop.Trainer(model.config, model.weights(), model.tokenizer)
+    return ScalarTrainer(model, Adam(model.params))
+
+
+def batch_at(train_tokens, step, batch_size):
+    """The names of step s (counted from 1): the next batch_size names, wrapping around."""
+    start = (step - 1) * batch_size
+    return [train_tokens[(start + b) % len(train_tokens)] for b in range(batch_size)]
+
+
+def validation_loss(trainer, docs):
+    """Mean loss per predicted token on the held-out names, computed by the numpy port.
+
+    It is the number microgpt.training.evaluate gives with the scalar engine (the tests check
+    that), found some 60x faster, because no graph is built. inf or nan means divergence.
+    """
+    port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer)
+    try:
+        return inference.evaluate(port, docs)
+    except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
+        return math.nan
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    with Run(args) as run:  # flags resolved (from --resume's run if any), --out checked, Ctrl-C caught
+        # Let there be data: the names, split once into training and validation names.
+        docs = load_docs(args.data)
+        train_docs, val_docs = split_docs(docs, args.val_size, seed=args.seed, shuffle=args.shuffle)
+        tokenizer = run.tokenizer(docs)
+        train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
+        if args.batch_size > len(train_tokens):
+            raise UserError(f"--batch-size {args.batch_size} is larger than the {len(train_tokens)} "
+                            f"training names: use at most {len(train_tokens)}")
+
+        # Let there be a model, and the engine that trains it (with its Adam optimizer).
+        config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
+        model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
+        if args.reproduce_original:  # its weights come from the generator that shuffled its data
+            rng, _, _, _, weights = original.prepare(docs)
+            model.load_weights(weights)
+        trainer = make_trainer(args, model)
+        start = run.restore(trainer, docs)  # --init's weights, or --resume's weights, Adam and step
+
+        print(f"data: {args.data or 'bundled census first names'}: {len(docs)} names, "
+              f"{len(train_docs)} train / {len(val_docs)} val, vocab {tokenizer.vocab_size} "
+              f"({''.join(tokenizer.chars)!r} + BOS)")
+        print(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
+              f"head_dim={config.head_dim} block_size={config.block_size} params={len(model.params)}")
+        print(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
+              f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
+              f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
+              + (f" init={args.init}" if args.init else ""))
+
+        # Let there be training: one batch per step (one name, by default), as microgpt does.
+        for step in range(start + 1, args.steps + 1):  # step s is counted from 1
+            lr_t = learning_rate(args.lr, step - 1, args.steps)
+            loss = trainer.step(batch_at(train_tokens, step, args.batch_size), lr_t)
+            run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
+            if run.evaluation_due(step) and val_docs:
+                run.log_validation(step, validation_loss(trainer, val_docs), len(val_docs))
+            if run.save_due(step):
+                run.save(step, trainer)
+            if run.stop_signal:  # Ctrl-C or SIGTERM: the step is saved, say how to resume
+                return run.stopped(step)
+    print(f"saved {args.out} (step {args.steps}); log {run.log_path}")
+
+    if args.num_samples != 0:
+        print("samples:")
+        model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
+        if args.reproduce_original:  # drawn from the original's generator, where training left it
+            names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
+        else:
+            names = iter_names(lambda: scalar_next_logits(model), tokenizer, config.block_size,
+                               num=args.num_samples or 10, temperature=0.5, seed=args.seed)
+        for name in names:
+            print(' ', name, flush=True)
+    return 0
+
+
+def command():
+    """`microgpt-train` (installed), `python -m microgpt.train` and the top-level train.py."""
+    cli.run(main)
+
+
+if __name__ == '__main__':
+    command()
