@@ -107,6 +107,8 @@ def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     assert adam['param'] in page.inner_text('#result')
     assert f"all {want['n_with_grad']} of {want['n_params']} weights" in page.inner_text('#fresh-adam')
     assert f"{want['graph_nodes']} nodes" in page.inner_text('#graph-size')
+    assert page.inner_text('#without-grad') == want['without_grad']['text']
+    assert 'MLP hidden units whose ReLU is 0' in want['without_grad']['text']
     assert page.errors == []
 
 

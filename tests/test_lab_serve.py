@@ -132,7 +132,7 @@ def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckp
     from microgpt.checkpoint import read_checkpoint
     trained = read_checkpoint(tiny_ckpt)['train_state']['run']['lr']
     got = post(server, '/api/step', {'text': TEXT})
-    assert got['lr'] == trained and got['lr_source'] == 'the checkpoint'
+    assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
     start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
     assert start['trained_lr'] == trained
 
@@ -481,7 +481,7 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
     """The run has its own session, so the server must hand it the second Ctrl-C itself: an
     impatient learner must not leave train.py going on with nobody to stop it."""
     import signal
-    from microgpt.lab.runs import Run, Trainer
+    from microgpt.lab.runs import RunManager, RunProcess
 
     class SlowToStop:  # a train.py still saving when the second Ctrl-C comes
         def __init__(self):
@@ -496,9 +496,9 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
         def wait(self, timeout=None):
             raise KeyboardInterrupt
 
-    trainer = Trainer(str(tmp_path), checkpoints=None)
+    runs = RunManager(str(tmp_path), checkpoints=None)
     proc = SlowToStop()
-    trainer.run = Run(1, str(tmp_path), {'steps': 10}, proc, output=None)
+    runs.run = RunProcess(1, str(tmp_path), {'steps': 10}, proc, output=None)
     with pytest.raises(KeyboardInterrupt):
-        trainer.shutdown()
+        runs.shutdown()
     assert proc.signals == [signal.SIGINT, signal.SIGINT]

@@ -86,6 +86,33 @@ def test_a_small_step_lowers_the_names_loss(scalar):
     assert abs(r['loss_after'] - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < EXACT_TOL
 
 
+def test_the_weights_without_a_gradient_are_unused_rows_and_dead_relu_units(scalar):
+    """Every weight whose gradient is exactly 0 is explained: an embedding row the name does not
+    use, or the fc1 row and fc2 column of an MLP unit whose ReLU is 0 at every position."""
+    r = step.step_report(scalar, TEXT, lr=0.01)
+    c = r['without_grad']
+    assert c['zeros'] == r['n_params'] - r['n_with_grad']
+    assert c['other'] == 0 and c['confirmed'] is True
+    n = scalar.config.n_embd
+    assert c['unused_rows']['wte'] == (scalar.config.vocab_size - len(r['wte_rows'])) * n
+    for li, units in enumerate(c['dead_units']):
+        for h in units:
+            assert not any(r['grads'][f'layer{li}.mlp_fc1'][h])
+            assert not any(row[h] for row in r['grads'][f'layer{li}.mlp_fc2'])
+
+
+def test_a_unit_made_dead_is_counted_dead(tiny_ckpt):
+    """Control: zero a unit's fc1 row, so its ReLU input is 0 at every position: the census must
+    find it (and the port agree), where the trained model's unit was alive."""
+    alive = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)['without_grad']['dead_units'][0]
+    h = next(u for u in range(4 * 8) if u not in alive)
+    model = load_scalar(tiny_ckpt)
+    for p in model.state_dict['layer0.mlp_fc1'][h]:
+        p.data = 0.0
+    c = step.step_report(model, TEXT, lr=0.01)['without_grad']
+    assert h in c['dead_units'][0] and c['confirmed'] is True and c['other'] == 0
+
+
 def test_the_first_adam_step_is_lr(scalar):
     lr = 0.01
     r = step.step_report(scalar, TEXT, lr=lr)

@@ -39,7 +39,7 @@ from ..errors import UserError
 from . import registry
 from .api import ApiError, Checkpoints, Lab
 from .loading import load_model
-from .runs import Trainer
+from .runs import RunManager
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
 MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
@@ -267,7 +267,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
-    lab = Lab(checkpoints, Trainer(runs_dir, checkpoints, data=data))
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data))
     try:
         return LabServer((host, port), lab)
     except OSError as e:
@@ -298,6 +298,6 @@ def run(args):
     except KeyboardInterrupt:
         print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
     finally:
-        server.lab.trainer.shutdown()
+        server.lab.runs.shutdown()
         server.server_close()
     return 0

@@ -155,6 +155,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
     wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
     wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
     numpy_check = numpy_gradients(model, tokens, grads)  # at the weights before the update
+    census = zero_gradient_census(model, tokens, grads, wte_rows, wpe_rows)
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step
     flat = [(name, r, c) for name, matrix in model.state_dict.items()
@@ -201,7 +202,42 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         'small_grads': sum(1 for i in with_grad if abs(g_flat[i]) < eps * 1e6),
         'graph_nodes': n_nodes,
         'numpy': numpy_check,
+        'without_grad': census,
     }
+
+
+# ---------------------------------------------------------------------------- weights without a gradient
+def zero_gradient_census(model, tokens, grads, wte_rows, wpe_rows):
+    """Why each weight with a gradient of exactly 0 has none, counted from the gradients.
+
+    Two reasons: an embedding row the name never uses (wte: a token not read; wpe: a position
+    past the name) is not in the graph; and a hidden unit of an MLP whose ReLU is 0 at every
+    position of the name (a "dead" unit for this name: its input was <= 0 each time) passes no
+    gradient back, so its row of mlp_fc1 and its column of mlp_fc2 get none. 'other' counts the
+    zeros that neither explains (a gradient that cancels to exactly 0), and 'confirmed' says
+    whether the numpy port's own forward pass finds the same dead units (its mlp_pre_relu <= 0
+    at every position), None where the port is absent.
+    """
+    cfg = model.config
+    n = cfg.n_embd
+    unused = {'wte': (cfg.vocab_size - len(wte_rows)) * n, 'wpe': (cfg.block_size - len(wpe_rows)) * n}
+    dead = []  # per layer: the hidden units with no gradient in their mlp_fc1 row
+    for li in range(cfg.n_layer):
+        fc1, fc2 = grads[f'layer{li}.mlp_fc1'], grads[f'layer{li}.mlp_fc2']   # (4n, n), (n, 4n)
+        dead.append([h for h in range(4 * n) if not any(fc1[h]) and not any(row[h] for row in fc2)])
+    dead_weights = sum(2 * n * len(units) for units in dead)  # a row of fc1 and a column of fc2 each
+    zeros = sum(1 for rows in grads.values() for row in rows for g in row if g == 0)
+    confirmed = None
+    if importlib.util.find_spec('numpy') is not None and importlib.util.find_spec('inference') is not None:
+        import inference
+        port = inference.NumpyGPT(cfg, model.weights(), tokenizer=model.tokenizer)
+        _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
+        confirmed = all(sorted(int(h) for h in (caps['mlp_pre_relu'][li] <= 0).all(axis=0).nonzero()[0])
+                        == dead[li] for li in range(cfg.n_layer))
+    c = {'zeros': zeros, 'unused_rows': unused, 'dead_units': dead, 'dead_unit_weights': dead_weights,
+         'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed}
+    c['text'] = without_grad_text(c)
+    return c
 
 
 # ---------------------------------------------------------------------------- the numpy path
@@ -236,7 +272,7 @@ def compute(model, text, lr=None, param=None):
     lr_source = 'given'
     if lr is None:
         lr = trained_lr(model)
-        lr_source = 'the checkpoint' if lr is not None else "train.py's default"
+        lr_source = "the checkpoint's" if lr is not None else "train.py's default"
         lr = DEFAULT_LR if lr is None else lr
     r = step_report(model, text, lr=lr, param=param)
     r['_grads'] = r.pop('grads')
@@ -247,7 +283,9 @@ def compute(model, text, lr=None, param=None):
 # ---------------------------------------------------------------------------- printing
 def render(r):
     lines = [f"one training step on {r['text']!r}: tokens {' '.join(r['labels'])}, "
-             f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}, a fresh Adam (its first step); "
+             f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}"
+             + (f" ({r['lr_source']})" if r.get('lr_source', 'given') != 'given' else '')
+             + ", a fresh Adam (its first step); "
              "the checkpoint file is not changed", '']
 
     lines.append("1) forward: the loss at each position, -ln p(true next)")
@@ -302,6 +340,7 @@ def render(r):
     lines.append(f"  ({r['small_grads']} have |g| < 1e-2, where eps = 1e-8 shows past the 6th digit; "
                  f"the {r['n_params'] - r['n_with_grad']} weights without a gradient moved by "
                  f"{r['untouched_moved']:g})")
+    lines.append("  " + r['without_grad']['text'])
     lines.append('')
 
     lines.append("5) after the update: the same name again")
@@ -322,6 +361,23 @@ def render(r):
         lines.append(f"  the numpy training path's gradients for the same name: largest difference "
                      f"{r['numpy']['max_diff']:.1e}")
     return '\n'.join(lines)
+
+
+def without_grad_text(c):
+    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them."""
+    dead = sum(len(u) for u in c['dead_units'])
+    per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
+    text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "
+            f"are embedding rows this name never uses (wte {c['unused_rows']['wte']}, wpe "
+            f"{c['unused_rows']['wpe']}); {c['dead_unit_weights']} belong to {dead} MLP hidden units whose "
+            f"ReLU is 0 at every position of this name ({per_layer}), so no gradient passes them: "
+            "their row of mlp_fc1 and column of mlp_fc2")
+    if c['other']:
+        text += f"; {c['other']} others cancel to exactly 0"
+    if c['confirmed'] is not None:
+        text += ("; the numpy port's forward pass finds the same dead units" if c['confirmed'] else
+                 "; the numpy port's forward pass disagrees on the dead units")
+    return text
 
 
 def picture(path, r, source):

@@ -151,7 +151,13 @@ function adam(d) {
       num(d.step_ratio_min, d.step_ratio_min.toFixed(9)), ' to ', num(d.step_ratio_max, d.step_ratio_max.toFixed(9)),
       `; equal to |g| / (|g| + eps) within ${d.formula_diff.toExponential(1)}. ` +
       `${d.small_grads} have |g| < 1e-2, where eps shows past the 6th digit; the ${untouched} ` +
-      `weights without a gradient moved by ${d.untouched_moved}`));
+      `weights without a gradient moved by ${d.untouched_moved}`),
+    withoutGrad(d.without_grad));
+}
+
+// why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
+function withoutGrad(c) {
+  return el('p', {class: 'small', id: 'without-grad', 'data-zeros': c.zeros}, c.text);
 }
 
 // 6) the graph's size, and the numpy training path's second opinion
