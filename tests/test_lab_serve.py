@@ -502,3 +502,12 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         runs.shutdown()
     assert proc.signals == [signal.SIGINT, signal.SIGINT]
+
+
+@pytest.mark.parametrize('host, loopback', [('::ffff:127.0.0.1', True), ('::ffff:127.5.0.1', True),
+                                            ('::ffff:10.0.0.1', False), ('::1', True), ('0.0.0.0', False),
+                                            ('localhost', True), ('example.com', False)])
+def test_an_ipv4_mapped_loopback_address_is_loopback(host, loopback):
+    """Issue 17: --host ::ffff:127.0.0.1 warned that the lab was open to everyone."""
+    from microgpt.lab.serve import is_loopback
+    assert is_loopback(host) == loopback

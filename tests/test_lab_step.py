@@ -403,3 +403,42 @@ def test_a_tiny_temperature_does_not_crash_the_lab(tiny_ckpt, capsys):
         assert main(argv + ['--ckpt', tiny_ckpt]) == 0, argv
     out = capsys.readouterr().out
     assert 'sum of the weights: 1.000000000000' in out
+
+
+# ---------------------------------------------------------------------------- unusual weights
+def weights_like(tiny_ckpt, tmp_path, kind):
+    """The tiny checkpoint with every weight 0, every weight the smallest subnormal, or one
+    lm_head weight of 1e308: valid models, only unusual."""
+    obj = json.loads(open(tiny_ckpt, encoding='utf-8').read())
+    sd = obj['state_dict']
+    if kind == 'huge':
+        sd['lm_head'][0][0] = 1e308
+    else:
+        for name, rows in sd.items():
+            sd[name] = [[0.0 if kind == 'zero' else 5e-324] * len(row) for row in rows]
+    path = tmp_path / f'{kind}.json'
+    path.write_text(json.dumps(obj), encoding='utf-8')
+    return str(path)
+
+
+@pytest.mark.parametrize('kind', ['zero', 'subnormal', 'huge'])
+def test_lab_step_on_unusual_weights_prints_and_the_page_answers(tiny_ckpt, tmp_path, kind, capsys, names_file):
+    """Issue 17, 12: all-zero and subnormal weights crashed the printout (IndexError: no wpe row
+    had a gradient), a huge lm_head weight its bars (NaN); /api/step answered 200 on the same files."""
+    from labserver import live_server, request
+    path = weights_like(tiny_ckpt, tmp_path, kind)
+    try:
+        main(['step', TEXT, '--ckpt', path])
+        out, refused = capsys.readouterr().out, None
+    except UserError as e:  # a forward pass that overflows: the one-line divergence message
+        out, refused = '', str(e)
+    with live_server(path, tmp_path / 'runs', names_file) as server:
+        status, got, _ = request(server, 'POST', '/api/step', {'text': TEXT})
+    if refused is None:
+        assert 'weights have no gradient' in out and 'nan' not in out
+        assert status == 200 and got['without_grad']['zeros'] == got['n_params'] - got['n_with_grad']
+    else:  # the command line and the page say the same
+        assert kind == 'huge' and 'its training diverged' in refused
+        assert status == 400 and got['error'] == refused
+    if kind != 'huge':
+        assert 'wpe rows: none (0 of' in out and 'unchanged: no weight had a gradient' in out

@@ -21,6 +21,7 @@ import math
 import os
 import shutil
 import subprocess
+import warnings
 
 from ..engine import Value
 from ..errors import UserError
@@ -55,7 +56,11 @@ def parse_expression(text):
     if not text.strip():
         raise UserError(f"the expression is empty: write one with {ALLOWED}")
     try:
-        tree = ast.parse(text.strip(), mode='eval')
+        with warnings.catch_warnings():  # '0x1for': Python warns, then refuses; say it once, as an error
+            warnings.simplefilter('error', SyntaxWarning)
+            tree = ast.parse(text.strip(), mode='eval')
+    except SyntaxWarning as e:
+        raise UserError(f"cannot parse {_short(repr(text))}: {e}") from None
     except SyntaxError as e:
         where = f" at column {e.offset}" if e.offset else ''
         raise UserError(f"cannot parse {_short(repr(text))}: {e.msg}{where}") from None

@@ -92,7 +92,8 @@ def stage_nodes(model, logits):
 
 
 def norm(xs):
-    return math.sqrt(sum(x * x for x in xs))
+    """The Euclidean norm, without squaring past the largest float (a weight of 1e308)."""
+    return math.hypot(*xs)
 
 
 def parse_param(text, model):
@@ -155,7 +156,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
     wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
     wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
     numpy_check = numpy_gradients(model, tokens, grads)  # at the weights before the update
-    census = zero_gradient_census(model, tokens, grads, wte_rows, wpe_rows)
+    census = zero_gradient_census(model, tokens, grads)
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step
     flat = [(name, r, c) for name, matrix in model.state_dict.items()
@@ -207,7 +208,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
 
 
 # ---------------------------------------------------------------------------- weights without a gradient
-def zero_gradient_census(model, tokens, grads, wte_rows, wpe_rows):
+def zero_gradient_census(model, tokens, grads):
     """Why each weight with a gradient of exactly 0 has none, counted from the gradients.
 
     Two reasons: an embedding row the name never uses (wte: a token not read; wpe: a position
@@ -220,7 +221,8 @@ def zero_gradient_census(model, tokens, grads, wte_rows, wpe_rows):
     """
     cfg = model.config
     n = cfg.n_embd
-    unused = {'wte': (cfg.vocab_size - len(wte_rows)) * n, 'wpe': (cfg.block_size - len(wpe_rows)) * n}
+    read = set(tokens[:-1])  # the tokens the name reads; the final BOS is only a target
+    unused = {'wte': (cfg.vocab_size - len(read)) * n, 'wpe': (cfg.block_size - (len(tokens) - 1)) * n}
     dead = []  # per layer: the hidden units with no gradient in their mlp_fc1 row
     for li in range(cfg.n_layer):
         fc1, fc2 = grads[f'layer{li}.mlp_fc1'], grads[f'layer{li}.mlp_fc2']   # (4n, n), (n, 4n)
@@ -292,7 +294,7 @@ def render(r):
     lines.append(table(['pos', 'reads', 'next', 'p(next)', 'loss'],
                        [[p['position'], p['reads'], p['target'], f"{p['p_before']:.4f}", f"{p['loss']:.4f}"]
                         for p in r['positions']]))
-    lines.append(f"  mean = the step's loss L = {r['loss_before']:.6f}")
+    lines.append(f"  mean = the step's loss L = {fixed(r['loss_before'])}")
     lines.append('')
 
     lines.append(f"2) the gradient at the top: dL/dlogits = (p - one_hot(true next)) / n, n = {r['n']}")
@@ -316,9 +318,9 @@ def render(r):
         lines.append(f"  {name:<16} {bar(v / biggest, 24)} {v:.5f}")
     vocab_size, block_size = r['vocab_size'], r['block_size']
     names = dict(zip(r['tokens'], r['labels']))
-    lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows'])} "
-                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {r['wpe_rows'][0]}..{r['wpe_rows'][-1]} "
-                 f"({len(r['wpe_rows'])} of {block_size})")
+    wpe = f"{r['wpe_rows'][0]}..{r['wpe_rows'][-1]}" if r['wpe_rows'] else 'none'
+    lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows']) or 'none'} "
+                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {wpe} ({len(r['wpe_rows'])} of {block_size})")
     lines.append("  why: an embedding row enters the graph only when its token is READ (BOS and the name's "
                  "letters; the final BOS is only a target) or its position is used; every other row is "
                  "not in the graph, so backward() never reaches it: its gradient is exactly 0")
@@ -347,9 +349,10 @@ def render(r):
     lines.append(table(['pos', 'next', 'p before', 'p after', 'change'],
                        [[p['position'], p['target'], f"{p['p_before']:.4f}", f"{p['p_after']:.4f}",
                          number(p['p_after'] - p['p_before'], '+.4f')] for p in r['positions']]))
-    lines.append(f"  loss {r['loss_before']:.6f} -> {r['loss_after']:.6f} "
-                 f"({number(r['loss_after'] - r['loss_before'], '+.6f')})"
+    lines.append(f"  loss {fixed(r['loss_before'])} -> {fixed(r['loss_after'])} "
+                 f"({fixed(r['loss_after'] - r['loss_before'], '+')})"
                  + ("" if r['loss_after'] < r['loss_before'] else
+                    "   unchanged: no weight had a gradient that moved it" if r['loss_after'] == r['loss_before'] else
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
@@ -363,6 +366,11 @@ def render(r):
     return '\n'.join(lines)
 
 
+def fixed(x, sign=''):
+    """x to 6 decimals, or in exponent form once that would print hundreds of digits (a loss of 1e300)."""
+    return number(x, f'{sign}.6f' if abs(x) < 1e9 else f'{sign}.6g')
+
+
 def without_grad_text(c):
     """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them."""
     dead = sum(len(u) for u in c['dead_units'])
@@ -373,7 +381,7 @@ def without_grad_text(c):
             f"ReLU is 0 at every position of this name ({per_layer}), so no gradient passes them: "
             "their row of mlp_fc1 and column of mlp_fc2")
     if c['other']:
-        text += f"; {c['other']} others cancel to exactly 0"
+        text += f"; {c['other']} others are 0 for another reason (a zero weight on their path, or terms that cancel)"
     if c['confirmed'] is not None:
         text += ("; the numpy port's forward pass finds the same dead units" if c['confirmed'] else
                  "; the numpy port's forward pass disagrees on the dead units")

@@ -58,7 +58,8 @@ function summary(d) {
       num(d.loss_before, Lab.fmt(d.loss_before, 6), {id: 'loss-before'}), '  →  ',
       num(d.loss_after, Lab.fmt(d.loss_after, 6), {id: 'loss-after'}), '  ',
       el('span', {class: change < 0 ? 'hit' : 'miss'}, `(${signed(change, 6)})`),
-      change < 0 ? '' : el('span', {class: 'miss'}, '  it went up: this lr overshoots, try a smaller one')));
+      change < 0 ? '' : el('span', {class: 'miss'}, change === 0 ? '  unchanged: no weight had a gradient that moved it'
+                                                       : '  it went up: this lr overshoots, try a smaller one')));
 }
 
 // 1) and 5): each position before and after the update
