@@ -108,9 +108,8 @@ def test_sample_route_equals_the_sampler(server, model):
     assert got['temperatures'] == [0.0, 1.3]
     drawn = {(d['temperature'], d['top_k']): d['names'] for d in got['draws']}
     assert list(drawn) == [(0.0, None), (1.3, None), (1.3, 3)]  # greedy is its own top-1 cut
-    assert drawn[(1.3, 3)] == sampling.sample_names(model.next_logits_fn, model.tokenizer,
-                                                    model.config.block_size, num=6, temperature=1.3,
-                                                    seed=3, prompt='e', top_k=3)
+    assert drawn[(1.3, 3)] == sampling.sample_names(model, num=6, temperature=1.3, seed=3,
+                                                    prompt='e', top_k=3)
     ids = [model.tokenizer.bos] + model.tokenizer.encode('e')
     assert got['probs'][1] == sampling.probabilities(model.next_logits_fn()(ids), 1.3)
     assert sum(got['probs'][1]) == pytest.approx(1.0, abs=1e-12)

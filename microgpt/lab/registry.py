@@ -23,7 +23,8 @@ Adding a page is three things:
 Its command, its route (with every range checked as declared), its link in every page's
 navigation and its place in the browser tests follow from that entry. A terminal-only
 sandbox says page=False; one that must not run twice at once (a scalar-engine step of
-seconds and hundreds of MB) says one_at_a_time=True.
+seconds and hundreds of MB) says one_at_a_time=True; one that runs without numpy (on the scalar
+engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
 
 This file imports nothing heavy: the command line is built from it for every command, and
 `lab autograd` and `lab loss` never load numpy.
@@ -110,6 +111,7 @@ class Sandbox:
     png: str = None              # what --png draws (the module's picture()); None: no --png
     picture_flag: str = '--png'
     one_at_a_time: bool = False  # requests wait their turn (see api.Lab)
+    numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
 
     @property
@@ -165,7 +167,7 @@ SANDBOXES = [
                     Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
                           group='what if (the model itself scales and uses temperature 1)',
                           help="divide the scores by this before the softmax (default 1)"))),
-    Sandbox('autograd', 'Autograd', model=None,
+    Sandbox('autograd', 'Autograd', model=None, numpy=False,
             help="build an expression's graph of Values and backpropagate",
             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), log(), relu(), "
                         "parentheses; nothing is eval'ed), builds the graph, runs backward() and lists "
@@ -196,7 +198,7 @@ SANDBOXES = [
                                f"most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to watch "
                                "the unscaled row saturate)"),
                     SEED)),
-    Sandbox('loss', 'Loss', model='log', page=False,
+    Sandbox('loss', 'Loss', model='log', page=False, numpy=False,
             help="training and validation loss curves from a training log",
             description="Reads the JSON-lines log train.py writes beside the checkpoint.",
             png="the curves",
