@@ -397,6 +397,8 @@ def run(args):
               "can use this lab, including starting training runs (open it by IP address: other "
               "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
+    for line in server.lab.runs.news:
+        print(line, flush=True)
     # `kill`, and closing the terminal (SIGHUP), stop it as Ctrl-C does: otherwise the server
     # would die at once and leave its training run going, in a session no terminal reaches
     for name in ('SIGTERM', 'SIGHUP'):
