@@ -106,7 +106,8 @@ class RunManager:
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
         return {'available': True, 'engines': list(ENGINES),
-                'limits': {**LIMITS, 'lr': LR_LIMITS}}
+                'limits': {**LIMITS, 'lr': LR_LIMITS},
+                'data': self.data}  # the file of names the runs train on; None: the bundled names
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
