@@ -69,11 +69,19 @@ def test_out_that_is_not_a_checkpoint_is_never_replaced(tmp_path, names_file, ca
     assert out.read_text() == '{"my": "own notes"}'
 
 
-def test_our_own_checkpoint_at_out_is_replaced_by_a_fresh_run(tmp_path, names_file, capsys):
+def test_a_fresh_run_over_a_trained_model_is_refused_unless_forced(tmp_path, names_file, capsys):
+    """A fresh run replaced a 300-step model without a word (and Ctrl-C to abort the mistake
+    saved the new run over it): now it names --resume and another --out, and --force replaces."""
     out = tmp_path / 'model.json'
     assert run(train.main, train_args(names_file, out, '--steps', '2'), capsys)[0] == 0
-    assert run(train.main, train_args(names_file, out, '--steps', '3'), capsys)[0] == 0
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    code, stdout, err = run(train.main, train_args(names_file, out, '--steps', '3'), capsys)
+    assert_one_line_error(code, err, f'--out {out} already holds a trained model: continue it with '
+                                     '--resume, write this run elsewhere with another --out, or replace it with --force')
+    assert stdout == '' and {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    assert run(train.main, train_args(names_file, out, '--steps', '3', '--force'), capsys)[0] == 0
     assert read_checkpoint(str(out))['train_state']['step'] == 3
+    assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3]
 
 
 @pytest.mark.parametrize('out, fragment', [
@@ -102,7 +110,10 @@ def test_a_symlinked_out_is_written_through_with_normal_permissions(tmp_path, na
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert read_checkpoint(str(target))['train_state']['step'] == 2
     assert stat.S_IMODE(target.stat().st_mode) == 0o644  # what a new file gets under umask 022
-    assert stat.S_IMODE((tmp_path / 'model.log.jsonl').stat().st_mode) == 0o644
+    # the log goes beside the file written, so every name of one checkpoint shares one log and lock
+    assert sorted(os.listdir(tmp_path)) == ['model.json', 'real']
+    assert sorted(os.listdir(target.parent)) == ['model.json', 'model.log.jsonl']
+    assert stat.S_IMODE((target.parent / 'model.log.jsonl').stat().st_mode) == 0o644
 
 
 def test_a_save_killed_mid_write_leaves_a_temporary_file_the_next_run_removes(tmp_path, names_file, capsys):
@@ -202,7 +213,7 @@ def test_two_runs_on_one_out_the_second_refuses(tmp_path, names_file):
     assert first.returncode == 130
     # the lock died with the first run: a third run may go ahead
     third = subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'),
-                            *train_args(names_file, out, '--steps', '2')], cwd=tmp_path,
+                            *train_args(names_file, out, '--steps', '2', '--force')], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60)
     assert third.returncode == 0, third.stderr
 
@@ -384,7 +395,7 @@ def test_a_diverging_numpy_run_stops_like_a_scalar_one(tmp_path, names_file, tin
     good = open(tiny_ckpt, 'rb').read()
     out.write_bytes(good)
     code, _, err = run(train.main, train_args(names_file, out, '--steps', '20', '--lr', '1e100',
-                                              '--engine', 'numpy', '--batch-size', '2'), capsys)
+                                              '--engine', 'numpy', '--batch-size', '2', '--force'), capsys)
     assert code == 1
-    assert_one_line_error(code, err, 'became non-finite')
+    assert_one_line_error(code, err, 'at step 2 (training diverged)')
     assert out.read_bytes() == good
