@@ -16,8 +16,11 @@ for every seed); --top-k K draws only among the K most likely characters. Each n
 printed as soon as it is made, so Ctrl-C keeps the names already printed.
 """
 
+import unicodedata
+
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
+from microgpt.errors import UserError
 from microgpt.sampling import iter_names, scalar_next_logits
 
 
@@ -40,11 +43,12 @@ def parse_args(argv=None):
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character) (default 0.5)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
-                   help="draw only among the K most likely characters, 1 or more (default: all)")
+                   help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
                    help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same names (default 42)")
     g.add_argument('--prompt', default='',
-                   help="how every name starts; its characters must be in the vocabulary (default: empty)")
+                   help="how every name starts, normalized to NFC as train.py's data is; its characters "
+                        "must be in the vocabulary (default: empty)")
     return p.parse_args(argv)
 
 
@@ -57,8 +61,13 @@ def main(argv=None):
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
         make_next_logits = lambda: scalar_next_logits(model)  # noqa: E731  (a fresh KV cache per name)
+    vocab_size = model.config.vocab_size
+    if args.top_k is not None and args.top_k > vocab_size:  # the web lab's range for top_k too
+        raise UserError(f"--top-k {args.top_k} is more than the {vocab_size} tokens of {args.ckpt}: "
+                        f"give 1 to {vocab_size}")
+    prompt = unicodedata.normalize('NFC', args.prompt)
     names = iter_names(make_next_logits, model.tokenizer, model.config.block_size, num=args.num,
-                       temperature=args.temperature, seed=args.seed, prompt=args.prompt, top_k=args.top_k)
+                       temperature=args.temperature, seed=args.seed, prompt=prompt, top_k=args.top_k)
     for name in names:
         print(name, flush=True)  # at once: Ctrl-C keeps every name already made
     return 0
