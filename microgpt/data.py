@@ -11,7 +11,8 @@ import random
 import unicodedata
 from importlib import resources
 
-from .errors import UserError, read_user_file
+from .errors import UserError
+from .files import read_user_file
 
 NAMES_FILES = ('dist.female.first', 'dist.male.first')  # the census first-name lists
 

@@ -45,9 +45,10 @@ from . import original
 from .checkpoint import (CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
                          is_our_checkpoint, probe_writable, read_checkpoint, remove_stale_temporaries,
                          save_checkpoint)
+from .checks import encode, make_config
 from .errors import UserError
 from .limits import MAX_FILE_BYTES, MAX_LOSS, MAX_SEED, MAX_STEP
-from .model import GPTConfig, parameter_shapes
+from .model import parameter_shapes
 from .tokenizer import CharTokenizer
 from .training import learning_rate
 
@@ -164,9 +165,10 @@ class Run:
         else:
             tokenizer = CharTokenizer(self.ckpt['vocab'])
             for doc in docs:
-                tokenizer.encode(doc)  # a character the checkpoint never saw is an error, now
+                encode(tokenizer, doc)  # a character the checkpoint never saw is an error, now
         self.vocab_size = tokenizer.vocab_size
-        check_fits(args.out, GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size))
+        check_fits(args.out, make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer,
+                                         n_embd=args.n_embd, n_head=args.n_head, block_size=args.block_size))
         return tokenizer
 
     def restore(self, trainer):

@@ -20,8 +20,9 @@ import unicodedata
 
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
-from microgpt.errors import UserError
-from microgpt.sampling import iter_names, scalar_next_logits
+from microgpt.checks import check_prompt, check_sampling
+from microgpt.errors import DIVERGED, OVERFLOWS, UserError
+from microgpt.sampling import iter_names
 
 
 def parse_args(argv=None):
@@ -54,22 +55,22 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.engine == 'numpy':
-        import inference  # numpy lives only in the port, so it is imported only when asked for
+    if args.engine == 'numpy':  # numpy lives only in the port, so it is imported only when asked for
+        inference = cli.import_numpy_module('inference', "--engine numpy")
         model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = model.next_logits_fn
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = lambda: scalar_next_logits(model)  # noqa: E731  (a fresh KV cache per name)
-    vocab_size = model.config.vocab_size
-    if args.top_k is not None and args.top_k > vocab_size:  # the web lab's range for top_k too
-        raise UserError(f"--top-k {args.top_k} is more than the {vocab_size} tokens of {args.ckpt}: "
-                        f"give 1 to {vocab_size}")
-    prompt = unicodedata.normalize('NFC', args.prompt)
-    names = iter_names(make_next_logits, model.tokenizer, model.config.block_size, num=args.num,
-                       temperature=args.temperature, seed=args.seed, prompt=prompt, top_k=args.top_k)
-    for name in names:
-        print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    # the sampler trusts its arguments: what the user typed is checked here, against this model
+    check_sampling(args.temperature, args.top_k, model.config.vocab_size)
+    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
+    check_prompt(model.tokenizer, model.config.block_size, prompt)
+    names = iter_names(model, num=args.num, temperature=args.temperature, seed=args.seed,
+                       prompt=prompt, top_k=args.top_k)
+    try:
+        for name in names:
+            print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
     return 0
 
 

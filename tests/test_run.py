@@ -727,7 +727,7 @@ def test_top_k_is_capped_by_the_models_vocabulary(tiny_ckpt, capsys):
     """sample.py took --top-k up to 1,114,113 where the web lab refuses more than vocab_size."""
     from microgpt import sample
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, '--top-k', '27'], capsys)
-    assert_one_line_error(code, err, f'--top-k 27 is more than the 26 tokens of {tiny_ckpt}: give 1 to 26')
+    assert_one_line_error(code, err, "--top-k 27 is more than the model's 26 tokens: use 1..26")
     assert out == ''
     assert run(sample.main, ['--ckpt', tiny_ckpt, '--top-k', '26', '--num', '3'], capsys)[0] == 0
 
