@@ -418,7 +418,7 @@ def files_of(folder):
 def test_a_symlinked_out_shares_the_lock_of_the_file_it_names(finished, names_file, capsys):
     """Issue 17.1: a second name for a.json walked around a.json's lock. The lock is on the log
     of the file written, so b.json -> a.json is refused while a run holds a.json."""
-    from microgpt.run import log_path_for, open_locked_log
+    from microgpt.runlog import log_path_for, open_locked_log
     link = finished.parent / 'b.json'
     link.symlink_to(finished)
     assert log_path_for(str(link)) == log_path_for(str(finished))
@@ -437,7 +437,7 @@ def test_the_lock_is_taken_before_the_checkpoint_is_read(finished, names_file, c
     """Issue 17.8: a --resume read the checkpoint, then waited for nothing, then took the lock:
     it could resume a step the running run had already saved past. A damaged checkpoint shows
     the order: with the lock held, the answer is the lock, not the damage."""
-    from microgpt.run import log_path_for, open_locked_log
+    from microgpt.runlog import log_path_for, open_locked_log
     finished.write_text('{"format": "microgpt", "version": 1')  # cut short: unreadable
     held = open_locked_log(log_path_for(str(finished)), str(finished))
     try:
@@ -511,7 +511,7 @@ def test_a_closed_stdout_saves_and_exits_non_zero(tmp_path, names_file):
 def test_two_checkpoint_names_never_share_a_log(tmp_path, names_file, capsys):
     """Issue 17.5: --out run and --out run.json shared run.log.jsonl. A checkpoint's name ends
     in its format's extension, and the log is that name's stem."""
-    from microgpt.run import log_path_for
+    from microgpt.runlog import log_path_for
     code, stdout, err = run(train.main, train_args(names_file, tmp_path / 'run', '--steps', '2'), capsys)
     assert_one_line_error(code, err, f'--out {tmp_path / "run"} does not end in .json')
     assert stdout == '' and os.listdir(tmp_path) == []
@@ -623,7 +623,7 @@ def test_a_log_over_the_size_cap_is_refused_on_resume_without_reading_it(finishe
 def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys):
     """A crash can leave megabytes of NUL bytes with no newline: skipped in pieces of
     MAX_LOG_LINE, never held whole, and the good lines around them kept."""
-    from microgpt.run import MAX_LOG_LINE, _lines
+    from microgpt.runlog import MAX_LOG_LINE, _lines
     import io
     pieces = list(_lines(io.BytesIO(b'a\n' + b'\0' * 3_000_000 + b'\nb\n' + b'c' * 10)))
     assert pieces == [b'a\n', b'b\n', b'c' * 10 + b'\n']

@@ -18,7 +18,7 @@ from ..checkpoint import is_our_checkpoint
 from ..errors import UserError
 from ..files import read_user_file
 from ..jsonio import parse_json
-from ..run import log_path_for, log_record_problem
+from ..runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
