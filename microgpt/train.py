@@ -79,7 +79,8 @@ def parse_args(argv=None):
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
     g.add_argument('--unfused', action='store_true',
                    help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
-                        "as microgpt does, instead of fused.py's (slower, same losses)")
+                        "as microgpt does, instead of fused.py's (same losses, about 6x slower: "
+                        "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
                    help="checkpoint file, a .json name; the log goes beside it as .log.jsonl")

@@ -143,3 +143,20 @@ def test_the_core_is_small_enough_to_read_in_a_sitting():
     assert lines('engine') <= ENGINE_LINES, f"engine.py has {lines('engine')} lines"
     total = sum(lines(name) for name in CORE)
     assert total <= CORE_LINES, f"the core has {total} lines"
+
+
+def test_the_reading_guides_line_counts_are_true():
+    """Every 'About N lines' in the reading guide's table is within 10% of the file it names."""
+    import re
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        rows = [line for line in f if line.startswith('|') and 'lines' in line]
+    claims = []
+    for row in rows:
+        match = re.search(r'`([\w/]+\.py)`.*?[Aa]bout (\d+) lines', row)
+        if match:
+            claims.append((match.group(1), int(match.group(2))))
+    assert claims, "the guide states no line count"
+    for path, stated in claims:
+        with open(os.path.join(REPO_DIR, path), encoding='utf-8') as f:
+            actual = sum(1 for _ in f)
+        assert abs(actual - stated) <= 0.1 * stated, f"the guide says {path} has about {stated} lines: {actual}"
