@@ -438,19 +438,45 @@ def check_out(out, data, init, fresh, force):
     if os.path.isdir(log_path_for(out)):
         raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another --out")
     try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        make_folders(os.path.dirname(target))
         probe_writable(target)
     except OSError as e:
         raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: choose another --out") from None
-    except RecursionError:  # os.makedirs recurses once per missing folder
-        raise UserError(f"--out nests {out.count(os.sep):,} folders deep, more than microgpt makes: "
-                        "choose a shorter --out") from None
     if os.path.exists(target) and not is_our_checkpoint(target):
         raise UserError(f"--out {out} exists and is not a microgpt checkpoint: it is never replaced; "
                         "choose another --out (or move that file away)")
     if fresh and not force and os.path.exists(target):
         raise UserError(f"--out {out} already holds a trained model: continue it with --resume, "
                         "write this run elsewhere with another --out, or replace it with --force")
+
+
+def make_folders(folder):
+    """os.makedirs(folder, exist_ok=True) without its recursion (one call per missing folder: a
+    path 1,000 folders deep ended in RecursionError), and on failure (a name too long, say) the
+    folders it made are removed again."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    made = []
+    try:
+        for path in reversed(missing):
+            try:
+                os.mkdir(path)
+                made.append(path)
+            except FileExistsError:
+                if not os.path.isdir(path):
+                    raise
+    except OSError:
+        for path in reversed(made):
+            try:
+                os.rmdir(path)
+            except OSError:
+                break
+        raise
 
 
 def docs_fingerprint(docs):

@@ -634,13 +634,18 @@ def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys)
     assert [e['step'] for e in losses(log_of(finished))] == [1, 2, 3, 4, 5, 6]
 
 
-def test_a_thousand_folders_deep_out_is_one_line(tmp_path, names_file, capsys, monkeypatch):
-    """Issue 17.16: os.makedirs recursed once a folder and ended in RecursionError."""
+def test_a_thousand_folders_deep_out_is_made_and_a_deeper_one_is_one_line(tmp_path, names_file, capsys, monkeypatch):
+    """Issue 17.16: os.makedirs recursed once a folder and ended in RecursionError. Folders are
+    made in a loop now: 1,000 deep works (whatever the recursion limit), and a path longer than
+    the system takes (2,100 folders, over 4,096 characters) is the file system's one line."""
     monkeypatch.chdir(tmp_path)
     out = 'a/' * 1000 + 'model.json'
-    code, stdout, err = run(train.main, train_args(names_file, out, '--steps', '2'), capsys)
-    assert_one_line_error(code, err, '--out nests 1,000 folders deep, more than microgpt makes')
-    assert stdout == ''
+    assert run(train.main, train_args(names_file, out, '--steps', '2'), capsys)[0] == 0
+    assert read_checkpoint(out)['train_state']['step'] == 2
+    deeper = 'b/' * 2100 + 'model.json'
+    code, stdout, err = run(train.main, train_args(names_file, deeper, '--steps', '2'), capsys)
+    assert_one_line_error(code, err, 'the file name is too long: choose another --out')
+    assert stdout == '' and sorted(os.listdir(tmp_path)) == ['a']
 
 
 def test_a_symlink_loop_at_out_is_refused_and_stays_a_link(tmp_path, names_file, capsys):
