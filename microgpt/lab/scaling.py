@@ -156,6 +156,120 @@ def _bytes(n):
     return f'{n} B'
 
 
+# ---------------------------------------------------------------------------- the widgets
+# What the web lab's Scaling page shows (api.py calls these, the printout above and --png too).
+VANISHING = 0.01   # gradient scale below which we say the gradient vanishes: a change of 1 in
+                   # the scores moves the weights by at most 0.01 (a uniform row of 8 gives 0.125)
+WIDGET_DRAWS = 500  # random rows behind the widget's medians: enough for a stable median, ~20 ms
+
+
+def row_widget(raw, d, scale=True, temperature=1.0):
+    """The sqrt(d) widget's numbers for one row of unscaled scores q.k_j, raw (n,).
+
+    The scores entering the softmax are raw / sqrt(d) (or raw, scale off), then / temperature.
+    Returns {'raw', 'scores', 'weights', 'stats'}: stats are rowstats' four numbers plus the
+    scores' max - min (the lesson's own "spread", see section 4) and the vanishing flag.
+    """
+    raw = np.asarray(raw, dtype=np.float64)                   # (n,)
+    scores = raw * (d ** -0.5 if scale else 1.0) / temperature  # (n,)
+    stats = row_statistics(scores)
+    stats['max_minus_min'] = float(scores.max() - scores.min())
+    stats['vanishing'] = stats['gradient_scale'] < VANISHING
+    return {'raw': raw, 'scores': scores, 'weights': softmax(scores), 'stats': stats}
+
+
+def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, draws=WIDGET_DRAWS):
+    """row_widget for one random row (q and k with unit-variance components), and beside it
+    the medians over `draws` more rows at the same settings.
+
+    One draw can be lucky (two keys sharing the weight keep the gradient scale near 1/2 even
+    when saturated), so the warning 'vanishing' is given by the median: most rows at this d.
+    """
+    raw = random_rows(1, np.random.default_rng(seed), d, n_keys)[0]              # (n_keys,)
+    out = row_widget(raw, d, scale, temperature)
+    many = random_rows(draws, np.random.default_rng(seed + 1), d, n_keys)        # (draws, n_keys)
+    many = many * (d ** -0.5 if scale else 1.0) / temperature                    # (draws, n_keys)
+    stats = batch_statistics(many)
+    stats['max_minus_min'] = many.max(axis=-1) - many.min(axis=-1)               # (draws,)
+    out['median'] = {name: float(np.median(v)) for name, v in stats.items()}
+    out['draws'] = draws
+    out['vanishing'] = out['median']['gradient_scale'] < VANISHING
+    return out
+
+
+def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
+    """Section 1 for the page: [{d, var, se, sd, lesson_var, lesson_sd}] (the lesson's
+    measurements beside ours; None where the lesson measured no such d)."""
+    rows = []
+    for d, var, se, sd in variance_table(samples, np.random.default_rng(seed), ds):
+        lesson_var, lesson_sd = SEED_VARIANCE.get(d, (None, None))
+        rows.append({'d': d, 'var': var, 'se': se, 'sd': sd, 'lesson_var': lesson_var, 'lesson_sd': lesson_sd})
+    return rows
+
+
+def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
+    """Median max weight, entropy and gradient scale of random rows at each head size d,
+    without and with scaling: {label: {name: [median per d]}}. What --png draws against d."""
+    out = {label: {'max_weight': [], 'entropy': [], 'gradient_scale': []} for label in SEED_ROW}
+    for d in ds:
+        many = random_rows(draws, np.random.default_rng(seed), d, n_keys)  # (draws, n_keys)
+        for label, factor in (('without scaling', 1.0), ('with scaling', d ** -0.5)):
+            stats = batch_statistics(many * factor)
+            for name in out[label]:
+                out[label][name].append(float(np.median(stats[name])))
+    return out
+
+
+def lesson_row_table(draws=1000, seed=42):
+    """The lesson's table (d = 64, eight keys, without and with scaling) beside ours:
+    {label: {'lesson': (spread, entropy, max weight), 'draw': stats, 'median': stats}}."""
+    study = row_study(draws, seed)
+    return {label: {'lesson': SEED_ROW[label], 'draw': study['draw'][label],
+                    'median': study['median'][label],
+                    'median_max_minus_min': study['max_minus_min'][label]['median']}
+            for label in SEED_ROW}
+
+
+def cost_table(n, D):
+    """The cost widget: multiply-adds of one layer's projections (4 n D^2) and attention
+    (2 n^2 D), their ratio n / (2 D), and the n where attention starts to outweigh."""
+    return {'n': n, 'D': D, 'projections': 4 * n * D * D, 'attention': 2 * n * n * D,
+            'ratio': cost_ratio(n, D), 'crossover': 2 * D}
+
+
+# The index-notation widget's three tabs. Letters: b batch, h head, q query position, k key
+# position, d head_dim; t position, c n_embd in, e n_embd out (W stored [n_out][n_in], as ours).
+CONTRACTIONS = {
+    'scores': ('bhqd,bhkd->bhqk', "q k^T: every query against every key, summing over d"),
+    'output': ('bhqk,bhkd->bhqd', "weights times values: summing over the keys k"),
+    'projection': ('btc,ec->bte', "x W^T, one of Q, K, V, O: summing over the input width c"),
+}
+INDEX_MEANING = {'b': 'batch', 'h': 'head', 'q': 'query position', 'k': 'key position',
+                 'd': 'head_dim', 't': 'position', 'c': 'n_embd (in)', 'e': 'n_embd (out)'}
+# the Russian lesson's sizes (b 1, h 12, q = k = d = 64), with D = h d = 768 as in its cost table
+LESSON_SIZES = {'b': 1, 'h': 12, 'q': 64, 'k': 64, 'd': 64, 't': 64, 'c': 768, 'e': 768}
+
+
+def contraction(spec, sizes):
+    """What an einsum 'ij,jk->ik' costs at the given index sizes {letter: int}.
+
+    An index in the output is kept (one result per value of it); any other is summed. Each
+    result element takes one multiply-add per value of the summed indices, so
+    multiply-adds = elements x product(summed sizes).
+    """
+    inputs, output = spec.split('->')
+    letters = list(dict.fromkeys(inputs.replace(',', '')))  # in order of first appearance
+    summed = [x for x in letters if x not in output]
+    shape = [sizes[x] for x in output]
+    elements = int(np.prod(shape, dtype=object))            # Python ints: never overflow
+    per_element = int(np.prod([sizes[x] for x in summed], dtype=object))
+    return {'spec': spec, 'operands': inputs.split(','), 'output': output,
+            'indices': [{'index': x, 'size': sizes[x], 'role': 'kept' if x in output else 'summed',
+                         'meaning': INDEX_MEANING.get(x, '')} for x in letters],
+            'shape': shape, 'elements': elements, 'per_element': per_element,
+            'multiply_adds': elements * per_element}
+
+
 # ---------------------------------------------------------------------------- the printout
 def report(samples, draws, seed, row_d=ROW_D):
     import inference  # the port's attention_head, the function its forward() calls per head and position
@@ -260,14 +374,16 @@ def report(samples, draws, seed, row_d=ROW_D):
         lines.append(f"   (The lesson's single draw is for d = {ROW_D}; rerun without --row-d to compare.)")
 
     # 5) cost
+    scores = contraction(CONTRACTIONS['scores'][0], LESSON_SIZES)
     rows = [(n, f'{4 * n * SEED_COST_D ** 2:.3g}', f'{2 * n * n * SEED_COST_D:.3g}',
              f'{cost_ratio(n, SEED_COST_D):.3g}', f'{SEED_COST[n]:g}') for n in SEED_COST]
     lines += ['', f"5) Cost of one layer at D = {SEED_COST_D}: projections 4 n D^2, attention 2 n^2 D "
               "multiply-adds, ratio n / (2 D)",
               table(('n', 'projections', 'attention', 'attention/projections', 'lesson'), rows),
               f"   Attention outweighs the projections only past n = 2 D = {2 * SEED_COST_D}. One "
-              "contraction 'bhqd,bhkd->bhqk'\n   at b=1, h=12, q=k=d=64 makes "
-              f"{1 * 12 * 64 * 64:,} scores of 64 multiply-adds each = {1 * 12 * 64 * 64 * 64:,}."]
+              f"contraction '{scores['spec']}'\n   at b=1, h=12, q=k=d=64 makes "
+              f"{scores['elements']:,} scores of {scores['per_element']} multiply-adds each = "
+              f"{scores['multiply_adds']:,}."]
 
     # 6) the score matrix
     lines += ['', "6) The score matrix of one layer: n_head x T x T numbers (head_dim and "
@@ -281,6 +397,32 @@ def report(samples, draws, seed, row_d=ROW_D):
     return '\n'.join(lines)
 
 
+SWEEP_DS = (4, 16, 64, 256, 1024)  # head sizes on the picture's saturation panel
+
+
+def picture(path, samples, draws, seed, row_d=ROW_D):
+    """--png: four panels of the printout's numbers (plot.scaling_pictures draws them)."""
+    from .plot import scaling_pictures
+    raw = random_rows(1, np.random.default_rng(seed), row_d)[0]  # (n_keys,): section 4's draw
+    ns = np.unique(np.geomspace(16, 16384, 40).astype(int))      # (40,) sequence lengths
+    scaling_pictures(path, {
+        'variance': variance_widget(samples, seed),
+        'row_d': row_d,
+        'row': {label: row_widget(raw, row_d, scale=label == 'with scaling')['weights']
+                for label in SEED_ROW},
+        'sweep_ds': SWEEP_DS, 'sweep': saturation_sweep(SWEEP_DS, min(draws, 2000), seed),
+        'cost_D': SEED_COST_D, 'cost_n': ns, 'cost_ratio': [cost_ratio(int(n), SEED_COST_D) for n in ns],
+        'cost_lesson': SEED_COST,
+    }, f"lab scaling (samples {samples}, draws {draws}, seed {seed})")
+
+
 def run(args):
+    png = getattr(args, 'png', None)
+    if png:
+        from .plot import require_matplotlib
+        require_matplotlib()  # before the work, so a missing extra is the first thing said
     print(report(args.samples, args.draws, args.seed, args.row_d))
+    if png:
+        picture(png, args.samples, args.draws, args.seed, args.row_d)
+        print(f"\nwrote {png}")
     return 0
