@@ -111,6 +111,23 @@ def test_shapes_that_do_not_fit_are_one_line(change, words):
         byhand.by_hand(p['q'], p['k'], p['v'], p['query'], p['n_head'], p['w_o'])
 
 
+def test_the_sandbox_reads_typed_text_and_defaults_to_the_lesson():
+    d = byhand.compute()
+    assert d['query'] == 2 and d['tokens'] == ['kočka', 'spí', 'venku'] and d['q_given'] == [True, False, True]
+    assert np.abs(d['head']['out'] - scaling.CZECH_OUT).max() < LESSON_ROUNDING
+    assert d['inputs']['q'][2] == '0.9, 0.8, 0.2, 0.1'
+    assert d['shapes']['score_numbers'] == 33_554_432
+    typed = byhand.compute(q=['1 0', '0 1'], k=['1, 0', '0,1'], v=['2 0', '0 2'], query=2, tokens=['a'])
+    assert typed['tokens'] == ['a', 'token 2'] and typed['q_given'] == [True, True]
+    w = math.exp(1 / math.sqrt(2))
+    assert np.abs(typed['head']['weights'] - [1 / (1 + w), w / (1 + w)]).max() < EXACT_TOL
+    text = byhand.render(d)
+    assert 'e^0.485 = 1.624' in text and 'sum = 5.260' in text and 'out3 = [0.309, 0.356, 0.444, 0.189]' in text
+    assert '33,554,432' in text and '64 MiB' in text and 'the lesson gives no q2' in text
+    with pytest.raises(UserError, match='give 1..3'):
+        byhand.compute(query=4)
+
+
 def test_the_shapes_table_and_the_score_matrix_memory():
     s = byhand.shapes(1, 1024, 4096, 32)
     assert s['head_dim'] == 128
@@ -275,8 +292,8 @@ def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
     assert phases.gpt_source(str(renamed))['phases']['softmax'] == []
 
 
-def test_the_phases_printout_names_the_lines(model, capsys):
-    text = phases.report(model, 'emma', 0, 1, 2)
+def test_the_phases_printout_names_the_lines(model):
+    text = phases.render(phases.compute(model, 'emma', 0, 1, 2))
     assert text.count('microgpt/model.py:') >= len(phases.PHASES)
     assert 'attn_weights = softmax(attn_logits)' in text and 'keys 3..4 lie in the future' in text
     assert os.path.basename(phases.MODEL_FILE) == 'model.py'

@@ -153,21 +153,57 @@ def shapes(B, T, d_model, n_head, bytes_per_number=2):
             'bytes_per_number': bytes_per_number}
 
 
-# ---------------------------------------------------------------------------- the printout
+# ---------------------------------------------------------------------------- the sandbox
+def _text(vec):
+    return ', '.join(f'{x:g}' for x in vec)
+
+
+DEFAULTS = {'tokens': PRESET['tokens'], 'q': [_text(x) for x in PRESET['q']],
+            'k': [_text(x) for x in PRESET['k']], 'v': [_text(x) for x in PRESET['v']],
+            'w_o': [_text(x) for x in PRESET['w_o']]}
+
+
+def compute(tokens=None, q=None, k=None, v=None, query=3, n_head=1, w_o=None, scale=True,
+            batch=1, length=1024, d_model=4096, n_heads=32, bytes=2):
+    """The registry's contract: the vectors as typed (strings of numbers, one per token; None
+    gives the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
+    the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
+    text, for the page's boxes) and 'shapes'."""
+    q, k, v = (DEFAULTS[n] if x is None else x for n, x in (('q', q), ('k', k), ('v', v)))
+    read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
+            for name, vectors in (('q', q), ('k', k), ('v', v))}
+    matrix = None if w_o is None else [parse_vector(text, f'W_O row {r + 1}') for r, text in enumerate(w_o)]
+    if not 1 <= query <= len(read['k']):
+        raise UserError(f"the query is token {query}, but there are {len(read['k'])} tokens: give 1..{len(read['k'])}")
+    T = len(read['k'])
+    names = list(DEFAULTS['tokens'] if tokens is None else tokens)[:T]
+    names += [f'token {j + 1}' for j in range(len(names), T)]
+    if d_model % n_heads:
+        raise UserError(f"{n_heads} heads cannot split d_model {d_model} evenly: pick a divisor of {d_model}")
+    out = by_hand(read['q'], read['k'], read['v'], query - 1, n_head, matrix, scale)
+    given = [g for g in PRESET['q_given']] if q == DEFAULTS['q'] else [True] * T
+    out.update(tokens=names, q_given=given[:T] + [True] * (T - len(given)),
+               inputs={'q': [_text(x) for x in read['q']], 'k': [_text(x) for x in read['k']],
+                       'v': [_text(x) for x in read['v']], 'w_o': [_text(x) for x in out['w_o']]},
+               shapes=shapes(batch, length, d_model, n_heads, bytes))
+    return out
+
+
 def _vec(x, digits=3):
     return '[' + ', '.join(f'{v:.{digits}f}' for v in x) + ']'
 
 
-def report(q, k, v, query, n_head=1, w_o=None, scale=True, tokens=None):
-    r = by_hand(q, k, v, query, n_head, w_o, scale)
-    h, i = r['head'], query
-    tokens = tokens or [f'token {j + 1}' for j in range(r['T'])]
+def render(r):
+    h, i, tokens = r['head'], r['query'], r['tokens']
     lines = [f"{r['T']} tokens, d = {r['d']}, query = token {i + 1} ({tokens[i]}): it sees tokens "
              f"1..{i + 1}" + (f"; tokens {i + 2}..{r['T']} are masked" if r['masked'] else ''), '']
+    if not all(r['q_given'][:r['T']]):
+        lines.append("(the lesson gives no " + ', '.join(f'q{j + 1}' for j, g in enumerate(r['q_given']) if not g)
+                     + ": the preset's is ours)")
     lines.append("1) scores q.k, one product per dimension")
     for j, (prods, raw) in enumerate(zip(h['products'], h['raw'])):
         lines.append(f"   q{i + 1}.k{j + 1} = " + ' + '.join(f'{p:.2f}' for p in prods) + f" = {raw:.4g}")
-    lines.append(f"2) divided by {'sqrt(%d) = %g' % (r['d'], h['divisor']) if scale else '1 (no scaling)'}: "
+    lines.append(f"2) divided by {'sqrt(%d) = %g' % (r['d'], h['divisor']) if r['scale'] else '1 (no scaling)'}: "
                  f"{_vec(h['scores'])}")
     lines.append("3) softmax: " + ', '.join(f'e^{s:.3f} = {e:.3f}' for s, e in zip(h['scores'], h['exps']))
                  + f"; sum = {h['sum']:.3f}")
@@ -176,17 +212,14 @@ def report(q, k, v, query, n_head=1, w_o=None, scale=True, tokens=None):
     for j, wv in enumerate(h['weighted']):
         lines.append(f"   {h['weights'][j]:.3f} x v{j + 1} = {_vec(wv)}")
     lines.append(f"   out{i + 1} = {_vec(h['out'])}")
-    if n_head > 1:
-        lines.append(f"5) {n_head} heads of {r['head_dim']} dimensions each")
-        for n, head in enumerate(r['heads']):
-            a, b = head['slice']
-            lines.append(f"   head {n} (dims {a}..{b - 1}): weights {_vec(head['weights'])}, out {_vec(head['out'])}")
-        lines.append(f"   concat = {_vec(r['concat'])}; W_O concat = {_vec(r['final'])}")
+    lines.append(f"5) {r['n_head']} head{'s' * (r['n_head'] > 1)} of {r['head_dim']} dimensions, then W_O")
+    for n, head in enumerate(r['heads']):
+        a, b = head['slice']
+        lines.append(f"   head {n} (dims {a}..{b - 1}): weights {_vec(head['weights'])}, out {_vec(head['out'])}")
+    lines.append(f"   concat = {_vec(r['concat'])}; W_O concat = {_vec(r['final'])}")
+    s = r['shapes']
+    lines += ['', "6) shapes, and the score matrix of one layer"]
+    lines += [f"   {row['name']:<18} {str(row['shape']):<24} {row['numbers']:>16,}  {row['meaning']}" for row in s['rows']]
+    lines.append(f"   the scores: {s['score_numbers']:,} numbers, {s['score_bytes'] / 2 ** 20:g} MiB at "
+                 f"{s['bytes_per_number']} bytes each")
     return '\n'.join(lines)
-
-
-def run(args):
-    p = PRESET
-    print(report(p['q'], p['k'], p['v'], p['query'] if args.query is None else args.query,
-                 args.n_head, None, not args.no_scale, p['tokens']))
-    return 0

@@ -138,10 +138,17 @@ def _find_gpt(tree):
     raise LookupError("microgpt/model.py has no function gpt()")
 
 
-# ---------------------------------------------------------------------------- the printout
-def report(model, text, layer=0, head=0, query=None):
-    v = phase_view(model, text, layer, head, query)
-    code = gpt_source()
+# ---------------------------------------------------------------------------- the sandbox
+def compute(model, text, layer=0, head=0, query=None):
+    """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now."""
+    out = phase_view(model, text, layer, head, query)
+    out['phases'] = [{'id': i, 'name': n, 'about': a} for i, n, a in PHASES]
+    out['code'] = gpt_source()
+    return out
+
+
+def render(v):
+    code = v['code']
     i, labels = v['query'], v['labels']
     fmt = lambda x: '[' + ' '.join(f'{a:+.3f}' for a in x) + ']'
     numbers = {
@@ -158,9 +165,10 @@ def report(model, text, layer=0, head=0, query=None):
         'heads': [f"head {h}: weights " + ' '.join(f'{w:.3f}' for w in ws) for h, ws in enumerate(v['all_weights'])]
                  + [f"attn_wo(concat) = {fmt(v['attn_wo_out'])}"],
     }
-    lines = [f"layer {layer}, head {head}, query {i}: {i + 1} visible keys"]
-    for n, (pid, name, what) in enumerate(PHASES, start=1):
-        lines += ['', f"{n}) {name}: {what}"]
+    lines = [f"layer {v['layer']}, head {v['head']}, query {i}: {i + 1} visible key{'s' * (i > 0)}"]
+    for n, phase in enumerate(v['phases'], start=1):
+        pid = phase['id']
+        lines += ['', f"{n}) {phase['name']}: {phase['about']}"]
         lines += ['   ' + line for line in numbers[pid]]
         lines += [f"   {code['file']}:{ln}  {code['lines'][ln - code['first']].strip()}"
                   for ln in code['phases'][pid] if not code['lines'][ln - code['first']].strip().startswith('#')]
