@@ -224,10 +224,26 @@ def lesson_row_table(draws=1000, seed=42):
     """The lesson's table (d = 64, eight keys, without and with scaling) beside ours:
     {label: {'lesson': (spread, entropy, max weight), 'draw': stats, 'median': stats}}."""
     study = row_study(draws, seed)
+    one = random_rows(1, np.random.default_rng(seed))[0]  # (n_keys,): row_study's fixed draw
     return {label: {'lesson': SEED_ROW[label], 'draw': study['draw'][label],
+                    'draw_max_minus_min': float(np.ptp(one * factor)),
                     'median': study['median'][label],
                     'median_max_minus_min': study['max_minus_min'][label]['median']}
-            for label in SEED_ROW}
+            for label, factor in (('without scaling', 1.0), ('with scaling', ROW_D ** -0.5))}
+
+
+def row_part(row_d=ROW_D, scale=True, temperature=1.0, keys=ROW_KEYS, seed=42, scores=None):
+    """The page's row widget: a random row (random_row_widget), or the unscaled scores q.k
+    given (a model's, from the Attention sandbox, or typed) as row_widget sees them, its
+    warning from the row itself; with the lesson's table and the threshold beside it."""
+    if scores is None:
+        out = random_row_widget(row_d, scale, temperature, keys, seed)
+    else:
+        out = row_widget(scores, row_d, scale, temperature)
+        out['vanishing'] = out['stats']['vanishing']
+    out.update(row_d=row_d, scale=scale, temperature=temperature, threshold=VANISHING,
+               lesson=lesson_row_table())
+    return out
 
 
 def cost_table(n, D):
