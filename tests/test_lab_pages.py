@@ -227,11 +227,41 @@ def test_the_cost_widget_is_the_index_widgets_contractions_counted():
 
 def test_scaling_png_draws_a_picture(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="--png needs the plot extra (matplotlib)")
-    from types import SimpleNamespace
+    from microgpt.lab.__main__ import main
     path = tmp_path / 'scaling.png'
-    assert scaling.run(SimpleNamespace(samples=500, draws=100, seed=1, row_d=64, png=str(path))) == 0
+    assert main(['scaling', '--samples', '500', '--draws', '100', '--png', str(path)]) == 0
     assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and path.stat().st_size > 20_000
-    assert f'wrote {path}' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f'wrote {path}' in out and '1) Var(q.k) = d' in out
+
+
+def test_each_part_is_the_widgets_function():
+    row = scaling.compute(part='row', row_d=256, scale=False, seed=3)
+    assert row['vanishing'] and row['part'] == 'row' and row['draws'] == scaling.WIDGET_DRAWS
+    want = scaling.random_row_widget(256, False, 1.0, 8, 3)
+    assert row['stats'] == want['stats'] and row['median'] == want['median']
+    given = scaling.compute(part='row', row_d=4, scores=[1.0, 2.0, 3.0])
+    assert np.abs(given['scores'] - [0.5, 1.0, 1.5]).max() < EXACT_TOL and 'median' not in given
+    big = scaling.compute(part='row', row_d=4096, keys=16)   # the medians' draws shrink to fit
+    assert big['draws'] == max(50, scaling.WIDGET_NUMBERS // (16 * 4096))
+    var = scaling.compute(part='variance', samples=1000, seed=5)
+    assert var['rows'] == scaling.variance_widget(1000, 5)
+    assert scaling.compute(part='cost', n=128)['ratio'] == scaling.cost_ratio(128, 768)
+    index = scaling.compute(part='index', tab='output', sizes={'h': 8.0})
+    assert index['shape'] == [1, 8, 64, 64] and index['multiply_adds'] == 8 * 64 ** 3
+    assert set(index['tabs']) == {'scores', 'output', 'projection'}
+    for text in (scaling.render(p) for p in (row, given, var, index)):
+        assert text
+    assert 'warning: the gradient vanishes' in scaling.render(row)
+
+
+@pytest.mark.parametrize('params, words', [({'part': 'rows'}, 'not one of all, row'),
+                                           ({'part': 'index', 'tab': 'x'}, 'not one of scores'),
+                                           ({'part': 'index', 'sizes': {'z': 2.0}}, 'give whole sizes'),
+                                           ({'part': 'index', 'sizes': {'h': 2.5}}, 'give whole sizes')])
+def test_a_part_or_size_the_page_does_not_have_is_one_line(params, words):
+    with pytest.raises(UserError, match=words):
+        scaling.compute(**params)
 
 
 # ---------------------------------------------------------------------------- phases

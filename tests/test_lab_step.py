@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from microgpt import cli
+from microgpt.errors import UserError
 from microgpt.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampler, step
 from microgpt.lab.__main__ import main
@@ -236,11 +237,18 @@ def test_sample_command(tiny_ckpt, capsys, names_file):
 
 def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsys):
     vocab_size = load_model(tiny_ckpt).config.vocab_size
-    for k, cut in ((vocab_size, False), (1000, False), (vocab_size - 1, True)):
+    for k, cut in ((vocab_size, False), (vocab_size - 1, True)):
         assert main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
         out = capsys.readouterr().out
         assert (f'keeps all {vocab_size} tokens: no cut' not in out) == cut
         assert (f'T=1 top-k {k} ' in out) == cut   # no second row of names for a cut that cuts nothing
+
+
+def test_sample_top_k_above_the_vocabulary_is_refused_as_the_web_refuses_it(tiny_ckpt, capsys):
+    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is "
+                                        f"{vocab_size}: give 1..{vocab_size}"):
+        main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(vocab_size + 1)])
 
 
 def tutorial_export(model, path):
@@ -262,7 +270,7 @@ def test_sample_command_reads_a_tutorial_export_with_its_n_head(scalar, tmp_path
 # ---------------------------------------------------------------------------- embeddings
 def test_embedding_view(tiny_ckpt):
     model = load_model(tiny_ckpt)
-    v = embeddings.embedding_view(model, neighbours=2)
+    v = embeddings.compute(model, neighbours=2)
     wte = model.weights['wte']
     assert np.abs(np.diag(v['wte_cosine']) - 1).max() < EXACT_TOL
     assert np.abs(np.diag(v['wpe_cosine']) - 1).max() < EXACT_TOL
@@ -284,7 +292,7 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
     path = tutorial_export(model, tmp_path / 'tutorial.json')
     with warnings.catch_warnings():
         warnings.simplefilter('error')                 # numpy's 0/0 warning fails the test
-        v = embeddings.embedding_view(load_model(path, n_head=1), neighbours=2)
+        v = embeddings.compute(load_model(path, n_head=1), neighbours=2)
         assert main(['embeddings', '--ckpt', path, '--n-head', '1']) == 0
     assert v['coords'].shape == (scalar.config.vocab_size, 2) and not v['coords'][:, 1].any()
     assert v['share'][0] == 1.0 and v['share'][1] == 0.0
@@ -295,9 +303,9 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
 
 def test_embeddings_print_a_similarity_that_rounds_to_zero_without_a_minus(tiny_ckpt):
     model = load_model(tiny_ckpt)
-    v = embeddings.embedding_view(model, neighbours=2)
+    v = embeddings.compute(model, neighbours=2)
     v['wpe_cosine'][0, 1] = -0.001
-    row = embeddings.render(model, tiny_ckpt, v).split('position i (rows) by position j\n')[1].splitlines()[1]
+    row = embeddings.render(v).split('position i (rows) by position j\n')[1].splitlines()[1]
     assert row.split()[:3] == ['0', '+1.00', '+0.00']  # format() alone gives -0.00
 
 

@@ -163,25 +163,26 @@ DEFAULTS = {'tokens': PRESET['tokens'], 'q': [_text(x) for x in PRESET['q']],
             'w_o': [_text(x) for x in PRESET['w_o']]}
 
 
-def compute(tokens=None, q=None, k=None, v=None, query=3, n_head=1, w_o=None, scale=True,
+def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
             batch=1, length=1024, d_model=4096, n_heads=32, bytes=2):
-    """The registry's contract: the vectors as typed (strings of numbers, one per token; None
-    gives the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
+    """The registry's contract: the vectors as typed (strings of numbers, one per token; none
+    given: the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
     the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
     text, for the page's boxes) and 'shapes'."""
-    q, k, v = (DEFAULTS[n] if x is None else x for n, x in (('q', q), ('k', k), ('v', v)))
+    lesson = not (q or k or v)
+    q, k, v = (list(x) or DEFAULTS[n] for n, x in (('q', q), ('k', k), ('v', v)))
     read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
             for name, vectors in (('q', q), ('k', k), ('v', v))}
-    matrix = None if w_o is None else [parse_vector(text, f'W_O row {r + 1}') for r, text in enumerate(w_o)]
+    matrix = [parse_vector(text, f'W_O row {r + 1}') for r, text in enumerate(w_o)] or None
     if not 1 <= query <= len(read['k']):
         raise UserError(f"the query is token {query}, but there are {len(read['k'])} tokens: give 1..{len(read['k'])}")
     T = len(read['k'])
-    names = list(DEFAULTS['tokens'] if tokens is None else tokens)[:T]
+    names = list(tokens or (DEFAULTS['tokens'] if lesson else []))[:T]
     names += [f'token {j + 1}' for j in range(len(names), T)]
     if d_model % n_heads:
         raise UserError(f"{n_heads} heads cannot split d_model {d_model} evenly: pick a divisor of {d_model}")
     out = by_hand(read['q'], read['k'], read['v'], query - 1, n_head, matrix, scale)
-    given = [g for g in PRESET['q_given']] if q == DEFAULTS['q'] else [True] * T
+    given = list(PRESET['q_given']) if q == DEFAULTS['q'] else [True] * T
     out.update(tokens=names, q_given=given[:T] + [True] * (T - len(given)),
                inputs={'q': [_text(x) for x in read['q']], 'k': [_text(x) for x in read['k']],
                        'v': [_text(x) for x in read['v']], 'w_o': [_text(x) for x in out['w_o']]},

@@ -20,8 +20,8 @@ checkpoint. The printout follows the step in order:
   6. the size of the graph, and (when the numpy training path `backprop` is installed) its
      gradients for the same name against the scalar engine's.
 
-`step_report` computes everything and returns it as a dict (a web page can draw it); `render`
-turns that into text.
+`compute` (step_report at the checkpoint's learning rate) returns everything as a dict, which
+the web lab's Step page draws; `render` turns it into text.
 """
 
 import importlib.util
@@ -33,7 +33,7 @@ from ..errors import NonFiniteError, UserError
 from ..optim import Adam
 from ..sampling import DIVERGED, probabilities
 from ..training import doc_loss
-from .loading import describe, load_scalar_model, text_tokens
+from .loading import text_tokens
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
@@ -189,7 +189,8 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         pos['p_after'] = probs_of(logits_after[i])[tokens[i + 1]]
 
     return {
-        'text': text, 'tokens': tokens, 'n': n, 'lr': lr,
+        'text': text, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
+        'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
         'loss_before': loss.data, 'loss_after': loss_after.data, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
         'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads,
@@ -217,18 +218,35 @@ def numpy_gradients(model, tokens, grads):
     return {'max_diff': diff}
 
 
-def step_view(path, text, lr=DEFAULT_LR, param=None):
-    """step_report on the checkpoint at `path`, for the web lab's Step page: the same numbers,
-    less the full gradient matrices (their norms per matrix are kept)."""
-    r = step_report(load_scalar_model(path), text, lr=lr, param=param)
-    return {key: value for key, value in r.items() if key != 'grads'}
+def trained_lr(model):
+    """The learning rate the checkpoint was trained with, or None if it does not say."""
+    run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
+    lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float))
+                           or not (math.isfinite(lr) and lr > 0)):
+        raise UserError(f"the checkpoint says it was trained with learning rate {lr!r}, which is not a "
+                        "number greater than 0: pass --lr")
+    return lr
+
+
+def compute(model, text, lr=None, param=None):
+    """step_report on a fresh copy of the checkpoint's model, at `lr` (default: the one the
+    checkpoint was trained with, else train.py's default). The full gradient matrices are for
+    the terminal only ('_grads'); their norms per matrix are kept."""
+    lr_source = 'given'
+    if lr is None:
+        lr = trained_lr(model)
+        lr_source = 'the checkpoint' if lr is not None else "train.py's default"
+        lr = DEFAULT_LR if lr is None else lr
+    r = step_report(model, text, lr=lr, param=param)
+    r['_grads'] = r.pop('grads')
+    r['lr_source'] = lr_source
+    return r
 
 
 # ---------------------------------------------------------------------------- printing
-def render(model, path, r):
-    tok = model.tokenizer
-    lines = [describe(path, model),
-             f"one training step on {r['text']!r}: tokens {' '.join(token_label(tok, t) for t in r['tokens'])}, "
+def render(r):
+    lines = [f"one training step on {r['text']!r}: tokens {' '.join(r['labels'])}, "
              f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}, a fresh Adam (its first step); "
              "the checkpoint file is not changed", '']
 
@@ -258,8 +276,9 @@ def render(model, path, r):
     lines.append("   each weight matrix's gradient norm |dL/dW|")
     for name, v in r['matrix_norms']:
         lines.append(f"  {name:<16} {bar(v / biggest, 24)} {v:.5f}")
-    vocab_size, block_size = model.config.vocab_size, model.config.block_size
-    lines.append(f"  wte rows with a gradient: {', '.join(token_label(tok, i) for i in r['wte_rows'])} "
+    vocab_size, block_size = r['vocab_size'], r['block_size']
+    names = dict(zip(r['tokens'], r['labels']))
+    lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows'])} "
                  f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {r['wpe_rows'][0]}..{r['wpe_rows'][-1]} "
                  f"({len(r['wpe_rows'])} of {block_size})")
     lines.append("  why: an embedding row enters the graph only when its token is READ (BOS and the name's "
@@ -305,24 +324,6 @@ def render(model, path, r):
     return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    model = load_scalar_model(args.ckpt, n_head=args.n_head)
-    lr = args.lr
-    if lr is None:  # the learning rate the checkpoint was trained with, else train.py's default
-        run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
-        lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
-        if lr is None:
-            lr = DEFAULT_LR
-        elif isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
-            raise UserError(f"{args.ckpt} says it was trained with learning rate {lr!r}, which is not a "
-                            "number greater than 0: pass --lr")
-    r = step_report(model, args.text, lr=lr, param=args.param)
-    print(render(model, args.ckpt, r))
-    if args.png:
-        from .plot import step_pictures
-        step_pictures(args.png, r, f"{args.ckpt}: one step on {args.text!r}, lr {lr:g}")
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, r, source):
+    from .plot import step_pictures
+    step_pictures(path, r, f"{source}: one step on {r['text']!r}, lr {r['lr']:g}")

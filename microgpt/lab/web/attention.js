@@ -35,7 +35,7 @@ async function draw() {
     drawHeads();
     drawDetail();
     drawStats();
-  });
+  }, ['heads', 'detail', 'stats', 'row']);
 }
 
 function drawHeads() {

@@ -45,7 +45,7 @@ async function draw() {
       el('div', {class: 'row'}, positions(data), topGrads(data)),
       el('div', {class: 'row'}, wayBack(data), adam(data)),
       graph(data));
-  });
+  }, ['result']);
 }
 
 function summary(d) {
@@ -165,5 +165,11 @@ function graph(d) {
     el('p', {class: 'mono small', id: 'numpy-check'}, numpy));
 }
 
+// the lr box starts at the learning rate the checkpoint was trained with, as `lab step` does
+// (train.py's default where the checkpoint does not say), and again when another is picked
+function startingLr() {
+  $('lr').value = String(Lab.info().trained_lr ?? 0.01);
+}
+
 Lab.on('form', 'submit', draw);
-Lab.start(draw);
+Lab.start(() => { startingLr(); return draw(); });
