@@ -269,7 +269,7 @@ SANDBOXES = [
                     Param('sizes', 'values', {}, 1, 10 ** 6, positional=True, metavar='INDEX=SIZE',
                           help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
                                "lesson's b=1 h=12 q=k=d=64)"))),
-    Sandbox('loss', 'Loss', model='log', page=False,
+    Sandbox('loss', 'Loss', model='log',
             help="training and validation loss curves from a training log",
             description="Reads the JSON-lines log train.py writes beside the checkpoint.",
             png="the curves",
@@ -309,7 +309,7 @@ SANDBOXES = [
                     Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
                           help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
                                "(quote it; default: the weight with the largest gradient)"))),
-    Sandbox('embeddings', 'Embeddings', page=False,
+    Sandbox('embeddings', 'Embeddings',
             help="wte on its two principal components, nearest neighbours, wpe similarity",
             description="The token embeddings (rows of wte) projected on their two principal "
                         "components, vowels marked; each character's nearest neighbours by cosine "

@@ -54,7 +54,7 @@ async function draw() {
     drawOutput(r);
     drawHeads(r);
     drawShapes(r.shapes);
-  });
+  }, ['scores', 'softmax', 'output', 'heads', 'shapes', 'memory']);
 }
 const later = debounced(draw);
 

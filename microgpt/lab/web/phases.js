@@ -33,7 +33,7 @@ async function load() {
     $('query').value = view.query;
     drawCode();
     show(phase);
-  });
+  }, ['stage', 'numbers']);
 }
 const later = debounced(load);
 

@@ -73,7 +73,7 @@ async function drawRow() {
     rowBars(r, labels);
     rowStats(r);
     lessonTable(r.lesson);
-  });
+  }, ['row-bars', 'row-stats']);
 }
 
 function rowBars(r, labels) {
@@ -140,7 +140,7 @@ async function drawVariance() {
         el('td', {}, num(r.lesson_sd, r.d === 1024 ? 1 : 2))))),
       el('p', {class: 'muted small'}, `${v.samples.toLocaleString('en')} dot products per d. Without the ` +
         'division the scores spread like √d (±8 at d = 64); divided by √d their variance is 1 whatever d is.'));
-  });
+  }, ['variance']);
 }
 
 // ---------------------------------------------------------------------------- 3) cost
@@ -158,7 +158,7 @@ async function drawCost() {
       el('tr', {}, el('th', {}, `n (D = ${c.lesson[0].D})`), el('th', {}, 'n / (2D)'), el('th', {}, 'the lesson')),
       c.lesson.map(r => el('tr', {}, el('td', {}, r.n), el('td', {}, num(r.ratio, 4, {'data-kind': 'ratio'})),
         el('td', {}, num(r.lesson_ratio, r.n === 8192 ? 1 : 2, {'data-kind': 'lesson-ratio'}))))));
-  });
+  }, ['cost']);
 }
 
 // ---------------------------------------------------------------------------- 4) index notation
@@ -195,7 +195,7 @@ async function drawIndex() {
       el('tr', {}, el('th', {class: 'l'}, 'multiply-adds'), el('td', {}, big(x.multiply_adds, {id: 'index-macs'}))),
       el('tr', {}, el('th', {class: 'l'}, 'per element'), el('td', {}, big(x.per_element, {id: 'index-per'})))),
       el('p', {class: 'muted small'}, 'Each summed index multiplies the work per element; each kept one the number of elements.'));
-  });
+  }, ['index', 'index-result']);
 }
 
 function setSizes(values) {
