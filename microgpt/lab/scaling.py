@@ -20,6 +20,8 @@ the lesson states, and says where and why the two differ:
 No checkpoint is needed: everything here is random draws and arithmetic.
 """
 
+import functools
+
 import numpy as np
 
 from ..errors import UserError
@@ -221,6 +223,7 @@ def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
     return out
 
 
+@functools.lru_cache(maxsize=4)  # the same 1000 draws for every redraw of the page's widget
 def lesson_row_table(draws=1000, seed=42):
     """The lesson's table (d = 64, eight keys, without and with scaling) beside ours:
     {label: {'lesson': (spread, entropy, max weight), 'draw': stats, 'median': stats}}."""

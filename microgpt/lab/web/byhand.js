@@ -23,6 +23,10 @@ function vec(xs, digits = 3, attrs = {}) {
             '[', xs.flatMap((x, c) => [c ? ', ' : '', num(x, digits)]), ']');
 }
 
+function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
+  return el('div', {class: 'scroll'}, ...children);
+}
+
 function options(select, n, label, value) {
   select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i + 1}, label(i + 1))));
   select.value = Math.min(Math.max(1, value), n);
@@ -54,6 +58,7 @@ async function draw() {
     drawOutput(r);
     drawHeads(r);
     drawShapes(r.shapes);
+    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['scores', 'softmax', 'output', 'heads', 'shapes', 'memory']);
 }
 const later = debounced(draw);
@@ -74,7 +79,7 @@ function drawBoxes() {
 function drawScores(r) {
   const h = r.head, i = r.query;
   $('scores').replaceChildren(el('h3', {}, `1) scores q${i + 1}·k_j, 2) ÷ √${r.d}`),
-    el('table', {class: 'data', id: 'score-table'},
+    scroll(el('table', {class: 'data', id: 'score-table'},
       el('tr', {}, el('th', {class: 'l'}, 'key'), el('th', {class: 'l'}, 'q·k, one product per dimension'),
         el('th', {}, 'q·k'), el('th', {}, r.scale ? `÷ ${Lab.fmt(h.divisor, 3)}` : 'not scaled')),
       h.raw.map((raw, j) => el('tr', {'data-key': j + 1},
@@ -82,32 +87,32 @@ function drawScores(r) {
         el('td', {class: 'l mono'}, h.products[j].map(p => Lab.fmt(p, 2)).join(' + ')),
         el('td', {}, num(raw, 3, {'data-kind': 'raw'})), el('td', {}, num(h.scores[j], 3, {'data-kind': 'score'})))),
       r.masked.map(j => el('tr', {'data-key': j + 1, class: 'muted'}, el('td', {class: 'l mono'}, `${j + 1} ${r.tokens[j]}`),
-        el('td', {class: 'l'}, 'a future token: masked'), el('td', {}, ''), el('td', {}, '−∞')))));
+        el('td', {class: 'l'}, 'a future token: masked'), el('td', {}, ''), el('td', {}, '−∞'))))));
 }
 
 function drawSoftmax(r) {
   const h = r.head;
   $('softmax').replaceChildren(el('h3', {}, '3) softmax: e^score, their sum, the weights'),
-    el('table', {class: 'data', id: 'softmax-table'},
+    scroll(el('table', {class: 'data', id: 'softmax-table'},
       el('tr', {}, el('th', {class: 'l'}, 'key'), el('th', {}, 'e^score'), el('th', {}, 'weight'), el('th', {}, '%')),
       h.exps.map((e, j) => el('tr', {'data-key': j + 1}, el('td', {class: 'l mono'}, `${j + 1} ${r.tokens[j]}`),
         el('td', {}, num(e, 3, {'data-kind': 'exp'})), el('td', {}, num(h.weights[j], 3, {'data-kind': 'weight'})),
         el('td', {}, `${(h.weights[j] * 100).toFixed(1)} %`))),
       r.masked.map(j => el('tr', {'data-key': j + 1, class: 'muted'}, el('td', {class: 'l mono'}, `${j + 1} ${r.tokens[j]}`),
         el('td', {}, 'e^−∞ = 0'), el('td', {}, num(0, 3, {'data-kind': 'weight'})), el('td', {}, '0 %'))),
-      el('tr', {}, el('th', {class: 'l'}, 'sum'), el('td', {}, num(h.sum, 3, {id: 'exp-sum'})), el('td', {}, '1.000'), el('td', {}, ''))));
+      el('tr', {}, el('th', {class: 'l'}, 'sum'), el('td', {}, num(h.sum, 3, {id: 'exp-sum'})), el('td', {}, '1.000'), el('td', {}, '')))));
 }
 
 function drawOutput(r) {
   const h = r.head, i = r.query;
   $('output').replaceChildren(el('h3', {}, `4) out${i + 1} = Σ w_j · v_j, component by component`),
-    el('table', {class: 'data', id: 'output-table'},
+    scroll(el('table', {class: 'data', id: 'output-table'},
       el('tr', {}, el('th', {class: 'l'}, ''), el('th', {}, 'w_j'),
         Array.from({length: r.d}, (_, c) => el('th', {}, `component ${c + 1}`))),
       h.weighted.map((row, j) => el('tr', {'data-key': j + 1}, el('td', {class: 'l mono'}, `w${j + 1} · v${j + 1}`),
         el('td', {}, num(h.weights[j])), row.map(x => el('td', {}, num(x))))),
       el('tr', {id: 'out-row'}, el('th', {class: 'l'}, `out${i + 1}`), el('td', {}, ''),
-        h.out.map((x, c) => el('td', {}, num(x, 3, {'data-kind': 'out', 'data-component': c + 1}))))));
+        h.out.map((x, c) => el('td', {}, num(x, 3, {'data-kind': 'out', 'data-component': c + 1})))))));
 }
 
 function drawHeads(r) {
@@ -115,7 +120,7 @@ function drawHeads(r) {
     'aria-label': `W_O row ${n + 1}`, oninput: e => { boxes.w_o[n] = e.target.value; later(); }}));
   $('heads').replaceChildren(el('h3', {}, `5) ${r.n_head} head${r.n_head > 1 ? 's' : ''} of ${r.head_dim}, side by side, then W_O`),
     el('div', {class: 'row'},
-      el('table', {class: 'data', id: 'heads-table'},
+      scroll(el('table', {class: 'data', id: 'heads-table'},
         el('tr', {}, el('th', {class: 'l'}, 'head'), el('th', {class: 'l'}, 'its dimensions'),
           el('th', {class: 'l'}, 'weights over the visible keys'), el('th', {class: 'l'}, 'its output')),
         r.heads.map((head, n) => el('tr', {'data-head': n}, el('td', {class: 'l'}, n),
@@ -124,7 +129,7 @@ function drawHeads(r) {
         el('tr', {}, el('th', {class: 'l'}, 'concat'), el('td', {}, ''), el('td', {}, ''),
           el('td', {class: 'l'}, vec(r.concat, 3, {id: 'concat'}))),
         el('tr', {}, el('th', {class: 'l'}, 'W_O · concat'), el('td', {}, ''), el('td', {}, ''),
-          el('td', {class: 'l'}, vec(r.final, 3, {id: 'final'})))),
+          el('td', {class: 'l'}, vec(r.final, 3, {id: 'final'}))))),
       el('div', {}, el('p', {class: 'muted small'}, `W_O, one row per output (stored [n_out][n_in] as every ` +
         'microgpt matrix): out[r] = Σ_c W_O[r][c] · concat[c]. The lesson gives none; the identity passes concat through.'),
         el('div', {class: 'vec'}, rows.flatMap((input, n) => [el('span', {class: 'mono'}, `row ${n + 1}`), input])),
@@ -133,10 +138,10 @@ function drawHeads(r) {
 }
 
 function drawShapes(s) {
-  $('shapes').replaceChildren(el('table', {class: 'data', id: 'shapes-table'},
+  $('shapes').replaceChildren(scroll(el('table', {class: 'data', id: 'shapes-table'},
     el('tr', {}, el('th', {class: 'l'}, ''), el('th', {class: 'l'}, 'shape'), el('th', {}, 'numbers'), el('th', {class: 'l'}, '')),
     s.rows.map(row => el('tr', {}, el('td', {class: 'l mono'}, row.name), el('td', {class: 'l mono'}, `[${row.shape.join(', ')}]`),
-      el('td', {}, Number(row.numbers).toLocaleString('en')), el('td', {class: 'l muted'}, row.meaning)))));
+      el('td', {}, Number(row.numbers).toLocaleString('en')), el('td', {class: 'l muted'}, row.meaning))))));
   const mib = s.score_bytes / 2 ** 20;
   $('memory').replaceChildren(el('p', {class: 'big'}, 'one layer\'s score matrix: ',
     el('span', {class: 'num', id: 'score-numbers', 'data-value': s.score_numbers}, Number(s.score_numbers).toLocaleString('en')),

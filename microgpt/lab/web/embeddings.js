@@ -7,7 +7,7 @@
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 
-function debounced(fn, ms = 200) {
+function debounced(fn, ms = 150) {
   let t = null;
   return () => { clearTimeout(t); t = setTimeout(fn, ms); };
 }
@@ -18,6 +18,7 @@ async function draw() {
     scatter(e);
     neighbours(e);
     wpe(e);
+    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['scatter', 'near', 'wpe']);
 }
 

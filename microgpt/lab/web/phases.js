@@ -10,7 +10,7 @@ let view = null;     // the last answer
 let phase = 0;       // index into view.phases
 let timer = null;    // the Play loop, while playing
 
-function debounced(fn, ms = 200) {
+function debounced(fn, ms = 150) {
   let t = null;
   return () => { clearTimeout(t); t = setTimeout(fn, ms); };
 }
@@ -33,6 +33,7 @@ async function load() {
     $('query').value = view.query;
     drawCode();
     show(phase);
+    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['stage', 'numbers']);
 }
 const later = debounced(load);
@@ -123,7 +124,7 @@ function drawStage() {
   // the tokens
   for (let j = 0; j < T; j++) {
     const cls = `chip${j === i ? ' query' : ''}${future(j) && masked ? ' future' : ''}`;
-    parts.push(svg('g', {class: cls, 'data-position': j},
+    parts.push(svg('g', {class: cls, 'data-position': j, 'data-label': v.labels[j]},
       svg('rect', {x: x(j) - 28, y: CHIP_Y - 14, width: 56, height: 28, rx: 5}),
       svg('text', {x: x(j), y: CHIP_Y + 5, 'text-anchor': 'middle'}, v.labels[j]),
       svg('text', {class: 'small', x: x(j), y: CHIP_Y + 27, 'text-anchor': 'middle'}, j === i ? `query ${j}` : `${j}`)));
@@ -180,7 +181,7 @@ function vec(xs, digits = 3) {
 function drawNumbers() {
   const v = view, i = v.query, id = v.phases[phase].id, t = i + 1;
   const keys = Array.from({length: t}, (_, j) => j);
-  const row = (cells, attrs = {}) => el('tr', attrs, cells.map((c, k) => el(k ? 'td' : 'td', {class: k ? 'num' : 'l mono'}, c)));
+  const row = (cells, attrs = {}) => el('tr', attrs, cells.map((c, k) => el('td', {class: k ? 'num' : 'l mono'}, c)));
   const tables = {
     tokens: () => [el('p', {}, `[BOS] + the name: ${v.labels.length} positions; the query is position ${i} (${v.labels[i]}), ` +
                    `which sees keys 0..${i}.`)],

@@ -23,6 +23,10 @@ function num(x, digits, attrs = {}) {
             typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : Lab.fmt(x, digits));
 }
 
+function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
+  return el('div', {class: 'scroll'}, ...children);
+}
+
 function big(x, attrs = {}) {  // an integer with thousands separators: 3,145,728
   return el('span', {class: 'num', 'data-value': x, ...attrs}, Number(x).toLocaleString('en'));
 }
@@ -32,6 +36,12 @@ function big(x, attrs = {}) {  // an integer with thousands separators: 3,145,72
 // widgets must overtake only their own requests, not each other's.
 function part(name, body) {
   return Lab.api(`/api/scaling?part=${name}`, {part: name, ...body});
+}
+
+// count the draws of a widget on its panel: the tests (and a curious reader) can tell a redraw
+function drawn(panel) {
+  const box = $(panel);
+  box.dataset.draws = Number(box.dataset.draws || 0) + 1;
 }
 
 function temperature() {
@@ -73,12 +83,13 @@ async function drawRow() {
     rowBars(r, labels);
     rowStats(r);
     lessonTable(r.lesson);
+    drawn('row-panel');
   }, ['row-bars', 'row-stats']);
 }
 
 function rowBars(r, labels) {
   const most = Math.max(...r.weights);
-  $('row-bars').replaceChildren(el('table', {class: 'data', id: 'row-table'},
+  $('row-bars').replaceChildren(scroll(el('table', {class: 'data', id: 'row-table'},
     el('tr', {}, el('th', {class: 'l'}, 'key'), el('th', {}, 'q·k'), el('th', {}, 'score'),
       el('th', {}, 'weight'), el('th', {class: 'l'}, '')),
     r.weights.map((w, j) => {
@@ -87,18 +98,18 @@ function rowBars(r, labels) {
       return el('tr', {}, el('td', {class: 'l mono'}, labels[j]), el('td', {}, num(r.raw[j], 2)),
         el('td', {}, num(r.scores[j], 3)), el('td', {}, num(w, 4, {'data-kind': 'weight'})),
         el('td', {class: 'l'}, bar));
-    })));
+    }))));
 }
 
 function rowStats(r) {
   const median = r.median ? [el('th', {}, `median of ${r.draws} rows`)] : [];
-  $('row-stats').replaceChildren(el('table', {class: 'data', id: 'stats-table'},
-    el('tr', {}, el('th', {class: 'l'}, `d = ${r.row_d}, ${r.weights.length} keys`), el('th', {}, 'this row'), median),
+  $('row-stats').replaceChildren(scroll(el('table', {class: 'data', id: 'stats-table'},
+    el('tr', {'data-d': r.row_d, 'data-scale': r.scale}, el('th', {class: 'l'}, `d = ${r.row_d}, ${r.weights.length} keys`), el('th', {}, 'this row'), median),
     STATS.map(([k, label, digits]) => el('tr', {}, el('th', {class: 'l'}, label),
       el('td', {}, num(r.stats[k], digits, {'data-name': k})),
       r.median ? el('td', {}, num(r.median[k], digits, {'data-median': k})) : null)),
     el('tr', {}, el('th', {class: 'l muted'}, 'a uniform row'), el('td', {class: 'muted'},
-      `${Lab.fmt(r.stats.max_entropy, 3)} bits, weight ${Lab.fmt(1 / r.weights.length, 3)}`))));
+      `${Lab.fmt(r.stats.max_entropy, 3)} bits, weight ${Lab.fmt(1 / r.weights.length, 3)}`)))));
   const box = $('vanishing');
   box.hidden = !r.vanishing;
   box.textContent = r.vanishing ? (r.median
@@ -111,7 +122,7 @@ function rowStats(r) {
 
 function lessonTable(t) {
   const names = [['spread', 'spread'], ['entropy', 'entropy (bits)'], ['max_weight', 'max weight']];
-  $('lesson-table').replaceChildren(el('table', {class: 'data', id: 'lesson'},
+  $('lesson-table').replaceChildren(scroll(el('table', {class: 'data', id: 'lesson'},
     el('tr', {}, el('th', {class: 'l'}, ''), el('th', {class: 'l'}, 'row'), names.map(([, l]) => el('th', {}, l))),
     Object.entries(t).flatMap(([label, row]) => [
       el('tr', {}, el('th', {class: 'l'}, label), el('td', {class: 'l'}, 'the lesson (one draw)'),
@@ -121,7 +132,7 @@ function lessonTable(t) {
         el('td', {}, num(row.draw.entropy, 3)), el('td', {}, num(row.draw.max_weight, 3))),
       el('tr', {}, el('th', {}, ''), el('td', {class: 'l'}, 'median of our draws'),
         el('td', {}, `${Lab.fmt(row.median.spread, 2)} / ${Lab.fmt(row.median_max_minus_min, 2)}`),
-        el('td', {}, num(row.median.entropy, 3)), el('td', {}, num(row.median.max_weight, 3)))])),
+        el('td', {}, num(row.median.entropy, 3)), el('td', {}, num(row.median.max_weight, 3)))]))),
     el('p', {class: 'muted small'}, "The lesson never says what its spread is: its numbers fit max − min " +
       "(docs/lessons.md). Its table is one draw; ours is a fixed-seed draw and the median of many."));
 }
@@ -131,15 +142,16 @@ async function drawVariance() {
   await Lab.guard(async () => {
     const v = await part('variance', {samples: Number($('samples').value),
                                              seed: Number($('variance-seed').value)});
-    $('variance').replaceChildren(el('table', {class: 'data', id: 'variance-table'},
+    $('variance').replaceChildren(scroll(el('table', {class: 'data', id: 'variance-table'},
       el('tr', {}, ['d', 'measured Var(q·k)', '± std. error', 'predicted d', 'std dev', 'the lesson: Var', 'the lesson: sd']
         .map(h => el('th', {}, h))),
       v.rows.map(r => el('tr', {'data-d': r.d}, el('td', {}, r.d), el('td', {}, num(r.var, 2, {'data-kind': 'var'})),
         el('td', {}, `± ${Lab.fmt(r.se, 2)}`), el('td', {}, r.d), el('td', {}, num(r.sd, 2)),
         el('td', {}, num(r.lesson_var, r.d === 1024 ? 1 : 2, {'data-kind': 'lesson-var'})),
-        el('td', {}, num(r.lesson_sd, r.d === 1024 ? 1 : 2))))),
+        el('td', {}, num(r.lesson_sd, r.d === 1024 ? 1 : 2)))))),
       el('p', {class: 'muted small'}, `${v.samples.toLocaleString('en')} dot products per d. Without the ` +
         'division the scores spread like √d (±8 at d = 64); divided by √d their variance is 1 whatever d is.'));
+    drawn('variance-panel');
   }, ['variance']);
 }
 
@@ -147,10 +159,10 @@ async function drawVariance() {
 async function drawCost() {
   await Lab.guard(async () => {
     const c = await part('cost', {n: Number($('n').value), D: Number($('D').value)});
-    $('cost').replaceChildren(el('table', {class: 'data', id: 'cost-table'},
+    $('cost').replaceChildren(scroll(el('table', {class: 'data', id: 'cost-table'},
       el('tr', {}, el('th', {class: 'l'}, 'projections Q, K, V, O: 4 n D²'), el('td', {}, big(c.projections, {id: 'cost-projections'}))),
       el('tr', {}, el('th', {class: 'l'}, 'the two contractions: 2 n² D'), el('td', {}, big(c.attention, {id: 'cost-attention'}))),
-      el('tr', {}, el('th', {class: 'l'}, 'attention / projections = n / (2D)'), el('td', {}, num(c.ratio, 4, {id: 'cost-ratio'})))),
+      el('tr', {}, el('th', {class: 'l'}, 'attention / projections = n / (2D)'), el('td', {}, num(c.ratio, 4, {id: 'cost-ratio'}))))),
       el('p', {class: c.ratio > 1 ? 'miss' : 'hit'}, c.ratio > 1
         ? `n = ${c.n} is past 2D = ${c.crossover}: attention outweighs the projections.`
         : `Below n = 2D = ${c.crossover} the projections cost more than attention.`));
@@ -158,6 +170,7 @@ async function drawCost() {
       el('tr', {}, el('th', {}, `n (D = ${c.lesson[0].D})`), el('th', {}, 'n / (2D)'), el('th', {}, 'the lesson')),
       c.lesson.map(r => el('tr', {}, el('td', {}, r.n), el('td', {}, num(r.ratio, 4, {'data-kind': 'ratio'})),
         el('td', {}, num(r.lesson_ratio, r.n === 8192 ? 1 : 2, {'data-kind': 'lesson-ratio'}))))));
+    drawn('cost-panel');
   }, ['cost']);
 }
 
@@ -183,18 +196,19 @@ async function drawIndex() {
     }
     $('index').replaceChildren(el('p', {class: 'mono big', id: 'spec'}, x.spec.replace('->', ' → ')),
       el('p', {class: 'muted'}, x.about),
-      el('table', {class: 'data', id: 'index-table'},
+      scroll(el('table', {class: 'data', id: 'index-table'},
         el('tr', {}, el('th', {class: 'l'}, 'index'), el('th', {}, 'size'), el('th', {class: 'l'}, 'role'),
           el('th', {class: 'l'}, 'meaning')),
         x.indices.map(i => el('tr', {'data-index': i.index}, el('td', {class: 'l mono'}, i.index),
           el('td', {}, big(i.size)), el('td', {class: `l ${i.role}`}, i.role === 'kept' ? 'kept' : 'summed'),
-          el('td', {class: 'l muted'}, i.meaning)))));
+          el('td', {class: 'l muted'}, i.meaning))))));
     $('index-result').replaceChildren(el('table', {class: 'data', id: 'index-numbers'},
       el('tr', {}, el('th', {class: 'l'}, 'result shape'), el('td', {id: 'index-shape'}, `[${x.shape.join(', ')}]`)),
       el('tr', {}, el('th', {class: 'l'}, 'elements'), el('td', {}, big(x.elements, {id: 'index-elements'}))),
       el('tr', {}, el('th', {class: 'l'}, 'multiply-adds'), el('td', {}, big(x.multiply_adds, {id: 'index-macs'}))),
       el('tr', {}, el('th', {class: 'l'}, 'per element'), el('td', {}, big(x.per_element, {id: 'index-per'})))),
       el('p', {class: 'muted small'}, 'Each summed index multiplies the work per element; each kept one the number of elements.'));
+    drawn('index-panel');
   }, ['index', 'index-result']);
 }
 
