@@ -327,3 +327,48 @@ def test_the_phases_printout_names_the_lines(model):
     assert text.count('microgpt/model.py:') >= len(phases.PHASES)
     assert 'attn_weights = softmax(attn_logits)' in text and 'keys 3..4 lie in the future' in text
     assert os.path.basename(phases.MODEL_FILE) == 'model.py'
+
+
+# ---------------------------------------------------------------------------- the routes
+@pytest.fixture(scope='module')
+def server(tiny_ckpt, names_file, tmp_path_factory):
+    from labserver import live_server
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('pages-api-runs'), names_file) as s:
+        yield s
+
+
+def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
+    from labserver import post
+    from microgpt.lab import embeddings, loss
+    from microgpt.lab.api import jsonable
+    from microgpt.run import log_path_for
+    assert post(server, '/api/byhand', {'n_head': 2}) == jsonable(byhand.compute(n_head=2))
+    assert post(server, '/api/scaling', {'part': 'index', 'sizes': {'h': 8}}) == \
+        jsonable(scaling.compute(part='index', sizes={'h': 8.0}))
+    assert post(server, '/api/scaling', {'part': 'row', 'row_d': 16, 'scale': False}) == \
+        jsonable(scaling.compute(part='row', row_d=16, scale=False))
+    got = post(server, '/api/phases', {'text': 'emma', 'head': 1, 'query': 2})
+    assert got == jsonable(phases.compute(model, 'emma', 0, 1, 2))
+    assert got['code']['lines'][0].lstrip().startswith('def gpt(')
+    assert post(server, '/api/embeddings', {'neighbours': 2}) == jsonable(embeddings.compute(model, 2))
+    want = jsonable(loss.compute(log_path_for(tiny_ckpt)))
+    assert post(server, '/api/loss', {}) == want and len(want['train']) == 60
+
+
+@pytest.mark.parametrize('route, body, words', [
+    ('/api/byhand', {'q': ['1 2', 'x']}, "q2: 'x' is not a number"),
+    ('/api/byhand', {'q': '1 2'}, "'q' must be a list"),
+    ('/api/byhand', {'q': ['1'] * 17}, "'q' must be a list of 1..16"),
+    ('/api/byhand', {'q': ['1 ' * 150]}, 'characters long'),
+    ('/api/byhand', {'query': 7}, "'query' is 7"),
+    ('/api/byhand', {'w_o': ['1 0', '0 1']}, 'W_O must be 4 x 4'),
+    ('/api/scaling', {'part': 'index', 'sizes': {'h': 2.5}}, 'give whole sizes'),
+    ('/api/scaling', {'part': 'index', 'sizes': {'h': 0}}, 'must be a number in 1..'),
+    ('/api/scaling', {'part': 'row', 'scores': [1e400]}, 'finite'),
+    ('/api/scaling', {'part': 'cost', 'n': 10 ** 8}, "'n' is 1e+08"),
+    ('/api/phases', {'text': 'emma', 'head': 9}, '--head 9 is out of range'),
+])
+def test_a_bad_request_to_a_new_route_is_a_400_with_one_line(server, route, body, words):
+    from labserver import request
+    status, answer, _ = request(server, 'POST', route, body)
+    assert status == 400 and words in answer['error'], answer
