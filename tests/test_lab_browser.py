@@ -107,6 +107,8 @@ def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     assert adam['param'] in page.inner_text('#result')
     assert f"all {want['n_with_grad']} of {want['n_params']} weights" in page.inner_text('#fresh-adam')
     assert f"{want['graph_nodes']} nodes" in page.inner_text('#graph-size')
+    assert page.inner_text('#without-grad') == want['without_grad']['text']
+    assert 'MLP hidden units whose ReLU is 0' in want['without_grad']['text']
     assert page.errors == []
 
 
@@ -242,3 +244,16 @@ def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
     page.wait_for_timeout(200)
     assert f"'{TEXT}'" in page.inner_text('#summary')
     assert page.locator('#error').is_hidden() and page.errors == []
+
+
+def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
+    """Issue 20: the name box redrew only on Enter or blur."""
+    page.goto(server.url + 'attention')
+    page.wait_for_selector(DRAWN, state='attached')
+    page.locator('#text').press('End')
+    page.locator('#text').press_sequentially('e', delay=20)  # 'anna' -> 'annae'
+    page.wait_for_selector('table.heatmap th:has-text("5 e")', timeout=5000)  # no Enter, no blur
+    assert page.evaluate('document.activeElement.id') == 'text'
+    want = post(server, '/api/attention', {'text': 'annae'})
+    assert page.locator('td.cell.filled').count() == 2 * len(want['labels']) * (len(want['labels']) + 1) // 2
+    assert page.errors == []

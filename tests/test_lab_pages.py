@@ -296,7 +296,7 @@ def test_every_phase_finds_its_lines_in_model_py():
     assert set(text) == {p for p, _, _ in phases.PHASES}
     must = {'tokens': ["sd['wte']", "sd['wpe']"], 'qkv': ['attn_wq', 'attn_wk', 'attn_wv'],
             'scores': ['attn_logits =', 'q_h ='], 'mask': ['keys[li].append(k)'],
-            'softmax': ['attn_weights = softmax(attn_logits)'], 'weighted': ['head_out ='],
+            'softmax': ['attn_weights =', 'softmax(attn_logits)'], 'weighted': ['head_out ='],
             'heads': ['for h in range', 'attn_wo']}
     for phase, needles in must.items():
         for needle in needles:
@@ -318,14 +318,15 @@ def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
         shift = [n - before['first'] for n in numbers]
         assert [n - after['first'] - 2 for n in after['phases'][phase]] == shift, phase
     renamed = tmp_path / 'renamed.py'
-    renamed.write_text(source.replace('attn_weights = softmax', 'attn_w = softmax'), encoding='utf-8')
+    assert 'attn_weights = blocks.softmax' in source  # the statement the negative control renames
+    renamed.write_text(source.replace('attn_weights = blocks.softmax', 'attn_w = blocks.softmax'), encoding='utf-8')
     assert phases.gpt_source(str(renamed))['phases']['softmax'] == []
 
 
 def test_the_phases_printout_names_the_lines(model):
     text = phases.render(phases.compute(model, 'emma', 0, 1, 2))
     assert text.count('microgpt/model.py:') >= len(phases.PHASES)
-    assert 'attn_weights = softmax(attn_logits)' in text and 'keys 3..4 lie in the future' in text
+    assert 'softmax(attn_logits)' in text and 'keys 3..4 lie in the future' in text
     assert os.path.basename(phases.MODEL_FILE) == 'model.py'
 
 

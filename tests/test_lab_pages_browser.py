@@ -258,7 +258,7 @@ def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, pag
         lit = [int(x) for x in page.locator('#code div.hl').evaluate_all('ds => ds.map(d => d.dataset.line)')]
         assert lit == code['phases'][phase] and lit, phase
     page.click('button[data-phase=softmax]')
-    assert 'attn_weights = softmax(attn_logits)' in ''.join(texts(page, '#code div.hl'))
+    assert 'softmax(attn_logits)' in ''.join(texts(page, '#code div.hl'))
     assert 'attn_wo' not in ''.join(texts(page, '#code div.hl'))
     assert page.errors == []
 

@@ -108,9 +108,8 @@ def test_sample_route_equals_the_sampler(server, model):
     assert got['temperatures'] == [0.0, 1.3]
     drawn = {(d['temperature'], d['top_k']): d['names'] for d in got['draws']}
     assert list(drawn) == [(0.0, None), (1.3, None), (1.3, 3)]  # greedy is its own top-1 cut
-    assert drawn[(1.3, 3)] == sampling.sample_names(model.next_logits_fn, model.tokenizer,
-                                                    model.config.block_size, num=6, temperature=1.3,
-                                                    seed=3, prompt='e', top_k=3)
+    assert drawn[(1.3, 3)] == sampling.sample_names(model, num=6, temperature=1.3, seed=3,
+                                                    prompt='e', top_k=3)
     ids = [model.tokenizer.bos] + model.tokenizer.encode('e')
     assert got['probs'][1] == sampling.probabilities(model.next_logits_fn()(ids), 1.3)
     assert sum(got['probs'][1]) == pytest.approx(1.0, abs=1e-12)
@@ -132,7 +131,7 @@ def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckp
     from microgpt.checkpoint import read_checkpoint
     trained = read_checkpoint(tiny_ckpt)['train_state']['run']['lr']
     got = post(server, '/api/step', {'text': TEXT})
-    assert got['lr'] == trained and got['lr_source'] == 'the checkpoint'
+    assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
     start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
     assert start['trained_lr'] == trained
 
@@ -481,7 +480,7 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
     """The run has its own session, so the server must hand it the second Ctrl-C itself: an
     impatient learner must not leave train.py going on with nobody to stop it."""
     import signal
-    from microgpt.lab.runs import Run, Trainer
+    from microgpt.lab.runs import RunManager, RunProcess
 
     class SlowToStop:  # a train.py still saving when the second Ctrl-C comes
         def __init__(self):
@@ -496,9 +495,18 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
         def wait(self, timeout=None):
             raise KeyboardInterrupt
 
-    trainer = Trainer(str(tmp_path), checkpoints=None)
+    runs = RunManager(str(tmp_path), checkpoints=None)
     proc = SlowToStop()
-    trainer.run = Run(1, str(tmp_path), {'steps': 10}, proc, output=None)
+    runs.run = RunProcess(1, str(tmp_path), {'steps': 10}, proc, output=None)
     with pytest.raises(KeyboardInterrupt):
-        trainer.shutdown()
+        runs.shutdown()
     assert proc.signals == [signal.SIGINT, signal.SIGINT]
+
+
+@pytest.mark.parametrize('host, loopback', [('::ffff:127.0.0.1', True), ('::ffff:127.5.0.1', True),
+                                            ('::ffff:10.0.0.1', False), ('::1', True), ('0.0.0.0', False),
+                                            ('localhost', True), ('example.com', False)])
+def test_an_ipv4_mapped_loopback_address_is_loopback(host, loopback):
+    """Issue 17: --host ::ffff:127.0.0.1 warned that the lab was open to everyone."""
+    from microgpt.lab.serve import is_loopback
+    assert is_loopback(host) == loopback

@@ -55,7 +55,7 @@ def main():
                     page.close()
                 browser.close()
         finally:
-            server.lab.trainer.shutdown()
+            server.lab.runs.shutdown()
             server.shutdown()
             server.server_close()
 

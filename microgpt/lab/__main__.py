@@ -159,6 +159,9 @@ def run_sandbox(s, args):
 
 def main(argv=None):
     args = parse_args(argv)
+    # import only the command that runs: `autograd` and `loss` never load the numpy port
+    if args.command == 'serve' or registry.get(args.command).numpy:
+        cli.require_numpy(f"`lab {args.command}`")
     if args.command == 'serve':
         from . import serve
         return serve.run(args)

@@ -2,7 +2,7 @@
 The web lab's JSON API: each route takes a small JSON object and returns the numbers that
 a lab function computes, made JSON-ready. Nothing here computes the model itself.
 
-    lab = Lab(Checkpoints('out/model.json'), trainer)
+    lab = Lab(Checkpoints('out/model.json'), runs)
     lab.sandbox('attention', {'ckpt': 'start', 'text': 'anna', 'head': 1})  # -> a dict for json.dumps
 
 Every sandbox route is POST /api/NAME for a sandbox of registry.SANDBOXES: its fields are the
@@ -201,9 +201,9 @@ class Lab:
     """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
     server's own: config, and the Training page's train_start / train_stop / train_status."""
 
-    def __init__(self, checkpoints, trainer):
+    def __init__(self, checkpoints, runs):
         self.checkpoints = checkpoints
-        self.trainer = trainer
+        self.runs = runs
         # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
         # seconds and hundreds of MB: n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB) takes
         # requests in turn: one waits up to WAIT seconds (a learner who types a second name
@@ -215,7 +215,7 @@ class Lab:
         """The checkpoints to choose from, the pages to navigate, what the Training page offers."""
         return {'checkpoints': self.checkpoints.listing(),
                 'pages': [{'name': name, 'title': title} for name, title in registry.pages()],
-                'features': {'training': self.trainer.options()}}
+                'features': {'training': self.runs.options()}}
 
     def sandbox(self, name, body):
         """POST /api/NAME: the request's fields read as the registry declares them, the model
@@ -254,13 +254,13 @@ class Lab:
             return module.compute(model, **params)
 
     def train_start(self, body):
-        return self.trainer.start(body)
+        return self.runs.start(body)
 
     def train_stop(self, body):
-        return self.trainer.stop()
+        return self.runs.stop()
 
     def train_status(self, body):
-        return self.trainer.status(field(body, 'offset', int, 0, 0, 2 ** 40))
+        return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))
 
 
 def public(data):

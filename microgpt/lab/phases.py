@@ -45,13 +45,14 @@ PHASES = [
 # model.py move nothing; a comment block directly above a matched statement is shown with it.
 PHASE_STATEMENTS = {
     'tokens': [r"^tok_emb\s*=", r"^pos_emb\s*=", r"zip\(tok_emb,\s*pos_emb\)"],
-    'qkv': [r"^[qkv]\s*=\s*linear\(.*attn_w[qkv]"],
+    'qkv': [r"^[qkv]\s*=\s*(\w+\.)?linear\(.*attn_w[qkv]"],
     'scores': [r"^q_h\s*=", r"^k_h\s*=", r"^attn_logits\s*="],
     'mask': [r"^keys\[li\]\.append", r"^values\[li\]\.append", r"^k_h\s*="],
-    'softmax': [r"^attn_weights\s*=\s*softmax"],
+    'softmax': [r"^attn_weights\s*=\s*(\w+\.)?softmax"],
     'weighted': [r"^v_h\s*=", r"^head_out\s*="],
-    'heads': [r"^for h in range", r"^hs\s*=", r"^x_attn\.extend", r"^x\s*=\s*linear\(x_attn"],
+    'heads': [r"^for h in range", r"^hs\s*=", r"^x_attn\.extend", r"^x\s*=\s*(\w+\.)?linear\(x_attn"],
 }
+# (a building block may be called through the set gpt() names, as blocks.linear, or bare)
 MODEL_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'model.py')
 
 

@@ -23,7 +23,8 @@ Adding a page is three things:
 Its command, its route (with every range checked as declared), its link in every page's
 navigation and its place in the browser tests follow from that entry. A terminal-only
 sandbox says page=False; one that must not run twice at once (a scalar-engine step of
-seconds and hundreds of MB) says one_at_a_time=True.
+seconds and hundreds of MB) says one_at_a_time=True; one that runs without numpy (on the scalar
+engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
 
 This file imports nothing heavy: the command line is built from it for every command, and
 `lab autograd` and `lab loss` never load numpy.
@@ -111,6 +112,7 @@ class Sandbox:
     png: str = None              # what --png draws (the module's picture()); None: no --png
     picture_flag: str = '--png'
     one_at_a_time: bool = False  # requests wait their turn (see api.Lab)
+    numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
 
     @property
@@ -213,7 +215,7 @@ SANDBOXES = [
                           group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
                     Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
                           help="query position, 0 (BOS)..len(TEXT) (default: the last)"))),
-    Sandbox('autograd', 'Autograd', model=None,
+    Sandbox('autograd', 'Autograd', model=None, numpy=False,
             help="build an expression's graph of Values and backpropagate",
             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), log(), relu(), "
                         "parentheses; nothing is eval'ed), builds the graph, runs backward() and lists "
@@ -269,7 +271,7 @@ SANDBOXES = [
                     Param('sizes', 'values', {}, 1, 10 ** 6, positional=True, metavar='INDEX=SIZE',
                           help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
                                "lesson's b=1 h=12 q=k=d=64)"))),
-    Sandbox('loss', 'Loss', model='log',
+    Sandbox('loss', 'Loss', model='log', numpy=False,
             help="training and validation loss curves from a training log",
             description="Reads the JSON-lines log train.py writes beside the checkpoint.",
             png="the curves",

@@ -39,7 +39,7 @@ from ..errors import UserError
 from . import registry
 from .api import ApiError, Checkpoints, Lab
 from .loading import load_model
-from .runs import Trainer
+from .runs import RunManager
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
 MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
@@ -213,6 +213,9 @@ class LabServer(ThreadingHTTPServer):
     """The lab's HTTP server: a thread per connection, the Lab behind the API, and on the
     loopback address the Host names it answers to."""
     daemon_threads = True  # a page left open does not keep Ctrl-C waiting
+    # connections the kernel holds while the server is busy accepting: socketserver's 5 reset
+    # most of a burst of 200 at once (the system caps it at net.core.somaxconn)
+    request_queue_size = 256
 
     def __init__(self, address, lab):
         if ':' in address[0]:  # an IPv6 address such as ::1
@@ -250,12 +253,15 @@ def url_host(host):
 
 
 def is_loopback(host):
+    """Whether an address reaches this machine only: 127.x, ::1, and 127.x written as an
+    IPv4-mapped IPv6 address (::ffff:127.0.0.1), which ipaddress does not count as loopback."""
     if host == 'localhost':
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.is_loopback or bool(getattr(address, 'ipv4_mapped', None) and address.ipv4_mapped.is_loopback)
 
 
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None):
@@ -267,7 +273,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
-    lab = Lab(checkpoints, Trainer(runs_dir, checkpoints, data=data))
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data))
     try:
         return LabServer((host, port), lab)
     except OSError as e:
@@ -298,6 +304,6 @@ def run(args):
     except KeyboardInterrupt:
         print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
     finally:
-        server.lab.trainer.shutdown()
+        server.lab.runs.shutdown()
         server.server_close()
     return 0
