@@ -3,6 +3,8 @@ The numbers behind "divide by sqrt(head_dim)", measured afresh next to the lesso
 
     python -m microgpt.lab scaling
     python -m microgpt.lab scaling --samples 200000 --draws 10000 --seed 1
+    python -m microgpt.lab scaling --png scaling.png          # also four panels of it (matplotlib)
+    python -m microgpt.lab scaling --part row --row-d 256 --no-scale   # one widget of the page
 
 The attention lessons argue with a handful of numbers a reader can check (docs/lessons.md
 says what each lesson shows). This command recomputes each one, prints it beside the value
@@ -17,7 +19,10 @@ the lesson states, and says where and why the two differ:
   5. the cost of attention against the projections, n / (2 D);
   6. the size of the score matrix that FlashAttention never builds.
 
-No checkpoint is needed: everything here is random draws and arithmetic.
+No checkpoint is needed: everything here is random draws and arithmetic. The web lab's
+Scaling page asks for one widget at a time (--part row, variance, cost, index: the functions
+under "the widgets" below), so the page and the printout share every function; with a model's
+own scores (--scores, which the page takes from the Attention sandbox) the row is that model's.
 """
 
 import functools
