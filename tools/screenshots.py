@@ -66,6 +66,11 @@ def shoot(page, url, out_dir, train_steps, suffix=''):
         page.screenshot(path=path)
         print(f"wrote {path} ({os.path.getsize(path) // 1024} KiB)")
 
+    def drawn(name):
+        page.goto(url + name)
+        page.wait_for_selector('body[data-drawn]', state='attached')
+        page.wait_for_load_state('networkidle')
+
     page.goto(url + 'overview')
     page.wait_for_selector('.position')
     save('overview')
@@ -77,6 +82,29 @@ def shoot(page, url, out_dir, train_steps, suffix=''):
     page.locator('td.filled[data-head="1"][data-query="4"][data-key="1"]').click()
     page.wait_for_selector('#detail-weight')
     save('attention')
+
+    drawn('byhand')  # the Czech lesson's preset
+    save('byhand')
+
+    drawn('phases')  # an earlier query, so the mask shows; the weighted sum of the values
+    page.select_option('#query', '3')
+    page.wait_for_selector('#query option[value="3"]:checked', state='attached')
+    page.wait_for_load_state('networkidle')
+    page.click('button[data-phase=weighted]')
+    page.wait_for_selector('#stage g.chip.future', state='attached')
+    save('phases')
+
+    drawn('scaling')  # d = 256 without scaling: the warning
+    page.uncheck('#scale')
+    page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')
+    page.wait_for_selector('#vanishing:not([hidden])')
+    save('scaling')
+
+    drawn('embeddings')
+    save('embeddings')
+
+    drawn('loss')
+    save('loss')
 
     page.goto(url + 'autograd')
     page.fill('#expression', 'relu(a * b + c) * a')
