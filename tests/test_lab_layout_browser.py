@@ -18,7 +18,7 @@ import os
 import pytest
 
 from labserver import live_server, post
-from test_lab_browser import CHROMIUM, CHROMIUM_ARGS, DRAWN
+from test_lab_browser import CHROMIUM, CHROMIUM_ARGS, DRAWN, PAGES
 
 sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
                                "pip install playwright (the test extra) to run the browser tests")
@@ -26,7 +26,6 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
                 allow_module_level=True)
 
-EXISTING = ['overview', 'attention', 'autograd', 'sampling', 'step', 'training']  # the pages before issue 20
 LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
 EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep
 # an element's box in page coordinates (not the viewport's, which scrolls): [left, top, width, height]
@@ -97,7 +96,7 @@ def type_name(p, text):
 @pytest.mark.parametrize('width', [390, 1280, 1920])
 def test_every_page_fits_its_window_and_the_header_is_whole(server, window, width):
     p = window(width)
-    for name in EXISTING:
+    for name in PAGES:  # every page the registry lists
         open_page(p, server, name)
         assert page_width(p) <= width, name
         header = p.locator('header').evaluate(BOX)
