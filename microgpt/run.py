@@ -23,7 +23,9 @@ What it guarantees, so the loop need not think about it:
     anything is saved;
   * Ctrl-C or SIGTERM (kill, a closed terminal, a job scheduler) ends the step in progress,
     saves it, and prints the command that resumes; a resumed run's log is the log an
-    uninterrupted run would have written.
+    uninterrupted run would have written;
+  * under torchrun (`--engine torch`), rank 0 alone prints, logs, validates and saves, and a
+    signal to any rank stops every rank after the same step (torchgpt/distributed.py).
 Standard library only, like the rest of microgpt/.
 """
 
@@ -54,7 +56,7 @@ RUN_DEFAULTS = {'data': None, 'val_size': None, 'shuffle': True, 'seed': 42, 'lr
                 'steps': 1000, 'batch_size': 1, 'reproduce_original': False}
 # Settings a resumed run takes from the run it continues unless told otherwise: they change
 # how the run is computed, logged and saved, not its losses.
-HABIT_DEFAULTS = {'engine': 'scalar', 'eval_every': 200, 'save_every': 100}
+HABIT_DEFAULTS = {'engine': 'scalar', 'dtype': 'float64', 'eval_every': 200, 'save_every': 100}
 MODEL_DEFAULTS = {'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
 # What --reproduce-original fixes to the original script's values (microgpt/original.py).
 ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
@@ -73,8 +75,11 @@ class Run:
 
     def __init__(self, args):
         self.args = args
+        self.rank, self.world_size = torchrun_place()  # (0, None) outside torchrun
+        self.world = None              # the trainer's torchgpt World under torchrun
         self.ckpt = resolve(args)
-        check_out(args.out, args.data)
+        if self.rank == 0:             # the one rank that writes
+            check_out(args.out, args.data)
         self.log_path = log_path_for(args.out)
         self.log = None
         self.stop_signal = None        # the signal (SIGINT or SIGTERM) that asked the run to stop
@@ -91,6 +96,8 @@ class Run:
             self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
         if hasattr(signal, 'SIGXFSZ'):  # a file-size limit: make the write fail, not kill us
             self._previous_handlers[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
+            sys.stdout = open(os.devnull, 'w')
         return self
 
     def __exit__(self, *exc):
@@ -102,7 +109,8 @@ class Run:
 
     def _on_signal(self, signum, frame):
         self.stop_signal = signum
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        if self.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     # ------------------------------------------------------------------ before the first step
     def tokenizer(self, docs):
@@ -136,8 +144,10 @@ class Run:
             if start >= args.steps:
                 raise UserError(f"{args.out} is already trained for {start} steps: pass --steps "
                                 f"greater than {start} to train further")
-        self.log = open_locked_log(self.log_path, args.out, start)
-        remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
+        self.world = getattr(trainer, 'world', None)
+        if self.rank == 0:
+            self.log = open_locked_log(self.log_path, args.out, start)
+            remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
         self.progress = Progress(args.steps, start)
         return start
 
@@ -146,11 +156,14 @@ class Run:
         """One log line per step, and the progress line; a non-finite loss ends the run."""
         if not math.isfinite(loss):
             self._diverged(f"the loss became non-finite at step {step}")
+        if self.world is not None:  # every rank learns of a signal any rank caught, after the same step
+            self.stop_signal = self.world.agree(self.stop_signal)
         self._write({'step': step, 'loss': loss, 'lr': lr})
         self.progress.update(step, loss, force=step == self.args.steps)
 
-    def evaluation_due(self, step):
-        return step == self.args.steps or bool(self.args.eval_every and step % self.args.eval_every == 0)
+    def evaluation_due(self, step):  # rank 0 alone validates
+        return self.rank == 0 and (step == self.args.steps
+                                   or bool(self.args.eval_every and step % self.args.eval_every == 0))
 
     def log_validation(self, step, val_loss, n_names):
         if not math.isfinite(val_loss):  # the step's loss was finite, the weights it left are not
@@ -161,7 +174,8 @@ class Run:
 
     def save_due(self, step):
         every = self.args.save_every
-        return step == self.args.steps or self.stop_signal is not None or bool(every and step % every == 0)
+        return self.rank == 0 and (step == self.args.steps or self.stop_signal is not None
+                                   or bool(every and step % every == 0))
 
     def save(self, step, trainer):
         """Replace the checkpoint at --out, whole, with the state after `step`."""
@@ -189,6 +203,8 @@ class Run:
         return f"python train.py --out {shlex.quote(self.args.out)} --resume"
 
     def _write(self, entry):
+        if self.log is None:  # not rank 0
+            return
         try:
             self.log.write(json.dumps(entry) + '\n')
             self.log.flush()
@@ -274,7 +290,8 @@ def check_train_state(path, state, config):
         problem = "its seed, steps or batch size is out of range"
     elif not (isinstance(run['lr'], float) and math.isfinite(run['lr']) and run['lr'] > 0):
         problem = "its learning rate is not a positive number"
-    elif not (run.get('engine', 'scalar') in ('scalar', 'numpy')
+    elif not (run.get('engine', 'scalar') in ('scalar', 'numpy', 'torch')
+              and run.get('dtype', 'float64') in ('float64', 'float32', 'bfloat16')
               and all(_is_int(run.get(k, 0), 0) for k in ('eval_every', 'save_every'))):
         problem = "its engine or evaluation/saving rhythm is unknown"
     elif not isinstance(run.get('reproduce_original', False), bool):
@@ -297,6 +314,21 @@ def check_train_state(path, state, config):
 
 def _is_int(x, lo, hi=2 ** 63):
     return isinstance(x, int) and not isinstance(x, bool) and lo <= x < hi
+
+
+def torchrun_place():
+    """(rank, world_size) from the environment torchrun gives each process it starts, or
+    (0, None) when torchrun did not start this one."""
+    if 'RANK' not in os.environ or 'WORLD_SIZE' not in os.environ:
+        return 0, None
+    try:
+        rank, size = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
+    except ValueError:
+        rank = size = -1
+    if not 0 <= rank < size:
+        raise UserError(f"RANK={os.environ['RANK']!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} are not "
+                        "a rank and a number of ranks: start train.py with torchrun, or unset them")
+    return rank, size
 
 
 # ---------------------------------------------------------------------------- --out and its log

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
+torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 
 import backprop  # noqa: E402
 import inference  # noqa: E402

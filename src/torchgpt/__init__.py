@@ -18,6 +18,6 @@ and nothing else in the project needs PyTorch.
 """
 
 from .model import GPT
-from .trainer import Trainer, check_device
+from .trainer import Trainer, check_device, make_trainer
 
-__all__ = ['GPT', 'Trainer', 'check_device']
+__all__ = ['GPT', 'Trainer', 'check_device', 'make_trainer']

@@ -20,6 +20,7 @@ Stopping (microgpt/run.py): a signal reaches the ranks at different moments; `ag
 largest signal number any rank has seen after each step, so every rank stops after the same one.
 """
 
+import atexit
 import datetime
 import os
 
@@ -39,6 +40,7 @@ class World:
         backend = 'nccl' if device.type == 'cuda' else 'gloo'
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=TIMEOUT_S))  # from the env
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
+        atexit.register(dist.destroy_process_group)  # leave the group cleanly however train.py ends
 
     def shard(self, batch):
         """This rank's consecutive slice of the batch; the slices of all ranks make the batch."""
@@ -54,9 +56,6 @@ class World:
         t = torch.tensor([signum or 0], device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return int(t.item()) or None
-
-    def close(self):
-        dist.destroy_process_group()
 
 
 def local_rank():

@@ -145,3 +145,21 @@ class Trainer:
                 'exp_avg': m[start:start + n].view_as(p).to(self.device, p.dtype).clone(),
                 'exp_avg_sq': v[start:start + n].view_as(p).to(self.device, p.dtype).clone()}
             start += n
+
+
+def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', world_size=None, batch_size=1):
+    """train.py's `--engine torch`: the device and dtype checked, the ranks joined under torchrun
+    (world_size: torchrun's WORLD_SIZE, None without it), then a Trainer."""
+    dev = check_device(device, dtype)
+    world = None
+    if world_size is not None and world_size > 1:
+        if world_size > batch_size:
+            raise UserError(f"torchrun started {world_size} ranks for a batch of {batch_size} names: "
+                            f"each rank needs at least one, so use --batch-size {world_size} or more, "
+                            f"or fewer ranks (--nproc_per_node)")
+        from .distributed import World, local_rank
+        if dev.type == 'cuda':  # one GPU per rank on each machine
+            dev = torch.device('cuda', local_rank())
+            torch.cuda.set_device(dev)
+        world = World(dev)
+    return Trainer(config, weights, tokenizer, dev, dtype, world)
