@@ -25,6 +25,7 @@ src/inference builds numpy arrays from the very same validated dictionary.
 """
 
 import errno
+import io
 import json
 import os
 import re
@@ -32,6 +33,7 @@ import signal
 import stat
 import tempfile
 
+from . import safetensors
 from .errors import UserError, is_finite, read_user_file
 from .jsonio import parse_json
 from .model import GPT, GPTConfig, parameter_shapes
@@ -59,8 +61,14 @@ def save_checkpoint(path, model, train_state=None):
     """Write the checkpoint to `path` atomically: the old file stays whole until the rename.
 
     model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
+    A path ending in .safetensors is written in that format (microgpt/safetensors.py), any
+    other as JSON.
     """
-    write_json_atomic(path, checkpoint_dict(model, train_state))
+    ckpt = checkpoint_dict(model, train_state)
+    if str(path).endswith(safetensors.EXTENSION):
+        write_atomic(path, lambda f: safetensors.write(f, *safetensors.checkpoint_tensors(ckpt)))
+    else:
+        write_json_atomic(path, ckpt)
 
 
 class CheckpointWriteError(UserError):
@@ -69,9 +77,21 @@ class CheckpointWriteError(UserError):
 
 
 def write_json_atomic(path, obj):
-    """Write obj as JSON to path so that a reader only ever sees the old file or the new one.
+    """Write obj as JSON to path so that a reader only ever sees the old file or the new one
+    (write_atomic). Floats are written with repr, which reads back bit for bit: resume is exact."""
+    def write(f):
+        text = io.TextIOWrapper(f, encoding='utf-8')
+        json.dump(obj, text, allow_nan=False)
+        text.flush()
+        text.detach()  # f stays open: write_atomic syncs it
+    write_atomic(path, write)
 
-    The JSON goes to a temporary file beside the target (`.<name>.<random>.tmp`), is flushed
+
+def write_atomic(path, write):
+    """Call write(f) on a binary file, so that a reader of path only ever sees the old file or
+    the new one, whole.
+
+    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), is flushed
     to disk, then renamed over the target in one step. If `path` is a symbolic link, its
     target is what gets replaced, and the link stays. The new file gets the old file's
     permissions, or for a new file the umask's, like any file a program creates. Any OSError
@@ -88,10 +108,9 @@ def write_json_atomic(path, obj):
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+        with os.fdopen(fd, 'wb') as f:
             os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
-            # floats are written with repr, which reads back bit for bit: resume is exact
-            json.dump(obj, f, allow_nan=False)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -165,7 +184,10 @@ def remove_stale_temporaries(path):
 def is_our_checkpoint(path):
     """True if path is a regular file that starts like a checkpoint microgpt writes,
     `{"format": "microgpt", ...`. Reads at most the first 256 bytes: cheap even for a huge
-    file, and what train.py asks before it replaces an --out that already exists."""
+    file, and what train.py asks before it replaces an --out that already exists. A
+    .safetensors file is ours if its metadata comes first and names the format."""
+    if str(path).endswith(safetensors.EXTENSION):
+        return safetensors.is_ours(path, FORMAT)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False
@@ -230,6 +252,21 @@ def _restore_signal(name, old):
         signal.signal(getattr(signal, name), old)
 
 
+# ---------------------------------------------------------------------------- sizes
+def check_fits(path, config):
+    """Refuse, in one line and before a run starts, a model whose checkpoint at `path` (with
+    Adam's two moments) could be larger than its format's reader accepts."""
+    if not str(path).endswith(safetensors.EXTENSION):
+        return
+    shapes = parameter_shapes(config)
+    n_params = sum(n_out * n_in for n_out, n_in in shapes.values())
+    size = safetensors.file_bytes(3 * n_params, sum(n_out for n_out, _ in shapes.values()) + 2, config.vocab_size)
+    if size > safetensors.MAX_BYTES:
+        raise UserError(f"a model of {n_params:,} parameters makes a .safetensors checkpoint of up to "
+                        f"{size / 1e9:.1f} GB with its Adam moments, more than the {safetensors.MAX_BYTES >> 20:,} MiB "
+                        "microgpt reads back (safetensors.MAX_BYTES): make the model smaller")
+
+
 # ---------------------------------------------------------------------------- reading
 def read_checkpoint(path, n_head=None):
     """Read and validate a checkpoint file of either form.
@@ -237,8 +274,10 @@ def read_checkpoint(path, n_head=None):
     Returns {'config': GPTConfig, 'vocab': [chars], 'state_dict': {name: [[float]]},
     'train_state': dict or None, 'source': 'microgpt' or 'tutorial'}.
     n_head: only for the tutorial form, whose file does not record it (default 4).
+    A path ending in .safetensors is read in that format, into the dictionary its JSON would
+    parse to, then checked as JSON is.
     """
-    obj = _read_json(path)
+    obj = safetensors.checkpoint_dict(path) if str(path).endswith(safetensors.EXTENSION) else _read_json(path)
     if not isinstance(obj, dict):
         raise UserError(f"{path} is not a checkpoint: expected a JSON object at the top level")
     if 'format' in obj:

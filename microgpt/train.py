@@ -26,6 +26,7 @@ import math
 
 import inference
 from microgpt import cli, limits, original
+from microgpt.checkpoint import check_fits
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
@@ -162,6 +163,7 @@ def main(argv=None):
 
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
         config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
+        check_fits(args.out, config)  # a checkpoint too big to read back is refused now, not at the end
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
             rng, _, _, _, weights = original.prepare(docs)
