@@ -126,3 +126,12 @@ def test_adam_state_moves_between_engines_exactly():
     b = backprop.Trainer(model.config, trainer.weights(), tokenizer)
     b.load_optimizer_state(trainer.optimizer_state())
     assert abs(b.step(batch, 0.01) - a.step(batch, 0.01)) < TOL
+
+
+def test_the_labs_function_gives_the_scalar_gradients():
+    model, _, tokenizer = setup('default')
+    tokens = doc_tokens(tokenizer, 'emma')
+    loss, grads = scalar_loss_and_grads(model, tokens)
+    t_loss, t_grads = torchgpt.loss_and_grads(model.config, model.weights(), [tokens])
+    assert abs(loss - t_loss) < TOL
+    assert max(np.abs(t_grads[k] - grads[k]).max() for k in grads) < TOL

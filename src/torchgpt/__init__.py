@@ -5,6 +5,7 @@ torchgpt: microgpt's GPT in PyTorch, the third rung: autograd on tensors, GPUs, 
     model = torchgpt.GPT(config)              # an nn.Module; state_dict keys are microgpt's names
     trainer = torchgpt.Trainer(config, weights, tokenizer, device='cpu', dtype='float64')
     loss = trainer.step(batch, lr)            # what `train.py --engine torch` drives
+    loss, grads = torchgpt.loss_and_grads(config, weights, batch)   # lab step's third engine
 
 Read it after src/backprop/, in this order: model.py (the module, gpt()'s steps on a batch),
 trainer.py (Adam, dtypes, devices, the flat Adam state every engine shares), distributed.py
@@ -18,6 +19,6 @@ and nothing else in the project needs PyTorch.
 """
 
 from .model import GPT
-from .trainer import Trainer, check_device, make_trainer
+from .trainer import Trainer, check_device, loss_and_grads, make_trainer
 
-__all__ = ['GPT', 'Trainer', 'check_device', 'make_trainer']
+__all__ = ['GPT', 'Trainer', 'check_device', 'loss_and_grads', 'make_trainer']

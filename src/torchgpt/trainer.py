@@ -163,3 +163,10 @@ def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', worl
             torch.cuda.set_device(dev)
         world = World(dev)
     return Trainer(config, weights, tokenizer, dev, dtype, world)
+
+
+def loss_and_grads(config, weights, batch):
+    """(loss, {name: gradient array (n_out, n_in)}) by PyTorch's autograd in float64, at these
+    weights, updating nothing: the third opinion `lab step` shows beside the scalar engine's
+    graph and src/backprop's hand-derived backward."""
+    return Trainer(config, weights, tokenizer=None).loss_and_grads(batch)
