@@ -18,7 +18,9 @@ printed as soon as it is made, so Ctrl-C keeps the names already printed.
 
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
-from microgpt.sampling import iter_names, scalar_next_logits
+from microgpt.checks import check_prompt, check_sampling
+from microgpt.errors import DIVERGED, OVERFLOWS, UserError
+from microgpt.sampling import iter_names
 
 
 def parse_args(argv=None):
@@ -50,17 +52,21 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.engine == 'numpy':
-        import inference  # numpy lives only in the port, so it is imported only when asked for
+    if args.engine == 'numpy':  # numpy lives only in the port, so it is imported only when asked for
+        inference = cli.import_numpy_module('inference', "--engine numpy")
         model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = model.next_logits_fn
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
-        make_next_logits = lambda: scalar_next_logits(model)  # noqa: E731  (a fresh KV cache per name)
-    names = iter_names(make_next_logits, model.tokenizer, model.config.block_size, num=args.num,
-                       temperature=args.temperature, seed=args.seed, prompt=args.prompt, top_k=args.top_k)
-    for name in names:
-        print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    # the sampler trusts its arguments: what the user typed is checked here, against this model
+    check_sampling(args.temperature, args.top_k, model.config.vocab_size)
+    check_prompt(model.tokenizer, model.config.block_size, args.prompt)
+    names = iter_names(model, num=args.num, temperature=args.temperature, seed=args.seed,
+                       prompt=args.prompt, top_k=args.top_k)
+    try:
+        for name in names:
+            print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
     return 0
 
 

@@ -11,10 +11,10 @@ Train a tiny GPT on names and save it as one self-sufficient checkpoint.
 The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
 linearly to 0. Read main() top to bottom: data, model, optimizer, the loop. The loop is the
-same whichever engine computes the step (microgpt.training.ScalarTrainer, on the Value engine,
-backprop.Trainer, on numpy arrays, or torchgpt.Trainer, in PyTorch); everything that makes a run safe to stop and resume
-(flags of a resumed run, the lock on --out, the log, saving, Ctrl-C, and under torchrun which
-rank writes) is microgpt/run.py's.
+same whichever engine computes the step (ScalarTrainer below, on the Value engine,
+backprop.Trainer, on numpy arrays, or torchgpt.Trainer, in PyTorch); everything that makes a
+run safe to stop and resume (flags of a resumed run, the lock on --out, the log, saving,
+Ctrl-C, and under torchrun which rank writes) is microgpt/run.py's.
 
 It prints the resolved configuration, a live progress line, the validation loss every
 --eval-every steps, and finally a few sampled names. Beside the checkpoint it writes a log of
@@ -24,16 +24,16 @@ JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
 import itertools
 import math
 
-import inference
 from microgpt import cli, limits, original
 from microgpt.checkpoint import check_fits
+from microgpt.checks import make_config
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
-from microgpt.model import GPT, GPTConfig
+from microgpt.model import GPT
 from microgpt.optim import Adam
 from microgpt.run import MAX_BATCH_SIZE, MAX_STEPS, Run
-from microgpt.sampling import iter_names, scalar_next_logits
-from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
+from microgpt.sampling import iter_names
+from microgpt.training import batch_step, doc_tokens, evaluate, learning_rate
 
 
 def parse_args(argv=None):
@@ -83,7 +83,8 @@ def parse_args(argv=None):
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
     g.add_argument('--unfused', action='store_true',
                    help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
-                        "as microgpt does, instead of fused.py's (about 13x slower, same losses)")
+                        "as microgpt does, instead of fused.py's (same losses, about 6x slower: "
+                        "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
                    help="checkpoint file (default out/model.json); the log goes beside it as .log.jsonl")
@@ -98,6 +99,37 @@ def parse_args(argv=None):
     g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
                    help="names to sample when training ends (default 10; 20 with --reproduce-original)")
     return p.parse_args(argv)
+
+
+class ScalarTrainer:
+    """The Value engine behind train.py's loop: a GPT of Values and its Adam.
+
+    The numpy and torch engines (backprop.Trainer, torchgpt.Trainer) have the same methods, so the loop does not care which
+    one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the checkpoint.
+    """
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.config, self.tokenizer = model.config, model.tokenizer
+
+    def step(self, batch, lr):
+        """One update on a batch of tokenized names; nan if an exp() overflowed (divergence)."""
+        try:
+            return batch_step(self.model, self.optimizer, batch, lr)
+        except OverflowError:  # raised in the forward pass, before any weight changed
+            return math.nan
+
+    def weights(self):
+        return self.model.weights()
+
+    def load_weights(self, weights):
+        self.model.load_weights(weights)
+
+    def optimizer_state(self):
+        return self.optimizer.state()
+
+    def load_optimizer_state(self, state):
+        self.optimizer.load_state(state)
 
 
 def make_trainer(args, model, run):
@@ -125,7 +157,8 @@ def make_trainer(args, model, run):
     if args.engine == 'numpy':
         if args.unfused:
             raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
-        import backprop  # numpy lives outside microgpt/, so it is imported only when asked for
+        # numpy lives outside microgpt/, so it is imported only when asked for
+        backprop = cli.import_numpy_module('backprop', "--engine numpy")
         return backprop.Trainer(model.config, model.weights(), model.tokenizer)
     return ScalarTrainer(model, Adam(model.params))
 
@@ -140,8 +173,16 @@ def validation_loss(trainer, docs):
     """Mean loss per predicted token on the held-out names, computed by the numpy port.
 
     It is the number microgpt.training.evaluate gives with the scalar engine (the tests check
-    that), found some 60x faster, because no graph is built. inf or nan means divergence.
+    that), found much faster, because no graph is built. inf or nan means divergence. Where
+    numpy is not installed, the scalar engine computes it (only the scalar engine runs there).
     """
+    try:
+        import inference
+    except ImportError:
+        try:
+            return evaluate(trainer.model, docs)
+        except OverflowError:
+            return math.nan
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer)
     try:
         return inference.evaluate(port, docs)
@@ -162,7 +203,8 @@ def main(argv=None):
                             f"training names: use at most {len(train_tokens)}")
 
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
-        config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
+        config = make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer, n_embd=args.n_embd,
+                             n_head=args.n_head, block_size=args.block_size)
         check_fits(args.out, config)  # a checkpoint too big to read back is refused now, not at the end
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
@@ -202,8 +244,7 @@ def main(argv=None):
         if args.reproduce_original:  # drawn from the original's generator, where training left it
             names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
         else:
-            names = iter_names(lambda: scalar_next_logits(model), tokenizer, config.block_size,
-                               num=args.num_samples or 10, temperature=0.5, seed=args.seed)
+            names = iter_names(model, num=args.num_samples or 10, temperature=0.5, seed=args.seed)
         for name in names:
             print(' ', name, flush=True)
     return 0

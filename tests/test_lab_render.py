@@ -28,3 +28,10 @@ def test_number(x, spec, expected):
 def test_format_itself_prints_negative_zero():
     # the negative control: without number(), Python keeps the sign
     assert format(-0.0004, '.3f') == '-0.000' and format(-0.0, 'g') == '-0'
+
+
+def test_a_bar_of_nan_is_empty_and_of_infinity_full():
+    """A ratio of two overflowed norms (inf / inf) is NaN: lab step's bars crashed on it."""
+    from microgpt.lab.render import FULL, bar
+    assert bar(float('nan'), 10) == ' ' * 10
+    assert bar(float('inf'), 10) == FULL * 10 and bar(-float('inf'), 10) == ' ' * 10

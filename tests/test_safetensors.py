@@ -86,8 +86,8 @@ def test_every_reader_takes_it(trained, capsys):
     out_json = run(lab_main, ['overview', 'emma', '--ckpt', trained['.json']], capsys)[1]
     assert code == 0 and out_st.replace('model.safetensors', 'model.json') == out_json
     web = Lab(Checkpoints(path), None)  # the web lab's API on the same file
-    assert web.overview({'ckpt': 'start', 'text': 'emma'}) == Lab(Checkpoints(trained['.json']), None).overview(
-        {'ckpt': 'start', 'text': 'emma'})
+    assert web.sandbox('overview', {'ckpt': 'start', 'text': 'emma'}) == \
+        Lab(Checkpoints(trained['.json']), None).sandbox('overview', {'ckpt': 'start', 'text': 'emma'})
 
 
 def test_init_takes_it(trained, tmp_path, names_file, capsys):

@@ -52,7 +52,7 @@ def main():
                 shoot(page, server.url, args.out_dir, args.train_steps)
                 browser.close()
         finally:
-            server.lab.trainer.shutdown()
+            server.lab.runs.shutdown()
             server.shutdown()
             server.server_close()
 

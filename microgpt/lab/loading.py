@@ -11,6 +11,7 @@ here; attention.py and overview.py run their arithmetic under `no_overflow`.
 import contextlib
 import os
 
+from ..checks import encode
 from ..errors import UserError
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
@@ -25,10 +26,17 @@ def require_checkpoint(path):
 
 
 def load_model(path, n_head=None):
-    """A NumpyGPT with its tokenizer; a missing file says to train one first."""
+    """A NumpyGPT with its tokenizer; a missing file says to train one first. Its
+    `train_state` (how it was trained: the lab reads the data and the learning rate from it)
+    is kept beside it, as microgpt's own GPT keeps it."""
     require_checkpoint(path)
     import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
-    return inference.load_checkpoint(path, n_head=n_head)
+    from ..checkpoint import read_checkpoint
+    from ..tokenizer import CharTokenizer
+    ckpt = read_checkpoint(path, n_head=n_head)
+    model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
+    model.train_state = ckpt['train_state']
+    return model
 
 
 @contextlib.contextmanager
@@ -66,7 +74,7 @@ def text_tokens(model, text):
     The model reads BOS first, exactly as in training, so position 0 is BOS and the text's
     first character is position 1.
     """
-    ids = model.tokenizer.encode(text)  # an unknown character is a UserError naming it
+    ids = encode(model.tokenizer, text)  # an unknown character is a UserError naming it
     limit = model.config.block_size - 1  # one position goes to BOS
     if len(ids) > limit:
         raise UserError(f"TEXT {text!r} has {len(ids)} characters, but this model's block of "

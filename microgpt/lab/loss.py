@@ -15,7 +15,8 @@ A falling training loss with a validation loss that stops falling (or rises) is 
 import math
 
 from ..checkpoint import is_our_checkpoint
-from ..errors import UserError, read_user_file
+from ..errors import UserError
+from ..files import read_user_file
 from ..jsonio import parse_json
 from ..limits import MAX_LOSS, MAX_STEP
 from ..run import log_path_for
@@ -131,37 +132,36 @@ def stretches(train, val, n=10):
 MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
 
 
-def report(path, width=60, height=12):
+def compute(path, width=60, height=12):
+    """The log's records, the running mean the chart draws, and the table of tenths."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
                         f"or more (got {width} x {height})")
     train, val = read_log(path)
     window = smoothing_window(len(train))
-    smooth = running_mean([l for _, l, _ in train], window)
-    series = [(TRAIN, [s for s, _, _ in train], smooth), (VAL, [s for s, _ in val], [v for _, v in val])]
-    lines = [f"log {path}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
+    return {'path': path, 'train': train, 'val': val, 'window': window,
+            'smooth': running_mean([l for _, l, _ in train], window),
+            'stretches': stretches(train, val), 'width': width, 'height': height}
+
+
+def render(d):
+    train, val = d['train'], d['val']
+    series = [(TRAIN, [s for s, _, _ in train], d['smooth']), (VAL, [s for s, _ in val], [v for _, v in val])]
+    lines = [f"log {d['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
              f"{len(val)} validation measurements", '',
-             f"  {TRAIN} training loss, running mean of {window} steps   "
+             f"  {TRAIN} training loss, running mean of {d['window']} steps   "
              f"{VAL} validation loss (held-out names)"]
-    lines += line_chart(series, width=width, height=height, y_label='loss')
+    lines += line_chart(series, width=d['width'], height=d['height'], y_label='loss')
     rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
-            for a, b, m, lr, v in stretches(train, val)]
+            for a, b, m, lr, v in d['stretches']]
     lines += ['', table(('steps', 'mean training loss', 'learning rate', 'validation loss'), rows)]
     if val:
         best = min(val, key=lambda sv: sv[1])
         lines.append(f"\n  last validation loss {val[-1][1]:.4f} at step {val[-1][0]}; "
                      f"lowest {best[1]:.4f} at step {best[0]}")
-    return '\n'.join(lines), train, val, window, smooth
+    return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    text, train, val, window, smooth = report(args.logfile, args.width, args.height)
-    print(text)
-    if args.png:
-        from .plot import loss_curves
-        loss_curves(args.png, train, val, smooth, window, f"training log {args.logfile}")
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, d, source):
+    from .plot import loss_curves
+    loss_curves(path, d['train'], d['val'], d['smooth'], d['window'], source)

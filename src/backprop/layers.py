@@ -53,9 +53,9 @@ def embedding_backward(dx, cache, vocab_size, block_size):
     """
     ids, pos = cache
     n_embd = dx.shape[1]
-    dwte = np.zeros((vocab_size, n_embd))   # (vocab_size, n_embd)
+    dwte = np.zeros((vocab_size, n_embd))   # rows of tokens never read stay 0
     np.add.at(dwte, ids, dx)                # unbuffered: repeated ids add up, not overwrite
-    dwpe = np.zeros((block_size, n_embd))   # (block_size, n_embd)
+    dwpe = np.zeros((block_size, n_embd))   # rows of positions past the sequence stay 0
     np.add.at(dwpe, pos, dx)
     return dwte, dwpe
 
