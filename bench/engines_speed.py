@@ -10,7 +10,7 @@ script with --child ...), with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch's
 bench/backprop_speed.py does (they are set machine-wide here for old OpenBLAS bugs; users'
 machines do not set them).
 
-1. engines   Step time of the scalar engine (microgpt.training.ScalarTrainer), the numpy engine
+1. engines   Step time of the scalar engine (microgpt.train.ScalarTrainer), the numpy engine
              (backprop.Trainer) and the torch engine (torchgpt.Trainer, float64 and float32 on
              the CPU), their steps interleaved (one step of each in turn, from the same weights
              on the same batches) so that a load spike hits all alike, at the default config
@@ -91,7 +91,8 @@ def torch_or_none(threads):
 def child_engines(args, size):
     import backprop
     from microgpt.optim import Adam
-    from microgpt.training import ScalarTrainer, learning_rate
+    from microgpt.train import ScalarTrainer
+    from microgpt.training import learning_rate
     s = SIZES[size]
     config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
     trainers = {'numpy': backprop.Trainer(config, model.weights(), tokenizer)}
@@ -238,7 +239,7 @@ def report_engines(size, r, args):
         ms = 1e3 * statistics.median(r['times'][name])
         k = len(r['loss'][name])
         diff = max(abs(a - b) for a, b in zip(r['loss'][name], r['loss']['numpy'][:k]))
-        print(f"    {name:14s} {ms:9.2f} ms/step (median)   numpy / this {numpy_ms / ms:7.3f}x   "
+        print(f"    {name:14s} {ms:9.2f} ms/step (median)   {ms / numpy_ms:7.2f}x numpy's time   "
               f"largest loss difference from numpy {diff:.1e}")
 
 

@@ -94,7 +94,7 @@ def write_atomic(path, write):
     """Call write(f) on a binary file, so that a reader of path only ever sees the old file or
     the new one, whole.
 
-    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), is flushed
+    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), are flushed
     to disk, then renamed over the target in one step. If `path` is a symbolic link, its
     target is what gets replaced, and the link stays. The new file gets the old file's
     permissions, or for a new file the umask's, like any file a program creates. Any OSError
