@@ -11,8 +11,9 @@ the training state.
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
 crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
 its target, the file keeps the old one's permissions (a new one gets the umask's), and a
-failed write (disk full, read-only folder, file-size limit) is a one-line
-CheckpointWriteError. A save killed outright (SIGKILL) leaves its temporary file behind:
+failed write (disk full, read-only folder, file-size limit: cli.run turns SIGXFSZ into an
+error for every program) is a one-line CheckpointWriteError. `check_fits` refuses, before a
+run starts, a model whose checkpoint would be too large to read back. A save killed outright (SIGKILL) leaves its temporary file behind:
 `remove_stale_temporaries` clears those, and `is_our_checkpoint` tells a checkpoint from any
 other file by its first bytes.
 
@@ -30,7 +31,6 @@ import json
 import math
 import os
 import re
-import signal
 import stat
 import tempfile
 
@@ -39,6 +39,7 @@ from .checks import make_config
 from .errors import UserError
 from .files import read_user_file
 from .jsonio import parse_json
+from .limits import MAX_FILE_BYTES
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -105,9 +106,6 @@ def write_atomic(path, write):
     folder = os.path.dirname(target)
     existed = os.path.exists(target)
     tmp = None
-    # Over a file-size limit (ulimit -f), the kernel sends SIGXFSZ, which kills the process
-    # by default; ignored, the write fails with EFBIG instead, which is reported below.
-    old_xfsz = _ignore_signal('SIGXFSZ')
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
@@ -128,7 +126,6 @@ def write_atomic(path, write):
                 os.remove(tmp)
             except OSError:  # already gone, or cannot be removed: the next run's cleanup will
                 pass
-        _restore_signal('SIGXFSZ', old_xfsz)
 
 
 # The temporary file of a save of out/model.json is out/.model.json.<8 random chars>.tmp
@@ -238,36 +235,56 @@ def _fsync_folder(folder):
         os.close(fd)
 
 
-def _ignore_signal(name):
-    """Ignore signal `name` if this system has it and this is the main thread; return the old
-    handler (or None when nothing was changed)."""
-    signum = getattr(signal, name, None)
-    if signum is None:
-        return None
-    try:
-        return signal.signal(signum, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signal handlers cannot be changed here
-        return None
+# ---------------------------------------------------------------------------- formats and sizes
+# A checkpoint's format is named by its file's extension. Each format says how many bytes a
+# checkpoint of n numbers and a vocabulary of v characters can take at most, and the most its
+# reader accepts, so that a run whose checkpoint could not be read back is refused before it
+# starts. JSON writes each float with repr(): at most 24 characters (-2.2250738585072014e-308)
+# and a ', ' after it; a row adds its brackets and a ', '; a vocabulary character at most a
+# 12-character escaped pair ("\\ud83d\\ude00") and its ', '. safetensors writes 8 bytes a number
+# (microgpt/safetensors.py's file_bytes bounds its header).
+FORMATS = {  # extension: (the most bytes a checkpoint takes, the most its reader accepts, named)
+    '.json': (lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
+              MAX_FILE_BYTES, 'limits.MAX_FILE_BYTES'),
+    safetensors.EXTENSION: (safetensors.file_bytes, safetensors.MAX_BYTES, 'safetensors.MAX_BYTES'),
+}
 
 
-def _restore_signal(name, old):
-    if old is not None:
-        signal.signal(getattr(signal, name), old)
+def checkpoint_format(path, what=None):
+    """The extension of a checkpoint path (a key of FORMATS), or a one-line UserError."""
+    ext = os.path.splitext(path)[1]
+    if ext not in FORMATS:
+        known = ' or '.join(FORMATS)
+        raise UserError(f"{what or path} does not end in {known}: a checkpoint is named by its format "
+                        f"(its log goes beside it as NAME.log.jsonl): use {os.path.splitext(path)[0] or 'model'}.json")
+    return ext
 
 
-# ---------------------------------------------------------------------------- sizes
-def check_fits(path, config):
-    """Refuse, in one line and before a run starts, a model whose checkpoint at `path` (with
-    Adam's two moments) could be larger than its format's reader accepts."""
-    if not str(path).endswith(safetensors.EXTENSION):
-        return
+def checkpoint_bytes(path, config, train_state=True):
+    """The most bytes the checkpoint of a model of this config can take at `path`, in its format:
+    the weights, and with the training state (what train.py saves) Adam's two moments too."""
     shapes = parameter_shapes(config)
-    n_params = sum(n_out * n_in for n_out, n_in in shapes.values())
-    size = safetensors.file_bytes(3 * n_params, sum(n_out for n_out, _ in shapes.values()) + 2, config.vocab_size)
-    if size > safetensors.MAX_BYTES:
-        raise UserError(f"a model of {n_params:,} parameters makes a .safetensors checkpoint of up to "
-                        f"{size / 1e9:.1f} GB with its Adam moments, more than the {safetensors.MAX_BYTES >> 20:,} MiB "
-                        "microgpt reads back (safetensors.MAX_BYTES): make the model smaller")
+    n_numbers = sum(n_out * n_in for n_out, n_in in shapes.values())
+    n_rows = sum(n_out for n_out, _ in shapes.values())
+    vocab_size = shapes['wte'][0]
+    if train_state:
+        n_numbers, n_rows = 3 * n_numbers, n_rows + 2
+    return FORMATS[checkpoint_format(path)][0](n_numbers, n_rows, vocab_size)
+
+
+def check_fits(path, config):
+    """Refuse, in one line, a model whose checkpoint at `path` (with its training state) could be
+    larger than its format's reader accepts. train.py calls it before building the model."""
+    size = checkpoint_bytes(path, config)
+    _, cap, named = FORMATS[checkpoint_format(path)]
+    if size > cap:
+        n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
+        binary = checkpoint_bytes(os.path.splitext(path)[0] + safetensors.EXTENSION, config)
+        other = (f", or save it as .safetensors (at most {binary / 1e9:.1f} GB, which fits)"
+                 if checkpoint_format(path) == '.json' and binary <= safetensors.MAX_BYTES else "")
+        raise UserError(f"a model of {n_params:,} parameters makes a checkpoint of up to {size / 1e9:.1f} GB "
+                        f"with its Adam moments, more than the {cap >> 20:,} MiB microgpt reads back as "
+                        f"{checkpoint_format(path)} ({named}): make the model smaller{other}")
 
 
 # ---------------------------------------------------------------------------- reading

@@ -16,6 +16,8 @@ for every seed); --top-k K draws only among the K most likely characters. Each n
 printed as soon as it is made, so Ctrl-C keeps the names already printed.
 """
 
+import unicodedata
+
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
 from microgpt.checks import check_prompt, check_sampling
@@ -42,11 +44,12 @@ def parse_args(argv=None):
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character) (default 0.5)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
-                   help="draw only among the K most likely characters, 1 or more (default: all)")
+                   help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
                    help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same names (default 42)")
     g.add_argument('--prompt', default='',
-                   help="how every name starts; its characters must be in the vocabulary (default: empty)")
+                   help="how every name starts, normalized to NFC as train.py's data is; its characters "
+                        "must be in the vocabulary (default: empty)")
     return p.parse_args(argv)
 
 
@@ -59,9 +62,10 @@ def main(argv=None):
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
     # the sampler trusts its arguments: what the user typed is checked here, against this model
     check_sampling(args.temperature, args.top_k, model.config.vocab_size)
-    check_prompt(model.tokenizer, model.config.block_size, args.prompt)
+    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
+    check_prompt(model.tokenizer, model.config.block_size, prompt)
     names = iter_names(model, num=args.num, temperature=args.temperature, seed=args.seed,
-                       prompt=args.prompt, top_k=args.top_k)
+                       prompt=prompt, top_k=args.top_k)
     try:
         for name in names:
             print(name, flush=True)  # at once: Ctrl-C keeps every name already made

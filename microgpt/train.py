@@ -25,59 +25,67 @@ import itertools
 import math
 
 from microgpt import cli, limits, original
-from microgpt.checkpoint import check_fits
+from microgpt import run as run_rules
 from microgpt.checks import make_config
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT
 from microgpt.optim import Adam
-from microgpt.run import MAX_BATCH_SIZE, MAX_STEPS, Run
+from microgpt.run import DTYPES, ENGINES, MAX_BATCH_SIZE, MAX_STEPS, Run
 from microgpt.sampling import iter_names
 from microgpt.training import batch_step, doc_tokens, evaluate, learning_rate
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size).")
+    """(args, given): every flag with its value (the defaults are the ones shown in --help), and
+    the names of those the command line gave; a resumed run fills the rest from its own
+    (run.ON_RESUME), --init and --resume take the model's size from the checkpoint, and
+    --reproduce-original takes the original's (microgpt/original.py)."""
+    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size).",
+                           formatter_class=cli.ShowDefaults)
     g = p.add_argument_group('data')
     g.add_argument('--data', metavar='PATH',
-                   help="UTF-8 text file, one name (document) per line "
+                   help="UTF-8 text file, one name (document) per line, normalized to NFC "
                         "(default: the census first names bundled with the `names` package)")
     g.add_argument('--val-size', type=cli.int_in(0, MAX_STEPS), metavar='N',
                    help="names held out for validation (default: 10%% of the data, at most 1000; 0 = none)")
-    g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
-                   help="keep the file's order instead of shuffling with --seed")
-    g = p.add_argument_group('model (ignored with --init and --resume, which use the checkpoint\'s)')
-    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER),
-                   help="transformer blocks (default 1; 1-4 is sensible here)")
-    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD),
-                   help="embedding width (default 16; must divide by --n-head)")
-    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), help="attention heads per block (default 4)")
-    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE),
-                   help="longest sequence in tokens (default 16; names longer than this are cut)")
+    g.add_argument('--no-shuffle', dest='shuffle', action='store_false',
+                   help="keep the file's order (default: shuffled once with --seed)")
+    g = p.add_argument_group('model (--init and --resume take the checkpoint\'s)')
+    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER), default=1,
+                   help="transformer blocks (1-4 is sensible here)")
+    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD), default=16,
+                   help="embedding width (must divide by --n-head)")
+    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), default=4, help="attention heads per block")
+    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE), default=16,
+                   help="longest sequence in tokens (names longer than this are cut)")
     g.add_argument('--init', metavar='CKPT',
                    help="start from this checkpoint's weights, config and vocabulary, with a fresh optimizer")
     g = p.add_argument_group('optimization')
-    g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), help="training steps (default 1000)")
-    g.add_argument('--lr', type=cli.positive_float, help="peak Adam learning rate, decayed linearly to 0 (default 0.01)")
-    g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B',
-                   help="names per step (default 1, microgpt's); the loss is the mean over every "
-                        "predicted token of the batch")
-    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED),
-                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED} (default 42)")
+    g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), default=1000,
+                   help="training steps; with --resume, the total to reach: the learning rate's decay is "
+                        "then spread over the new total, so it rises at the resumed step (printed)")
+    g.add_argument('--lr', type=cli.positive_float, default=0.01,
+                   help="peak Adam learning rate, decayed linearly to 0 over --steps")
+    g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B', default=1,
+                   help="names per step (1 is microgpt's); the loss is the mean over every predicted "
+                        "token of the batch")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
+                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED}")
     g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
-    g.add_argument('--engine', choices=('scalar', 'numpy', 'torch'),
-                   help="scalar: the Value autograd of microgpt/ (default, the teaching path); "
+    g.add_argument('--engine', choices=ENGINES, default='scalar',
+                   help="scalar: the Value autograd of microgpt/ (the teaching path); "
                         "numpy: src/backprop, every gradient derived by hand, much faster; "
                         "torch: src/torchgpt, PyTorch's autograd (pip install -e '.[torch]'), "
                         "also data-parallel under torchrun")
     g.add_argument('--device', choices=('cpu', 'cuda', 'mps'), default='cpu',
-                   help="--engine torch only: where it computes (default cpu; under torchrun, "
-                        "cuda means each rank's own GPU)")
-    g.add_argument('--dtype', choices=('float64', 'float32', 'bfloat16'),
-                   help="the weights' precision: float64 (default, or the resumed run's; the "
-                        "engines agree to rounding), float32 and bfloat16 (--engine torch: float32 "
-                        "weights, bfloat16 products) are faster on GPUs")
-    g.add_argument('--reproduce-original', action='store_true', default=None,
+                   help="--engine torch only: where it computes (under torchrun, cuda means each "
+                        "rank's own GPU)")
+    g.add_argument('--dtype', choices=DTYPES, default='float64',
+                   help="the weights' precision: float64 (the engines agree to rounding); "
+                        "--engine torch also float32 and bfloat16 (float32 weights, bfloat16 products), "
+                        "faster on GPUs")
+    g.add_argument('--reproduce-original', action='store_true',
                    help="the original single-file microgpt.py's run, number for number: its data "
                         "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
@@ -87,24 +95,27 @@ def parse_args(argv=None):
                         "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
-                   help="checkpoint file (default out/model.json); the log goes beside it as .log.jsonl")
+                   help="checkpoint file, a .json name, or .safetensors for the compact binary format; "
+                        "the log goes beside it as .log.jsonl")
     g.add_argument('--resume', action='store_true',
-                   help="continue the run saved at --out: weights, Adam moments, step, data order and "
-                        "its settings (either engine may continue it)")
-    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
-                   help="also save the checkpoint every N steps (default 100, or the resumed run's; "
-                        "0 = only at the end)")
-    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
-                   help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
-    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
-                   help="names to sample when training ends (default 10; 20 with --reproduce-original)")
-    return p.parse_args(argv)
+                   help=f"continue the run saved at --out: weights, Adam moments, step and data order "
+                        f"(any engine may continue it). {run_rules.resume_rule()}")
+    g.add_argument('--force', action='store_true',
+                   help="start a fresh run even if --out holds a trained model, replacing it")
+    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=100,
+                   help="also save the checkpoint every N steps (0 = only at the end)")
+    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=200,
+                   help="validation loss every N steps (0 = only at the end)")
+    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N', default=10,
+                   help="names to sample when training ends (20 with --reproduce-original)")
+    return p.parse_args_and_given(argv)
 
 
 class ScalarTrainer:
     """The Value engine behind train.py's loop: a GPT of Values and its Adam.
 
-    The numpy and torch engines (backprop.Trainer, torchgpt.Trainer) have the same methods, so the loop does not care which
+    The numpy and torch engines (backprop.Trainer, torchgpt.Trainer) have the same methods, so
+    the loop does not care which
     one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the checkpoint.
     """
 
@@ -191,8 +202,8 @@ def validation_loss(trainer, docs):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    with Run(args) as run:  # flags resolved (from --resume's run if any), --out checked, Ctrl-C caught
+    args, given = parse_args(argv)
+    with Run(args, given) as run:  # --out checked and locked, flags settled (ON_RESUME), signals caught
         # Let there be data: the names, split once into training and validation names.
         docs = load_docs(args.data)
         train_docs, val_docs = split_docs(docs, args.val_size, seed=args.seed, shuffle=args.shuffle)
@@ -205,20 +216,19 @@ def main(argv=None):
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
         config = make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer, n_embd=args.n_embd,
                              n_head=args.n_head, block_size=args.block_size)
-        check_fits(args.out, config)  # a checkpoint too big to read back is refused now, not at the end
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
-            rng, _, _, _, weights = original.prepare(docs)
-            model.load_weights(weights)
+            recipe = original.prepare(docs)
+            model.load_weights(recipe.weights)
         trainer = make_trainer(args, model, run)  # under torchrun: joins the other ranks
-        start = run.restore(trainer, docs)  # --init's weights, or --resume's weights, Adam and step
+        start = run.restore(trainer)  # --init's weights, or --resume's weights, Adam and step
 
-        print(f"data: {args.data or 'bundled census first names'}: {len(docs)} names, "
+        run.say(f"data: {args.data or 'bundled census first names'}: {len(docs)} names, "
               f"{len(train_docs)} train / {len(val_docs)} val, vocab {tokenizer.vocab_size} "
               f"({''.join(tokenizer.chars)!r} + BOS)")
-        print(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
+        run.say(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
               f"head_dim={config.head_dim} block_size={config.block_size} params={len(model.params)}")
-        print(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
+        run.say(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
               f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
               f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
               f" dtype={args.dtype}" + (f" device={args.device} ranks={run.world_size or 1}"
@@ -234,7 +244,7 @@ def main(argv=None):
                 run.log_validation(step, validation_loss(trainer, val_docs), len(val_docs))
             if run.save_due(step):
                 run.save(step, trainer)
-            if run.stop_signal:  # Ctrl-C or SIGTERM: the step is saved, say how to resume
+            if run.stop_signal:  # Ctrl-C, SIGTERM, SIGHUP or a closed stdout: the step is saved
                 return run.stopped(step)
     print(f"saved {args.out} (step {args.steps}); log {run.log_path}")
 
@@ -242,9 +252,9 @@ def main(argv=None):
         print("samples:")
         model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
         if args.reproduce_original:  # drawn from the original's generator, where training left it
-            names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
+            names = itertools.islice(original.sample_original(model, recipe.rng), args.num_samples)
         else:
-            names = iter_names(model, num=args.num_samples or 10, temperature=0.5, seed=args.seed)
+            names = iter_names(model, num=args.num_samples, temperature=0.5, seed=args.seed)
         for name in names:
             print(' ', name, flush=True)
     return 0

@@ -82,7 +82,8 @@ def numeric_params():
 
 def cli_argv(s, p, value):
     """A command line for sandbox s with parameter p at `value` (its positionals filled in)."""
-    return [s.name] + ['anna' for q in s.params if q.positional and q.required] + [flag_of(p), repr(value)]
+    logfile = ['model.log.jsonl'] if s.model == 'log' else []  # the log sandbox's positional
+    return [s.name] + ['anna' for q in s.params if q.positional and q.required] + logfile + [flag_of(p), repr(value)]
 
 
 @pytest.mark.parametrize('s, p', list(numeric_params()))

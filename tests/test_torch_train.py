@@ -109,7 +109,8 @@ def test_lower_precision_losses_stay_near_float64s(tmp_path, names_file, capsys,
 # ---------------------------------------------------------------------------- bad input
 @pytest.fixture
 def kept(tmp_path, tiny_ckpt):
-    """A good checkpoint at --out that a refused run must leave byte for byte as it was."""
+    """A good checkpoint at --out that a refused run must leave byte for byte as it was (the
+    runs below pass --force, which would replace it: each is refused before anything is written)."""
     out = tmp_path / 'model.json'
     shutil.copy(tiny_ckpt, out)
     before = out.read_bytes()
@@ -121,7 +122,7 @@ def kept(tmp_path, tiny_ckpt):
 def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file):
     block_torch = ("import sys; sys.modules['torch'] = None; sys.argv[0] = 'train.py'; "
                    "from microgpt import train; train.command()")
-    p = subprocess.run([sys.executable, '-c', block_torch, *train_args(names_file, kept, '--engine', 'torch')],
+    p = subprocess.run([sys.executable, '-c', block_torch, *train_args(names_file, kept, '--force', '--engine', 'torch')],
                        cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'PYTHONPATH': os.path.join(REPO_DIR, 'src')})
     assert p.returncode == 2
@@ -138,7 +139,7 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
 def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
     if '--engine' in extra and 'torch' in extra:
         torch_or_skip()
-    code, _, err = run(train.main, train_args(names_file, kept, *extra), capsys)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
     assert code == 2
     assert_one_line_error(code, err, fragment)
 
@@ -148,7 +149,7 @@ def test_a_device_that_is_not_there_is_one_line(kept, names_file, capsys, device
     torch = torch_or_skip()
     if (torch.cuda.is_available() if device == 'cuda' else torch.backends.mps.is_available()):
         pytest.skip(f"this machine has {device}: the error cannot happen here")
-    code, _, err = run(train.main, train_args(names_file, kept, '--engine', 'torch', '--device', device), capsys)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', '--engine', 'torch', '--device', device), capsys)
     assert code == 2
     assert_one_line_error(code, err, f"no {device} device")
 
@@ -165,7 +166,7 @@ def test_a_dtype_the_device_cannot_do_is_one_line(kept, names_file, capsys, monk
             raise TypeError("bfloat16 is not supported on this device")
         return real_ones(*shape, dtype=dtype, device=device)
     monkeypatch.setattr(torchgpt.trainer.torch, 'ones', ones)
-    code, _, err = run(train.main, train_args(names_file, kept, '--engine', 'torch', '--dtype', 'bfloat16'), capsys)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', '--engine', 'torch', '--dtype', 'bfloat16'), capsys)
     assert_one_line_error(code, err, "--dtype bfloat16 is not supported on --device cpu: use --dtype float32")
 
 
@@ -183,6 +184,6 @@ def test_torchruns_environment_is_checked_before_anything_starts(kept, names_fil
         torch_or_skip()
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    code, _, err = run(train.main, train_args(names_file, kept, *extra), capsys)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
     assert code == 2
     assert_one_line_error(code, err, fragment)

@@ -18,8 +18,7 @@ from ..checkpoint import is_our_checkpoint
 from ..errors import UserError
 from ..files import read_user_file
 from ..jsonio import parse_json
-from ..limits import MAX_LOSS, MAX_STEP
-from ..run import log_path_for
+from ..runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
@@ -30,7 +29,8 @@ def read_log(path):
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it. Every number
-    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it.
+    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it,
+    by run.log_record_problem: the rule by which train.py --resume keeps a log's lines.
     """
     if is_our_checkpoint(path):  # an easy slip: the checkpoint sits right beside its log
         raise UserError(_not_a_log(path))
@@ -47,21 +47,14 @@ def read_log(path):
                             hint="is this the training log (out/model.log.jsonl)?")
         if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
             raise UserError(_not_a_log(path))
-        if not isinstance(record, dict):
-            raise UserError(f"{path} line {number} is not a JSON object: not a train.py log line")
-        if 'step' not in record:
-            raise UserError(f"{path} line {number} has no integer 'step': not a train.py log line")
-        step = record['step']
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
-            raise UserError(f"{path} line {number}: 'step' is {_short(step)}, not an integer "
-                            f"from 0 to {MAX_STEP:,}: not a train.py log line")
+        problem = log_record_problem(record)  # the rule train.py's --resume keeps lines by
+        if problem:
+            raise UserError(f"{path} line {number}{problem}")
         if 'loss' in record:
-            train.append((step, _checked(path, number, record, 'loss', MAX_LOSS),
-                          _checked(path, number, record, 'lr', None) if 'lr' in record else None))
-        elif 'val_loss' in record:
-            val.append((step, _checked(path, number, record, 'val_loss', MAX_LOSS)))
+            train.append((record['step'], float(record['loss']),
+                          float(record['lr']) if 'lr' in record else None))
         else:
-            raise UserError(f"{path} line {number} has neither 'loss' nor 'val_loss'")
+            val.append((record['step'], float(record['val_loss'])))
     if not train:
         raise UserError(f"{path} holds no training steps: train for a few steps first")
     return train, val
@@ -73,30 +66,6 @@ def _not_a_log(path):
     if path.endswith('.json'):
         return f"{path} is a checkpoint, not a training log: give its log, {log_path_for(path)}"
     return f"{path} is a checkpoint, not a training log: give the .log.jsonl file beside it"
-
-
-def _checked(path, number, record, key, most):
-    """record[key] as a float: a finite number from 0 to `most` (None: any finite one)."""
-    value = record[key]
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and _finite(value)
-    if not ok or value < 0 or (most is not None and value > most):
-        limit = f"from 0 to {most:g}" if most is not None else "0 or more"
-        raise UserError(f"{path} line {number}: {key} is {_short(value)}, not a finite number "
-                        f"{limit}")
-    return float(value)
-
-
-def _finite(x):
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an integer too large for a float
-        return False
-
-
-def _short(x):
-    """repr(x), cut short: a 400-digit number does not make a one-line message."""
-    text = repr(x)
-    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def running_mean(losses, window):

@@ -45,6 +45,7 @@ MAX_VALUE = 1e300      # an autograd variable's value, at most this in size
 MAX_TOP = 1000         # most likely characters per position: more bars than any screen shows
 MAX_LAB_NAMES = 100    # names `lab sample` and the Sampling page draw per setting (sample.py's
                        # own --num goes to limits.MAX_NAMES: a file of names, not a table)
+MAX_VECTOR = 200       # characters of one typed vector (by hand): eight numbers with room to spare
 MAX_LR = 1e3           # one step's learning rate; above about 1 the loss goes up, and the page says so
 
 
@@ -167,6 +168,53 @@ SANDBOXES = [
                     Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
                           group='what if (the model itself scales and uses temperature 1)',
                           help="divide the scores by this before the softmax (default 1)"))),
+    Sandbox('byhand', 'By hand', model=None,
+            help="attention on q, k, v typed by hand: the Czech lesson's worked example, step by step",
+            description="For the query token: q.k per dimension, the division by sqrt(d), e^score and their "
+                        "sum, the weights, each w_j * v_j and the output; then the heads side by side and "
+                        "W_O; the table of shapes and the memory of the score matrix. Each vector is a "
+                        "quoted list of numbers; the defaults are the lesson's three tokens.",
+            params=(Param('q', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's query (default: the lesson's; its q2 is ours)"),
+                    Param('k', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's key (default: the lesson's)"),
+                    Param('v', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's value (default: the lesson's)"),
+                    Param('tokens', str, (), many=True, metavar='NAME',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="their names, for the printout (default: the lesson's kočka spí venku)"),
+                    Param('query', int, 3, 1, 6, metavar='I', group='the computation',
+                          help="the query token, counted from 1 as the lesson counts (default 3)"),
+                    Param('n_head', int, 1, 1, 8, metavar='H', group='the computation',
+                          help="heads, each on its slice of d / H dimensions (default 1, the lesson's)"),
+                    Param('w_o', str, (), many=True, high=MAX_VECTOR, metavar='ROW', group='the computation',
+                          help="W_O's rows, d of them, stored [n_out][n_in] (default: the identity)"),
+                    Param('scale', bool, True, flag='--no-scale', group='the computation',
+                          help="do not divide by sqrt(d): the lesson's exercise 2"),
+                    Param('batch', int, 1, 1, 4096, metavar='B', group='the shapes table',
+                          help="sequences in a batch (default 1)"),
+                    Param('length', int, 1024, 1, 10 ** 6, metavar='T', group='the shapes table',
+                          help="tokens per sequence (default 1024, the lesson's exercise 3)"),
+                    Param('d_model', int, 4096, 1, 10 ** 6, metavar='D', group='the shapes table',
+                          help="model width (default 4096)"),
+                    Param('n_heads', int, 32, 1, 4096, metavar='H', group='the shapes table',
+                          help="heads (default 32)"),
+                    Param('bytes', int, 2, 1, 8, metavar='N', group='the shapes table',
+                          help="bytes per number: 2 for fp16 (default), 4 for fp32"))),
+    Sandbox('phases', 'In phases',
+            help="attention in phases on TEXT: tokens, Q/K/V, scores, mask, softmax, weighted sum, all heads",
+            description="The 3D tutorial's sandbox: one head and one query, each phase's numbers beside the "
+                        "lines of microgpt/model.py's gpt() that compute it, read from the file.",
+            params=(_text(),
+                    Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
+                          group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
+                    Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
+                          group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
+                    Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
+                          help="query position, 0 (BOS)..len(TEXT) (default: the last)"))),
     Sandbox('autograd', 'Autograd', model=None, numpy=False,
             help="build an expression's graph of Values and backpropagate",
             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), log(), relu(), "
@@ -184,10 +232,12 @@ SANDBOXES = [
                     Param('lenient', bool, False, cli=False,
                           help="a variable without a value starts at 1, a value whose variable is "
                                "gone is dropped (the page, as its learner types)"))),
-    Sandbox('scaling', 'Scaling', model=None, page=False,
+    Sandbox('scaling', 'Scaling', model=None,
             help="the lessons' numbers on sqrt(d) scaling and cost, measured afresh",
             description="Var(q.k) = d, softmax saturation, the hand-worked example, one row with and "
-                        "without scaling, the cost ratio n/(2D), the size of the score matrix.",
+                        "without scaling, the cost ratio n/(2D), the size of the score matrix; --part "
+                        "shows one of the Scaling page's widgets instead.",
+            png="Var(q.k), one row without and with scaling, saturation against d and the cost ratio",
             params=(Param('samples', int, 50_000, 2, 1_000_000, metavar='N', group='sampling',
                           help="dot products drawn per d for the variance (default 50000; the "
                                "standard error shrinks like 1/sqrt(N))"),
@@ -197,8 +247,31 @@ SANDBOXES = [
                           help=f"head size of the random row in section 4, with --draws x --row-d at "
                                f"most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to watch "
                                "the unscaled row saturate)"),
-                    SEED)),
-    Sandbox('loss', 'Loss', model='log', page=False, numpy=False,
+                    SEED,
+                    Param('part', str, 'all', metavar='PART', group='one widget of the Scaling page',
+                          help="all (the printout, default), or one widget: row (one attention row at "
+                               "--row-d), variance, cost, index"),
+                    Param('scale', bool, True, flag='--no-scale', group='one widget of the Scaling page',
+                          help="row: do not divide the scores by sqrt(d)"),
+                    Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
+                          group='one widget of the Scaling page',
+                          help="row: divide the scores by this before the softmax (default 1)"),
+                    Param('keys', int, 8, 2, 16, group='one widget of the Scaling page',
+                          help="row: keys in the random row (default 8, the lesson's)"),
+                    Param('scores', float, (), -1e6, 1e6, many=True, metavar='S',
+                          group='one widget of the Scaling page',
+                          help="row: these unscaled scores q.k instead of a random row (the page sends "
+                               "a model's)"),
+                    Param('n', int, 1024, 1, 10 ** 7, group='one widget of the Scaling page',
+                          help="cost: sequence length n (default 1024)"),
+                    Param('D', int, 768, 1, 10 ** 6, group='one widget of the Scaling page',
+                          help="cost: model width D = n_head x head_dim (default 768, the lesson's)"),
+                    Param('tab', str, 'scores', group='one widget of the Scaling page',
+                          help="index: scores (bhqd,bhkd->bhqk, default), output or projection"),
+                    Param('sizes', 'values', {}, 1, 10 ** 6, positional=True, metavar='INDEX=SIZE',
+                          help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
+                               "lesson's b=1 h=12 q=k=d=64)"))),
+    Sandbox('loss', 'Loss', model='log', numpy=False,
             help="training and validation loss curves from a training log",
             description="Reads the JSON-lines log train.py writes beside the checkpoint.",
             png="the curves",
@@ -238,7 +311,7 @@ SANDBOXES = [
                     Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
                           help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
                                "(quote it; default: the weight with the largest gradient)"))),
-    Sandbox('embeddings', 'Embeddings', page=False,
+    Sandbox('embeddings', 'Embeddings',
             help="wte on its two principal components, nearest neighbours, wpe similarity",
             description="The token embeddings (rows of wte) projected on their two principal "
                         "components, vowels marked; each character's nearest neighbours by cosine "

@@ -3,6 +3,8 @@ The numbers behind "divide by sqrt(head_dim)", measured afresh next to the lesso
 
     python -m microgpt.lab scaling
     python -m microgpt.lab scaling --samples 200000 --draws 10000 --seed 1
+    python -m microgpt.lab scaling --png scaling.png          # also four panels of it (matplotlib)
+    python -m microgpt.lab scaling --part row --row-d 256 --no-scale   # one widget of the page
 
 The attention lessons argue with a handful of numbers a reader can check (docs/lessons.md
 says what each lesson shows). This command recomputes each one, prints it beside the value
@@ -17,8 +19,13 @@ the lesson states, and says where and why the two differ:
   5. the cost of attention against the projections, n / (2 D);
   6. the size of the score matrix that FlashAttention never builds.
 
-No checkpoint is needed: everything here is random draws and arithmetic.
+No checkpoint is needed: everything here is random draws and arithmetic. The web lab's
+Scaling page asks for one widget at a time (--part row, variance, cost, index: the functions
+under "the widgets" below), so the page and the printout share every function; with a model's
+own scores (--scores, which the page takes from the Attention sandbox) the row is that model's.
 """
+
+import functools
 
 import numpy as np
 
@@ -157,8 +164,140 @@ def _bytes(n):
     return f'{n} B'
 
 
+# ---------------------------------------------------------------------------- the widgets
+# What the web lab's Scaling page shows (api.py calls these, the printout above and --png too).
+VANISHING = 0.01   # gradient scale below which we say the gradient vanishes: a change of 1 in
+                   # the scores moves the weights by at most 0.01 (a uniform row of 8 gives 0.125)
+WIDGET_DRAWS = 500  # random rows behind the widget's medians: enough for a stable median, ~20 ms
+
+
+def row_widget(raw, d, scale=True, temperature=1.0):
+    """The sqrt(d) widget's numbers for one row of unscaled scores q.k_j, raw (n,).
+
+    The scores entering the softmax are raw / sqrt(d) (or raw, scale off), then / temperature.
+    Returns {'raw', 'scores', 'weights', 'stats'}: stats are rowstats' four numbers plus the
+    scores' max - min (the lesson's own "spread", see section 4) and the vanishing flag.
+    """
+    raw = np.asarray(raw, dtype=np.float64)                   # (n,)
+    scores = raw * (d ** -0.5 if scale else 1.0) / temperature  # (n,)
+    stats = row_statistics(scores)
+    stats['max_minus_min'] = float(scores.max() - scores.min())
+    stats['vanishing'] = stats['gradient_scale'] < VANISHING
+    return {'raw': raw, 'scores': scores, 'weights': softmax(scores), 'stats': stats}
+
+
+def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, draws=WIDGET_DRAWS):
+    """row_widget for one random row (q and k with unit-variance components), and beside it
+    the medians over `draws` more rows at the same settings.
+
+    One draw can be lucky (two keys sharing the weight keep the gradient scale near 1/2 even
+    when saturated), so the warning 'vanishing' is given by the median: most rows at this d.
+    """
+    raw = random_rows(1, np.random.default_rng(seed), d, n_keys)[0]              # (n_keys,)
+    out = row_widget(raw, d, scale, temperature)
+    many = random_rows(draws, np.random.default_rng(seed + 1), d, n_keys)        # (draws, n_keys)
+    many = many * (d ** -0.5 if scale else 1.0) / temperature                    # (draws, n_keys)
+    stats = batch_statistics(many)
+    stats['max_minus_min'] = many.max(axis=-1) - many.min(axis=-1)               # (draws,)
+    out['median'] = {name: float(np.median(v)) for name, v in stats.items()}
+    out['draws'] = draws
+    out['vanishing'] = out['median']['gradient_scale'] < VANISHING
+    return out
+
+
+def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
+    """Section 1 for the page: [{d, var, se, sd, lesson_var, lesson_sd}] (the lesson's
+    measurements beside ours; None where the lesson measured no such d)."""
+    rows = []
+    for d, var, se, sd in variance_table(samples, np.random.default_rng(seed), ds):
+        lesson_var, lesson_sd = LESSON_VARIANCE.get(d, (None, None))
+        rows.append({'d': d, 'var': var, 'se': se, 'sd': sd, 'lesson_var': lesson_var, 'lesson_sd': lesson_sd})
+    return rows
+
+
+def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
+    """Median max weight, entropy and gradient scale of random rows at each head size d,
+    without and with scaling: {label: {name: [median per d]}}. What --png draws against d."""
+    out = {label: {'max_weight': [], 'entropy': [], 'gradient_scale': []} for label in LESSON_ROW}
+    for d in ds:
+        many = random_rows(draws, np.random.default_rng(seed), d, n_keys)  # (draws, n_keys)
+        for label, factor in (('without scaling', 1.0), ('with scaling', d ** -0.5)):
+            stats = batch_statistics(many * factor)
+            for name in out[label]:
+                out[label][name].append(float(np.median(stats[name])))
+    return out
+
+
+@functools.lru_cache(maxsize=4)  # the same 1000 draws for every redraw of the page's widget
+def lesson_row_table(draws=1000, seed=42):
+    """The lesson's table (d = 64, eight keys, without and with scaling) beside ours:
+    {label: {'lesson': (spread, entropy, max weight), 'draw': stats, 'median': stats}}."""
+    study = row_study(draws, seed)
+    one = random_rows(1, np.random.default_rng(seed))[0]  # (n_keys,): row_study's fixed draw
+    return {label: {'lesson': LESSON_ROW[label], 'draw': study['draw'][label],
+                    'draw_max_minus_min': float(np.ptp(one * factor)),
+                    'median': study['median'][label],
+                    'median_max_minus_min': study['max_minus_min'][label]['median']}
+            for label, factor in (('without scaling', 1.0), ('with scaling', ROW_D ** -0.5))}
+
+
+def row_part(row_d=ROW_D, scale=True, temperature=1.0, keys=ROW_KEYS, seed=42, scores=None,
+             draws=WIDGET_DRAWS):
+    """The page's row widget: a random row (random_row_widget), or the unscaled scores q.k
+    given (a model's, from the Attention sandbox, or typed) as row_widget sees them, its
+    warning from the row itself; with the lesson's table and the threshold beside it."""
+    if not len(scores if scores is not None else ()):  # none given (the command line's default: [])
+        out = random_row_widget(row_d, scale, temperature, keys, seed, draws)
+    else:
+        out = row_widget(scores, row_d, scale, temperature)
+        out['vanishing'] = out['stats']['vanishing']
+    out.update(row_d=row_d, scale=scale, temperature=temperature, threshold=VANISHING,
+               lesson=lesson_row_table())
+    return out
+
+
+def cost_table(n, D):
+    """The cost widget: multiply-adds of one layer's projections (4 n D^2) and attention
+    (2 n^2 D), their ratio n / (2 D), and the n where attention starts to outweigh."""
+    return {'n': n, 'D': D, 'projections': 4 * n * D * D, 'attention': 2 * n * n * D,
+            'ratio': cost_ratio(n, D), 'crossover': 2 * D}
+
+
+# The index-notation widget's three tabs. Letters: b batch, h head, q query position, k key
+# position, d head_dim; t position, c n_embd in, e n_embd out (W stored [n_out][n_in], as ours).
+CONTRACTIONS = {
+    'scores': ('bhqd,bhkd->bhqk', "q k^T: every query against every key, summing over d"),
+    'output': ('bhqk,bhkd->bhqd', "weights times values: summing over the keys k"),
+    'projection': ('btc,ec->bte', "x W^T, one of Q, K, V, O: summing over the input width c"),
+}
+INDEX_MEANING = {'b': 'batch', 'h': 'head', 'q': 'query position', 'k': 'key position',
+                 'd': 'head_dim', 't': 'position', 'c': 'n_embd (in)', 'e': 'n_embd (out)'}
+# the Russian lesson's sizes (b 1, h 12, q = k = d = 64), with D = h d = 768 as in its cost table
+LESSON_SIZES = {'b': 1, 'h': 12, 'q': 64, 'k': 64, 'd': 64, 't': 64, 'c': 768, 'e': 768}
+
+
+def contraction(spec, sizes):
+    """What an einsum 'ij,jk->ik' costs at the given index sizes {letter: int}.
+
+    An index in the output is kept (one result per value of it); any other is summed. Each
+    result element takes one multiply-add per value of the summed indices, so
+    multiply-adds = elements x product(summed sizes).
+    """
+    inputs, output = spec.split('->')
+    letters = list(dict.fromkeys(inputs.replace(',', '')))  # in order of first appearance
+    summed = [x for x in letters if x not in output]
+    shape = [sizes[x] for x in output]
+    elements = int(np.prod(shape, dtype=object))            # Python ints: never overflow
+    per_element = int(np.prod([sizes[x] for x in summed], dtype=object))
+    return {'spec': spec, 'operands': inputs.split(','), 'output': output,
+            'indices': [{'index': x, 'size': sizes[x], 'role': 'kept' if x in output else 'summed',
+                         'meaning': INDEX_MEANING.get(x, '')} for x in letters],
+            'shape': shape, 'elements': elements, 'per_element': per_element,
+            'multiply_adds': elements * per_element}
+
+
 # ---------------------------------------------------------------------------- the sandbox
-def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
+def lesson_numbers(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
     """Every number the printout shows, each section's measurements beside the lesson's."""
     import inference  # the port's attention_head, the function its forward() calls per head and position
 
@@ -171,7 +310,8 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
     out3, logits3, w3 = inference.attention_head(CZECH_Q3, CZECH_KEYS, CZECH_VALUES)  # (4,), (3,), (3,)
     raw3 = np.array(CZECH_KEYS) @ np.array(CZECH_Q3)  # (3,) the unscaled q3.k_j
     d = {'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d,
-         'variance': [{'d': dd, 'var': var, 'se': se, 'sd': sd} for dd, var, se, sd in variance_table(samples, rng)],
+         'variance': [{'d': dd, 'var': var, 'se': se, 'sd': sd, 'lesson_var': LESSON_VARIANCE[dd][0],
+                       'lesson_sd': LESSON_VARIANCE[dd][1]} for dd, var, se, sd in variance_table(samples, rng)],
          'saturation': {'scores': z, 'weights': softmax(np.array(z)), 'stats': row_statistics(z)},  # (3,)
          'czech': {'raw': raw3, 'scaled': logits3, 'weights': w3, 'out': out3,
                    'weights_x10': softmax(raw3 / 2 * 10)},  # (3,): the exercise, scores x 10
@@ -187,7 +327,7 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
     return d
 
 
-def render(d):
+def render_all(d):
     samples, draws, seed, row_d = d['samples'], d['draws'], d['seed'], d['row_d']
     lines = [f"scaling: samples={samples} (per d, for the variance) draws={draws} "
              f"(random rows, for the medians) seed={seed}", '']
@@ -280,14 +420,16 @@ def render(d):
         lines.append(f"   (The lesson's single draw is for d = {ROW_D}; rerun without --row-d to compare.)")
 
     # 5) cost
+    scores = contraction(CONTRACTIONS['scores'][0], LESSON_SIZES)
     rows = [(c['n'], f"{c['projections']:.3g}", f"{c['attention']:.3g}", f"{c['ratio']:.3g}",
              f"{LESSON_COST[c['n']]:g}") for c in d['cost']]
     lines += ['', f"5) Cost of one layer at D = {LESSON_COST_D}: projections 4 n D^2, attention 2 n^2 D "
               "multiply-adds, ratio n / (2 D)",
               table(('n', 'projections', 'attention', 'attention/projections', 'lesson'), rows),
               f"   Attention outweighs the projections only past n = 2 D = {2 * LESSON_COST_D}. One "
-              "contraction 'bhqd,bhkd->bhqk'\n   at b=1, h=12, q=k=d=64 makes "
-              f"{1 * 12 * 64 * 64:,} scores of 64 multiply-adds each = {1 * 12 * 64 * 64 * 64:,}."]
+              f"contraction '{scores['spec']}'\n   at b=1, h=12, q=k=d=64 makes "
+              f"{scores['elements']:,} scores of {scores['per_element']} multiply-adds each = "
+              f"{scores['multiply_adds']:,}."]
 
     # 6) the score matrix
     lines += ['', "6) The score matrix of one layer: n_head x T x T numbers (head_dim and "
@@ -296,3 +438,103 @@ def render(d):
                        [(m['n_head'], m['T'], f"{m['numbers']:,}", _bytes(m['bytes'])) for m in d['score_matrix']]))
     lines.append("   The Czech lesson: 33,554,432 numbers = 64 MiB at T = 1024; \"2 billion\" at T = 8192.")
     return '\n'.join(lines)
+
+
+# ---------------------------------------------------------------------------- one part at a time
+PARTS = ('all', 'row', 'variance', 'cost', 'index')  # 'all': the printout; the others: the page's widgets
+WIDGET_NUMBERS = 4_000_000  # random numbers behind the row widget's medians: ~30 MB at most
+
+
+def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=True, temperature=1.0,
+            keys=ROW_KEYS, scores=None, n=1024, D=LESSON_COST_D, tab='scores', sizes=None):
+    """The registry's contract. part='all' is the printout of every section (lesson_numbers);
+    the Scaling page asks for one widget at a time:
+      'row'       one attention row at head size row_d (random, or the unscaled `scores` given),
+                  with `scale`, `temperature` and `keys` (row_part);
+      'variance'  Var(q.k) at d = 4, 64, 1024 from `samples` dot products (variance_widget);
+      'cost'      attention / projections at length n and width D, and the lesson's three rows;
+      'index'     the contraction of CONTRACTIONS[tab] at the given index `sizes` (the lesson's
+                  for the rest).
+    Every answer carries the part and the printout's own settings (its --png draws from them)."""
+    if part not in PARTS:
+        raise UserError(f"--part {part!r} is not one of {', '.join(PARTS)}")
+    settings = {'part': part, 'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d}
+    if part == 'all':
+        return {**lesson_numbers(samples, draws, seed, row_d), **settings}
+    if part == 'row':  # the medians' draws: as many as WIDGET_NUMBERS allows, 50..WIDGET_DRAWS
+        widget_draws = max(50, min(WIDGET_DRAWS, WIDGET_NUMBERS // (keys * row_d)))
+        return {**settings, **row_part(row_d, scale, temperature, keys, seed, scores, widget_draws)}
+    if part == 'variance':
+        return {**settings, 'rows': variance_widget(samples, seed)}
+    if part == 'cost':
+        return {**settings, **cost_table(n, D),
+                'lesson': [{**cost_table(m, LESSON_COST_D), 'lesson_ratio': r} for m, r in LESSON_COST.items()]}
+    if tab not in CONTRACTIONS:
+        raise UserError(f"--tab {tab!r} is not one of {', '.join(CONTRACTIONS)}")
+    given = {}
+    for letter, size in (sizes or {}).items():
+        if letter not in LESSON_SIZES or size != int(size):
+            raise UserError(f"{letter}={size:g}: give whole sizes for the indices "
+                            f"{', '.join(LESSON_SIZES)}, e.g. h=12")
+        given[letter] = int(size)
+    spec, about = CONTRACTIONS[tab]
+    return {**settings, 'tab': tab, 'tabs': {t: s for t, (s, _) in CONTRACTIONS.items()}, 'about': about,
+            **contraction(spec, {**LESSON_SIZES, **given})}
+
+
+def render(d):
+    part = d['part']
+    if part == 'all':
+        return render_all(d)
+    if part == 'row':
+        s = d['stats']
+        lines = [f"one row of {len(d['weights'])} keys at d = {d['row_d']}, "
+                 f"{'divided by sqrt(d)' if d['scale'] else 'NOT divided by sqrt(d)'}, temperature {d['temperature']:g}",
+                 table(('key', 'q.k', 'score', 'weight'),
+                       [(j, f'{r:.3f}', f'{c:.3f}', f'{w:.4f}') for j, (r, c, w) in
+                        enumerate(zip(d['raw'], d['scores'], d['weights']))]),
+                 f"spread (std) {s['spread']:.3f}, max - min {s['max_minus_min']:.3f}, entropy {s['entropy']:.3f} "
+                 f"bits (of {s['max_entropy']:.3f}), max weight {s['max_weight']:.4f}, gradient scale "
+                 f"{s['gradient_scale']:.3e}"]
+        if 'median' in d:
+            m = d['median']
+            lines.append(f"median of {d['draws']} random rows: entropy {m['entropy']:.3f} bits, max weight "
+                         f"{m['max_weight']:.4f}, gradient scale {m['gradient_scale']:.3e}")
+        if d['vanishing']:
+            lines.append(f"warning: the gradient vanishes (gradient scale below {d['threshold']}): a change "
+                         "of the scores barely moves the weights")
+        return '\n'.join(lines)
+    if part == 'variance':
+        return table(('d', 'measured Var', 'std. error', 'std dev', 'lesson: Var', 'lesson: sd'),
+                     [(r['d'], f"{r['var']:.2f}", f"± {r['se']:.2f}", f"{r['sd']:.2f}", f"{r['lesson_var']:g}",
+                       f"{r['lesson_sd']:g}") for r in d['rows']])
+    if part == 'cost':
+        return (f"n = {d['n']}, D = {d['D']}: projections 4 n D^2 = {d['projections']:,}, attention 2 n^2 D = "
+                f"{d['attention']:,} multiply-adds; attention / projections = n / (2 D) = {d['ratio']:.4g} "
+                f"(attention outweighs them past n = {d['crossover']:,})")
+    rows = [(i['index'], i['size'], i['role'], i['meaning']) for i in d['indices']]
+    return '\n'.join([f"{d['spec']}  ({d['about']})", table(('index', 'size', 'role', 'meaning'), rows, align='lrll'),
+                      f"result shape {d['shape']}: {d['elements']:,} elements, {d['per_element']:,} multiply-adds "
+                      f"each = {d['multiply_adds']:,}"])
+
+
+SWEEP_DS = (4, 16, 64, 256, 1024)  # head sizes on the picture's saturation panel
+
+
+def picture(path, d, source):
+    """--png: Var(q.k), section 4's row at row_d without and with scaling, the median
+    saturation against d and the cost ratio n / (2 D), from the printout's settings."""
+    from .plot import scaling_pictures
+    samples, draws, seed, row_d = d['samples'], d['draws'], d['seed'], d['row_d']
+    raw = random_rows(1, np.random.default_rng(seed), row_d)[0]  # (n_keys,): section 4's draw
+    ns = np.unique(np.geomspace(16, 16384, 40).astype(int))      # (40,) sequence lengths
+    scaling_pictures(path, {
+        'variance': d['rows'] if d['part'] == 'variance' else
+                    d['variance'] if d['part'] == 'all' and 'lesson_var' in d['variance'][0] else
+                    variance_widget(samples, seed),
+        'row_d': row_d,
+        'row': {label: row_widget(raw, row_d, scale=label == 'with scaling')['weights'] for label in LESSON_ROW},
+        'sweep_ds': SWEEP_DS, 'sweep': saturation_sweep(SWEEP_DS, min(draws, 2000), seed),
+        'cost_D': LESSON_COST_D, 'cost_n': ns, 'cost_ratio': [cost_ratio(int(n), LESSON_COST_D) for n in ns],
+        'cost_lesson': LESSON_COST,
+    }, f"lab scaling (samples {samples}, draws {draws}, seed {seed})")
