@@ -130,6 +130,13 @@ def _text(help_text="a name, in characters the model was trained on (e.g. anna)"
 
 
 SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed (default 42)", group='sampling')
+# which attention to look at: the attention sandboxes share these three
+WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
+               group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
+         Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
+               group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
+         Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
+               help="query position, 0 (BOS)..len(TEXT) (default: the last)"))
 
 
 # ---------------------------------------------------------------------------- the sandboxes
@@ -155,13 +162,7 @@ SANDBOXES = [
                         "of values, every head side by side, and the row statistics with and without "
                         "the sqrt(head_dim) scaling.",
             png="a heatmap of every head of the layer",
-            params=(_text(),
-                    Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
-                          group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
-                    Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
-                          group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
-                    Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
-                          help="query position, 0 (BOS)..len(TEXT) (default: the last)"),
+            params=(_text(), *WHERE,
                     Param('scale', bool, True, flag='--no-scale',
                           group='what if (the model itself scales and uses temperature 1)',
                           help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen"),
@@ -208,13 +209,7 @@ SANDBOXES = [
             help="attention in phases on TEXT: tokens, Q/K/V, scores, mask, softmax, weighted sum, all heads",
             description="The 3D tutorial's sandbox: one head and one query, each phase's numbers beside the "
                         "lines of microgpt/model.py's gpt() that compute it, read from the file.",
-            params=(_text(),
-                    Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
-                          group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
-                    Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
-                          group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
-                    Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
-                          help="query position, 0 (BOS)..len(TEXT) (default: the last)"))),
+            params=(_text(), *WHERE)),
     Sandbox('autograd', 'Autograd', model=None, numpy=False,
             help="build an expression's graph of Values and backpropagate",
             description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), log(), relu(), "
