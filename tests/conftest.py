@@ -37,6 +37,18 @@ daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wya
 
 
 @pytest.fixture(scope='session')
+def browser():
+    """One headless Chromium for every browser test of the session (see chromium.py)."""
+    from chromium import CHROMIUM, CHROMIUM_ARGS, skip_without_a_browser
+    skip_without_a_browser()
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope='session')
 def names_file(tmp_path_factory):
     """A UTF-8 file of TINY_NAMES, one per line."""
     path = tmp_path_factory.mktemp('data') / 'names.txt'

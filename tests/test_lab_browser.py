@@ -14,26 +14,18 @@ Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` ins
 so CI always runs them. One browser for the whole module keeps this to a few seconds.
 """
 
-import os
-
 import pytest
 
+from chromium import skip_without_a_browser, watched_page
 from labserver import live_server, post, request
 
 from microgpt.lab import registry
 
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
 DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
 TEXT = 'emma'
 
-sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
-                               "pip install playwright (the test extra) to run the browser tests")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
-                allow_module_level=True)
+skip_without_a_browser()
 
 
 @pytest.fixture(scope='module')
@@ -42,25 +34,12 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
         yield s
 
 
-@pytest.fixture(scope='module')
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors,
     and the URL of every request it makes in page.requests."""
     context = browser.new_context(viewport={'width': 1100, 'height': 800})
-    p = context.new_page()
-    p.errors, p.requests = [], []
-    p.on('request', lambda r: p.requests.append(r.url))
-    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
-    p.on('pageerror', lambda e: p.errors.append(str(e)))
-    yield p
+    yield watched_page(context)
     context.close()
 
 

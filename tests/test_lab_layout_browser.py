@@ -13,18 +13,13 @@ these fixes: a 15-character name made the Attention page 2968 px tall with the b
 Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
 """
 
-import os
-
 import pytest
 
 from labserver import live_server, post
-from test_lab_browser import CHROMIUM, CHROMIUM_ARGS, DRAWN, PAGES
+from chromium import skip_without_a_browser, watched_page
+from test_lab_browser import DRAWN, PAGES
 
-sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
-                               "pip install playwright (the test extra) to run the browser tests")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
-                allow_module_level=True)
+skip_without_a_browser()
 
 LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
 EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep
@@ -47,14 +42,6 @@ def server(wide_ckpt, names_file, tmp_path_factory):
         yield s
 
 
-@pytest.fixture(scope='module')
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def window(browser):
     """open(width) -> a fresh page of that width, its console errors collected in page.errors."""
@@ -63,11 +50,7 @@ def window(browser):
     def open_window(width, height=800):
         context = browser.new_context(viewport={'width': width, 'height': height})
         contexts.append(context)
-        p = context.new_page()
-        p.errors = []
-        p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
-        p.on('pageerror', lambda e: p.errors.append(str(e)))
-        return p
+        return watched_page(context)
     yield open_window
     for context in contexts:
         context.close()

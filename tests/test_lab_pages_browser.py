@@ -14,23 +14,16 @@ takes on a model of train.py's default size.
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the module.
 """
 
-import os
 import time
 
 import pytest
 
+from chromium import skip_without_a_browser, watched_page
 from labserver import live_server, post
 
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
 
-sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
-                               "pip install playwright (the test extra) to run the browser tests")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
-                allow_module_level=True)
+skip_without_a_browser()
 
 
 @pytest.fixture(scope='module')
@@ -39,23 +32,11 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
         yield s
 
 
-@pytest.fixture(scope='module')
-def browser():
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
     context = browser.new_context(viewport={'width': 1280, 'height': 900})
-    p = context.new_page()
-    p.errors = []
-    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
-    p.on('pageerror', lambda e: p.errors.append(str(e)))
-    yield p
+    yield watched_page(context)
     context.close()
 
 

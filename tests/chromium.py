@@ -1,0 +1,36 @@
+"""
+The browser tests' Chromium: Debian's, driven by Playwright for Python, launched by its path.
+
+Every browser test module calls `skip_without_a_browser()` at its top, so that it skips, saying
+how to install what is missing, where Playwright or Chromium is absent (CI installs both). The
+browser itself is one per session (conftest's `browser` fixture: a launch costs seconds), and
+each test opens its own pages with `watched_page`, which collects the console's errors.
+"""
+
+import os
+
+import pytest
+
+CHROMIUM = '/usr/bin/chromium'
+# headless as root, with none of Chromium's own connections (this machine reaches no network)
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+
+def skip_without_a_browser():
+    pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: pip install "
+                                                      "playwright (the test extra) to run the browser tests")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
+                    allow_module_level=True)
+
+
+def watched_page(context):
+    """A new page of `context` whose console errors and uncaught exceptions are collected in
+    page.errors, and the URL of every request it makes in page.requests."""
+    p = context.new_page()
+    p.errors, p.requests = [], []
+    p.on('request', lambda r: p.requests.append(r.url))
+    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
+    p.on('pageerror', lambda e: p.errors.append(str(e)))
+    return p
