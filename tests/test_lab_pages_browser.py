@@ -11,7 +11,7 @@ walk them back, and the highlighted code must be the lines phases.gpt_source fin
 microgpt/model.py. test_interaction_times prints (never asserts) how long each interaction
 takes on a model of train.py's default size.
 
-Skipped, with the reason, where Playwright or Chromium is missing. One browser for the module.
+Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
 
 import time
