@@ -37,8 +37,8 @@ import sys
 import time
 
 from . import original
-from .checkpoint import (CheckpointWriteError, describe_os_error, is_our_checkpoint, probe_writable, read_checkpoint,
-                         remove_stale_temporaries, save_checkpoint)
+from .checkpoint import (DATA_MODES, CheckpointWriteError, describe_os_error, is_our_checkpoint, probe_writable,
+                         read_checkpoint, remove_stale_temporaries, save_checkpoint)
 from .errors import UserError
 from .limits import MAX_SEED
 from .model import parameter_shapes
@@ -51,10 +51,13 @@ except ImportError:  # Windows: runs are not locked against each other there
 
 # Settings that decide a run's losses: a resumed run must keep them. With their defaults.
 RUN_DEFAULTS = {'data': None, 'val_size': None, 'shuffle': True, 'seed': 42, 'lr': 0.01,
-                'steps': 1000, 'batch_size': 1, 'reproduce_original': False}
+                'steps': 1000, 'batch_size': 1, 'reproduce_original': False, 'data_mode': 'lines'}
+# Settings a checkpoint written before they existed lacks: it ran with their defaults.
+LATER_SETTINGS = ('batch_size', 'data_mode')
 # Settings a resumed run takes from the run it continues unless told otherwise: they change
 # how the run is computed, logged and saved, not its losses.
-HABIT_DEFAULTS = {'engine': 'scalar', 'eval_every': 200, 'save_every': 100}
+HABIT_DEFAULTS = {'engine': 'scalar', 'eval_every': 200, 'save_every': 100, 'dtype': 'float64'}
+DTYPES = ('float64', 'float32')  # the numpy engine's number type; the scalar engine is float64
 MODEL_DEFAULTS = {'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
 # What --reproduce-original fixes to the original script's values (microgpt/original.py).
 ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
@@ -152,12 +155,12 @@ class Run:
     def evaluation_due(self, step):
         return step == self.args.steps or bool(self.args.eval_every and step % self.args.eval_every == 0)
 
-    def log_validation(self, step, val_loss, n_names):
+    def log_validation(self, step, val_loss, held_out):
         if not math.isfinite(val_loss):  # the step's loss was finite, the weights it left are not
             self._diverged(f"the validation loss became non-finite after step {step}")
         self.val_loss = val_loss
         self._write({'step': step, 'val_loss': val_loss})
-        self.progress.message(f"step {step}: val loss {val_loss:.4f} ({n_names} held-out names)")
+        self.progress.message(f"step {step}: val loss {val_loss:.4f} ({held_out})")
 
     def save_due(self, step):
         every = self.args.save_every
@@ -168,7 +171,7 @@ class Run:
         train_state = {'step': step, 'run': self.settings, 'data_sha256': self.fingerprint,
                        'adam': trainer.optimizer_state(), 'val_loss': self.val_loss}
         try:
-            save_checkpoint(self.args.out, trainer, train_state)
+            save_checkpoint(self.args.out, trainer, train_state, data_mode=self.args.data_mode)
         except CheckpointWriteError as e:  # the message says what failed and that the old file is intact
             self.progress.end_line()
             if self.saved_step:
@@ -233,6 +236,8 @@ def resolve(args):
                             "--data with its new path (its content is checked against the run's)")
     elif args.init:
         ckpt = read_checkpoint(args.init, n_head=args.n_head)  # n_head: for the tutorial's export
+        if args.data_mode is None:  # a model of running text goes on reading running text
+            args.data_mode = ckpt['data_mode']
     else:
         ckpt = None
     if args.reproduce_original or saved.get('reproduce_original'):
@@ -263,18 +268,20 @@ def check_train_state(path, state, config):
     problem = None
     if not _is_int(state.get('step'), 0):
         problem = "its step is not a count"
-    elif not isinstance(run, dict) or not all(name in run for name in RUN_DEFAULTS if name != 'batch_size'):
+    elif not isinstance(run, dict) or not all(name in run for name in RUN_DEFAULTS if name not in LATER_SETTINGS):
         problem = "its run settings are incomplete"
     elif not (run['data'] is None or isinstance(run['data'], str) and run['data'] and '\0' not in run['data']):
         problem = "its data path is not a file name"
-    elif not (run['val_size'] is None or _is_int(run['val_size'], 0)) or not isinstance(run['shuffle'], bool):
-        problem = "its validation split is not a count or its shuffle not true/false"
+    elif not (run['val_size'] is None or _is_int(run['val_size'], 0)
+              or isinstance(run['val_size'], float) and 0 < run['val_size'] < 1) \
+            or not isinstance(run['shuffle'], bool) or run.get('data_mode', 'lines') not in DATA_MODES:
+        problem = "its validation split is not a count or fraction, its shuffle not true/false or its data mode unknown"
     elif not (_is_int(run['seed'], 0, MAX_SEED + 1) and _is_int(run['steps'], 1, MAX_STEPS + 1)
               and _is_int(run.get('batch_size', 1), 1, MAX_BATCH_SIZE + 1)):
         problem = "its seed, steps or batch size is out of range"
     elif not (isinstance(run['lr'], float) and math.isfinite(run['lr']) and run['lr'] > 0):
         problem = "its learning rate is not a positive number"
-    elif not (run.get('engine', 'scalar') in ('scalar', 'numpy')
+    elif not (run.get('engine', 'scalar') in ('scalar', 'numpy') and run.get('dtype', 'float64') in DTYPES
               and all(_is_int(run.get(k, 0), 0) for k in ('eval_every', 'save_every'))):
         problem = "its engine or evaluation/saving rhythm is unknown"
     elif not isinstance(run.get('reproduce_original', False), bool):

@@ -1,10 +1,12 @@
 """
-Train a tiny GPT on names and save it as one self-sufficient checkpoint.
+Train a tiny GPT on names (or any text) and save it as one self-sufficient checkpoint.
 
     python train.py                          # 1000 steps on the bundled census first names
     python train.py --data my_names.txt --steps 3000 --n-layer 2
     python train.py --engine numpy --batch-size 32 ...   # the hand-derived numpy path, batched
     python train.py --resume                 # continue the run saved at --out, exactly
+    python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
+                                             # running text: the file as one stream (README's recipe)
 
 The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
@@ -18,30 +20,40 @@ It prints the resolved configuration, a live progress line, the validation loss 
 JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
 """
 
+import argparse
 import itertools
 import math
 
 import inference
-from microgpt import cli, limits, original
+from microgpt import cli, limits, original, text
+from microgpt.checkpoint import DATA_MODES
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
-from microgpt.run import MAX_BATCH_SIZE, MAX_STEPS, Run
+from microgpt.run import DTYPES, MAX_BATCH_SIZE, MAX_STEPS, Run
 from microgpt.sampling import iter_names, scalar_next_logits
 from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size).")
+    p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size), "
+                                       "or on running text (--data-mode text).")
     g = p.add_argument_group('data')
     g.add_argument('--data', metavar='PATH',
-                   help="UTF-8 text file, one name (document) per line "
-                        "(default: the census first names bundled with the `names` package)")
-    g.add_argument('--val-size', type=cli.int_in(0, MAX_STEPS), metavar='N',
-                   help="names held out for validation (default: 10%% of the data, at most 1000; 0 = none)")
+                   help="UTF-8 text file: one name (document) per line, or with --data-mode text any "
+                        "text (default: the census first names bundled with the `names` package)")
+    g.add_argument('--data-mode', choices=DATA_MODES,
+                   help="lines (default): one document per line, each trained as BOS + line + BOS; use "
+                        "it for names, words, short items. text: the whole file as one stream of "
+                        "characters (newlines included), trained on random windows of --block-size + 1; "
+                        "use it for prose, plays, code, anything whose lines run into each other")
+    g.add_argument('--val-size', type=cli.count_or_fraction(limits.MAX_FILE_BYTES), metavar='N',
+                   help="held out for validation: a count (names, or characters with --data-mode text) "
+                        "or a fraction such as 0.1 (default: 10%%, at most 1000 names; 0 = none). Running "
+                        "text is split by position: the last characters validate")
     g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
-                   help="keep the file's order instead of shuffling with --seed")
+                   help="lines mode: keep the file's order instead of shuffling with --seed")
     g = p.add_argument_group('model (ignored with --init and --resume, which use the checkpoint\'s)')
     g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER),
                    help="transformer blocks (default 1; 1-4 is sensible here)")
@@ -49,15 +61,16 @@ def parse_args(argv=None):
                    help="embedding width (default 16; must divide by --n-head)")
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), help="attention heads per block (default 4)")
     g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE),
-                   help="longest sequence in tokens (default 16; names longer than this are cut)")
+                   help="longest sequence in tokens (default 16; names longer than this are cut, "
+                        "and train.py says how many; 64 or more for running text)")
     g.add_argument('--init', metavar='CKPT',
                    help="start from this checkpoint's weights, config and vocabulary, with a fresh optimizer")
     g = p.add_argument_group('optimization')
     g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), help="training steps (default 1000)")
     g.add_argument('--lr', type=cli.positive_float, help="peak Adam learning rate, decayed linearly to 0 (default 0.01)")
     g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B',
-                   help="names per step (default 1, microgpt's); the loss is the mean over every "
-                        "predicted token of the batch")
+                   help="names (or running-text windows) per step (default 1, microgpt's); the loss is "
+                        "the mean over every predicted token of the batch")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED),
                    help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED} (default 42)")
     g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
@@ -68,6 +81,12 @@ def parse_args(argv=None):
                    help="the original single-file microgpt.py's run, number for number: its data "
                         "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
+    g.add_argument('--dtype', choices=DTYPES,
+                   help="numpy engine only: float64 (default; the path proven equal to the scalar "
+                        "engine) or float32 (about twice as fast on wide models; same checkpoint format)")
+    g.add_argument('--threads', type=cli.int_in(1, 256), metavar='N',
+                   help="numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if set, else the "
+                        "count a short measurement at start finds fastest for this model)")
     g.add_argument('--unfused', action='store_true',
                    help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
                         "as microgpt does, instead of fused.py's (about 13x slower, same losses)")
@@ -93,8 +112,25 @@ def make_trainer(args, model):
         if args.unfused:
             raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
         import backprop  # numpy lives outside microgpt/, so it is imported only when asked for
-        return backprop.Trainer(model.config, model.weights(), model.tokenizer)
+        return backprop.Trainer(model.config, model.weights(), model.tokenizer, dtype=args.dtype)
     return ScalarTrainer(model, Adam(model.params))
+
+
+def check_engine_flags(args, given):
+    """Flags that only one engine or one data mode understands; `given`: those on the command line."""
+    if args.engine == 'scalar':
+        if given.dtype == 'float32':
+            raise UserError("--dtype float32 is for the numpy engine (the scalar engine computes in "
+                            "Python floats, float64): add --engine numpy, or drop --dtype")
+        if given.threads is not None:
+            raise UserError("--threads sets the numpy engine's BLAS threads: add --engine numpy, or drop it")
+        args.dtype = 'float64'  # a float32 run resumed on the scalar engine continues in float64
+    if args.data_mode == 'text':
+        if args.reproduce_original:
+            raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
+        if given.shuffle is not None:
+            raise UserError("--no-shuffle is for --data-mode lines: running text keeps its order "
+                            "(its windows are drawn at random places)")
 
 
 def batch_at(train_tokens, step, batch_size):
@@ -103,30 +139,103 @@ def batch_at(train_tokens, step, batch_size):
     return [train_tokens[(start + b) % len(train_tokens)] for b in range(batch_size)]
 
 
-def validation_loss(trainer, docs):
-    """Mean loss per predicted token on the held-out names, computed by the numpy port.
+def validation_loss(trainer, docs=None, windows=None):
+    """Mean loss per predicted token on the held-out names (or running-text windows), computed
+    by the numpy port, in the trainer's dtype.
 
     It is the number microgpt.training.evaluate gives with the scalar engine (the tests check
     that), found some 60x faster, because no graph is built. inf or nan means divergence.
     """
-    port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer)
+    port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer,
+                              dtype=getattr(trainer, 'dtype', 'float64'))
     try:
+        if windows is not None:
+            return inference.evaluate_windows(port, windows)
         return inference.evaluate(port, docs)
     except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
         return math.nan
 
 
+class Names:
+    """The lines mode: one document per line, shuffled, the last --val-size held out."""
+
+    def __init__(self, args, run):
+        docs = load_docs(args.data)
+        val_size = args.val_size
+        if isinstance(val_size, float):  # a fraction of the names
+            val_size = int(len(docs) * val_size)
+        self.train_docs, self.val_docs = split_docs(docs, val_size, seed=args.seed, shuffle=args.shuffle)
+        self.docs, self.tokenizer = docs, run.tokenizer(docs)
+        self.train_tokens = [doc_tokens(self.tokenizer, doc) for doc in self.train_docs]
+        if args.batch_size > len(self.train_tokens):
+            raise UserError(f"--batch-size {args.batch_size} is larger than the {len(self.train_tokens)} "
+                            f"training names: use at most {len(self.train_tokens)}")
+        self.args, self.held_out = args, f"{len(self.val_docs)} held-out names"
+
+    def describe(self):
+        note = long_docs_note(self.docs, self.args.block_size)
+        return (f"data: {self.args.data or 'bundled census first names'}: {len(self.docs)} names, "
+                f"{len(self.train_docs)} train / {len(self.val_docs)} val, vocab {self.tokenizer.vocab_size} "
+                f"({''.join(self.tokenizer.chars)!r} + BOS)" + (f"\n{note}" if note else ""))
+
+    def batch(self, step):
+        return batch_at(self.train_tokens, step, self.args.batch_size)
+
+    def validation_loss(self, trainer):
+        return validation_loss(trainer, docs=self.val_docs) if self.val_docs else None
+
+
+def long_docs_note(docs, block_size):
+    """What happens to documents longer than the block, said once at start (None if none are)."""
+    cut = [doc for doc in docs if len(doc) + 1 > block_size]  # BOS + doc predicts len + 1 tokens
+    if not cut:
+        return None
+    longest = max(map(len, cut))
+    return (f"note: {len(cut)} of {len(docs)} documents (the longest {longest} characters) are longer "
+            f"than the block of {block_size} positions: only their first {block_size} characters "
+            f"are trained on, the rest is cut. Fix: a larger --block-size (up to "
+            f"{limits.MAX_BLOCK_SIZE}), or --data-mode text for running text")
+
+
+class RunningText:
+    """The text mode: the file as one stream, random windows to train, the end to validate."""
+
+    def __init__(self, args, run):
+        if args.data is None:
+            raise UserError("--data-mode text needs a file: give --data PATH (the bundled names are "
+                            "one a line: drop --data-mode text for them)")
+        whole = text.load_text(args.data)
+        train_text, val_text = text.split_text(whole, args.val_size, args.block_size)
+        self.docs, self.tokenizer = [whole], run.tokenizer([whole])  # docs: what --resume fingerprints
+        ids = self.tokenizer.encode(whole)
+        self.train_ids = ids[:len(train_text)]
+        self.val_windows = text.validation_windows(ids, len(val_text), args.block_size)
+        self.args, self.n_chars, self.n_val = args, len(whole), len(val_text)
+        self.held_out = f"{self.n_val:,} held-out characters"
+
+    def describe(self):
+        chars = ''.join(self.tokenizer.chars)
+        return (f"data: {self.args.data}: running text, {self.n_chars:,} characters, "
+                f"{len(self.train_ids):,} train / {self.n_val:,} val (the last), "
+                f"vocab {self.tokenizer.vocab_size} ({chars[:40]!r}{'...' if len(chars) > 40 else ''} + BOS)")
+
+    def batch(self, step):
+        return text.train_windows(self.train_ids, self.args.block_size, self.args.batch_size,
+                                  self.args.seed, step)
+
+    def validation_loss(self, trainer):
+        return validation_loss(trainer, windows=self.val_windows) if self.val_windows else None
+
+
 def main(argv=None):
     args = parse_args(argv)
+    given = argparse.Namespace(**vars(args))  # the flags as typed, before the run fills them in
     with Run(args) as run:  # flags resolved (from --resume's run if any), --out checked, Ctrl-C caught
-        # Let there be data: the names, split once into training and validation names.
-        docs = load_docs(args.data)
-        train_docs, val_docs = split_docs(docs, args.val_size, seed=args.seed, shuffle=args.shuffle)
-        tokenizer = run.tokenizer(docs)
-        train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
-        if args.batch_size > len(train_tokens):
-            raise UserError(f"--batch-size {args.batch_size} is larger than the {len(train_tokens)} "
-                            f"training names: use at most {len(train_tokens)}")
+        check_engine_flags(args, given)
+        # Let there be data: names split once into training and validation names, or running
+        # text split by position (the end validates).
+        data = (RunningText if args.data_mode == 'text' else Names)(args, run)
+        tokenizer = data.tokenizer
 
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
         config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
@@ -135,25 +244,30 @@ def main(argv=None):
             rng, _, _, _, weights = original.prepare(docs)
             model.load_weights(weights)
         trainer = make_trainer(args, model)
-        start = run.restore(trainer, docs)  # --init's weights, or --resume's weights, Adam and step
+        start = run.restore(trainer, data.docs)  # --init's weights, or --resume's weights, Adam and step
+        threads = None
+        if args.engine == 'numpy':  # BLAS threads: the user's, or the faster count measured on this model
+            from backprop.threads import choose_threads
+            threads = choose_threads(trainer, data.batch(start + 1), args.threads)
 
-        print(f"data: {args.data or 'bundled census first names'}: {len(docs)} names, "
-              f"{len(train_docs)} train / {len(val_docs)} val, vocab {tokenizer.vocab_size} "
-              f"({''.join(tokenizer.chars)!r} + BOS)")
+        print(data.describe())
         print(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
               f"head_dim={config.head_dim} block_size={config.block_size} params={len(model.params)}")
         print(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
               f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
               f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
+              f" data_mode={args.data_mode}" + (f" dtype={args.dtype} threads={threads}" if threads else "")
               + (f" init={args.init}" if args.init else ""))
 
         # Let there be training: one batch per step (one name, by default), as microgpt does.
         for step in range(start + 1, args.steps + 1):  # step s is counted from 1
             lr_t = learning_rate(args.lr, step - 1, args.steps)
-            loss = trainer.step(batch_at(train_tokens, step, args.batch_size), lr_t)
+            loss = trainer.step(data.batch(step), lr_t)
             run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
-            if run.evaluation_due(step) and val_docs:
-                run.log_validation(step, validation_loss(trainer, val_docs), len(val_docs))
+            if run.evaluation_due(step):
+                val_loss = data.validation_loss(trainer)
+                if val_loss is not None:
+                    run.log_validation(step, val_loss, data.held_out)
             if run.save_due(step):
                 run.save(step, trainer)
             if run.stop_signal:  # Ctrl-C or SIGTERM: the step is saved, say how to resume

@@ -53,9 +53,9 @@ def embedding_backward(dx, cache, vocab_size, block_size):
     """
     ids, pos = cache
     n_embd = dx.shape[1]
-    dwte = np.zeros((vocab_size, n_embd))   # (vocab_size, n_embd)
+    dwte = np.zeros((vocab_size, n_embd), dtype=dx.dtype)   # (vocab_size, n_embd)
     np.add.at(dwte, ids, dx)                # unbuffered: repeated ids add up, not overwrite
-    dwpe = np.zeros((block_size, n_embd))   # (block_size, n_embd)
+    dwpe = np.zeros((block_size, n_embd), dtype=dx.dtype)   # (block_size, n_embd)
     np.add.at(dwpe, pos, dx)
     return dwte, dwpe
 
@@ -130,16 +130,21 @@ def residual_backward(dy):
 # ---------------------------------------------------------------------------- attention
 def rows_to_heads(x, rows, B, T, n_head):
     """(R, n_embd) -> (n_head, B, T, head_dim): the rows placed into the padded (B * T) layout
-    (padding rows 0), split into heads as the port does it, the B * T rows parted into names."""
-    padded = np.zeros((B * T, x.shape[1]))  # (B*T, n_embd)
-    padded[rows] = x
+    (padding rows 0), split into heads as the port does it, the B * T rows parted into names.
+    A batch without padding (running-text windows, all T long) is already in that layout."""
+    if len(rows) == B * T:
+        padded = x  # (B*T, n_embd): rows is 0..B*T-1, nothing to place
+    else:
+        padded = np.zeros((B * T, x.shape[1]), dtype=x.dtype)  # (B*T, n_embd)
+        padded[rows] = x
     return split_heads(padded, n_head).reshape(n_head, B, T, -1)  # (n_head, B, T, head_dim)
 
 
 def heads_to_rows(h, rows):
     """(n_head, B, T, head_dim) -> (R, n_embd): the heads side by side again, real rows only."""
     n_head, B, T, head_dim = h.shape
-    return merge_heads(h.reshape(n_head, B * T, head_dim))[rows]  # (R, n_embd)
+    merged = merge_heads(h.reshape(n_head, B * T, head_dim))  # (B*T, n_embd)
+    return merged if len(rows) == B * T else merged[rows]      # (R, n_embd)
 
 
 def attention_forward(q, k, v, rows, B, T, n_head):

@@ -140,7 +140,7 @@ def model_backward(weights, config, caches):
 def loss_and_grads(weights, config, batch):
     """(loss, {name: gradient}) for a list of token lists: microgpt's names, [n_out, n_in] each.
 
-    weights: {name: float64 array (n_out, n_in)}. The loss is the mean over every predicted
+    weights: {name: float64 or float32 array (n_out, n_in)}. The loss is the mean over every predicted
     token of the batch; for one name it is microgpt.training.doc_loss.
     """
     idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
