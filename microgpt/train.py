@@ -25,15 +25,19 @@ import itertools
 import math
 
 import inference
-from microgpt import cli, limits, original, text
+from microgpt import cli, limits, original, sample, text
 from microgpt.checkpoint import DATA_MODES
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
+from microgpt.generate import window_next_logits
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.run import DTYPES, MAX_BATCH_SIZE, MAX_STEPS, Run
 from microgpt.sampling import iter_names, scalar_next_logits
 from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
+
+
+TEXT_SAMPLE_LENGTH = 200  # characters of running text printed when training ends
 
 
 def parse_args(argv=None):
@@ -102,7 +106,8 @@ def parse_args(argv=None):
     g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
                    help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
     g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
-                   help="names to sample when training ends (default 10; 20 with --reproduce-original)")
+                   help="names to sample when training ends (default 10; 20 with --reproduce-original; "
+                        f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)")
     return p.parse_args(argv)
 
 
@@ -274,7 +279,16 @@ def main(argv=None):
                 return run.stopped(step)
     print(f"saved {args.out} (step {args.steps}); log {run.log_path}")
 
-    if args.num_samples != 0:
+    if args.num_samples != 0 and args.data_mode == 'text':
+        print("sample:")  # a few lines of running text, from the numpy port if it trained
+        if args.engine == 'numpy':
+            model = inference.NumpyGPT(config, trainer.weights(), tokenizer=tokenizer)
+            make_next_logits = model.next_logits_fn
+        else:
+            model.load_weights(trainer.weights())
+            make_next_logits = lambda: window_next_logits(model)  # noqa: E731
+        sample.stream_text(model, make_next_logits, length=TEXT_SAMPLE_LENGTH, seed=args.seed)
+    elif args.num_samples != 0:
         print("samples:")
         model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
         if args.reproduce_original:  # drawn from the original's generator, where training left it
