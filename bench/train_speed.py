@@ -9,6 +9,8 @@ For each config (LxE = n_layer x n_embd; n_head 4, block_size 16) two trainers s
 same initial weights, GPT(config, seed).weights(), and train on the same names (the train split
 of split_docs(docs, seed=42); step s uses train[s % len(train)]) at the same learning rate:
   ours      microgpt.training.train_step with microgpt.optim.Adam, on microgpt/engine.py;
+  unfused   the same with GPT(..., fused=False): microgpt/ops.py's composed blocks, what
+            `train.py --unfused` trains with (the same losses, a larger graph);
   baseline  bench/baseline_microgpt.py, written the original way: a two-input node for every
             + and *, softmax/rmsnorm/loss composed from them, a recursive topological sort.
 The table shows both losses and their difference at every step; the summary gives the mean
@@ -57,7 +59,7 @@ from microgpt.training import doc_tokens, learning_rate, train_step  # noqa: E40
 
 N_HEAD = 4
 BLOCK_SIZE = 16
-TRAINERS = ('ours', 'baseline')
+TRAINERS = ('ours', 'unfused', 'baseline')
 
 
 def parse_args(argv=None):
@@ -77,6 +79,9 @@ def parse_args(argv=None):
     g.add_argument('--data', metavar='PATH', default=None,
                    help="text file, one name per line (default: the bundled census names); "
                         "../shared/data/names.txt is the list the original microgpt trains on")
+    g.add_argument('--nodes', action='store_true',
+                   help="only count the nodes one training name's graph has, fused and composed, "
+                        "at each config (no timing)")
     g = p.add_argument_group('internal')
     g.add_argument('--child', choices=TRAINERS, default=None,
                    help="run one trainer on the first of --configs and print its losses, step "
@@ -126,7 +131,9 @@ def make_step_fn(args, which, spec):
                        n_head=N_HEAD, block_size=BLOCK_SIZE)
     model = GPT(config, seed=args.seed, tokenizer=tokenizer)  # both children build it once
 
-    if which == 'ours':
+    if which in ('ours', 'unfused'):
+        if which == 'unfused':
+            model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=False)
         optimizer = Adam(model.params)
 
         def step_fn(step):
@@ -184,7 +191,7 @@ def print_table(spec, runs):
 
 
 def print_summary(spec, runs, steps):
-    o, b = runs['ours'], runs['baseline']
+    o, b, u = runs['ours'], runs['baseline'], runs['unfused']
     mean_o, mean_b = statistics.mean(o['times']), statistics.mean(b['times'])
     med_o, med_b = statistics.median(o['times']), statistics.median(b['times'])
     ratio = mean_b / mean_o
@@ -195,17 +202,48 @@ def print_summary(spec, runs, steps):
           f"ratio {ratio:6.2f}x")
     print(f"  median ours {1e3 * med_o:8.2f} ms   baseline {1e3 * med_b:8.2f} ms   "
           f"ratio {med_b / med_o:6.2f}x")
-    print(f"  losses: max |diff| {max_diff:.3e} over {steps} steps")
+    mean_u = statistics.mean(u['times'])
+    print(f"  mean   unfused {1e3 * mean_u:8.2f} ms   unfused / ours {mean_u / mean_o:6.2f}x   "
+          f"(train.py --unfused against the default)")
+    print(f"  losses: max |diff| {max_diff:.3e} over {steps} steps (ours vs baseline); unfused vs ours "
+          f"{max(abs(lo - lu) for lo, lu in zip(o['losses'], u['losses'])):.3e}")
     print(f"  peak RSS  ours {o['peak'] / mib:7.1f} MiB   baseline {b['peak'] / mib:7.1f} MiB   "
           f"ours/baseline {o['peak'] / b['peak']:.2f}")
     print(f"  training  ours {(o['peak'] - o['before']) / mib:7.1f} MiB   baseline "
           f"{(b['peak'] - b['before']) / mib:7.1f} MiB   (peak minus the peak before step 0)")
 
 
+def count_nodes(args):
+    """The size of one training step's graph: the nodes recorded on the tape for the first
+    training name, with fused.py's blocks (the default) and with ops.py's composed ones."""
+    from microgpt.engine import Tape
+    from microgpt.training import doc_loss
+    docs = load_docs(args.data)
+    tokenizer = CharTokenizer.from_docs(docs)
+    name = split_docs(docs, seed=42)[0][0]
+    print(f"train_speed --nodes: the graph of one training step on {name!r} "
+          f"({len(name)} letters, {len(name) + 1} positions)")
+    for spec in args.configs:
+        n_layer, n_embd = parse_spec(spec)
+        config = GPTConfig(vocab_size=tokenizer.vocab_size, n_layer=n_layer, n_embd=n_embd,
+                           n_head=N_HEAD, block_size=BLOCK_SIZE)
+        counts = {}
+        for fused in (True, False):
+            model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=fused)
+            with Tape() as tape:
+                doc_loss(model, doc_tokens(tokenizer, name))
+            counts[fused] = len(tape.nodes)
+        print(f"  {spec}: fused {counts[True]:,} nodes, composed {counts[False]:,} "
+              f"(1/{counts[False] / counts[True]:.1f})")
+    return 0
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.child:
         return run_child(args)
+    if args.nodes:
+        return count_nodes(args)
     print("train_speed: ours (microgpt/engine.py) vs baseline (bench/baseline_microgpt.py)")
     print(f"  configs {' '.join(args.configs)} | steps {args.steps} | lr {args.lr} | "
           f"seed {args.seed} | data {args.data or 'bundled census names'}")

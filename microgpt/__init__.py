@@ -6,10 +6,8 @@ microgpt: a GPT built from scratch on a scalar autograd engine, in pure standard
     keys, values = model.empty_cache()
     logits = model.gpt(model.tokenizer.bos, 0, keys, values)   # vocab_size Values
 
-Read in the order docs/reading-guide.md gives: engine.py (Value, backward), tokenizer.py,
-data.py, ops.py and model.py (the building blocks and the annotated gpt()), training.py,
-optim.py, sampling.py, fused.py (why training is fast), checkpoint.py; then train.py and
-sample.py at the top of the repository.
+The order to read the files in is docs/reading-guide.md's (it starts with engine.py). This
+file is only the front door: it imports the few names a script needs.
 """
 
 from .checkpoint import load_checkpoint

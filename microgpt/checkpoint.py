@@ -19,7 +19,7 @@ other file by its first bytes.
 
 `read_checkpoint` validates everything and turns each problem into a one-line UserError; it
 also reads the flat weights export of the microgpt 3D tutorial (docs/lessons.md). The file
-is read through errors.read_user_file (regular files only, size-capped) and jsonio.parse_json
+is read through files.read_user_file (regular files only, size-capped) and jsonio.parse_json
 (nesting capped), and the config's sizes are checked against limits.py's caps before anything is
 built from them. microgpt.load_checkpoint builds a GPT of Values from it;
 src/inference builds numpy arrays from the very same validated dictionary.
@@ -27,13 +27,16 @@ src/inference builds numpy arrays from the very same validated dictionary.
 
 import errno
 import json
+import math
 import os
 import re
 import signal
 import stat
 import tempfile
 
-from .errors import UserError, is_finite, read_user_file
+from .checks import make_config
+from .errors import UserError
+from .files import read_user_file
 from .jsonio import parse_json
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
@@ -265,6 +268,7 @@ def load_checkpoint(path, n_head=None):
     model = GPT(ckpt['config'], tokenizer=CharTokenizer(ckpt['vocab']))
     model.load_weights(ckpt['state_dict'])
     model.train_state = ckpt['train_state']
+    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text': what sample.py generates
     return model
 
 
@@ -338,10 +342,10 @@ def _from_tutorial(path, obj, n_head):
 
 
 def _config(path, **fields):
-    """GPTConfig(**fields); its checks (positive integers, within limits.py's caps, n_embd
-    divisible by n_head) run before anything is built, and fail as one line naming the file."""
+    """The GPTConfig of fields, checked (checks.make_config: positive integers, within limits.py's
+    caps, n_embd divisible by n_head) before anything is built, as one line naming the file."""
     try:
-        return GPTConfig(**fields)
+        return make_config(**fields)
     except UserError as e:
         raise UserError(f"{path}: bad config: {e}") from None
 
@@ -386,9 +390,16 @@ def _check_weights(path, config, state_dict):
                             f"got {_shape_of(m)}")
         for row in m:
             for x in row:
-                # is_finite: also False for a JSON integer too big for a float (1 and 400 zeros)
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not is_finite(x):
+                # _is_finite: also False for a JSON integer too big for a float (1 and 400 zeros)
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not _is_finite(x):
                     raise UserError(f"{path}: {name} holds {_short(x)}, not a finite number")
+
+
+def _is_finite(x):
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int too big for any float
+        return False
 
 
 def _short(x):

@@ -9,6 +9,7 @@ check numeric flags at parse time with messages that say what is allowed.
 """
 
 import argparse
+import importlib
 import math
 import sys
 
@@ -36,6 +37,22 @@ def run(main, argv=None):
         sys.stderr.close()
         status = 0
     sys.exit(status or 0)
+
+
+def require_numpy(what):
+    """Say in one line that `what` needs numpy, and how to get it, where it is not installed.
+    The scalar engine and the core never need it."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise UserError(f"{what} needs numpy, which is not installed here: run `pip install numpy` "
+                        "(or install the project: `pip install -e .`)") from None
+
+
+def import_numpy_module(name, what):
+    """Import `name` (inference, backprop: they compute with numpy), once numpy is there."""
+    require_numpy(what)
+    return importlib.import_module(name)
 
 
 def positive_int(text):

@@ -10,7 +10,8 @@ instead, one document per line. train.py calls `load_docs` and then `split_docs`
 import random
 from importlib import resources
 
-from .errors import UserError, read_user_file
+from .errors import UserError
+from .files import read_user_file
 
 NAMES_FILES = ('dist.female.first', 'dist.male.first')  # the census first-name lists
 

@@ -9,16 +9,16 @@ again: a sliding window. Each new token is drawn exactly as sampling.py draws it
 as the text so far this IS ordinary sampling; past the block, the oldest token falls out of
 view at every step (docs/reading-guide.md, "Why the model cannot see further back").
 
-    for ch in generate(next_logits, tokenizer, block_size, length=500, rng=random.Random(42)):
+    for ch in generate(model, length=500, rng=random.Random(42), prompt_ids=ids):
         print(ch, end='', flush=True)
 
-next_logits(window) -> vocab_size floats is the engine's: `window_next_logits(model)` for the
-scalar GPT (its KV cache grows while the window does and is rebuilt once the window slides,
-since every cached key was computed at a position that has now shifted), or the numpy port's
-`next_logits_fn()`, which recomputes the window's forward each time. The same seed gives the
-same text with either engine.
+The model is the scalar GPT or the numpy port. The scalar GPT's KV cache grows while the window
+does and is rebuilt once the window slides, since every cached key was computed at a position
+that has now shifted (window_next_logits); the port recomputes the window's forward each time.
+The same seed gives the same text with either engine.
 """
 
+from .model import GPT
 from .sampling import draw, probabilities
 
 
@@ -44,15 +44,22 @@ def window_next_logits(model):
     return next_logits
 
 
-def generate(next_logits, tokenizer, block_size, length, rng, temperature=0.5, prompt_ids=(),
-             top_k=None, stop_at_bos=False):
-    """Yield `length` characters drawn after prompt_ids, one at a time, as each is made.
+def window_logits_fn(model):
+    """A fresh next_logits(window) for either engine: the scalar GPT's rebuilds its cache when
+    the window slides; the numpy port's (next_logits_fn) recomputes whatever window it gets."""
+    return window_next_logits(model) if isinstance(model, GPT) else model.next_logits_fn()
+
+
+def generate(model, length, rng, temperature=0.5, prompt_ids=(), top_k=None, stop_at_bos=False):
+    """Yield up to `length` characters drawn after prompt_ids, one at a time, as each is made.
 
     The model sees the last block_size tokens of prompt + text so far (prompt_ids: at least
     one). stop_at_bos: end early when the model draws BOS (a names model's end of a name);
     otherwise BOS is left out of the draw: running text never contains it, and BOS is the last
     id, so the draw is over the characters' logits alone.
     """
+    tokenizer, block_size = model.tokenizer, model.config.block_size
+    next_logits = window_logits_fn(model)
     context = list(prompt_ids)
     n_draw = tokenizer.vocab_size if stop_at_bos else tokenizer.bos  # ids 0 .. n_draw - 1
     for _ in range(length):

@@ -31,7 +31,7 @@ import random
 
 from .errors import UserError
 from .model import GPTConfig, parameter_shapes
-from .sampling import iter_names, scalar_next_logits
+from .sampling import iter_names
 from .tokenizer import CharTokenizer
 
 # Every setting of the original script; train.py refuses flags that would change them.
@@ -109,5 +109,4 @@ def sample_original(model, rng, settings=ORIGINAL):
     weights=softmax(logits / temperature)) per position, at most block_size positions, stop
     at BOS.
     """
-    return iter_names(lambda: scalar_next_logits(model), model.tokenizer, model.config.block_size,
-                      num=settings['num_samples'], temperature=settings['temperature'], rng=rng)
+    return iter_names(model, num=settings['num_samples'], temperature=settings['temperature'], rng=rng)

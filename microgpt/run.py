@@ -39,6 +39,7 @@ import time
 from . import original
 from .checkpoint import (DATA_MODES, CheckpointWriteError, describe_os_error, is_our_checkpoint, probe_writable,
                          read_checkpoint, remove_stale_temporaries, save_checkpoint)
+from .checks import encode
 from .errors import UserError
 from .limits import MAX_SEED
 from .model import parameter_shapes
@@ -114,7 +115,7 @@ class Run:
             return CharTokenizer.from_docs(docs)
         tokenizer = CharTokenizer(self.ckpt['vocab'])
         for doc in docs:
-            tokenizer.encode(doc)  # a character the checkpoint never saw is an error, now
+            encode(tokenizer, doc)  # a character the checkpoint never saw is an error, now
         return tokenizer
 
     def restore(self, trainer, docs):

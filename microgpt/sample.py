@@ -24,13 +24,11 @@ import random
 import sys
 
 from microgpt import cli, limits
-from microgpt.checkpoint import read_checkpoint
-from microgpt.errors import UserError
-from microgpt.generate import generate, window_next_logits
-from microgpt.model import GPT
-from microgpt.sampling import DIVERGED, check_settings, iter_names, scalar_next_logits
-from microgpt.engine import NonFiniteError
-from microgpt.tokenizer import CharTokenizer
+from microgpt.checkpoint import load_checkpoint
+from microgpt.checks import check_prompt, check_sampling, encode
+from microgpt.errors import DIVERGED, OVERFLOWS, UserError
+from microgpt.generate import generate
+from microgpt.sampling import iter_names
 
 MAX_LENGTH = 10_000_000  # characters of running text one run prints: hours of the scalar engine
 DEFAULT_LENGTH = 500     # running text: a screenful
@@ -69,67 +67,57 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def load(args):
-    """(model, make_next_logits, data_mode) for the engine asked for, from one validated read."""
-    ckpt = read_checkpoint(args.ckpt, n_head=args.n_head)
-    tokenizer = CharTokenizer(ckpt['vocab'])
-    text_mode = ckpt['data_mode'] == 'text'
-    if args.engine == 'numpy':
-        import inference  # numpy lives only in the port, so it is imported only when asked for
-        model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=tokenizer)
-        make_next_logits = model.next_logits_fn  # recomputes the window: nothing to rebuild
-    else:
-        model = GPT(ckpt['config'], tokenizer=tokenizer)
-        model.load_weights(ckpt['state_dict'])
-        # a fresh KV cache per name; for running text, one rebuilt whenever the window slides
-        make_next_logits = ((lambda: window_next_logits(model)) if text_mode
-                            else (lambda: scalar_next_logits(model)))  # noqa: E731
-    return model, make_next_logits, ckpt['data_mode']
+def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5, top_k=None, seed=42,
+                out=None):
+    """`num` samples of `length` characters after the prompt, each character printed at once.
 
-
-def stream_text(model, make_next_logits, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5,
-                top_k=None, seed=42, out=None):
-    """`num` samples of `length` characters after the prompt, each character printed at once."""
+    The arguments are checked here (this is an edge): the prompt's characters and the sampling
+    settings; an empty prompt starts after a newline.
+    """
     out = out or sys.stdout
-    tokenizer, block_size = model.tokenizer, model.config.block_size
-    check_settings(temperature, top_k)
-    prompt_ids = tokenizer.encode(prompt)  # an unknown character: one line naming it
+    check_sampling(temperature, top_k, model.config.vocab_size)
+    prompt_ids = encode(model.tokenizer, prompt)  # an unknown character: one line naming it
     if not prompt_ids:
-        if TEXT_START not in tokenizer.stoi:
+        if TEXT_START not in model.tokenizer.stoi:
             raise UserError("this model's text has no newline to start from: give --prompt")
-        prompt_ids = tokenizer.encode(TEXT_START)
+        prompt_ids = model.tokenizer.encode(TEXT_START)
     rng = random.Random(seed)
-    for i in range(num):
-        if i:
-            out.write('\n\n')
-        out.write(prompt)
-        chars = generate(make_next_logits(), tokenizer, block_size, length, rng, temperature,
-                         prompt_ids, top_k)
-        try:
-            for ch in chars:
+    try:
+        for i in range(num):
+            out.write(('\n\n' if i else '') + prompt)
+            for ch in generate(model, length, rng, temperature, prompt_ids, top_k):
                 out.write(ch)
                 out.flush()  # at once: Ctrl-C keeps every character already made
-        except NonFiniteError:
-            raise UserError(DIVERGED) from None
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
     out.write('\n')
     out.flush()
 
 
 def main(argv=None):
     args = parse_args(argv)
-    model, make_next_logits, data_mode = load(args)
-    if data_mode == 'text':
-        stream_text(model, make_next_logits, args.prompt, 1 if args.num is None else args.num,
-                    args.length or DEFAULT_LENGTH, args.temperature, args.top_k, args.seed)
+    if args.engine == 'numpy':  # numpy lives only in the port, so it is imported only when asked for
+        inference = cli.import_numpy_module('inference', "--engine numpy")
+        model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
+    else:
+        model = load_checkpoint(args.ckpt, n_head=args.n_head)
+    if model.data_mode == 'text':
+        stream_text(model, args.prompt, 1 if args.num is None else args.num, args.length or DEFAULT_LENGTH,
+                    args.temperature, args.top_k, args.seed)
         return 0
     if args.length is not None:
         raise UserError("--length is for running-text models: a names model ends each name at its "
                         "end token; use --num for how many names")
-    names = iter_names(make_next_logits, model.tokenizer, model.config.block_size,
-                       num=20 if args.num is None else args.num, temperature=args.temperature,
+    # the sampler trusts its arguments: what the user typed is checked here, against this model
+    check_sampling(args.temperature, args.top_k, model.config.vocab_size)
+    check_prompt(model.tokenizer, model.config.block_size, args.prompt)
+    names = iter_names(model, num=20 if args.num is None else args.num, temperature=args.temperature,
                        seed=args.seed, prompt=args.prompt, top_k=args.top_k)
-    for name in names:
-        print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    try:
+        for name in names:
+            print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
     return 0
 
 

@@ -1,31 +1,22 @@
 """
-Generating names: microgpt's sampling loop, shared by both engines.
+Generating names: microgpt's sampling loop, shared by every engine.
 
 Feed BOS (and the prompt, if any), turn the logits for the next position into probabilities
 with softmax(logits / temperature), draw one token with a seeded random generator, feed it
-back, and stop at BOS or when the block is full. Temperature below 1 sharpens the
-distribution (safer, more common names), above 1 flattens it (more inventive, more typos).
-Temperature 0 is the limit of that sharpening: greedy decoding, always the most likely
-token (argmax), with no random draw at all, so every seed gives the same names. top_k keeps
-only the k most likely tokens and renormalises over them before drawing.
+back, and stop at BOS or when the block is full. Temperature below 1 sharpens the distribution
+(safer, more common names), above 1 flattens it (more inventive, more typos); 0 is the limit,
+greedy decoding: always the most likely token, no random draw, the same names for every seed.
+top_k keeps only the k most likely tokens and renormalises over them before drawing.
 
-The sampler only needs a function next_logits(token_ids) -> vocab_size floats: the scalar
-model provides one that keeps a KV cache, the numpy port one that recomputes the prefix.
-Both then draw with the same generator, so the same seed gives the same names.
-`iter_names` hands each name over as soon as it is made (sample.py prints it at once, so
-Ctrl-C keeps what was made); `sample_names` collects them in a list.
+The model is the scalar GPT or the numpy port, anything with .tokenizer, .config and
+.next_logits_fn() (a fresh next_logits(token_ids) -> vocab_size floats); both draw with the
+same generator, so the same seed gives the same names: `sample_names(model, num=5)`.
+`iter_names` hands over each name as soon as it is made (sample.py prints it at once). The
+arguments are trusted: sample.py and the lab check the prompt and the settings first.
 """
 
 import math
 import random
-
-from .engine import NonFiniteError
-from .errors import UserError
-
-
-# What every reader of a model says when its numbers overflow (the numpy port says it too).
-DIVERGED = ("the model's logits are not finite numbers: its weights are too large (its "
-            "training diverged); retrain it with a lower --lr")
 
 
 def probabilities(logits, temperature, top_k=None):
@@ -35,9 +26,8 @@ def probabilities(logits, temperature, top_k=None):
     several tie), 0 elsewhere. top_k: keep the k largest logits (ties broken by token id),
     give every other token probability 0 and renormalise.
     """
-    if not all(map(math.isfinite, logits)):
-        # the scalar engine stops at the op that overflowed; the numpy port only gets here
-        raise NonFiniteError("the next-token logits are not all finite numbers")
+    if not all(map(math.isfinite, logits)):  # a diverged model: sample.py and the lab say so
+        raise FloatingPointError("the next-token logits are not all finite numbers")
     n = len(logits)
     if temperature == 0:
         best = max(range(n), key=logits.__getitem__)  # max() keeps the first of equal logits
@@ -64,68 +54,32 @@ def draw(probs, rng, temperature):
     return rng.choices(range(len(probs)), weights=probs)[0]
 
 
-def scalar_next_logits(model):
-    """A next_logits function for the scalar GPT: one gpt() call per new token, KV cache kept."""
-    keys, values = model.empty_cache()
-
-    def next_logits(token_ids):
-        # the cache holds the positions fed so far: feed the rest (after a prompt, several)
-        for pos_id in range(len(keys[0]), len(token_ids)):
-            logits = model.gpt(token_ids[pos_id], pos_id, keys, values)
-        return [l.data for l in logits]
-    return next_logits
-
-
-def check_prompt(tokenizer, block_size, prompt):
-    """The prompt's ids; its characters must be known and it must leave room in the block."""
-    ids = tokenizer.encode(prompt)
-    if len(ids) >= block_size:
-        raise UserError(f"--prompt has {len(ids)} characters but the block holds {block_size} "
-                        f"positions, one of them BOS: use at most {block_size - 1} characters")
-    return ids
-
-
-def check_settings(temperature, top_k):
-    """Temperature >= 0 (0 = greedy) and top_k >= 1 (or None, for no cut)."""
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
-        raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {top_k!r}")
-
-
-def sample_name(make_next_logits, tokenizer, block_size, rng, temperature=0.5, prompt_ids=(), top_k=None):
+def sample_name(model, rng, temperature=0.5, prompt_ids=(), top_k=None):
     """One name: the prompt plus what the model draws after it, until BOS or a full block."""
-    check_settings(temperature, top_k)
-    next_logits = make_next_logits()
-    token_ids = [tokenizer.bos] + list(prompt_ids)
+    bos, block_size = model.tokenizer.bos, model.config.block_size
+    next_logits = model.next_logits_fn()
+    token_ids = [bos] + list(prompt_ids)
     while len(token_ids) <= block_size:  # a full block cannot be fed another position
         probs = probabilities(next_logits(token_ids), temperature, top_k)
         token_id = draw(probs, rng, temperature)
-        if token_id == tokenizer.bos:
+        if token_id == bos:
             break
         token_ids.append(token_id)
-    return tokenizer.decode(token_ids[1:])
+    return model.tokenizer.decode(token_ids[1:])
 
 
-def iter_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt='',
-               top_k=None, rng=None):
+def iter_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, rng=None):
     """Yield `num` names, each as soon as it is made, from one seeded generator.
 
     rng: an existing random.Random to draw from instead of a fresh one seeded with `seed`
     (the original microgpt samples from the generator where training left it).
     """
-    check_settings(temperature, top_k)
-    prompt_ids = check_prompt(tokenizer, block_size, prompt)
+    prompt_ids = model.tokenizer.encode(prompt)
     rng = random.Random(seed) if rng is None else rng
-    try:
-        for _ in range(num):
-            yield sample_name(make_next_logits, tokenizer, block_size, rng, temperature, prompt_ids, top_k)
-    except NonFiniteError:
-        raise UserError(DIVERGED) from None
+    for _ in range(num):
+        yield sample_name(model, rng, temperature, prompt_ids, top_k)
 
 
-def sample_names(make_next_logits, tokenizer, block_size, num=20, temperature=0.5, seed=42, prompt='',
-                 top_k=None, rng=None):
+def sample_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, rng=None):
     """`num` names from one seeded generator: the same arguments give the same names."""
-    return list(iter_names(make_next_logits, tokenizer, block_size, num, temperature, seed, prompt,
-                           top_k, rng))
+    return list(iter_names(model, num, temperature, seed, prompt, top_k, rng))

@@ -28,7 +28,9 @@ never contains it. Standard library only, like the rest of microgpt/.
 
 import random
 
-from .errors import UserError, read_user_file
+from .errors import UserError
+from .files import read_user_file
+from .training import doc_losses
 
 DEFAULT_VAL_FRACTION = 0.1  # nanoGPT's split: the first 90% trains, the last 10% validates
 
@@ -115,3 +117,10 @@ def validation_windows(ids, n_val, block_size):
 def count_targets(windows):
     """How many characters a list of windows predicts: one per id after the first of each."""
     return sum(len(w) - 1 for w in windows)
+
+
+def evaluate(model, windows):
+    """The validation loss with the scalar engine: the reference for
+    inference.evaluate_windows, and what train.py uses where numpy is not installed."""
+    losses = [loss.data for w in windows for loss in doc_losses(model, w)]
+    return sum(losses) / len(losses)

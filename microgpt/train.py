@@ -11,7 +11,7 @@ Train a tiny GPT on names (or any text) and save it as one self-sufficient check
 The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
 linearly to 0. Read main() top to bottom: data, model, optimizer, the loop. The loop is the
-same whichever engine computes the step (microgpt.training.ScalarTrainer, on the Value engine,
+same whichever engine computes the step (ScalarTrainer below, on the Value engine,
 or backprop.Trainer, on numpy arrays); everything that makes a run safe to stop and resume
 (flags of a resumed run, the lock on --out, the log, saving, Ctrl-C) is microgpt/run.py's.
 
@@ -24,17 +24,16 @@ import argparse
 import itertools
 import math
 
-import inference
 from microgpt import cli, limits, original, sample, text
 from microgpt.checkpoint import DATA_MODES
+from microgpt.checks import make_config
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
-from microgpt.generate import window_next_logits
-from microgpt.model import GPT, GPTConfig
+from microgpt.model import GPT
 from microgpt.optim import Adam
 from microgpt.run import DTYPES, MAX_BATCH_SIZE, MAX_STEPS, Run
-from microgpt.sampling import iter_names, scalar_next_logits
-from microgpt.training import ScalarTrainer, doc_tokens, learning_rate
+from microgpt.sampling import iter_names
+from microgpt.training import batch_step, doc_tokens, evaluate, learning_rate
 
 
 TEXT_SAMPLE_LENGTH = 200  # characters of running text printed when training ends
@@ -93,7 +92,8 @@ def parse_args(argv=None):
                         "count a short measurement at start finds fastest for this model)")
     g.add_argument('--unfused', action='store_true',
                    help="scalar engine only: build the graph from microgpt/ops.py's composed blocks "
-                        "as microgpt does, instead of fused.py's (about 13x slower, same losses)")
+                        "as microgpt does, instead of fused.py's (same losses, about 6x slower: "
+                        "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
                    help="checkpoint file (default out/model.json); the log goes beside it as .log.jsonl")
@@ -111,12 +111,44 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+class ScalarTrainer:
+    """The Value engine behind train.py's loop: a GPT of Values and its Adam.
+
+    The numpy engine (backprop.Trainer) has the same methods, so the loop does not care which
+    one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the checkpoint.
+    """
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.config, self.tokenizer = model.config, model.tokenizer
+
+    def step(self, batch, lr):
+        """One update on a batch of tokenized names; nan if an exp() overflowed (divergence)."""
+        try:
+            return batch_step(self.model, self.optimizer, batch, lr)
+        except OverflowError:  # raised in the forward pass, before any weight changed
+            return math.nan
+
+    def weights(self):
+        return self.model.weights()
+
+    def load_weights(self, weights):
+        self.model.load_weights(weights)
+
+    def optimizer_state(self):
+        return self.optimizer.state()
+
+    def load_optimizer_state(self, state):
+        self.optimizer.load_state(state)
+
+
 def make_trainer(args, model):
     """The engine that computes each step: the Value graph (scalar) or numpy arrays."""
     if args.engine == 'numpy':
         if args.unfused:
             raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
-        import backprop  # numpy lives outside microgpt/, so it is imported only when asked for
+        # numpy lives outside microgpt/, so it is imported only when asked for
+        backprop = cli.import_numpy_module('backprop', "--engine numpy")
         return backprop.Trainer(model.config, model.weights(), model.tokenizer, dtype=args.dtype)
     return ScalarTrainer(model, Adam(model.params))
 
@@ -149,8 +181,18 @@ def validation_loss(trainer, docs=None, windows=None):
     by the numpy port, in the trainer's dtype.
 
     It is the number microgpt.training.evaluate gives with the scalar engine (the tests check
-    that), found some 60x faster, because no graph is built. inf or nan means divergence.
+    that), found much faster, because no graph is built. inf or nan means divergence. Where
+    numpy is not installed, the scalar engine computes it (only the scalar engine runs there).
     """
+    try:
+        import inference
+    except ImportError:
+        try:
+            if windows is not None:
+                return text.evaluate(trainer.model, windows)
+            return evaluate(trainer.model, docs)
+        except OverflowError:
+            return math.nan
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer,
                               dtype=getattr(trainer, 'dtype', 'float64'))
     try:
@@ -243,10 +285,11 @@ def main(argv=None):
         tokenizer = data.tokenizer
 
         # Let there be a model, and the engine that trains it (with its Adam optimizer).
-        config = GPTConfig(tokenizer.vocab_size, args.n_layer, args.n_embd, args.n_head, args.block_size)
+        config = make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer, n_embd=args.n_embd,
+                             n_head=args.n_head, block_size=args.block_size)
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
-            rng, _, _, _, weights = original.prepare(docs)
+            rng, _, _, _, weights = original.prepare(data.docs)
             model.load_weights(weights)
         trainer = make_trainer(args, model)
         start = run.restore(trainer, data.docs)  # --init's weights, or --resume's weights, Adam and step
@@ -282,20 +325,18 @@ def main(argv=None):
     if args.num_samples != 0 and args.data_mode == 'text':
         print("sample:")  # a few lines of running text, from the numpy port if it trained
         if args.engine == 'numpy':
+            inference = cli.import_numpy_module('inference', "--engine numpy")
             model = inference.NumpyGPT(config, trainer.weights(), tokenizer=tokenizer)
-            make_next_logits = model.next_logits_fn
         else:
             model.load_weights(trainer.weights())
-            make_next_logits = lambda: window_next_logits(model)  # noqa: E731
-        sample.stream_text(model, make_next_logits, length=TEXT_SAMPLE_LENGTH, seed=args.seed)
+        sample.stream_text(model, length=TEXT_SAMPLE_LENGTH, seed=args.seed)
     elif args.num_samples != 0:
         print("samples:")
         model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
         if args.reproduce_original:  # drawn from the original's generator, where training left it
             names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
         else:
-            names = iter_names(lambda: scalar_next_logits(model), tokenizer, config.block_size,
-                               num=args.num_samples or 10, temperature=0.5, seed=args.seed)
+            names = iter_names(model, num=args.num_samples or 10, temperature=0.5, seed=args.seed)
         for name in names:
             print(' ', name, flush=True)
     return 0

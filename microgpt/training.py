@@ -3,20 +3,19 @@ One training step, and the loss it minimises, as microgpt defines them.
 
 A name is trained as tokens [BOS] + name + [BOS]. At every position the model predicts the
 next token, and the loss is the mean over positions of -log(probability of the true next
-token): 0 for a model that is always certain and right, log(vocab_size) (about 3.3 for 27
-tokens) for one that guesses uniformly. A step may take several names at once (a batch): its
-loss is then the mean over every predicted token of the batch, which for one name is exactly
-microgpt's per-name mean.
+token): 0 for a model always certain and right, log(vocab_size) (3.3 for 27 tokens) for one
+that guesses uniformly. A step may take a batch of names: its loss is then the mean over every
+predicted token of the batch, which for one name is exactly microgpt's per-name mean.
 
-`ScalarTrainer` is what train.py drives: step(batch, lr) runs forward, backward() and one Adam
-update on the Value engine. The numpy training path (src/backprop) offers the same methods,
-so train.py's loop is the same for both engines. The scalar `evaluate` here is the reference
-for the numpy port's faster validation loss.
+train.py drives `batch_step` through a small adapter (ScalarTrainer, in microgpt/train.py) with
+the same methods as the numpy engine's, so its loop is the same for every engine. The scalar
+`evaluate` here is the reference for the numpy port's faster validation loss.
 """
 
 import gc
+import math
 
-from .engine import NonFiniteError, Tape
+from .engine import Tape, zero_grad
 
 
 def doc_tokens(tokenizer, doc):
@@ -30,21 +29,30 @@ def num_predictions(tokens, block_size):
     return min(block_size, len(tokens) - 1)
 
 
-def doc_losses(model, tokens):
-    """-log p(true next token) at each position of one tokenized name: a list of Values."""
-    cross_entropy = model.ops.cross_entropy
+def doc_losses(model, tokens, captures=None):
+    """-log p(true next token) at each position of one tokenized name: a list of Values.
+
+    captures: a list to which each position's gpt() intermediates are appended (see gpt()).
+    """
     keys, values = model.empty_cache()
     losses = []
     for pos_id in range(num_predictions(tokens, model.config.block_size)):
-        logits = model.gpt(tokens[pos_id], pos_id, keys, values)
-        losses.append(cross_entropy(logits, tokens[pos_id + 1]))
+        capture = {} if captures is not None else None
+        logits = model.gpt(tokens[pos_id], pos_id, keys, values, capture)
+        losses.append(model.blocks.cross_entropy(logits, tokens[pos_id + 1]))
+        if captures is not None:
+            captures.append(capture)
     return losses
+
+
+def mean_loss(model, losses):
+    """The mean of a list of per-position losses, as one Value to backward()."""
+    return model.blocks.vsum(losses) * (1.0 / len(losses))
 
 
 def doc_loss(model, tokens):
     """Mean cross-entropy over the positions of one tokenized name (a Value to backward())."""
-    losses = doc_losses(model, tokens)
-    return model.ops.vsum(losses) * (1.0 / len(losses))
+    return mean_loss(model, doc_losses(model, tokens))
 
 
 def batch_loss(model, batch):
@@ -55,8 +63,7 @@ def batch_loss(model, batch):
     """
     if len(batch) == 1:
         return doc_loss(model, batch[0])
-    losses = [loss for tokens in batch for loss in doc_losses(model, tokens)]
-    return model.ops.vsum(losses) * (1.0 / len(losses))
+    return mean_loss(model, [loss for tokens in batch for loss in doc_losses(model, tokens)])
 
 
 def learning_rate(lr, step, steps):
@@ -70,52 +77,32 @@ def train_step(model, optimizer, tokens, lr):
 
 
 def batch_step(model, optimizer, batch, lr):
-    """Forward a batch of tokenized names, backward, one Adam update; returns the loss as a float."""
+    """Forward a batch of tokenized names, backward, one Adam update; returns the loss as a float.
+
+    A run that diverged gives an inf or nan (or an exp() too large to compute, which raises
+    OverflowError): then no weight is changed, nan is returned, and train.py decides what to do.
+    """
     # note: Python's cycle collector is paused for the step. A graph holds no reference cycles
     # (children never point back to parents), so reference counting frees it as soon as the
-    # next step drops it; the collector would only search the ~20k fresh objects in vain.
+    # next step drops it; the collector would only search the fresh objects in vain (3,419
+    # Values for a 7-letter name at the default config, with their tuples about three times as
+    # many objects: `python bench/train_speed.py --nodes`).
     collector_was_on = gc.isenabled()
     gc.disable()
     try:
         with Tape() as tape:  # records the graph as it is built: backward needs no search
             loss = batch_loss(model, batch)
-        loss.backward(tape)  # sets the grad of every weight the batch uses; Adam clears them after use
+        loss.backward(tape)  # adds to the grad of every weight the batch uses; Adam zeroes them after use
+        # the step's one check, as the numpy engine's: a diverged run shows up as an inf or a nan
+        # in the loss or in a gradient (and then in their sum); then no weight is changed
+        if not math.isfinite(loss.data + sum(p.grad for p in optimizer.params)):
+            zero_grad(optimizer.params)
+            return math.nan
         optimizer.step(lr)
     finally:
         if collector_was_on:
             gc.enable()
     return loss.data
-
-
-class ScalarTrainer:
-    """The Value engine behind train.py's loop: a GPT of Values and its Adam.
-
-    The numpy engine (backprop.Trainer) has the same methods, so the loop does not care which
-    one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the checkpoint.
-    """
-
-    def __init__(self, model, optimizer):
-        self.model, self.optimizer = model, optimizer
-        self.config, self.tokenizer = model.config, model.tokenizer
-
-    def step(self, batch, lr):
-        """One update on a batch of tokenized names; nan if an op overflowed (divergence)."""
-        try:
-            return batch_step(self.model, self.optimizer, batch, lr)
-        except NonFiniteError:  # raised in the forward pass, before any weight changed
-            return float('nan')
-
-    def weights(self):
-        return self.model.weights()
-
-    def load_weights(self, weights):
-        self.model.load_weights(weights)
-
-    def optimizer_state(self):
-        return self.optimizer.state()
-
-    def load_optimizer_state(self, state):
-        self.optimizer.load_state(state)
 
 
 def evaluate(model, docs):

@@ -27,12 +27,12 @@ class _RecordingOps:
 
 def gpt_with_trace(model, token_id, pos_id, keys, values):
     """(logits, {'layer{li}.head{h}': attention weights over positions 0..pos_id})."""
-    recorder, saved = _RecordingOps(), model.ops
-    model.ops = recorder
+    recorder, saved = _RecordingOps(), model.blocks
+    model.blocks = recorder
     try:
         logits = model.gpt(token_id, pos_id, keys, values)
     finally:
-        model.ops = saved
+        model.blocks = saved
     names = [f'layer{li}.head{h}' for li in range(model.config.n_layer) for h in range(model.config.n_head)]
     assert len(recorder.weights) == len(names), "gpt() called softmax other than once per head"
     return logits, dict(zip(names, recorder.weights))

@@ -16,6 +16,19 @@ for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+
+
+def data_file(filename):
+    """A public data file (makemore's names.txt, char-rnn's tinyshakespeare.txt) where a user or
+    a developer has it: in the checkout's root, where README's download command puts it, or in
+    ../shared/data beside the checkout. None if neither: tests that need it skip."""
+    for folder in (REPO_DIR, os.path.join(REPO_DIR, '..', 'shared', 'data')):
+        path = os.path.join(folder, filename)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return None
+
+
 # A few dozen short names: enough to train on for a few steps, small enough to read.
 TINY_NAMES = """emma olivia ava isabella sophia mia charlotte amelia harper evelyn abigail emily
 elizabeth sofia avery ella scarlett grace chloe victoria riley aria lily aubrey zoey penelope

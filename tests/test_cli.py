@@ -30,7 +30,8 @@ from microgpt.checkpoint import read_checkpoint, save_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import ScalarTrainer, doc_loss, doc_tokens, learning_rate
+from microgpt.train import ScalarTrainer
+from microgpt.training import doc_loss, doc_tokens, learning_rate
 
 TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12']  # ~1000 parameters, ~300 steps/s
 QUIET = ['--num-samples', '0', '--eval-every', '0']

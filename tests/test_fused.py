@@ -19,7 +19,7 @@ import random
 import pytest
 
 from gradcheck import backprop_grads, check_grads
-from microgpt.engine import NonFiniteError, Value, topological_order
+from microgpt.engine import Value, topological_order
 from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum
 
 FUSED_TOL = 1e-12  # fused vs unfused: the same math in a different float order, so ~1e-15 apart
@@ -218,7 +218,7 @@ def test_softmax_with_large_logits_stays_finite():
     weighted_sum(p, [1.0, -1.0]).backward()
     assert all(math.isfinite(z.grad) for z in logits)
     # the textbook formula cannot do this: it is why the fused version subtracts the max
-    with pytest.raises(ValueError, match='overflow'):
+    with pytest.raises(OverflowError):
         softmax_unfused(logits)
 
 
@@ -242,13 +242,9 @@ def test_rmsnorm_of_zeros_is_zeros_with_slope_one_over_sqrt_eps():
     assert xs[1].grad == 0.0
 
 
-def test_fused_errors():
-    with pytest.raises(ValueError, match='different lengths'):
-        dot([Value(1.0)], [Value(1.0), Value(2.0)])
-    with pytest.raises(IndexError, match='target'):
-        cross_entropy([Value(1.0), Value(2.0)], 2)
-    with pytest.raises(NonFiniteError, match='non-finite'):
-        dot([Value(1e200)], [Value(1e200)])
-    with pytest.raises(NonFiniteError, match='non-finite'):
-        # an overflowed mean square must not silently turn every output into 0
+def test_fused_blocks_compute_what_floats_compute_and_check_nothing():
+    # like the engine, the fused blocks trust their arguments: an overflow is an inf (or an
+    # OverflowError from math), and training's one check on the loss catches the divergence
+    assert dot([Value(1e200)], [Value(1e200)]).data == math.inf
+    with pytest.raises(OverflowError):  # float's **: the mean square never becomes inf and s 0
         rmsnorm([Value(1e200), Value(1e200)])

@@ -16,7 +16,7 @@ import pytest
 import inference
 from microgpt import cli, load_checkpoint, sample, train
 from microgpt.generate import generate, window_next_logits
-from microgpt.sampling import sample_name, scalar_next_logits
+from microgpt.sampling import sample_name
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
          "He had seen storms before; this one, he thought, would not be the last.\n") * 6
@@ -41,10 +41,9 @@ def test_with_a_window_as_long_as_the_text_it_is_ordinary_sampling(tiny_ckpt):
     tok, block = model.tokenizer, model.config.block_size
     for seed in range(8):
         for prompt in ('', 'ma'):
-            expected = sample_name(lambda: scalar_next_logits(model), tok, block, random.Random(seed),
-                                   0.9, tok.encode(prompt))
-            drawn = generate(scalar_next_logits(model), tok, block, block - len(prompt),
-                             random.Random(seed), 0.9, [tok.bos] + tok.encode(prompt), stop_at_bos=True)
+            expected = sample_name(model, random.Random(seed), 0.9, tok.encode(prompt))
+            drawn = generate(model, block - len(prompt), random.Random(seed), 0.9,
+                             [tok.bos] + tok.encode(prompt), stop_at_bos=True)
             assert prompt + ''.join(drawn) == expected
 
 
@@ -60,14 +59,9 @@ def test_the_scalar_windows_logits_are_the_ports_past_the_block(text_ckpt):
 
 def test_both_engines_write_the_same_text_past_the_block(text_ckpt):
     texts = []
-    for engine_model, make in ((load_checkpoint(text_ckpt), None), (inference.load_checkpoint(text_ckpt), None)):
-        if isinstance(engine_model, inference.NumpyGPT):
-            make = engine_model.next_logits_fn
-        else:
-            make = (lambda m: lambda: window_next_logits(m))(engine_model)
+    for model in (load_checkpoint(text_ckpt), inference.load_checkpoint(text_ckpt)):
         out = io.StringIO()
-        sample.stream_text(engine_model, make, prompt='The storm arrived at', length=60,
-                           temperature=0.8, seed=3, out=out)
+        sample.stream_text(model, prompt='The storm arrived at', length=60, temperature=0.8, seed=3, out=out)
         texts.append(out.getvalue())
     assert texts[0] == texts[1]
     assert texts[0].startswith('The storm arrived at') and len(texts[0]) == len('The storm arrived at') + 60 + 1
@@ -89,7 +83,7 @@ class Recorder(io.StringIO):
 def test_running_text_is_streamed_character_by_character(text_ckpt):
     port = inference.load_checkpoint(text_ckpt)
     out = Recorder()
-    sample.stream_text(port, port.next_logits_fn, prompt='He had', length=25, seed=1, out=out)
+    sample.stream_text(port, prompt='He had', length=25, seed=1, out=out)
     assert out.writes[0] == 'He had' and all(len(w) == 1 for w in out.writes[1:-1])
     assert len(out.writes) == 1 + 25 + 1 and out.flushes >= 25
 

@@ -31,7 +31,8 @@ from microgpt.checkpoint import (CheckpointWriteError, is_our_checkpoint, read_c
                                  remove_stale_temporaries, save_checkpoint, stale_temporaries,
                                  write_json_atomic)
 from microgpt.data import load_docs
-from microgpt.errors import UserError, read_user_file
+from microgpt.errors import UserError
+from microgpt.files import read_user_file
 from microgpt.jsonio import parse_json
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.model import GPT, GPTConfig
@@ -389,7 +390,7 @@ def test_reading_a_small_file_reserves_no_gigabyte(tmp_path):
 
 
 def test_the_chunked_read_returns_the_file_exactly(tmp_path):
-    from microgpt.errors import _read_at_most
+    from microgpt.files import _read_at_most
     data = bytes(range(256)) * 3
     path = tmp_path / 'bytes.bin'
     path.write_bytes(data)

@@ -23,7 +23,7 @@ from inference.model import merge_heads, split_heads
 from microgpt.checkpoint import load_checkpoint as scalar_load_checkpoint
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig
-from microgpt.sampling import sample_names, scalar_next_logits
+from microgpt.sampling import sample_names
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, evaluate as scalar_evaluate
 
@@ -157,7 +157,7 @@ def test_greedy_decoding_gives_the_same_name(name):
     for seed in range(3):
         model, port = random_pair(name, seed=seed)
         block_size = model.config.block_size
-        expected = greedy_name(lambda: scalar_next_logits(model), model.tokenizer, block_size)
+        expected = greedy_name(model.next_logits_fn, model.tokenizer, block_size)
         assert greedy_name(port.next_logits_fn, port.tokenizer, block_size) == expected
 
 
@@ -166,10 +166,8 @@ def test_seeded_sampling_gives_the_same_names(name):
     model, port = random_pair(name, seed=6)
     block_size = model.config.block_size
     for seed, temperature, prompt in [(42, 0.5, ''), (7, 1.0, 'a'), (3, 2.0, 'ba')]:
-        expected = sample_names(lambda: scalar_next_logits(model), model.tokenizer, block_size,
-                                num=5, temperature=temperature, seed=seed, prompt=prompt)
-        names = sample_names(port.next_logits_fn, port.tokenizer, block_size,
-                             num=5, temperature=temperature, seed=seed, prompt=prompt)
+        expected = sample_names(model, num=5, temperature=temperature, seed=seed, prompt=prompt)
+        names = sample_names(port, num=5, temperature=temperature, seed=seed, prompt=prompt)
         assert names == expected
 
 

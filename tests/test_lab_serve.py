@@ -102,8 +102,7 @@ def test_autograd_route_starts_new_variables_at_one_and_drops_old(server):
 
 def test_sample_route_equals_the_sampler(server, model):
     got = post(server, '/api/sample', {'prompt': 'e', 'temperature': 1.3, 'num': 6, 'seed': 3})
-    assert got['names'] == sampling.sample_names(model.next_logits_fn, model.tokenizer,
-                                                 model.config.block_size, num=6, temperature=1.3,
+    assert got['names'] == sampling.sample_names(model, num=6, temperature=1.3,
                                                  seed=3, prompt='e')
     ids = [model.tokenizer.bos] + model.tokenizer.encode('e')
     want = sampling.probabilities(model.next_logits_fn()(ids), 1.3)

@@ -23,7 +23,7 @@ from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
-from microgpt.sampling import probabilities, sample_names, scalar_next_logits
+from microgpt.sampling import probabilities, sample_names
 from microgpt.training import doc_loss, doc_tokens
 
 EXACT_TOL = 1e-12     # the same float64 arithmetic, maybe in another order
@@ -61,9 +61,10 @@ def test_the_labs_gradients_are_backwards(tiny_ckpt, scalar):
 
 def test_the_stage_walk_finds_the_stream_entering_lm_head(scalar):
     tokens = doc_tokens(scalar.tokenizer, TEXT)
-    loss, _, logits = step.forward(scalar, tokens)
+    loss, _, captures = step.forward(scalar, tokens)
     loss.backward()
-    stages = step.stage_nodes(scalar, logits)
+    logits = [capture['logits'] for capture in captures]
+    stages = step.stage_nodes(scalar, captures)
     n_embd = scalar.config.n_embd
     lm_head = np.array([[p.data for p in row] for row in scalar.state_dict['lm_head']])  # (vocab_size, n_embd)
     x = stages['stream into lm_head']
@@ -155,8 +156,7 @@ def test_step_command(tiny_ckpt, capsys):
 
 # ---------------------------------------------------------------------------- sampling
 def test_greedy_is_seed_independent_and_equals_top_k_1(scalar):
-    make = lambda: scalar_next_logits(scalar)  # noqa: E731
-    args = (make, scalar.tokenizer, scalar.config.block_size)
+    args = (scalar,)
     greedy = sample_names(*args, num=4, temperature=0, seed=1)
     assert greedy == sample_names(*args, num=4, temperature=0, seed=2)
     assert greedy == sample_names(*args, num=4, temperature=0.7, seed=3, top_k=1)
@@ -168,18 +168,15 @@ def test_greedy_is_seed_independent_and_equals_top_k_1(scalar):
 def test_greedy_draws_no_random_numbers(scalar):
     rng = random.Random(5)
     state = rng.getstate()
-    sample_names(lambda: scalar_next_logits(scalar), scalar.tokenizer, scalar.config.block_size,
-                 num=2, temperature=0, rng=rng)
+    sample_names(scalar, num=2, temperature=0, rng=rng)
     assert rng.getstate() == state
 
 
 def test_both_engines_give_the_same_greedy_and_top_k_names(tiny_ckpt, scalar):
     port = load_model(tiny_ckpt)
     for temperature, top_k in ((0, None), (1.0, 3), (1e-308, None)):
-        a = sample_names(lambda: scalar_next_logits(scalar), scalar.tokenizer, scalar.config.block_size,
-                         num=5, temperature=temperature, top_k=top_k, seed=7)
-        b = sample_names(port.next_logits_fn, port.tokenizer, port.config.block_size,
-                         num=5, temperature=temperature, top_k=top_k, seed=7)
+        a = sample_names(scalar, num=5, temperature=temperature, top_k=top_k, seed=7)
+        b = sample_names(port, num=5, temperature=temperature, top_k=top_k, seed=7)
         assert a == b
 
 
@@ -208,10 +205,13 @@ def test_iter_names_hands_over_each_name_as_it_is_made(scalar):
     from microgpt.sampling import iter_names
     calls = []
 
-    def make():
-        calls.append(1)
-        return scalar_next_logits(scalar)
-    names = iter_names(make, scalar.tokenizer, scalar.config.block_size, num=5, temperature=0.5)
+    class Counting:  # the scalar model, counting the names begun (one next_logits_fn each)
+        tokenizer, config = scalar.tokenizer, scalar.config
+
+        def next_logits_fn(self):
+            calls.append(1)
+            return scalar.next_logits_fn()
+    names = iter_names(Counting(), num=5, temperature=0.5)
     first = next(names)
     assert len(calls) == 1 and isinstance(first, str)  # one name made, four still to come
     assert len([first] + list(names)) == 5 and len(calls) == 5

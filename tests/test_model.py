@@ -19,6 +19,7 @@ import pytest
 from attention_trace import gpt_with_trace
 from microgpt.errors import UserError
 from microgpt.model import GPT, GPTConfig, parameter_shapes
+from microgpt.tokenizer import CharTokenizer
 
 LOGIT_TOL = 1e-12   # same math in a different order: only float rounding may differ
 SUM_TOL = 1e-12     # attention weights are a softmax, so they sum to 1 up to rounding
@@ -167,12 +168,40 @@ def test_each_call_appends_one_key_and_value_per_layer():
         assert all(len(k[-1]) == SMALL.n_embd for k in keys)
 
 
-@pytest.mark.parametrize('token_id, pos_id', [(5, 0), (-1, 0), (0, 6), (0, -1)])
-def test_gpt_rejects_ids_outside_the_vocabulary_or_the_block(token_id, pos_id):
+def test_the_edge_refuses_characters_outside_the_vocabulary():
+    # gpt() trusts its arguments (a negative id would quietly index from the end); what a user
+    # hands in is checked at the edge: text through checks.encode, a checkpoint by its reader
+    from microgpt.checks import encode
+    tok = CharTokenizer('abcd')
+    with pytest.raises(UserError, match="'z' is not in the vocabulary"):
+        encode(tok, 'abz')
+    assert encode(tok, 'dab') == [3, 0, 1]
+
+
+def test_capture_holds_each_positions_intermediates_and_changes_nothing():
     model = model_with_fixed_weights(SMALL)
     keys, values = model.empty_cache()
-    with pytest.raises(IndexError, match='outside'):
-        model.gpt(token_id, pos_id, keys, values)
+    keys2, values2 = model.empty_cache()
+    for t, tok in enumerate(TOKENS):
+        capture = {}
+        logits = model.gpt(tok, t, keys, values, capture)
+        traced, trace = gpt_with_trace(model, tok, t, keys2, values2)
+        assert [l.data for l in logits] == [l.data for l in traced]
+        assert capture['logits'] is logits
+        for li in range(SMALL.n_layer):
+            assert capture[f'layer{li}.k'] is keys[li][-1] and capture[f'layer{li}.v'] is values[li][-1]
+            for h in range(SMALL.n_head):  # the softmax gpt() ran, node for node
+                assert [w.data for w in capture[f'layer{li}.attn_weights'][h]] == trace[f'layer{li}.head{h}']
+                assert len(capture[f'layer{li}.attn_logits'][h]) == t + 1
+            assert len(capture[f'layer{li}.mlp_hidden']) == 4 * SMALL.n_embd
+            # the stream: what attention added plus what entered, then the same for the MLP
+            mlp_in = [a.data + b.data for a, b in zip(capture[f'layer{li}.attn_out'], capture[f'layer{li}.attn_in'])]
+            assert [x.data for x in capture[f'layer{li}.mlp_in']] == mlp_in
+        last = SMALL.n_layer - 1
+        lm_head_in = [a.data + b.data for a, b in zip(capture[f'layer{last}.mlp_out'], capture[f'layer{last}.mlp_in'])]
+        assert [x.data for x in capture['lm_head_in']] == lm_head_in
+        wte, wpe = model.state_dict['wte'][tok], model.state_dict['wpe'][t]
+        assert [x.data for x in capture['embedding']] == [a.data + b.data for a, b in zip(wte, wpe)]
 
 
 # ---------------------------------------------------------------------------- attention trace
@@ -214,16 +243,20 @@ def test_config_defaults_and_head_dim():
     ('n_embd', 16.0), ('n_layer', True), ('block_size', '16'), ('n_head', None),
 ])
 def test_config_rejects_non_positive_or_non_integer_sizes(field, value):
+    # GPTConfig trusts its fields; the edges build one through checks.make_config
+    from microgpt.checks import make_config
     fields = {'vocab_size': 27, 'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
+    assert make_config(**fields) == GPTConfig(**fields)
     fields[field] = value
     with pytest.raises(UserError, match=field):
-        GPTConfig(**fields)
+        make_config(**fields)
 
 
 def test_config_requires_n_embd_divisible_by_n_head():
+    from microgpt.checks import make_config
     with pytest.raises(UserError, match='divisible'):
-        GPTConfig(vocab_size=27, n_embd=10, n_head=4)
-    assert GPTConfig(vocab_size=27, n_embd=12, n_head=4).head_dim == 3
+        make_config(vocab_size=27, n_layer=1, n_embd=10, n_head=4, block_size=16)
+    assert make_config(vocab_size=27, n_layer=1, n_embd=12, n_head=4, block_size=16).head_dim == 3
 
 
 # ---------------------------------------------------------------------------- parameters

@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from conftest import TINY_NAMES
+from conftest import TINY_NAMES, data_file
 from microgpt.engine import Value
 from microgpt.model import GPT
 from microgpt.optim import Adam
@@ -25,8 +25,9 @@ from microgpt.original import ORIGINAL, prepare, sample_original
 from microgpt.training import batch_step, doc_tokens, learning_rate
 
 LOSS_TOL = 1e-9     # what the reproduction promises for each step's loss
-# makemore's names.txt, beside the checkout in ../shared/data (tests that need it skip without it)
-NAMES_TXT = os.path.join(os.path.dirname(__file__), '..', '..', 'shared', 'data', 'names.txt')
+# makemore's names.txt, where README's download puts it or in ../shared/data (else these skip)
+NAMES_TXT = data_file('names.txt') or 'names.txt (not found)'
+
 # The original's recipe on a smaller model, so that the slow unfused port runs in a second.
 SMALL = dict(ORIGINAL, n_embd=8, n_head=2, block_size=8, steps=8, num_samples=10)
 
@@ -199,7 +200,7 @@ def test_a_different_generator_state_gives_different_names():
     assert names != expected_names
 
 
-@pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is not on this machine")
+@pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is neither in the checkout (README's download) nor in ../shared/data")
 def test_first_steps_on_makemores_names():
     from microgpt.data import load_docs
     docs = load_docs(NAMES_TXT)
@@ -230,7 +231,7 @@ PUBLISHED_NAMES = ('kamon ann karai jaire vialan karia yeran anna areli kaina ko
 
 
 # ---------------------------------------------------------------------------- train.py --reproduce-original
-@pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is not on this machine")
+@pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is neither in the checkout (README's download) nor in ../shared/data")
 def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsys, monkeypatch):
     """The flag itself, through train.py, on makemore's names.txt: its first 6 steps (cut by a
     real SIGINT) are the port's first 6 of a 1000-step schedule, loss for loss; resumed, still

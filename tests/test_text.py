@@ -22,7 +22,8 @@ from microgpt import cli, text, train
 from microgpt.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import ScalarTrainer, doc_losses
+from microgpt.train import ScalarTrainer
+from microgpt.training import doc_losses
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
          "He had seen storms before; this one, he thought, would not be the last.\n") * 6

@@ -319,16 +319,18 @@ def test_tokenizer_is_the_sorted_unique_characters_plus_bos():
     assert tok.decode([5, 3, 4, 1, 5]) == 'mob'  # BOS has no character
 
 
-def test_tokenizer_names_an_unknown_character():
+def test_tokenizer_names_an_unknown_character_at_the_edge():
+    # the tokenizer trusts its input (an unknown character is a KeyError inside the core);
+    # checks.encode, which every edge calls on text a user typed, names it in one line
+    from microgpt.checks import encode
     tok = CharTokenizer.from_docs(['emma'])
-    with pytest.raises(UserError, match="'z' is not in the vocabulary"):
+    with pytest.raises(KeyError):
         tok.encode('emz')
+    with pytest.raises(UserError, match="'z' is not in the vocabulary"):
+        encode(tok, 'emz')
+    assert encode(tok, 'me') == tok.encode('me') == [2, 1]
 
 
-def test_tokenizer_rejects_duplicates_and_bad_ids():
-    with pytest.raises(UserError, match='distinct single characters'):
-        CharTokenizer(['a', 'b', 'a'])
-    with pytest.raises(UserError, match='distinct single characters'):
-        CharTokenizer(['ab'])
-    with pytest.raises(UserError, match='outside the vocabulary'):
-        CharTokenizer(['a']).decode([2])
+def test_decode_leaves_out_bos():
+    tok = CharTokenizer(['a', 'b'])
+    assert tok.decode([tok.bos, 1, 0, tok.bos]) == 'ba'

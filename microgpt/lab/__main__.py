@@ -33,6 +33,8 @@ WIDTH_RANGE, HEIGHT_RANGE = (20, 1000), (5, 500)  # loss chart, in characters an
 
 # A command whose file has another name: lab/sample.py would read like the top-level sample.py.
 MODULES = {'sample': 'sampler'}
+# The commands that run on the standard library alone (the scalar engine, a log file).
+WITHOUT_NUMPY = ('autograd', 'loss')
 
 
 def add_model_flags(p):
@@ -206,6 +208,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     # import only the command that runs: `autograd` and `loss` never load the numpy port
+    if args.command not in WITHOUT_NUMPY:
+        cli.require_numpy(f"`lab {args.command}`")
     command = importlib.import_module(f'.{MODULES.get(args.command, args.command)}', __package__)
     return command.run(args)
 

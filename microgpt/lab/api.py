@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from .. import sampling
+from ..checks import check_prompt
 from ..errors import UserError
 from . import attention, autograd, overview, sampler, step
 from .loading import load_model
@@ -237,9 +238,8 @@ class Lab:
         top_k = body.get('top_k')
         if top_k is not None:
             options['top_k'] = field(body, 'top_k', int, 0, 1, model.config.vocab_size)
-        names = sampling.sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size,
-                                      num=num, **options)
-        ids = [model.tokenizer.bos] + sampling.check_prompt(model.tokenizer, model.config.block_size, prompt)
+        ids = [model.tokenizer.bos] + check_prompt(model.tokenizer, model.config.block_size, prompt)
+        names = sampling.sample_names(model, num=num, **options)
         logits = model.next_logits_fn()(ids)
         probs = sampling.probabilities(logits, temperature, options.get('top_k'))
         chars = [overview.token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]

@@ -235,17 +235,38 @@ def explore(text, assignments):
         raise UserError(f"given a value but not used in the expression: {', '.join(unused)}")
     leaves = {name: Value(values[name]) for name in variables}
     names = {leaf: name for name, leaf in leaves.items()}
+    shown = _short(repr(text.strip()))
     try:
         root = build(tree, text.strip(), leaves, names)
-    except (ValueError, ZeroDivisionError, TypeError) as e:  # log(-1), 0 ** -1, exp(1000), ...
-        raise UserError(f"cannot compute {_short(repr(text.strip()))} at these values: {e}") from None
+    except OverflowError:  # exp(1000), 1e200 ** 2: math refuses what a float cannot hold
+        raise UserError(f"cannot compute {shown} at these values: a result overflows a float") from None
+    except ZeroDivisionError:  # 0 ** -1, and the slope of x ** 0.5 at 0
+        raise UserError(f"cannot compute {shown} at these values: it divides by zero (a value "
+                        "or the slope is undefined there)") from None
+    except (ValueError, TypeError) as e:  # log(-1): math domain error
+        raise UserError(f"cannot compute {shown} at these values: {e}") from None
     except RecursionError:
         raise UserError("the expression is nested too deeply to compute") from None
+    # the engine computes what floats compute and checks nothing: the explorer shows only
+    # real, finite numbers, so a product that overflowed to inf, or (-2) ** 0.5, stops here
+    for node, op, data, _, _ in graph_rows(root):
+        for number_ in (data, *node._local_grads):
+            if not _is_finite_real(number_):
+                what = 'the value' if number_ is data else 'the slope'
+                raise UserError(f"cannot compute {shown} at these values: {what} of "
+                                f"'{op or 'leaf'}' is {number_!r}, not a finite real number")
     root.backward()
     for node, op, data, _, _ in graph_rows(root):
         if not op and node not in names:  # a constant the engine added, e.g. the -1 in a - b
             names[node] = format_number(data, 'g')
     return root, leaves, names
+
+
+def _is_finite_real(x):
+    try:
+        return not isinstance(x, complex) and math.isfinite(x)
+    except OverflowError:  # an int too big for any float
+        return False
 
 
 # ---------------------------------------------------------------------------- the command

@@ -11,6 +11,7 @@ here; attention.py and overview.py run their arithmetic under `no_overflow`.
 import contextlib
 import os
 
+from ..checks import encode
 from ..errors import UserError
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
@@ -66,7 +67,7 @@ def text_tokens(model, text):
     The model reads BOS first, exactly as in training, so position 0 is BOS and the text's
     first character is position 1.
     """
-    ids = model.tokenizer.encode(text)  # an unknown character is a UserError naming it
+    ids = encode(model.tokenizer, text)  # an unknown character is a UserError naming it
     limit = model.config.block_size - 1  # one position goes to BOS
     if len(ids) > limit:
         raise UserError(f"TEXT {text!r} has {len(ids)} characters, but this model's block of "

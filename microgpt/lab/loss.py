@@ -15,7 +15,8 @@ A falling training loss with a validation loss that stops falling (or rises) is 
 import math
 
 from ..checkpoint import is_our_checkpoint
-from ..errors import UserError, read_user_file
+from ..errors import UserError
+from ..files import read_user_file
 from ..jsonio import parse_json
 from ..limits import MAX_LOSS, MAX_STEP
 from ..run import log_path_for

@@ -56,8 +56,7 @@ def predictions(model, text, top=5):
 
 def continuation(model, text, temperature=0.5, seed=42):
     """TEXT and what the model draws after it, with sample.py's sampler: one whole name."""
-    return sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size, num=1,
-                        temperature=temperature, seed=seed, prompt=text)[0]
+    return sample_names(model, num=1, temperature=temperature, seed=seed, prompt=text)[0]
 
 
 def report(model, path, text, top=5, temperature=0.5, seed=42):

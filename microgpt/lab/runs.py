@@ -198,8 +198,7 @@ class Trainer:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
             model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'],
                                        tokenizer=CharTokenizer(ckpt['vocab']))
-            names = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size,
-                                 num=NUM_SAMPLES, temperature=0.5, seed=42)
+            names = sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)
         except UserError:
             return  # a diverged model: the log shows it
         step = (ckpt['train_state'] or {}).get('step')

@@ -18,9 +18,10 @@ as a name of the training data (trained on or held out) or new. Greedy names are
 import math
 import os
 
+from ..checks import check_prompt
 from ..data import load_docs
 from ..errors import UserError
-from ..sampling import check_prompt, probabilities, sample_names
+from ..sampling import probabilities, sample_names
 from .loading import describe, load_model
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
@@ -70,8 +71,7 @@ def draws(model, prompt, temperatures, top_k, num, seed):
         for k in (None, top_k):
             if k is not None and (t == 0 or k >= model.config.vocab_size):
                 continue  # greedy is already the top-1 cut, and k >= vocab_size cuts nothing
-            out[(t, k)] = sample_names(model.next_logits_fn, model.tokenizer, model.config.block_size,
-                                       num=num, temperature=t, seed=seed, prompt=prompt, top_k=k)
+            out[(t, k)] = sample_names(model, num=num, temperature=t, seed=seed, prompt=prompt, top_k=k)
     return out
 
 

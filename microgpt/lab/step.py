@@ -29,10 +29,10 @@ import math
 import re
 
 from ..engine import Tape
-from ..errors import NonFiniteError, UserError
+from ..errors import DIVERGED, OVERFLOWS, UserError
 from ..optim import Adam
-from ..sampling import DIVERGED, probabilities
-from ..training import doc_loss
+from ..sampling import probabilities
+from ..training import doc_losses, mean_loss
 from .loading import describe, load_scalar_model, text_tokens
 from .render import bar, number, table, token_label
 
@@ -42,18 +42,21 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?
 
 # ---------------------------------------------------------------------------- the forward pass
 def forward(model, tokens):
-    """(loss, per-position losses, per-position logits): training.doc_loss, and its parts.
+    """(loss, per-position losses, per-position captures): training.doc_loss, and its parts.
 
-    The loss is built by doc_loss itself, so the graph is the one train_step backpropagates;
-    the parts are found in that graph to read their grads: doc_loss is vsum(losses) * (1/n),
-    and each loss is a fused cross_entropy node whose children are its position's logits.
+    The loss is built from training's own pieces (doc_losses, then mean_loss, which is exactly
+    doc_loss), so the graph is the one train_step backpropagates; gpt()'s capture= hands over
+    each position's intermediates by name, so nothing here depends on how the graph is wired.
     """
+    captures = []
     try:
-        loss = doc_loss(model, tokens)
-    except NonFiniteError:  # the op that overflowed stops the forward pass
+        losses = doc_losses(model, tokens, captures)
+        loss = mean_loss(model, losses)
+    except OVERFLOWS:  # an exp() too large: the weights diverged
         raise UserError(DIVERGED) from None
-    losses = list(loss._children[0]._children)      # the '*' node's first child is the vsum
-    return loss, losses, [list(l._children) for l in losses]
+    if not math.isfinite(loss.data):
+        raise UserError(DIVERGED)
+    return loss, losses, captures
 
 
 def probs_of(logits):
@@ -62,33 +65,19 @@ def probs_of(logits):
 
 
 # ---------------------------------------------------------------------------- the way back
-def stage_nodes(model, logits):
-    """{stage: [nodes over every position]}, found by walking the graph back from the logits.
-
-    gpt() ends with `linear(x, lm_head)`: each logit is a dot node whose children are the
-    lm_head row and then x, the stream entering lm_head. Each block ends with x = a + b, a '+'
-    node whose children are (the MLP's output, the stream entering the MLP); that stream is
-    again a + b with (attn_wo's output, the stream entering attention). Layer 0's input is
-    rmsnorm(tok_emb + pos_emb): each rmsnorm node's first child is the '+' of the embeddings.
-    """
-    cfg = model.config
-    stages = {}
-    per_pos = []
-    for pos_logits in logits:
-        x = list(pos_logits[0]._children[cfg.n_embd:])  # the stream entering lm_head
-        s = {'logits': list(pos_logits), 'stream into lm_head': x}
-        for li in reversed(range(cfg.n_layer)):
-            s[f'layer{li} MLP output (mlp_fc2)'] = [xi._children[0] for xi in x]
-            x = [xi._children[1] for xi in x]               # the stream after attention
-            s[f'layer{li} stream into MLP'] = x
-            s[f'layer{li} attention output (attn_wo)'] = [xi._children[0] for xi in x]
-            x = [xi._children[1] for xi in x]               # the stream before attention
-            s[f'layer{li} stream into attention'] = x
-        s['embeddings wte[token] + wpe[pos]'] = [xi._children[0] for xi in x]
-        per_pos.append(s)
-    for name in per_pos[0]:
-        stages[name] = [node for s in per_pos for node in s[name]]
-    return stages
+def stage_nodes(model, captures):
+    """{stage: [nodes over every position]}, from the top of the model down to the embeddings:
+    the logits, the stream entering lm_head, then per layer (last first) what the MLP and the
+    attention added and the stream each one read, and the embeddings wte[token] + wpe[pos]."""
+    stages = {'logits': 'logits', 'stream into lm_head': 'lm_head_in'}
+    for li in reversed(range(model.config.n_layer)):
+        stages[f'layer{li} MLP output (mlp_fc2)'] = f'layer{li}.mlp_out'
+        stages[f'layer{li} stream into MLP'] = f'layer{li}.mlp_in'
+        stages[f'layer{li} attention output (attn_wo)'] = f'layer{li}.attn_out'
+        stages[f'layer{li} stream into attention'] = f'layer{li}.attn_in'
+    stages['embeddings wte[token] + wpe[pos]'] = 'embedding'
+    return {stage: [node for capture in captures for node in capture[name]]
+            for stage, name in stages.items()}
 
 
 def norm(xs):
@@ -126,7 +115,8 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
 
     # 1) forward, on a tape, exactly as train_step records it
     with Tape() as tape:
-        loss, losses, logits = forward(model, tokens)
+        loss, losses, captures = forward(model, tokens)
+    logits = [capture['logits'] for capture in captures]
     n_nodes = len(tape.nodes)
     p_before = [probs_of(l) for l in logits]
     positions = []
@@ -149,7 +139,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
 
     # 3) the way back: stage norms, matrix norms, touched embedding rows
     stages = [(name, norm([v.grad for v in nodes]))
-              for name, nodes in stage_nodes(model, logits).items()]
+              for name, nodes in stage_nodes(model, captures).items()]
     grads = {name: [[p.grad for p in row] for row in matrix] for name, matrix in model.state_dict.items()}
     matrix_norms = [(name, norm([g for row in rows for g in row])) for name, rows in grads.items()]
     wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
@@ -184,9 +174,9 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
     untouched_moved = max((abs(moved[i]) for i, g in enumerate(g_flat) if g == 0), default=0.0)
 
     # 5) after the update: the same name again
-    loss_after, _, logits_after = forward(model, tokens)
+    loss_after, _, captures_after = forward(model, tokens)
     for i, pos in enumerate(positions):
-        pos['p_after'] = probs_of(logits_after[i])[tokens[i + 1]]
+        pos['p_after'] = probs_of(captures_after[i]['logits'])[tokens[i + 1]]
 
     return {
         'text': text, 'tokens': tokens, 'n': n, 'lr': lr,

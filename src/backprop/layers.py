@@ -54,6 +54,7 @@ def embedding_backward(dx, cache, vocab_size, block_size):
     ids, pos: (R,) as in the forward; dx: (R, n_embd).
     """
     ids, pos = cache
+    # rows of tokens never read, and of positions past the sequence, stay 0
     return one_hot(ids, vocab_size, dx.dtype).T @ dx, one_hot(pos, block_size, dx.dtype).T @ dx  # (vocab_size, n_embd), (block_size, n_embd)
 
 

@@ -1,0 +1,63 @@
+"""
+The checks at the edges: what a user hands in, verified before the core sees it.
+
+The core (engine, model, tokenizer, training, sampling) trusts its arguments, as micrograd and
+microgpt do: it would index a missing character, build a model of a trillion layers, or divide
+by a temperature of -1 without a word. Everything that comes from outside (flags, checkpoint
+fields, text typed in the lab, web requests) passes through one of these first, at the edge
+where it enters: microgpt/train.py and sample.py, checkpoint.py's reader, the lab and its API.
+Each failure is a one-line UserError saying what is wrong and what to do.
+"""
+
+import math
+
+from .errors import UserError
+from .limits import check_config_sizes
+from .model import GPTConfig
+
+CONFIG_FIELDS = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+
+
+def make_config(**fields):
+    """GPTConfig(**fields), once every field is a positive integer within limits.py's caps
+    (checked before anything is built: a trillion layers costs nothing) and n_embd divides
+    evenly into n_head heads."""
+    for name in CONFIG_FIELDS:
+        value = fields.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
+    check_config_sizes(fields)
+    if fields['n_embd'] % fields['n_head']:
+        raise UserError(f"n_embd ({fields['n_embd']}) must be divisible by n_head "
+                        f"({fields['n_head']}): every head gets an equal slice of the embedding")
+    return GPTConfig(**{name: fields[name] for name in CONFIG_FIELDS})
+
+
+def encode(tokenizer, text):
+    """text's ids, or a UserError naming the first character the model was not trained on."""
+    for ch in text:
+        if ch not in tokenizer.stoi:
+            raise UserError(f"character {ch!r} is not in the vocabulary ({''.join(tokenizer.chars)!r}): "
+                            "use only characters the model was trained on")
+    return tokenizer.encode(text)
+
+
+def check_prompt(tokenizer, block_size, prompt):
+    """The prompt's ids; its characters must be known and it must leave room in the block."""
+    ids = encode(tokenizer, prompt)
+    if len(ids) >= block_size:
+        raise UserError(f"--prompt has {len(ids)} characters but the block holds {block_size} "
+                        f"positions, one of them BOS: use at most {block_size - 1} characters")
+    return ids
+
+
+def check_sampling(temperature, top_k, vocab_size=None):
+    """Temperature >= 0 (0 = greedy); top_k None (no cut) or 1..vocab_size."""
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+            and math.isfinite(temperature) and temperature >= 0):
+        raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {top_k!r}")
+    if top_k is not None and vocab_size is not None and top_k > vocab_size:
+        raise UserError(f"--top-k {top_k} is more than the model's {vocab_size} tokens: use "
+                        f"1..{vocab_size} (or leave it out to keep them all)")

@@ -1,0 +1,69 @@
+"""
+Installed with pip (not editable, not from a checkout), the programs still work.
+
+`pip install --no-deps --target DIR .` builds the project as a user's `pip install .` would and
+puts the package alone in DIR; the commands then run from another folder with DIR first on the
+path, so what they import is the installed copy, not this checkout (checked). numpy and names
+come from the test environment, as they would from the user's.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_DIR, TINY_NAMES
+
+
+@pytest.fixture(scope='module')
+def installed(tmp_path_factory):
+    target = tmp_path_factory.mktemp('site')
+    build = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps',
+                            '--no-build-isolation', '--disable-pip-version-check', '--target',
+                            str(target), REPO_DIR], capture_output=True, text=True, timeout=300)
+    if build.returncode != 0:
+        pytest.skip(f"pip could not build the project here: {build.stderr.strip().splitlines()[-1:]}")
+    env = dict(os.environ, PYTHONPATH=str(target))
+    return target, env
+
+
+def run(args, env, cwd):
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_installed_package_is_what_runs(installed, tmp_path):
+    target, env = installed
+    where = run(['-c', 'import microgpt, inference, backprop; print(microgpt.__file__, inference.__file__)'],
+                env, tmp_path)
+    assert where.returncode == 0, where.stderr
+    assert all(path.startswith(str(target)) for path in where.stdout.split()), where.stdout
+    for script in ('microgpt-train', 'microgpt-sample', 'microgpt-lab'):
+        assert (target / 'bin' / script).exists()
+
+
+def test_train_and_sample_run_installed(installed, tmp_path):
+    _, env = installed
+    data = tmp_path / 'names.txt'
+    data.write_text('\n'.join(TINY_NAMES) + '\n')
+    train = run(['-m', 'microgpt.train', '--data', str(data), '--steps', '4', '--val-size', '3',
+                 '--num-samples', '0', '--n-embd', '8', '--n-head', '2'], env, tmp_path)
+    assert train.returncode == 0, train.stderr
+    assert (tmp_path / 'out' / 'model.json').exists()
+    sample = run(['-m', 'microgpt.sample', '--num', '2', '--engine', 'numpy'], env, tmp_path)
+    assert sample.returncode == 0 and len(sample.stdout.splitlines()) == 2, sample.stderr
+
+
+def test_the_web_labs_training_page_can_train_installed(installed, tmp_path):
+    """The Training page starts `python -m microgpt.train`: installed, that finds the package."""
+    _, env = installed
+    code = ("from microgpt.lab import runs; import inspect; "
+            "print(runs.PACKAGE_PARENT)")
+    result = run(['-c', code], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    parent = result.stdout.strip()
+    assert os.path.isdir(os.path.join(parent, 'microgpt')) and not parent.startswith(REPO_DIR)
+    again = subprocess.run([sys.executable, '-m', 'microgpt.train', '--help'], cwd=tmp_path,
+                           env=dict(env, PYTHONPATH=parent), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and '--steps' in again.stdout

@@ -1,0 +1,162 @@
+"""
+The project's layout, checked from its source: the core is closed and nothing imports in a circle.
+
+The imports are read with `ast` from every module's source (top-level and inside functions
+alike: an import deferred into a function is still a dependency), never by running them. The
+core (the nine modules a learner reads) may import only the standard library and each other,
+and engine.py nothing of the project at all. Above it the layers may only look down:
+    core < edge (what checks input: errors, limits, checks, files, jsonio, checkpoint, data...)
+         < arrays (src/inference, src/backprop, src/torchgpt) < programs (train, sample, run...)
+         < lab
+and no module, and no layer, imports another that imports it back.
+"""
+
+import ast
+import os
+import sys
+
+import pytest
+
+from conftest import REPO_DIR
+
+CORE = {'engine', 'ops', 'fused', 'graph', 'model', 'tokenizer', 'training', 'optim', 'sampling'}
+# microgpt/ modules above the core that only check, read and write (the programs' foundation)
+EDGE = {'errors', 'limits', 'checks', 'files', 'jsonio', 'checkpoint', 'data', 'safetensors'}
+PACKAGES = {'microgpt': 'microgpt', 'inference': 'src/inference', 'backprop': 'src/backprop',
+            'torchgpt': 'src/torchgpt'}
+LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
+CORE_LINES, ENGINE_LINES = 800, 130   # the issue's budget: micrograd's engine is about 94
+
+
+def project_modules():
+    """{module name: path} for every .py file of the project's packages."""
+    found = {}
+    for package, folder in PACKAGES.items():
+        top = os.path.join(REPO_DIR, folder)
+        for dirpath, _, files in os.walk(top):
+            for filename in files:
+                if filename.endswith('.py'):
+                    parts = os.path.relpath(os.path.join(dirpath, filename), top)[:-3].split(os.sep)
+                    if parts[-1] == '__init__':
+                        parts = parts[:-1]
+                    found['.'.join([package, *parts])] = os.path.join(dirpath, filename)
+    return found
+
+
+def imported_names(module, path, modules):
+    """Every module `module` imports (project modules by their full name, others by their top
+    name). `from pkg import x` names pkg.x where that is a module, else pkg itself."""
+    tree = ast.parse(open(path, encoding='utf-8').read())
+    package = module.split('.') if path.endswith('__init__.py') else module.split('.')[:-1]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x, from ..errors import y
+                base = package[:len(package) - node.level + 1]
+                source = '.'.join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module
+            for alias in node.names:
+                names.add(f'{source}.{alias.name}' if f'{source}.{alias.name}' in modules else source)
+    return names
+
+
+def import_graph():
+    modules = project_modules()
+    return modules, {name: {i for i in imported_names(name, path, modules) if i != name}
+                     for name, path in modules.items()}
+
+
+def layer_of(module):
+    package, _, rest = module.partition('.')
+    if package != 'microgpt':
+        return 'arrays'
+    if rest.startswith('lab'):
+        return 'lab'
+    if rest in CORE:
+        return 'core'
+    return 'edge' if rest in EDGE else 'programs'
+
+
+def test_the_core_imports_only_the_standard_library_and_itself():
+    modules, graph = import_graph()
+    for name in sorted(CORE):
+        module = f'microgpt.{name}'
+        assert module in modules, f"core module {module} is missing"
+        for imported in graph[module]:
+            top = imported.split('.')[0]
+            if imported in modules:
+                assert layer_of(imported) == 'core', f"{module} imports {imported}, outside the core"
+            else:
+                assert top in sys.stdlib_module_names, f"{module} imports {imported}, not the standard library"
+    engine = {i for i in graph['microgpt.engine'] if i in modules}
+    assert engine == set(), f"engine.py imports {engine} from the project"
+
+
+def test_no_import_cycle_between_modules():
+    modules, graph = import_graph()
+    project = {name: {i for i in deps if i in modules} for name, deps in graph.items()}
+    # a depth-first search that reports the first cycle it walks into
+    state = {}
+
+    def visit(module, path):
+        state[module] = 'open'
+        for dep in sorted(project[module]):
+            if state.get(dep) == 'open':
+                cycle = path[path.index(dep):] + [dep]
+                pytest.fail(f"import cycle: {' -> '.join(cycle)}")
+            if dep not in state:
+                visit(dep, path + [dep])
+        state[module] = 'done'
+    for module in sorted(project):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_layers_only_import_downwards():
+    modules, graph = import_graph()
+    for module, deps in sorted(graph.items()):
+        for dep in sorted(d for d in deps if d in modules):
+            if dep in ('microgpt',):  # the package facade (microgpt/__init__.py) is a program
+                continue
+            assert LAYERS.index(layer_of(dep)) <= LAYERS.index(layer_of(module)), \
+                f"{module} ({layer_of(module)}) imports {dep} ({layer_of(dep)}), a layer above it"
+
+
+def test_the_layout_checks_can_fail(tmp_path):
+    """Negative controls: a core module that imported the lab or numpy would be seen."""
+    probe = tmp_path / 'probe.py'
+    probe.write_text("from . import engine\nfrom .lab import step\nimport numpy\n")
+    modules = {'microgpt.engine': '', 'microgpt.lab': '', 'microgpt.lab.step': ''}
+    names = imported_names('microgpt.probe', str(probe), modules)
+    assert {'microgpt.engine', 'microgpt.lab.step', 'numpy'} <= names
+    assert layer_of('microgpt.lab.step') == 'lab' and layer_of('microgpt.engine') == 'core'
+    assert 'numpy' not in sys.stdlib_module_names
+
+
+def test_the_core_is_small_enough_to_read_in_a_sitting():
+    def lines(name):
+        with open(os.path.join(REPO_DIR, 'microgpt', f'{name}.py'), encoding='utf-8') as f:
+            return sum(1 for _ in f)
+    assert lines('engine') <= ENGINE_LINES, f"engine.py has {lines('engine')} lines"
+    total = sum(lines(name) for name in CORE)
+    assert total <= CORE_LINES, f"the core has {total} lines"
+
+
+def test_the_reading_guides_line_counts_are_true():
+    """Every 'About N lines' in the reading guide's table is within 10% of the file it names."""
+    import re
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        rows = [line for line in f if line.startswith('|') and 'lines' in line]
+    claims = []
+    for row in rows:
+        match = re.search(r'`([\w/]+\.py)`.*?[Aa]bout (\d+) lines', row)
+        if match:
+            claims.append((match.group(1), int(match.group(2))))
+    assert claims, "the guide states no line count"
+    for path, stated in claims:
+        with open(os.path.join(REPO_DIR, path), encoding='utf-8') as f:
+            actual = sum(1 for _ in f)
+        assert abs(actual - stated) <= 0.1 * stated, f"the guide says {path} has about {stated} lines: {actual}"
