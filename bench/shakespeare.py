@@ -53,6 +53,8 @@ def main(argv=None):
     p.add_argument('--threads', type=int, help="pass --threads N to train.py (default: it measures)")
     p.add_argument('--steps', type=int, help=f"override the recipe's steps ({RECIPE['steps']})")
     p.add_argument('--lr', type=float, help=f"override the recipe's lr ({RECIPE['lr']})")
+    p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR (for README's "
+                                                   "sample and loss curve); default: a temporary folder")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("shakespeare: tinyshakespeare.txt not found (../shared/data/): skipped")
@@ -72,7 +74,9 @@ def main(argv=None):
         flags += ['--threads', str(args.threads)]
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, 'shakespeare.json')
+        out = os.path.join(args.keep or tmp, 'shakespeare.json')
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
         command = [sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', args.data, *flags, '--out', out]
         print('recipe: train.py ' + ' '.join(command[2:-2]), flush=True)
         t0 = time.perf_counter()
@@ -90,10 +94,10 @@ def main(argv=None):
         saves = steps // every + (steps % every != 0)
         t = time.perf_counter()
         for _ in range(2):
-            save_checkpoint(out, model, ckpt['train_state'], data_mode='text')
+            save_checkpoint(os.path.join(tmp, 'copy.json'), model, ckpt['train_state'], data_mode='text')
         save = (time.perf_counter() - t) / 2
     print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']} "
-          f"(every logged: {', '.join(f'{v['step']}: {v['val_loss']:.4f}' for v in vals)})")
+          f"(every logged: {', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)})")
     print(f"whole run {total:.1f} s = {total / 60:.2f} min; threads {threads.group(1) if threads else '?'}")
     print(f"{saves} checkpoint saves of {1e3 * save:.0f} ms each = {100 * saves * save / total:.1f}% of the run; "
           f"checkpoint {size / 1e6:.1f} MB (weights and Adam moments as JSON); peak memory {peak:.0f} MiB")

@@ -220,3 +220,18 @@ def test_bad_running_text_input_is_one_line_and_overwrites_nothing(prose_file, t
                    '--dtype float32 is for the numpy engine')
     assert good.read_bytes() == before and names.read_bytes() == names_before
     assert not os.path.exists(tmp_path / 'x.json')
+
+
+def test_the_lab_reads_a_running_text_model(prose_file, tmp_path, capsys):
+    """The lab's commands take a text checkpoint as a names one; newline and space are visible."""
+    from microgpt.lab.__main__ import main as lab_main
+    out = tmp_path / 'text.json'
+    assert run(['--data-mode', 'text', '--data', prose_file, '--steps', '2', '--eval-every', '0', *TINY,
+                '--out', str(out)], capsys)[0] == 0
+    for argv in (['overview', '--ckpt', str(out), 'He had\nseen'], ['attention', '--ckpt', str(out), 'the sea'],
+                 ['sample', '--ckpt', str(out)], ['embeddings', '--ckpt', str(out)]):
+        assert lab_main(argv) in (0, None), argv
+        shown = capsys.readouterr().out
+        assert '\u2423' in shown or argv[0] == 'sample', argv  # the space, made visible
+    lab_main(['overview', '--ckpt', str(out), 'He had\nseen'])
+    assert '\u23ce' in capsys.readouterr().out  # the newline, made visible
