@@ -57,11 +57,6 @@ def parameter_shapes(config):
     return shapes
 
 
-def default_init_std(config):
-    """The initial weights' std: 0.08 * sqrt(16 / n_embd), microgpt's 0.08 at its width (GPT says why)."""
-    return 0.08 * (16 / config.n_embd) ** 0.5
-
-
 # ---------------------------------------------------------------------------- the model
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
@@ -73,15 +68,9 @@ class GPT:
         self.blocks = fused_blocks if fused else composed_blocks
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         self.train_state = None     # what --resume needs, when loaded from a checkpoint
-        # Let there be parameters: Gaussian with a small std, so the first logits are near 0 and
-        # every token starts out roughly equally likely (the loss at step 1 is about
-        # ln(vocab_size)). A linear map's outputs grow as std * sqrt(n_in), so a fixed std that
-        # suits 16 dimensions makes a 256-wide model's logits 4x larger per layer, and its first
-        # loss 19 instead of 3.3. The rule keeps std * sqrt(n_embd) at microgpt's 0.08 * sqrt(16):
-        # exactly microgpt's 0.08 at its width 16, 0.04 at 64, 0.02 at 256 (tests/test_model.py
-        # checks the first loss from 16 to 256 wide and 1 to 8 deep).
-        if init_std is None:
-            init_std = default_init_std(config)
+        # Let there be parameters: Gaussian, std 0.08 at microgpt's width 16, 0.08 * sqrt(16 / n_embd)
+        # at others: a linear's outputs grow as std * sqrt(n_in), this keeps the first loss ~ ln(V).
+        init_std = init_std or 0.08 * (16 / config.n_embd) ** 0.5
         rng = random.Random(seed)
         self.state_dict = {
             name: [[Value(rng.gauss(0, init_std)) for _ in range(n_in)] for _ in range(n_out)]

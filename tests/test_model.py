@@ -20,7 +20,7 @@ import pytest
 
 from attention_trace import gpt_with_trace
 from microgpt.errors import UserError
-from microgpt.model import GPT, GPTConfig, default_init_std, parameter_shapes
+from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.tokenizer import CharTokenizer
 
 LOGIT_TOL = 1e-12   # same math in a different order: only float rounding may differ
@@ -316,18 +316,23 @@ DEFAULT_INIT_SHA256 = 'dee1e23610475c847f17e9e7be57c2ec806b4d02607af301bcb87155b
 FIRST_LOSS_TOL = 0.10  # the first loss within 10% of ln(vocab_size), uniform guessing
 
 
+def width_rule(n_embd):
+    """model.py's initial std: 0.08 * sqrt(16 / n_embd) (the test below checks GPT draws with it)."""
+    return 0.08 * (16 / n_embd) ** 0.5
+
+
 def test_the_default_models_initial_weights_are_unchanged():
     weights = GPT(GPTConfig(vocab_size=27), seed=42).weights()
     assert hashlib.sha256(json.dumps(weights).encode()).hexdigest() == DEFAULT_INIT_SHA256
-    assert default_init_std(GPTConfig(vocab_size=27)) == 0.08
+    assert width_rule(16) == 0.08
 
 
 def test_wider_models_draw_with_the_width_rule():
     cfg = GPTConfig(vocab_size=11, n_embd=64, n_head=4)
     data = [p.data for p in GPT(cfg, seed=7).params]
     rng = random.Random(7)
-    assert default_init_std(cfg) == 0.04
-    assert data[:50] == [rng.gauss(0, 0.04) for _ in range(50)]
+    assert data[:50] == [rng.gauss(0, width_rule(64)) for _ in range(50)]
+    assert width_rule(64) == 0.04
 
 
 @pytest.mark.parametrize('n_embd', [16, 64, 256])
@@ -341,7 +346,7 @@ def test_the_first_loss_is_about_uniform_guessing_at_every_width_and_depth(n_emb
     tok = CharTokenizer(list(chars))
     cfg = GPTConfig(tok.vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=4, block_size=32)
     r = np.random.default_rng(n_embd * 10 + n_layer)
-    std = default_init_std(cfg)
+    std = width_rule(n_embd)
     weights = {name: r.normal(0, std, shape) for name, shape in parameter_shapes(cfg).items()}
     batch = [list(r.integers(0, len(chars), 33)) for _ in range(8)]
     loss, _ = backprop.loss_and_grads(weights, cfg, batch)
