@@ -8,8 +8,9 @@ PY     := $(VENV)/bin/python
 .PHONY: run test bench screenshots clean
 
 # train.py's own closing samples are skipped: sample.py prints 20 names from the saved checkpoint.
+# --force: a second `make run` trains afresh over the first one's out/model.json, as asked.
 run: $(VENV)/.installed
-	$(PY) train.py --num-samples 0
+	$(PY) train.py --num-samples 0 --force
 	$(PY) sample.py --num 20
 
 test: $(VENV)/.installed-test

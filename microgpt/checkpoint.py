@@ -12,8 +12,9 @@ the training state.
 `save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
 crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
 its target, the file keeps the old one's permissions (a new one gets the umask's), and a
-failed write (disk full, read-only folder, file-size limit) is a one-line
-CheckpointWriteError. A save killed outright (SIGKILL) leaves its temporary file behind:
+failed write (disk full, read-only folder, file-size limit: cli.run turns SIGXFSZ into an
+error for every program) is a one-line CheckpointWriteError. `check_fits` refuses, before a
+run starts, a model whose checkpoint would be too large to read back. A save killed outright (SIGKILL) leaves its temporary file behind:
 `remove_stale_temporaries` clears those, and `is_our_checkpoint` tells a checkpoint from any
 other file by its first bytes.
 
@@ -30,7 +31,6 @@ import json
 import math
 import os
 import re
-import signal
 import stat
 import tempfile
 
@@ -38,6 +38,7 @@ from .checks import make_config
 from .errors import UserError
 from .files import read_user_file
 from .jsonio import parse_json
+from .limits import MAX_FILE_BYTES
 from .model import GPT, GPTConfig, parameter_shapes
 from .tokenizer import CharTokenizer
 
@@ -92,9 +93,6 @@ def write_json_atomic(path, obj):
     folder = os.path.dirname(target)
     existed = os.path.exists(target)
     tmp = None
-    # Over a file-size limit (ulimit -f), the kernel sends SIGXFSZ, which kills the process
-    # by default; ignored, the write fails with EFBIG instead, which is reported below.
-    old_xfsz = _ignore_signal('SIGXFSZ')
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
@@ -116,7 +114,6 @@ def write_json_atomic(path, obj):
                 os.remove(tmp)
             except OSError:  # already gone, or cannot be removed: the next run's cleanup will
                 pass
-        _restore_signal('SIGXFSZ', old_xfsz)
 
 
 # The temporary file of a save of out/model.json is out/.model.json.<8 random chars>.tmp
@@ -223,21 +220,49 @@ def _fsync_folder(folder):
         os.close(fd)
 
 
-def _ignore_signal(name):
-    """Ignore signal `name` if this system has it and this is the main thread; return the old
-    handler (or None when nothing was changed)."""
-    signum = getattr(signal, name, None)
-    if signum is None:
-        return None
-    try:
-        return signal.signal(signum, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signal handlers cannot be changed here
-        return None
+# ---------------------------------------------------------------------------- formats and sizes
+# A checkpoint's format is named by its file's extension. Each format says how many bytes a
+# checkpoint of n numbers and a vocabulary of v characters can take at most, so that a run
+# whose checkpoint no reader would accept (every reader stops at limits.MAX_FILE_BYTES) is
+# refused before it starts. JSON writes each float with repr(): at most 24 characters
+# (-2.2250738585072014e-308) and a ', ' after it; a row adds its brackets and a ', '; a
+# vocabulary character at most a 12-character escaped pair ("\\ud83d\\ude00") and its ', '.
+FORMATS = {
+    '.json': lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
+}
 
 
-def _restore_signal(name, old):
-    if old is not None:
-        signal.signal(getattr(signal, name), old)
+def checkpoint_format(path, what=None):
+    """The extension of a checkpoint path (a key of FORMATS), or a one-line UserError."""
+    ext = os.path.splitext(path)[1]
+    if ext not in FORMATS:
+        known = ' or '.join(FORMATS)
+        raise UserError(f"{what or path} does not end in {known}: a checkpoint is named by its format "
+                        f"(its log goes beside it as NAME.log.jsonl): use {os.path.splitext(path)[0] or 'model'}.json")
+    return ext
+
+
+def checkpoint_bytes(path, config, train_state=True):
+    """The most bytes the checkpoint of a model of this config can take at `path`, in its format:
+    the weights, and with the training state (what train.py saves) Adam's two moments too."""
+    shapes = parameter_shapes(config)
+    n_numbers = sum(n_out * n_in for n_out, n_in in shapes.values())
+    n_rows = sum(n_out for n_out, _ in shapes.values())
+    vocab_size = shapes['wte'][0]
+    if train_state:
+        n_numbers, n_rows = 3 * n_numbers, n_rows + 2
+    return FORMATS[checkpoint_format(path)](n_numbers, n_rows, vocab_size)
+
+
+def check_fits(path, config):
+    """Refuse, in one line, a model whose checkpoint at `path` (with its training state) could be
+    larger than any reader accepts. train.py calls it before building the model."""
+    size = checkpoint_bytes(path, config)
+    if size > MAX_FILE_BYTES:
+        n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
+        raise UserError(f"a model of {n_params:,} parameters makes a checkpoint of up to {size / 1e9:.1f} GB "
+                        f"with its Adam moments, more than the {MAX_FILE_BYTES >> 20:,} MiB microgpt reads "
+                        f"back (limits.MAX_FILE_BYTES): make the model smaller")
 
 
 # ---------------------------------------------------------------------------- reading

@@ -3,17 +3,33 @@ What train.py, sample.py and the lab share as command-line programs.
 
 `run(main)` is the guard every entry point runs under: a UserError (bad flag, missing file,
 corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and no traceback;
-Ctrl-C exits with 130. `ArgumentParser` makes argparse's own errors one line too, and the
-type functions (`positive_int`, ..., and the ranges `int_in(lo, hi)`, `float_in(lo, hi)`)
-check numeric flags at parse time with messages that say what is allowed.
+Ctrl-C exits with 130; a file-size limit (`ulimit -f`) makes a write fail with EFBIG, which the
+writer reports, instead of killing the program. `ArgumentParser` makes argparse's own errors
+one line too, and `parse_args_and_given` also says which flags the command line set (train.py
+fills the others from the run it resumes). The type functions (`positive_int`, ..., and the
+ranges `int_in(lo, hi)`, `float_in(lo, hi)`) check numeric flags at parse time with messages
+that say what is allowed.
 """
 
 import argparse
 import importlib
 import math
+import signal
 import sys
 
 from .errors import UserError
+
+
+class ShowDefaults(argparse.HelpFormatter):
+    """--help ends each flag's help with its default, where it has a value to show (not a
+    switch, not None: such a flag's help says what its absence means)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ''
+        shown = not (action.default is None or isinstance(action.default, bool) or action.default == argparse.SUPPRESS)
+        if shown and '%(default)' not in text:
+            text += ' (default %(default)s)'
+        return text
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -22,9 +38,29 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
+    def parse_args_and_given(self, argv=None):
+        """(args, given): the parsed flags, every one set (to its default if absent), and the
+        names (dests) of those the command line gave. Parsed twice: the second time with every
+        default suppressed, so that only what was given lands in the namespace."""
+        args = self.parse_args(argv)
+        defaults = [(action, action.default) for action in self._actions]
+        try:
+            for action, _ in defaults:
+                action.default = argparse.SUPPRESS
+            given = set(vars(self.parse_args(argv)))
+        finally:
+            for action, default in defaults:
+                action.default = default
+        return args, given
+
 
 def run(main, argv=None):
     """Call main(argv) and turn expected failures into one-line messages and exit codes."""
+    if hasattr(signal, 'SIGXFSZ'):  # over `ulimit -f` the kernel would kill us: make the write fail
+        try:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        except ValueError:  # not the main thread: signal handlers cannot be changed there
+            pass
     try:
         status = main(argv)
     except UserError as e:
@@ -81,6 +117,8 @@ def nonnegative_float(text):
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
     return value
+
+
 def int_in(lo, hi):
     """An argparse type: an integer from lo to hi inclusive, e.g. type=int_in(1, 1000).
     The digits are counted before converting, so a 400-digit number costs nothing."""

@@ -28,6 +28,7 @@ Pure standard library, like the rest of microgpt/.
 """
 
 import random
+from typing import NamedTuple
 
 from .errors import UserError
 from .model import GPTConfig, parameter_shapes
@@ -81,8 +82,17 @@ def check_flags(**given):
                             f"drop {flag}, or drop --reproduce-original")
 
 
+class Recipe(NamedTuple):
+    """What the original's generator gives before training, in the order it draws."""
+    rng: random.Random      # used for the shuffle and the weights, nothing else: it samples next
+    docs: list              # the documents in the original's order
+    tokenizer: CharTokenizer
+    config: GPTConfig
+    weights: dict           # the initial weights {name: [[float]]}
+
+
 def prepare(docs, settings=ORIGINAL):
-    """(rng, ordered docs, tokenizer, config, initial weights {name: [[float]]}), as the original.
+    """The original's Recipe: its generator, data order, tokenizer, config and initial weights.
 
     docs: the documents as microgpt.data.load_docs reads them (stripped, blank lines dropped,
     which is the original's `[l.strip() for l in ... if l.strip()]`). The returned rng has
@@ -99,7 +109,7 @@ def prepare(docs, settings=ORIGINAL):
     weights = {}                            # 2. the weights, in state_dict order, row by row
     for name, (n_out, n_in) in parameter_shapes(config).items():
         weights[name] = [[rng.gauss(0, std) for _ in range(n_in)] for _ in range(n_out)]
-    return rng, docs, tokenizer, config, weights
+    return Recipe(rng, docs, tokenizer, config, weights)
 
 
 def sample_original(model, rng, settings=ORIGINAL):

@@ -1,32 +1,36 @@
 """
 Run bookkeeping for train.py: what makes a run safe to stop, resume and repeat, kept out of
-the training loop's way.
+the training loop's way. The reading guide's appendix, "What makes a run safe", walks through it.
 
-    with Run(args) as run:                 # flags resolved, --out checked, Ctrl-C caught
-        ...                                # data, model, trainer
-        start = run.restore(trainer, docs) # the checkpoint's weights and Adam state; locks --out
+    with Run(args, given) as run:          # --out checked and locked, flags settled, signals caught
+        tokenizer = run.tokenizer(docs)    # the data's vocabulary (or the checkpoint's)
+        ...                                # model and trainer
+        start = run.restore(trainer)       # the checkpoint's weights and Adam state; the log trimmed
         for step in range(start + 1, args.steps + 1):
             ...                            # one training step
             run.log_step(step, loss, lr)   # the JSON-lines log; stops a diverged run
-            if run.evaluation_due(step): run.log_validation(step, val_loss, n_names)
+            if run.evaluation_due(step): run.log_validation(step, val_loss, held_out)
             if run.save_due(step): run.save(step, trainer)
             if run.stop_signal: return run.stopped(step)
 
 What it guarantees, so the loop need not think about it:
-  * flags: unset ones come from the run being resumed, the checkpoint given to --init, or the
-    defaults; a resumed run must keep the settings that decide its losses (data, split, seed, lr,
-    batch size) and may change --steps, --engine and how often it evaluates and saves;
-  * --out: checked before anything starts (a writable file name, not the data, not a file of
-    someone else's) and locked while the run writes it, so two runs cannot interleave;
-  * the checkpoint is only ever replaced whole (checkpoint.save_checkpoint) and a failed save is
-    one line saying the last good checkpoint is intact; a non-finite loss stops the run before
-    anything is saved;
-  * Ctrl-C or SIGTERM (kill, a closed terminal, a job scheduler) ends the step in progress,
-    saves it, and prints the command that resumes; a resumed run's log is the log an
-    uninterrupted run would have written.
+  * --out: checked before anything starts (a .json name that can be written, not the data, not
+    the --init checkpoint, not someone else's file, not a trained model unless --force) and
+    locked, through the log beside the file actually written, before the checkpoint is read;
+  * flags: ON_RESUME says what a resumed run keeps; a model whose checkpoint could not be
+    read back is refused before the first step (checkpoint.check_fits);
+  * the checkpoint is only ever replaced whole (checkpoint.save_checkpoint); a failed save is
+    one line saying the last good checkpoint is intact; a loss that is not finite, or beyond
+    what a log may hold (limits.MAX_LOSS), stops the run before anything is saved, and a loss
+    far above ln(vocab_size) is reported as diverging;
+  * Ctrl-C, SIGTERM (kill, a job scheduler), SIGHUP (a closed terminal) and a closed stdout
+    (`train.py | head`) end the step in progress, save it and print the command that resumes;
+    a resumed run's log is the log an uninterrupted run would have written.
 Standard library only, like the rest of microgpt/.
 """
 
+import collections
+import errno
 import hashlib
 import json
 import math
@@ -37,93 +41,139 @@ import sys
 import time
 
 from . import original
-from .checkpoint import (DATA_MODES, CheckpointWriteError, describe_os_error, is_our_checkpoint, probe_writable,
-                         read_checkpoint, remove_stale_temporaries, save_checkpoint)
-from .checks import encode
+from .checkpoint import (DATA_MODES, CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
+                         is_our_checkpoint, probe_writable, read_checkpoint, remove_stale_temporaries,
+                         save_checkpoint)
+from .checks import encode, make_config
 from .errors import UserError
-from .limits import MAX_SEED
+from .limits import MAX_LOSS, MAX_SEED
 from .model import parameter_shapes
+from .runlog import log_path_for, open_locked_log
 from .tokenizer import CharTokenizer
+from .training import learning_rate
 
-try:
-    import fcntl  # POSIX file locks, released by the kernel when the process ends, however it ends
-except ImportError:  # Windows: runs are not locked against each other there
-    fcntl = None
-
-# Settings that decide a run's losses: a resumed run must keep them. With their defaults.
-RUN_DEFAULTS = {'data': None, 'val_size': None, 'shuffle': True, 'seed': 42, 'lr': 0.01,
-                'steps': 1000, 'batch_size': 1, 'reproduce_original': False, 'data_mode': 'lines'}
-# Settings a checkpoint written before they existed lacks: it ran with their defaults.
-LATER_SETTINGS = ('batch_size', 'data_mode')
-# Settings a resumed run takes from the run it continues unless told otherwise: they change
-# how the run is computed, logged and saved, not its losses.
-HABIT_DEFAULTS = {'engine': 'scalar', 'eval_every': 200, 'save_every': 100, 'dtype': 'float64'}
-DTYPES = ('float64', 'float32')  # the numpy engine's number type; the scalar engine is float64
-MODEL_DEFAULTS = {'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
-# What --reproduce-original fixes to the original script's values (microgpt/original.py).
-ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+ENGINES = ('scalar', 'numpy')  # train.py --engine
+DTYPES = ('float64', 'float32')  # train.py --dtype: the numpy engine's numbers (the scalar engine's are float64)
 MAX_STEPS = 10 ** 9        # a billion steps: more than any run of this project will take
 MAX_BATCH_SIZE = 100_000   # names per step
 
+# ---------------------------------------------------------------------------- the resume rule
+# What --resume does with each setting. A fresh run takes the flag, or its default in --help.
+SAME = 'kept'              # decides the losses: the run's value; a different one is refused
+MORE = 'may grow'          # --steps: the run's total unless a larger one is given
+HABIT = 'the run\'s unless given'  # how the run is computed, evaluated and saved, not its losses
+MODEL = 'the checkpoint\'s'  # the model's size (also with --init); a different value is refused
+ON_RESUME = {
+    'data': SAME,          # the same content (its hash is checked), perhaps at a new path
+    'val_size': SAME, 'shuffle': SAME, 'seed': SAME, 'lr': SAME, 'batch_size': SAME,
+    'reproduce_original': SAME,
+    'data_mode': SAME,     # names, one a line, or running text (absent from older checkpoints: lines)
+    'steps': MORE,         # the learning rate's decay is spread over the new total (printed)
+    'engine': HABIT, 'eval_every': HABIT, 'save_every': HABIT,
+    'dtype': HABIT,        # a float32 run may resume in float64 or on the scalar engine
+    'n_layer': MODEL, 'n_embd': MODEL, 'n_head': MODEL, 'block_size': MODEL,
+}
+SAVED = [name for name, rule in ON_RESUME.items() if rule != MODEL]  # train_state['run']'s fields
+
+
+def resume_rule():
+    """ON_RESUME in words, for train.py --help."""
+    flag = lambda name: '--no-shuffle' if name == 'shuffle' else '--' + name.replace('_', '-')  # noqa: E731
+    flags = lambda rule: ', '.join(flag(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
+    return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
+            f"{flags(HABIT)} are the run's unless given; the model's size is the checkpoint's")
+
 
 class Diverged(UserError):
-    """The loss stopped being a finite number: exit status 1, the last checkpoint untouched."""
+    """The loss stopped being a number a log can hold: exit status 1, the last checkpoint untouched."""
     status = 1
 
 
-class Run:
-    """One training run's bookkeeping: resolved flags, the checkpoint it continues, the log,
-    the lock on --out, saving, and stopping on a signal."""
+# A run is reported as diverging when its loss is this many times ln(vocab_size), the loss of a
+# model that gives every token the same probability (where every run starts). On the bundled
+# names with the default model (numpy engine, 1000 steps), lr 0.01 and 0.03 only fall from
+# there; lr 0.1 climbs to 7.1 (the mean of 50 steps) before the decay brings it back to 2.4,
+# lr 1.0 to 7,884, ending at 9.2 (measured with train.py --engine numpy --lr LR).
+DIVERGING = 2.0
+RECENT = 50  # training losses averaged for that judgement: one name's loss is noisy
 
-    def __init__(self, args):
+# Why a run stopped early: a signal's number (the exit status is 128 + it), and the words.
+SIGPIPE = getattr(signal, 'SIGPIPE', 13)  # stdout closed: what a shell reports a pipe's writer killed by
+STOPS = {signal.SIGINT: 'interrupted', signal.SIGTERM: 'terminated', SIGPIPE: 'its output closed'}
+if hasattr(signal, 'SIGHUP'):
+    STOPS[signal.SIGHUP] = 'the terminal closed'
+
+
+class Run:
+    """One training run's bookkeeping: settled flags, the checkpoint it continues, the lock on
+    --out and the log, saving, and stopping on a signal."""
+
+    def __init__(self, args, given):
         self.args = args
-        self.ckpt = resolve(args)
-        check_out(args.out, args.data)
+        check_out(args.out, args.data, args.init, fresh=not args.resume, force=args.force)
         self.log_path = log_path_for(args.out)
-        self.log = None
-        self.stop_signal = None        # the signal (SIGINT or SIGTERM) that asked the run to stop
+        self.log = open_locked_log(self.log_path, args.out)  # the lock first, then read what it guards
+        try:
+            self.ckpt = resolve(args, given)
+        except BaseException:
+            self.log.close()
+            raise
+        self.stop_signal = None        # why the run must stop after this step (a key of STOPS)
         self.saved_step = None         # the step the checkpoint at --out holds, once we saved
         self.val_loss = None
-        self.progress = None
+        self.progress = Progress(args.steps, 0, self)  # restore() makes the one that counts from the start
+        self.recent = collections.deque(maxlen=RECENT)
+        self.diverging_said = set()  # 'is' (during the run), 'ended'
         self._previous_handlers = {}
 
     # ------------------------------------------------------------------ entering and leaving
     def __enter__(self):
         # A signal only raises a flag; the loop checks it between steps, so the checkpoint always
         # holds a whole step. A second one quits at once (the last saved checkpoint stays whole).
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
-        if hasattr(signal, 'SIGXFSZ'):  # a file-size limit: make the write fail, not kill us
-            self._previous_handlers[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        for signum in STOPS:
+            if signum != SIGPIPE:  # a closed stdout is found by Progress, where it is written
+                self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc):
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler)
-        if self.log is not None:
-            self.log.close()  # closing also releases the lock
+        self.log.close()  # also releases the lock
         return False
 
     def _on_signal(self, signum, frame):
         self.stop_signal = signum
         signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
+    def say(self, text):
+        """Print a line of the run's report (a closed stdout stops the run: see Progress)."""
+        self.progress.message(text)
+
     # ------------------------------------------------------------------ before the first step
     def tokenizer(self, docs):
-        """The vocabulary: the data's characters, or the checkpoint's (which must cover the data)."""
-        if self.ckpt is None:
-            return CharTokenizer.from_docs(docs)
-        tokenizer = CharTokenizer(self.ckpt['vocab'])
-        for doc in docs:
-            encode(tokenizer, doc)  # a character the checkpoint never saw is an error, now
-        return tokenizer
-
-    def restore(self, trainer, docs):
-        """Load --init's weights, or --resume's weights and Adam state, into the trainer; lock
-        --out and open the log. Returns the number of steps already done."""
+        """The vocabulary: the data's characters, or the checkpoint's (which must cover the data).
+        Also refuses, before any model is built, one whose checkpoint could not be read back."""
         args = self.args
         self.fingerprint = docs_fingerprint(docs)
-        self.settings = {name: getattr(args, name) for name in (*RUN_DEFAULTS, *HABIT_DEFAULTS)}
+        if args.resume and self.ckpt['train_state']['data_sha256'] != self.fingerprint:
+            raise UserError(f"the data ({args.data or 'bundled names'}) changed since {args.out} was "
+                            "saved: resuming would train on a different order; start a new run")
+        if self.ckpt is None:
+            tokenizer = CharTokenizer.from_docs(docs)
+        else:
+            tokenizer = CharTokenizer(self.ckpt['vocab'])
+            for doc in docs:
+                encode(tokenizer, doc)  # a character the checkpoint never saw is an error, now
+        self.vocab_size = tokenizer.vocab_size
+        check_fits(args.out, make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer,
+                                         n_embd=args.n_embd, n_head=args.n_head, block_size=args.block_size))
+        return tokenizer
+
+    def restore(self, trainer):
+        """Load --init's weights, or --resume's weights and Adam state, into the trainer, and
+        trim the log to the resumed step. Returns the number of steps already done."""
+        args = self.args
+        self.settings = {name: getattr(args, name) for name in SAVED}
         if args.data is not None:
             self.settings['data'] = os.path.abspath(args.data)  # so --resume works from any folder
         start = 0
@@ -131,37 +181,53 @@ class Run:
             trainer.load_weights(self.ckpt['state_dict'])
         if args.resume:
             state = self.ckpt['train_state']
-            if state['data_sha256'] != self.fingerprint:
-                raise UserError(f"the data ({args.data or 'bundled names'}) changed since {args.out} was "
-                                "saved: resuming would train on a different order; start a new run")
             trainer.load_optimizer_state(state['adam'])
             start = state['step']
             self.val_loss = state.get('val_loss')
             if start >= args.steps:
                 raise UserError(f"{args.out} is already trained for {start} steps: pass --steps "
                                 f"greater than {start} to train further")
-        self.log = open_locked_log(self.log_path, args.out, start)
+            self._say_what_changes(start, state['run'])
+        self.log.trim(start)
         remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
-        self.progress = Progress(args.steps, start)
+        self.progress = Progress(args.steps, start, self)
         return start
+
+    def _say_what_changes(self, start, run):
+        """A resume with more steps spreads the learning rate's decay over the new total: say so,
+        with the jump it makes, and that a reproduction of the original goes past it."""
+        before = run['steps']
+        if self.args.steps == before:
+            return
+        self.say(f"note: the learning rate now decays to 0 over {self.args.steps} steps instead of "
+                 f"{before}: step {start} trained at lr {learning_rate(run['lr'], start - 1, before):.3g}, "
+                 f"step {start + 1} trains at {learning_rate(run['lr'], start, self.args.steps):.3g}")
+        if run.get('reproduce_original'):
+            self.say(f"note: the original microgpt.py trains {original.ORIGINAL['steps']} steps: "
+                     f"from step {start + 1} this is no longer the original's run")
 
     # ------------------------------------------------------------------ during the run
     def log_step(self, step, loss, lr):
-        """One log line per step, and the progress line; a non-finite loss ends the run."""
-        if not math.isfinite(loss):
-            self._diverged(f"the loss became non-finite at step {step}")
+        """One log line per step, and the progress line; a diverged run ends here."""
+        if not (math.isfinite(loss) and loss <= MAX_LOSS):
+            self._diverged(f"the loss became {_loss_words(loss)} at step {step}")
         self._write({'step': step, 'loss': loss, 'lr': lr})
+        self.recent.append(loss)
+        if len(self.recent) == RECENT or step == self.args.steps:
+            self._check_diverging(sum(self.recent) / len(self.recent), f"the mean of the last "
+                                  f"{len(self.recent)} training losses", step)
         self.progress.update(step, loss, force=step == self.args.steps)
 
     def evaluation_due(self, step):
         return step == self.args.steps or bool(self.args.eval_every and step % self.args.eval_every == 0)
 
     def log_validation(self, step, val_loss, held_out):
-        if not math.isfinite(val_loss):  # the step's loss was finite, the weights it left are not
-            self._diverged(f"the validation loss became non-finite after step {step}")
+        if not (math.isfinite(val_loss) and val_loss <= MAX_LOSS):  # the weights the step left are not usable
+            self._diverged(f"the validation loss became {_loss_words(val_loss)} after step {step}")
         self.val_loss = val_loss
         self._write({'step': step, 'val_loss': val_loss})
-        self.progress.message(f"step {step}: val loss {val_loss:.4f} ({held_out})")
+        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})")
+        self._check_diverging(val_loss, "the validation loss", step)
 
     def save_due(self, step):
         every = self.args.save_every
@@ -183,10 +249,14 @@ class Run:
         self.saved_step = step
 
     def stopped(self, step):
-        """The message after a Ctrl-C or SIGTERM, and the exit status (130 or 143)."""
-        name = 'interrupted' if self.stop_signal == signal.SIGINT else 'terminated'
-        self.progress.message(f"{name} after step {step}; saved {self.args.out}. Resume with:\n"
-                              f"  {self.resume_command()}")
+        """The message after a signal or a closed stdout, and the exit status (128 + the signal).
+        A closed terminal or pipe cannot show it: it goes to stderr then."""
+        text = (f"{STOPS[self.stop_signal]} after step {step}; saved {self.args.out}. Resume with:\n"
+                f"  {self.resume_command()}")
+        if self.stop_signal in (signal.SIGINT, signal.SIGTERM):
+            self.say(text)
+        else:
+            _print_quietly(text, sys.stderr)
         return 128 + self.stop_signal
 
     def resume_command(self):
@@ -195,12 +265,22 @@ class Run:
     def _write(self, entry):
         try:
             self.log.write(json.dumps(entry) + '\n')
-            self.log.flush()
         except OSError as e:  # the disk filled up, or a file-size limit: the log cannot grow
             self.progress.end_line()
             kept = (f"{self.args.out} holds step {self.saved_step}: resume with {self.resume_command()}"
                     if self.saved_step else "this run saved nothing yet")
             raise UserError(f"could not write the log {self.log_path}: {describe_os_error(e)}; {kept}") from None
+
+    def _check_diverging(self, loss, what, step):
+        """Warn (on stderr, once while the run goes and once at its end) of a loss far above
+        ln(vocab_size). As the learning rate decays, a run may recover: the end says whether."""
+        uniform, when = math.log(self.vocab_size), 'ended' if step == self.args.steps else 'is'
+        if loss > DIVERGING * uniform and when not in self.diverging_said:
+            self.diverging_said.add(when)
+            self.progress.end_line()
+            _print_quietly(f"warning: the run {when} diverging: after step {step}, {what} is {loss:.4g}, far "
+                           f"above ln({self.vocab_size}) = {uniform:.2f}, what a model that guesses every token "
+                           f"evenly scores; lower --lr (now {self.args.lr})", sys.stderr)
 
     def _diverged(self, what):
         self.progress.end_line()
@@ -208,13 +288,25 @@ class Run:
         raise Diverged(f"{what} (training diverged): lower --lr (now {self.args.lr}); {kept}")
 
 
-# ---------------------------------------------------------------------------- flags
-def resolve(args):
-    """Fill every unset flag: from the checkpoint when resuming, from the defaults otherwise.
+def _loss_words(loss):
+    return 'non-finite' if not math.isfinite(loss) else f"{loss:.3g}, more than any log keeps ({MAX_LOSS:g})"
 
-    Returns the checkpoint read for --resume or --init (validated), or None for a fresh run.
-    """
-    saved = {}
+
+def _print_quietly(text, stream):
+    """Print, where the stream may be gone (a closed terminal or pipe): then say nothing."""
+    try:
+        print(text, file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+# ---------------------------------------------------------------------------- flags
+def resolve(args, given):
+    """Settle every flag the command line did not give (`given`: the names it gave): from the
+    run being resumed (ON_RESUME), from the original's recipe (--reproduce-original), else the
+    default shown in --help. Returns the checkpoint read for --resume or --init (validated),
+    or None for a fresh run."""
+    saved, ckpt = {}, None
     if args.resume:
         if args.init:
             raise UserError("--resume and --init cannot be combined: --resume continues --out, "
@@ -224,42 +316,72 @@ def resolve(args):
             raise UserError(f"{args.out} has no training state to resume: start a new run "
                             f"with --init {args.out} instead")
         check_train_state(args.out, ckpt['train_state'], ckpt['config'])
-        saved = {**RUN_DEFAULTS, **HABIT_DEFAULTS, **ckpt['train_state']['run']}
-        for name in RUN_DEFAULTS:  # everything but --steps must match the run being resumed
-            given = getattr(args, name)
-            if name == 'data' and given is not None:
-                continue  # the same content at a new path is fine: restore() compares the hash
-            if name != 'steps' and given is not None and given != saved[name]:
-                raise UserError(f"--{name.replace('_', '-')} {given} differs from the run being "
-                                f"resumed ({saved[name]}): drop the flag to resume exactly")
-        if args.data is None and saved['data'] is not None and not os.path.exists(saved['data']):
-            raise UserError(f"the run's data file {saved['data']} is gone: if it moved, pass "
-                            "--data with its new path (its content is checked against the run's)")
-    elif args.init:
-        ckpt = read_checkpoint(args.init, n_head=args.n_head)  # n_head: for the tutorial's export
-        if args.data_mode is None:  # a model of running text goes on reading running text
-            args.data_mode = ckpt['data_mode']
-    else:
-        ckpt = None
-    if args.reproduce_original or saved.get('reproduce_original'):
-        # the original microgpt.py's recipe: refuse what would change it, then it sets the rest
-        original.check_flags(**{name: getattr(args, name) for name in (*ORIGINAL_FLAGS, 'shuffle', 'init')})
+        saved = {'data_mode': 'lines', **ckpt['train_state']['run']}  # a run saved before text mode read names
+    elif args.reproduce_original:  # refuse what would change the original's run, then it sets the rest
+        original.check_flags(init=args.init, shuffle=args.shuffle if 'shuffle' in given else None,
+                             **{name: getattr(args, name) if name in given else None for name in ORIGINAL_FLAGS})
         for name in ORIGINAL_FLAGS:
-            if getattr(args, name) is None:
+            if name not in given:
                 setattr(args, name, original.ORIGINAL[name])
-    for name, default in {**RUN_DEFAULTS, **HABIT_DEFAULTS}.items():
-        if getattr(args, name) is None:
-            setattr(args, name, saved.get(name, default))
-    for name, default in MODEL_DEFAULTS.items():
-        if ckpt is not None:
-            given = getattr(args, name)
-            if given is not None and given != getattr(ckpt['config'], name):
-                raise UserError(f"--{name.replace('_', '-')} {given} contradicts the checkpoint's "
-                                f"{name} {getattr(ckpt['config'], name)}: drop the flag")
-            setattr(args, name, getattr(ckpt['config'], name))
-        elif getattr(args, name) is None:
-            setattr(args, name, default)
+    elif args.init:  # n_head: only for the tutorial's export, which does not record it
+        ckpt = read_checkpoint(args.init, n_head=args.n_head if 'n_head' in given else None)
+        if 'data_mode' not in given:  # a model of running text goes on reading running text
+            args.data_mode = ckpt['data_mode']
+    for name, rule in ON_RESUME.items():
+        value, flag = getattr(args, name), '--' + name.replace('_', '-')
+        if rule == MODEL:
+            if ckpt is not None:
+                theirs = getattr(ckpt['config'], name)
+                if name in given and value != theirs:
+                    raise UserError(f"{flag} {value} contradicts the checkpoint's {name} {theirs}: drop the flag")
+                setattr(args, name, theirs)
+        elif name in saved and name not in given:
+            setattr(args, name, saved[name])
+        elif rule == SAME and name in saved and name != 'data' and value != saved[name]:
+            raise UserError(f"{flag} {value} differs from the run being resumed ({saved[name]}): "
+                            "drop the flag to resume exactly")
+    if args.resume and 'data' not in given and saved['data'] is not None and not os.path.exists(saved['data']):
+        raise UserError(f"the run's data file {saved['data']} is gone: if it moved, pass "
+                        "--data with its new path (its content is checked against the run's)")
+    if args.reproduce_original and 'num_samples' not in given:
+        args.num_samples = original.ORIGINAL['num_samples']
     return ckpt
+
+
+# What --reproduce-original fixes to the original script's values (microgpt/original.py).
+ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+
+
+def _count(lo, hi=2 ** 63):
+    return lambda x: isinstance(x, int) and not isinstance(x, bool) and lo <= x < hi
+
+
+def _is_bool(x):
+    return isinstance(x, bool)
+
+
+def _positive_float(x):
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+# train_state['run'][name]: (required, check, what it must be). Fields added in later versions
+# are optional: a checkpoint saved before them resumes with their defaults.
+RUN_FIELDS = {
+    'data': (True, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, 'a file name or null'),
+    'val_size': (True, lambda v: v is None or _count(0)(v) or isinstance(v, float) and 0 < v < 1,
+                 'a count, a fraction or null'),
+    'shuffle': (True, _is_bool, 'true or false'),
+    'seed': (True, _count(0, MAX_SEED + 1), f'an integer from 0 to {MAX_SEED}'),
+    'lr': (True, _positive_float, 'a positive number'),
+    'steps': (True, _count(1, MAX_STEPS + 1), f'an integer from 1 to {MAX_STEPS}'),
+    'batch_size': (False, _count(1, MAX_BATCH_SIZE + 1), f'an integer from 1 to {MAX_BATCH_SIZE}'),
+    'reproduce_original': (False, _is_bool, 'true or false'),
+    'data_mode': (False, lambda v: v in DATA_MODES, ' or '.join(DATA_MODES)),
+    'dtype': (False, lambda v: v in DTYPES, ' or '.join(DTYPES)),
+    'engine': (False, lambda v: v in ENGINES, ' or '.join(ENGINES)),
+    'eval_every': (False, _count(0), 'a count'),
+    'save_every': (False, _count(0), 'a count'),
+}
 
 
 def check_train_state(path, state, config):
@@ -267,29 +389,20 @@ def check_train_state(path, state, config):
     n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
     run, adam = state.get('run'), state.get('adam')
     problem = None
-    if not _is_int(state.get('step'), 0):
+    if not _count(0)(state.get('step')):
         problem = "its step is not a count"
-    elif not isinstance(run, dict) or not all(name in run for name in RUN_DEFAULTS if name not in LATER_SETTINGS):
-        problem = "its run settings are incomplete"
-    elif not (run['data'] is None or isinstance(run['data'], str) and run['data'] and '\0' not in run['data']):
-        problem = "its data path is not a file name"
-    elif not (run['val_size'] is None or _is_int(run['val_size'], 0)
-              or isinstance(run['val_size'], float) and 0 < run['val_size'] < 1) \
-            or not isinstance(run['shuffle'], bool) or run.get('data_mode', 'lines') not in DATA_MODES:
-        problem = "its validation split is not a count or fraction, its shuffle not true/false or its data mode unknown"
-    elif not (_is_int(run['seed'], 0, MAX_SEED + 1) and _is_int(run['steps'], 1, MAX_STEPS + 1)
-              and _is_int(run.get('batch_size', 1), 1, MAX_BATCH_SIZE + 1)):
-        problem = "its seed, steps or batch size is out of range"
-    elif not (isinstance(run['lr'], float) and math.isfinite(run['lr']) and run['lr'] > 0):
-        problem = "its learning rate is not a positive number"
-    elif not (run.get('engine', 'scalar') in ('scalar', 'numpy') and run.get('dtype', 'float64') in DTYPES
-              and all(_is_int(run.get(k, 0), 0) for k in ('eval_every', 'save_every'))):
-        problem = "its engine or evaluation/saving rhythm is unknown"
-    elif not isinstance(run.get('reproduce_original', False), bool):
-        problem = "its reproduction flag is not true/false"
+    elif not isinstance(run, dict):
+        problem = "its run settings are missing"
+    else:
+        for name, (required, ok, what) in RUN_FIELDS.items():
+            if (name in run or required) and not (name in run and ok(run[name])):
+                problem = f"its {name} is {_short(run.get(name, 'missing'))}, not {what}"
+                break
+    if problem:
+        pass
     elif not (isinstance(state.get('data_sha256'), str) and len(state['data_sha256']) == 64):
         problem = "its data fingerprint is missing"
-    elif not (isinstance(adam, dict) and _is_int(adam.get('t'), 0)
+    elif not (isinstance(adam, dict) and _count(0)(adam.get('t'))
               and all(isinstance(adam.get(k), list) and len(adam[k]) == n_params
                       and all(isinstance(x, float) and math.isfinite(x) for x in adam[k])
                       for k in ('m', 'v'))
@@ -303,95 +416,75 @@ def check_train_state(path, state, config):
                         f"start a new run with --init {path}")
 
 
-def _is_int(x, lo, hi=2 ** 63):
-    return isinstance(x, int) and not isinstance(x, bool) and lo <= x < hi
+def _short(x):
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + '...'
 
 
 # ---------------------------------------------------------------------------- --out and its log
-def check_out(out, data):
+def check_out(out, data, init, fresh, force):
     """Fail now, not after an hour of training, if the checkpoint cannot or must not be written."""
     if not out:
         raise UserError("--out is empty: give a file name such as out/model.json")
     if out.endswith(os.sep) or os.path.isdir(out):
         raise UserError(f"--out {out} is a directory: give a file name such as {os.path.join(out, 'model.json')}")
+    try:
+        os.stat(out)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link that leads back to itself: writing "through" it is impossible
+            raise UserError(f"--out {out} is a symbolic link that loops back on itself: remove it, "
+                            "or choose another --out") from None
+    except ValueError:
+        raise UserError(f"--out {out!r} contains a NUL character: choose another --out") from None
     target = os.path.realpath(out)  # a symlink is written through to its target
     for path, what in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
-        if data is not None and os.path.exists(data) and os.path.exists(path) and os.path.samefile(path, data):
-            raise UserError(f"--out {out} would overwrite the data file {data} with the {what}: "
-                            "choose another --out")
+        for other, whose in ((data, 'the data file'), (init, 'the checkpoint --init starts from')):
+            if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
+                raise UserError(f"--out {out} would overwrite {whose} {other} with the {what}: "
+                                "choose another --out")
+    checkpoint_format(target, f"--out {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
     if os.path.isdir(log_path_for(out)):
         raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another --out")
-    folder = os.path.dirname(target)
     try:
-        os.makedirs(folder, exist_ok=True)
+        make_folders(os.path.dirname(target))
         probe_writable(target)
     except OSError as e:
         raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: choose another --out") from None
     if os.path.exists(target) and not is_our_checkpoint(target):
         raise UserError(f"--out {out} exists and is not a microgpt checkpoint: it is never replaced; "
                         "choose another --out (or move that file away)")
+    if fresh and not force and os.path.exists(target):
+        raise UserError(f"--out {out} already holds a trained model: continue it with --resume, "
+                        "write this run elsewhere with another --out, or replace it with --force")
 
 
-def log_path_for(out):
-    """out/model.json -> out/model.log.jsonl"""
-    stem = out[:-len('.json')] if out.endswith('.json') else out
-    return stem + '.log.jsonl'
-
-
-def open_locked_log(path, out, resume_step):
-    """The log file, locked for this run and opened for appending. A fresh run starts it
-    empty; a resumed one keeps only the lines up to the resumed step (later ones were never
-    saved in a checkpoint), and drops lines that are damaged (cut short by a crash)."""
+def make_folders(folder):
+    """os.makedirs(folder, exist_ok=True) without its recursion (one call per missing folder: a
+    path 1,000 folders deep ended in RecursionError), and on failure (a name too long, say) the
+    folders it made are removed again."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    made = []
     try:
-        log = open(path, 'a+b')
-    except OSError as e:
-        raise UserError(f"cannot open the log {path}: {describe_os_error(e)}: choose another --out") from None
-    if fcntl is not None:
-        try:
-            fcntl.flock(log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            log.close()
-            raise UserError(f"another train.py is writing {out} right now: wait for it to finish, "
-                            "or choose another --out") from None
-    kept = []
-    if resume_step:
-        log.seek(0)
-        for line in log:
-            entry = _parse_log_line(line)
-            if entry is not None and entry['step'] <= resume_step:
-                kept.append(line if line.endswith(b'\n') else line + b'\n')
-    log.seek(0)
-    log.truncate()
-    log.writelines(kept)
-    log.flush()
-    return _TextLog(log)
-
-
-def _parse_log_line(line):
-    """The JSON object on one log line, or None if the line is damaged."""
-    try:
-        entry = json.loads(line.decode('utf-8'))
-    except (ValueError, RecursionError):  # cut short, not UTF-8, or absurdly nested
-        return None
-    if isinstance(entry, dict) and isinstance(entry.get('step'), int):
-        return entry
-    return None
-
-
-class _TextLog:
-    """Text lines written to the locked binary log file."""
-
-    def __init__(self, f):
-        self.f = f
-
-    def write(self, text):
-        self.f.write(text.encode('utf-8'))
-
-    def flush(self):
-        self.f.flush()
-
-    def close(self):
-        self.f.close()
+        for path in reversed(missing):
+            try:
+                os.mkdir(path)
+                made.append(path)
+            except FileExistsError:
+                if not os.path.isdir(path):
+                    raise
+    except OSError:
+        for path in reversed(made):
+            try:
+                os.rmdir(path)
+            except OSError:
+                break
+        raise
 
 
 def docs_fingerprint(docs):
@@ -401,10 +494,11 @@ def docs_fingerprint(docs):
 
 # ---------------------------------------------------------------------------- progress
 class Progress:
-    """One self-overwriting status line on a terminal; a plain line now and then otherwise."""
+    """One self-overwriting status line on a terminal; a plain line now and then otherwise.
+    A stdout that has gone away (the reader of a pipe left) asks the run to stop and save."""
 
-    def __init__(self, total, start):
-        self.total, self.start_step = total, start
+    def __init__(self, total, start, run):
+        self.total, self.start_step, self.run = total, start, run
         self.t0 = time.time()
         self.last = 0.0
         self.tty = sys.stdout.isatty()
@@ -418,13 +512,33 @@ class Progress:
         left = (self.total - step) / rate if rate > 0 else float('inf')
         line = (f"step {step:>{len(str(self.total))}}/{self.total} | loss {loss:.4f} | "
                 f"{rate:.1f} steps/s | {left:.0f}s left")
-        print(('\r' + line + ' ' * 4) if self.tty else line, end='' if self.tty else '\n', flush=True)
+        self._print(('\r' + line + ' ' * 4) if self.tty else line, end='' if self.tty else '\n')
 
     def message(self, text):
         """Print a line without mangling the status line."""
-        print(('\r' + ' ' * 70 + '\r' + text) if self.tty else text, flush=True)
+        self._print(('\r' + ' ' * 70 + '\r' + text) if self.tty else text)
 
     def end_line(self):
         """End the status line, so an error printed next starts on a line of its own."""
         if self.tty:
-            print(flush=True)
+            self._print('')
+
+    def _print(self, text, end='\n'):
+        try:
+            print(text, end=end, flush=True)
+        except BrokenPipeError:  # `train.py | head`: save like Ctrl-C, and say so on stderr
+            self.run.stop_signal = self.run.stop_signal or SIGPIPE
+            _silence_stdout()
+        except OSError:  # a terminal that closed (EIO): SIGHUP has asked the run to stop
+            pass
+
+
+def _silence_stdout():
+    """Point stdout at /dev/null, so that what is still buffered for the closed pipe does not
+    fail again when Python exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass

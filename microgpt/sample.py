@@ -22,6 +22,7 @@ is made (running text character by character), so Ctrl-C keeps what was already 
 
 import random
 import sys
+import unicodedata
 
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
@@ -58,12 +59,12 @@ def parse_args(argv=None):
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character) (default 0.5)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
-                   help="draw only among the K most likely characters, 1 or more (default: all)")
+                   help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
                    help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same text (default 42)")
     g.add_argument('--prompt', default='',
-                   help="how every name (or the text) starts; its characters must be in the vocabulary; "
-                        "for running text any length (default: empty)")
+                   help="how every name (or the text) starts, normalized to NFC as train.py's data is; "
+                        "its characters must be in the vocabulary; for running text any length (default: empty)")
     return p.parse_args(argv)
 
 
@@ -101,8 +102,9 @@ def main(argv=None):
         model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
+    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
     if model.data_mode == 'text':
-        stream_text(model, args.prompt, 1 if args.num is None else args.num, args.length or DEFAULT_LENGTH,
+        stream_text(model, prompt, 1 if args.num is None else args.num, args.length or DEFAULT_LENGTH,
                     args.temperature, args.top_k, args.seed)
         return 0
     if args.length is not None:
@@ -110,9 +112,9 @@ def main(argv=None):
                         "end token; use --num for how many names")
     # the sampler trusts its arguments: what the user typed is checked here, against this model
     check_sampling(args.temperature, args.top_k, model.config.vocab_size)
-    check_prompt(model.tokenizer, model.config.block_size, args.prompt)
+    check_prompt(model.tokenizer, model.config.block_size, prompt)
     names = iter_names(model, num=20 if args.num is None else args.num, temperature=args.temperature,
-                       seed=args.seed, prompt=args.prompt, top_k=args.top_k)
+                       seed=args.seed, prompt=prompt, top_k=args.top_k)
     try:
         for name in names:
             print(name, flush=True)  # at once: Ctrl-C keeps every name already made

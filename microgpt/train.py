@@ -20,18 +20,18 @@ It prints the resolved configuration, a live progress line, the validation loss 
 JSON lines (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
 """
 
-import argparse
 import itertools
 import math
 
 from microgpt import cli, limits, original, sample, text
+from microgpt import run as run_rules
 from microgpt.checkpoint import DATA_MODES
 from microgpt.checks import make_config
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT
 from microgpt.optim import Adam
-from microgpt.run import DTYPES, MAX_BATCH_SIZE, MAX_STEPS, Run
+from microgpt.run import DTYPES, ENGINES, MAX_BATCH_SIZE, MAX_STEPS, Run
 from microgpt.sampling import iter_names
 from microgpt.training import batch_step, doc_tokens, evaluate, learning_rate
 
@@ -40,53 +40,61 @@ TEXT_SAMPLE_LENGTH = 200  # characters of running text printed when training end
 
 
 def parse_args(argv=None):
+    """(args, given): every flag with its value (the defaults are the ones shown in --help), and
+    the names of those the command line gave; a resumed run fills the rest from its own
+    (run.ON_RESUME), --init and --resume take the model's size from the checkpoint, and
+    --reproduce-original takes the original's (microgpt/original.py)."""
     p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size), "
-                                       "or on running text (--data-mode text).")
+                                       "or on running text (--data-mode text).",
+                           formatter_class=cli.ShowDefaults)
     g = p.add_argument_group('data')
     g.add_argument('--data', metavar='PATH',
-                   help="UTF-8 text file: one name (document) per line, or with --data-mode text any "
-                        "text (default: the census first names bundled with the `names` package)")
-    g.add_argument('--data-mode', choices=DATA_MODES,
-                   help="lines (default): one document per line, each trained as BOS + line + BOS; use "
-                        "it for names, words, short items. text: the whole file as one stream of "
-                        "characters (newlines included), trained on random windows of --block-size + 1; "
-                        "use it for prose, plays, code, anything whose lines run into each other")
+                   help="UTF-8 text file, one name (document) per line, or with --data-mode text any text; "
+                        "normalized to NFC (default: the census first names bundled with the `names` package)")
+    g.add_argument('--data-mode', choices=DATA_MODES, default='lines',
+                   help="lines: one document per line, each trained as BOS + line + BOS; use it for "
+                        "names, words, short items. text: the whole file as one stream of characters "
+                        "(newlines included), trained on random windows of --block-size + 1; use it for "
+                        "prose, plays, code, anything whose lines run into each other")
     g.add_argument('--val-size', type=cli.count_or_fraction(limits.MAX_FILE_BYTES), metavar='N',
                    help="held out for validation: a count (names, or characters with --data-mode text) "
                         "or a fraction such as 0.1 (default: 10%%, at most 1000 names; 0 = none). Running "
                         "text is split by position: the last characters validate")
-    g.add_argument('--no-shuffle', dest='shuffle', action='store_false', default=None,
-                   help="lines mode: keep the file's order instead of shuffling with --seed")
-    g = p.add_argument_group('model (ignored with --init and --resume, which use the checkpoint\'s)')
-    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER),
-                   help="transformer blocks (default 1; 1-4 is sensible here)")
-    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD),
-                   help="embedding width (default 16; must divide by --n-head)")
-    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), help="attention heads per block (default 4)")
-    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE),
-                   help="longest sequence in tokens (default 16; names longer than this are cut, "
-                        "and train.py says how many; 64 or more for running text)")
+    g.add_argument('--no-shuffle', dest='shuffle', action='store_false',
+                   help="lines mode: keep the file's order (default: shuffled once with --seed)")
+    g = p.add_argument_group('model (--init and --resume take the checkpoint\'s)')
+    g.add_argument('--n-layer', type=cli.int_in(1, limits.MAX_N_LAYER), default=1,
+                   help="transformer blocks (1-4 is sensible here)")
+    g.add_argument('--n-embd', type=cli.int_in(1, limits.MAX_N_EMBD), default=16,
+                   help="embedding width (must divide by --n-head)")
+    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD), default=4, help="attention heads per block")
+    g.add_argument('--block-size', type=cli.int_in(1, limits.MAX_BLOCK_SIZE), default=16,
+                   help="longest sequence in tokens (names longer than this are cut, and train.py says "
+                        "how many; 64 or more for running text)")
     g.add_argument('--init', metavar='CKPT',
                    help="start from this checkpoint's weights, config and vocabulary, with a fresh optimizer")
     g = p.add_argument_group('optimization')
-    g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), help="training steps (default 1000)")
-    g.add_argument('--lr', type=cli.positive_float, help="peak Adam learning rate, decayed linearly to 0 (default 0.01)")
-    g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B',
-                   help="names (or running-text windows) per step (default 1, microgpt's); the loss is "
-                        "the mean over every predicted token of the batch")
-    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED),
-                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED} (default 42)")
+    g.add_argument('--steps', type=cli.int_in(1, MAX_STEPS), default=1000,
+                   help="training steps; with --resume, the total to reach: the learning rate's decay is "
+                        "then spread over the new total, so it rises at the resumed step (printed)")
+    g.add_argument('--lr', type=cli.positive_float, default=0.01,
+                   help="peak Adam learning rate, decayed linearly to 0 over --steps")
+    g.add_argument('--batch-size', type=cli.int_in(1, MAX_BATCH_SIZE), metavar='B', default=1,
+                   help="names (or running-text windows) per step (1 is microgpt's); the loss is the "
+                        "mean over every predicted token of the batch")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
+                   help=f"seed for the initial weights and the data order, 0..{limits.MAX_SEED}")
     g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
-    g.add_argument('--engine', choices=('scalar', 'numpy'),
-                   help="scalar: the Value autograd of microgpt/ (default, the teaching path); "
+    g.add_argument('--engine', choices=ENGINES, default='scalar',
+                   help="scalar: the Value autograd of microgpt/ (the teaching path); "
                         "numpy: src/backprop, every gradient derived by hand, much faster")
-    g.add_argument('--reproduce-original', action='store_true', default=None,
+    g.add_argument('--reproduce-original', action='store_true',
                    help="the original single-file microgpt.py's run, number for number: its data "
                         "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
-    g.add_argument('--dtype', choices=DTYPES,
-                   help="numpy engine only: float64 (default; the path proven equal to the scalar "
-                        "engine) or float32 (about twice as fast on wide models; same checkpoint format)")
+    g.add_argument('--dtype', choices=DTYPES, default='float64',
+                   help="numpy engine only: float64 (the path proven equal to the scalar engine) or "
+                        "float32 (about twice as fast on wide models; the same checkpoint format)")
     g.add_argument('--threads', type=cli.int_in(1, 256), metavar='N',
                    help="numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if set, else the "
                         "count a short measurement at start finds fastest for this model)")
@@ -96,19 +104,20 @@ def parse_args(argv=None):
                         "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
-                   help="checkpoint file (default out/model.json); the log goes beside it as .log.jsonl")
+                   help="checkpoint file, a .json name; the log goes beside it as .log.jsonl")
     g.add_argument('--resume', action='store_true',
-                   help="continue the run saved at --out: weights, Adam moments, step, data order and "
-                        "its settings (either engine may continue it)")
-    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
-                   help="also save the checkpoint every N steps (default 100, or the resumed run's; "
-                        "0 = only at the end)")
-    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N',
-                   help="validation loss every N steps (default 200, or the resumed run's; 0 = only at the end)")
-    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N',
-                   help="names to sample when training ends (default 10; 20 with --reproduce-original; "
-                        f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)")
-    return p.parse_args(argv)
+                   help=f"continue the run saved at --out: weights, Adam moments, step and data order "
+                        f"(either engine may continue it). {run_rules.resume_rule()}")
+    g.add_argument('--force', action='store_true',
+                   help="start a fresh run even if --out holds a trained model, replacing it")
+    g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=100,
+                   help="also save the checkpoint every N steps (0 = only at the end)")
+    g.add_argument('--eval-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=200,
+                   help="validation loss every N steps (0 = only at the end)")
+    g.add_argument('--num-samples', type=cli.int_in(0, limits.MAX_NAMES), metavar='N', default=10,
+                   help="names to sample when training ends (20 with --reproduce-original; running "
+                        f"text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)")
+    return p.parse_args_and_given(argv)
 
 
 class ScalarTrainer:
@@ -156,16 +165,16 @@ def make_trainer(args, model):
 def check_engine_flags(args, given):
     """Flags that only one engine or one data mode understands; `given`: those on the command line."""
     if args.engine == 'scalar':
-        if given.dtype == 'float32':
+        if 'dtype' in given and args.dtype == 'float32':
             raise UserError("--dtype float32 is for the numpy engine (the scalar engine computes in "
                             "Python floats, float64): add --engine numpy, or drop --dtype")
-        if given.threads is not None:
+        if 'threads' in given:
             raise UserError("--threads sets the numpy engine's BLAS threads: add --engine numpy, or drop it")
         args.dtype = 'float64'  # a float32 run resumed on the scalar engine continues in float64
     if args.data_mode == 'text':
         if args.reproduce_original:
             raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
-        if given.shuffle is not None:
+        if 'shuffle' in given:
             raise UserError("--no-shuffle is for --data-mode lines: running text keeps its order "
                             "(its windows are drawn at random places)")
 
@@ -275,9 +284,8 @@ class RunningText:
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    given = argparse.Namespace(**vars(args))  # the flags as typed, before the run fills them in
-    with Run(args) as run:  # flags resolved (from --resume's run if any), --out checked, Ctrl-C caught
+    args, given = parse_args(argv)
+    with Run(args, given) as run:  # --out checked and locked, flags settled (ON_RESUME), signals caught
         check_engine_flags(args, given)
         # Let there be data: names split once into training and validation names, or running
         # text split by position (the end validates).
@@ -289,23 +297,23 @@ def main(argv=None):
                              n_head=args.n_head, block_size=args.block_size)
         model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=not args.unfused)
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
-            rng, _, _, _, weights = original.prepare(data.docs)
-            model.load_weights(weights)
+            recipe = original.prepare(data.docs)
+            model.load_weights(recipe.weights)
         trainer = make_trainer(args, model)
-        start = run.restore(trainer, data.docs)  # --init's weights, or --resume's weights, Adam and step
+        start = run.restore(trainer)  # --init's weights, or --resume's weights, Adam and step
         threads = None
         if args.engine == 'numpy':  # BLAS threads: the user's, or the faster count measured on this model
             from backprop.threads import choose_threads
             threads = choose_threads(trainer, data.batch(start + 1), args.threads)
 
-        print(data.describe())
-        print(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
-              f"head_dim={config.head_dim} block_size={config.block_size} params={len(model.params)}")
-        print(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
-              f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
-              f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
-              f" data_mode={args.data_mode}" + (f" dtype={args.dtype} threads={threads}" if threads else "")
-              + (f" init={args.init}" if args.init else ""))
+        run.say(data.describe())
+        run.say(f"model: n_layer={config.n_layer} n_embd={config.n_embd} n_head={config.n_head} "
+                f"head_dim={config.head_dim} block_size={config.block_size} params={len(model.params)}")
+        run.say(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
+                f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
+                f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
+                f" data_mode={args.data_mode}" + (f" dtype={args.dtype} threads={threads}" if threads else "")
+                + (f" init={args.init}" if args.init else ""))
 
         # Let there be training: one batch per step (one name, by default), as microgpt does.
         for step in range(start + 1, args.steps + 1):  # step s is counted from 1
@@ -318,7 +326,7 @@ def main(argv=None):
                     run.log_validation(step, val_loss, data.held_out)
             if run.save_due(step):
                 run.save(step, trainer)
-            if run.stop_signal:  # Ctrl-C or SIGTERM: the step is saved, say how to resume
+            if run.stop_signal:  # Ctrl-C, SIGTERM, SIGHUP or a closed stdout: the step is saved
                 return run.stopped(step)
     print(f"saved {args.out} (step {args.steps}); log {run.log_path}")
 
@@ -334,9 +342,9 @@ def main(argv=None):
         print("samples:")
         model.load_weights(trainer.weights())  # the trained weights, whichever engine trained them
         if args.reproduce_original:  # drawn from the original's generator, where training left it
-            names = itertools.islice(original.sample_original(model, rng), args.num_samples or 20)
+            names = itertools.islice(original.sample_original(model, recipe.rng), args.num_samples)
         else:
-            names = iter_names(model, num=args.num_samples or 10, temperature=0.5, seed=args.seed)
+            names = iter_names(model, num=args.num_samples, temperature=0.5, seed=args.seed)
         for name in names:
             print(' ', name, flush=True)
     return 0

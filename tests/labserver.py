@@ -25,7 +25,7 @@ def live_server(ckpt, runs_dir, data):
     try:
         yield server
     finally:
-        server.lab.trainer.shutdown()
+        server.lab.runs.shutdown()
         server.shutdown()
         server.server_close()
 

@@ -341,7 +341,7 @@ def good_ckpt_at_out(tmp_path, tiny_ckpt):
 def test_divergence_stops_with_an_error_and_keeps_the_good_checkpoint(good_ckpt_at_out, names_file, capsys):
     out, good = good_ckpt_at_out
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
-                                    '--lr', '1e100', *TINY, *QUIET], capsys)
+                                    '--lr', '1e100', '--force', *TINY, *QUIET], capsys)
     assert code == 1
     assert_one_line_error(code, err, 'the loss became non-finite at step 2 (training diverged): lower --lr')
     assert out.read_bytes() == good
@@ -353,7 +353,7 @@ def test_divergence_found_by_the_final_evaluation_keeps_the_good_checkpoint(good
     usable. Run as a process, to see that no traceback escapes."""
     out, good = good_ckpt_at_out
     result = run_script('train.py', ['--data', names_file, '--out', str(out), '--steps', '1',
-                                     '--lr', '1e100', '--val-size', '6', *TINY, *QUIET], out.parent)
+                                     '--lr', '1e100', '--val-size', '6', '--force', *TINY, *QUIET], out.parent)
     assert_one_line_error(result.returncode, result.stderr, 'diverged')
     assert out.read_bytes() == good
 

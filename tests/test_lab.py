@@ -129,7 +129,8 @@ def test_no_negative_zero_in_any_attention_printout(tiny_ckpt, capsys):
 
 # ---------------------------------------------------------------------------- overview
 def test_overview_loss_is_the_training_loss(tiny_ckpt, model):
-    text, rows, mean = overview.report(model, tiny_ckpt, TEXT)
+    d = overview.compute(model, TEXT)
+    text, rows, mean = overview.render(d), d['positions'], d['mean_loss']
     scalar = load_scalar(tiny_ckpt)
     assert abs(mean - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < ENGINE_TOL
     assert [r['target'] for r in rows] == list(TEXT) + ['<BOS>']
@@ -162,7 +163,7 @@ def test_overview_bars_are_at_temperature_1_whatever_temperature_is(tiny_ckpt, m
         bars[temperature] = [line for line in out.splitlines() if line.startswith('      ')]
         assert 'at temperature 1 whatever --temperature is' in out
     assert bars[0.5] == bars[2.0]
-    _, rows, _ = overview.report(model, tiny_ckpt, TEXT, temperature=2.0)
+    rows = overview.compute(model, TEXT, temperature=2.0)['positions']
     targets = ids[1:] + [model.tokenizer.bos]
     for i, r in enumerate(rows):
         assert abs(r['p'] - probs[i, targets[i]]) < EXACT_TOL

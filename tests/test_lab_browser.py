@@ -20,12 +20,13 @@ import pytest
 
 from labserver import live_server, post, request
 
+from microgpt.lab import registry
+
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
-PAGES = ['overview', 'attention', 'autograd', 'sampling', 'training', 'step']
-READY = {'overview': '.position', 'attention': 'td.filled', 'autograd': '#graph g.node',
-         'sampling': '#names li', 'training': '#engine option', 'step': 'main h1'}
+PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
+DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
 TEXT = 'emma'
 
 sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
@@ -66,12 +67,14 @@ def page(browser):
 @pytest.mark.parametrize('name', PAGES)
 def test_each_page_loads_without_console_errors(server, page, name):
     page.goto(server.url + name)
-    page.wait_for_selector(READY[name], state='attached')
+    page.wait_for_selector(DRAWN, state='attached')
     page.wait_for_load_state('networkidle')
     assert page.errors == []
     assert len(page.requests) >= 4 and all(url.startswith(server.url) for url in page.requests)
     assert page.locator('#error').is_hidden()
     assert page.get_attribute('nav a.here', 'href') == '/' + name
+    assert page.locator('nav a').evaluate_all('as => as.map(a => a.getAttribute("href"))') == \
+        ['/' + n for n in PAGES]
     config = page.locator('#config').inner_text()
     assert 'n_embd=8' in config and 'n_head=2' in config  # the tiny checkpoint's
 
@@ -104,6 +107,8 @@ def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     assert adam['param'] in page.inner_text('#result')
     assert f"all {want['n_with_grad']} of {want['n_params']} weights" in page.inner_text('#fresh-adam')
     assert f"{want['graph_nodes']} nodes" in page.inner_text('#graph-size')
+    assert page.inner_text('#without-grad') == want['without_grad']['text']
+    assert 'MLP hidden units whose ReLU is 0' in want['without_grad']['text']
     assert page.errors == []
 
 
@@ -124,7 +129,7 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     page.wait_for_selector('#temperatures')
     page.eval_on_selector('#temperature', 'e => { e.value = "1.5"; e.dispatchEvent(new Event("input")); }')
     page.wait_for_selector('#temperatures th[data-temperature="1.5"]')
-    want = post(server, '/api/sample', {'prompt': '', 'temperature': 1.5, 'num': 10, 'seed': 42})['sandbox']
+    want = post(server, '/api/sample', {'prompt': '', 'temperatures': [0, 0.5, 1, 2, 1.5], 'num': 10, 'seed': 42})
     assert want['temperatures'] == [0.0, 0.5, 1.0, 1.5, 2.0]
     headers = page.locator('#temperatures th[data-temperature]')
     assert [float(t) for t in headers.evaluate_all('ths => ths.map(t => t.dataset.temperature)')] \
@@ -134,6 +139,11 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     assert rows.first.locator('td').count() == len(want['temperatures'])
     kept = ' '.join(want['top_k_kept'])
     assert f"top-k {want['top_k']} at T=1 keeps {kept}: {want['top_k_mass']:.3f}" in page.inner_text('#top-k-line')
+    # the names at this page's temperature, marked * where lab sample marks them
+    for d in (d for d in want['draws'] if d['temperature'] == 1.5):
+        shown = page.locator(f"#names ol[data-top-k=\"{d['top_k'] or 'none'}\"] li").all_inner_texts()
+        assert shown == [(n or '(empty: BOS first)') + ('*' if known else '') for n, known in zip(d['names'], d['known'])]
+    assert want['marked'] and page.locator('#names li.new').count() + page.locator('#names li.known').count() == 20
     assert page.errors == []
 
 
@@ -182,7 +192,7 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
 
 def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoint_loads(server, page):
     page.goto(server.url + 'training')
-    page.wait_for_selector(READY['training'], state='attached')  # the page has its options
+    page.wait_for_selector(DRAWN, state='attached')  # the page has its options
     assert page.locator('#engine option').all_inner_texts() == ['scalar', 'numpy']  # both always offered
     assert page.locator('#batch_size').is_visible()
     for name, value in {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12}.items():
@@ -209,7 +219,7 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     """The page had followed an earlier run far into its log; a run started from another tab
     must be read from its own start, not from the old run's offset."""
     page.goto(server.url + 'training')
-    page.wait_for_selector(READY['training'], state='attached')  # the page has its options
+    page.wait_for_selector(DRAWN, state='attached')  # the page has its options
     post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
     page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
     page.locator('#status', has_text='finished').wait_for(timeout=60_000)
@@ -234,3 +244,16 @@ def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
     page.wait_for_timeout(200)
     assert f"'{TEXT}'" in page.inner_text('#summary')
     assert page.locator('#error').is_hidden() and page.errors == []
+
+
+def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
+    """Issue 20: the name box redrew only on Enter or blur."""
+    page.goto(server.url + 'attention')
+    page.wait_for_selector(DRAWN, state='attached')
+    page.locator('#text').press('End')
+    page.locator('#text').press_sequentially('e', delay=20)  # 'anna' -> 'annae'
+    page.wait_for_selector('table.heatmap th:has-text("5 e")', timeout=5000)  # no Enter, no blur
+    assert page.evaluate('document.activeElement.id') == 'text'
+    want = post(server, '/api/attention', {'text': 'annae'})
+    assert page.locator('td.cell.filled').count() == 2 * len(want['labels']) * (len(want['labels']) + 1) // 2
+    assert page.errors == []

@@ -37,3 +37,10 @@ def test_token_labels_make_running_texts_whitespace_visible():
     labels = [token_label(tok, i) for i in range(tok.vocab_size)]
     assert labels == ['\u23ce', '\u2423', '!', 'a', 'b', '<BOS>']  # newline, space, ..., BOS
     assert len(set(labels)) == len(labels) and all(label.strip() for label in labels)
+
+
+def test_a_bar_of_nan_is_empty_and_of_infinity_full():
+    """A ratio of two overflowed norms (inf / inf) is NaN: lab step's bars crashed on it."""
+    from microgpt.lab.render import FULL, bar
+    assert bar(float('nan'), 10) == ' ' * 10
+    assert bar(float('inf'), 10) == FULL * 10 and bar(-float('inf'), 10) == ' ' * 10

@@ -60,7 +60,7 @@ def test_variance_of_q_dot_k_is_d(d):
     assert abs(sd - math.sqrt(var)) < EXACT_TOL
     # the lesson's own measurements are consistent with d too (its sample size is unknown,
     # so only the 1% that its d = 1024 row shows: 1017.8 / 1024 = 0.994)
-    lesson_var, lesson_sd = scaling.SEED_VARIANCE[d]
+    lesson_var, lesson_sd = scaling.LESSON_VARIANCE[d]
     assert abs(lesson_var / d - 1) < 0.01
     assert abs(lesson_sd - math.sqrt(lesson_var)) < 0.005  # printed to 2-3 digits
 
@@ -74,10 +74,10 @@ def test_standard_error_formula_matches_the_spread_of_measurements():
 
 # ---------------------------------------------------------------------------- 2), 3) softmax
 def test_saturation_example():
-    p = softmax(np.array(scaling.SEED_SATURATION[0]))
+    p = softmax(np.array(scaling.LESSON_SATURATION[0]))
     assert [round(x, 4) for x in p] == [0.9995, 0.0003, 0.0001]
     # the lesson prints 0.9997 for the first: a rounding slip of 2e-4, which the command reports
-    assert np.abs(p - scaling.SEED_SATURATION[1]).max() < 3e-4
+    assert np.abs(p - scaling.LESSON_SATURATION[1]).max() < 3e-4
 
 
 def test_czech_worked_example():
@@ -124,9 +124,9 @@ def test_spread_ratio_is_exactly_sqrt_d():
 def test_the_lessons_row_fits_max_minus_min():
     # the lesson never defines its spread; with spread = max - min one row of eight scores
     # reproduces all six of its numbers to the digits it prints
-    fit = np.array(scaling.SEED_ROW_FIT)                      # (8,) the scaled scores
+    fit = np.array(scaling.LESSON_ROW_FIT)                      # (8,) the scaled scores
     for label, row in (('with scaling', fit), ('without scaling', fit * 8)):
-        spread, entropy, max_weight = scaling.SEED_ROW[label]
+        spread, entropy, max_weight = scaling.LESSON_ROW[label]
         s = row_statistics(row)
         digits = 2 if spread < 10 else 1
         assert round(row.max() - row.min(), digits) == spread, label
@@ -138,11 +138,11 @@ def test_the_lessons_row_fits_max_minus_min():
 
 def test_the_lessons_spread_is_an_ordinary_max_minus_min_but_no_standard_deviation():
     study = scaling.row_study(DRAWS, seed=42)
-    below = study['below_seed']['with scaling']
+    below = study['below_lesson']['with scaling']
     assert below['spread'] == 1.0                              # as a std: above every draw
     assert 0.1 < below['entropy'] < 0.9 and 0.1 < below['max_weight'] < 0.9  # ordinary values
     ranges = study['max_minus_min']['with scaling']
-    assert 0.25 < ranges['below_seed'] < 0.9                   # as max - min: ordinary too
+    assert 0.25 < ranges['below_lesson'] < 0.9                   # as max - min: ordinary too
     assert ranges['quartiles'][0] < ranges['median'] < ranges['quartiles'][1]
     rows = scaling.random_rows(DRAWS, np.random.default_rng(43)) / 8  # (draws, 8): the same draws
     assert abs(np.median(rows.max(axis=-1) - rows.min(axis=-1)) - ranges['median']) < EXACT_TOL

@@ -73,7 +73,7 @@ def test_overview_route_equals_the_lab(server, model):
 def test_attention_route_equals_the_lab(server, model, head, query, scale, temperature):
     got = post(server, '/api/attention', {'text': TEXT, 'head': head, 'query': query,
                                           'scale': scale, 'temperature': temperature})
-    want = attention.attention_view(model, TEXT, 0, head, query, scale, temperature)
+    want = attention.compute(model, TEXT, 0, head, query, scale, temperature)
     assert got['query'] == want['query'] and got['labels'] == want['labels']
     for key in ('q', 'keys', 'values', 'products', 'raw', 'scores', 'weights', 'out', 'all_heads'):
         np.testing.assert_allclose(as_array(got[key]), want[key], rtol=0, atol=EXACT, err_msg=key)
@@ -96,37 +96,44 @@ def test_autograd_route_gives_the_lesson_gradients(server):
 
 
 def test_autograd_route_starts_new_variables_at_one_and_drops_old(server):
-    got = post(server, '/api/autograd', {'expression': 'x * x', 'values': {'a': 5}})
+    got = post(server, '/api/autograd', {'expression': 'x * x', 'values': {'a': 5}, 'lenient': True})
     assert got['variables'] == {'x': {'value': 1.0, 'grad': 2.0}}
+    # as the command line does, unless the page asks for leniency
+    status, answer, _ = request(server, 'POST', '/api/autograd', {'expression': 'x * x', 'values': {'a': 5}})
+    assert status == 400 and answer['error'] == 'no value for x: add x=VALUE'
 
 
 def test_sample_route_equals_the_sampler(server, model):
-    got = post(server, '/api/sample', {'prompt': 'e', 'temperature': 1.3, 'num': 6, 'seed': 3})
-    assert got['names'] == sampling.sample_names(model, num=6, temperature=1.3,
-                                                 seed=3, prompt='e')
+    got = post(server, '/api/sample', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3})
+    assert got['temperatures'] == [0.0, 1.3]
+    drawn = {(d['temperature'], d['top_k']): d['names'] for d in got['draws']}
+    assert list(drawn) == [(0.0, None), (1.3, None), (1.3, 3)]  # greedy is its own top-1 cut
+    assert drawn[(1.3, 3)] == sampling.sample_names(model, num=6, temperature=1.3, seed=3,
+                                                    prompt='e', top_k=3)
     ids = [model.tokenizer.bos] + model.tokenizer.encode('e')
-    want = sampling.probabilities(model.next_logits_fn()(ids), 1.3)
-    assert [d['p'] for d in got['distribution']] == want
-    assert sum(d['p'] for d in got['distribution']) == pytest.approx(1.0, abs=1e-12)
+    assert got['probs'][1] == sampling.probabilities(model.next_logits_fn()(ids), 1.3)
+    assert sum(got['probs'][1]) == pytest.approx(1.0, abs=1e-12)
+    assert len(got['top_k_kept']) == 3
 
 
 def test_step_route_equals_the_lab_step(server, tiny_ckpt):
     """Lesson 04's page: the numbers `lab step` computes, as the route returns them."""
     from microgpt.lab import api, step
+    from microgpt.lab.loading import load_scalar_model
     got = post(server, '/api/step', {'text': TEXT, 'lr': 0.02})
-    want = api.jsonable(step.step_view(tiny_ckpt, text=TEXT, lr=0.02))
+    want = api.public(step.compute(load_scalar_model(tiny_ckpt), TEXT, lr=0.02))
     assert got == want
     assert got['loss_after'] < got['loss_before'] and got['adam']['lr'] == 0.02
-    assert 'grads' not in got  # the full matrices stay on the server; their norms are there
+    assert 'grads' not in got and '_grads' not in got  # the full matrices stay on the server
 
 
-def test_sample_route_carries_lesson_04s_sandbox(server, model):
-    from microgpt.lab import sampler
-    got = post(server, '/api/sample', {'prompt': 'e', 'temperature': 0.7, 'num': 2, 'seed': 1, 'top_k': 3})
-    want = sampler.sample_view(model, temperature=0.7, seed=1, prompt='e', top_k=3)
-    assert got['sandbox']['temperatures'] == [0.0, 0.5, 0.7, 1.0, 2.0]
-    assert got['sandbox']['probs'] == want['probs'] and got['sandbox']['top_k_kept'] == want['top_k_kept']
-    assert len(got['sandbox']['top_k_kept']) == 3
+def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):
+    from microgpt.checkpoint import read_checkpoint
+    trained = read_checkpoint(tiny_ckpt)['train_state']['run']['lr']
+    got = post(server, '/api/step', {'text': TEXT})
+    assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
+    start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
+    assert start['trained_lr'] == trained
 
 
 # ---------------------------------------------------------------------------- training runs
@@ -292,10 +299,10 @@ def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(ser
 
 def test_a_second_step_while_one_is_computed_waits_then_gets_503(server, monkeypatch):
     """The scalar engine's step is slow and large on a big model: one is built at a time; a
-    request waits its turn (STEP_WAIT seconds), then is told to try again."""
+    request waits its turn (api.WAIT seconds), then is told to try again."""
     from microgpt.lab import api
-    monkeypatch.setattr(api, 'STEP_WAIT', 0.2)
-    with server.lab.step_gate:  # as if another request's step were being computed
+    monkeypatch.setattr(api, 'WAIT', 0.2)
+    with server.lab.gate('step'):  # as if another request's step were being computed
         status, body, _ = request(server, 'POST', '/api/step', {'text': TEXT})
     assert status == 503 and 'another step' in body['error']
     assert request(server, 'POST', '/api/step', {'text': TEXT})[0] == 200
@@ -305,7 +312,7 @@ def test_a_step_requested_while_one_is_computed_is_answered_after_it(server):
     """A learner who asks for a second name before the first is drawn gets both."""
     import threading
     answers = []
-    with server.lab.step_gate:
+    with server.lab.gate('step'):
         waiting = threading.Thread(target=lambda: answers.append(request(server, 'POST', '/api/step',
                                                                          {'text': TEXT})[0]))
         waiting.start()
@@ -473,7 +480,7 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
     """The run has its own session, so the server must hand it the second Ctrl-C itself: an
     impatient learner must not leave train.py going on with nobody to stop it."""
     import signal
-    from microgpt.lab.runs import Run, Trainer
+    from microgpt.lab.runs import RunManager, RunProcess
 
     class SlowToStop:  # a train.py still saving when the second Ctrl-C comes
         def __init__(self):
@@ -488,9 +495,18 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
         def wait(self, timeout=None):
             raise KeyboardInterrupt
 
-    trainer = Trainer(str(tmp_path), checkpoints=None)
+    runs = RunManager(str(tmp_path), checkpoints=None)
     proc = SlowToStop()
-    trainer.run = Run(1, str(tmp_path), {'steps': 10}, proc, output=None)
+    runs.run = RunProcess(1, str(tmp_path), {'steps': 10}, proc, output=None)
     with pytest.raises(KeyboardInterrupt):
-        trainer.shutdown()
+        runs.shutdown()
     assert proc.signals == [signal.SIGINT, signal.SIGINT]
+
+
+@pytest.mark.parametrize('host, loopback', [('::ffff:127.0.0.1', True), ('::ffff:127.5.0.1', True),
+                                            ('::ffff:10.0.0.1', False), ('::1', True), ('0.0.0.0', False),
+                                            ('localhost', True), ('example.com', False)])
+def test_an_ipv4_mapped_loopback_address_is_loopback(host, loopback):
+    """Issue 17: --host ::ffff:127.0.0.1 warned that the lab was open to everyone."""
+    from microgpt.lab.serve import is_loopback
+    assert is_loopback(host) == loopback

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from microgpt import cli
+from microgpt.errors import UserError
 from microgpt.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampler, step
 from microgpt.lab.__main__ import main
@@ -84,6 +85,33 @@ def test_a_small_step_lowers_the_names_loss(scalar):
     r = step.step_report(scalar, TEXT, lr=1e-3)
     assert r['loss_after'] < r['loss_before']
     assert abs(r['loss_after'] - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < EXACT_TOL
+
+
+def test_the_weights_without_a_gradient_are_unused_rows_and_dead_relu_units(scalar):
+    """Every weight whose gradient is exactly 0 is explained: an embedding row the name does not
+    use, or the fc1 row and fc2 column of an MLP unit whose ReLU is 0 at every position."""
+    r = step.step_report(scalar, TEXT, lr=0.01)
+    c = r['without_grad']
+    assert c['zeros'] == r['n_params'] - r['n_with_grad']
+    assert c['other'] == 0 and c['confirmed'] is True
+    n = scalar.config.n_embd
+    assert c['unused_rows']['wte'] == (scalar.config.vocab_size - len(r['wte_rows'])) * n
+    for li, units in enumerate(c['dead_units']):
+        for h in units:
+            assert not any(r['grads'][f'layer{li}.mlp_fc1'][h])
+            assert not any(row[h] for row in r['grads'][f'layer{li}.mlp_fc2'])
+
+
+def test_a_unit_made_dead_is_counted_dead(tiny_ckpt):
+    """Control: zero a unit's fc1 row, so its ReLU input is 0 at every position: the census must
+    find it (and the port agree), where the trained model's unit was alive."""
+    alive = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)['without_grad']['dead_units'][0]
+    h = next(u for u in range(4 * 8) if u not in alive)
+    model = load_scalar(tiny_ckpt)
+    for p in model.state_dict['layer0.mlp_fc1'][h]:
+        p.data = 0.0
+    c = step.step_report(model, TEXT, lr=0.01)['without_grad']
+    assert h in c['dead_units'][0] and c['confirmed'] is True and c['other'] == 0
 
 
 def test_the_first_adam_step_is_lr(scalar):
@@ -236,11 +264,18 @@ def test_sample_command(tiny_ckpt, capsys, names_file):
 
 def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsys):
     vocab_size = load_model(tiny_ckpt).config.vocab_size
-    for k, cut in ((vocab_size, False), (1000, False), (vocab_size - 1, True)):
+    for k, cut in ((vocab_size, False), (vocab_size - 1, True)):
         assert main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
         out = capsys.readouterr().out
         assert (f'keeps all {vocab_size} tokens: no cut' not in out) == cut
         assert (f'T=1 top-k {k} ' in out) == cut   # no second row of names for a cut that cuts nothing
+
+
+def test_sample_top_k_above_the_vocabulary_is_refused_as_the_web_refuses_it(tiny_ckpt, capsys):
+    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is "
+                                        f"{vocab_size}: give 1..{vocab_size}"):
+        main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(vocab_size + 1)])
 
 
 def tutorial_export(model, path):
@@ -262,7 +297,7 @@ def test_sample_command_reads_a_tutorial_export_with_its_n_head(scalar, tmp_path
 # ---------------------------------------------------------------------------- embeddings
 def test_embedding_view(tiny_ckpt):
     model = load_model(tiny_ckpt)
-    v = embeddings.embedding_view(model, neighbours=2)
+    v = embeddings.compute(model, neighbours=2)
     wte = model.weights['wte']
     assert np.abs(np.diag(v['wte_cosine']) - 1).max() < EXACT_TOL
     assert np.abs(np.diag(v['wpe_cosine']) - 1).max() < EXACT_TOL
@@ -284,7 +319,7 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
     path = tutorial_export(model, tmp_path / 'tutorial.json')
     with warnings.catch_warnings():
         warnings.simplefilter('error')                 # numpy's 0/0 warning fails the test
-        v = embeddings.embedding_view(load_model(path, n_head=1), neighbours=2)
+        v = embeddings.compute(load_model(path, n_head=1), neighbours=2)
         assert main(['embeddings', '--ckpt', path, '--n-head', '1']) == 0
     assert v['coords'].shape == (scalar.config.vocab_size, 2) and not v['coords'][:, 1].any()
     assert v['share'][0] == 1.0 and v['share'][1] == 0.0
@@ -295,9 +330,9 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
 
 def test_embeddings_print_a_similarity_that_rounds_to_zero_without_a_minus(tiny_ckpt):
     model = load_model(tiny_ckpt)
-    v = embeddings.embedding_view(model, neighbours=2)
+    v = embeddings.compute(model, neighbours=2)
     v['wpe_cosine'][0, 1] = -0.001
-    row = embeddings.render(model, tiny_ckpt, v).split('position i (rows) by position j\n')[1].splitlines()[1]
+    row = embeddings.render(v).split('position i (rows) by position j\n')[1].splitlines()[1]
     assert row.split()[:3] == ['0', '+1.00', '+0.00']  # format() alone gives -0.00
 
 
@@ -368,3 +403,42 @@ def test_a_tiny_temperature_does_not_crash_the_lab(tiny_ckpt, capsys):
         assert main(argv + ['--ckpt', tiny_ckpt]) == 0, argv
     out = capsys.readouterr().out
     assert 'sum of the weights: 1.000000000000' in out
+
+
+# ---------------------------------------------------------------------------- unusual weights
+def weights_like(tiny_ckpt, tmp_path, kind):
+    """The tiny checkpoint with every weight 0, every weight the smallest subnormal, or one
+    lm_head weight of 1e308: valid models, only unusual."""
+    obj = json.loads(open(tiny_ckpt, encoding='utf-8').read())
+    sd = obj['state_dict']
+    if kind == 'huge':
+        sd['lm_head'][0][0] = 1e308
+    else:
+        for name, rows in sd.items():
+            sd[name] = [[0.0 if kind == 'zero' else 5e-324] * len(row) for row in rows]
+    path = tmp_path / f'{kind}.json'
+    path.write_text(json.dumps(obj), encoding='utf-8')
+    return str(path)
+
+
+@pytest.mark.parametrize('kind', ['zero', 'subnormal', 'huge'])
+def test_lab_step_on_unusual_weights_prints_and_the_page_answers(tiny_ckpt, tmp_path, kind, capsys, names_file):
+    """Issue 17, 12: all-zero and subnormal weights crashed the printout (IndexError: no wpe row
+    had a gradient), a huge lm_head weight its bars (NaN); /api/step answered 200 on the same files."""
+    from labserver import live_server, request
+    path = weights_like(tiny_ckpt, tmp_path, kind)
+    try:
+        main(['step', TEXT, '--ckpt', path])
+        out, refused = capsys.readouterr().out, None
+    except UserError as e:  # a forward pass that overflows: the one-line divergence message
+        out, refused = '', str(e)
+    with live_server(path, tmp_path / 'runs', names_file) as server:
+        status, got, _ = request(server, 'POST', '/api/step', {'text': TEXT})
+    if refused is None:
+        assert 'weights have no gradient' in out and 'nan' not in out
+        assert status == 200 and got['without_grad']['zeros'] == got['n_params'] - got['n_with_grad']
+    else:  # the command line and the page say the same
+        assert kind == 'huge' and 'its training diverged' in refused
+        assert status == 400 and got['error'] == refused
+    if kind != 'huge':
+        assert 'wpe rows: none (0 of' in out and 'unchanged: no weight had a gradient' in out

@@ -14,6 +14,7 @@ Run: .venv/bin/python -m pytest -q tests/test_run.py
 import errno
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -23,6 +24,7 @@ import time
 import pytest
 
 import microgpt.checkpoint
+import microgpt.limits
 from microgpt import train
 from conftest import REPO_DIR, TINY_NAMES
 from microgpt.checkpoint import read_checkpoint
@@ -69,11 +71,19 @@ def test_out_that_is_not_a_checkpoint_is_never_replaced(tmp_path, names_file, ca
     assert out.read_text() == '{"my": "own notes"}'
 
 
-def test_our_own_checkpoint_at_out_is_replaced_by_a_fresh_run(tmp_path, names_file, capsys):
+def test_a_fresh_run_over_a_trained_model_is_refused_unless_forced(tmp_path, names_file, capsys):
+    """A fresh run replaced a 300-step model without a word (and Ctrl-C to abort the mistake
+    saved the new run over it): now it names --resume and another --out, and --force replaces."""
     out = tmp_path / 'model.json'
     assert run(train.main, train_args(names_file, out, '--steps', '2'), capsys)[0] == 0
-    assert run(train.main, train_args(names_file, out, '--steps', '3'), capsys)[0] == 0
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    code, stdout, err = run(train.main, train_args(names_file, out, '--steps', '3'), capsys)
+    assert_one_line_error(code, err, f'--out {out} already holds a trained model: continue it with '
+                                     '--resume, write this run elsewhere with another --out, or replace it with --force')
+    assert stdout == '' and {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    assert run(train.main, train_args(names_file, out, '--steps', '3', '--force'), capsys)[0] == 0
     assert read_checkpoint(str(out))['train_state']['step'] == 3
+    assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3]
 
 
 @pytest.mark.parametrize('out, fragment', [
@@ -102,7 +112,10 @@ def test_a_symlinked_out_is_written_through_with_normal_permissions(tmp_path, na
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert read_checkpoint(str(target))['train_state']['step'] == 2
     assert stat.S_IMODE(target.stat().st_mode) == 0o644  # what a new file gets under umask 022
-    assert stat.S_IMODE((tmp_path / 'model.log.jsonl').stat().st_mode) == 0o644
+    # the log goes beside the file written, so every name of one checkpoint shares one log and lock
+    assert sorted(os.listdir(tmp_path)) == ['model.json', 'real']
+    assert sorted(os.listdir(target.parent)) == ['model.json', 'model.log.jsonl']
+    assert stat.S_IMODE((target.parent / 'model.log.jsonl').stat().st_mode) == 0o644
 
 
 def test_a_save_killed_mid_write_leaves_a_temporary_file_the_next_run_removes(tmp_path, names_file, capsys):
@@ -202,7 +215,7 @@ def test_two_runs_on_one_out_the_second_refuses(tmp_path, names_file):
     assert first.returncode == 130
     # the lock died with the first run: a third run may go ahead
     third = subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'),
-                            *train_args(names_file, out, '--steps', '2')], cwd=tmp_path,
+                            *train_args(names_file, out, '--steps', '2', '--force')], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60)
     assert third.returncode == 0, third.stderr
 
@@ -384,7 +397,428 @@ def test_a_diverging_numpy_run_stops_like_a_scalar_one(tmp_path, names_file, tin
     good = open(tiny_ckpt, 'rb').read()
     out.write_bytes(good)
     code, _, err = run(train.main, train_args(names_file, out, '--steps', '20', '--lr', '1e100',
-                                              '--engine', 'numpy', '--batch-size', '2'), capsys)
+                                              '--engine', 'numpy', '--batch-size', '2', '--force'), capsys)
     assert code == 1
-    assert_one_line_error(code, err, 'became non-finite')
+    assert_one_line_error(code, err, 'at step 2 (training diverged)')
     assert out.read_bytes() == good
+
+
+# ---------------------------------------------------------------------------- round three (issue 17)
+def files_of(folder):
+    """Every file under folder (links as links) and its bytes: the exact state a test compares."""
+    state = {}
+    for root, dirs, names in os.walk(folder):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, folder)
+            state[rel] = ('link', os.readlink(path)) if os.path.islink(path) else open(path, 'rb').read()
+    return state
+
+
+def test_a_symlinked_out_shares_the_lock_of_the_file_it_names(finished, names_file, capsys):
+    """Issue 17.1: a second name for a.json walked around a.json's lock. The lock is on the log
+    of the file written, so b.json -> a.json is refused while a run holds a.json."""
+    from microgpt.runlog import log_path_for, open_locked_log
+    link = finished.parent / 'b.json'
+    link.symlink_to(finished)
+    assert log_path_for(str(link)) == log_path_for(str(finished))
+    before = files_of(finished.parent)
+    held = open_locked_log(log_path_for(str(finished)), str(finished))  # run A, writing a.json
+    try:
+        for extra in (['--seed', '7', '--force'], ['--resume', '--steps', '8']):
+            code, _, err = run(train.main, train_args(names_file, link, *extra), capsys)
+            assert_one_line_error(code, err, f'another train.py is writing {link} right now')
+        assert files_of(finished.parent) == before  # not even a stale-temporary cleanup
+    finally:
+        held.close()
+
+
+def test_the_lock_is_taken_before_the_checkpoint_is_read(finished, names_file, capsys):
+    """Issue 17.8: a --resume read the checkpoint, then waited for nothing, then took the lock:
+    it could resume a step the running run had already saved past. A damaged checkpoint shows
+    the order: with the lock held, the answer is the lock, not the damage."""
+    from microgpt.runlog import log_path_for, open_locked_log
+    finished.write_text('{"format": "microgpt", "version": 1')  # cut short: unreadable
+    held = open_locked_log(log_path_for(str(finished)), str(finished))
+    try:
+        code, _, err = run(train.main, ['--out', str(finished), '--resume', '--steps', '8'], capsys)
+        assert_one_line_error(code, err, 'another train.py is writing')
+    finally:
+        held.close()
+    code, _, err = run(train.main, ['--out', str(finished), '--resume', '--steps', '8'], capsys)
+    assert_one_line_error(code, err, 'is not valid JSON')
+
+
+def test_init_onto_itself_is_refused_by_any_name(finished, names_file, capsys):
+    """Issue 17.2: --init out/model.json with the default --out replaced the model it started from."""
+    before = files_of(finished.parent)
+    same = finished.parent / '.' / 'model.json'
+    link = finished.parent / 'alias.json'
+    link.symlink_to(finished)
+    for init in (finished, same, link):
+        code, _, err = run(train.main, ['--init', str(init), '--data', names_file, '--out', str(finished),
+                                        '--force', *QUIET], capsys)
+        assert_one_line_error(code, err, f'would overwrite the checkpoint --init starts from {init}')
+    assert files_of(finished.parent) == {**before, 'alias.json': ('link', str(finished))}
+
+
+def stop_a_run(tmp_path, names_file, how, **popen):
+    """A train.py process logging steps, stopped by `how(proc)` after 5 of them: (proc, stdout, stderr)."""
+    out = tmp_path / 'model.json'
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'),
+                             *train_args(names_file, out, '--steps', '100000', '--save-every', '0', *popen.pop('extra', []))],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / 'model.log.jsonl'
+    deadline = time.monotonic() + 60
+    try:
+        while not (log.exists() and log.read_text().count('\n') >= 5):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        how(proc)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, stdout, stderr
+
+
+def assert_saved_and_resumable(out, stderr, words):
+    saved = read_checkpoint(str(out))['train_state']['step']
+    assert saved >= 2 and losses(log_of(out))[-1]['step'] == saved  # 5 lines logged: 2 steps at least
+    assert 'Traceback' not in stderr
+    assert f'{words} after step {saved}; saved {out}. Resume with:\n  python train.py --out {out} --resume' in stderr
+
+
+def test_a_closed_terminal_sighup_saves_like_ctrl_c(tmp_path, names_file):
+    """Issue 17.3: SIGHUP killed train.py without saving (exit 129, 778 steps lost)."""
+    proc, _, stderr = stop_a_run(tmp_path, names_file, lambda p: p.send_signal(signal.SIGHUP))
+    assert proc.returncode == 128 + signal.SIGHUP, stderr
+    assert_saved_and_resumable(tmp_path / 'model.json', stderr, 'the terminal closed')
+
+
+def test_a_closed_stdout_saves_and_exits_non_zero(tmp_path, names_file):
+    """Issue 17.4: `train.py | head` ended training with exit status 0 and no word. The reader
+    leaves (its end of the pipe closed); the run saves, says how to resume on stderr, exits 141
+    (128 + SIGPIPE, what a shell reports). --eval-every 1 prints a line a step, so the closed
+    pipe is found at once (a progress line comes every 10 s otherwise)."""
+    proc, _, stderr = stop_a_run(tmp_path, names_file, lambda p: p.stdout.close(), extra=['--eval-every', '1'])
+    assert proc.returncode == 141, stderr
+    assert_saved_and_resumable(tmp_path / 'model.json', stderr, 'its output closed')
+    assert 'Exception ignored' not in stderr
+
+
+def test_two_checkpoint_names_never_share_a_log(tmp_path, names_file, capsys):
+    """Issue 17.5: --out run and --out run.json shared run.log.jsonl. A checkpoint's name ends
+    in its format's extension, and the log is that name's stem."""
+    from microgpt.runlog import log_path_for
+    code, stdout, err = run(train.main, train_args(names_file, tmp_path / 'run', '--steps', '2'), capsys)
+    assert_one_line_error(code, err, f'--out {tmp_path / "run"} does not end in .json')
+    assert stdout == '' and os.listdir(tmp_path) == []
+    names = ['run.json', 'run.log.json', 'a/run.json', 'run.json.json', 'x.y.json']
+    assert len({log_path_for(str(tmp_path / n)) for n in names}) == len(names)
+    link = tmp_path / 'link.json'
+    link.symlink_to(tmp_path / 'target.txt')  # a link to a name that is not a checkpoint's
+    code, _, err = run(train.main, train_args(names_file, link, '--steps', '2'), capsys)
+    assert_one_line_error(code, err, f'(a link to {tmp_path / "target.txt"}) does not end in .json')
+
+
+@pytest.mark.parametrize('engine', ['numpy', 'scalar'])
+def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, names_file, capsys, engine):
+    """Issue 17.6: 22M parameters trained, saved 1.4 GB, and no reader would open it. Refused at
+    once now, nothing written (the scalar engine would take minutes to build its Values)."""
+    t0 = time.monotonic()
+    code, stdout, err = run(train.main, ['--data', names_file, '--out', str(tmp_path / 'huge.json'), '--engine',
+                                         engine, '--n-embd', '512', '--n-layer', '7'], capsys)
+    n_params = microgpt.limits.parameter_count(vocab_size=26, n_layer=7, n_embd=512, block_size=16)
+    assert_one_line_error(code, err, f'a model of {n_params:,} parameters makes a checkpoint of up to 1.7 GB with its '
+                                     'Adam moments, more than the 1,024 MiB microgpt reads back')
+    assert time.monotonic() - t0 < 5 and stdout == '' and os.listdir(tmp_path) == []
+
+
+def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
+    """checkpoint_bytes is an upper bound: a checkpoint of the longest floats repr() writes, with
+    its training state, and the longest escaped characters, stays within it (and near it)."""
+    from microgpt.checkpoint import checkpoint_bytes, save_checkpoint
+    from microgpt.model import parameter_shapes
+    worst = -2.2250738585072014e-308  # 24 characters
+    config = GPTConfig(vocab_size=40, n_layer=2, n_embd=8, n_head=2, block_size=5)
+    model = GPT(config, tokenizer=CharTokenizer([chr(0x1F600 + i) for i in range(39)]))  # escaped pairs
+    for p in model.params:
+        p.data = worst
+    n = sum(a * b for a, b in parameter_shapes(config).values())
+    state = {'step': 1, 'run': {}, 'data_sha256': '0' * 64, 'adam': {'t': 1, 'm': [worst] * n, 'v': [worst] * n},
+             'val_loss': None}
+    path = tmp_path / 'model.json'
+    save_checkpoint(str(path), model, state)
+    size, bound = path.stat().st_size, checkpoint_bytes(str(path), config)
+    assert size <= bound < 1.1 * size + 4096
+
+
+def test_a_log_that_cannot_grow_is_one_line_and_the_checkpoint_kept(tmp_path, names_file, capsys):
+    """Issue 17.7 and 17.9: a full disk (/dev/full, for real) where the log goes ended in a
+    traceback after the one-line error, because closing the log flushed again."""
+    out = tmp_path / 'model.json'
+    (tmp_path / 'model.log.jsonl').symlink_to('/dev/full')
+    code, _, err = run(train.main, train_args(names_file, out, '--steps', '4'), capsys)
+    assert_one_line_error(code, err, f'could not write the log {tmp_path / "model.log.jsonl"}: the disk is full; '
+                                     'this run saved nothing yet')
+    assert files_of(tmp_path) == {'model.log.jsonl': ('link', '/dev/full')}
+
+
+def test_a_file_size_limit_on_the_log_is_one_line(tmp_path, names_file):
+    """Issue 17.7 under a real `ulimit -f`: the log outgrows 16 kB (the checkpoint, of a very
+    small model, fits), one line, exit 2, and the checkpoint saved before is whole."""
+    resource = pytest.importorskip('resource')
+    out = tmp_path / 'model.json'
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+    result = subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', names_file,
+                             '--out', str(out), '--n-embd', '2', '--n-head', '1', '--block-size', '4',
+                             '--steps', '5000', '--save-every', '20', *QUIET], cwd=tmp_path, preexec_fn=limit,
+                            capture_output=True, text=True, timeout=120)
+    assert_one_line_error(result.returncode, result.stderr, 'the file would exceed the file-size limit (ulimit -f); '
+                                                            f'{out} holds step ')
+    saved = read_checkpoint(str(out))['train_state']['step']
+    assert saved % 20 == 0 and f'holds step {saved}: resume with' in result.stderr
+
+
+def test_a_log_linked_to_dev_null_is_written_to_and_left_a_link(tmp_path, names_file, capsys):
+    """Issue 17.9: `ln -s /dev/null model.log.jsonl`, a common way to silence a log, ended in
+    OSError from truncate(). A device is written to, never truncated, read or locked."""
+    out = tmp_path / 'model.json'
+    (tmp_path / 'model.log.jsonl').symlink_to('/dev/null')
+    assert run(train.main, train_args(names_file, out, '--steps', '3'), capsys)[0] == 0
+    assert run(train.main, ['--out', str(out), '--resume', '--steps', '5'], capsys)[0] == 0
+    assert read_checkpoint(str(out))['train_state']['step'] == 5
+    assert os.readlink(tmp_path / 'model.log.jsonl') == '/dev/null'
+
+
+def test_a_learning_rate_that_explodes_stops_before_the_log_holds_what_lab_loss_refuses(tmp_path, names_file, capsys):
+    """Issue 17.13: --lr 1e10 finished with exit 0 and a log of losses of 1e32 that lab loss
+    refuses. A loss beyond limits.MAX_LOSS is divergence now; the log it leaves is readable."""
+    from microgpt.lab.loss import read_log
+    out = tmp_path / 'model.json'
+    code, _, err = run(train.main, train_args(names_file, out, '--steps', '20', '--lr', '1e10'), capsys)
+    assert code == 1
+    assert_one_line_error(code, err, 'more than any log keeps (1e+06) at step ')
+    assert 'training diverged): lower --lr (now 10000000000.0)' in err
+    train_records, _ = read_log(str(out)[:-len('.json')] + '.log.jsonl')
+    assert train_records and not out.exists()
+
+
+def test_a_log_over_the_size_cap_is_refused_on_resume_without_reading_it(finished, capsys):
+    """Issue 17.14: --resume read a 3 GB log whole (25 s, 6.4 GB of memory). Every reader stops
+    at 1 GiB: a sparse file one byte over it is refused at once, and left as it was."""
+    log = finished.parent / 'model.log.jsonl'
+    with open(log, 'r+b') as f:
+        f.truncate(microgpt.limits.MAX_FILE_BYTES + 1)  # sparse: no disk used
+    t0 = time.monotonic()
+    code, _, err = run(train.main, ['--out', str(finished), '--resume', '--steps', '8'], capsys)
+    assert_one_line_error(code, err, f'the log {log} is larger than 1,024 MiB, the most microgpt reads')
+    assert time.monotonic() - t0 < 5 and log.stat().st_size == microgpt.limits.MAX_FILE_BYTES + 1
+
+
+def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys):
+    """A crash can leave megabytes of NUL bytes with no newline: skipped in pieces of
+    MAX_LOG_LINE, never held whole, and the good lines around them kept."""
+    from microgpt.runlog import MAX_LOG_LINE, _lines
+    import io
+    pieces = list(_lines(io.BytesIO(b'a\n' + b'\0' * 3_000_000 + b'\nb\n' + b'c' * 10)))
+    assert pieces == [b'a\n', b'b\n', b'c' * 10 + b'\n']
+    log = finished.parent / 'model.log.jsonl'
+    good = log.read_bytes()
+    log.write_bytes(good + b'\0' * (4 * MAX_LOG_LINE + 7))
+    assert run(train.main, ['--out', str(finished), '--resume', '--steps', '6'], capsys)[0] == 0
+    assert [e['step'] for e in losses(log_of(finished))] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_thousand_folders_deep_out_is_made_and_a_deeper_one_is_one_line(tmp_path, names_file, capsys, monkeypatch):
+    """Issue 17.16: os.makedirs recursed once a folder and ended in RecursionError. Folders are
+    made in a loop now: 1,000 deep works (whatever the recursion limit), and a path longer than
+    the system takes (2,100 folders, over 4,096 characters) is the file system's one line."""
+    monkeypatch.chdir(tmp_path)
+    out = 'a/' * 1000 + 'model.json'
+    try:
+        assert run(train.main, train_args(names_file, out, '--steps', '2'), capsys)[0] == 0
+        assert read_checkpoint(out)['train_state']['step'] == 2
+        deeper = 'b/' * 2100 + 'model.json'
+        code, stdout, err = run(train.main, train_args(names_file, deeper, '--steps', '2'), capsys)
+        assert_one_line_error(code, err, 'the file name is too long: choose another --out')
+        assert stdout == '' and sorted(os.listdir(tmp_path)) == ['a']
+    finally:  # by hand, from the bottom: pytest's recursive cleanup would hit the recursion limit
+        folder = os.path.dirname(out)
+        for name in os.listdir(folder) if os.path.isdir(folder) else []:
+            os.remove(os.path.join(folder, name))
+        while folder:
+            if os.path.isdir(folder):
+                os.rmdir(folder)
+            folder = os.path.dirname(folder)
+
+
+def test_a_symlink_loop_at_out_is_refused_and_stays_a_link(tmp_path, names_file, capsys):
+    """A link to itself was replaced by a regular file."""
+    loop = tmp_path / 'loop.json'
+    loop.symlink_to(loop)
+    code, _, err = run(train.main, train_args(names_file, loop, '--steps', '2'), capsys)
+    assert_one_line_error(code, err, f'--out {loop} is a symbolic link that loops back on itself')
+    assert files_of(tmp_path) == {'loop.json': ('link', str(loop))}
+
+
+def test_a_diverging_run_is_said_to_diverge_and_a_stable_one_is_not(tmp_path, names_file, capsys):
+    """Slow divergence (lr 0.3 to 100) finished with exit 0 and no word. A loss far above
+    ln(vocab_size) is a warning on stderr while the run goes and at its end; the default lr
+    never gives one (the negative control)."""
+    code, _, err = run(train.main, train_args(names_file, tmp_path / 'hot.json', '--steps', '60', '--lr', '1.0',
+                                              '--engine', 'numpy'), capsys)
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith('warning: the run is diverging: after step 50, the mean of '
+                                                   'the last 50 training losses is ')
+    assert lines[1].startswith('warning: the run ended diverging: after step 60')
+    assert 'far above ln(26) = 3.26' in lines[0] and lines[0].endswith('lower --lr (now 1.0)')
+    code, _, err = run(train.main, train_args(names_file, tmp_path / 'cool.json', '--steps', '60'), capsys)
+    assert code == 0 and err == ''
+
+
+def test_the_engines_agree_while_a_run_is_stable(tmp_path, names_file, capsys):
+    """The reading guide says why the scalar and numpy engines part in a chaotic run (rounding,
+    amplified): at the default lr, 100 steps of either give the same losses to ENGINE_TOL."""
+    logs = []
+    for engine in ('scalar', 'numpy'):
+        out = tmp_path / f'{engine}.json'
+        assert run(train.main, train_args(names_file, out, '--steps', '100', '--engine', engine), capsys)[0] == 0
+        logs.append(losses(log_of(out)))
+    assert [e['step'] for e in logs[0]] == [e['step'] for e in logs[1]] == list(range(1, 101))
+    assert max(abs(a['loss'] - b['loss']) for a, b in zip(*logs)) < ENGINE_TOL
+
+
+@pytest.mark.parametrize('content, docs', [
+    ('\ufeffemma\nava\n'.encode(), ['emma', 'ava']),                         # a BOM: not a character
+    (b'emma\rava\rmia', ['emma', 'ava', 'mia']),                            # CR alone (old Mac)
+    (b'emma\r\nava\r\n\r\nmia\r\n', ['emma', 'ava', 'mia']),                # CRLF, a blank line
+    ('jose\u0301\nzoe\u0308\n'.encode(), ['jos\u00e9', 'zo\u00eb']),        # NFD becomes NFC
+], ids=['bom', 'cr', 'crlf', 'nfd'])
+def test_odd_but_honest_data_is_read_as_meant(tmp_path, content, docs):
+    from microgpt.data import load_docs
+    path = tmp_path / 'names.txt'
+    path.write_bytes(content)
+    assert load_docs(str(path)) == docs
+
+
+@pytest.mark.parametrize('content, fragment', [
+    (b'emma\nav\x00a\n', 'line 2 holds the control character U+0000'),
+    (b'emma\rava\rm\x1bia', 'line 3 holds the control character U+001B'),
+    (b'emma\tcount\n', 'line 1 holds the control character U+0009'),
+    (b'emma\rava\rmi\xffa', 'line 3 is not valid UTF-8'),
+], ids=['nul', 'escape-after-cr-lines', 'tab', 'bad-utf8-after-cr-lines'])
+def test_control_characters_in_data_are_one_line(tmp_path, capsys, content, fragment):
+    data = tmp_path / 'names.txt'
+    data.write_bytes(content)
+    code, stdout, err = run(train.main, ['--data', str(data), '--out', str(tmp_path / 'm.json')], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert stdout == '' and sorted(os.listdir(tmp_path)) == ['names.txt']
+
+
+def test_a_model_trained_on_nfd_text_samples_an_nfc_prompt(tmp_path, capsys):
+    """Tokens are code points: e + U+0301 and the precomposed é were two vocabularies. Both the
+    data and sample.py's prompt are NFC now, so either spelling works."""
+    from microgpt import sample
+    data = tmp_path / 'names.txt'
+    data.write_bytes('jose\u0301\nrene\u0301e\nchloe\n'.encode())
+    out = tmp_path / 'm.json'
+    assert run(train.main, ['--data', str(data), '--out', str(out), '--steps', '2', '--val-size', '0',
+                            *TINY, *QUIET], capsys)[0] == 0
+    assert '\u0301' not in read_checkpoint(str(out))['vocab'] and '\u00e9' in read_checkpoint(str(out))['vocab']
+    for prompt in ('jos\u00e9', 'jose\u0301'):
+        code, names, err = run(sample.main, ['--ckpt', str(out), '--num', '2', '--prompt', prompt], capsys)
+        assert code == 0, err
+        assert all(n.startswith('jos\u00e9') for n in names.splitlines())
+
+
+def test_top_k_is_capped_by_the_models_vocabulary(tiny_ckpt, capsys):
+    """sample.py took --top-k up to 1,114,113 where the web lab refuses more than vocab_size."""
+    from microgpt import sample
+    code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, '--top-k', '27'], capsys)
+    assert_one_line_error(code, err, "--top-k 27 is more than the model's 26 tokens: use 1..26")
+    assert out == ''
+    assert run(sample.main, ['--ckpt', tiny_ckpt, '--top-k', '26', '--num', '3'], capsys)[0] == 0
+
+
+def test_resuming_with_more_steps_says_the_learning_rate_jumps(finished, capsys):
+    """The decay is spread over the new total: step 4 of 4 trained at lr 0.01/4, step 5 of 8
+    trains at 0.01 * 4/8. The rule is in --help, and the jump is printed when it happens."""
+    code, stdout, _ = run(train.main, ['--out', str(finished), '--resume', '--steps', '8'], capsys)
+    assert code == 0
+    assert ('note: the learning rate now decays to 0 over 8 steps instead of 4: step 4 trained at lr 0.0025, '
+            'step 5 trains at 0.005') in stdout
+    assert [e['lr'] for e in losses(log_of(finished))][3:5] == [learning_rate(0.01, 3, 4), learning_rate(0.01, 4, 8)]
+    with pytest.raises(SystemExit):
+        train.parse_args(['--help'])
+    assert 'the learning rate\'s decay is then spread over the new total' in ' '.join(capsys.readouterr().out.split())
+
+
+def test_a_reproduce_original_run_resumes_with_more_steps(tmp_path, names_file, capsys, monkeypatch):
+    """It was a dead end: --resume --steps 1200 said "--steps 1200 would change the original's run
+    ... drop --reproduce-original", a flag the user never passed. It continues now, and says
+    that from there on it is no longer the original's run."""
+    from test_cli import interrupt_after
+    out = tmp_path / 'model.json'
+    interrupt_after(monkeypatch, 3)
+    code, _, _ = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out),
+                                  '--num-samples', '0', '--eval-every', '0'], capsys)
+    monkeypatch.undo()
+    assert code == 130
+    code, stdout, err = run(train.main, ['--out', str(out), '--resume', '--steps', '5', '--num-samples', '0'], capsys)
+    assert code == 0, err
+    assert "note: the original microgpt.py trains 1000 steps: from step 4 this is no longer the original's run" in stdout
+    assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3, 4, 5]
+    assert read_checkpoint(str(out))['train_state']['run']['reproduce_original'] is True
+
+
+def test_edited_data_with_new_characters_says_the_data_changed(tmp_path, capsys):
+    data = tmp_path / 'names.txt'
+    data.write_text('\n'.join(TINY_NAMES[:10]), encoding='utf-8')
+    out = tmp_path / 'model.json'
+    assert run(train.main, ['--data', str(data), '--out', str(out), '--steps', '3', '--val-size', '0',
+                            *TINY, *QUIET], capsys)[0] == 0
+    before = files_of(tmp_path)
+    data.write_text('\n'.join(TINY_NAMES[:10] + ['Zoë']), encoding='utf-8')  # Z and ë: new characters
+    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '6'], capsys)
+    assert_one_line_error(code, err, f'the data ({data}) changed since {out} was saved')
+    assert {k: v for k, v in files_of(tmp_path).items() if k != 'names.txt'} == \
+        {k: v for k, v in before.items() if k != 'names.txt'}
+
+
+def test_resume_drops_log_lines_that_lab_loss_would_refuse(finished, capsys):
+    from microgpt.lab.loss import read_log
+    log = finished.parent / 'model.log.jsonl'
+    log.write_bytes(log.read_bytes() + b'{"step": 3}\n{"step": 2, "loss": 1e400}\n{"step": 1, "val_loss": -1}\n')
+    assert run(train.main, ['--out', str(finished), '--resume', '--steps', '6'], capsys)[0] == 0
+    train_records, _ = read_log(str(log))
+    assert [s for s, _, _ in train_records] == [1, 2, 3, 4, 5, 6]
+    assert b'1e400' not in log.read_bytes() and b'{"step": 3}\n' not in log.read_bytes()
+
+
+def test_help_shows_every_real_default_and_the_resume_rule(capsys):
+    """Issue 16.5: the flags defaulted to None, the real values hid in run.py; now --help shows
+    each one, and a resumed run's rule is one table (run.ON_RESUME), named in --help."""
+    from microgpt.run import ON_RESUME, SAVED
+    with pytest.raises(SystemExit):
+        train.parse_args(['--help'])
+    raw = capsys.readouterr().out
+    text = ' '.join(raw.split())
+    entries = {}  # each flag's entry: from its line '  --flag ...' to the next such line
+    for chunk in re.split(r'\n(?=  --)', raw.split('show this help message and exit')[1]):
+        entries[chunk.split()[0]] = ' '.join(chunk.split())
+    args, given = train.parse_args([])
+    assert given == set()
+    for name, value in vars(args).items():
+        if value is not None and not isinstance(value, bool):
+            flag = '--' + name.replace('_', '-')
+            assert f'(default {value})' in entries[flag], flag
+    assert 'stay the run\'s (they decide its losses); --steps may grow' in text
+    assert set(ON_RESUME) <= set(vars(args)) and set(SAVED) == set(ON_RESUME) - {'n_layer', 'n_embd', 'n_head',
+                                                                                  'block_size'}
+    assert train.parse_args(['--seed', '42', '--no-shuffle'])[1] == {'seed', 'shuffle'}

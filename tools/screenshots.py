@@ -1,5 +1,6 @@
 """
-Screenshots of the web lab's pages for the README: `make screenshots` writes docs/img/lab-*.png.
+Screenshots of the web lab's pages for the README: `make screenshots` writes docs/img/lab-*.png,
+each page at 1280 px wide (lab-NAME.png) and at a phone's 390 px (lab-NAME-390.png).
 
     python tools/screenshots.py                       # trains a checkpoint first (about 10 s)
     python tools/screenshots.py --ckpt out/model.json
@@ -24,8 +25,8 @@ from microgpt.lab.serve import make_server  # noqa: E402
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
-WIDTH = 1100  # CSS pixels; pages are cut at HEIGHT so each PNG stays small
-HEIGHT = 760
+WIDTHS = ((1280, 760, ''), (390, 844, '-390'))  # CSS pixels (width, height, file suffix); each
+                                               # PNG is cut at the height, so it stays small
 
 
 def main():
@@ -48,20 +49,27 @@ def main():
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={'width': WIDTH, 'height': HEIGHT})
-                shoot(page, server.url, args.out_dir, args.train_steps)
+                for width, height, suffix in WIDTHS:
+                    page = browser.new_page(viewport={'width': width, 'height': height})
+                    shoot(page, server.url, args.out_dir, args.train_steps, suffix)
+                    page.close()
                 browser.close()
         finally:
-            server.lab.trainer.shutdown()
+            server.lab.runs.shutdown()
             server.shutdown()
             server.server_close()
 
 
-def shoot(page, url, out_dir, train_steps):
+def shoot(page, url, out_dir, train_steps, suffix=''):
     def save(name):
-        path = os.path.join(out_dir, f'lab-{name}.png')
+        path = os.path.join(out_dir, f'lab-{name}{suffix}.png')
         page.screenshot(path=path)
         print(f"wrote {path} ({os.path.getsize(path) // 1024} KiB)")
+
+    def drawn(name):
+        page.goto(url + name)
+        page.wait_for_selector('body[data-drawn]', state='attached')
+        page.wait_for_load_state('networkidle')
 
     page.goto(url + 'overview')
     page.wait_for_selector('.position')
@@ -74,6 +82,29 @@ def shoot(page, url, out_dir, train_steps):
     page.locator('td.filled[data-head="1"][data-query="4"][data-key="1"]').click()
     page.wait_for_selector('#detail-weight')
     save('attention')
+
+    drawn('byhand')  # the Czech lesson's preset
+    save('byhand')
+
+    drawn('phases')  # an earlier query, so the mask shows; the weighted sum of the values
+    page.select_option('#query', '3')
+    page.wait_for_selector('#query option[value="3"]:checked', state='attached')
+    page.wait_for_load_state('networkidle')
+    page.click('button[data-phase=weighted]')
+    page.wait_for_selector('#stage g.chip.future', state='attached')
+    save('phases')
+
+    drawn('scaling')  # d = 256 without scaling: the warning
+    page.uncheck('#scale')
+    page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')
+    page.wait_for_selector('#vanishing:not([hidden])')
+    save('scaling')
+
+    drawn('embeddings')
+    save('embeddings')
+
+    drawn('loss')
+    save('loss')
 
     page.goto(url + 'autograd')
     page.fill('#expression', 'relu(a * b + c) * a')
@@ -93,8 +124,9 @@ def shoot(page, url, out_dir, train_steps):
     save('step')
 
     page.goto(url + 'training')
-    page.fill('#steps', str(train_steps))
-    page.click('#start')
+    if not suffix:  # one run, started at the first width; the second shows it finished
+        page.fill('#steps', str(train_steps))
+        page.click('#start')
     page.wait_for_selector('#open-run', timeout=120_000)
     save('training')
 

@@ -21,6 +21,8 @@ command reproduces each of its numbers; docs/reading-guide.md maps the commands 
 and to the lessons' exercises.
 
 This subpackage is the one place in microgpt/ that imports numpy: the core modules (engine,
-model, training, ...) stay pure standard library. Each command lives in its own file, and
-__main__.py holds the command line that dispatches to them.
+model, training, ...) stay pure standard library. Each sandbox lives in its own file, with one
+compute() returning plain data and one render() for the terminal; registry.py declares every
+sandbox and its parameters once, and the command line (__main__.py), the web API (api.py,
+serve.py) and the web navigation are all built from it.
 """

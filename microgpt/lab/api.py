@@ -2,8 +2,12 @@
 The web lab's JSON API: each route takes a small JSON object and returns the numbers that
 a lab function computes, made JSON-ready. Nothing here computes the model itself.
 
-    lab = Lab(Checkpoints('out/model.json'), trainer)
-    lab.attention({'ckpt': 'start', 'text': 'anna', 'head': 1})   # -> a dict for json.dumps
+    lab = Lab(Checkpoints('out/model.json'), runs)
+    lab.sandbox('attention', {'ckpt': 'start', 'text': 'anna', 'head': 1})  # -> a dict for json.dumps
+
+Every sandbox route is POST /api/NAME for a sandbox of registry.SANDBOXES: its fields are the
+sandbox's Params, read and range-checked here exactly as the command line checks its flags
+(the same numbers, declared once), and the answer is the module's compute() dict.
 
 serve.py maps URLs to these methods and turns their exceptions into HTTP answers: an
 ApiError carries its own status, a UserError from the lab (an unknown character, a head out
@@ -12,22 +16,17 @@ A request never names a file: a model is picked by the id of a checkpoint the se
 (the one given at start, and those its own training runs wrote).
 """
 
+import importlib
 import math
 import os
 import threading
 
 import numpy as np
 
-from .. import sampling
-from ..checks import check_prompt
 from ..errors import UserError
-from . import attention, autograd, overview, sampler, step
-from .loading import load_model
-
-# Limits on what one request may ask for: enough for any lesson, small enough to stay quick.
-MAX_TEXT = 64           # characters of a name or prompt (the block is shorter anyway)
-MAX_NAMES = 50          # names per sampling request
-MAX_TOP = 50            # most likely characters per position on the overview
+from ..run import log_path_for
+from . import registry
+from .loading import load_model, load_scalar_model, no_overflow
 
 
 class ApiError(Exception):
@@ -43,24 +42,65 @@ def field(body, name, kind, default=None, low=None, high=None):
     """body[name] checked to be of `kind` (int, float, bool, str) and within [low, high].
 
     A missing field takes `default`; without a default it is an error. JSON numbers arrive
-    as int or float, so a float field accepts an int, and an int field refuses 2.5 and true.
+    as int or float, so a float field accepts an int (one too large for a float is refused,
+    not an OverflowError), and an int field refuses 2.5 and true.
     """
+    return read_param(body, registry.Param(name, kind, default, low, high, required=default is None))
+
+
+def read_param(body, p):
+    """The value of Param p in a request body: its kind and range checked as the command line
+    checks them (registry.Param.check), a 400 ApiError naming the field otherwise."""
+    name = p.name
     if name not in body or body[name] is None:
-        if default is None:
+        if p.required:
             raise ApiError(400, f"the request needs the field {name!r}")
-        return default
+        return list(p.default) if p.many else p.default
     value = body[name]
+    if p.kind == 'values':
+        return read_values(name, value, p)
+    if p.many:
+        if not isinstance(value, list) or not 1 <= len(value) <= registry.MAX_MANY:
+            raise ApiError(400, f"{name!r} must be a list of 1..{registry.MAX_MANY} values")
+        value = [one_value(name, v, p) for v in value]
+    else:
+        value = one_value(name, value, p)
+    try:
+        return p.check(value, repr(name))
+    except UserError as e:
+        raise ApiError(400, str(e)) from None
+
+
+def one_value(name, value, p):
+    kind = p.kind
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > 1e308:  # JSON's integers are unbounded; float(10**400) would overflow
+            raise ApiError(400, f"{name!r} is a {len(str(abs(value)))}-digit integer: give a number "
+                                f"in {p.range_text() or 'range'}")
         value = float(value)
     if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
         raise ApiError(400, f"{name!r} must be {KIND_NAMES[kind]}, got {value!r:.40}")
     if kind is float and not math.isfinite(value):
         raise ApiError(400, f"{name!r} must be a finite number")
-    if kind is str and len(value) > (high or MAX_TEXT):
-        raise ApiError(400, f"{name!r} is {len(value)} characters long; at most {high or MAX_TEXT}")
-    if kind in (int, float) and ((low is not None and value < low) or (high is not None and value > high)):
-        raise ApiError(400, f"{name!r} is {value}; it must lie in {low}..{high}")
+    most = p.high if (kind is str and p.high) else registry.MAX_TEXT
+    if kind is str and len(value) > most:
+        raise ApiError(400, f"{name!r} is {len(value)} characters long; at most {most}")
     return value
+
+
+def read_values(name, values, p):
+    """A {variable: number} field: at most MAX_VARIABLES, each a number within p's range."""
+    if not isinstance(values, dict) or len(values) > registry.MAX_VARIABLES:
+        raise ApiError(400, f"{name!r} must be an object of at most {registry.MAX_VARIABLES} {{name: number}}")
+    out = {}
+    for key, value in values.items():
+        # JSON's integers are unbounded: 1e400 written out in digits has no float
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                isinstance(value, float) and math.isfinite(value) or isinstance(value, int)) \
+                or not p.low <= value <= p.high:
+            raise ApiError(400, f"the value of {key!r:.40} must be a number in {p.low:g}..{p.high:g}")
+        out[key] = float(value)
+    return out
 
 
 KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 'a string'}
@@ -139,132 +179,90 @@ class Checkpoints:
                 if ckpt_id == 'start':
                     raise
                 continue
-            out.append({'id': ckpt_id, 'label': label,
+            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(self.model(ckpt_id)),
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out
 
 
-STEP_WAIT = 30.0  # seconds a step request waits for the one being computed
+def trained_lr(model):
+    """The learning rate a checkpoint says it was trained with, or None (the Step page's start)."""
+    run = (model.train_state or {}).get('run')
+    lr = run.get('lr') if isinstance(run, dict) else None
+    ok = isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0
+    return lr if ok else None
+
+
+WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed
 
 
 # ---------------------------------------------------------------------------- the routes
 class Lab:
-    """One method per API route: body (a dict parsed from JSON) -> a JSON-ready dict."""
+    """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
+    server's own: config, and the Training page's train_start / train_stop / train_status."""
 
-    def __init__(self, checkpoints, trainer):
+    def __init__(self, checkpoints, runs):
         self.checkpoints = checkpoints
-        self.trainer = trainer
-        # one step at a time: the scalar engine's graph of a step on a large model takes
-        # seconds and hundreds of MB (n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB),
-        # so a burst of requests must not build many at once. A request waits its turn for up
-        # to STEP_WAIT seconds (a learner who types a second name before the first is drawn
-        # gets both), then is told to try again.
-        self.step_gate = threading.Lock()
-
-    def _model(self, body):
-        return self.checkpoints.model(field(body, 'ckpt', str, 'start'))
+        self.runs = runs
+        # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
+        # seconds and hundreds of MB: n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB) takes
+        # requests in turn: one waits up to WAIT seconds (a learner who types a second name
+        # before the first is drawn gets both), then is told to try again
+        self.gates = {}
+        self.gates_lock = threading.Lock()
 
     def config(self, body):
-        """The checkpoints to choose from, and what the Training page may offer."""
+        """The checkpoints to choose from, the pages to navigate, what the Training page offers."""
         return {'checkpoints': self.checkpoints.listing(),
-                'features': {'training': self.trainer.options()}}
+                'pages': [{'name': name, 'title': title} for name, title in registry.pages()],
+                'features': {'training': self.runs.options()}}
 
-    def overview(self, body):
-        """overview.predictions at every position, their mean loss, and one continuation."""
-        model = self._model(body)
-        text = field(body, 'text', str)
-        top = field(body, 'top', int, 5, 1, MAX_TOP)
-        temperature = field(body, 'temperature', float, 0.5, 1e-3, 100.0)
-        seed = field(body, 'seed', int, 42, 0, 2 ** 32 - 1)
-        rows = overview.predictions(model, text, top)
-        vocab_size = model.config.vocab_size
-        return jsonable({'text': text, 'positions': rows,
-                         'mean_loss': sum(r['loss'] for r in rows) / len(rows),
-                         'uniform_loss': math.log(vocab_size), 'vocab_size': vocab_size,
-                         'continuation': overview.continuation(model, text, temperature, seed),
-                         'temperature': temperature, 'seed': seed})
-
-    def attention(self, body):
-        """attention.attention_view: one head and query in detail, and every head's weights."""
-        model = self._model(body)
-        query = body.get('query')
-        scale = field(body, 'scale', bool, True)
-        view = attention.attention_view(
-            model, field(body, 'text', str), field(body, 'layer', int, 0, 0, 1000),
-            field(body, 'head', int, 0, 0, 1000),
-            None if query is None else field(body, 'query', int, 0, 0, 1000),
-            scale=scale, temperature=field(body, 'temperature', float, 1.0, 1e-3, 100.0))
-        keep = ('query', 'labels', 'q', 'keys', 'values', 'products', 'raw', 'scores', 'weights',
-                'weighted_values', 'out', 'all_heads', 'stats')
-        out = {k: view[k] for k in keep}
-        head_dim = model.config.head_dim
-        # q.k after the model's 1/sqrt(head_dim) (or not, with scale off), before the temperature
-        out['scaled'] = view['raw'] * (head_dim ** -0.5 if scale else 1.0)
-        out['head_dim'] = head_dim
-        return jsonable(out)
-
-    def autograd(self, body):
-        """autograd.explore: the graph's nodes in topological order, each with data and grad."""
-        expression = field(body, 'expression', str, high=autograd.MAX_LENGTH)
-        values = body.get('values', {})
-        if not isinstance(values, dict) or len(values) > 50:
-            raise ApiError(400, "'values' must be an object of at most 50 {name: number}")
-        for name, value in values.items():
-            # JSON's integers are unbounded: 1e400 written out in digits has no float
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300:
-                raise ApiError(400, f"the value of {name!r:.40} must be a number of at most 1e300")
-        # the page sends values for the variables it knows of; a new variable starts at 1,
-        # and a value whose variable was deleted from the expression is dropped
-        _, variables = autograd.parse_expression(expression)
-        given = {n: float(values.get(n, 1.0)) for n in variables}
-        root, leaves, names = autograd.explore(expression, [f'{n}={v!r}' for n, v in given.items()])
-        nodes = [{'label': names.get(node) or op or 'leaf', 'op': op, 'data': data, 'grad': grad,
-                  'inputs': children, 'variable': next((n for n, l in leaves.items() if l is node), None)}
-                 for node, op, data, grad, children in autograd.graph_rows(root)]
-        return jsonable({'expression': expression.strip(), 'value': root.data, 'nodes': nodes,
-                         'variables': {n: {'value': l.data, 'grad': l.grad} for n, l in leaves.items()}})
-
-    def sample(self, body):
-        """The next-character distribution after [BOS] + prompt, and names drawn by
-        microgpt.sampling, at the given temperature and top-k; beside them lesson 04's sandbox,
-        the same distribution at several temperatures (microgpt.lab.sampler.sample_view)."""
-        model = self._model(body)
-        prompt = field(body, 'prompt', str, '')
-        temperature = field(body, 'temperature', float, 0.5, 0.0, 100.0)
-        num = field(body, 'num', int, 10, 1, MAX_NAMES)
-        seed = field(body, 'seed', int, 42, 0, 2 ** 32 - 1)
-        options = {'temperature': temperature, 'seed': seed, 'prompt': prompt}
-        top_k = body.get('top_k')
-        if top_k is not None:
-            options['top_k'] = field(body, 'top_k', int, 0, 1, model.config.vocab_size)
-        ids = [model.tokenizer.bos] + check_prompt(model.tokenizer, model.config.block_size, prompt)
-        names = sampling.sample_names(model, num=num, **options)
-        logits = model.next_logits_fn()(ids)
-        probs = sampling.probabilities(logits, temperature, options.get('top_k'))
-        chars = [overview.token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
-        out = {'prompt': prompt, 'names': names, 'distribution': [{'char': c, 'p': p} for c, p in zip(chars, probs)],
-               **options}
-        out['sandbox'] = sampler.sample_view(model, **options)
-        return jsonable(out)
-
-    def step(self, body):
-        """Lesson 04's training step on the chosen checkpoint: lab step's numbers (step_view)."""
-        path = self.checkpoints.path(field(body, 'ckpt', str, 'start'))
-        text, lr = field(body, 'text', str), field(body, 'lr', float, 0.01, 0.0, 10.0)
-        if not self.step_gate.acquire(timeout=STEP_WAIT):
-            raise ApiError(503, "another step is being computed: try again when it has ended")
+    def sandbox(self, name, body):
+        """POST /api/NAME: the request's fields read as the registry declares them, the model
+        it names loaded, the module's compute() called; its dict, made JSON-ready."""
+        s = registry.get(name)
+        params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
+        module = importlib.import_module(s.module_name)
+        if s.model is None:
+            return public(module.compute(**params))
+        ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
+        if s.model == 'log':
+            return public(module.compute(log_path_for(self.checkpoints.path(ckpt_id)), **params))
+        if not s.one_at_a_time:
+            return public(self._compute(s, module, ckpt_id, params))
+        gate = self.gate(name)
+        if not gate.acquire(timeout=WAIT):
+            raise ApiError(503, f"another {name} is being computed: try again when it has ended")
         try:
-            return jsonable(step.step_view(path, text=text, lr=lr))
+            return public(self._compute(s, module, ckpt_id, params))
         finally:
-            self.step_gate.release()
+            gate.release()
+
+    def gate(self, name):
+        """The lock a one-at-a-time sandbox's requests take in turn."""
+        with self.gates_lock:
+            return self.gates.setdefault(name, threading.Lock())
+
+    def _compute(self, s, module, ckpt_id, params):
+        if s.model == 'scalar':  # fresh each time: compute may change its weights (a step)
+            model = load_scalar_model(self.checkpoints.path(ckpt_id))
+            registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
+            return module.compute(model, **params)
+        model = self.checkpoints.model(ckpt_id)
+        registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
+        with no_overflow():
+            return module.compute(model, **params)
 
     def train_start(self, body):
-        return self.trainer.start(body)
+        return self.runs.start(body)
 
     def train_stop(self, body):
-        return self.trainer.stop()
+        return self.runs.stop()
 
     def train_status(self, body):
-        return self.trainer.status(field(body, 'offset', int, 0, 0, 2 ** 40))
+        return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))
 
+
+def public(data):
+    """A compute() dict as the API sends it: JSON-ready, without its terminal-only '_' keys."""
+    return jsonable({k: v for k, v in data.items() if not str(k).startswith('_')})

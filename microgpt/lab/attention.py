@@ -25,7 +25,7 @@ itself against the weights the port's forward pass captured.
 import numpy as np
 
 from ..errors import UserError
-from .loading import describe, load_model, no_overflow, text_tokens
+from .loading import text_tokens
 from .render import MASKED, bar, number, shade, table, token_label
 from .rowstats import row_statistics, softmax
 
@@ -121,10 +121,10 @@ def _vec(x, spec='+.3f'):
     return '[' + ' '.join(number(v, spec) for v in x) + ']'
 
 
-def attention_view(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
+def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
     """head_view for TEXT after checking every choice, plus the query (resolved), the token
-    labels and the row statistics without and with the scaling: what the printout and the
-    web lab's attention page both show."""
+    labels, the scores after the 1/sqrt(head_dim) (before the temperature), and the row
+    statistics without and with the scaling: what the printout and the web page both show."""
     if not (np.isfinite(temperature) and temperature > 0):
         raise UserError(f"--temperature must be a finite number > 0, got {temperature}")
     token_ids = text_tokens(model, text)
@@ -137,19 +137,22 @@ def attention_view(model, text, layer=0, head=0, query=None, scale=True, tempera
         # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
         with np.errstate(invalid='ignore', over='ignore'):
             stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
-    view.update(query=query, labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
+    view.update(text=text, layer=layer, head=head, query=query, scale=scale, temperature=temperature,
+                head_dim=head_dim, n_head=model.config.n_head,
+                scaled=view['raw'] * (head_dim ** -0.5 if scale else 1.0),  # (t,)
+                labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
     return view
 
 
-def report(model, path, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
-    """The printout (a string) and the numbers behind it."""
-    view = attention_view(model, text, layer, head, query, scale, temperature)
+def render(view):
+    """The printout of compute's numbers."""
+    text, layer, head = view['text'], view['layer'], view['head']
+    scale, temperature = view['scale'], view['temperature']
     query, labels = view['query'], view['labels']
-    T, t, head_dim = len(labels), query + 1, model.config.head_dim
+    T, t, head_dim = len(labels), query + 1, view['head_dim']
     dims = [f'd{d}' for d in range(head_dim)]
 
-    lines = [describe(path, model),
-             f"text {text!r}: {T} position{'s' * (T != 1)}, the model reads BOS first",
+    lines = [f"text {text!r}: {T} position{'s' * (T != 1)}, the model reads BOS first",
              table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
              f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): "
              f"{_keys(0, query)} visible, " + (f"{_keys(query + 1, T - 1)} in the future" if t < T else
@@ -198,7 +201,7 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
     lines.append(table(('j', 'key', 'w_j', 'v_j', 'w_j * v_j'), rows, align='llrll'))
 
     # 4) every head, side by side
-    n_head = model.config.n_head
+    n_head = view['n_head']
     lines += ['', f"4) every head of layer {layer} at query {query}: its weights over the keys "
               f"(scaling and temperature as above; {MASKED} = masked)"]
     rows = []
@@ -229,23 +232,11 @@ def report(model, path, text, layer=0, head=0, query=None, scale=True, temperatu
                  "can move per unit change of the\n   scores (1/keys when uniform over two or more "
                  "keys, at most 0.5, near 0 when saturated,\n   and exactly 0 for one key: its "
                  "weight is 1 whatever its score).")
-    return '\n'.join(lines), view
+    return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()  # before the work, so a missing extra is the first thing said
-    model = load_model(args.ckpt, n_head=args.n_head)
-    with no_overflow():
-        text, view = report(model, args.ckpt, args.text, args.layer, args.head, args.query,
-                            scale=not args.no_scale, temperature=args.temperature)
-    print(text)
-    if args.png:
-        from .plot import attention_heatmaps
-        title = (f"{args.ckpt}: layer {args.layer}, {args.text!r}"
-                 + (', unscaled' if args.no_scale else '')
-                 + (f', temperature {args.temperature:g}' if args.temperature != 1 else ''))
-        attention_heatmaps(args.png, view['all_heads'], view['labels'], view['query'], title)
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, view, source):
+    from .plot import attention_heatmaps
+    title = (f"{source}: layer {view['layer']}, {view['text']!r}" + ('' if view['scale'] else ', unscaled')
+             + (f", temperature {view['temperature']:g}" if view['temperature'] != 1 else ''))
+    attention_heatmaps(path, view['all_heads'], view['labels'], view['query'], title)

@@ -21,17 +21,19 @@ import math
 import os
 import shutil
 import subprocess
+import warnings
 
 from ..engine import Value
 from ..errors import UserError
 from ..graph import graph_rows, graph_table, to_dot
+from . import registry
 from .render import number as format_number  # (number() here parses a literal)
 
 # The whole language. Anything not named here is an error.
 FUNCTIONS = {'exp': Value.exp, 'log': Value.log, 'relu': Value.relu}
 BINARY_OPS = {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**'}
 ALLOWED = "numbers, variables, + - * / **, unary minus, exp(), log(), relu() and parentheses"
-MAX_LENGTH = 1000  # characters: an expression to read, not a program
+MAX_LENGTH = registry.MAX_EXPRESSION  # characters: an expression to read, not a program
 MAX_DEPTH = 200    # nesting levels (a chain a+b+c+... counts one level per operator)
 
 # What to call the node types a learner is most likely to try, for the error message.
@@ -54,7 +56,11 @@ def parse_expression(text):
     if not text.strip():
         raise UserError(f"the expression is empty: write one with {ALLOWED}")
     try:
-        tree = ast.parse(text.strip(), mode='eval')
+        with warnings.catch_warnings():  # '0x1for': Python warns, then refuses; say it once, as an error
+            warnings.simplefilter('error', SyntaxWarning)
+            tree = ast.parse(text.strip(), mode='eval')
+    except SyntaxWarning as e:
+        raise UserError(f"cannot parse {_short(repr(text))}: {e}") from None
     except SyntaxError as e:
         where = f" at column {e.offset}" if e.offset else ''
         raise UserError(f"cannot parse {_short(repr(text))}: {e.msg}{where}") from None
@@ -167,24 +173,13 @@ OTHER_OPS = {ast.Mod: '%', ast.FloorDiv: '//', ast.MatMult: '@', ast.BitAnd: '&'
 # ---------------------------------------------------------------------------- variables
 def parse_assignments(items):
     """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}, with a clear error for anything else."""
-    values = {}
-    for item in items:
-        name, sep, text = item.partition('=')
-        name, text = name.strip(), text.strip()
-        if not sep or not name.isidentifier():
-            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
-                            "e.g. a=2")
-        if name in FUNCTIONS or name.startswith('_'):
-            raise UserError(f"{name!r} cannot be a variable name")
-        if name in values:
-            raise UserError(f"{name} is given twice")
-        try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"{item!r}: {text!r} is not a number") from None
-        if not math.isfinite(value):
-            raise UserError(f"{item!r}: the value must be a finite number")
-        values[name] = value
+    return check_names(registry.values_from_words(items, registry.get('autograd').param('values')))
+
+
+def check_names(values):
+    for name in values:
+        if not (isinstance(name, str) and name.isidentifier()) or name in FUNCTIONS or name.startswith('_'):
+            raise UserError(f"{name!r:.40} cannot be a variable name")
     return values
 
 
@@ -224,8 +219,16 @@ def build(node, source, leaves, names):
 
 def explore(text, assignments):
     """Parse, build, backward. Returns (root Value, {variable: leaf Value}, {Value: label})."""
+    return graph_of(text, parse_assignments(assignments))
+
+
+def graph_of(text, values, lenient=False):
+    """explore() for values already read: {name: number}. lenient (the web page, as its learner
+    types): a variable without a value starts at 1, and a value whose variable is gone is dropped."""
     tree, variables = parse_expression(text)
-    values = parse_assignments(assignments)
+    check_names(values)
+    if lenient:
+        values = {n: values.get(n, 1.0) for n in variables}
     missing = [v for v in variables if v not in values]
     if missing:
         raise UserError(f"no value for {', '.join(missing)}: add "
@@ -233,7 +236,7 @@ def explore(text, assignments):
     unused = [v for v in values if v not in variables]
     if unused:
         raise UserError(f"given a value but not used in the expression: {', '.join(unused)}")
-    leaves = {name: Value(values[name]) for name in variables}
+    leaves = {name: Value(float(values[name])) for name in variables}
     names = {leaf: name for name, leaf in leaves.items()}
     shown = _short(repr(text.strip()))
     try:
@@ -270,29 +273,44 @@ def _is_finite_real(x):
 
 
 # ---------------------------------------------------------------------------- the command
-def report(text, assignments):
-    """The explorer's printout, plus the pieces (for --dot and for tests)."""
-    root, leaves, names = explore(text, assignments)
-    given = ', '.join(f"{n} = {format_number(leaf.data, 'g')}" for n, leaf in leaves.items())
-    lines = [f"expression: {text.strip()}" + (f"   with {given}" if given else ''),
-             f"value: {format_number(root.data, '.6g')}",
-             f"nodes: {len(graph_rows(root))}",
+def compute(expression, values, lenient=False):
+    """The graph's nodes in topological order, each with data and grad and the nodes it reads,
+    the value, and each variable's value and grad; for the terminal, the table and the DOT text."""
+    root, leaves, names = graph_of(expression, values, lenient)
+    nodes = [{'label': names.get(node) or op or 'leaf', 'op': op, 'data': data, 'grad': grad,
+              'inputs': children, 'variable': next((n for n, l in leaves.items() if l is node), None)}
+             for node, op, data, grad, children in graph_rows(root)]
+    return {'expression': expression.strip(), 'value': root.data, 'nodes': nodes,
+            'variables': {n: {'value': l.data, 'grad': l.grad} for n, l in leaves.items()},
+            '_table': graph_table(root, names=names), '_dot': to_dot(root, names=names)}
+
+
+def render(d):
+    given = ', '.join(f"{n} = {format_number(v['value'], 'g')}" for n, v in d['variables'].items())
+    lines = [f"expression: {d['expression']}" + (f"   with {given}" if given else ''),
+             f"value: {format_number(d['value'], '.6g')}",
+             f"nodes: {len(d['nodes'])}",
              '',
              "The graph in topological order: every node comes after its inputs, so backward()",
              "can walk it from the bottom up. grad = d(output)/d(node); a node used twice (a",
              "diamond) adds up the grads from both uses.",
-             graph_table(root, names=names)]
-    if leaves:
+             d['_table']]
+    if d['variables']:
         lines += ['', "gradients of the inputs: " +
-                  '   '.join(f"{n}.grad = {format_number(leaf.grad, '.6g')}" for n, leaf in leaves.items())]
-    return '\n'.join(lines), root, names
+                  '   '.join(f"{n}.grad = {format_number(v['grad'], '.6g')}" for n, v in d['variables'].items())]
+    return '\n'.join(lines)
 
 
-def write_dot(path, root, names):
+def picture(path, d, source):
+    """Write the DOT file; render it to PNG beside it when Graphviz's `dot` is installed."""
+    return '\n'.join(write_dot(path, d['_dot']))
+
+
+def write_dot(path, dot_text):
     """Write the DOT file; render it to PNG beside it when Graphviz's `dot` is installed."""
     try:
         with open(path, 'w', encoding='utf-8') as f:
-            f.write(to_dot(root, names=names))
+            f.write(dot_text)
     except OSError as e:
         raise UserError(f"cannot write --dot {path}: {e.strerror}") from None
     lines = [f"wrote {path} (Graphviz DOT)"]
@@ -307,10 +325,3 @@ def write_dot(path, root, names):
         raise UserError(f"dot could not render {path}: {done.stderr.strip() or 'no message'}")
     lines.append(f"rendered {picture}")
     return lines
-
-
-def run(args):
-    text, root, names = report(args.expression, args.assignments)
-    written = write_dot(args.dot, root, names) if args.dot else []  # a bad path fails before output
-    print('\n'.join([text] + written))
-    return 0

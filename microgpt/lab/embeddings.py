@@ -17,7 +17,6 @@ rows: neighbouring positions tend to get similar embeddings.
 
 import numpy as np
 
-from .loading import describe, load_model, no_overflow
 from .render import number, table, token_label
 
 VOWELS = set('aeiouy')  # y counted as a vowel, as it mostly is at the end of names
@@ -50,7 +49,7 @@ def principal_components(rows, k=2):
     return coords, np.pad(share[:found], (0, k - found))          # (n, k), (k,)
 
 
-def embedding_view(model, neighbours=3):
+def compute(model, neighbours=3):
     """What the command shows, for a NumpyGPT: the wte projection, each row's nearest
     `neighbours` rows by cosine similarity, and the wte and wpe similarity matrices."""
     tok = model.tokenizer
@@ -63,7 +62,7 @@ def embedding_view(model, neighbours=3):
     for i in range(len(labels)):
         order = [j for j in np.argsort(-sim[i], kind='stable') if j != i][:neighbours]
         near.append([(labels[j], float(sim[i, j])) for j in order])
-    return {'labels': labels, 'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
+    return {'n_embd': model.config.n_embd, 'labels': labels, 'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
             'neighbours': near, 'wte_cosine': sim, 'wpe_cosine': cosine_matrix(wpe)}
 
 
@@ -82,9 +81,8 @@ def scatter(labels, coords, vowel, width=64, height=22):
     return ['  │' + ''.join(r).rstrip() for r in grid] + ['  └' + '─' * (width + 2)]
 
 
-def render(model, path, v):
-    lines = [describe(path, model),
-             f"wte: {len(v['labels'])} rows of {model.config.n_embd} numbers, projected on their two "
+def render(v):
+    lines = [f"wte: {len(v['labels'])} rows of {v['n_embd']} numbers, projected on their two "
              f"principal components (they hold {v['share'][0]:.0%} and {v['share'][1]:.0%} of the spread)",
              f"  → pc1, ↑ pc2; {VOWEL_MARK} marks a vowel, ^ is BOS", '']
     lines += scatter(v['labels'], v['coords'], v['vowel'])
@@ -110,16 +108,6 @@ def render(model, path, v):
     return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    model = load_model(args.ckpt, n_head=args.n_head)
-    with no_overflow():  # huge rows (a diverged model) would square past the largest float
-        v = embedding_view(model, args.neighbours)
-    print(render(model, args.ckpt, v))
-    if args.png:
-        from .plot import embedding_pictures
-        embedding_pictures(args.png, v, f"{args.ckpt}: what the embeddings learned")
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, v, source):
+    from .plot import embedding_pictures
+    embedding_pictures(path, v, f"{source}: what the embeddings learned")

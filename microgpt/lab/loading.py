@@ -26,10 +26,17 @@ def require_checkpoint(path):
 
 
 def load_model(path, n_head=None):
-    """A NumpyGPT with its tokenizer; a missing file says to train one first."""
+    """A NumpyGPT with its tokenizer; a missing file says to train one first. Its
+    `train_state` (how it was trained: the lab reads the data and the learning rate from it)
+    is kept beside it, as microgpt's own GPT keeps it."""
     require_checkpoint(path)
     import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
-    return inference.load_checkpoint(path, n_head=n_head)
+    from ..checkpoint import read_checkpoint
+    from ..tokenizer import CharTokenizer
+    ckpt = read_checkpoint(path, n_head=n_head)
+    model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
+    model.train_state = ckpt['train_state']
+    return model
 
 
 @contextlib.contextmanager

@@ -18,8 +18,7 @@ from ..checkpoint import is_our_checkpoint
 from ..errors import UserError
 from ..files import read_user_file
 from ..jsonio import parse_json
-from ..limits import MAX_LOSS, MAX_STEP
-from ..run import log_path_for
+from ..runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
@@ -30,7 +29,8 @@ def read_log(path):
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it. Every number
-    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it.
+    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it,
+    by run.log_record_problem: the rule by which train.py --resume keeps a log's lines.
     """
     if is_our_checkpoint(path):  # an easy slip: the checkpoint sits right beside its log
         raise UserError(_not_a_log(path))
@@ -47,21 +47,14 @@ def read_log(path):
                             hint="is this the training log (out/model.log.jsonl)?")
         if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
             raise UserError(_not_a_log(path))
-        if not isinstance(record, dict):
-            raise UserError(f"{path} line {number} is not a JSON object: not a train.py log line")
-        if 'step' not in record:
-            raise UserError(f"{path} line {number} has no integer 'step': not a train.py log line")
-        step = record['step']
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
-            raise UserError(f"{path} line {number}: 'step' is {_short(step)}, not an integer "
-                            f"from 0 to {MAX_STEP:,}: not a train.py log line")
+        problem = log_record_problem(record)  # the rule train.py's --resume keeps lines by
+        if problem:
+            raise UserError(f"{path} line {number}{problem}")
         if 'loss' in record:
-            train.append((step, _checked(path, number, record, 'loss', MAX_LOSS),
-                          _checked(path, number, record, 'lr', None) if 'lr' in record else None))
-        elif 'val_loss' in record:
-            val.append((step, _checked(path, number, record, 'val_loss', MAX_LOSS)))
+            train.append((record['step'], float(record['loss']),
+                          float(record['lr']) if 'lr' in record else None))
         else:
-            raise UserError(f"{path} line {number} has neither 'loss' nor 'val_loss'")
+            val.append((record['step'], float(record['val_loss'])))
     if not train:
         raise UserError(f"{path} holds no training steps: train for a few steps first")
     return train, val
@@ -73,30 +66,6 @@ def _not_a_log(path):
     if path.endswith('.json'):
         return f"{path} is a checkpoint, not a training log: give its log, {log_path_for(path)}"
     return f"{path} is a checkpoint, not a training log: give the .log.jsonl file beside it"
-
-
-def _checked(path, number, record, key, most):
-    """record[key] as a float: a finite number from 0 to `most` (None: any finite one)."""
-    value = record[key]
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and _finite(value)
-    if not ok or value < 0 or (most is not None and value > most):
-        limit = f"from 0 to {most:g}" if most is not None else "0 or more"
-        raise UserError(f"{path} line {number}: {key} is {_short(value)}, not a finite number "
-                        f"{limit}")
-    return float(value)
-
-
-def _finite(x):
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an integer too large for a float
-        return False
-
-
-def _short(x):
-    """repr(x), cut short: a 400-digit number does not make a one-line message."""
-    text = repr(x)
-    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def running_mean(losses, window):
@@ -132,37 +101,36 @@ def stretches(train, val, n=10):
 MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
 
 
-def report(path, width=60, height=12):
+def compute(path, width=60, height=12):
+    """The log's records, the running mean the chart draws, and the table of tenths."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
                         f"or more (got {width} x {height})")
     train, val = read_log(path)
     window = smoothing_window(len(train))
-    smooth = running_mean([l for _, l, _ in train], window)
-    series = [(TRAIN, [s for s, _, _ in train], smooth), (VAL, [s for s, _ in val], [v for _, v in val])]
-    lines = [f"log {path}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
+    return {'path': path, 'train': train, 'val': val, 'window': window,
+            'smooth': running_mean([l for _, l, _ in train], window),
+            'stretches': stretches(train, val), 'width': width, 'height': height}
+
+
+def render(d):
+    train, val = d['train'], d['val']
+    series = [(TRAIN, [s for s, _, _ in train], d['smooth']), (VAL, [s for s, _ in val], [v for _, v in val])]
+    lines = [f"log {d['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
              f"{len(val)} validation measurements", '',
-             f"  {TRAIN} training loss, running mean of {window} steps   "
+             f"  {TRAIN} training loss, running mean of {d['window']} steps   "
              f"{VAL} validation loss (held-out data)"]
-    lines += line_chart(series, width=width, height=height, y_label='loss')
+    lines += line_chart(series, width=d['width'], height=d['height'], y_label='loss')
     rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
-            for a, b, m, lr, v in stretches(train, val)]
+            for a, b, m, lr, v in d['stretches']]
     lines += ['', table(('steps', 'mean training loss', 'learning rate', 'validation loss'), rows)]
     if val:
         best = min(val, key=lambda sv: sv[1])
         lines.append(f"\n  last validation loss {val[-1][1]:.4f} at step {val[-1][0]}; "
                      f"lowest {best[1]:.4f} at step {best[0]}")
-    return '\n'.join(lines), train, val, window, smooth
+    return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    text, train, val, window, smooth = report(args.logfile, args.width, args.height)
-    print(text)
-    if args.png:
-        from .plot import loss_curves
-        loss_curves(args.png, train, val, smooth, window, f"training log {args.logfile}")
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, d, source):
+    from .plot import loss_curves
+    loss_curves(path, d['train'], d['val'], d['smooth'], d['window'], source)

@@ -22,7 +22,7 @@ import numpy as np
 from inference.model import cross_entropy
 
 from ..sampling import sample_names
-from .loading import describe, load_model, no_overflow, text_tokens
+from .loading import text_tokens
 from .render import bar, token_label
 from .rowstats import softmax
 
@@ -59,10 +59,19 @@ def continuation(model, text, temperature=0.5, seed=42):
     return sample_names(model, num=1, temperature=temperature, seed=seed, prompt=text)[0]
 
 
-def report(model, path, text, top=5, temperature=0.5, seed=42):
+def compute(model, text, top=5, temperature=0.5, seed=42):
+    """The sandbox's numbers: predictions at every position, their mean loss, one continuation."""
     rows = predictions(model, text, top)
-    lines = [describe(path, model),
-             f"text {text!r}: the model reads {' '.join(r['reads'] for r in rows)} and, at every "
+    vocab_size = model.config.vocab_size
+    return {'text': text, 'positions': rows, 'mean_loss': sum(r['loss'] for r in rows) / len(rows),
+            'uniform_loss': math.log(vocab_size), 'vocab_size': vocab_size,
+            'continuation': continuation(model, text, temperature, seed),
+            'temperature': temperature, 'seed': seed}
+
+
+def render(d):
+    rows, text = d['positions'], d['text']
+    lines = [f"text {text!r}: the model reads {' '.join(r['reads'] for r in rows)} and, at every "
              "position, predicts the next character (<BOS> after the last one = the name ends);",
              "the bars are its probabilities softmax(logits), at temperature 1 whatever --temperature is",
              '']
@@ -76,30 +85,18 @@ def report(model, path, text, top=5, temperature=0.5, seed=42):
         if r['rank'] > len(r['top']):
             lines.append(f"      {r['target']:>5} {bar(r['p'], 30)} {r['p']:.4f} <- true "
                          f"(rank {r['rank']})")
-    mean = sum(r['loss'] for r in rows) / len(rows)
-    vocab_size = model.config.vocab_size
+    vocab_size = d['vocab_size']
     misses = [str(r['position']) for r in rows if not r['hit']]
     lines += ['',
-              f"mean loss over {len(rows)} position{'s' * (len(rows) != 1)}: {mean:.4f}   (guessing uniformly over "
-              f"{vocab_size} tokens: ln {vocab_size} = {math.log(vocab_size):.4f})",
+              f"mean loss over {len(rows)} position{'s' * (len(rows) != 1)}: {d['mean_loss']:.4f}   (guessing "
+              f"uniformly over {vocab_size} tokens: ln {vocab_size} = {d['uniform_loss']:.4f})",
               f"mis-predicted ({MISS}) at positions: {', '.join(misses) or 'none'}"]
-    name = continuation(model, text, temperature, seed)
-    rest = name[len(text):]
-    lines += ['', f"one continuation sampled after {text!r} (temperature {temperature:g}, seed {seed}): "
-              f"{text}|{rest}" + ('   (the model ends the name right there)' if not rest else '')]
-    return '\n'.join(lines), rows, mean
+    rest = d['continuation'][len(text):]
+    lines += ['', f"one continuation sampled after {text!r} (temperature {d['temperature']:g}, seed "
+              f"{d['seed']}): {text}|{rest}" + ('   (the model ends the name right there)' if not rest else '')]
+    return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    model = load_model(args.ckpt, n_head=args.n_head)
-    with no_overflow():
-        text, rows, _ = report(model, args.ckpt, args.text, args.top, args.temperature, args.seed)
-    print(text)
-    if args.png:
-        from .plot import probability_bars
-        probability_bars(args.png, rows, f"{args.ckpt}: next-character probabilities for {args.text!r}")
-        print(f"\nwrote {args.png}")
-    return 0
+def picture(path, d, source):
+    from .plot import probability_bars
+    probability_bars(path, d['positions'], f"{source}: next-character probabilities for {d['text']!r}")

@@ -162,3 +162,56 @@ def embedding_pictures(path, v, title):
     fig.suptitle(title)
     fig.tight_layout()
     _save(fig, path)
+
+
+def scaling_pictures(path, v, title):
+    """`lab scaling --png`: Var(q.k) against d with the lesson's measurements; one row's weights
+    without and with scaling; the median saturation against d; the cost ratio n / (2 D)."""
+    plt = require_matplotlib()
+    fig, ((var, row), (sweep, cost)) = plt.subplots(2, 2, figsize=(12, 8.5))
+    ds = [r['d'] for r in v['variance']]
+    # Var / d, so that d = 4 and d = 1024 are read on one scale: 1 is the prediction
+    var.errorbar(ds, [r['var'] / r['d'] for r in v['variance']],
+                 yerr=[2 * r['se'] / r['d'] for r in v['variance']],
+                 fmt='o', color='tab:blue', capsize=4, label='measured here (± 2 standard errors)')
+    var.scatter(ds, [r['lesson_var'] / r['d'] for r in v['variance']], marker='x', color='tab:orange',
+                zorder=3, label="the Russian lesson's 4.03, 64.21, 1017.8")
+    var.axhline(1, color='tab:gray', linewidth=1, label='Var = d')
+    var.set_xscale('log', base=2)
+    var.set_xlabel('head size d')
+    var.set_ylabel('Var(q·k) / d')
+    var.set_title('1) Var(q·k) = d for unit-variance q, k')
+    var.legend(fontsize=8)
+    n_keys = len(v['row']['with scaling'])
+    xs = np.arange(n_keys)  # (n_keys,)
+    row.bar(xs - 0.2, v['row']['without scaling'], width=0.4, color='tab:red', label='without scaling')
+    row.bar(xs + 0.2, v['row']['with scaling'], width=0.4, color='tab:blue', label='with 1/√d')
+    row.set_xticks(xs, [f'k{j}' for j in xs])
+    row.set_ylim(0, 1)
+    row.set_ylabel('softmax weight')
+    row.set_title(f"4) one random row of {n_keys} keys at d = {v['row_d']}")
+    row.legend(fontsize=8)
+    for label, color in (('without scaling', 'tab:red'), ('with scaling', 'tab:blue')):
+        sweep.plot(v['sweep_ds'], v['sweep'][label]['max_weight'], 'o-', color=color,
+                   label=f'max weight, {label}')
+        sweep.plot(v['sweep_ds'], v['sweep'][label]['gradient_scale'], 's--', color=color,
+                   label=f'gradient scale, {label}')
+    sweep.set_xscale('log', base=2)
+    sweep.set_xlabel('head size d')
+    sweep.set_ylim(0, 1.05)
+    sweep.set_title(f'median over random rows of {n_keys} keys')
+    sweep.legend(fontsize=7)
+    cost.plot(v['cost_n'], v['cost_ratio'], color='tab:blue', label='n / (2 D)')
+    cost.scatter(list(v['cost_lesson']), list(v['cost_lesson'].values()), marker='x', color='tab:orange',
+                 zorder=3, label="the lesson's 0.08, 0.67, 5.3")
+    cost.axhline(1, color='tab:gray', linewidth=1)
+    cost.axvline(2 * v['cost_D'], color='tab:gray', linewidth=1, linestyle=':')
+    cost.set_xscale('log', base=2)
+    cost.set_yscale('log', base=2)
+    cost.set_xlabel('sequence length n')
+    cost.set_ylabel('attention / projections')
+    cost.set_title(f"5) cost at D = {v['cost_D']}: attention wins past n = 2 D")
+    cost.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)

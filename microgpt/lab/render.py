@@ -47,8 +47,9 @@ def shade(w):
 
 
 def bar(x, width=20):
-    """A horizontal bar for x in [0, 1], `width` characters at x = 1, drawn to 1/8 character."""
-    x = min(max(x, 0.0), 1.0)
+    """A horizontal bar for x in [0, 1], `width` characters at x = 1, drawn to 1/8 character.
+    NaN (a ratio of two overflowed numbers) draws as an empty bar, +inf as a full one."""
+    x = 0.0 if x != x else min(max(x, 0.0), 1.0)
     eighths = round(x * width * 8)
     full, rest = divmod(eighths, 8)
     text = FULL * full + (EIGHTHS[rest] if rest else '')

@@ -1,10 +1,10 @@
 """
 Training runs started from the web lab's Training page: train.py in a subprocess, one at a time.
 
-    trainer = Trainer('out/lab-runs', checkpoints)
-    trainer.start({'steps': 300, 'n_embd': 16})   # out/lab-runs/1/model.json
-    trainer.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state
-    trainer.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
+    runs = RunManager('out/lab-runs', checkpoints)
+    runs.start({'steps': 300, 'n_embd': 16})   # out/lab-runs/1/model.json
+    runs.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state
+    runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
 The run is the learner's own `python train.py --out ...`, so the page watches the very program
 the terminal runs. Progress comes from the JSON-lines log train.py writes beside the checkpoint
@@ -14,6 +14,8 @@ it changes, a few names are sampled from it with microgpt.sampling, so the page 
 names improve. When the run ends (finished, or stopped with Stop) its checkpoint is added to
 the server's list, and the other pages can open it by its id, `run<n>`.
 
+RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
+apart from microgpt/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
 The request never names a path: every run writes to a new numbered folder inside the runs
 folder given when the server started.
 """
@@ -52,7 +54,7 @@ NUM_SAMPLES = 5                  # names shown after each save
 READ_LIMIT = 1 << 18             # bytes of log returned per status call; the page asks again
 
 
-class Run:
+class RunProcess:
     """One subprocess of train.py and what the page has been told about it."""
 
     def __init__(self, number, folder, params, proc, output):
@@ -69,7 +71,7 @@ class Run:
         self.waiter = None       # the thread that waits for the process to end
 
 
-class Trainer:
+class RunManager:
     """The Training page's runs: starts one at a time, reports on it, stops it, and at the
     server's end stops the one still going."""
 
@@ -129,7 +131,7 @@ class Trainer:
             except OSError:
                 output.close()
                 raise
-            self.run = Run(number, folder, params, proc, output)
+            self.run = RunProcess(number, folder, params, proc, output)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
             self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
             self.run.waiter.start()

@@ -12,7 +12,8 @@ distribution softmax(logits / T) for each temperature T in columns (T = 0 is gre
 probability on the favourite), with its entropy in bits: low T concentrates the mass, high T
 spreads it. Then what a top-k cut keeps at T = 1 (the k most likely, renormalised), and a few
 names drawn at every setting with sample.py's own sampler (microgpt/sampling.py), each marked
-as a name of the training data (trained on or held out) or new. Greedy names are the same for every seed.
+as a name of the training data (trained on or held out) or new. Greedy names are the same for
+every seed. The web lab's Sampling page draws the same `compute`; `render` is the printout.
 """
 
 import math
@@ -20,9 +21,7 @@ import os
 
 from ..checks import check_prompt
 from ..data import load_docs
-from ..errors import UserError
 from ..sampling import probabilities, sample_names
-from .loading import describe, load_model
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
 
@@ -48,14 +47,11 @@ def distribution(model, prompt, temperatures, top_k):
     }
 
 
-def training_names(model_path, data, n_head=None):
+def training_names(model, data):
     """(every name of the training data, held-out ones too, as a set; where they came from),
-    or (None, why not).
-
-    n_head: as given to load the model (the tutorial's export needs it to be read at all)."""
+    or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
     if data is None:
-        from ..checkpoint import read_checkpoint
-        run = (read_checkpoint(model_path, n_head=n_head)['train_state'] or {}).get('run')
+        run = (getattr(model, 'train_state', None) or {}).get('run')
         if not isinstance(run, dict):  # the tutorial's export; only --resume validates a train_state
             return None, "the checkpoint does not say what it was trained on (pass --data)"
         data = run.get('data')  # None: the bundled names
@@ -75,36 +71,41 @@ def draws(model, prompt, temperatures, top_k, num, seed):
     return out
 
 
-def sample_view(model, temperature=0.5, seed=42, prompt='', top_k=None):
-    """What `lab sample` shows, for the web lab's Sampling page: the distribution after the
-    prompt at T = 0, 0.5, 1, 2 and the page's own temperature, with entropies, and top-k's cut
-    (top_k, default 5)."""
-    temperatures = sorted({0.0, 0.5, 1.0, 2.0, float(temperature)})
-    d = distribution(model, prompt, temperatures, top_k or 5)
+def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5, seed=42, data=None):
+    """The next-character distribution after [BOS] + PROMPT at each temperature with its
+    entropy, top-k's cut at T = 1, and `num` names drawn at every setting, each marked as a
+    name of the training data or new."""
+    temperatures = sorted({float(t) for t in temperatures})
+    d = distribution(model, prompt, temperatures, top_k)
     chars = [token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
-    return {'chars': chars, 'temperatures': temperatures,
+    known, source = training_names(model, data)
+    settings = []
+    for (t, k), names in draws(model, prompt, temperatures, top_k, num, seed).items():
+        settings.append({'temperature': t, 'top_k': k, 'names': names,
+                         'known': None if known is None else [n in known for n in names]})
+    return {'prompt': prompt, 'chars': chars, 'logits': d['logits'], 'temperatures': temperatures,
             'probs': [d['probs'][t] for t in temperatures], 'entropy': [d['entropy'][t] for t in temperatures],
-            'top_k': d['top_k'], 'top_k_kept': [chars[i] for i in d['top_k_kept']],
-            'top_k_mass': d['top_k_mass'], 'top_k_entropy': d['top_k_entropy']}
+            'top_k': top_k, 'top_k_probs': d['top_k_probs'], 'full_probs': d['full_probs'],
+            'top_k_kept': [chars[i] for i in d['top_k_kept']], 'top_k_kept_ids': d['top_k_kept'],
+            'top_k_mass': d['top_k_mass'], 'top_k_entropy': d['top_k_entropy'],
+            'draws': settings, 'marked': known is not None, 'source': source, 'seed': seed, 'num': num}
 
 
-def render(model, path, prompt, d, samples, known, source):
-    tok = model.tokenizer
-    temps = list(d['probs'])
-    lines = [describe(path, model),
-             f"after [BOS] + {prompt!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
+def render(d):
+    temps, chars = d['temperatures'], d['chars']
+    lines = [f"after [BOS] + {d['prompt']!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
     order = sorted(range(len(d['logits'])), key=lambda i: -d['logits'][i])
     rows = []
     for i in order:
-        if max(d['probs'][t][i] for t in temps) < 0.005:
+        if max(p[i] for p in d['probs']) < 0.005:
             continue
-        rows.append([token_label(tok, i), number(d['logits'][i], '+.3f')] + [f"{d['probs'][t][i]:.3f}" for t in temps])
+        rows.append([chars[i], number(d['logits'][i], '+.3f')] + [f"{p[i]:.3f}" for p in d['probs']])
     lines.append(table(['next', 'logit'] + [f"T={t:g}" for t in temps], rows))
     hidden = len(order) - len(rows)
     if hidden:
         lines.append(f"  ({hidden} more characters below 0.005 at every T)")
     lines.append(table(['', ''] + [f"T={t:g}" for t in temps],
-                       [['entropy', 'bits'] + [f"{d['entropy'][t]:.3f}" for t in temps]]))
+                       [['entropy', 'bits'] + [f"{e:.3f}" for e in d['entropy']]]))
     lines.append(f"  (uniform over {len(order)} tokens: {math.log2(len(order)):.3f} bits; certain: 0)")
     lines.append('')
     k = d['top_k']
@@ -112,31 +113,20 @@ def render(model, path, prompt, d, samples, known, source):
         lines.append(f"top-k = {k} at T = 1 keeps all {len(order)} tokens: no cut (try a k below {len(order)})")
     else:
         lines.append(f"top-k = {k} at T = 1: keep the {k} most likely, renormalise; every other token gets 0")
-        for i in d['top_k_kept']:
-            lines.append(f"  {token_label(tok, i):>5} {bar(d['top_k_probs'][i], 30)} {d['top_k_probs'][i]:.3f}"
+        for i in d['top_k_kept_ids']:
+            lines.append(f"  {chars[i]:>5} {bar(d['top_k_probs'][i], 30)} {d['top_k_probs'][i]:.3f}"
                          f"   (was {d['full_probs'][i]:.3f})")
         lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
                      f"{d['top_k_entropy']:.3f} bits")
     lines.append('')
-    lines.append("names drawn at each setting" + (f", * = a name of the training data ({source}; trained on or held out)"
-                                                  if known is not None else f" ({source})"))
-    for (t, kk), names in samples.items():
+    lines.append("names drawn at each setting" + (f", * = a name of the training data ({d['source']}; trained on "
+                                                  "or held out)" if d['marked'] else f" ({d['source']})"))
+    for s in d['draws']:
+        t, kk = s['temperature'], s['top_k']
         label = f"T={t:g}" + (f" top-k {kk}" if kk else '') + (' (greedy)' if t == 0 else '')
-        marked = [name + ('*' if known is not None and name in known else '') for name in names]
+        marked = [name + ('*' if s['known'] and s['known'][i] else '') for i, name in enumerate(s['names'])]
         lines.append(f"  {label:<18} {'  '.join(marked)}")
-    if known is not None:
-        all_names = [n for names in samples.values() for n in names]
-        new = sum(n not in known for n in all_names)
-        lines.append(f"  {new} of {len(all_names)} are new names")
+    if d['marked']:
+        all_known = [k for s in d['draws'] for k in s['known']]
+        lines.append(f"  {all_known.count(False)} of {len(all_known)} are new names")
     return '\n'.join(lines)
-
-
-def run(args):
-    model = load_model(args.ckpt, n_head=args.n_head)
-    if args.top_k < 1:
-        raise UserError(f"--top-k must be 1 or more, got {args.top_k}")
-    d = distribution(model, args.prompt, args.temperatures, args.top_k)
-    samples = draws(model, args.prompt, args.temperatures, args.top_k, args.num, args.seed)
-    known, source = training_names(args.ckpt, args.data, args.n_head)
-    print(render(model, args.ckpt, args.prompt, d, samples, known, source))
-    return 0

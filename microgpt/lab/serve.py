@@ -5,7 +5,8 @@ The web lab: the lab's sandboxes as local web pages, on the learner's own checkp
     python -m microgpt.lab serve --ckpt out/big.json --port 8080
 
 Python's standard library server (http.server.ThreadingHTTPServer) answers two kinds of
-request, each from a fixed table, so only known routes answer:
+request, each from a fixed table built from the lab's registry (registry.py), so only known
+routes answer:
   - pages and their files, from microgpt/lab/web/ (plain HTML, CSS and JavaScript shipped in
     the package: no build step, nothing fetched from the internet, so it works offline);
   - the JSON API under /api/ (api.py), which calls the same lab functions as the terminal
@@ -35,29 +36,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from ..errors import UserError
+from . import registry
 from .api import ApiError, Checkpoints, Lab
 from .loading import load_model
-from .runs import Trainer
+from .runs import RunManager
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
 MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
 
-# Every page and file the server has; a request is looked up here and nowhere else.
-PAGES = {'/': 'overview.html', '/overview': 'overview.html', '/attention': 'attention.html',
-         '/autograd': 'autograd.html', '/sampling': 'sampling.html', '/training': 'training.html',
-         '/step': 'step.html'}
-STATIC = {f'/static/{name}': name for name in
-          ('lab.css', 'lab.js', 'overview.js', 'attention.js', 'autograd.js', 'sampling.js',
-           'training.js', 'step.js', 'icon.svg')}
-STATIC['/favicon.ico'] = 'icon.svg'
+# Every page and file the server has, from the registry; a request is looked up here and nowhere else.
+def routes():
+    """(pages, static files, API routes): {URL path: file name} twice, and {URL path: (method,
+    Lab method, sandbox name or None)}. Read from registry.SANDBOXES when a server starts."""
+    names = [name for name, _ in registry.pages()]
+    pages = {'/': f'{names[0]}.html', **{f'/{n}': f'{n}.html' for n in names}}
+    static = {f'/static/{f}': f for f in ['lab.css', 'lab.js', 'icon.svg'] + [f'{n}.js' for n in names]}
+    static['/favicon.ico'] = 'icon.svg'
+    api = {'/api/config': ('GET', 'config', None),
+           **{f'/api/{s.name}': ('POST', 'sandbox', s.name) for s in registry.SANDBOXES if s.page},
+           '/api/train/start': ('POST', 'train_start', None), '/api/train/stop': ('POST', 'train_stop', None),
+           '/api/train/status': ('POST', 'train_status', None)}
+    return pages, static, api
+
+
 CONTENT_TYPES = {'.html': 'text/html; charset=utf-8', '.css': 'text/css; charset=utf-8',
                  '.js': 'text/javascript; charset=utf-8', '.svg': 'image/svg+xml'}
-# (method, Lab method) per API route
-API = {'/api/config': ('GET', 'config'), '/api/overview': ('POST', 'overview'),
-       '/api/attention': ('POST', 'attention'), '/api/autograd': ('POST', 'autograd'),
-       '/api/sample': ('POST', 'sample'), '/api/step': ('POST', 'step'),
-       '/api/train/start': ('POST', 'train_start'), '/api/train/stop': ('POST', 'train_stop'),
-       '/api/train/status': ('POST', 'train_status')}
 # The pages load only their own files and talk only to this server.
 CSP = ("default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
        "frame-ancestors 'none'")
@@ -98,16 +101,18 @@ class Handler(BaseHTTPRequestHandler):
         try:
             path = urlsplit(self.path).path
             self.check_origin()
-            if path in API:
-                want, name = API[path]
+            pages, static, api = self.server.routes
+            if path in api:
+                want, name, sandbox = api[path]
                 if method != want:
                     raise ApiError(405, f"{path} answers {want} only")
                 body = self.read_json() if method == 'POST' else {}
-                self.send_json(200, getattr(self.server.lab, name)(body))
-            elif path in PAGES or path in STATIC:
+                lab = self.server.lab
+                self.send_json(200, lab.sandbox(sandbox, body) if sandbox else getattr(lab, name)(body))
+            elif path in pages or path in static:
                 if method not in ('GET', 'HEAD'):
                     raise ApiError(405, f"{path} answers GET only")
-                self.send_file(PAGES.get(path) or STATIC[path], head=method == 'HEAD')
+                self.send_file(pages.get(path) or static[path], head=method == 'HEAD')
             else:
                 raise ApiError(404, f"no such page or route: {path[:80]!r}")
         except ApiError as e:
@@ -208,12 +213,16 @@ class LabServer(ThreadingHTTPServer):
     """The lab's HTTP server: a thread per connection, the Lab behind the API, and on the
     loopback address the Host names it answers to."""
     daemon_threads = True  # a page left open does not keep Ctrl-C waiting
+    # connections the kernel holds while the server is busy accepting: socketserver's 5 reset
+    # most of a burst of 200 at once (the system caps it at net.core.somaxconn)
+    request_queue_size = 256
 
     def __init__(self, address, lab):
         if ':' in address[0]:  # an IPv6 address such as ::1
             self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
         self.lab = lab
+        self.routes = routes()
         port = self.server_address[1]
         self.local_only = is_loopback(address[0])
         self.local_hosts = local_hosts(address[0], port)
@@ -244,12 +253,15 @@ def url_host(host):
 
 
 def is_loopback(host):
+    """Whether an address reaches this machine only: 127.x, ::1, and 127.x written as an
+    IPv4-mapped IPv6 address (::ffff:127.0.0.1), which ipaddress does not count as loopback."""
     if host == 'localhost':
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.is_loopback or bool(getattr(address, 'ipv4_mapped', None) and address.ipv4_mapped.is_loopback)
 
 
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None):
@@ -261,7 +273,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
-    lab = Lab(checkpoints, Trainer(runs_dir, checkpoints, data=data))
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data))
     try:
         return LabServer((host, port), lab)
     except OSError as e:
@@ -292,6 +304,6 @@ def run(args):
     except KeyboardInterrupt:
         print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
     finally:
-        server.lab.trainer.shutdown()
+        server.lab.runs.shutdown()
         server.server_close()
     return 0

@@ -20,8 +20,8 @@ checkpoint. The printout follows the step in order:
   6. the size of the graph, and (when the numpy training path `backprop` is installed) its
      gradients for the same name against the scalar engine's.
 
-`step_report` computes everything and returns it as a dict (a web page can draw it); `render`
-turns that into text.
+`compute` (step_report at the checkpoint's learning rate) returns everything as a dict, which
+the web lab's Step page draws; `render` turns it into text.
 """
 
 import importlib.util
@@ -33,7 +33,7 @@ from ..errors import DIVERGED, OVERFLOWS, UserError
 from ..optim import Adam
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
-from .loading import describe, load_scalar_model, text_tokens
+from .loading import text_tokens
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
@@ -81,7 +81,8 @@ def stage_nodes(model, captures):
 
 
 def norm(xs):
-    return math.sqrt(sum(x * x for x in xs))
+    """The Euclidean norm, without squaring past the largest float (a weight of 1e308)."""
+    return math.hypot(*xs)
 
 
 def parse_param(text, model):
@@ -145,6 +146,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
     wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
     wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
     numpy_check = numpy_gradients(model, tokens, grads)  # at the weights before the update
+    census = zero_gradient_census(model, tokens, grads, captures)
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step
     flat = [(name, r, c) for name, matrix in model.state_dict.items()
@@ -179,7 +181,8 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         pos['p_after'] = probs_of(captures_after[i]['logits'])[tokens[i + 1]]
 
     return {
-        'text': text, 'tokens': tokens, 'n': n, 'lr': lr,
+        'text': text, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
+        'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
         'loss_before': loss.data, 'loss_after': loss_after.data, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
         'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads,
@@ -190,7 +193,41 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         'small_grads': sum(1 for i in with_grad if abs(g_flat[i]) < eps * 1e6),
         'graph_nodes': n_nodes,
         'numpy': numpy_check,
+        'without_grad': census,
     }
+
+
+# ---------------------------------------------------------------------------- weights without a gradient
+def zero_gradient_census(model, tokens, grads, captures):
+    """Why each weight with a gradient of exactly 0 has none, counted.
+
+    Two reasons: an embedding row the name never uses (wte: a token not read; wpe: a position
+    past the name) is not in the graph; and a hidden unit of an MLP whose ReLU is 0 at every
+    position of the name (a "dead" unit for this name, read from gpt()'s capture of
+    layer{i}.mlp_hidden) passes no gradient back, so its row of mlp_fc1 and its column of
+    mlp_fc2 get none. 'other' counts the zeros that neither explains (a zero weight on the
+    path, terms that cancel), and 'confirmed' whether the numpy port's own forward pass finds
+    the same dead units (its mlp_pre_relu <= 0 at every position), None where it is absent.
+    """
+    cfg = model.config
+    n = cfg.n_embd
+    read = set(tokens[:-1])  # the tokens the name reads; the final BOS is only a target
+    unused = {'wte': (cfg.vocab_size - len(read)) * n, 'wpe': (cfg.block_size - (len(tokens) - 1)) * n}
+    dead = [[h for h in range(4 * n) if all(c[f'layer{li}.mlp_hidden'][h].data == 0 for c in captures)]
+            for li in range(cfg.n_layer)]  # per layer: the units whose ReLU is 0 at every position
+    dead_weights = sum(2 * n * len(units) for units in dead)  # a row of fc1 and a column of fc2 each
+    zeros = sum(1 for rows in grads.values() for row in rows for g in row if g == 0)
+    confirmed = None
+    if importlib.util.find_spec('numpy') is not None and importlib.util.find_spec('inference') is not None:
+        import inference
+        port = inference.NumpyGPT(cfg, model.weights(), tokenizer=model.tokenizer)
+        _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
+        confirmed = all(sorted(int(h) for h in (caps['mlp_pre_relu'][li] <= 0).all(axis=0).nonzero()[0])
+                        == dead[li] for li in range(cfg.n_layer))
+    c = {'zeros': zeros, 'unused_rows': unused, 'dead_units': dead, 'dead_unit_weights': dead_weights,
+         'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed}
+    c['text'] = without_grad_text(c)
+    return c
 
 
 # ---------------------------------------------------------------------------- the numpy path
@@ -207,26 +244,45 @@ def numpy_gradients(model, tokens, grads):
     return {'max_diff': diff}
 
 
-def step_view(path, text, lr=DEFAULT_LR, param=None):
-    """step_report on the checkpoint at `path`, for the web lab's Step page: the same numbers,
-    less the full gradient matrices (their norms per matrix are kept)."""
-    r = step_report(load_scalar_model(path), text, lr=lr, param=param)
-    return {key: value for key, value in r.items() if key != 'grads'}
+def trained_lr(model):
+    """The learning rate the checkpoint was trained with, or None if it does not say."""
+    run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
+    lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float))
+                           or not (math.isfinite(lr) and lr > 0)):
+        raise UserError(f"the checkpoint says it was trained with learning rate {lr!r}, which is not a "
+                        "number greater than 0: pass --lr")
+    return lr
+
+
+def compute(model, text, lr=None, param=None):
+    """step_report on a fresh copy of the checkpoint's model, at `lr` (default: the one the
+    checkpoint was trained with, else train.py's default). The full gradient matrices are for
+    the terminal only ('_grads'); their norms per matrix are kept."""
+    lr_source = 'given'
+    if lr is None:
+        lr = trained_lr(model)
+        lr_source = "the checkpoint's" if lr is not None else "train.py's default"
+        lr = DEFAULT_LR if lr is None else lr
+    r = step_report(model, text, lr=lr, param=param)
+    r['_grads'] = r.pop('grads')
+    r['lr_source'] = lr_source
+    return r
 
 
 # ---------------------------------------------------------------------------- printing
-def render(model, path, r):
-    tok = model.tokenizer
-    lines = [describe(path, model),
-             f"one training step on {r['text']!r}: tokens {' '.join(token_label(tok, t) for t in r['tokens'])}, "
-             f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}, a fresh Adam (its first step); "
+def render(r):
+    lines = [f"one training step on {r['text']!r}: tokens {' '.join(r['labels'])}, "
+             f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}"
+             + (f" ({r['lr_source']})" if r.get('lr_source', 'given') != 'given' else '')
+             + ", a fresh Adam (its first step); "
              "the checkpoint file is not changed", '']
 
     lines.append("1) forward: the loss at each position, -ln p(true next)")
     lines.append(table(['pos', 'reads', 'next', 'p(next)', 'loss'],
                        [[p['position'], p['reads'], p['target'], f"{p['p_before']:.4f}", f"{p['loss']:.4f}"]
                         for p in r['positions']]))
-    lines.append(f"  mean = the step's loss L = {r['loss_before']:.6f}")
+    lines.append(f"  mean = the step's loss L = {fixed(r['loss_before'])}")
     lines.append('')
 
     lines.append(f"2) the gradient at the top: dL/dlogits = (p - one_hot(true next)) / n, n = {r['n']}")
@@ -248,10 +304,11 @@ def render(model, path, r):
     lines.append("   each weight matrix's gradient norm |dL/dW|")
     for name, v in r['matrix_norms']:
         lines.append(f"  {name:<16} {bar(v / biggest, 24)} {v:.5f}")
-    vocab_size, block_size = model.config.vocab_size, model.config.block_size
-    lines.append(f"  wte rows with a gradient: {', '.join(token_label(tok, i) for i in r['wte_rows'])} "
-                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {r['wpe_rows'][0]}..{r['wpe_rows'][-1]} "
-                 f"({len(r['wpe_rows'])} of {block_size})")
+    vocab_size, block_size = r['vocab_size'], r['block_size']
+    names = dict(zip(r['tokens'], r['labels']))
+    wpe = f"{r['wpe_rows'][0]}..{r['wpe_rows'][-1]}" if r['wpe_rows'] else 'none'
+    lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows']) or 'none'} "
+                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {wpe} ({len(r['wpe_rows'])} of {block_size})")
     lines.append("  why: an embedding row enters the graph only when its token is READ (BOS and the name's "
                  "letters; the final BOS is only a target) or its position is used; every other row is "
                  "not in the graph, so backward() never reaches it: its gradient is exactly 0")
@@ -273,15 +330,17 @@ def render(model, path, r):
     lines.append(f"  ({r['small_grads']} have |g| < 1e-2, where eps = 1e-8 shows past the 6th digit; "
                  f"the {r['n_params'] - r['n_with_grad']} weights without a gradient moved by "
                  f"{r['untouched_moved']:g})")
+    lines.append("  " + r['without_grad']['text'])
     lines.append('')
 
     lines.append("5) after the update: the same name again")
     lines.append(table(['pos', 'next', 'p before', 'p after', 'change'],
                        [[p['position'], p['target'], f"{p['p_before']:.4f}", f"{p['p_after']:.4f}",
                          number(p['p_after'] - p['p_before'], '+.4f')] for p in r['positions']]))
-    lines.append(f"  loss {r['loss_before']:.6f} -> {r['loss_after']:.6f} "
-                 f"({number(r['loss_after'] - r['loss_before'], '+.6f')})"
+    lines.append(f"  loss {fixed(r['loss_before'])} -> {fixed(r['loss_after'])} "
+                 f"({fixed(r['loss_after'] - r['loss_before'], '+')})"
                  + ("" if r['loss_after'] < r['loss_before'] else
+                    "   unchanged: no weight had a gradient that moved it" if r['loss_after'] == r['loss_before'] else
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
@@ -295,24 +354,28 @@ def render(model, path, r):
     return '\n'.join(lines)
 
 
-def run(args):
-    if args.png:
-        from .plot import require_matplotlib
-        require_matplotlib()
-    model = load_scalar_model(args.ckpt, n_head=args.n_head)
-    lr = args.lr
-    if lr is None:  # the learning rate the checkpoint was trained with, else train.py's default
-        run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
-        lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
-        if lr is None:
-            lr = DEFAULT_LR
-        elif isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
-            raise UserError(f"{args.ckpt} says it was trained with learning rate {lr!r}, which is not a "
-                            "number greater than 0: pass --lr")
-    r = step_report(model, args.text, lr=lr, param=args.param)
-    print(render(model, args.ckpt, r))
-    if args.png:
-        from .plot import step_pictures
-        step_pictures(args.png, r, f"{args.ckpt}: one step on {args.text!r}, lr {lr:g}")
-        print(f"\nwrote {args.png}")
-    return 0
+def fixed(x, sign=''):
+    """x to 6 decimals, or in exponent form once that would print hundreds of digits (a loss of 1e300)."""
+    return number(x, f'{sign}.6f' if abs(x) < 1e9 else f'{sign}.6g')
+
+
+def without_grad_text(c):
+    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them."""
+    dead = sum(len(u) for u in c['dead_units'])
+    per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
+    text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "
+            f"are embedding rows this name never uses (wte {c['unused_rows']['wte']}, wpe "
+            f"{c['unused_rows']['wpe']}); {c['dead_unit_weights']} belong to {dead} MLP hidden units whose "
+            f"ReLU is 0 at every position of this name ({per_layer}), so no gradient passes them: "
+            "their row of mlp_fc1 and column of mlp_fc2")
+    if c['other']:
+        text += f"; {c['other']} others are 0 for another reason (a zero weight on their path, or terms that cancel)"
+    if c['confirmed'] is not None:
+        text += ("; the numpy port's forward pass finds the same dead units" if c['confirmed'] else
+                 "; the numpy port's forward pass disagrees on the dead units")
+    return text
+
+
+def picture(path, r, source):
+    from .plot import step_pictures
+    step_pictures(path, r, f"{source}: one step on {r['text']!r}, lr {r['lr']:g}")

@@ -35,7 +35,7 @@ async function draw() {
     drawHeads();
     drawDetail();
     drawStats();
-  });
+  }, ['heads', 'detail', 'stats', 'row']);
 }
 
 function drawHeads() {
@@ -124,8 +124,18 @@ function drawStats() {
         labels.map(l => numCell(view.stats[l][k], digits))))));
 }
 
+// a new name redraws as the learner types, once they pause for TYPING_MS (no Enter needed)
+const TYPING_MS = 250;
+let typing = null;
+function newName() {
+  clearTimeout(typing);
+  $('query').value = '';
+  key = null;
+  draw();
+}
 Lab.on('form', 'submit', draw);
-Lab.on('text', 'change', () => { $('query').value = ''; key = null; draw(); });
+Lab.on('text', 'input', () => { clearTimeout(typing); typing = setTimeout(newName, TYPING_MS); });
+Lab.on('text', 'change', newName);
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);
 Lab.start(draw);

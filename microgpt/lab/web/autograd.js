@@ -19,13 +19,13 @@ async function draw() {
   if (busy) { pending = true; return; }
   busy = true;
   await Lab.guard(async () => {
-    const data = await Lab.api('/api/autograd', {expression: $('expression').value, values});
+    const data = await Lab.api('/api/autograd', {expression: $('expression').value, values, lenient: true});
     for (const [name, v] of Object.entries(data.variables)) values[name] = v.value;
     drawSliders(data.variables);
     $('result').textContent = `value ${Lab.fmt(data.value, 6)}   ` +
       Object.entries(data.variables).map(([n, v]) => `${n}.grad = ${short(v.grad, 6)}`).join('   ');
     drawGraph(data.nodes);
-  });
+  }, ['result', 'graph']);
   busy = false;
   if (pending) { pending = null; draw(); }
 }

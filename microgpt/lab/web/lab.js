@@ -5,10 +5,6 @@
 'use strict';
 
 const Lab = (() => {
-  const PAGES = [
-    ['/overview', 'Overview'], ['/attention', 'Attention'], ['/autograd', 'Autograd'],
-    ['/sampling', 'Sampling'], ['/training', 'Training'], ['/step', 'Lesson 04 step'],
-  ];
   const STORE = 'microgpt-lab-ckpt';
   let config = null;          // /api/config: checkpoints and features
   let onChange = () => {};    // the page's redraw when another checkpoint is picked
@@ -101,15 +97,35 @@ const Lab = (() => {
     box.hidden = !message;
   }
 
-  // run an async draw, turning a refused request into the error line under the header
-  async function guard(fn) {
+  // Run an async draw, turning a refused request into the error line under the header. While
+  // it runs for more than BUSY_MS, a busy sign shows and the page's results are greyed out
+  // (they are for the inputs before); on an error, the elements named in `clear` are emptied,
+  // so no result is left on screen beside inputs it is not for.
+  const BUSY_MS = 200;
+  let pending = 0;
+  async function guard(fn, clear = []) {
+    pending += 1;
+    const timer = setTimeout(() => { if (pending) setBusy(true); }, BUSY_MS);
     try {
       showError('');
       return await fn();
     } catch (e) {
-      if (!(e instanceof Superseded)) showError(e.message);  // a newer request will draw
+      if (!(e instanceof Superseded)) {  // a newer request will draw
+        showError(e.message);
+        for (const id of clear) document.getElementById(id)?.replaceChildren();
+      }
       return undefined;
+    } finally {
+      clearTimeout(timer);
+      pending -= 1;
+      if (!pending) setBusy(false);
     }
+  }
+
+  function setBusy(on) {
+    document.body.classList.toggle('busy', on);
+    const sign = document.getElementById('busy');
+    if (sign) sign.hidden = !on;
   }
 
   function renderHeader() {
@@ -121,8 +137,11 @@ const Lab = (() => {
     const c = ckptInfo().config;
     header.replaceChildren(
       el('span', {class: 'brand'}, 'microgpt lab'),
-      el('nav', {}, PAGES.map(([href, name]) =>
-        el('a', {href, class: href === '/' + here ? 'here' : null}, name))),
+      el('span', {id: 'busy', class: 'busy', role: 'status', hidden: !document.body.classList.contains('busy')},
+        'computing…'),
+      // the pages of microgpt/lab/registry.py, in its order, as /api/config lists them
+      el('nav', {}, config.pages.map(({name, title}) =>
+        el('a', {href: '/' + name, class: name === here ? 'here' : null}, title))),
       el('div', {class: 'ckpt'}, el('label', {}, 'checkpoint ', select),
         el('span', {id: 'config'},
           `n_layer=${c.n_layer} n_embd=${c.n_embd} n_head=${c.n_head} head_dim=${c.head_dim} ` +
@@ -143,6 +162,7 @@ const Lab = (() => {
     renderHeader();
     markReady();
     await draw();
+    document.body.dataset.drawn = 'true';  // the first draw is done (the browser tests wait for it)
   }
 
   async function refreshConfig() {

@@ -42,7 +42,7 @@ async function draw() {
         `continuation (temperature ${data.temperature}, seed ${data.seed}): `,
         el('b', {}, data.text), rest || ' (the model ends the name right there)'));
     drawLosses(data.positions);
-  });
+  }, ['summary', 'losses', 'positions']);
 }
 
 // the loss at each position as a column chart

@@ -1,32 +1,52 @@
-// The Sampling page: the distribution of the next character after [BOS] + the prompt at the
-// chosen temperature and top-k, and names drawn with the seeded sampler of sample.py; beside
-// them, lesson 04's sampling sandbox: the same distribution at T = 0 (greedy), 0.5, 1, 2 and
-// the page's own temperature side by side, with each one's entropy and what a top-k cut keeps.
-// Everything comes from POST /api/sample (microgpt.sampling, and microgpt/lab/sampler.py's
-// sample_view for the sandbox).
+// The Sampling page: `python -m microgpt.lab sample` in the browser. After [BOS] + the prompt,
+// the model's distribution of the next character at this temperature, and names drawn with the
+// seeded sampler of sample.py, each marked as a name of the training data or new; beside them
+// the same distribution at T = 0 (greedy), 0.5, 1, 2 and this page's temperature side by side,
+// with each one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
+// (microgpt/lab/sampler.py's compute); this file only draws.
 'use strict';
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
+const COMPARE = [0, 0.5, 1, 2];  // the temperatures `lab sample` compares by default
 
 async function draw() {
+  const own = Number($('temperature').value);
   $('temperature-value').textContent = $('temperature').value;
   await Lab.guard(async () => {
-    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperature: Number($('temperature').value),
-                  num: Number($('num').value), seed: Number($('seed').value)};
-    if ($('top_k').value !== '') body.top_k = Number($('top_k').value);
+    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperatures: [...COMPARE, own],
+                  num: Number($('num').value), seed: Number($('seed').value), top_k: Number($('top_k').value)};
     const data = await Lab.api('/api/sample', body);
+    const k = data.temperatures.indexOf(own);
     $('context').textContent = `[BOS]${data.prompt}`;
-    const most = Math.max(...data.distribution.map(d => d.p));
-    $('distribution').replaceChildren(...data.distribution.flatMap(({char, p}) => {
+    const most = Math.max(...data.probs[k]);
+    $('distribution').replaceChildren(...data.chars.flatMap((char, i) => {
+      const p = data.probs[k][i];
       const bar = el('span', {class: 'bar'});
       bar.style.width = `${(p / most * 10).toFixed(2)}rem`;  // the likeliest character: 10rem
       return [el('span', {}, char), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }));
-    $('sandbox').replaceChildren(sandbox(data.sandbox, data.temperature));
-    $('names').replaceChildren(...data.names.map(name => el('li', {}, name || '(empty: BOS first)')));
-  });
+    $('sandbox').replaceChildren(sandbox(data, own));
+    $('names').replaceChildren(...names(data, own));
+  }, ['distribution', 'sandbox', 'names']);
+}
+
+// the names drawn at this page's temperature, without and with the top-k cut
+function names(data, own) {
+  const marks = data.marked
+    ? el('p', {class: 'muted small', id: 'marks'}, '* = a name of the training data (',
+        data.source, '; trained on or held out); the others are new')
+    : el('p', {class: 'muted small', id: 'marks'}, `not marked: ${data.source}`);
+  const lists = data.draws.filter(d => d.temperature === own).map(d =>
+    el('div', {class: 'draw'},
+      el('h4', {}, d.top_k ? `top-k ${d.top_k}` : (own === 0 ? 'greedy' : 'no cut')),
+      el('ol', {class: 'samples', 'data-top-k': d.top_k ?? 'none'}, d.names.map((name, i) => {
+        const known = data.marked && d.known[i];
+        return el('li', {class: known ? 'known' : (data.marked ? 'new' : null)},
+          name || '(empty: BOS first)', known ? '*' : '');
+      }))));
+  return [marks, ...lists];
 }
 
 // one column of bars per temperature; a character is left out when it is below HIDE at every one

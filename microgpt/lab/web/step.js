@@ -45,7 +45,7 @@ async function draw() {
       el('div', {class: 'row'}, positions(data), topGrads(data)),
       el('div', {class: 'row'}, wayBack(data), adam(data)),
       graph(data));
-  });
+  }, ['result']);
 }
 
 function summary(d) {
@@ -58,7 +58,8 @@ function summary(d) {
       num(d.loss_before, Lab.fmt(d.loss_before, 6), {id: 'loss-before'}), '  →  ',
       num(d.loss_after, Lab.fmt(d.loss_after, 6), {id: 'loss-after'}), '  ',
       el('span', {class: change < 0 ? 'hit' : 'miss'}, `(${signed(change, 6)})`),
-      change < 0 ? '' : el('span', {class: 'miss'}, '  it went up: this lr overshoots, try a smaller one')));
+      change < 0 ? '' : el('span', {class: 'miss'}, change === 0 ? '  unchanged: no weight had a gradient that moved it'
+                                                       : '  it went up: this lr overshoots, try a smaller one')));
 }
 
 // 1) and 5): each position before and after the update
@@ -151,7 +152,13 @@ function adam(d) {
       num(d.step_ratio_min, d.step_ratio_min.toFixed(9)), ' to ', num(d.step_ratio_max, d.step_ratio_max.toFixed(9)),
       `; equal to |g| / (|g| + eps) within ${d.formula_diff.toExponential(1)}. ` +
       `${d.small_grads} have |g| < 1e-2, where eps shows past the 6th digit; the ${untouched} ` +
-      `weights without a gradient moved by ${d.untouched_moved}`));
+      `weights without a gradient moved by ${d.untouched_moved}`),
+    withoutGrad(d.without_grad));
+}
+
+// why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
+function withoutGrad(c) {
+  return el('p', {class: 'small', id: 'without-grad', 'data-zeros': c.zeros}, c.text);
 }
 
 // 6) the graph's size, and the numpy training path's second opinion
@@ -165,5 +172,11 @@ function graph(d) {
     el('p', {class: 'mono small', id: 'numpy-check'}, numpy));
 }
 
+// the lr box starts at the learning rate the checkpoint was trained with, as `lab step` does
+// (train.py's default where the checkpoint does not say), and again when another is picked
+function startingLr() {
+  $('lr').value = String(Lab.info().trained_lr ?? 0.01);
+}
+
 Lab.on('form', 'submit', draw);
-Lab.start(draw);
+Lab.start(() => { startingLr(); return draw(); });

@@ -1,0 +1,226 @@
+"""
+Attention by hand: the Czech lesson's worked example (docs/lessons.md), on numbers a learner
+types. The web lab's Attention page draws this in its "By hand" mode.
+
+    python -m microgpt.lab byhand                       # the lesson's three tokens, query = token 3
+    python -m microgpt.lab byhand --query 0             # the first token: one key, weight 1
+
+Up to MAX_TOKENS tokens, each with a query q, a key k and a value v of d numbers (no model and
+no W_Q, W_K, W_V: the lesson, too, writes the vectors down). For query token i it computes, in
+the lesson's order and with nothing hidden:
+  1. q_i . k_j for every key j <= i, one product per dimension;
+  2. the scores divided by sqrt(d) (or not: the lesson's exercise 2 drops it);
+  3. e^score for each visible key and their sum; the weights e^score / sum. A future key
+     j > i is masked: its score is -inf, e^-inf = 0, and it gets weight exactly 0;
+  4. each w_j * v_j, component by component, and their sum, the output out_i;
+  5. several heads: each head h takes its slice of d / n_head dimensions of q, k and v and
+     repeats 1-4 on it; the heads' outputs side by side (concat) then go through W_O, a d x d
+     matrix stored [n_out][n_in] as every microgpt matrix, so out[r] = sum_c W_O[r][c] concat[c].
+The exponentials are taken of the scores as they are, as the lesson writes them (inputs are
+capped so they cannot overflow); the softmax inside the model subtracts the max first, which
+gives the same weights. `shapes` is the lesson's table of shapes and the memory of the score
+matrix, for sizes a learner picks.
+"""
+
+import numpy as np
+
+from ..errors import UserError
+from .scaling import CZECH_KEYS, CZECH_Q3, CZECH_VALUES, score_matrix_size
+
+MAX_TOKENS = 6       # as the 3D tutorial's sandbox: few enough to read every number
+MAX_DIM = 8          # numbers per vector
+MAX_ABS = 5.0        # |each number|: 8 x 5 x 5 = 200 is the largest score, e^200 is a float
+
+# The Czech lesson's tokens ("kočka spí venku") and vectors. It gives q1 and q3 only: q2 is ours
+# (x2's pattern, as q1 is x1's), needed only when the query is token 2.
+CZECH_TOKENS = ['kočka', 'spí', 'venku']
+CZECH_Q = [[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.5], CZECH_Q3]
+CZECH_Q_GIVEN = [True, False, True]  # which q the lesson itself gives
+PRESET = {'tokens': CZECH_TOKENS, 'q': CZECH_Q, 'k': CZECH_KEYS, 'v': CZECH_VALUES,
+          'q_given': CZECH_Q_GIVEN, 'query': 2, 'n_head': 1,
+          'w_o': np.eye(4).tolist()}  # the lesson gives no W_O: the identity passes concat through
+
+
+# ---------------------------------------------------------------------------- reading what was typed
+def parse_vector(text, what):
+    """'0.9, 0.8 0.2 0.1' -> [0.9, 0.8, 0.2, 0.1]: numbers split by commas or spaces."""
+    parts = text.replace(',', ' ').split()
+    if not parts:
+        raise UserError(f"{what} is empty: type its numbers, e.g. 0.9, 0.8, 0.2, 0.1")
+    out = []
+    for part in parts:
+        try:
+            x = float(part)
+        except ValueError:
+            raise UserError(f"{what}: {part[:20]!r} is not a number") from None
+        if not abs(x) <= MAX_ABS:  # also refuses nan and inf
+            raise UserError(f"{what}: {part[:20]} is outside -{MAX_ABS:g}..{MAX_ABS:g}")
+        out.append(x)
+    return out
+
+
+def check_inputs(q, k, v, query, n_head, w_o):
+    """The vectors as arrays (T, d) after checking the shapes agree; a UserError otherwise."""
+    T = len(k)
+    if not 1 <= T <= MAX_TOKENS or len(q) != T or len(v) != T:
+        raise UserError(f"give q, k and v for each of 1..{MAX_TOKENS} tokens "
+                        f"(got {len(q)} q, {len(k)} k, {len(v)} v)")
+    d = len(k[0])
+    if not 1 <= d <= MAX_DIM:
+        raise UserError(f"each vector has 1..{MAX_DIM} numbers (got {d})")
+    for name, vectors in (('q', q), ('k', k), ('v', v)):
+        for j, vec in enumerate(vectors):
+            if len(vec) != d:
+                raise UserError(f"{name}{j + 1} has {len(vec)} numbers but k1 has {d}: every "
+                                "vector needs the same length")
+    if not 0 <= query < T:
+        raise UserError(f"the query is token {query + 1}, but there are {T} tokens")
+    if n_head < 1 or d % n_head:
+        raise UserError(f"{n_head} heads cannot split {d} dimensions evenly: pick a divisor of {d}")
+    w_o = np.eye(d) if w_o is None else np.asarray(w_o, dtype=np.float64)
+    if w_o.shape != (d, d):
+        raise UserError(f"W_O must be {d} x {d} (d x d), got {' x '.join(map(str, w_o.shape))}")
+    if not (np.abs(w_o) <= MAX_ABS).all():
+        raise UserError(f"every number of W_O must lie in -{MAX_ABS:g}..{MAX_ABS:g}")
+    return (np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64),  # (T, d) each
+            np.asarray(v, dtype=np.float64), w_o)
+
+
+# ---------------------------------------------------------------------------- the arithmetic
+def one_head(q_i, keys, values, scale=True):
+    """Steps 1-4 for one query: q_i (d,) against the visible keys and values (t, d), j = 0..i.
+
+    The caller passes only the visible rows, as gpt()'s KV cache holds only them. Returns
+    every intermediate as arrays.
+    """
+    d = len(q_i)
+    products = keys * q_i                          # (t, d): q_i[c] * k_j[c]
+    raw = products.sum(axis=1)                     # (t,): q_i . k_j
+    divisor = d ** 0.5 if scale else 1.0
+    scores = raw / divisor                         # (t,)
+    exps = np.exp(scores)                          # (t,): e^score, as the lesson writes them
+    total = float(exps.sum())
+    weights = exps / total                         # (t,): sums to 1
+    weighted = weights[:, None] * values           # (t, d): w_j * v_j
+    out = weighted.sum(axis=0)                     # (d,): sum_j w_j v_j
+    return {'products': products, 'raw': raw, 'divisor': divisor, 'scores': scores, 'exps': exps,
+            'sum': total, 'weights': weights, 'weighted': weighted, 'out': out}
+
+
+def by_hand(q, k, v, query, n_head=1, w_o=None, scale=True):
+    """Every number of the lesson's computation for query token `query` (0-based).
+
+    Returns {'T', 'd', 'query', 'head': one_head's numbers for the whole vector (steps 1-4,
+    the lesson's single head), 'masked': the future key positions, 'heads': [one_head's numbers
+    for each head's slice] with each head's 'slice', 'concat' (d,), 'w_o' (d, d), 'final' (d,)}.
+    """
+    q, k, v, w_o = check_inputs(q, k, v, query, n_head, w_o)
+    T, d = k.shape
+    visible = slice(0, query + 1)  # keys j <= i: the causal mask keeps these, the rest get -inf
+    whole = one_head(q[query], k[visible], v[visible], scale)
+    head_dim = d // n_head
+    heads = []
+    for h in range(n_head):
+        cols = slice(h * head_dim, (h + 1) * head_dim)  # this head's slice of the d dimensions
+        numbers = one_head(q[query, cols], k[visible, cols], v[visible, cols], scale)
+        numbers['slice'] = [h * head_dim, (h + 1) * head_dim]
+        heads.append(numbers)
+    concat = np.concatenate([h['out'] for h in heads])  # (d,): the heads side by side
+    final = w_o @ concat                                 # (d,): linear(concat, W_O)
+    return {'T': T, 'd': d, 'query': query, 'scale': scale, 'n_head': n_head, 'head_dim': head_dim,
+            'head': whole, 'masked': list(range(query + 1, T)), 'heads': heads,
+            'concat': concat, 'w_o': w_o, 'final': final}
+
+
+def shapes(B, T, d_model, n_head, bytes_per_number=2):
+    """The lesson's table of shapes for a batch of B sequences of T tokens, and the memory of
+    one layer's score matrix [B, n_head, T, T]: rows (name, shape, numbers, meaning)."""
+    head_dim = d_model // n_head
+    rows = [
+        ('x', [B, T, d_model], 'the input'),
+        ('q, k, v', [B, T, d_model], 'after the projections'),
+        ('q, k, v per head', [B, n_head, T, head_dim], 'split into heads'),
+        ('scores', [B, n_head, T, T], 'every query with every key: the quadratic one'),
+        ('weights', [B, n_head, T, T], 'after the softmax'),
+        ('out per head', [B, n_head, T, head_dim], 'weights times values'),
+        ('out', [B, T, d_model], 'the heads side by side'),
+        ('out', [B, T, d_model], 'after W_O'),
+    ]
+    numbers, size = score_matrix_size(B * n_head, T, bytes_per_number)
+    return {'rows': [{'name': n, 'shape': s, 'numbers': int(np.prod(s, dtype=object)), 'meaning': m}
+                     for n, s, m in rows],
+            'head_dim': head_dim, 'score_numbers': numbers, 'score_bytes': size,
+            'bytes_per_number': bytes_per_number}
+
+
+# ---------------------------------------------------------------------------- the sandbox
+def _text(vec):
+    return ', '.join(f'{x:g}' for x in vec)
+
+
+DEFAULTS = {'tokens': PRESET['tokens'], 'q': [_text(x) for x in PRESET['q']],
+            'k': [_text(x) for x in PRESET['k']], 'v': [_text(x) for x in PRESET['v']],
+            'w_o': [_text(x) for x in PRESET['w_o']]}
+
+
+def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
+            batch=1, length=1024, d_model=4096, n_heads=32, bytes=2):
+    """The registry's contract: the vectors as typed (strings of numbers, one per token; none
+    given: the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
+    the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
+    text, for the page's boxes) and 'shapes'."""
+    lesson = not (q or k or v)
+    q, k, v = (list(x) or DEFAULTS[n] for n, x in (('q', q), ('k', k), ('v', v)))
+    read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
+            for name, vectors in (('q', q), ('k', k), ('v', v))}
+    matrix = [parse_vector(text, f'W_O row {r + 1}') for r, text in enumerate(w_o)] or None
+    if not 1 <= query <= len(read['k']):
+        raise UserError(f"the query is token {query}, but there are {len(read['k'])} tokens: give 1..{len(read['k'])}")
+    T = len(read['k'])
+    names = list(tokens or (DEFAULTS['tokens'] if lesson else []))[:T]
+    names += [f'token {j + 1}' for j in range(len(names), T)]
+    if d_model % n_heads:
+        raise UserError(f"{n_heads} heads cannot split d_model {d_model} evenly: pick a divisor of {d_model}")
+    out = by_hand(read['q'], read['k'], read['v'], query - 1, n_head, matrix, scale)
+    given = list(PRESET['q_given']) if q == DEFAULTS['q'] else [True] * T
+    out.update(tokens=names, q_given=given[:T] + [True] * (T - len(given)),
+               inputs={'q': [_text(x) for x in read['q']], 'k': [_text(x) for x in read['k']],
+                       'v': [_text(x) for x in read['v']], 'w_o': [_text(x) for x in out['w_o']]},
+               shapes=shapes(batch, length, d_model, n_heads, bytes))
+    return out
+
+
+def _vec(x, digits=3):
+    return '[' + ', '.join(f'{v:.{digits}f}' for v in x) + ']'
+
+
+def render(r):
+    h, i, tokens = r['head'], r['query'], r['tokens']
+    lines = [f"{r['T']} tokens, d = {r['d']}, query = token {i + 1} ({tokens[i]}): it sees tokens "
+             f"1..{i + 1}" + (f"; tokens {i + 2}..{r['T']} are masked" if r['masked'] else ''), '']
+    if not all(r['q_given'][:r['T']]):
+        lines.append("(the lesson gives no " + ', '.join(f'q{j + 1}' for j, g in enumerate(r['q_given']) if not g)
+                     + ": the preset's is ours)")
+    lines.append("1) scores q.k, one product per dimension")
+    for j, (prods, raw) in enumerate(zip(h['products'], h['raw'])):
+        lines.append(f"   q{i + 1}.k{j + 1} = " + ' + '.join(f'{p:.2f}' for p in prods) + f" = {raw:.4g}")
+    lines.append(f"2) divided by {'sqrt(%d) = %g' % (r['d'], h['divisor']) if r['scale'] else '1 (no scaling)'}: "
+                 f"{_vec(h['scores'])}")
+    lines.append("3) softmax: " + ', '.join(f'e^{s:.3f} = {e:.3f}' for s, e in zip(h['scores'], h['exps']))
+                 + f"; sum = {h['sum']:.3f}")
+    lines.append(f"   weights = {_vec(h['weights'])}" + ''.join(f"; token {j + 1}: masked, 0" for j in r['masked']))
+    lines.append("4) out = sum_j w_j v_j")
+    for j, wv in enumerate(h['weighted']):
+        lines.append(f"   {h['weights'][j]:.3f} x v{j + 1} = {_vec(wv)}")
+    lines.append(f"   out{i + 1} = {_vec(h['out'])}")
+    lines.append(f"5) {r['n_head']} head{'s' * (r['n_head'] > 1)} of {r['head_dim']} dimensions, then W_O")
+    for n, head in enumerate(r['heads']):
+        a, b = head['slice']
+        lines.append(f"   head {n} (dims {a}..{b - 1}): weights {_vec(head['weights'])}, out {_vec(head['out'])}")
+    lines.append(f"   concat = {_vec(r['concat'])}; W_O concat = {_vec(r['final'])}")
+    s = r['shapes']
+    lines += ['', "6) shapes, and the score matrix of one layer"]
+    lines += [f"   {row['name']:<18} {str(row['shape']):<24} {row['numbers']:>16,}  {row['meaning']}" for row in s['rows']]
+    lines.append(f"   the scores: {s['score_numbers']:,} numbers, {s['score_bytes'] / 2 ** 20:g} MiB at "
+                 f"{s['bytes_per_number']} bytes each")
+    return '\n'.join(lines)

@@ -1,0 +1,377 @@
+"""
+The lab's one registry: every sandbox, its parameters (name, type, range, default), and where it
+shows up. The command line (`python -m microgpt.lab NAME`, __main__.py), the JSON API
+(`POST /api/NAME`, api.py, with its range checks), the web navigation (/api/config, drawn by
+web/lab.js), the server's table of pages and files (serve.py) and the browser tests' list of
+pages are all read from SANDBOXES below; nothing else lists them.
+
+Adding a page is three things:
+  1. a module microgpt/lab/NAME.py with two functions (the sandbox's contract):
+       compute(model, **params) -> dict   plain data: numbers, strings, lists, dicts, numpy
+                                         arrays (the API turns them into JSON; keys that begin
+                                         with '_' are for the terminal only and are not sent)
+       render(data) -> str               the terminal's printout of that dict
+     and, when it draws a picture for --png, picture(path, data, title).
+     `model` is what Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values
+     ('scalar', fresh for each call, so compute may train it), the path of a training log
+     ('log'), or nothing at all (None: compute(**params)). A mistake in what was asked (a head
+     the model does not have) is a UserError with a one-line message, for the CLI and the API
+     alike. The runner checks every Param's range before compute is called.
+  2. web/NAME.html and web/NAME.js, which POST to /api/NAME and draw the answer
+     (`<body data-page="NAME">`, `Lab.start(draw)`);
+  3. one entry in SANDBOXES: Sandbox('NAME', 'Nav label', help=..., params=(Param(...), ...)).
+Its command, its route (with every range checked as declared), its link in every page's
+navigation and its place in the browser tests follow from that entry. A terminal-only
+sandbox says page=False; one that must not run twice at once (a scalar-engine step of
+seconds and hundreds of MB) says one_at_a_time=True; one that runs without numpy (on the scalar
+engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
+
+This file imports nothing heavy: the command line is built from it for every command, and
+`lab autograd` and `lab loss` never load numpy.
+"""
+
+import math
+from dataclasses import dataclass, field as dataclass_field
+
+from ..errors import UserError
+from ..limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+                      MAX_TEMPERATURE, MAX_VOCAB_SIZE)
+
+MAX_TEXT = 64          # characters of a name, prompt or parameter name in a request
+MAX_EXPRESSION = 1000  # characters of an autograd expression: one to read, not a program
+MAX_MANY = 16          # values of a list parameter (--temperatures) in one call
+MAX_VARIABLES = 50     # variables of an autograd expression
+MAX_VALUE = 1e300      # an autograd variable's value, at most this in size
+MAX_TOP = 1000         # most likely characters per position: more bars than any screen shows
+MAX_LAB_NAMES = 100    # names `lab sample` and the Sampling page draw per setting (sample.py's
+                       # own --num goes to limits.MAX_NAMES: a file of names, not a table)
+MAX_VECTOR = 200       # characters of one typed vector (by hand): eight numbers with room to spare
+MAX_LR = 1e3           # one step's learning rate; above about 1 the loss goes up, and the page says so
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a sandbox, declared once for the command line and the API.
+
+    kind: int, float, bool, str, or 'values' ({name: number}: NAME=VALUE words on the command
+    line, a JSON object in a request). low..high is the range, checked on both sides with the
+    same numbers; above=True leaves low itself out (a temperature that divides). at_most names
+    a config field of the model (vocab_size) that caps the value once the model is known.
+    default None with required=False means "not given" (compute decides: attention's query is
+    the last position). many: a list of kind (--temperatures 0 0.5 1). flag: the command-line
+    spelling when it is not --name (a bool True by default is switched off by '--no-scale').
+    cli / web: where it is offered (a file path is for the command line only: a request never
+    names a file).
+    """
+    name: str
+    kind: object
+    default: object = None
+    low: float = None
+    high: float = None
+    help: str = ''
+    group: str = 'settings'
+    above: bool = False
+    at_most: str = None
+    required: bool = False
+    positional: bool = False
+    many: bool = False
+    flag: str = None
+    metavar: str = None
+    cli: bool = True
+    web: bool = True
+
+    def range_text(self):
+        if self.low is None:
+            return ''
+        if self.kind is int:
+            return f"{self.low}..{self.high}"
+        return f"{self.low:g}..{self.high:g}" + (f", not {self.low:g} itself" if self.above else '')
+
+    def check(self, value, where):
+        """value within the range, else a UserError naming the parameter `where` spells."""
+        if self.kind not in (int, float) or value is None:
+            return value
+        for v in (value if self.many else [value]):
+            if not (math.isfinite(v) and (v > self.low if self.above else v >= self.low) and v <= self.high):
+                kind = 'an integer' if self.kind is int else 'a number'
+                raise UserError(f"{where} is {v:g}: give {kind} in {self.range_text()}")
+        return value
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """One sandbox: `lab NAME`, POST /api/NAME, and (page=True) the page /NAME."""
+    name: str
+    title: str                   # its label in the web navigation
+    help: str                    # one line for `lab --help`
+    description: str = ''        # for `lab NAME --help`
+    params: tuple = ()
+    model: str = 'numpy'         # what compute() is given: 'numpy', 'scalar', 'log' or None
+    module: str = None           # the module, if not microgpt/lab/NAME.py (absolute or '.name')
+    page: bool = True            # a web page and an API route (False: the terminal only)
+    png: str = None              # what --png draws (the module's picture()); None: no --png
+    picture_flag: str = '--png'
+    one_at_a_time: bool = False  # requests wait their turn (see api.Lab)
+    numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
+    extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
+
+    @property
+    def module_name(self):
+        m = self.module or '.' + self.name
+        return 'microgpt.lab' + m if m.startswith('.') else m
+
+    def param(self, name):
+        return next(p for p in self.params if p.name == name)
+
+
+# ---------------------------------------------------------------------------- shared parameters
+def _text(help_text="a name, in characters the model was trained on (e.g. anna)"):
+    return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_TEXT)
+
+
+SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed (default 42)", group='sampling')
+# which attention to look at: the attention sandboxes share these three
+WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
+               group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
+         Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
+               group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
+         Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
+               help="query position, 0 (BOS)..len(TEXT) (default: the last)"))
+
+
+# ---------------------------------------------------------------------------- the sandboxes
+SANDBOXES = [
+    Sandbox('overview', 'Overview',
+            help="next-character probabilities, loss and a sample for TEXT",
+            description="For every position of [BOS] + TEXT: the model's most likely next characters, "
+                        "the true one, its probability and loss; then one sampled continuation.",
+            png="the probability bars",
+            params=(_text(),
+                    Param('top', int, 5, 1, MAX_TOP, metavar='K', group='display',
+                          help="how many most likely characters to show per position (default 5)"),
+                    Param('temperature', float, 0.5, 0, MAX_TEMPERATURE, group='sampling the continuation '
+                          '(as in sample.py; the bars are always at temperature 1)',
+                          help="for the continuation only (0 = greedy); below 1 safer, above 1 more "
+                               "inventive (default 0.5)"),
+                    Param('seed', int, 42, 0, MAX_SEED, group='sampling the continuation (as in sample.py; '
+                          'the bars are always at temperature 1)',
+                          help="random seed for the continuation (default 42)"))),
+    Sandbox('attention', 'Attention',
+            help="every step of one head's attention for one query of TEXT",
+            description="q.k per dimension, scores, scaling, the causal mask, softmax, the weighted sum "
+                        "of values, every head side by side, and the row statistics with and without "
+                        "the sqrt(head_dim) scaling.",
+            png="a heatmap of every head of the layer",
+            params=(_text(), *WHERE,
+                    Param('scale', bool, True, flag='--no-scale',
+                          group='what if (the model itself scales and uses temperature 1)',
+                          help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen"),
+                    Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
+                          group='what if (the model itself scales and uses temperature 1)',
+                          help="divide the scores by this before the softmax (default 1)"))),
+    Sandbox('byhand', 'By hand', model=None,
+            help="attention on q, k, v typed by hand: the Czech lesson's worked example, step by step",
+            description="For the query token: q.k per dimension, the division by sqrt(d), e^score and their "
+                        "sum, the weights, each w_j * v_j and the output; then the heads side by side and "
+                        "W_O; the table of shapes and the memory of the score matrix. Each vector is a "
+                        "quoted list of numbers; the defaults are the lesson's three tokens.",
+            params=(Param('q', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's query (default: the lesson's; its q2 is ours)"),
+                    Param('k', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's key (default: the lesson's)"),
+                    Param('v', str, (), many=True, high=MAX_VECTOR, metavar='VEC',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="each token's value (default: the lesson's)"),
+                    Param('tokens', str, (), many=True, metavar='NAME',
+                          group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
+                          help="their names, for the printout (default: the lesson's kočka spí venku)"),
+                    Param('query', int, 3, 1, 6, metavar='I', group='the computation',
+                          help="the query token, counted from 1 as the lesson counts (default 3)"),
+                    Param('n_head', int, 1, 1, 8, metavar='H', group='the computation',
+                          help="heads, each on its slice of d / H dimensions (default 1, the lesson's)"),
+                    Param('w_o', str, (), many=True, high=MAX_VECTOR, metavar='ROW', group='the computation',
+                          help="W_O's rows, d of them, stored [n_out][n_in] (default: the identity)"),
+                    Param('scale', bool, True, flag='--no-scale', group='the computation',
+                          help="do not divide by sqrt(d): the lesson's exercise 2"),
+                    Param('batch', int, 1, 1, 4096, metavar='B', group='the shapes table',
+                          help="sequences in a batch (default 1)"),
+                    Param('length', int, 1024, 1, 10 ** 6, metavar='T', group='the shapes table',
+                          help="tokens per sequence (default 1024, the lesson's exercise 3)"),
+                    Param('d_model', int, 4096, 1, 10 ** 6, metavar='D', group='the shapes table',
+                          help="model width (default 4096)"),
+                    Param('n_heads', int, 32, 1, 4096, metavar='H', group='the shapes table',
+                          help="heads (default 32)"),
+                    Param('bytes', int, 2, 1, 8, metavar='N', group='the shapes table',
+                          help="bytes per number: 2 for fp16 (default), 4 for fp32"))),
+    Sandbox('phases', 'In phases',
+            help="attention in phases on TEXT: tokens, Q/K/V, scores, mask, softmax, weighted sum, all heads",
+            description="The 3D tutorial's sandbox: one head and one query, each phase's numbers beside the "
+                        "lines of microgpt/model.py's gpt() that compute it, read from the file.",
+            params=(_text(), *WHERE)),
+    Sandbox('autograd', 'Autograd', model=None, numpy=False,
+            help="build an expression's graph of Values and backpropagate",
+            description="Parses EXPR (numbers, variables, + - * / **, unary minus, exp(), log(), relu(), "
+                        "parentheses; nothing is eval'ed), builds the graph, runs backward() and lists "
+                        "every node with its grad.",
+            png="the graph as Graphviz DOT; rendered to PNG beside it if `dot` is installed",
+            picture_flag='--dot',
+            params=(Param('expression', str, required=True, positional=True, metavar='EXPR',
+                          high=MAX_EXPRESSION,
+                          help='e.g. "(a + b) * c"; quote it for the shell, and put one that starts '
+                               'with "-" after --, as in: autograd -- "-a" a=1'),
+                    Param('values', 'values', {}, -MAX_VALUE, MAX_VALUE, positional=True,
+                          metavar='NAME=VALUE',
+                          help="a value for every variable of EXPR, e.g. a=2 b=-3 c=10"),
+                    Param('lenient', bool, False, cli=False,
+                          help="a variable without a value starts at 1, a value whose variable is "
+                               "gone is dropped (the page, as its learner types)"))),
+    Sandbox('scaling', 'Scaling', model=None,
+            help="the lessons' numbers on sqrt(d) scaling and cost, measured afresh",
+            description="Var(q.k) = d, softmax saturation, the hand-worked example, one row with and "
+                        "without scaling, the cost ratio n/(2D), the size of the score matrix; --part "
+                        "shows one of the Scaling page's widgets instead.",
+            png="Var(q.k), one row without and with scaling, saturation against d and the cost ratio",
+            params=(Param('samples', int, 50_000, 2, 1_000_000, metavar='N', group='sampling',
+                          help="dot products drawn per d for the variance (default 50000; the "
+                               "standard error shrinks like 1/sqrt(N))"),
+                    Param('draws', int, 2000, 1, 100_000, metavar='N', group='sampling',
+                          help="random rows for the medians of the row statistics (default 2000)"),
+                    Param('row_d', int, 64, 1, 4096, metavar='D', group='sampling',
+                          help=f"head size of the random row in section 4, with --draws x --row-d at "
+                               f"most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to watch "
+                               "the unscaled row saturate)"),
+                    SEED,
+                    Param('part', str, 'all', metavar='PART', group='one widget of the Scaling page',
+                          help="all (the printout, default), or one widget: row (one attention row at "
+                               "--row-d), variance, cost, index"),
+                    Param('scale', bool, True, flag='--no-scale', group='one widget of the Scaling page',
+                          help="row: do not divide the scores by sqrt(d)"),
+                    Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
+                          group='one widget of the Scaling page',
+                          help="row: divide the scores by this before the softmax (default 1)"),
+                    Param('keys', int, 8, 2, 16, group='one widget of the Scaling page',
+                          help="row: keys in the random row (default 8, the lesson's)"),
+                    Param('scores', float, (), -1e6, 1e6, many=True, metavar='S',
+                          group='one widget of the Scaling page',
+                          help="row: these unscaled scores q.k instead of a random row (the page sends "
+                               "a model's)"),
+                    Param('n', int, 1024, 1, 10 ** 7, group='one widget of the Scaling page',
+                          help="cost: sequence length n (default 1024)"),
+                    Param('D', int, 768, 1, 10 ** 6, group='one widget of the Scaling page',
+                          help="cost: model width D = n_head x head_dim (default 768, the lesson's)"),
+                    Param('tab', str, 'scores', group='one widget of the Scaling page',
+                          help="index: scores (bhqd,bhkd->bhqk, default), output or projection"),
+                    Param('sizes', 'values', {}, 1, 10 ** 6, positional=True, metavar='INDEX=SIZE',
+                          help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
+                               "lesson's b=1 h=12 q=k=d=64)"))),
+    Sandbox('loss', 'Loss', model='log', numpy=False,
+            help="training and validation loss curves from a training log",
+            description="Reads the JSON-lines log train.py writes beside the checkpoint.",
+            png="the curves",
+            params=(Param('width', int, 60, 20, 1000, group='display',
+                          help="chart width in characters (default 60)"),
+                    Param('height', int, 12, 5, 500, group='display',
+                          help="chart height in lines (default 12)"))),
+    Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
+            help="the next-character distribution at several temperatures, top-k, samples",
+            description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
+                        "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
+                        "each setting, marked as in the training data or new.",
+            extra={'page': 'sampling'},
+            params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_TEXT,
+                          help="how the names start (default: empty, the first character is drawn too)"),
+                    Param('temperatures', float, (0.0, 0.5, 1.0, 2.0), 0, MAX_TEMPERATURE, many=True,
+                          metavar='T', group='sampling',
+                          help="temperatures to compare, 0 = greedy (default 0 0.5 1 2)"),
+                    Param('top_k', int, 5, 1, MAX_VOCAB_SIZE, at_most='vocab_size', metavar='K',
+                          group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
+                    Param('num', int, 5, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
+                          help="names per setting (default 5)"),
+                    SEED,
+                    Param('data', str, None, metavar='PATH', group='sampling', web=False,
+                          help="the training names, to mark samples as seen or new (default: the data "
+                               "the checkpoint was trained on, when it can still be read)"))),
+    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=True,
+            help="one training step on TEXT: forward, backward, Adam, the loss after",
+            description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
+                        "matrix, Adam on one weight, and each position's p(true next) before and after "
+                        "the update. The checkpoint file is not changed.",
+            png="the gradient norm per matrix and p(true next) before/after",
+            params=(_text(),
+                    Param('lr', float, None, 0, MAX_LR, above=True, metavar='LR', group='the step',
+                          help="learning rate (default: the one the checkpoint was trained with, "
+                               "else 0.01)"),
+                    Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
+                          help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
+                               "(quote it; default: the weight with the largest gradient)"))),
+    Sandbox('embeddings', 'Embeddings',
+            help="wte on its two principal components, nearest neighbours, wpe similarity",
+            description="The token embeddings (rows of wte) projected on their two principal "
+                        "components, vowels marked; each character's nearest neighbours by cosine "
+                        "similarity; the cosine similarity of the position embeddings.",
+            png="the scatter plot and the wpe similarity matrix",
+            params=(Param('neighbours', int, 3, 1, MAX_VOCAB_SIZE, metavar='K', group='display',
+                          help="nearest neighbours listed per character (default 3)"),)),
+]
+
+# Pages that are not sandboxes: their routes live in api.py (the Training page's runs).
+OTHER_PAGES = [('training', 'Training')]
+
+
+def get(name):
+    """The sandbox called `name` (the command and the route), or None."""
+    return next((s for s in SANDBOXES if s.name == name), None)
+
+
+def page_name(sandbox):
+    """The page's name: its URL /NAME and its files web/NAME.html, web/NAME.js."""
+    return sandbox.extra.get('page', sandbox.name)
+
+
+def pages():
+    """[(page name, navigation label)] in the navigation's order: each sandbox with a page,
+    then the other pages."""
+    return [(page_name(s), s.title) for s in SANDBOXES if s.page] + list(OTHER_PAGES)
+
+
+# ---------------------------------------------------------------------------- checks the model decides
+def check_against_model(sandbox, params, config, spell=lambda p: p.name):
+    """Each value whose Param says at_most='field' no larger than the model's config.field
+    (top_k at most vocab_size). (A layer, head or query the model lacks is the sandbox's own
+    check, which names what the model has.) spell: how the caller names a parameter."""
+    for p in sandbox.params:
+        if p.at_most is None or params.get(p.name) is None:
+            continue
+        limit = getattr(config, p.at_most)
+        if params[p.name] > limit:
+            raise UserError(f"{spell(p)} is {params[p.name]}, but this model's {p.at_most} is {limit}: "
+                            f"give {p.low}..{limit}")
+    return params
+
+
+def values_from_words(words, param):
+    """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}: a 'values' parameter as the command line
+    writes it, each value a finite number within the Param's range."""
+    values = {}
+    for item in words:
+        name, sep, text = item.partition('=')
+        name, text = name.strip(), text.strip()
+        if not sep or not name.isidentifier():
+            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
+                            "e.g. a=2")
+        if name in values:
+            raise UserError(f"{name} is given twice")
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"{item!r}: {text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise UserError(f"{item!r}: the value must be a finite number")
+        if not param.low <= value <= param.high:
+            raise UserError(f"{item!r}: the value must be a number in {param.low:g}..{param.high:g}")
+        values[name] = value
+    if len(values) > MAX_VARIABLES:
+        raise UserError(f"{len(values)} variables: at most {MAX_VARIABLES}")
+    return values

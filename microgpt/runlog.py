@@ -1,0 +1,186 @@
+"""
+The log beside a checkpoint: its name, its lock, and what a line of it may hold.
+
+    log = open_locked_log(log_path_for('out/model.json'), 'out/model.json')  # out/model.log.jsonl
+    log.trim(resume_step)   # a fresh run empties it; a resumed one keeps its lines up to that step
+    log.write('{"step": 1, "loss": 3.3, "lr": 0.01}\n')
+    log.close()             # the lock goes with it
+
+train.py writes one JSON line per step, {"step", "loss", "lr"}, and one per evaluation,
+{"step", "val_loss"}; `lab loss` and the web lab's Training page read them. The log is also
+the lock on its checkpoint: a run holds it, through flock, for as long as it writes, so a
+second run on the same checkpoint (by any of its names: a symlinked --out's log is its
+target's) is refused. log_record_problem is the one rule for a line, which `lab loss` and
+--resume both apply. Part of the bookkeeping that makes a run safe (microgpt/run.py).
+"""
+
+import json
+import math
+import os
+import stat
+
+from .checkpoint import describe_os_error
+from .errors import UserError
+from .limits import MAX_FILE_BYTES, MAX_LOSS, MAX_STEP
+
+try:
+    import fcntl  # POSIX file locks, released by the kernel when the process ends, however it ends
+except ImportError:  # Windows: runs are not locked against each other there
+    fcntl = None
+
+
+def log_path_for(out):
+    """out/model.json -> out/model.log.jsonl, beside the file actually written: a symlinked
+    --out's log is its target's, so every name of one checkpoint shares one log (and one lock),
+    and two checkpoints never do (checkpoint_format refuses a name without its extension)."""
+    path = os.path.realpath(out) if os.path.islink(out) else out
+    stem, ext = os.path.splitext(path)
+    return (stem if ext == '.json' else path) + '.log.jsonl'
+
+
+# A log line is at most a few hundred bytes; a longer one was never written by train.py.
+MAX_LOG_LINE = 1 << 12
+
+
+def log_record_problem(record):
+    """What is wrong with one parsed log line, as the end of a sentence starting "line N", or
+    None if it is a record train.py writes: {"step", "loss", "lr"} or {"step", "val_loss"}.
+    `lab loss` refuses what this refuses; --resume drops it."""
+    if not isinstance(record, dict):
+        return " is not a JSON object: not a train.py log line"
+    if 'step' not in record:
+        return " has no integer 'step': not a train.py log line"
+    step = record['step']
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
+        return f": 'step' is {_short(step)}, not an integer from 0 to {MAX_STEP:,}: not a train.py log line"
+    if 'loss' in record:
+        checks = [('loss', MAX_LOSS)] + ([('lr', None)] if 'lr' in record else [])
+    elif 'val_loss' in record:
+        checks = [('val_loss', MAX_LOSS)]
+    else:
+        return " has neither 'loss' nor 'val_loss'"
+    for key, most in checks:
+        value = record[key]
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and _finite(value)
+        if not ok or value < 0 or (most is not None and value > most):
+            limit = f"from 0 to {most:g}" if most is not None else "0 or more"
+            return f": {key} is {_short(value)}, not a finite number {limit}"
+    return None
+
+
+def _finite(x):
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def open_locked_log(path, out):
+    """The log beside --out, locked for this run (a second run on the same checkpoint, by any
+    name, is refused), opened for appending and not yet truncated: Log.trim does that once
+    the resumed step is known. A log that is a device (a link to /dev/null, to silence it) is
+    written to but never read, truncated or locked; a pipe or socket is refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:
+        raise UserError(f"cannot open the log {path}: {describe_os_error(e)}: choose another --out") from None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        raise UserError(f"the log path {path} is not a file (a pipe or socket): move it away or choose another --out")
+    created = False
+    try:
+        if mode is None:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+                created = True
+            except FileExistsError:  # made a moment ago by another run, or a link to a file to be made
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+        else:
+            fd = os.open(path, (os.O_RDWR if stat.S_ISREG(mode) else os.O_WRONLY) | os.O_APPEND)
+    except OSError as e:
+        raise UserError(f"cannot open the log {path}: {describe_os_error(e)}: choose another --out") from None
+    log = Log(os.fdopen(fd, 'ab'), path, created, regular=mode is None or stat.S_ISREG(mode))
+    if fcntl is not None and log.regular:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            log.close()
+            raise UserError(f"another train.py is writing {out} right now: wait for it to finish, "
+                            "or choose another --out") from None
+    return log
+
+
+class Log:
+    """The run's JSON-lines log: the locked file, text lines written to it."""
+
+    def __init__(self, f, path, created, regular):
+        self.f, self.path, self.created, self.regular = f, path, created, regular
+
+    def trim(self, resume_step):
+        """A fresh run starts the log empty; a resumed one keeps only the lines up to the resumed
+        step (later ones were never saved in a checkpoint) that `lab loss` would read, and drops
+        the rest (damaged, cut short by a crash, or not train.py's)."""
+        if not self.regular:
+            return
+        kept = []
+        if resume_step:
+            size = os.fstat(self.f.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise UserError(f"the log {self.path} is larger than {MAX_FILE_BYTES >> 20:,} MiB, the most "
+                                "microgpt reads: move it away, then resume (a new log starts)")
+            with open(self.f.fileno(), 'rb', closefd=False) as reader:
+                reader.seek(0)
+                kept = [line for line in _lines(reader) if _kept(line, resume_step)]
+        try:
+            self.f.truncate(0)
+            self.f.writelines(kept)
+            self.f.flush()
+        except OSError as e:
+            raise UserError(f"could not write the log {self.path}: {describe_os_error(e)}: "
+                            "choose another --out") from None
+
+    def write(self, text):
+        self.f.write(text.encode('utf-8'))
+        self.f.flush()
+
+    def close(self):
+        """Close (which releases the lock); a log this run made and never wrote to is removed,
+        so a run that fails before its first step leaves no file behind."""
+        try:
+            if self.created and os.fstat(self.f.fileno()).st_size == 0:
+                os.remove(self.path)  # still holding the lock: no other run can be using it
+        except OSError:
+            pass
+        try:
+            self.f.close()
+        except OSError:  # a failed write's bytes are still buffered: that failure was reported
+            pass
+
+
+def _lines(f):
+    """f's lines, each with its newline; a line longer than MAX_LOG_LINE is skipped without
+    being held in memory whole (a crash can leave gigabytes of NUL bytes)."""
+    while True:
+        line = f.readline(MAX_LOG_LINE)
+        if not line:
+            return
+        if len(line) == MAX_LOG_LINE and not line.endswith(b'\n'):
+            while line and not line.endswith(b'\n'):
+                line = f.readline(MAX_LOG_LINE)
+            continue
+        yield line if line.endswith(b'\n') else line + b'\n'
+
+
+def _kept(line, resume_step):
+    try:
+        record = json.loads(line.decode('utf-8'))
+    except (ValueError, RecursionError):  # cut short, not UTF-8, or absurdly nested
+        return False
+    return log_record_problem(record) is None and record['step'] <= resume_step
+
+
+def _short(x):
+    """repr(x), cut short: a 400-digit number does not make a one-line message."""
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + '...'

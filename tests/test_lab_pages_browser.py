@@ -1,0 +1,364 @@
+"""
+The Scaling, By hand, In phases, Embeddings and Loss pages in a real browser: Playwright
+driving Debian's Chromium (/usr/bin/chromium), as test_lab_browser.py does.
+
+Each page must show the lessons' numbers where a lesson gives them (the Czech preset's weights
+and out3, the index widget's 49,152 and 3,145,728, the Var(q.k) and cost tables) and otherwise
+exactly what its API route answers; redraw as the learner types, without Enter; and log no
+console error. The sqrt(d) widget must be sharper unscaled than scaled at d = 64 and warn of a
+vanishing gradient at a large d unscaled only. Play must walk every phase in order, back must
+walk them back, and the highlighted code must be the lines phases.gpt_source finds in
+microgpt/model.py. test_interaction_times prints (never asserts) how long each interaction
+takes on a model of train.py's default size.
+
+Skipped, with the reason, where Playwright or Chromium is missing. One browser for the module.
+"""
+
+import os
+import time
+
+import pytest
+
+from labserver import live_server, post
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
+
+sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
+                               "pip install playwright (the test extra) to run the browser tests")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope='module')
+def server(tiny_ckpt, names_file, tmp_path_factory):
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('pages-runs'), names_file) as s:
+        yield s
+
+
+@pytest.fixture(scope='module')
+def browser():
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
+    context = browser.new_context(viewport={'width': 1280, 'height': 900})
+    p = context.new_page()
+    p.errors = []
+    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
+    p.on('pageerror', lambda e: p.errors.append(str(e)))
+    yield p
+    context.close()
+
+
+def open_page(page, server, name):
+    page.goto(server.url + name)
+    page.wait_for_selector('body[data-drawn]', state='attached')
+    page.wait_for_load_state('networkidle')
+
+
+def texts(page, selector):
+    return page.locator(selector).all_inner_texts()
+
+
+def values(page, selector, key='value'):
+    return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
+
+
+def draws(page, selector='body'):
+    return int(page.locator(selector).first.get_attribute('data-draws') or 0)
+
+
+def wait_redraw(page, before, selector='body'):
+    """Until the page (or a panel) has drawn once more than `before`."""
+    page.wait_for_function(f"() => Number(document.querySelector('{selector}').dataset.draws || 0) > {before}")
+    page.wait_for_load_state('networkidle')
+
+
+def set_range(page, selector, value):
+    page.eval_on_selector(selector, f'e => {{ e.value = "{value}"; e.dispatchEvent(new Event("input")); }}')
+
+
+# ---------------------------------------------------------------------------- by hand
+def test_the_czech_preset_shows_the_lessons_weights_and_out3(server, page):
+    open_page(page, server, 'byhand')
+    want = post(server, '/api/byhand', {})
+    assert [page.input_value(f'#{n}-3') for n in 'qkv'] == ['0.9, 0.8, 0.2, 0.1', '0.8, 0.9, 0.1, 0',
+                                                           '0.1, 0.2, 0.9, 0.4']
+    weights = values(page, '#softmax-table [data-kind=weight]')
+    assert weights == want['head']['weights']
+    assert all(abs(w - lesson) < LESSON_ROUNDING for w, lesson in zip(weights, [0.309, 0.297, 0.394]))
+    assert texts(page, '#softmax-table [data-kind=weight]') == ['0.309', '0.297', '0.395']  # 0.394521
+    assert texts(page, '#out-row [data-kind=out]') == ['0.309', '0.356', '0.444', '0.189']
+    assert texts(page, '#score-table [data-kind=raw]') == ['0.970', '0.890', '1.460']
+    assert texts(page, '#score-table [data-kind=score]') == ['0.485', '0.445', '0.730']
+    exps = values(page, '#softmax-table [data-kind=exp]')
+    assert all(abs(e - lesson) < LESSON_ROUNDING for e, lesson in zip(exps, [1.624, 1.561, 2.075]))
+    assert page.inner_text('#exp-sum') == '5.260'
+    assert page.inner_text('#score-numbers') == '33,554,432' and page.inner_text('#score-mib') == '64 MiB'
+    assert 'no q2' in page.inner_text('#note')
+    assert page.errors == []
+
+
+def test_typing_a_vector_redraws_without_enter_and_a_bad_one_is_named(server, page):
+    open_page(page, server, 'byhand')
+    before = draws(page)
+    page.fill('#k-1', '0.9, 0.1, 0.4, 2')  # fill types into the box: no Enter, no blur
+    wait_redraw(page, before)
+    want = post(server, '/api/byhand', {'k': ['0.9, 0.1, 0.4, 2', '0, 1, 0, 0.9', '0.8, 0.9, 0.1, 0']})
+    assert values(page, '#softmax-table [data-kind=weight]') == want['head']['weights']
+    assert values(page, '#out-row [data-kind=out]') == want['head']['out']
+    page.fill('#v-2', '0.7, x, 0.3, 0')
+    page.wait_for_selector('#error:not([hidden])')
+    assert page.inner_text('#error') == "v2: 'x' is not a number"
+    assert page.locator('#softmax-table').count() == 0  # no result left beside the bad input
+    # the browser logs the refused request itself; nothing else went wrong
+    assert [e for e in page.errors if 'status of 400 (Bad Request)' not in e] == []
+
+
+def test_query_one_sees_itself_and_two_heads_meet_in_w_o(server, page):
+    open_page(page, server, 'byhand')
+    before = draws(page)
+    page.select_option('#query', '1')
+    wait_redraw(page, before)
+    assert texts(page, '#softmax-table [data-kind=weight]') == ['1.000', '0.000', '0.000']  # two masked
+    assert texts(page, '#out-row [data-kind=out]') == ['0.200', '0.800', '0.000', '0.100']  # out1 = v1
+    page.select_option('#query', '3')
+    page.select_option('#n_head', '2')  # an answer overtaken by the next request is never drawn
+    page.wait_for_selector('#heads-table tr[data-head="1"]')
+    page.wait_for_load_state('networkidle')
+    want = post(server, '/api/byhand', {'n_head': 2})
+    assert page.locator('#heads-table tr[data-head]').count() == 2
+    assert page.get_attribute('#concat', 'data-values') == str(want['concat']).replace(' ', '')
+    assert page.errors == []
+
+
+# ---------------------------------------------------------------------------- scaling
+def row_stats(page):
+    return {k: float(page.get_attribute(f'#stats-table [data-name={k}]', 'data-value'))
+            for k in ('spread', 'entropy', 'max_weight', 'gradient_scale')}
+
+
+def test_the_sqrt_d_widget_sharpens_without_scaling_and_warns_at_large_d(server, page):
+    open_page(page, server, 'scaling')
+    assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '64'
+    scaled = row_stats(page)
+    want = post(server, '/api/scaling', {'part': 'row', 'row_d': 64})
+    assert scaled == {k: want['stats'][k] for k in scaled}
+    assert values(page, '#row-table [data-kind=weight]') == want['weights']
+    assert page.locator('#vanishing').is_hidden()
+    before = draws(page, '#row-panel')
+    page.uncheck('#scale')
+    wait_redraw(page, before, '#row-panel')
+    unscaled = row_stats(page)
+    assert unscaled['max_weight'] > scaled['max_weight'] and unscaled['entropy'] < scaled['entropy']
+    assert abs(unscaled['spread'] / scaled['spread'] - 8) < 1e-9
+    assert page.locator('#vanishing').is_hidden()  # d = 64 unscaled: saturating, not yet vanishing
+    before = draws(page, '#row-panel')
+    set_range(page, '#d', 8)  # d = 256, the lesson's exercise
+    wait_redraw(page, before, '#row-panel')
+    assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '256'
+    assert page.locator('#vanishing').is_visible() and 'gradient vanishes' in page.inner_text('#vanishing')
+    before = draws(page, '#row-panel')
+    page.check('#scale')
+    wait_redraw(page, before, '#row-panel')
+    assert page.locator('#vanishing').is_hidden()
+    # the lesson's table beside ours
+    assert values(page, '#lesson [data-lesson]') == [25.1, 0.994, 0.547, 3.14, 2.295, 0.355]
+    assert page.errors == []
+
+
+def test_the_row_widget_on_the_models_own_scores(server, page):
+    open_page(page, server, 'scaling')
+    before = draws(page, '#row-panel')
+    page.select_option('#source', 'model')
+    wait_redraw(page, before, '#row-panel')
+    attention = post(server, '/api/attention', {'text': 'anna', 'layer': 0, 'head': 0})
+    assert texts(page, '#row-table td.l.mono') == attention['labels']
+    assert values(page, '#row-table [data-kind=weight]') == pytest.approx(attention['weights'], abs=1e-12)
+    assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == str(attention['head_dim'])
+    assert page.locator('#d').is_hidden()  # the model's head_dim, not the slider's
+    before = draws(page, '#row-panel')
+    page.fill('#text', 'emma')
+    wait_redraw(page, before, '#row-panel')
+    assert texts(page, '#row-table td.l.mono')[1] == 'e'
+    assert page.errors == []
+
+
+def test_the_index_widget_and_the_lessons_tables(server, page):
+    open_page(page, server, 'scaling')
+    assert page.inner_text('#index-elements') == '49,152' and page.inner_text('#index-macs') == '3,145,728'
+    assert page.inner_text('#index-shape') == '[1, 12, 64, 64]' and page.inner_text('#index-per') == '64'
+    roles = dict(zip(texts(page, '#index-table tr[data-index] td.mono'), texts(page, '#index-table td.kept, #index-table td.summed')))
+    assert roles == {'b': 'kept', 'h': 'kept', 'q': 'kept', 'd': 'summed', 'k': 'kept'}
+    before = draws(page, '#index-panel')
+    page.click('button[data-tab=output]')
+    wait_redraw(page, before, '#index-panel')
+    assert page.inner_text('#spec') == 'bhqk,bhkd → bhqd' and page.inner_text('#index-macs') == '3,145,728'
+    before = draws(page, '#index-panel')
+    page.fill('#size-h', '8')
+    wait_redraw(page, before, '#index-panel')
+    assert page.inner_text('#index-elements') == '32,768'
+    # Var(q.k) = d: the lesson's measurements beside the API's
+    assert values(page, '#variance-table [data-kind=lesson-var]') == [4.03, 64.21, 1017.8]
+    want = post(server, '/api/scaling', {'part': 'variance', 'samples': 5000})
+    assert values(page, '#variance-table [data-kind=var]') == [r['var'] for r in want['rows']]
+    # the cost: n / (2D) and the lesson's 0.08, 0.67, 5.3
+    assert texts(page, '#cost-lesson-table [data-kind=lesson-ratio]') == ['0.08', '0.67', '5.3']
+    assert texts(page, '#cost-lesson-table [data-kind=ratio]') == ['0.0833', '0.6667', '5.3333']
+    assert page.inner_text('#cost-ratio') == '0.6667'
+    assert page.errors == []
+
+
+# ---------------------------------------------------------------------------- phases
+PHASES = ['tokens', 'qkv', 'scores', 'mask', 'softmax', 'weighted', 'heads']
+
+
+def record_phases(page):
+    """From now on, window.seen lists every phase the page shows, in order."""
+    page.evaluate("""() => { window.seen = [];
+      if (window.watching) return;
+      window.watching = new MutationObserver(() => window.seen.push(document.body.dataset.phase));
+      window.watching.observe(document.body, {attributes: true, attributeFilter: ['data-phase']}); }""")
+
+
+def test_play_walks_every_phase_in_order_and_back_walks_them_back(server, page):
+    open_page(page, server, 'phases')
+    assert page.get_attribute('body', 'data-phase') == 'tokens'
+    page.select_option('#speed', '250')
+    record_phases(page)
+    page.click('#play')
+    page.wait_for_selector('body[data-phase=heads]', timeout=10_000)
+    page.wait_for_selector('#play:has-text("Play")')  # it stopped at the last phase
+    assert page.evaluate('window.seen') == PHASES[1:]
+    assert page.locator('#forward').is_disabled()
+    record_phases(page)
+    for _ in PHASES[1:]:
+        page.click('#back')
+    assert page.evaluate('window.seen') == PHASES[-2::-1]
+    assert page.locator('#back').is_disabled()
+    assert page.errors == []
+
+
+def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, page):
+    from microgpt.lab import phases
+    open_page(page, server, 'phases')
+    code = phases.gpt_source()
+    for n, phase in enumerate(PHASES):
+        page.click(f'button[data-phase={phase}]')
+        page.wait_for_selector(f'body[data-phase={phase}]')
+        lit = [int(x) for x in page.locator('#code div.hl').evaluate_all('ds => ds.map(d => d.dataset.line)')]
+        assert lit == code['phases'][phase] and lit, phase
+    page.click('button[data-phase=softmax]')
+    assert 'softmax(attn_logits)' in ''.join(texts(page, '#code div.hl'))
+    assert 'attn_wo' not in ''.join(texts(page, '#code div.hl'))
+    assert page.errors == []
+
+
+def test_the_picture_draws_the_apis_weights_and_typing_a_name_redraws(server, page):
+    open_page(page, server, 'phases')
+    page.click('button[data-phase=softmax]')
+    want = post(server, '/api/phases', {'text': 'anna', 'layer': 0, 'head': 0})
+    rays = page.locator('#stage path.ray')
+    assert rays.count() == want['query'] + 1 == 5
+    assert values(page, '#stage path.ray', 'weight') == want['weights']
+    assert texts(page, '#numbers-table tr[data-key] td:last-child') == [f'{w:.4f}' for w in want['weights']]
+    before = draws(page)
+    page.fill('#text', 'emma')
+    wait_redraw(page, before)
+    chips = page.locator('#stage g.chip').evaluate_all('gs => gs.map(g => g.dataset.label)')
+    assert chips == ['<BOS>', 'e', 'm', 'm', 'a']
+    before = draws(page)
+    page.select_option('#query', '2')  # an earlier query: the future is masked
+    wait_redraw(page, before)
+    assert page.locator('#wall').count() == 1 and page.locator('#stage path.ray').count() == 3
+    assert page.locator('#stage g.chip.future').count() == 2
+    page.uncheck('#show-mask')
+    assert page.locator('#wall').count() == 0
+    assert page.errors == []
+
+
+# ---------------------------------------------------------------------------- embeddings, loss
+def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
+    open_page(page, server, 'embeddings')
+    want = post(server, '/api/embeddings', {'neighbours': 3})
+    labels = page.locator('#scatter text[data-label]')
+    assert labels.count() == len(want['labels'])
+    assert values(page, '#scatter text[data-label]', 'x') == [c[0] for c in want['coords']]
+    assert page.locator('#wpe-table td.cell').count() == len(want['wpe_cosine']) ** 2
+    before = draws(page)
+    page.fill('#neighbours', '2')
+    wait_redraw(page, before)
+    assert page.locator('#near-table tr[data-label]').first.locator('td').count() == 3  # the char and 2
+    assert page.errors == []
+    open_page(page, server, 'loss')
+    want = post(server, '/api/loss', {})
+    assert page.get_attribute('#loss-chart', 'data-train-points') == str(len(want['train'])) == '60'
+    assert page.locator('#stretch-table tr').count() == len(want['stretches']) + 1
+    assert page.get_attribute('#loss-chart', 'data-val-points') == str(len(want['val'])) == '1'  # the last step's
+    assert page.inner_text('#last-val') == f"{want['val'][-1][1]:.4f}"
+    assert values(page, '#loss-chart circle.val') == [v for _, v in want['val']]
+    assert page.errors == []
+
+
+@pytest.mark.parametrize('width', [390, 1280])
+def test_each_page_fits_its_window(server, browser, width):
+    context = browser.new_context(viewport={'width': width, 'height': 800})
+    p = context.new_page()
+    for name in ('scaling', 'byhand', 'phases', 'embeddings', 'loss'):
+        open_page(p, server, name)
+        assert p.evaluate('document.documentElement.scrollWidth') <= width, name  # wide tables scroll in their box
+    context.close()
+
+
+# ---------------------------------------------------------------------------- how fast
+@pytest.fixture(scope='module')
+def default_ckpt(tmp_path_factory, names_file):
+    """A checkpoint of train.py's default size (its speed is what matters, not its training)."""
+    from microgpt import train
+    out = tmp_path_factory.mktemp('default') / 'model.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--steps', '5', '--eval-every', '0',
+                       '--num-samples', '0']) == 0
+    return str(out)
+
+
+def test_interaction_times(default_ckpt, names_file, tmp_path, browser, capsys):
+    """Prints the time from an input to its redraw on each new page, on a model of train.py's
+    default size; asserts only that each redraw happened (a timed test would be flaky)."""
+    # (page, what the learner does, the panel that redraws, the page's debounce for that input in ms)
+    steps = [('byhand', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), 'body', 150),
+             ('scaling', lambda p: p.uncheck('#scale'), '#row-panel', 0),
+             ('scaling', lambda p: p.fill('#size-h', '8'), '#index-panel', 150),
+             ('scaling', lambda p: p.fill('#n', '4096'), '#cost-panel', 150),
+             ('phases', lambda p: p.fill('#text', 'emma'), 'body', 150),
+             ('phases', lambda p: p.click('#forward'), None, 0),
+             ('embeddings', lambda p: p.fill('#neighbours', '4'), 'body', 150)]
+    times = []
+    with live_server(default_ckpt, tmp_path, names_file) as server:
+        context = browser.new_context(viewport={'width': 1280, 'height': 800})
+        p = context.new_page()
+        for name, act, panel, debounce in steps:
+            if not p.url.endswith('/' + name):
+                open_page(p, server, name)
+            before = draws(p, panel) if panel else p.get_attribute('body', 'data-phase')
+            start = time.perf_counter()
+            act(p)
+            if panel:
+                wait_redraw(p, before, panel)
+            else:  # a step through the phases asks nothing of the server
+                p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
+            times.append((name, panel or 'a phase', debounce, time.perf_counter() - start))
+        context.close()
+    with capsys.disabled():
+        print("\ninteraction times on train.py's default model: input to redraw, in ms, and the part "
+              "of it that is the page's debounce (waiting for the learner to stop typing)")
+        for name, panel, debounce, seconds in times:
+            print(f"  {name:<11} {panel:<13} {seconds * 1000:6.0f}   debounce {debounce:3d}")

@@ -1,0 +1,138 @@
+"""
+The lab's one registry (microgpt/lab/registry.py): a sandbox declared there is a command, an API
+route and a link in the navigation, with nothing else to edit; and the command line and the API
+accept exactly the same range for every parameter they share, because both read one Param.
+
+A sandbox made up in the test (`echo`, in a module made up in the test) shows the first: it is
+never written in __main__.py, api.py, serve.py or web/lab.js, yet all of them know it.
+"""
+
+import sys
+import types
+
+import pytest
+
+from labserver import live_server, request
+from microgpt.errors import UserError
+from microgpt.lab import registry, serve
+from microgpt.lab.__main__ import flag_of, main
+
+ECHO = registry.Sandbox(
+    'echo', 'Echo', help="say a word a few times", model=None, module='lab_test_echo',
+    params=(registry.Param('word', str, required=True, positional=True, metavar='WORD', help="what to say"),
+            registry.Param('times', int, 2, 1, 5, help="how many times (default 2)"),
+            registry.Param('loud', bool, False, help="in capitals")))
+
+
+def echo_module():
+    """The made-up sandbox's module: the two functions of the contract."""
+    m = types.ModuleType('lab_test_echo')
+    m.compute = lambda word, times=2, loud=False: {'words': [word.upper() if loud else word] * times}
+    m.render = lambda d: ' '.join(d['words'])
+    return m
+
+
+@pytest.fixture
+def echo(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'lab_test_echo', echo_module())
+    monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [ECHO])
+    return ECHO
+
+
+def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
+    assert main(['echo', 'hi', '--times', '3', '--loud']) == 0
+    assert capsys.readouterr().out == 'HI HI HI\n'
+    with pytest.raises(SystemExit):
+        main(['echo', '--help'])
+    assert 'how many times (default 2); 1..5' in ' '.join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):  # argparse: one line, exit 2
+        main(['echo', 'hi', '--times', '6'])
+    assert 'give an integer from 1 to 5' in capsys.readouterr().err
+
+
+def test_a_sandbox_added_to_the_registry_is_a_route_and_a_page(echo, tiny_ckpt, names_file, tmp_path):
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+        status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
+        assert status == 200 and got == {'words': ['hi'] * 3}
+        status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
+        assert status == 400 and got['error'] == "'times' is 6: give an integer in 1..5"
+        config = request(server, 'GET', '/api/config')[1]  # what web/lab.js draws the navigation from
+    assert {'name': 'echo', 'title': 'Echo'} in config['pages']
+    pages, static, api = serve.routes()
+    assert pages['/echo'] == 'echo.html' and static['/static/echo.js'] == 'echo.js'
+    assert api['/api/echo'] == ('POST', 'sandbox', 'echo')
+
+
+def test_without_the_entry_there_is_no_command_and_no_route(tiny_ckpt, names_file, tmp_path, capsys):
+    """Negative control: the same requests without the registry line."""
+    with pytest.raises(SystemExit):
+        main(['echo', 'hi'])
+    assert "invalid choice: 'echo'" in capsys.readouterr().err
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+        assert request(server, 'POST', '/api/echo', {'word': 'hi'})[0] == 404
+        assert 'echo' not in [p['name'] for p in request(server, 'GET', '/api/config')[1]['pages']]
+
+
+def numeric_params():
+    for s in registry.SANDBOXES:
+        for p in s.params:
+            if p.kind in (int, float) and p.cli and p.web and s.page:
+                yield pytest.param(s, p, id=f'{s.name}-{p.name}')
+
+
+def cli_argv(s, p, value):
+    """A command line for sandbox s with parameter p at `value` (its positionals filled in)."""
+    logfile = ['model.log.jsonl'] if s.model == 'log' else []  # the log sandbox's positional
+    return [s.name] + ['anna' for q in s.params if q.positional and q.required] + logfile + [flag_of(p), repr(value)]
+
+
+@pytest.mark.parametrize('s, p', list(numeric_params()))
+def test_the_command_line_and_the_api_accept_the_same_range(s, p, capsys):
+    """Just outside each end of every shared numeric parameter: refused by both. At each end
+    itself: accepted by both (checked by the parser and the API's reader, before any model)."""
+    from microgpt.lab import api
+    from microgpt.lab.__main__ import parse_args
+    step = 1 if p.kind is int else max(abs(p.high), 1) * 1e-6
+    outside = [p.high + step, p.low if p.above else p.low - step]
+    inside = [p.high] + ([] if p.above else [p.low])
+    as_json = (lambda v: [v]) if p.many else (lambda v: v)
+    for value in outside:
+        with pytest.raises(SystemExit):
+            parse_args(cli_argv(s, p, value))
+        assert 'out of range' in capsys.readouterr().err
+        with pytest.raises(api.ApiError) as e:
+            api.read_param({p.name: as_json(value)}, p)
+        assert e.value.status == 400 and p.range_text() in str(e.value)
+    for value in inside:
+        assert getattr(parse_args(cli_argv(s, p, value)), p.name) == as_json(value)
+        assert api.read_param({p.name: as_json(value)}, p) == as_json(value)
+
+
+def test_top_k_is_capped_by_the_vocabulary_on_both_sides(tiny_ckpt, names_file, tmp_path, capsys):
+    from microgpt.lab.loading import load_model
+    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is {vocab_size}"):
+        main(['sample', '--ckpt', tiny_ckpt, '--top-k', str(vocab_size + 1), '--num', '1'])
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+        status, got, _ = request(server, 'POST', '/api/sample', {'top_k': vocab_size + 1, 'num': 1})
+        assert status == 400 and got['error'].startswith(f"'top_k' is {vocab_size + 1}, but this model's vocab_size")
+        assert request(server, 'POST', '/api/sample', {'top_k': vocab_size, 'num': 1})[0] == 200
+
+
+def test_every_page_has_its_files(tmp_path):
+    """Each page the registry lists is served from web/NAME.html and web/NAME.js, which exist and
+    name their page, so the browser tests' list (registry.pages()) is every page there is."""
+    import os
+    for name, _ in registry.pages():
+        html = open(os.path.join(serve.WEB_DIR, f'{name}.html'), encoding='utf-8').read()
+        assert f'data-page="{name}"' in html and f'/static/{name}.js' in html
+        assert os.path.exists(os.path.join(serve.WEB_DIR, f'{name}.js'))
+
+
+def test_one_name_one_meaning():
+    """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name."""
+    from microgpt import limits
+    assert registry.MAX_LAB_NAMES < limits.MAX_NAMES
+    assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
+    assert registry.get('sample').param('num').high == registry.MAX_LAB_NAMES
+    assert registry.get('overview').param('seed').high == limits.MAX_SEED
