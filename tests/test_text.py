@@ -207,14 +207,14 @@ def test_bad_running_text_input_is_one_line_and_overwrites_nothing(prose_file, t
     assert run(['--data', str(names_data), '--steps', '2', '--eval-every', '0', *TINY,
                 '--out', str(names)], capsys)[0] == 0
     names_before = names.read_bytes()
-    text_flags = ['--data-mode', 'text', '--steps', '3', *TINY, '--out', str(good)]
+    text_flags = ['--data-mode', 'text', '--steps', '3', *TINY, '--force', '--out', str(good)]  # --force: only the bad input may stop it
     one_line_error(['--data', str(short), *text_flags], capsys, 'fewer than two windows')
     one_line_error(['--data', prose_file, '--val-size', '10', *text_flags], capsys,
                    'fewer than one window of block_size + 1 = 17: give a larger --val-size')
     one_line_error(['--data', str(binary), *text_flags], capsys, 'looks like a binary file')
     one_line_error(['--data-mode', 'text', '--out', str(names), '--resume', '--steps', '5'], capsys,
                    "--data-mode text differs from the run being resumed (lines): drop the flag")
-    one_line_error([*text_flags[:-2], '--out', str(tmp_path / 'x.json')], capsys, 'needs a file')
+    one_line_error([*text_flags[:-3], '--out', str(tmp_path / 'x.json')], capsys, 'needs a file')
     one_line_error(['--data', prose_file, '--val-size', '1.5', *text_flags], capsys, 'not a fraction')
     one_line_error(['--data', prose_file, '--dtype', 'float32', *text_flags], capsys,
                    '--dtype float32 is for the numpy engine')
