@@ -27,6 +27,7 @@ src/inference builds numpy arrays from the very same validated dictionary.
 """
 
 import errno
+import io
 import json
 import math
 import os
@@ -34,6 +35,7 @@ import re
 import stat
 import tempfile
 
+from . import safetensors
 from .checks import make_config
 from .errors import UserError
 from .files import read_user_file
@@ -69,9 +71,14 @@ def save_checkpoint(path, model, train_state=None, data_mode='lines'):
 
     model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
     data_mode: 'lines' (one name per line, the default) or 'text' (running text): what sample.py
-    generates from it, names that end at BOS or a stream of a given length.
+    generates from it, names that end at BOS or a stream of a given length. A path ending in
+    .safetensors is written in that format (microgpt/safetensors.py), any other as JSON.
     """
-    write_json_atomic(path, checkpoint_dict(model, train_state, data_mode))
+    ckpt = checkpoint_dict(model, train_state, data_mode)
+    if str(path).endswith(safetensors.EXTENSION):
+        write_atomic(path, lambda f: safetensors.write(f, *safetensors.checkpoint_tensors(ckpt)))
+    else:
+        write_json_atomic(path, ckpt)
 
 
 class CheckpointWriteError(UserError):
@@ -80,9 +87,21 @@ class CheckpointWriteError(UserError):
 
 
 def write_json_atomic(path, obj):
-    """Write obj as JSON to path so that a reader only ever sees the old file or the new one.
+    """Write obj as JSON to path so that a reader only ever sees the old file or the new one
+    (write_atomic). Floats are written with repr, which reads back bit for bit: resume is exact."""
+    def write(f):
+        text = io.TextIOWrapper(f, encoding='utf-8')
+        json.dump(obj, text, allow_nan=False)
+        text.flush()
+        text.detach()  # f stays open: write_atomic syncs it
+    write_atomic(path, write)
 
-    The JSON goes to a temporary file beside the target (`.<name>.<random>.tmp`), is flushed
+
+def write_atomic(path, write):
+    """Call write(f) on a binary file, so that a reader of path only ever sees the old file or
+    the new one, whole.
+
+    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), are flushed
     to disk, then renamed over the target in one step. If `path` is a symbolic link, its
     target is what gets replaced, and the link stays. The new file gets the old file's
     permissions, or for a new file the umask's, like any file a program creates. Any OSError
@@ -96,10 +115,9 @@ def write_json_atomic(path, obj):
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+        with os.fdopen(fd, 'wb') as f:
             os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
-            # floats are written with repr, which reads back bit for bit: resume is exact
-            json.dump(obj, f, allow_nan=False)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -172,7 +190,10 @@ def remove_stale_temporaries(path):
 def is_our_checkpoint(path):
     """True if path is a regular file that starts like a checkpoint microgpt writes,
     `{"format": "microgpt", ...`. Reads at most the first 256 bytes: cheap even for a huge
-    file, and what train.py asks before it replaces an --out that already exists."""
+    file, and what train.py asks before it replaces an --out that already exists. A
+    .safetensors file is ours if its metadata comes first and names the format."""
+    if str(path).endswith(safetensors.EXTENSION):
+        return safetensors.is_ours(path, FORMAT)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False
@@ -222,13 +243,16 @@ def _fsync_folder(folder):
 
 # ---------------------------------------------------------------------------- formats and sizes
 # A checkpoint's format is named by its file's extension. Each format says how many bytes a
-# checkpoint of n numbers and a vocabulary of v characters can take at most, so that a run
-# whose checkpoint no reader would accept (every reader stops at limits.MAX_FILE_BYTES) is
-# refused before it starts. JSON writes each float with repr(): at most 24 characters
-# (-2.2250738585072014e-308) and a ', ' after it; a row adds its brackets and a ', '; a
-# vocabulary character at most a 12-character escaped pair ("\\ud83d\\ude00") and its ', '.
-FORMATS = {
-    '.json': lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
+# checkpoint of n numbers and a vocabulary of v characters can take at most, and the most its
+# reader accepts, so that a run whose checkpoint could not be read back is refused before it
+# starts. JSON writes each float with repr(): at most 24 characters (-2.2250738585072014e-308)
+# and a ', ' after it; a row adds its brackets and a ', '; a vocabulary character at most a
+# 12-character escaped pair ("\\ud83d\\ude00") and its ', '. safetensors writes 8 bytes a number
+# (microgpt/safetensors.py's file_bytes bounds its header).
+FORMATS = {  # extension: (the most bytes a checkpoint takes, the most its reader accepts, named)
+    '.json': (lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
+              MAX_FILE_BYTES, 'limits.MAX_FILE_BYTES'),
+    safetensors.EXTENSION: (safetensors.file_bytes, safetensors.MAX_BYTES, 'safetensors.MAX_BYTES'),
 }
 
 
@@ -251,18 +275,22 @@ def checkpoint_bytes(path, config, train_state=True):
     vocab_size = shapes['wte'][0]
     if train_state:
         n_numbers, n_rows = 3 * n_numbers, n_rows + 2
-    return FORMATS[checkpoint_format(path)](n_numbers, n_rows, vocab_size)
+    return FORMATS[checkpoint_format(path)][0](n_numbers, n_rows, vocab_size)
 
 
 def check_fits(path, config):
     """Refuse, in one line, a model whose checkpoint at `path` (with its training state) could be
-    larger than any reader accepts. train.py calls it before building the model."""
+    larger than its format's reader accepts. train.py calls it before building the model."""
     size = checkpoint_bytes(path, config)
-    if size > MAX_FILE_BYTES:
+    _, cap, named = FORMATS[checkpoint_format(path)]
+    if size > cap:
         n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
+        binary = checkpoint_bytes(os.path.splitext(path)[0] + safetensors.EXTENSION, config)
+        other = (f", or save it as .safetensors (at most {binary / 1e9:.1f} GB, which fits)"
+                 if checkpoint_format(path) == '.json' and binary <= safetensors.MAX_BYTES else "")
         raise UserError(f"a model of {n_params:,} parameters makes a checkpoint of up to {size / 1e9:.1f} GB "
-                        f"with its Adam moments, more than the {MAX_FILE_BYTES >> 20:,} MiB microgpt reads "
-                        f"back (limits.MAX_FILE_BYTES): make the model smaller")
+                        f"with its Adam moments, more than the {cap >> 20:,} MiB microgpt reads back as "
+                        f"{checkpoint_format(path)} ({named}): make the model smaller{other}")
 
 
 # ---------------------------------------------------------------------------- reading
@@ -272,8 +300,10 @@ def read_checkpoint(path, n_head=None):
     Returns {'config': GPTConfig, 'vocab': [chars], 'state_dict': {name: [[float]]},
     'train_state': dict or None, 'source': 'microgpt' or 'tutorial'}.
     n_head: only for the tutorial form, whose file does not record it (default 4).
+    A path ending in .safetensors is read in that format, into the dictionary its JSON would
+    parse to, then checked as JSON is.
     """
-    obj = _read_json(path)
+    obj = safetensors.checkpoint_dict(path) if str(path).endswith(safetensors.EXTENSION) else _read_json(path)
     if not isinstance(obj, dict):
         raise UserError(f"{path} is not a checkpoint: expected a JSON object at the top level")
     if 'format' in obj:

@@ -25,7 +25,9 @@ What it guarantees, so the loop need not think about it:
     far above ln(vocab_size) is reported as diverging;
   * Ctrl-C, SIGTERM (kill, a job scheduler), SIGHUP (a closed terminal) and a closed stdout
     (`train.py | head`) end the step in progress, save it and print the command that resumes;
-    a resumed run's log is the log an uninterrupted run would have written.
+    a resumed run's log is the log an uninterrupted run would have written;
+  * under torchrun (`--engine torch`), rank 0 alone prints, logs, validates and saves, and a
+    signal to any rank stops every rank after the same step (torchgpt/distributed.py).
 Standard library only, like the rest of microgpt/.
 """
 
@@ -52,8 +54,8 @@ from .runlog import log_path_for, open_locked_log
 from .tokenizer import CharTokenizer
 from .training import learning_rate
 
-ENGINES = ('scalar', 'numpy')  # train.py --engine
-DTYPES = ('float64', 'float32')  # train.py --dtype: the numpy engine's numbers (the scalar engine's are float64)
+ENGINES = ('scalar', 'numpy', 'torch')  # train.py --engine
+DTYPES = ('float64', 'float32', 'bfloat16')  # train.py --dtype
 MAX_STEPS = 10 ** 9        # a billion steps: more than any run of this project will take
 MAX_BATCH_SIZE = 100_000   # names per step
 
@@ -69,8 +71,7 @@ ON_RESUME = {
     'reproduce_original': SAME,
     'data_mode': SAME,     # names, one a line, or running text (absent from older checkpoints: lines)
     'steps': MORE,         # the learning rate's decay is spread over the new total (printed)
-    'engine': HABIT, 'eval_every': HABIT, 'save_every': HABIT,
-    'dtype': HABIT,        # a float32 run may resume in float64 or on the scalar engine
+    'engine': HABIT, 'dtype': HABIT, 'eval_every': HABIT, 'save_every': HABIT,
     'n_layer': MODEL, 'n_embd': MODEL, 'n_head': MODEL, 'block_size': MODEL,
 }
 SAVED = [name for name, rule in ON_RESUME.items() if rule != MODEL]  # train_state['run']'s fields
@@ -110,13 +111,18 @@ class Run:
 
     def __init__(self, args, given):
         self.args = args
-        check_out(args.out, args.data, args.init, fresh=not args.resume, force=args.force)
+        self.rank, self.world_size = torchrun_place()  # (0, None) outside torchrun
+        self.world = None              # the trainer's torchgpt World under torchrun
         self.log_path = log_path_for(args.out)
-        self.log = open_locked_log(self.log_path, args.out)  # the lock first, then read what it guards
+        self.log = None                # rank 0's: the one rank that writes
+        if self.rank == 0:
+            check_out(args.out, args.data, args.init, fresh=not args.resume, force=args.force)
+            self.log = open_locked_log(self.log_path, args.out)  # the lock first, then read what it guards
         try:
             self.ckpt = resolve(args, given)
         except BaseException:
-            self.log.close()
+            if self.log is not None:
+                self.log.close()
             raise
         self.stop_signal = None        # why the run must stop after this step (a key of STOPS)
         self.saved_step = None         # the step the checkpoint at --out holds, once we saved
@@ -133,17 +139,21 @@ class Run:
         for signum in STOPS:
             if signum != SIGPIPE:  # a closed stdout is found by Progress, where it is written
                 self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+        if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
+            sys.stdout = open(os.devnull, 'w')
         return self
 
     def __exit__(self, *exc):
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler)
-        self.log.close()  # also releases the lock
+        if self.log is not None:
+            self.log.close()  # also releases the lock
         return False
 
     def _on_signal(self, signum, frame):
         self.stop_signal = signum
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        if self.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     def say(self, text):
         """Print a line of the run's report (a closed stdout stops the run: see Progress)."""
@@ -188,8 +198,10 @@ class Run:
                 raise UserError(f"{args.out} is already trained for {start} steps: pass --steps "
                                 f"greater than {start} to train further")
             self._say_what_changes(start, state['run'])
-        self.log.trim(start)
-        remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
+        self.world = getattr(trainer, 'world', None)
+        if self.rank == 0:
+            self.log.trim(start)
+            remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
         self.progress = Progress(args.steps, start, self)
         return start
 
@@ -211,6 +223,8 @@ class Run:
         """One log line per step, and the progress line; a diverged run ends here."""
         if not (math.isfinite(loss) and loss <= MAX_LOSS):
             self._diverged(f"the loss became {_loss_words(loss)} at step {step}")
+        if self.world is not None:  # every rank learns of a signal any rank caught, after the same step
+            self.stop_signal = self.world.agree(self.stop_signal)
         self._write({'step': step, 'loss': loss, 'lr': lr})
         self.recent.append(loss)
         if len(self.recent) == RECENT or step == self.args.steps:
@@ -218,8 +232,9 @@ class Run:
                                   f"{len(self.recent)} training losses", step)
         self.progress.update(step, loss, force=step == self.args.steps)
 
-    def evaluation_due(self, step):
-        return step == self.args.steps or bool(self.args.eval_every and step % self.args.eval_every == 0)
+    def evaluation_due(self, step):  # rank 0 alone validates
+        return self.rank == 0 and (step == self.args.steps
+                                   or bool(self.args.eval_every and step % self.args.eval_every == 0))
 
     def log_validation(self, step, val_loss, held_out):
         if not (math.isfinite(val_loss) and val_loss <= MAX_LOSS):  # the weights the step left are not usable
@@ -231,7 +246,8 @@ class Run:
 
     def save_due(self, step):
         every = self.args.save_every
-        return step == self.args.steps or self.stop_signal is not None or bool(every and step % every == 0)
+        return self.rank == 0 and (step == self.args.steps or self.stop_signal is not None
+                                   or bool(every and step % every == 0))
 
     def save(self, step, trainer):
         """Replace the checkpoint at --out, whole, with the state after `step`."""
@@ -263,6 +279,8 @@ class Run:
         return f"python train.py --out {shlex.quote(self.args.out)} --resume"
 
     def _write(self, entry):
+        if self.log is None:  # not rank 0
+            return
         try:
             self.log.write(json.dumps(entry) + '\n')
         except OSError as e:  # the disk filled up, or a file-size limit: the log cannot grow
@@ -275,7 +293,7 @@ class Run:
         """Warn (on stderr, once while the run goes and once at its end) of a loss far above
         ln(vocab_size). As the learning rate decays, a run may recover: the end says whether."""
         uniform, when = math.log(self.vocab_size), 'ended' if step == self.args.steps else 'is'
-        if loss > DIVERGING * uniform and when not in self.diverging_said:
+        if loss > DIVERGING * uniform and when not in self.diverging_said and self.rank == 0:
             self.diverging_said.add(when)
             self.progress.end_line()
             _print_quietly(f"warning: the run {when} diverging: after step {step}, {what} is {loss:.4g}, far "
@@ -377,8 +395,8 @@ RUN_FIELDS = {
     'batch_size': (False, _count(1, MAX_BATCH_SIZE + 1), f'an integer from 1 to {MAX_BATCH_SIZE}'),
     'reproduce_original': (False, _is_bool, 'true or false'),
     'data_mode': (False, lambda v: v in DATA_MODES, ' or '.join(DATA_MODES)),
-    'dtype': (False, lambda v: v in DTYPES, ' or '.join(DTYPES)),
     'engine': (False, lambda v: v in ENGINES, ' or '.join(ENGINES)),
+    'dtype': (False, lambda v: v in DTYPES, ' or '.join(DTYPES)),
     'eval_every': (False, _count(0), 'a count'),
     'save_every': (False, _count(0), 'a count'),
 }
@@ -419,6 +437,21 @@ def check_train_state(path, state, config):
 def _short(x):
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + '...'
+
+
+def torchrun_place():
+    """(rank, world_size) from the environment torchrun gives each process it starts, or
+    (0, None) when torchrun did not start this one."""
+    if 'RANK' not in os.environ or 'WORLD_SIZE' not in os.environ:
+        return 0, None
+    try:
+        rank, size = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
+    except ValueError:
+        rank = size = -1
+    if not 0 <= rank < size:
+        raise UserError(f"RANK={os.environ['RANK']!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} are not "
+                        "a rank and a number of ranks: start train.py with torchrun, or unset them")
+    return rank, size
 
 
 # ---------------------------------------------------------------------------- --out and its log

@@ -4,6 +4,8 @@ Train a tiny GPT on names (or any text) and save it as one self-sufficient check
     python train.py                          # 1000 steps on the bundled census first names
     python train.py --data my_names.txt --steps 3000 --n-layer 2
     python train.py --engine numpy --batch-size 32 ...   # the hand-derived numpy path, batched
+    python train.py --engine torch --device cuda ...     # PyTorch (src/torchgpt), on a GPU
+    torchrun --nproc_per_node 2 train.py --engine torch --batch-size 8 ...   # data-parallel
     python train.py --resume                 # continue the run saved at --out, exactly
     python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
                                              # running text: the file as one stream (README's recipe)
@@ -12,8 +14,9 @@ The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss =
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
 linearly to 0. Read main() top to bottom: data, model, optimizer, the loop. The loop is the
 same whichever engine computes the step (ScalarTrainer below, on the Value engine,
-or backprop.Trainer, on numpy arrays); everything that makes a run safe to stop and resume
-(flags of a resumed run, the lock on --out, the log, saving, Ctrl-C) is microgpt/run.py's.
+backprop.Trainer, on numpy arrays, or torchgpt.Trainer, in PyTorch); everything that makes a
+run safe to stop and resume (flags of a resumed run, the lock on --out, the log, saving,
+Ctrl-C, and under torchrun which rank writes) is microgpt/run.py's.
 
 It prints the resolved configuration, a live progress line, the validation loss every
 --eval-every steps, and finally a few sampled names. Beside the checkpoint it writes a log of
@@ -87,14 +90,21 @@ def parse_args(argv=None):
     g = p.add_argument_group('engine (the same losses either way; only the speed differs)')
     g.add_argument('--engine', choices=ENGINES, default='scalar',
                    help="scalar: the Value autograd of microgpt/ (the teaching path); "
-                        "numpy: src/backprop, every gradient derived by hand, much faster")
+                        "numpy: src/backprop, every gradient derived by hand, much faster; "
+                        "torch: src/torchgpt, PyTorch's autograd (pip install -e '.[torch]'), "
+                        "also data-parallel under torchrun")
+    g.add_argument('--device', choices=('cpu', 'cuda', 'mps'), default='cpu',
+                   help="--engine torch only: where it computes (under torchrun, cuda means each "
+                        "rank's own GPU)")
+    g.add_argument('--dtype', choices=DTYPES, default='float64',
+                   help="the weights' precision: float64 (the engines agree to rounding; the scalar "
+                        "engine's only one); --engine numpy also float32 (about twice as fast on wide "
+                        "models, the same checkpoint format); --engine torch also float32 and bfloat16 "
+                        "(float32 weights, bfloat16 products), faster on GPUs")
     g.add_argument('--reproduce-original', action='store_true',
                    help="the original single-file microgpt.py's run, number for number: its data "
                         "order, weights, 1000 steps and 20 samples at temperature 0.5, all from one "
                         "generator seeded 42 (no held-out split; refuses flags that would change it)")
-    g.add_argument('--dtype', choices=DTYPES, default='float64',
-                   help="numpy engine only: float64 (the path proven equal to the scalar engine) or "
-                        "float32 (about twice as fast on wide models; the same checkpoint format)")
     g.add_argument('--threads', type=cli.int_in(1, 256), metavar='N',
                    help="numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if set, else the "
                         "count a short measurement at start finds fastest for this model)")
@@ -104,10 +114,11 @@ def parse_args(argv=None):
                         "bench/train_speed.py measures it)")
     g = p.add_argument_group('output')
     g.add_argument('--out', default='out/model.json', metavar='PATH',
-                   help="checkpoint file, a .json name; the log goes beside it as .log.jsonl")
+                   help="checkpoint file, a .json name, or .safetensors for the compact binary format; "
+                        "the log goes beside it as .log.jsonl")
     g.add_argument('--resume', action='store_true',
                    help=f"continue the run saved at --out: weights, Adam moments, step and data order "
-                        f"(either engine may continue it). {run_rules.resume_rule()}")
+                        f"(any engine may continue it). {run_rules.resume_rule()}")
     g.add_argument('--force', action='store_true',
                    help="start a fresh run even if --out holds a trained model, replacing it")
     g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=100,
@@ -123,7 +134,8 @@ def parse_args(argv=None):
 class ScalarTrainer:
     """The Value engine behind train.py's loop: a GPT of Values and its Adam.
 
-    The numpy engine (backprop.Trainer) has the same methods, so the loop does not care which
+    The numpy and torch engines (backprop.Trainer, torchgpt.Trainer) have the same methods, so
+    the loop does not care which
     one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the checkpoint.
     """
 
@@ -151,8 +163,25 @@ class ScalarTrainer:
         self.optimizer.load_state(state)
 
 
-def make_trainer(args, model):
-    """The engine that computes each step: the Value graph (scalar) or numpy arrays."""
+def make_trainer(args, model, run):
+    """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
+    if args.engine != 'torch':
+        if run.world_size is not None:
+            raise UserError("torchrun started this process (RANK and WORLD_SIZE are set), but only "
+                            "--engine torch trains across processes: add --engine torch, or run "
+                            "python train.py without torchrun")
+        if args.device != 'cpu':
+            raise UserError(f"--device {args.device} is for --engine torch: add --engine torch, or drop --device")
+    if args.engine == 'torch':
+        if args.unfused:
+            raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
+        try:
+            import torchgpt  # PyTorch is optional: only this engine needs it
+        except ImportError:
+            raise UserError("--engine torch needs PyTorch: pip install -e '.[torch]' "
+                            "(or use --engine numpy)") from None
+        return torchgpt.make_trainer(model.config, model.weights(), model.tokenizer, args.device,
+                                     args.dtype, run.world_size, args.batch_size)
     if args.engine == 'numpy':
         if args.unfused:
             raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
@@ -162,15 +191,21 @@ def make_trainer(args, model):
     return ScalarTrainer(model, Adam(model.params))
 
 
+ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32')}  # torch: every one of DTYPES
+
+
 def check_engine_flags(args, given):
     """Flags that only one engine or one data mode understands; `given`: those on the command line."""
-    if args.engine == 'scalar':
-        if 'dtype' in given and args.dtype == 'float32':
-            raise UserError("--dtype float32 is for the numpy engine (the scalar engine computes in "
-                            "Python floats, float64): add --engine numpy, or drop --dtype")
-        if 'threads' in given:
-            raise UserError("--threads sets the numpy engine's BLAS threads: add --engine numpy, or drop it")
-        args.dtype = 'float64'  # a float32 run resumed on the scalar engine continues in float64
+    allowed = ENGINE_DTYPES.get(args.engine, DTYPES)
+    if args.dtype not in allowed:
+        if 'dtype' in given:
+            others = ' and '.join(e for e, d in {**ENGINE_DTYPES, 'torch': DTYPES}.items() if args.dtype in d)
+            raise UserError(f"--dtype {args.dtype} is for the {others} engine{'s' * (' and ' in others)} "
+                            f"(the {args.engine} engine computes in {' or '.join(allowed)}): add --engine "
+                            f"{others.split()[0]}, or drop --dtype")
+        args.dtype = allowed[-1]  # a resumed run's float32 (or bfloat16) continues in what this engine has
+    if 'threads' in given and args.engine != 'numpy':
+        raise UserError("--threads sets the numpy engine's BLAS threads: add --engine numpy, or drop it")
     if args.data_mode == 'text':
         if args.reproduce_original:
             raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
@@ -202,8 +237,8 @@ def validation_loss(trainer, docs=None, windows=None):
             return evaluate(trainer.model, docs)
         except OverflowError:
             return math.nan
-    port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer,
-                              dtype=getattr(trainer, 'dtype', 'float64'))
+    dtype = 'float32' if str(getattr(trainer, 'dtype', '')) == 'float32' else 'float64'  # bfloat16: float64
+    port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     try:
         if windows is not None:
             return inference.evaluate_windows(port, windows)
@@ -299,7 +334,7 @@ def main(argv=None):
         if args.reproduce_original:  # its weights come from the generator that shuffled its data
             recipe = original.prepare(data.docs)
             model.load_weights(recipe.weights)
-        trainer = make_trainer(args, model)
+        trainer = make_trainer(args, model, run)  # under torchrun: joins the other ranks
         start = run.restore(trainer)  # --init's weights, or --resume's weights, Adam and step
         threads = None
         if args.engine == 'numpy':  # BLAS threads: the user's, or the faster count measured on this model
@@ -312,7 +347,8 @@ def main(argv=None):
         run.say(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
                 f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
                 f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
-                f" data_mode={args.data_mode}" + (f" dtype={args.dtype} threads={threads}" if threads else "")
+                f" data_mode={args.data_mode} dtype={args.dtype}" + (f" threads={threads}" if threads else "")
+                + (f" device={args.device} ranks={run.world_size or 1}" if args.engine == 'torch' else "")
                 + (f" init={args.init}" if args.init else ""))
 
         # Let there be training: one batch per step (one name, by default), as microgpt does.

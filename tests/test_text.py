@@ -217,7 +217,7 @@ def test_bad_running_text_input_is_one_line_and_overwrites_nothing(prose_file, t
     one_line_error([*text_flags[:-3], '--out', str(tmp_path / 'x.json')], capsys, 'needs a file')
     one_line_error(['--data', prose_file, '--val-size', '1.5', *text_flags], capsys, 'not a fraction')
     one_line_error(['--data', prose_file, '--dtype', 'float32', *text_flags], capsys,
-                   '--dtype float32 is for the numpy engine')
+                   '--dtype float32 is for the numpy')
     assert good.read_bytes() == before and names.read_bytes() == names_before
     assert not os.path.exists(tmp_path / 'x.json')
 

@@ -17,8 +17,10 @@ checkpoint. The printout follows the step in order:
   4. Adam on one weight: g, m, v, m_hat, v_hat and the step; a fresh Adam moves every weight
      that has a gradient by lr * |g| / (|g| + eps), which is lr to within eps / |g|;
   5. after the update: the name's loss and each position's p(true next), before and after;
-  6. the size of the graph, and (when the numpy training path `backprop` is installed) its
-     gradients for the same name against the scalar engine's.
+  6. the size of the graph, and the same step through the other two engines where installed:
+     the numpy training path's hand-derived backward (`backprop`) and PyTorch's autograd
+     (`torchgpt`), each weight matrix's gradient against the scalar engine's, the largest
+     difference per matrix and in all.
 
 `compute` (step_report at the checkpoint's learning rate) returns everything as a dict, which
 the web lab's Step page draws; `render` turns it into text.
@@ -145,7 +147,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
     matrix_norms = [(name, norm([g for row in rows for g in row])) for name, rows in grads.items()]
     wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
     wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
-    numpy_check = numpy_gradients(model, tokens, grads)  # at the weights before the update
+    engines = engine_gradients(model, tokens, grads)  # at the weights before the update
     census = zero_gradient_census(model, tokens, grads, captures)
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step
@@ -192,7 +194,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
         'formula_diff': formula_diff, 'untouched_moved': untouched_moved,
         'small_grads': sum(1 for i in with_grad if abs(g_flat[i]) < eps * 1e6),
         'graph_nodes': n_nodes,
-        'numpy': numpy_check,
+        'numpy': engines['numpy'], 'torch': engines['torch'],
         'without_grad': census,
     }
 
@@ -230,18 +232,28 @@ def zero_gradient_census(model, tokens, grads, captures):
     return c
 
 
-# ---------------------------------------------------------------------------- the numpy path
-def numpy_gradients(model, tokens, grads):
-    """The numpy training path's gradients (src/backprop, derived by hand) for the same name at
-    the same weights, and their largest difference from backward()'s; None where it is absent."""
-    if importlib.util.find_spec('backprop') is None:
-        return None
-    import backprop
-    trainer = backprop.Trainer(model.config, model.weights(), model.tokenizer)
-    _, theirs = trainer.loss_and_grads([tokens])  # {name: (n_out, n_in) array}, no update
-    diff = max(abs(float(theirs[name][r][c]) - g)
-               for name, rows in grads.items() for r, row in enumerate(rows) for c, g in enumerate(row))
-    return {'max_diff': diff}
+# ---------------------------------------------------------------------------- the other engines
+def engine_gradients(model, tokens, grads):
+    """The same name's gradients, at the same weights, from the numpy training path (derived by
+    hand) and from PyTorch's autograd: for each, {'max_diff', 'matrices': {name: largest
+    difference from backward()'s in that matrix}}, or None where the engine is not installed."""
+    found = lambda name: importlib.util.find_spec(name) is not None  # noqa: E731
+    theirs = {'numpy': None, 'torch': None}
+    if found('backprop'):
+        import backprop
+        theirs['numpy'] = backprop.Trainer(model.config, model.weights(), model.tokenizer).loss_and_grads([tokens])[1]
+    if found('torch') and found('torchgpt'):
+        import torchgpt
+        theirs['torch'] = torchgpt.loss_and_grads(model.config, model.weights(), [tokens])[1]
+    out = {}
+    for engine, g in theirs.items():
+        if g is None:
+            out[engine] = None
+            continue
+        matrices = {name: max((abs(float(g[name][r][c]) - x) for r, row in enumerate(rows) for c, x in enumerate(row)),
+                              default=0.0) for name, rows in grads.items()}
+        out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
+    return out
 
 
 def trained_lr(model):
@@ -346,11 +358,19 @@ def render(r):
 
     lines.append(f"6) the graph of this step on the scalar engine: {r['graph_nodes']} nodes recorded on the "
                  f"tape (plus the {r['n_params']} weights, its leaves)")
-    if r['numpy'] is None:
-        lines.append("  the numpy training path (package `backprop`) is not installed: no second opinion")
-    else:
-        lines.append(f"  the numpy training path's gradients for the same name: largest difference "
-                     f"{r['numpy']['max_diff']:.1e}")
+    names = {'numpy': "the numpy training path (package `backprop`)", 'torch': "PyTorch's autograd (package `torchgpt`)"}
+    for engine, what in names.items():
+        if r.get(engine) is None:
+            hint = "" if engine == 'numpy' else ": pip install -e '.[torch]'"
+            lines.append(f"  {what} is not installed: no opinion from it{hint}")
+        else:
+            lines.append(f"  {what}: the same gradients, largest difference {r[engine]['max_diff']:.1e}")
+    shown = [e for e in names if r.get(e) is not None]
+    if shown:
+        norms = dict(r['matrix_norms'])
+        lines.append(table(['matrix', '|grad| (scalar)', *(f'{e} - scalar' for e in shown)],
+                           [[name, f"{norms[name]:.4e}", *(f"{r[e]['matrices'][name]:.1e}" for e in shown)]
+                            for name in norms]))
     return '\n'.join(lines)
 
 

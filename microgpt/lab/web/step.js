@@ -161,15 +161,22 @@ function withoutGrad(c) {
   return el('p', {class: 'small', id: 'without-grad', 'data-zeros': c.zeros}, c.text);
 }
 
-// 6) the graph's size, and the numpy training path's second opinion
+// 6) the graph's size, and the same step through the numpy path and PyTorch, matrix by matrix
 function graph(d) {
-  const numpy = d.numpy === null || d.numpy === undefined
-    ? 'the numpy training path (package backprop) is not installed: no second opinion'
-    : `the numpy training path's gradients for the same name: largest difference ${d.numpy.max_diff.toExponential(1)}`;
+  const engines = {numpy: 'the numpy training path (package backprop)', torch: "PyTorch's autograd (package torchgpt)"};
+  const shown = Object.keys(engines).filter(e => d[e]);
+  const lines = Object.entries(engines).map(([e, what]) => el('p', {class: 'mono small', id: `${e}-check`},
+    d[e] ? `${what}: the same gradients, largest difference ${d[e].max_diff.toExponential(1)}`
+         : `${what} is not installed: no opinion from it`));
+  const rows = d.matrix_norms.map(([name, n]) => el('tr', {},
+    el('td', {}, name), el('td', {}, num(n, n.toExponential(4))),
+    ...shown.map(e => el('td', {}, num(d[e].matrices[name], d[e].matrices[name].toExponential(1))))));
+  const head = el('tr', {}, el('th', {}, 'matrix'), el('th', {}, '|grad| (scalar)'),
+    ...shown.map(e => el('th', {}, `${e} − scalar`)));
   return el('div', {class: 'panel', id: 'graph-size'},
     el('p', {class: 'mono small'}, `6) the graph of this step on the scalar engine: ${d.graph_nodes} nodes ` +
       `recorded on the tape (plus the ${d.n_params} weights, its leaves)`),
-    el('p', {class: 'mono small', id: 'numpy-check'}, numpy));
+    ...lines, shown.length ? el('table', {class: 'mono small', id: 'engines'}, head, ...rows) : null);
 }
 
 // the lr box starts at the learning rate the checkpoint was trained with, as `lab step` does

@@ -1,0 +1,320 @@
+"""
+The three engines side by side, data parallelism on this machine, and checkpoints in both formats.
+
+    python bench/engines_speed.py            # everything below, about five minutes here
+    python bench/engines_speed.py --skip-checkpoints --steps 50
+
+Every ratio is measured in one run. Each measurement runs in a fresh child process (this
+script with --child ...), with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch's threads set to
+1 (--threads), and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for the children only, as
+bench/backprop_speed.py does (they are set machine-wide here for old OpenBLAS bugs; users'
+machines do not set them).
+
+1. engines   Step time of the scalar engine (microgpt.train.ScalarTrainer), the numpy engine
+             (backprop.Trainer) and the torch engine (torchgpt.Trainer, float64 and float32 on
+             the CPU), their steps interleaved (one step of each in turn, from the same weights
+             on the same batches) so that a load spike hits all alike, at the default config
+             (batch 1) and at n_layer 4, n_embd 64, batch 32. At the larger size the scalar
+             engine takes only the first --scalar-steps steps (each takes seconds). The running
+             text recipe's size waits for the issue "Any text": said skipped.
+2. ranks     torchrun with two processes against one process, the same global batch (n_layer 4,
+             n_embd 64, batch 32, float64, gloo on 127.0.0.1): the speedup, and the share of a
+             step spent in the all-reduce (timed around torchgpt.distributed.World.all_reduce_sum).
+             The two cannot share one process, so they alternate, --rounds times, each round
+             printed with the load average: on a machine shared with other work the spread shows.
+3. ckpt      The 8-layer n_embd 256 model (6.3M parameters) with Adam's moments: checkpoint size,
+             save and load times (save_checkpoint, read_checkpoint with all its checks), JSON
+             against safetensors.
+4. cuda      With a CUDA device (torch.cuda.is_available()), the torch engine's step time on it
+             at n_layer 4, n_embd 64, batch 32, against the CPU; without one it says it skipped.
+
+Without PyTorch every torch column says skipped and names `pip install -e '.[torch]'`. Data:
+makemore's names.txt (../shared/data/names.txt) when present, else the bundled census names.
+The script leaves no files behind and always exits 0: it prints measurements, never a verdict.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+
+TORCH_HINT = "pip install -e '.[torch]'"
+SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32)}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Time the three engines, two ranks against one, and both checkpoint formats.")
+    p.add_argument('--steps', type=int, default=100, help="steps per engine and size (default 100)")
+    p.add_argument('--scalar-steps', type=int, default=2,
+                   help="scalar engine steps at n_layer 4 n_embd 64 batch 32 (default 2, ~20 s or more each)")
+    p.add_argument('--rounds', type=int, default=3, help="one-process / two-rank pairs for [2] (default 3)")
+    p.add_argument('--threads', type=int, default=1, help="BLAS / torch threads in every child (default 1)")
+    p.add_argument('--skip-checkpoints', action='store_true', help="skip [3] (its JSON side takes a few minutes)")
+    p.add_argument('--data', default=None, help="names file (default: ../shared/data/names.txt or bundled)")
+    p.add_argument('--child', default=None, help="internal: run one measurement and print JSON")
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------- the children
+def setup(args, n_layer, n_embd):
+    """(config, initial weights, tokenizer, training token lists), as train.py makes them."""
+    from microgpt.data import load_docs, split_docs
+    from microgpt.model import GPT, GPTConfig
+    from microgpt.tokenizer import CharTokenizer
+    from microgpt.training import doc_tokens
+    docs = load_docs(args.data)
+    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
+    tokenizer = CharTokenizer.from_docs(docs)
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, 16)
+    model = GPT(config, seed=42, tokenizer=tokenizer)
+    return config, model, tokenizer, [doc_tokens(tokenizer, d) for d in train_docs]
+
+
+def torch_or_none(threads):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    return torch
+
+
+def child_engines(args, size):
+    import backprop
+    from microgpt.optim import Adam
+    from microgpt.train import ScalarTrainer
+    from microgpt.training import learning_rate
+    s = SIZES[size]
+    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    trainers = {'numpy': backprop.Trainer(config, model.weights(), tokenizer)}
+    if torch_or_none(args.threads) is not None:
+        import torchgpt
+        for dtype in ('float64', 'float32'):
+            trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
+    trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
+    scalar_steps = args.steps if size == 'default' else args.scalar_steps
+    times = {name: [] for name in trainers}
+    loss = {name: [] for name in trainers}
+    for step in range(args.steps):
+        batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
+        lr = learning_rate(0.01, step, args.steps)
+        for name, trainer in trainers.items():
+            if name == 'scalar' and step >= scalar_steps:
+                continue
+            t0 = time.perf_counter()
+            loss[name].append(trainer.step(batch, lr))
+            times[name].append(time.perf_counter() - t0)
+    return {'times': times, 'loss': loss}
+
+
+def child_ranks(args):
+    """One measurement of [2]: under torchrun (two ranks) or alone (one process)."""
+    torch = torch_or_none(args.threads)
+    import torchgpt
+    from microgpt.training import learning_rate
+    from torchgpt.distributed import World
+    s = SIZES['4x64']
+    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    world = World(torch.device('cpu')) if 'WORLD_SIZE' in os.environ else None
+    reduce_times = []
+    if world is not None:
+        real = world.all_reduce_sum
+
+        def timed(flat):
+            t0 = time.perf_counter()
+            real(flat)
+            reduce_times.append(time.perf_counter() - t0)
+        world.all_reduce_sum = timed
+    trainer = torchgpt.Trainer(config, model.weights(), tokenizer, world=world)
+    times, losses = [], []
+    for step in range(args.steps):
+        batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
+        t0 = time.perf_counter()
+        losses.append(trainer.step(batch, learning_rate(0.01, step, args.steps)))
+        times.append(time.perf_counter() - t0)
+    if world is None or world.rank == 0:
+        return {'times': times, 'loss': losses, 'reduce': reduce_times}
+    return None
+
+
+def child_ckpt(args):
+    """[3]: a random 8 x 256 model with Adam's moments, saved and read back in both formats."""
+    import random
+    from types import SimpleNamespace
+
+    from microgpt.checkpoint import read_checkpoint, save_checkpoint
+    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.tokenizer import CharTokenizer
+    tokenizer = CharTokenizer(list('abcdefghijklmnopqrstuvwxyz'))
+    config = GPTConfig(tokenizer.vocab_size, 8, 256, 4, 16)
+    rng = random.Random(42)
+    weights = {name: [[rng.gauss(0, 0.08) for _ in range(n_in)] for _ in range(n_out)]
+               for name, (n_out, n_in) in parameter_shapes(config).items()}
+    n = sum(a * b for a, b in parameter_shapes(config).values())
+    adam = {'t': 100, 'm': [rng.gauss(0, 1e-3) for _ in range(n)], 'v': [rng.random() * 1e-6 for _ in range(n)]}
+    state = {'step': 100, 'adam': adam}
+    model = SimpleNamespace(config=config, tokenizer=tokenizer, weights=lambda: weights)
+    out = {'params': n}
+    with tempfile.TemporaryDirectory() as folder:
+        for ext in ('.safetensors', '.json'):
+            path = os.path.join(folder, 'model' + ext)
+            t0 = time.perf_counter()
+            save_checkpoint(path, model, state)
+            t1 = time.perf_counter()
+            back = read_checkpoint(path)
+            t2 = time.perf_counter()
+            assert back['state_dict']['layer7.mlp_fc2'][-1] == weights['layer7.mlp_fc2'][-1]  # read back whole
+            out[ext] = {'bytes': os.path.getsize(path), 'save': t1 - t0, 'load': t2 - t1}
+            os.remove(path)
+            del back
+    return out
+
+
+def child_cuda(args):
+    torch = torch_or_none(args.threads)
+    if torch is None or not torch.cuda.is_available():
+        return {'skipped': 'no PyTorch' if torch is None else 'no CUDA device (torch.cuda.is_available() is False)'}
+    import torchgpt
+    s = SIZES['4x64']
+    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    out = {'device': torch.cuda.get_device_name(0)}
+    for device, dtype in (('cpu', 'float64'), ('cuda', 'float64'), ('cuda', 'float32'), ('cuda', 'bfloat16')):
+        trainer = torchgpt.Trainer(config, model.weights(), tokenizer, device=device, dtype=dtype)
+        times = []
+        for step in range(args.steps):
+            batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
+            t0 = time.perf_counter()
+            trainer.step(batch, 0.01)  # .item() on the loss waits for the GPU: the time is real
+            times.append(time.perf_counter() - t0)
+        out[f'{device}-{dtype}'] = statistics.median(times[5:] or times)
+    return out
+
+
+# ---------------------------------------------------------------------------- the parent
+def child_env(args):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    env.pop('OPENBLAS_CORETYPE', None)  # unset for the children only, as the docstring says
+    env.pop('OPENBLAS_L2_SIZE', None)
+    return env
+
+
+def run_child(args, which, torchrun=False):
+    cmd = [os.path.abspath(__file__), '--child', which, '--steps', str(args.steps),
+           '--scalar-steps', str(args.scalar_steps), '--threads', str(args.threads)]
+    if args.data:
+        cmd += ['--data', args.data]
+    if torchrun:
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        cmd = ['-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
+               '--master_port', str(port), *cmd]
+    env = dict(child_env(args), GLOO_SOCKET_IFNAME='lo') if torchrun else child_env(args)
+    result = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, env=env, timeout=3600)
+    lines = [line for line in result.stdout.splitlines() if line.startswith('{')]
+    if result.returncode != 0 or not lines:
+        print(f"  the {which} child failed:\n{result.stderr[-2000:]}")
+        return None
+    return json.loads(lines[-1])
+
+
+def report_engines(size, r, args):
+    s = SIZES[size]
+    print(f"\n[1] n_layer {s['n_layer']}, n_embd {s['n_embd']}, batch {s['batch']}: "
+          f"{args.steps} steps interleaved (scalar: {len(r['times']['scalar'])})")
+    numpy_ms = 1e3 * statistics.median(r['times']['numpy'])
+    for name in ('scalar', 'numpy', 'torch-float64', 'torch-float32'):
+        if name not in r['times']:
+            print(f"    {name:14s} SKIPPED: PyTorch is not installed ({TORCH_HINT})")
+            continue
+        ms = 1e3 * statistics.median(r['times'][name])
+        k = len(r['loss'][name])
+        diff = max(abs(a - b) for a, b in zip(r['loss'][name], r['loss']['numpy'][:k]))
+        print(f"    {name:14s} {ms:9.2f} ms/step (median)   {ms / numpy_ms:7.2f}x numpy's time   "
+              f"largest loss difference from numpy {diff:.1e}")
+
+
+def report_ranks(rounds):
+    print("\n[2] n_layer 4, n_embd 64, batch 32, float64, torch engine: two ranks (torchrun, gloo) against "
+          "one process, alternated")
+    if not rounds:
+        print(f"    SKIPPED: needs PyTorch ({TORCH_HINT})")
+        return
+    for i, (one, two, load) in enumerate(rounds, 1):
+        t1, t2 = statistics.median(one['times']), statistics.median(two['times'])
+        reduce = statistics.median(two['reduce'])
+        diff = max(abs(a - b) for a, b in zip(one['loss'], two['loss']))
+        print(f"    round {i}: one process {1e3 * t1:.2f} ms/step   two ranks {1e3 * t2:.2f} ms/step   "
+              f"speedup {t1 / t2:.2f}x   all-reduce {1e3 * reduce:.2f} ms ({100 * reduce / t2:.0f}% of a "
+              f"two-rank step)   loss difference {diff:.1e}   load average {load:.2f}")
+
+
+def report_ckpt(r):
+    print(f"\n[3] the 8-layer n_embd 256 model, {r['params']:,} parameters, with Adam's moments")
+    for ext in ('.json', '.safetensors'):
+        x = r[ext]
+        print(f"    {ext:12s} {x['bytes'] / 1e6:8.1f} MB   save {x['save']:6.2f} s   load {x['load']:6.2f} s")
+    j, s = r['.json'], r['.safetensors']
+    print(f"    JSON / safetensors: size {j['bytes'] / s['bytes']:.2f}x, save {j['save'] / s['save']:.1f}x, "
+          f"load {j['load'] / s['load']:.1f}x")
+
+
+def report_cuda(r):
+    print("\n[4] CUDA, n_layer 4, n_embd 64, batch 32")
+    if r is None or 'skipped' in r:
+        print(f"    SKIPPED: {r['skipped'] if r else 'the child failed'}")
+        return
+    cpu = r['cpu-float64']
+    for key in ('cuda-float64', 'cuda-float32', 'cuda-bfloat16'):
+        print(f"    {r['device']} {key[5:]:9s} {1e3 * r[key]:7.2f} ms/step (median)   CPU float64 / this {cpu / r[key]:6.2f}x")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.data is None:
+        from recipe import default_data
+        path = default_data()
+        args.data = path if os.path.exists(path) else None
+    if args.child:
+        which, _, size = args.child.partition(':')
+        result = {'engines': lambda: child_engines(args, size), 'ranks': lambda: child_ranks(args),
+                  'ckpt': lambda: child_ckpt(args), 'cuda': lambda: child_cuda(args)}[which]()
+        if result is not None:
+            print(json.dumps(result))
+        return 0
+    print(f"data: {args.data or 'bundled census names'}; children: {args.threads} thread(s), "
+          f"OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; load average {os.getloadavg()[0]:.2f}", flush=True)
+    for size in SIZES:
+        r = run_child(args, f'engines:{size}')
+        if r:
+            report_engines(size, r, args)
+    print("\n[1] the running-text recipe's size: SKIPPED, it waits for the issue \"Any text\"")
+    rounds = []
+    if torch_or_none(1) is not None:
+        for _ in range(args.rounds):  # alternated, so a change in the machine's load shows as a spread
+            one, two = run_child(args, 'ranks'), run_child(args, 'ranks', torchrun=True)
+            if one and two:
+                rounds.append((one, two, os.getloadavg()[0]))
+    report_ranks(rounds)
+    if args.skip_checkpoints:
+        print("\n[3] checkpoints: SKIPPED (--skip-checkpoints)")
+    else:
+        r = run_child(args, 'ckpt')
+        if r:
+            report_ckpt(r)
+    report_cuda(run_child(args, 'cuda'))
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

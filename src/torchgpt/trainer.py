@@ -1,0 +1,172 @@
+"""
+Trainer: one PyTorch training step (forward, loss.backward(), torch.optim.Adam) per batch of names.
+
+    import torchgpt
+    trainer = torchgpt.Trainer(config, GPT(config, seed=42).weights(), tokenizer, device='cpu')
+    loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
+
+The third engine of train.py's loop (`--engine torch`), with the methods of backprop.Trainer and
+microgpt.train.ScalarTrainer: step(batch, lr) -> loss, weights(), load_weights(),
+optimizer_state(), load_optimizer_state(). The batch is backprop.make_batch's, the Adam is
+torch.optim.Adam with microgpt's betas and eps, and its moments are exported flat in GPT.params
+order, so a checkpoint from any engine resumes on any other.
+
+dtype: float64 (the other engines' numbers, to rounding), float32, or bfloat16 (mixed
+precision as it is usually done: float32 weights and Adam, matrix products in bfloat16 under
+torch.autocast). device: cpu, cuda or mps. world: a torchgpt.distributed.World under torchrun.
+"""
+
+import math
+
+import torch
+
+from backprop import make_batch
+from microgpt.errors import UserError
+from microgpt.model import parameter_shapes
+from microgpt.training import num_predictions
+
+from .model import GPT
+
+DTYPES = {'float64': torch.float64, 'float32': torch.float32, 'bfloat16': torch.bfloat16}
+
+
+def check_device(device, dtype):
+    """torch.device(device), after checking this machine has it and it computes in dtype."""
+    available = {'cpu': True, 'cuda': torch.cuda.is_available(), 'mps': torch.backends.mps.is_available()}
+    if not available[device]:
+        raise UserError(f"--device {device}: this machine has no {device} device that PyTorch can "
+                        f"use (torch.{'cuda' if device == 'cuda' else 'backends.mps'}.is_available() "
+                        "is False): use --device cpu")
+    try:  # the honest test of "can this device do this dtype": do a product in it
+        x = torch.ones(2, 2, dtype=DTYPES[dtype], device=device)
+        (x @ x).sum().item()
+    except (RuntimeError, TypeError):
+        raise UserError(f"--dtype {dtype} is not supported on --device {device}: use --dtype float32") from None
+    return torch.device(device)
+
+
+class Trainer:
+    """Trains microgpt's GPT with PyTorch. config: GPTConfig; weights: {name: [[float]]}."""
+
+    def __init__(self, config, weights, tokenizer, device='cpu', dtype='float64', world=None):
+        self.config, self.tokenizer, self.world = config, tokenizer, world
+        self.device = torch.device(device)
+        self.dtype = dtype
+        # bfloat16 keeps float32 weights and Adam; autocast runs the products in bfloat16
+        self.model = GPT(config).to(self.device, torch.float32 if dtype == 'bfloat16' else DTYPES[dtype])
+        self.params = list(self.model.parameters())  # GPT.params order: wte, wpe, lm_head, layer0...
+        self.load_weights(weights)
+        self.optimizer = torch.optim.Adam(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8)
+
+    def _autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.dtype == 'bfloat16')
+
+    def _batch(self, batch):
+        idx, targets, mask = make_batch(batch, self.config.block_size, self.config.vocab_size)
+        return (torch.from_numpy(idx).to(self.device), torch.from_numpy(targets).to(self.device),
+                torch.from_numpy(mask).to(self.device, self.params[0].dtype))  # (B, T), (B*T,), (B*T,)
+
+    def step(self, batch, lr):
+        """One forward, backward and Adam update on `batch`; the mean loss over its tokens.
+
+        Under torchrun each rank takes its share of the batch and the gradients are summed
+        across ranks before Adam (torchgpt/distributed.py says why a sum). A non-finite loss
+        or gradient updates nothing and returns math.nan, as the other engines do.
+        """
+        n_tokens = sum(num_predictions(tokens, self.config.block_size) for tokens in batch)  # whole batch
+        shard = batch if self.world is None else self.world.shard(batch)
+        self.optimizer.zero_grad()
+        with self._autocast():
+            loss = self.model.loss(*self._batch(shard), n_tokens=n_tokens)
+        loss.backward()  # autograd: every gradient backprop/model.py derives by hand, in .grad
+        # every gradient and the loss in one flat buffer: one all-reduce, one finiteness check
+        flat = torch.cat([p.grad.reshape(-1) for p in self.params] + [loss.detach().reshape(1).to(self.params[0].dtype)])
+        if self.world is not None:
+            self.world.all_reduce_sum(flat)
+            start = 0
+            for p in self.params:  # the summed gradients back into .grad, where Adam reads them
+                p.grad.copy_(flat[start:start + p.numel()].view_as(p))
+                start += p.numel()
+        if not torch.isfinite(flat).all():
+            return math.nan
+        for group in self.optimizer.param_groups:
+            group['lr'] = lr
+        self.optimizer.step()
+        return flat[-1].item()
+
+    def loss_and_grads(self, batch):
+        """(loss, {name: gradient array}) at the current weights, without updating anything."""
+        self.optimizer.zero_grad()
+        with self._autocast():
+            loss = self.model.loss(*self._batch(batch))
+        loss.backward()
+        grads = {name: p.grad.detach().double().cpu().numpy().copy()
+                 for name, p in self.model.named_parameters()}  # (n_out, n_in) each
+        self.optimizer.zero_grad()
+        return loss.item(), grads
+
+    def weights(self):
+        """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
+        return {name: p.detach().double().cpu().tolist() for name, p in self.model.named_parameters()}
+
+    def load_weights(self, weights):
+        """Copy {name: [[float]] or array} into the parameters, every shape checked first."""
+        tensors = {}
+        for name, shape in parameter_shapes(self.config).items():
+            if name not in weights:
+                raise UserError(f"weights missing for {name}: give the model's full state_dict")
+            tensors[name] = torch.as_tensor(weights[name], dtype=torch.float64)  # (n_out, n_in)
+            if tuple(tensors[name].shape) != tuple(shape):
+                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, "
+                                f"got {tuple(tensors[name].shape)}")
+        self.model.load_state_dict(tensors)  # copies, converting to the model's dtype and device
+
+    def optimizer_state(self):
+        """{'t': int, 'm': [float], 'v': [float]}: torch's Adam moments, flat in GPT.params order."""
+        states = [self.optimizer.state.get(p, {}) for p in self.params]
+        t = int(states[0]['step'].item()) if states[0] else 0
+        flat = {key: torch.cat([s[key].reshape(-1) if s else torch.zeros(p.numel(), device=self.device)
+                                for p, s in zip(self.params, states)]).double().cpu().tolist()
+                for key in ('exp_avg', 'exp_avg_sq')}
+        return {'t': t, 'm': flat['exp_avg'], 'v': flat['exp_avg_sq']}
+
+    def load_optimizer_state(self, state):
+        """Resume from the Adam state any engine saved: torch's exp_avg is m, exp_avg_sq is v."""
+        n_params = sum(p.numel() for p in self.params)
+        if len(state['m']) != n_params or len(state['v']) != n_params:
+            raise ValueError("optimizer state does not match the number of parameters")
+        m, v = (torch.tensor(state[k], dtype=torch.float64) for k in ('m', 'v'))  # (n_params,) each
+        start = 0
+        for p in self.params:
+            n = p.numel()
+            self.optimizer.state[p] = {
+                # the step count as torch keeps it, a tensor; float64, so it counts exactly past 2^24
+                'step': torch.tensor(float(state['t']), dtype=torch.float64),
+                'exp_avg': m[start:start + n].view_as(p).to(self.device, p.dtype).clone(),
+                'exp_avg_sq': v[start:start + n].view_as(p).to(self.device, p.dtype).clone()}
+            start += n
+
+
+def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', world_size=None, batch_size=1):
+    """train.py's `--engine torch`: the device and dtype checked, the ranks joined under torchrun
+    (world_size: torchrun's WORLD_SIZE, None without it), then a Trainer."""
+    dev = check_device(device, dtype)
+    world = None
+    if world_size is not None and world_size > 1:
+        if world_size > batch_size:
+            raise UserError(f"torchrun started {world_size} ranks for a batch of {batch_size} names: "
+                            f"each rank needs at least one, so use --batch-size {world_size} or more, "
+                            f"or fewer ranks (--nproc_per_node)")
+        from .distributed import World, local_rank
+        if dev.type == 'cuda':  # one GPU per rank on each machine
+            dev = torch.device('cuda', local_rank())
+            torch.cuda.set_device(dev)
+        world = World(dev)
+    return Trainer(config, weights, tokenizer, dev, dtype, world)
+
+
+def loss_and_grads(config, weights, batch):
+    """(loss, {name: gradient array (n_out, n_in)}) by PyTorch's autograd in float64, at these
+    weights, updating nothing: the third opinion `lab step` shows beside the scalar engine's
+    graph and src/backprop's hand-derived backward."""
+    return Trainer(config, weights, tokenizer=None).loss_and_grads(batch)

@@ -1,0 +1,251 @@
+"""
+Checkpoints in safetensors (microgpt/safetensors.py): written and read by the project's own
+standard-library code, checked against the `safetensors` library (the test extra) both ways,
+taken by every reader, converted to and from JSON bit for bit, and refused in one line when
+the file lies.
+
+The library is an oracle only: `pip install -e '.[test]'` brings it; the two tests that need
+it skip without it. Every hostile file below is a real file on disk, made by damaging a good one.
+"""
+
+import json
+import os
+import shutil
+import struct
+
+import numpy as np
+import pytest
+
+import inference
+from microgpt import checkpoint, convert, sample, train
+from microgpt import safetensors as st
+from microgpt.checkpoint import is_our_checkpoint, read_checkpoint
+from microgpt.lab.__main__ import main as lab_main
+from microgpt.lab.api import Checkpoints, Lab
+from test_cli import assert_one_line_error, losses, run
+from test_run import train_args
+
+
+def log_of(out):
+    with open(str(out)[:-len('.json')] + '.log.jsonl' if str(out).endswith('.json') else str(out) + '.log.jsonl',
+              encoding='utf-8') as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory, names_file):
+    """A 12-step run saved as .safetensors, and the same run saved as JSON."""
+    folder = tmp_path_factory.mktemp('st')
+    paths = {}
+    for ext in ('.safetensors', '.json'):
+        paths[ext] = str(folder / f'model{ext}')
+        with pytest.raises(SystemExit) as e:
+            from microgpt import cli
+            cli.run(train.main, train_args(names_file, paths[ext], '--steps', '12', '--engine', 'numpy',
+                                           '--batch-size', '2'))
+        assert e.value.code == 0
+    return paths
+
+
+def test_a_run_saved_as_safetensors_is_the_json_run_number_for_number(trained):
+    a, b = read_checkpoint(trained['.safetensors']), read_checkpoint(trained['.json'])
+    assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
+    assert a['config'] == b['config'] and a['vocab'] == b['vocab']
+    assert os.path.getsize(trained['.safetensors']) < os.path.getsize(trained['.json']) / 2
+    assert is_our_checkpoint(trained['.safetensors']) and not is_our_checkpoint(trained['.json'] + '.no')
+
+
+def test_it_resumes_exactly_and_converts_both_ways_bit_for_bit(trained, tmp_path, capsys):
+    """Both saved runs continued from step 12 to 16 log the same losses, bit for bit."""
+    for ext in ('.safetensors', '.json'):
+        shutil.copy(trained[ext], tmp_path / f'model{ext}')
+        shutil.copy(trained[ext][:-len('.json')] + '.log.jsonl' if ext == '.json' else trained[ext] + '.log.jsonl',
+                    tmp_path / ('model.log.jsonl' if ext == '.json' else 'model.safetensors.log.jsonl'))
+        assert run(train.main, ['--out', str(tmp_path / f'model{ext}'), '--resume', '--steps', '16',
+                                '--num-samples', '0'], capsys)[0] == 0
+    out = tmp_path / 'model.safetensors'
+    got, want = losses(log_of(out)), losses(log_of(tmp_path / 'model.json'))
+    assert [e['step'] for e in got] == list(range(1, 17)) and got == want
+    # JSON -> safetensors -> JSON gives the very bytes train.py wrote
+    assert run(convert.main, [str(out), str(tmp_path / 'c.json')], capsys)[0] == 0
+    assert run(convert.main, [str(tmp_path / 'c.json'), str(tmp_path / 'c.safetensors')], capsys)[0] == 0
+    assert (tmp_path / 'c.safetensors').read_bytes() == out.read_bytes()
+    assert run(convert.main, [str(tmp_path / 'c.safetensors'), str(tmp_path / 'd.json')], capsys)[0] == 0
+    assert (tmp_path / 'd.json').read_bytes() == (tmp_path / 'c.json').read_bytes()
+
+
+def test_every_reader_takes_it(trained, capsys):
+    path = trained['.safetensors']
+    for engine in ('scalar', 'numpy'):
+        code, names_st, _ = run(sample.main, ['--ckpt', path, '--num', '5', '--engine', engine], capsys)
+        code_j, names_json, _ = run(sample.main, ['--ckpt', trained['.json'], '--num', '5', '--engine', engine], capsys)
+        assert code == code_j == 0 and names_st == names_json and names_st.count('\n') == 5
+    a, b = inference.load_checkpoint(path), inference.load_checkpoint(trained['.json'])
+    assert all((a.weights[k] == b.weights[k]).all() for k in b.weights)
+    code, out_st, _ = run(lab_main, ['overview', 'emma', '--ckpt', path], capsys)
+    out_json = run(lab_main, ['overview', 'emma', '--ckpt', trained['.json']], capsys)[1]
+    assert code == 0 and out_st.replace('model.safetensors', 'model.json') == out_json
+    web = Lab(Checkpoints(path), None)  # the web lab's API on the same file
+    assert web.sandbox('overview', {'ckpt': 'start', 'text': 'emma'}) == \
+        Lab(Checkpoints(trained['.json']), None).sandbox('overview', {'ckpt': 'start', 'text': 'emma'})
+
+
+def test_init_takes_it(trained, tmp_path, names_file, capsys):
+    code, stdout, _ = run(train.main, train_args(names_file, tmp_path / 'next.json', '--steps', '2',
+                                                 '--init', trained['.safetensors']), capsys)
+    assert code == 0 and f"init={trained['.safetensors']}" in stdout
+
+
+def test_the_safetensors_library_reads_ours(trained):
+    lib = pytest.importorskip('safetensors.numpy', reason="the oracle: pip install -e '.[test]'")
+    from safetensors import safe_open
+    ckpt = read_checkpoint(trained['.json'])
+    tensors = lib.load_file(trained['.safetensors'])
+    assert set(tensors) == set(ckpt['state_dict']) | {'adam.m', 'adam.v'}
+    for name, matrix in ckpt['state_dict'].items():
+        assert tensors[name].dtype == np.float64 and (tensors[name] == np.array(matrix)).all(), name
+    assert (tensors['adam.v'] == np.array(ckpt['train_state']['adam']['v'])).all()
+    with safe_open(trained['.safetensors'], framework='np') as f:
+        meta = f.metadata()
+    assert meta['format'] == 'microgpt' and json.loads(meta['vocab']) == ckpt['vocab']
+    assert json.loads(meta['config']) == ckpt['config'].to_dict()
+
+
+def test_we_read_what_the_safetensors_library_writes(trained, tmp_path):
+    lib = pytest.importorskip('safetensors.numpy', reason="the oracle: pip install -e '.[test]'")
+    from safetensors import safe_open
+    with safe_open(trained['.safetensors'], framework='np') as f:
+        meta = f.metadata()
+    ours = lib.load_file(trained['.safetensors'])
+    for dtype, tol in ((np.float64, 0.0), (np.float32, 1e-7), (np.float16, 1e-3)):
+        path = str(tmp_path / f'lib-{np.dtype(dtype).name}.safetensors')
+        lib.save_file({k: v.astype(dtype) for k, v in ours.items()}, path, metadata=meta)
+        got = read_checkpoint(path)
+        for name, matrix in got['state_dict'].items():
+            assert np.abs(np.array(matrix) - ours[name]).max() <= tol * np.abs(ours[name]).max() + 1e-12, name
+    bf16 = pytest.importorskip('safetensors.torch', reason="bfloat16 needs PyTorch: pip install -e '.[torch]'")
+    import torch
+    path = str(tmp_path / 'lib-bf16.safetensors')
+    bf16.save_file({k: torch.from_numpy(v).to(torch.bfloat16) for k, v in ours.items()}, path, metadata=meta)
+    got = read_checkpoint(path)
+    for name, matrix in got['state_dict'].items():  # exactly torch's own widening of each bfloat16
+        assert (np.array(matrix) == torch.from_numpy(ours[name]).to(torch.bfloat16).double().numpy()).all()
+
+
+# ---------------------------------------------------------------------------- hostile files
+def parts(path):
+    raw = open(path, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def pack(header, data):
+    text = json.dumps(header).encode()
+    return struct.pack('<Q', len(text)) + text + data
+
+
+def edit_header(change):
+    def damage(raw_path):
+        header, data = parts(raw_path)
+        change(header)
+        return pack(header, data)
+    return damage
+
+
+def bytes_of(f):
+    return lambda path: f(open(path, 'rb').read())
+
+
+HOSTILE = {
+    'empty': (bytes_of(lambda raw: b''), "too short for a safetensors file"),
+    'truncated-length': (bytes_of(lambda raw: raw[:5]), "too short for a safetensors file"),
+    'header-past-the-file': (bytes_of(lambda raw: struct.pack('<Q', 10 ** 12) + raw[8:]), "header of 1,000,000,000,000 bytes"),
+    'header-not-json': (bytes_of(lambda raw: raw[:8] + b'!' + raw[9:]), "the safetensors header is not valid JSON"),
+    'header-not-utf8': (bytes_of(lambda raw: raw[:8] + b'\xff' + raw[9:]), "header is not UTF-8"),
+    'header-a-list': (lambda p: pack([1, 2], b''), "not a JSON object"),
+    'metadata-not-strings': (edit_header(lambda h: h['__metadata__'].update(config={'n_layer': 1})),
+                             "metadata must map names to strings"),
+    'no-metadata': (edit_header(lambda h: h.pop('__metadata__')), "no microgpt metadata"),
+    'unknown-dtype': (edit_header(lambda h: h['wte'].update(dtype='C64')), "dtype 'C64', which microgpt does not read"),
+    'shape-lies': (edit_header(lambda h: h['wte'].update(shape=[28, 16])), "but its offsets span"),
+    'offsets-past-end': (edit_header(lambda h: h['adam.v']['data_offsets'].__setitem__(1, 10 ** 9)),
+                         "but its offsets span"),
+    'overlap': (edit_header(lambda h: h['wpe'].update(data_offsets=h['wte']['data_offsets'], shape=h['wte']['shape'])),
+                "overlap"),
+    'negative-offset': (edit_header(lambda h: h['wte'].update(data_offsets=[-8, 0])), "two data offsets"),
+    'zero-dim': (edit_header(lambda h: h['wte'].update(shape=[0, 16])), "none of them 0"),
+    'truncated-data': (bytes_of(lambda raw: raw[:-100]), "it is truncated"),
+    'trailing-bytes': (bytes_of(lambda raw: raw + b'\0' * 8), "it is damaged"),
+    'adam-half': (lambda p: (lambda h, d: pack({k: v for k, v in h.items() if k != 'adam.v'},
+                                              d[:h['adam.v']['data_offsets'][0]]))(*parts(p)),
+                  "but not the rest of Adam's state"),  # adam.v is the last tensor: its bytes cut too
+    'nan-weight': (lambda p: (lambda h, d: pack(h, struct.pack('<d', float('nan')) + d[8:]))(*parts(p)),
+                   "wte holds nan, not a finite number"),  # wte is the first tensor
+}
+
+
+@pytest.mark.parametrize('name', sorted(HOSTILE))
+def test_a_lying_file_is_one_line_for_every_reader(trained, tmp_path, capsys, name):
+    damage, fragment = HOSTILE[name]
+    path = tmp_path / 'bad.safetensors'
+    path.write_bytes(damage(trained['.safetensors']))
+    code, _, err = run(sample.main, ['--ckpt', str(path), '--num', '1'], capsys)
+    assert code == 2
+    assert_one_line_error(code, err, fragment)
+    # --resume at a damaged --out: refused, the file left as it was
+    before = path.read_bytes()
+    code, _, err = run(train.main, ['--out', str(path), '--resume'], capsys)
+    assert code == 2 and err.startswith('error: ') and err.count('\n') == 1
+    assert path.read_bytes() == before
+
+
+def test_a_model_too_big_for_the_format_is_refused_before_it_is_built(tmp_path, names_file, capsys):
+    out = tmp_path / 'big.safetensors'
+    # 93.7M parameters: within limits.MAX_PARAMETERS, but 2.25 GB with Adam's moments
+    code, _, err = run(train.main, train_args(names_file, out, '--n-layer', '7', '--n-embd', '1056',
+                                              '--n-head', '4'), capsys)
+    assert_one_line_error(code, err, "more than the 2,048 MiB microgpt reads back")
+    assert code == 2 and os.listdir(tmp_path) == []
+
+
+def test_the_size_bound_holds(trained):
+    ckpt = read_checkpoint(trained['.safetensors'])
+    shapes = [(len(m), len(m[0])) for m in ckpt['state_dict'].values()]
+    n = sum(a * b for a, b in shapes)
+    bound = st.file_bytes(3 * n, sum(a for a, _ in shapes) + 2, ckpt['config'].vocab_size)
+    size = os.path.getsize(trained['.safetensors'])
+    assert size <= bound < 1.1 * size + 32768  # an upper bound, and not a wild one
+
+
+def test_a_failed_save_keeps_the_previous_file(trained, tmp_path, monkeypatch):
+    path = tmp_path / 'model.safetensors'
+    shutil.copy(trained['.safetensors'], path)
+    before = path.read_bytes()
+    model = inference.load_checkpoint(str(path))
+    model.weights = lambda: read_checkpoint(trained['.json'])['state_dict']
+
+    def disk_full(fd):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(checkpoint.os, 'fsync', disk_full)
+    with pytest.raises(checkpoint.CheckpointWriteError, match='the disk is full; the previous .* is intact'):
+        checkpoint.save_checkpoint(str(path), model, None)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ['model.safetensors']
+
+
+@pytest.mark.parametrize('args,fragment', [
+    (['SRC', 'SRC'], "is the source itself"),
+    (['SRC', 'DATA'], "exists and is not a microgpt checkpoint"),
+    (['DATA', 'OUT'], "is not valid JSON"),
+    (['MISSING.safetensors', 'OUT'], "does not exist"),
+], ids=['onto-itself', 'onto-data', 'from-data', 'missing'])
+def test_convert_refuses_in_one_line_and_overwrites_nothing(trained, tmp_path, names_file, capsys, args, fragment):
+    src = tmp_path / 'src.safetensors'
+    shutil.copy(trained['.safetensors'], src)
+    names = {'SRC': str(src), 'DATA': names_file, 'OUT': str(tmp_path / 'out.json'),
+             'MISSING.safetensors': str(tmp_path / 'missing.safetensors')}
+    before = {p: open(p, 'rb').read() for p in (str(src), names_file)}
+    code, _, err = run(convert.main, [names[a] for a in args], capsys)
+    assert code == 2
+    assert_one_line_error(code, err, fragment)
+    assert {p: open(p, 'rb').read() for p in before} == before
+    assert not os.path.exists(names['OUT'])

@@ -1,0 +1,189 @@
+"""
+`train.py --engine torch`: the same loop, flags, checkpoint and log as the other engines.
+
+PyTorch is optional: `pip install -e '.[torch]'` enables these tests, otherwise they skip (the
+one test of the message a user without PyTorch sees runs either way). Covered: the torch
+engine's losses equal the numpy engine's through train.py; a checkpoint moves scalar -> torch
+-> numpy mid-run and the losses are those of a run that never switched; float32 and bfloat16
+stay within stated distances of float64 over 50 steps; and every bad input the issue lists
+(no PyTorch, a device that is not there, a dtype an engine cannot do, torchrun's environment
+without --engine torch, more ranks than names) is one line, exit 2, the checkpoint untouched.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_DIR
+from microgpt import train
+from microgpt.checkpoint import read_checkpoint
+from test_cli import assert_one_line_error, interrupt_after, log_of, losses, run
+from test_run import train_args
+
+ENGINE_TOL = 1e-9     # the same math in float64, rounded differently
+FLOAT32_TOL = 1e-5    # 50 steps in float32: measured at most 4e-7 (default config, batch 1 and 4)
+BFLOAT16_TOL = 0.05   # bfloat16 products keep 8 bits: measured at most 5.4e-3 over the same steps
+
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
+    torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
+    return torch
+
+
+def interrupt_engine_after(monkeypatch, cls, calls):
+    """A real SIGINT during the `calls`-th step of engine class `cls` (as Ctrl-C would send)."""
+    real_step, count = cls.step, [0]
+
+    def step_then_ctrl_c(self, batch, lr):
+        loss = real_step(self, batch, lr)
+        count[0] += 1
+        if count[0] == calls:
+            os.kill(os.getpid(), signal.SIGINT)
+        return loss
+    monkeypatch.setattr(cls, 'step', step_then_ctrl_c)
+
+
+def test_the_torch_engine_logs_the_numpy_engines_losses(tmp_path, names_file, capsys):
+    torch_or_skip()
+    logs = {}
+    for engine in ('numpy', 'torch'):
+        out = tmp_path / engine / 'model.json'
+        code, stdout, _ = run(train.main, train_args(names_file, out, '--steps', '40', '--batch-size', '3',
+                                                     '--engine', engine, '--eval-every', '20'), capsys)
+        assert code == 0
+        logs[engine] = log_of(out)
+    assert 'engine=torch batch_size=3 dtype=float64 device=cpu ranks=1' in stdout
+    a, b = logs['numpy'], logs['torch']
+    assert [sorted(e) for e in a] == [sorted(e) for e in b]  # the same lines: losses, val losses
+    assert max(abs(x.get('loss', x.get('val_loss')) - y.get('loss', y.get('val_loss')))
+               for x, y in zip(a, b)) < ENGINE_TOL
+
+
+def test_a_run_moves_scalar_then_torch_then_numpy_as_if_it_never_switched(tmp_path, names_file, capsys,
+                                                                         monkeypatch):
+    torch_or_skip()
+    import torchgpt
+    whole = tmp_path / 'whole.json'
+    assert run(train.main, train_args(names_file, whole, '--steps', '18'), capsys)[0] == 0
+    out = tmp_path / 'model.json'
+    interrupt_after(monkeypatch, 6)  # the scalar engine, Ctrl-C in its 6th step
+    assert run(train.main, train_args(names_file, out, '--steps', '18'), capsys)[0] == 130
+    monkeypatch.undo()
+    interrupt_engine_after(monkeypatch, torchgpt.Trainer, 6)  # torch does steps 7-12
+    code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', 'torch', '--num-samples', '0'],
+                          capsys)
+    monkeypatch.undo()
+    assert code == 130 and 'engine=torch' in stdout and read_checkpoint(str(out))['train_state']['step'] == 12
+    code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', 'numpy', '--num-samples', '0'],
+                          capsys)
+    assert code == 0 and 'engine=numpy' in stdout
+    got, want = losses(log_of(out)), losses(log_of(whole))
+    assert [e['step'] for e in got] == list(range(1, 19))
+    assert max(abs(a['loss'] - b['loss']) for a, b in zip(got, want)) < ENGINE_TOL
+
+
+@pytest.mark.parametrize('dtype,tol', [('float32', FLOAT32_TOL), ('bfloat16', BFLOAT16_TOL)])
+def test_lower_precision_losses_stay_near_float64s(tmp_path, names_file, capsys, dtype, tol):
+    torch_or_skip()
+    logs = {}
+    for d in ('float64', dtype):
+        out = tmp_path / d / 'model.json'
+        code, stdout, _ = run(train.main, train_args(names_file, out, '--steps', '50', '--batch-size', '4',
+                                                     '--engine', 'torch', '--dtype', d), capsys)
+        assert code == 0 and f'dtype={d}' in stdout
+        logs[d] = losses(log_of(out))
+    gaps = [abs(a['loss'] - b['loss']) for a, b in zip(logs['float64'], logs[dtype])]
+    assert len(gaps) == 50 and max(gaps) < tol
+    assert max(gaps) > 0  # the control: it really computed in another precision
+    # and a resumed run keeps its dtype, as it keeps its engine
+    code, stdout, _ = run(train.main, ['--out', str(tmp_path / dtype / 'model.json'), '--resume',
+                                       '--steps', '52', '--num-samples', '0'], capsys)
+    assert code == 0 and f'engine=torch batch_size=4 dtype={dtype}' in stdout
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.fixture
+def kept(tmp_path, tiny_ckpt):
+    """A good checkpoint at --out that a refused run must leave byte for byte as it was (the
+    runs below pass --force, which would replace it: each is refused before anything is written)."""
+    out = tmp_path / 'model.json'
+    shutil.copy(tiny_ckpt, out)
+    before = out.read_bytes()
+    yield out
+    assert out.read_bytes() == before
+    assert not os.path.exists(str(out)[:-len('.json')] + '.log.jsonl')
+
+
+def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file):
+    block_torch = ("import sys; sys.modules['torch'] = None; sys.argv[0] = 'train.py'; "
+                   "from microgpt import train; train.command()")
+    p = subprocess.run([sys.executable, '-c', block_torch, *train_args(names_file, kept, '--force', '--engine', 'torch')],
+                       cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'PYTHONPATH': os.path.join(REPO_DIR, 'src')})
+    assert p.returncode == 2
+    assert_one_line_error(p.returncode, p.stderr, "pip install -e '.[torch]'")
+
+
+@pytest.mark.parametrize('extra,fragment', [
+    (['--engine', 'numpy', '--dtype', 'bfloat16'], "--dtype bfloat16 is for --engine torch"),
+    (['--engine', 'numpy', '--dtype', 'float32'], "--dtype float32 is for --engine torch"),
+    (['--device', 'cuda'], "--device cuda is for --engine torch"),
+    (['--engine', 'torch', '--unfused'], "--unfused is for the scalar engine"),
+    (['--engine', 'torch', '--dtype', 'float16'], "invalid choice: 'float16'"),
+], ids=['bfloat16-numpy', 'float32-numpy', 'device-scalar', 'unfused-torch', 'float16'])
+def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
+    if '--engine' in extra and 'torch' in extra:
+        torch_or_skip()
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
+    assert code == 2
+    assert_one_line_error(code, err, fragment)
+
+
+@pytest.mark.parametrize('device', ['cuda', 'mps'])
+def test_a_device_that_is_not_there_is_one_line(kept, names_file, capsys, device):
+    torch = torch_or_skip()
+    if (torch.cuda.is_available() if device == 'cuda' else torch.backends.mps.is_available()):
+        pytest.skip(f"this machine has {device}: the error cannot happen here")
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', '--engine', 'torch', '--device', device), capsys)
+    assert code == 2
+    assert_one_line_error(code, err, f"no {device} device")
+
+
+def test_a_dtype_the_device_cannot_do_is_one_line(kept, names_file, capsys, monkeypatch):
+    """Simulated (every dtype works on a CPU): a device whose products refuse the dtype, as
+    mps refuses float64."""
+    torch = torch_or_skip()
+    import torchgpt.trainer
+    real_ones = torch.ones
+
+    def ones(*shape, dtype=None, device=None):
+        if dtype == torch.bfloat16:
+            raise TypeError("bfloat16 is not supported on this device")
+        return real_ones(*shape, dtype=dtype, device=device)
+    monkeypatch.setattr(torchgpt.trainer.torch, 'ones', ones)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', '--engine', 'torch', '--dtype', 'bfloat16'), capsys)
+    assert_one_line_error(code, err, "--dtype bfloat16 is not supported on --device cpu: use --dtype float32")
+
+
+@pytest.mark.parametrize('env,extra,fragment', [
+    ({'RANK': '0', 'WORLD_SIZE': '2'}, ['--engine', 'numpy'], "only --engine torch trains across processes"),
+    ({'RANK': '0', 'WORLD_SIZE': '2'}, [], "only --engine torch trains across processes"),
+    ({'RANK': '0', 'WORLD_SIZE': '4'}, ['--engine', 'torch', '--batch-size', '2'],
+     "torchrun started 4 ranks for a batch of 2 names"),
+    ({'RANK': '5', 'WORLD_SIZE': '2'}, ['--engine', 'torch'], "are not a rank and a number of ranks"),
+    ({'RANK': 'x', 'WORLD_SIZE': '2'}, ['--engine', 'torch'], "are not a rank and a number of ranks"),
+], ids=['numpy', 'scalar', 'ranks-over-batch', 'rank-past-size', 'rank-not-a-number'])
+def test_torchruns_environment_is_checked_before_anything_starts(kept, names_file, capsys, monkeypatch,
+                                                                 env, extra, fragment):
+    if 'torch' in extra:
+        torch_or_skip()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
+    assert code == 2
+    assert_one_line_error(code, err, fragment)
