@@ -347,9 +347,9 @@ def main(argv=None):
         run.say(f"training: steps={args.steps} lr={args.lr} seed={args.seed} shuffle={args.shuffle} "
                 f"start_step={start} out={args.out} save_every={args.save_every} eval_every={args.eval_every}"
                 f" engine={args.engine}{'-unfused' if args.unfused else ''} batch_size={args.batch_size}"
-                f" data_mode={args.data_mode} dtype={args.dtype}" + (f" threads={threads}" if threads else "")
+                f" dtype={args.dtype}" + (f" threads={threads}" if threads else "")
                 + (f" device={args.device} ranks={run.world_size or 1}" if args.engine == 'torch' else "")
-                + (f" init={args.init}" if args.init else ""))
+                + f" data_mode={args.data_mode}" + (f" init={args.init}" if args.init else ""))
 
         # Let there be training: one batch per step (one name, by default), as microgpt does.
         for step in range(start + 1, args.steps + 1):  # step s is counted from 1
