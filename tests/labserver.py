@@ -67,3 +67,38 @@ def wait_for_run(server, offset=0):
             return status, records, smooth
         assert time.time() < deadline, f"the run did not end in {RUN_TIMEOUT} s: {status['state']}"
         time.sleep(0.05)
+
+
+class Address:
+    """What request() and post() need of a server running in another process: its address."""
+
+    def __init__(self, port):
+        self.server_address = ('127.0.0.1', port)
+        self.url = f'http://127.0.0.1:{port}/'
+
+
+@contextmanager
+def server_process(ckpt, runs_dir, data):
+    """`python -m microgpt.lab serve` in its own process on a free port: yields (the process,
+    its Address). On leaving it is stopped as Ctrl-C stops it, unless the test has already
+    killed it; it never outlives the test."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', ckpt, '--port', '0',
+                             '--runs-dir', str(runs_dir), '--data', data],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith('microgpt lab on '), (first, proc.stderr.read() if proc.poll() else '')
+        yield proc, Address(int(first.split('http://127.0.0.1:')[1].split('/')[0]))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()

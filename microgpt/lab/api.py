@@ -30,11 +30,13 @@ from .loading import load_model, load_scalar_model, no_overflow
 
 
 class ApiError(Exception):
-    """A request the API refuses, with the HTTP status to answer and a one-line message."""
+    """A request the API refuses, with the HTTP status to answer and a one-line message;
+    retry_after: the seconds a 503 tells the client to wait before it asks again."""
 
-    def __init__(self, status, message):
+    def __init__(self, status, message, retry_after=None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 # ---------------------------------------------------------------------------- reading a request

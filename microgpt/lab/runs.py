@@ -18,6 +18,12 @@ RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of
 apart from microgpt/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
 The request never names a path: every run writes to a new numbered folder inside the runs
 folder given when the server started.
+
+Each run's folder also holds run.json (runrecord.py): its settings, its process's pid and
+identity, its state. A server started on the same runs folder reads them all (RunManager.recover):
+every run's saved checkpoint is listed again, and a run still going whose server is gone (killed
+with SIGKILL: train.py goes on in its own session) is shown on the Training page and can be
+stopped, while one that ended unwatched is shown as its files say it ended.
 """
 
 import json
@@ -26,13 +32,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from ..checkpoint import read_checkpoint
 from ..errors import UserError
 from ..run import log_path_for
 from ..sampling import sample_names
 from ..tokenizer import CharTokenizer
-from . import loss
+from . import loss, runrecord
 from .api import ApiError, field
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
@@ -57,18 +64,29 @@ READ_LIMIT = 1 << 18             # bytes of log returned per status call; the pa
 class RunProcess:
     """One subprocess of train.py and what the page has been told about it."""
 
-    def __init__(self, number, folder, params, proc, output):
+    def __init__(self, number, folder, params, proc, output, process=None):
         self.number, self.folder, self.params = number, folder, params
         self.proc, self.output = proc, output
+        self.process = process   # the identity of proc (runrecord.identity), for a later server
         self.out = os.path.join(folder, 'model.json')
         self.log = log_path_for(self.out)  # where train.py writes the log beside its checkpoint
         self.state = 'running'   # -> stopping -> finished / stopped / failed
         self.stop_sent = False   # Stop was pressed (a SIGINT sent)
+        self.step = None         # the step its checkpoint holds, once it has ended
         self.exit_code = None
         self.ckpt_id = None      # set once the finished run's checkpoint is listed
         self.samples = []        # [{'step', 'names'}], one per checkpoint save
         self.sampled_mtime = None
         self.waiter = None       # the thread that waits for the process to end
+        self.started = time.time()
+        self.adopted = False     # started by an earlier server: not this one's child
+
+    def record(self):
+        """What run.json says of this run (runrecord.py): enough for a later server."""
+        return {'number': self.number, 'params': self.params, 'pid': self.proc.pid, 'process': self.process,
+                'server_pid': os.getpid(), 'server_process': runrecord.identity(os.getpid()),
+                'state': self.state, 'exit_code': self.exit_code, 'step': self.step,
+                'started': self.started}
 
 
 class RunManager:
@@ -81,11 +99,15 @@ class RunManager:
         self.data = None if data is None else os.path.abspath(data)
         self.lock = threading.Lock()
         self.run = None
+        self.news = []  # what recover() found, for the server to print after its address
+        if checkpoints is not None:
+            self.recover()
 
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
         return {'available': True, 'engines': list(ENGINES),
-                'limits': {**LIMITS, 'lr': LR_LIMITS}}
+                'limits': {**LIMITS, 'lr': LR_LIMITS},
+                'data': self.data}  # the file of names the runs train on; None: the bundled names
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
@@ -131,7 +153,8 @@ class RunManager:
             except OSError:
                 output.close()
                 raise
-            self.run = RunProcess(number, folder, params, proc, output)
+            self.run = RunProcess(number, folder, params, proc, output, runrecord.identity(proc.pid))
+            save_record(self.run)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
             self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
             self.run.waiter.start()
@@ -145,21 +168,76 @@ class RunManager:
     def _wait(self, run):
         """Wait for train.py to end; list its checkpoint if it saved one (finished or stopped)."""
         code = run.proc.wait()
-        run.output.close()
-        label = f"run {run.number}: {run.params['steps']} steps"
-        saved = code in (0, 130) and os.path.exists(run.out)
-        if saved:
-            self.checkpoints.add(f'run{run.number}', run.out,
-                                 label + ('' if code == 0 else ' (stopped early)'))
-        with self.lock:
-            run.exit_code = code
-            run.ckpt_id = f'run{run.number}' if saved else None
-            run.state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
-            if run.state == 'failed' and run.stop_sent:
+        if run.output is not None:
+            run.output.close()
+        step = saved_step(run.out)
+        if run.adopted:  # not our child: its exit status is unknown, its checkpoint tells
+            state = 'failed' if step is None else ('finished' if step >= run.params['steps'] else 'stopped')
+        else:
+            state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
+            if state == 'failed' and run.stop_sent:
                 # Stop came while Python was still starting, before train.py could catch
                 # Ctrl-C: it quits with a traceback, but the learner asked for exactly that
-                run.state = 'stopped'
-        print(f"run {run.number} {run.state} (exit status {code}): {run.out}", flush=True)
+                state = 'stopped'
+        saved = state in ('finished', 'stopped') and step is not None
+        if saved:
+            self.checkpoints.add(f'run{run.number}', run.out, run_label(run.number, step, run.params['steps']))
+        with self.lock:
+            run.exit_code = code
+            run.step = step
+            run.ckpt_id = f'run{run.number}' if saved else None
+            run.state = state
+        save_record(run)
+        how = f"exit status {code}" if code is not None else f"ended while no server watched; step {step}"
+        print(f"run {run.number} {run.state} ({how}): {run.out}", flush=True)
+
+    def recover(self):
+        """What the runs folder holds from earlier servers: every run's saved checkpoint listed
+        again, and a run still going whose server is gone taken over (shown, stoppable). The
+        newest run is the Training page's. A run whose own server still runs is left to it."""
+        try:
+            numbers = sorted(int(n) for n in os.listdir(self.runs_dir) if n.isdigit())
+        except OSError:
+            return  # no runs folder yet
+        for number in numbers:
+            folder = os.path.join(self.runs_dir, str(number))
+            record = runrecord.read(folder)
+            out = os.path.join(folder, 'model.json')
+            going = record is not None and record.get('state') in ('running', 'stopping') and \
+                runrecord.is_alive(record.get('pid'), record.get('process'))
+            if going and runrecord.is_alive(record.get('server_pid'), record.get('server_process')):
+                continue  # another server's run, still watched by it
+            if going:
+                run = RunProcess(number, folder, record['params'],
+                                 runrecord.Process(record['pid'], record['process']), None, record['process'])
+                run.adopted, run.started = True, record.get('started', run.started)
+                run.state = record['state']
+                run.stop_sent = run.state == 'stopping'
+                save_record(run)  # this server watches it now
+                self.news.append(f"run {number} (pid {record['pid']}), started by an earlier server, is "
+                                 "still going: the Training page shows it and can stop it")
+                run.waiter = threading.Thread(target=self._wait, args=(run,), daemon=True)
+                run.waiter.start()
+                self.run = run
+                continue
+            step = saved_step(out)
+            if step is not None:
+                steps = record['params']['steps'] if record else step
+                self.checkpoints.add(f'run{number}', out, run_label(number, step, steps))
+            if record is None:
+                continue
+            run = RunProcess(number, folder, record['params'], EndedProcess(record.get('pid')), None,
+                             record.get('process'))
+            run.started, run.step = record.get('started', run.started), step
+            run.exit_code = record.get('exit_code') if isinstance(record.get('exit_code'), int) else None
+            run.ckpt_id = f'run{number}' if step is not None else None
+            if record.get('state') in ('finished', 'stopped', 'failed'):
+                run.state = record['state']
+            else:  # it ended while no server watched it
+                run.state = 'failed' if step is None else ('finished' if step >= run.params['steps'] else 'stopped')
+                save_record(run)
+            if self.run is None or not self.run.adopted:  # a run still going is the one to show
+                self.run = run
 
     def stop(self):
         with self.lock:
@@ -230,7 +308,8 @@ class RunManager:
             except KeyboardInterrupt:
                 run.proc.send_signal(signal.SIGINT)
                 raise
-        run.waiter.join(timeout)  # the run's last line is printed before the server's
+        if run.waiter is not None:
+            run.waiter.join(timeout)  # the run's last line is printed before the server's
 
 
 def read_records(path, offset):
@@ -274,3 +353,49 @@ def last_error(run):
         return None
     errors = [l for l in lines if l.startswith('error:')]
     return (errors or lines or [f"train.py exited with status {run.exit_code}"])[-1]
+
+
+class EndedProcess:
+    """The process of a run that ended before this server started: nothing to wait for or signal."""
+
+    returncode = None
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def poll(self):
+        return 0
+
+    def wait(self, timeout=None):
+        return None
+
+    def send_signal(self, signum):
+        pass
+
+    def kill(self):
+        pass
+
+
+def save_record(run):
+    """run.json for `run`; a folder that cannot be written loses only the record (a later
+    server then lists the checkpoint without the run's settings), never the run."""
+    try:
+        runrecord.write(run.folder, run.record())
+    except (OSError, UserError) as e:
+        print(f"warning: cannot record run {run.number} in {run.folder}: {e}", file=sys.stderr, flush=True)
+
+
+def saved_step(path):
+    """The step the checkpoint at path holds, or None if there is none that reads."""
+    try:
+        step = (read_checkpoint(path)['train_state'] or {}).get('step')
+    except (OSError, UserError):
+        return None
+    return step if isinstance(step, int) else None
+
+
+def run_label(number, step, steps):
+    """How the header's list names a run's checkpoint: the step it reached, of how many."""
+    if step >= steps:
+        return f"run {number}: {steps} steps"
+    return f"run {number}: step {step} of {steps} (stopped)"

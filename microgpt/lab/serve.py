@@ -18,20 +18,27 @@ otherwise (and then warns); a request never names a file (checkpoints are picked
 api.Checkpoints); a POST must be JSON of at most MAX_BODY bytes; a request must name the
 server as its Host (a web page elsewhere cannot reach it by DNS tricks, see check_origin);
 every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
-Work is bounded: a client silent for Handler.timeout seconds is dropped, every number a
-request gives is range-checked (api.py), one scalar-engine step and one training run are
-computed at a time, and when the server stops (Ctrl-C, kill, the terminal closed) it stops
-its run as Ctrl-C would.
+Work is bounded: a client silent for Handler.timeout seconds is dropped, and so is one whose
+request (its line, headers and body) takes longer than Handler.request_time to arrive, however
+slowly it drips; at most BUSY_SLOTS API requests compute at once and BUSY_QUEUE more wait their
+turn, the rest are answered 503 with Retry-After at once (so a burst never starves the pages,
+which retry); every number a request gives is range-checked (api.py), one scalar-engine step
+and one training run are computed at a time, and when the server stops (Ctrl-C, kill, the
+terminal closed) it stops its run as Ctrl-C would.
 """
 
 import errno
+import io
 import ipaddress
 import json
 import os
 import signal
 import socket
 import sys
+import threading
+import time
 import traceback
+from contextlib import contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -43,6 +50,16 @@ from .runs import RunManager
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
 MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
+# API requests computing at once: the lab's numpy work is on small arrays, bound by Python's one
+# interpreter lock, so more threads computing would only share it (and starve the pages' files)
+BUSY_SLOTS = 2
+BUSY_QUEUE = 8        # more that wait for a slot: a page, or two tabs, asking several things at once
+BUSY_WAIT = 5.0       # seconds one of them waits before it is told to retry
+# seconds a computing thread holds the interpreter before another may run (Python's default is
+# 0.005): the loop that accepts connections waits that long each time it wants it back, so
+# under a burst of 200 it took a second to reach a page's request; a tenth of it costs little
+SWITCH_INTERVAL = 0.0005
+RETRY_AFTER = 1       # seconds, the Retry-After of a 503 for a saturated server (lab.js waits, retries)
 
 # Every page and file the server has, from the registry; a request is looked up here and nowhere else.
 def routes():
@@ -66,6 +83,72 @@ CSP = ("default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action '
        "frame-ancestors 'none'")
 
 
+class Slots:
+    """At most `slots` requests computing at once, at most `queue` more waiting up to `wait`
+    seconds for one; any other is refused at once with a 503 and Retry-After, so that under a
+    burst the threads that hold the interpreter are few and every connection is answered."""
+
+    def __init__(self, slots=BUSY_SLOTS, queue=BUSY_QUEUE, wait=BUSY_WAIT):
+        self.free = threading.BoundedSemaphore(slots)
+        self.most, self.wait = slots + queue, wait
+        self.lock = threading.Lock()
+        self.inside = 0  # computing or waiting
+
+    @contextmanager
+    def take(self):
+        with self.lock:
+            full = self.inside >= self.most
+            if not full:
+                self.inside += 1
+        if full:
+            raise ApiError(503, "the lab is busy with other requests: try again in a moment",
+                           retry_after=RETRY_AFTER)
+        try:
+            if not self.free.acquire(timeout=self.wait):
+                raise ApiError(503, f"the lab is busy: no answer began within {self.wait:g} s, "
+                                    "try again in a moment", retry_after=RETRY_AFTER)
+            try:
+                yield
+            finally:
+                self.free.release()
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+class RequestReader(io.RawIOBase):
+    """A connection's bytes, read with two clocks: `idle` seconds of silence at most (while a
+    kept-alive connection waits for its next request, and at any read), and `whole` seconds
+    for all of one request from its first byte (line, headers, body), however it is dripped.
+    next_request() starts the clock again for the next one."""
+
+    def __init__(self, sock, idle, whole):
+        self.sock, self.idle, self.whole = sock, idle, whole
+        self.deadline = None  # set when the request's first byte arrives
+
+    def readable(self):
+        return True
+
+    def next_request(self):
+        self.deadline = None
+
+    def readinto(self, buffer):
+        wait = self.idle
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the request took longer than {self.whole:g} s to arrive")
+            wait = min(wait, left)
+        self.sock.settimeout(wait)
+        try:
+            n = self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(self.idle)  # writing the answer keeps the idle clock only
+        if n and self.deadline is None:
+            self.deadline = time.monotonic() + self.whole
+        return n
+
+
 class Handler(BaseHTTPRequestHandler):
     """One connection: each request is looked up in the tables above and answered, every
     mistake as a JSON {"error": ...}."""
@@ -75,6 +158,18 @@ class Handler(BaseHTTPRequestHandler):
     # connection, before it is dropped: each connection holds a thread, so a client that
     # opens many and sends nothing must not pile them up for ever
     timeout = 60
+    # seconds all of one request (line, headers and body) may take to arrive, however slowly it
+    # drips: a client that sends a header line every 45 s must not hold a thread for minutes
+    request_time = 10
+
+    def setup(self):
+        super().setup()
+        self.rfile.close()  # the plain reader; this one keeps the whole request's clock
+        self.rfile = io.BufferedReader(RequestReader(self.connection, self.timeout, self.request_time))
+
+    def handle_one_request(self):
+        self.rfile.raw.next_request()
+        super().handle_one_request()  # a request too slow to arrive ends there, and the connection
 
     def do_GET(self):
         self.handle_request('GET')
@@ -108,7 +203,10 @@ class Handler(BaseHTTPRequestHandler):
                     raise ApiError(405, f"{path} answers {want} only")
                 body = self.read_json() if method == 'POST' else {}
                 lab = self.server.lab
-                self.send_json(200, lab.sandbox(sandbox, body) if sandbox else getattr(lab, name)(body))
+                # the pages' one GET (what to draw) stays out of the queue: a page still opens in a burst
+                with self.server.slots.take() if method == 'POST' else nullcontext():
+                    answer = lab.sandbox(sandbox, body) if sandbox else getattr(lab, name)(body)
+                self.send_json(200, answer)
             elif path in pages or path in static:
                 if method not in ('GET', 'HEAD'):
                     raise ApiError(405, f"{path} answers GET only")
@@ -116,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 raise ApiError(404, f"no such page or route: {path[:80]!r}")
         except ApiError as e:
-            self.send_json(e.status, {'error': str(e)})
+            self.send_json(e.status, {'error': str(e)}, retry_after=e.retry_after)
         except UserError as e:  # the lab's own one-line message about what was asked
             self.send_json(400, {'error': str(e)})
         except ConnectionError:  # the client left: not a bug, and no one to answer
@@ -168,7 +266,8 @@ class Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(length)
         except TimeoutError:
             self.close_connection = True
-            raise ApiError(408, f"the request body stopped arriving: sent nothing for {self.timeout} s") from None
+            raise ApiError(408, f"the request body stopped arriving: silent for {self.timeout:g} s, or "
+                                f"the whole request took over {self.request_time:g} s") from None
         try:
             body = json.loads(raw.decode('utf-8')) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError):
@@ -179,19 +278,21 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "the request body must be a JSON object")
         return body
 
-    def send_json(self, status, obj):
+    def send_json(self, status, obj, retry_after=None):
         if status >= 400:
             self.close_connection = True  # a body left unread must not be taken for the next request
         data = json.dumps(obj, allow_nan=False).encode('utf-8')
-        self.send_bytes(status, 'application/json; charset=utf-8', data)
+        self.send_bytes(status, 'application/json; charset=utf-8', data, retry_after=retry_after)
 
     def send_file(self, name, head=False):
         with open(os.path.join(WEB_DIR, name), 'rb') as f:  # a name from the tables above only
             data = f.read()
         self.send_bytes(200, CONTENT_TYPES[os.path.splitext(name)[1]], data, head)
 
-    def send_bytes(self, status, content_type, data, head=False):
+    def send_bytes(self, status, content_type, data, head=False, retry_after=None):
         self.send_response(status)
+        if retry_after is not None:
+            self.send_header('Retry-After', str(retry_after))
         self.send_header('Content-Type', content_type)
         self.send_header('Content-Length', str(len(data)))
         self.send_header('Cache-Control', 'no-store')
@@ -223,6 +324,7 @@ class LabServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.lab = lab
         self.routes = routes()
+        self.slots = Slots()
         port = self.server_address[1]
         self.local_only = is_loopback(address[0])
         self.local_hosts = local_hosts(address[0], port)
@@ -289,11 +391,14 @@ def stop_like_ctrl_c(signum, frame):
 
 def run(args):
     server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
+    sys.setswitchinterval(SWITCH_INTERVAL)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
               "can use this lab, including starting training runs (open it by IP address: other "
               "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
+    for line in server.lab.runs.news:
+        print(line, flush=True)
     # `kill`, and closing the terminal (SIGHUP), stop it as Ctrl-C does: otherwise the server
     # would die at once and leave its training run going, in a session no terminal reaches
     for name in ('SIGTERM', 'SIGHUP'):

@@ -1,13 +1,16 @@
 // The Attention page: one heatmap per head of the chosen layer (row i = query, column j = key,
 // future cells blank), a clicked cell's score taken apart (q·k per dimension, the scaling,
 // the softmax), and the row statistics. Every number comes from POST /api/attention, which
-// runs lab/attention.py's attention_view.
+// runs lab/attention.py's attention_view. The heads sit side by side, their cells narrower for
+// a long name, and a clicked cell's breakdown opens under the row of heads that holds it.
 'use strict';
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
 let key = null;        // the key position j of the picked cell (null: none picked)
 let view = null;       // the last answer from the API
+const detail = document.getElementById('detail');  // moved next to the picked cell's head, and back
+const detailHome = detail.nextElementSibling;       // where it stands when no cell is picked
 
 function temperature() {
   return Number((10 ** Number($('temperature').value)).toPrecision(3));  // the slider is log10
@@ -34,21 +37,44 @@ async function draw() {
     if (key !== null && key > view.query) key = null;
     drawHeads();
     drawDetail();
+    placeDetail();
     drawStats();
   }, ['heads', 'detail', 'stats', 'row']);
 }
 
+// a cell's width for T positions: the page's usual 2rem up to 8, narrower for longer names, so
+// that two heads of a 16-position model fit side by side in a 1280 px window
+function cellSize(T) {
+  return T <= 8 ? ['2rem', '0.65rem'] : T <= 12 ? ['1.7rem', '0.62rem'] : ['1.45rem', '0.58rem'];
+}
+
 function drawHeads() {
   const head = Number($('head').value), labels = view.labels;
-  const maps = view.all_heads.map((weights, h) => el('table', {class: 'heatmap', 'data-head': h},
+  const [size, font] = cellSize(labels.length);
+  $('heads').style.setProperty('--cell', size);
+  $('heads').style.setProperty('--cell-font', font);
+  const maps = view.all_heads.map((weights, h) => el('div', {class: 'head'}, el('table', {class: 'heatmap', 'data-head': h},
     el('caption', {}, `head ${h}`),
     el('tr', {}, el('th', {}, 'i \\ j'), labels.map((l, j) => el('th', {}, `${j} ${l}`))),
     weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
       el('th', {}, `${i} ${labels[i]}`),
       row.map((w, j) => w === null
         ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
-        : cell(w, h, i, j))))));
+        : cell(w, h, i, j)))))));
   $('heads').replaceChildren(...maps);
+}
+
+// the breakdown of a picked cell goes right under the row of heads holding that cell (the heads
+// wrap, so a row is those at the same height); with no cell picked it stands below them all
+function placeDetail() {
+  const boxes = Array.from($('heads').querySelectorAll(':scope > .head'));
+  const picked = boxes[Number($('head').value)];
+  if (key === null || !picked) {
+    detailHome.before(detail);
+    return;
+  }
+  const sameRow = boxes.filter(b => b.offsetTop === picked.offsetTop);
+  sameRow[sameRow.length - 1].after(detail);
 }
 
 function cell(w, h, i, j) {
@@ -76,11 +102,11 @@ function numCell(x, digits = 4, extra = {}) {
 function drawDetail() {
   const i = view.query, d = view.head_dim, labels = view.labels, head = $('head').value;
   if (key === null) {
-    $('detail').replaceChildren(el('p', {class: 'muted'},
+    detail.replaceChildren(el('p', {class: 'muted'},
       `Click a coloured cell to take its score apart (head ${head}, query ${i} is shown below).`));
   } else {
     const j = key, dims = Array.from({length: d}, (_, n) => n);
-    $('detail').replaceChildren(
+    detail.replaceChildren(
       el('h3', {}, `head ${head}, query ${i} (${labels[i]}) · key ${j} (${labels[j]})`),
       el('table', {class: 'data', id: 'products'},
         el('tr', {}, el('th', {class: 'l'}, ''), dims.map(n => el('th', {}, `d${n}`)), el('th', {}, 'sum')),

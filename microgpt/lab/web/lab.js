@@ -26,12 +26,20 @@ const Lab = (() => {
   class Superseded extends Error {}
   const newest = {};
 
-  // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message
+  // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message.
+  // A server saturated by other requests answers 503 with Retry-After (serve.py's Slots): the
+  // request is sent again after that many seconds, up to RETRIES times, unless a newer one was.
+  const RETRIES = 5;
   async function api(path, body) {
     const init = body === undefined ? {method: 'GET'} :
       {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
     const mine = newest[path] = (newest[path] || 0) + 1;
-    const response = await fetch(path, init);
+    let response = await fetch(path, init);
+    for (let tries = 0; response.status === 503 && response.headers.has('Retry-After') && tries < RETRIES; tries++) {
+      await new Promise(resolve => setTimeout(resolve, 1000 * Math.min(5, Number(response.headers.get('Retry-After')) || 1)));
+      if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
+      response = await fetch(path, init);
+    }
     const data = await response.json();
     if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);

@@ -8,7 +8,7 @@ const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'batch_size', 'lr'];  // the form's numbers
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
-let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, announced = null;
+let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, batch = 1, announced = null;
 
 function setup() {
   const options = Lab.config.features.training;
@@ -19,6 +19,9 @@ function setup() {
     $(name).max = high;
   }
   $('start').disabled = !options.available;
+  $('data').textContent = options.data
+    ? `It trains on ${options.data} (the server's --data): one name per line.`
+    : "It trains on the census first names bundled with microgpt (start the server with --data FILE for your own).";
   poll();
 }
 
@@ -59,6 +62,7 @@ async function poll() {
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
   total = status.params.steps;
+  batch = status.params.batch_size || 1;
   const last = train.length ? train[train.length - 1] : null;
   $('status').textContent = `run ${status.run}: ${status.state}` +
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
@@ -100,7 +104,8 @@ function drawChart() {
     svg('text', {x: LEFT, y: H - 12}, 'step 1'),
     svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
     svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'},
-      'training loss: each step (one name), running mean · validation loss (held-out names)'),
+      `training loss: each step (${batch === 1 ? 'one name' : `mean of ${batch} names`}), running mean · ` +
+      'validation loss (held-out names)'),
     svg('polyline', {class: 'train', points: line(train, x, y)}),
     svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
     ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));

@@ -1,0 +1,196 @@
+"""
+The web lab's layouts in a real browser (issue 20): every page within the window from a phone's
+390 px to 1920 px, the Attention page's heads side by side with a clicked cell's breakdown next
+to it, the Autograd page's graph inside a 1280 px window with no edge under a box, and the
+Training page saying what it trains on and how many names make a step.
+
+Measured on a checkpoint of train.py's default shape (4 heads, block_size 16, trained 3
+steps: its layout, not its training, is what matters) with names up to the block size. Before
+these fixes: a 15-character name made the Attention page 2968 px tall with the breakdown up to
+2000 px from the clicked cell, a 16-node expression made the Autograd page 1351 px wide at
+1280, and at 390 px the navigation and the config line were cut off.
+
+Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+"""
+
+import os
+
+import pytest
+
+from labserver import live_server, post
+from test_lab_browser import CHROMIUM, CHROMIUM_ARGS, DRAWN, PAGES
+
+sync_api = pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: "
+                               "pip install playwright (the test extra) to run the browser tests")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
+                allow_module_level=True)
+
+LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
+EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep
+# an element's box in page coordinates (not the viewport's, which scrolls): [left, top, width, height]
+BOX = 'e => { const r = e.getBoundingClientRect(); return [r.left + scrollX, r.top + scrollY, r.width, r.height]; }'
+
+
+@pytest.fixture(scope='module')
+def wide_ckpt(tmp_path_factory, names_file):
+    from microgpt import train
+    out = tmp_path_factory.mktemp('wide') / 'model.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--eval-every', '0',
+                       '--num-samples', '0']) == 0
+    return str(out)
+
+
+@pytest.fixture(scope='module')
+def server(wide_ckpt, names_file, tmp_path_factory):
+    with live_server(wide_ckpt, tmp_path_factory.mktemp('layout-runs'), names_file) as s:
+        yield s
+
+
+@pytest.fixture(scope='module')
+def browser():
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def window(browser):
+    """open(width) -> a fresh page of that width, its console errors collected in page.errors."""
+    contexts = []
+
+    def open_window(width, height=800):
+        context = browser.new_context(viewport={'width': width, 'height': height})
+        contexts.append(context)
+        p = context.new_page()
+        p.errors = []
+        p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
+        p.on('pageerror', lambda e: p.errors.append(str(e)))
+        return p
+    yield open_window
+    for context in contexts:
+        context.close()
+
+
+def open_page(p, server, name):
+    p.goto(server.url + name)
+    p.wait_for_selector(DRAWN, state='attached')
+    p.wait_for_load_state('networkidle')
+
+
+def page_width(p):
+    return p.evaluate('document.documentElement.scrollWidth')
+
+
+def page_height(p):
+    return p.evaluate('document.documentElement.scrollHeight')
+
+
+def type_name(p, text):
+    p.fill('#text', text)
+    p.press('#text', 'Enter')
+    p.wait_for_selector(f'table.heatmap th:has-text("{len(text)} {text[-1]}")')
+
+
+@pytest.mark.parametrize('width', [390, 1280, 1920])
+def test_every_page_fits_its_window_and_the_header_is_whole(server, window, width):
+    p = window(width)
+    for name in PAGES:  # every page the registry lists
+        open_page(p, server, name)
+        assert page_width(p) <= width, name
+        header = p.locator('header').evaluate(BOX)
+        assert header[2] == width, name  # the band spans the window, no wider
+        for part in ('nav a:last-child', '#config', '#ckpt'):  # nothing of it cut off at the right
+            box = p.locator(part).evaluate(BOX)
+            assert box[0] >= 0 and box[0] + box[2] <= width + 0.5, (name, part, box)
+    assert p.errors == []
+
+
+@pytest.mark.parametrize('width', [390, 1280])
+def test_the_attention_page_holds_a_name_as_long_as_the_block(server, window, width):
+    p = window(width)
+    open_page(p, server, 'attention')
+    type_name(p, LONG)
+    assert page_width(p) <= width
+    if width == 1280:  # the heads two by two, not one per row: under 2000 px (2968 before)
+        tops = p.locator('#heads > .head').evaluate_all('hs => hs.map(h => h.offsetTop)')
+        assert len(tops) == 4 and len(set(tops)) == 2, tops
+        assert page_height(p) < 2000
+    assert p.errors == []
+
+
+@pytest.mark.parametrize('width', [390, 1280])
+@pytest.mark.parametrize('head', [0, 3])
+def test_a_clicked_cells_breakdown_opens_next_to_it(server, window, width, head):
+    p = window(width)
+    open_page(p, server, 'attention')
+    type_name(p, LONG)
+    query, key = 15, 7
+    p.locator(f'td.filled[data-head="{head}"][data-query="{query}"][data-key="{key}"]').click()
+    p.wait_for_selector(f'#detail h3:has-text("key {key}")')
+    cell = p.locator(f'td.filled[data-head="{head}"][data-query="{query}"][data-key="{key}"]').evaluate(BOX)
+    detail = p.locator('#detail').evaluate(BOX)
+    gap = detail[1] - (cell[1] + cell[3])  # from the cell's bottom edge to the breakdown's top
+    assert 0 <= gap < 60, (cell, detail)  # the cell is in the last row of its heatmap
+    want = post(server, '/api/attention', {'text': LONG, 'head': head, 'query': query})
+    assert float(p.get_attribute('#detail-weight', 'data-value')) == want['weights'][key]
+    # a cell higher up in its heatmap: the breakdown still opens under that row of heads, within
+    # one heatmap's height, not under every head
+    p.locator(f'td.filled[data-head="{head}"][data-query="9"][data-key="2"]').click()
+    p.wait_for_selector('#detail h3:has-text("query 9")')
+    cell = p.locator(f'td.filled[data-head="{head}"][data-query="9"][data-key="2"]').evaluate(BOX)
+    heatmap = p.locator(f'table.heatmap[data-head="{head}"]').evaluate(BOX)
+    detail = p.locator('#detail').evaluate(BOX)
+    assert 0 <= detail[1] - (cell[1] + cell[3]) <= heatmap[3] and detail[1] >= heatmap[1] + heatmap[3]
+    p.locator('#head').select_option('1')  # a new head, no cell picked: the breakdown goes back below
+    p.wait_for_selector('#detail p.muted')
+    assert p.evaluate("document.getElementById('detail').parentElement.id") == ''
+    assert p.errors == []
+
+
+def boxes_and_paths(p):
+    return p.evaluate('''() => {
+      const g = document.getElementById('graph'), m = g.getScreenCTM();
+      const boxes = Array.from(g.querySelectorAll('g.node rect')).map(r => r.getBBox && (() => {
+        const t = r.parentElement.transform.baseVal.consolidate().matrix;
+        return [t.e, t.f, r.width.baseVal.value, r.height.baseVal.value]; })());
+      const paths = Array.from(g.querySelectorAll('path')).map(path => {
+        const n = path.getTotalLength(), pts = [];
+        for (let s = 0; s <= 40; s++) { const q = path.getPointAtLength(n * s / 40); pts.push([q.x, q.y]); }
+        return pts; });
+      return {boxes, paths};
+    }''')
+
+
+def test_a_deep_expression_fits_1280_and_no_edge_runs_under_a_box(server, window):
+    p = window(1280)
+    open_page(p, server, 'autograd')
+    p.fill('#expression', EXPRESSION)
+    p.press('#expression', 'Enter')
+    p.wait_for_selector('#graph g.node[data-label="relu"]')
+    want = post(server, '/api/autograd', {'expression': EXPRESSION, 'values': {}, 'lenient': True})
+    assert p.locator('#graph g.node').count() == len(want['nodes']) >= 16
+    assert page_width(p) <= 1280
+    graph = p.locator('#graph').evaluate(BOX)
+    assert graph[0] + graph[2] <= 1280
+    drawn = boxes_and_paths(p)
+    for points in drawn['paths']:  # every sampled point of every edge is outside every box
+        for x, y in points[1:-1]:
+            for bx, by, bw, bh in drawn['boxes']:
+                assert not (bx + 1 < x < bx + bw - 1 and by + 1 < y < by + bh - 1), ((x, y), (bx, by))
+    assert p.errors == []
+
+
+def test_the_training_page_names_its_data_and_its_batch(server, window):
+    p = window(1280)
+    open_page(p, server, 'training')
+    data = server.lab.runs.data
+    assert data and f'It trains on {data}' in p.inner_text('#data')
+    for name, value in {'steps': 4, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'batch_size': 16}.items():
+        p.fill(f'#{name}', str(value))
+    p.click('#start')
+    p.wait_for_selector('#open-run', timeout=60_000)
+    chart = p.locator('#chart').text_content()
+    assert 'each step (mean of 16 names)' in chart and 'one name' not in chart
+    assert p.errors == []
