@@ -23,6 +23,8 @@ bench: $(VENV)/.installed
 	$(PY) bench/inference_speed.py
 	$(PY) bench/backprop_speed.py
 	$(PY) bench/recipe.py
+	$(PY) bench/text_speed.py
+	$(PY) bench/shakespeare.py
 
 # The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium).
 screenshots: $(VENV)/.installed-test

@@ -3,6 +3,7 @@ Checkpoints: one self-sufficient JSON file holding a model, its vocabulary and (
 the training state.
 
     {"format": "microgpt", "version": 1,
+     "data_mode": "lines" or "text",            # names, one a line | running text (absent: lines)
      "config": {"vocab_size", "n_layer", "n_embd", "n_head", "block_size"},
      "vocab": [characters in id order],          # BOS is the id after the last character
      "state_dict": {name: [[float, ...], ...]},  # every matrix [n_out][n_in]
@@ -49,11 +50,15 @@ TUTORIAL_KEYS = ('_vocab', '_bos_id', '_vocab_size')  # the 3D tutorial's metada
 
 
 # ---------------------------------------------------------------------------- writing
-def checkpoint_dict(model, train_state=None):
+DATA_MODES = ('lines', 'text')  # what the model was trained on: names, one a line | running text
+
+
+def checkpoint_dict(model, train_state=None, data_mode='lines'):
     """The JSON-ready dictionary for `model` (and the training state, if resuming needs it)."""
     return {
         'format': FORMAT,
         'version': VERSION,
+        'data_mode': data_mode,
         'config': model.config.to_dict(),
         'vocab': list(model.tokenizer.chars),
         'state_dict': model.weights(),
@@ -61,14 +66,15 @@ def checkpoint_dict(model, train_state=None):
     }
 
 
-def save_checkpoint(path, model, train_state=None):
+def save_checkpoint(path, model, train_state=None, data_mode='lines'):
     """Write the checkpoint to `path` atomically: the old file stays whole until the rename.
 
     model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
-    A path ending in .safetensors is written in that format (microgpt/safetensors.py), any
-    other as JSON.
+    data_mode: 'lines' (one name per line, the default) or 'text' (running text): what sample.py
+    generates from it, names that end at BOS or a stream of a given length. A path ending in
+    .safetensors is written in that format (microgpt/safetensors.py), any other as JSON.
     """
-    ckpt = checkpoint_dict(model, train_state)
+    ckpt = checkpoint_dict(model, train_state, data_mode)
     if str(path).endswith(safetensors.EXTENSION):
         write_atomic(path, lambda f: safetensors.write(f, *safetensors.checkpoint_tensors(ckpt)))
     else:
@@ -317,6 +323,7 @@ def load_checkpoint(path, n_head=None):
     model = GPT(ckpt['config'], tokenizer=CharTokenizer(ckpt['vocab']))
     model.load_weights(ckpt['state_dict'])
     model.train_state = ckpt['train_state']
+    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text': what sample.py generates
     return model
 
 
@@ -356,8 +363,12 @@ def _from_microgpt(path, obj, n_head):
     train_state = obj.get('train_state')
     if train_state is not None and not isinstance(train_state, dict):
         raise UserError(f"{path}: 'train_state' must be an object or null")
+    data_mode = obj.get('data_mode', 'lines')  # a checkpoint from before running text: names
+    if data_mode not in DATA_MODES:
+        raise UserError(f"{path}: data_mode {data_mode!r} is neither 'lines' nor 'text': the "
+                        "checkpoint is damaged or from a newer microgpt")
     return {'config': config, 'vocab': vocab, 'state_dict': state_dict,
-            'train_state': train_state, 'source': FORMAT}
+            'train_state': train_state, 'source': FORMAT, 'data_mode': data_mode}
 
 
 def _from_tutorial(path, obj, n_head):
@@ -382,7 +393,7 @@ def _from_tutorial(path, obj, n_head):
                         f"disagree with a {len(vocab)}-character vocabulary (expected "
                         f"{len(vocab)} and {config.vocab_size})")
     return {'config': config, 'vocab': vocab, 'state_dict': state_dict,
-            'train_state': None, 'source': 'tutorial'}
+            'train_state': None, 'source': 'tutorial', 'data_mode': 'lines'}
 
 
 def _config(path, **fields):

@@ -148,6 +148,21 @@ def float_in(lo, hi, above=False):
     return parse
 
 
+def count_or_fraction(hi):
+    """An argparse type: a fraction strictly between 0 and 1 (written with a point: 0.1), kept
+    as a float, or a count from 0 to hi, kept as an int. --val-size 0.1 and --val-size 5000."""
+    def parse(text):
+        if any(c in text for c in '.eE'):
+            value = _parse(text, float, 'a number')
+            if not (math.isfinite(value) and 0 < value < 1):
+                raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) "
+                                                 f"nor a count: give e.g. 0.1 or 5000")
+            return value
+        return int_in(0, hi)(text)
+    parse.__name__ = f'fraction (0 < f < 1) or count from 0 to {hi}'
+    return parse
+
+
 def _parse(text, kind, what):
     try:
         return kind(text)

@@ -61,15 +61,16 @@ def parameter_shapes(config):
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
 
-    def __init__(self, config, seed=42, tokenizer=None, init_std=0.08, fused=True):
+    def __init__(self, config, seed=42, tokenizer=None, init_std=None, fused=True):
         self.config = config
         # The building blocks gpt() and the loss call: fused.py's (one node each, fast) or ops.py's
         # (microgpt's own, composed from basic ops). Same math, the same numbers to rounding.
         self.blocks = fused_blocks if fused else composed_blocks
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         self.train_state = None     # what --resume needs, when loaded from a checkpoint
-        # Let there be parameters: Gaussian with a small std (0.08), so the first logits are
-        # near 0 and every token starts out roughly equally likely.
+        # Let there be parameters: Gaussian, std 0.08 at microgpt's width 16, 0.08 * sqrt(16 / n_embd)
+        # at others: a linear's outputs grow as std * sqrt(n_in), this keeps the first loss ~ ln(V).
+        init_std = init_std or 0.08 * (16 / config.n_embd) ** 0.5
         rng = random.Random(seed)
         self.state_dict = {
             name: [[Value(rng.gauss(0, init_std)) for _ in range(n_in)] for _ in range(n_out)]

@@ -9,7 +9,7 @@ the training loop's way. The reading guide's appendix, "What makes a run safe", 
         for step in range(start + 1, args.steps + 1):
             ...                            # one training step
             run.log_step(step, loss, lr)   # the JSON-lines log; stops a diverged run
-            if run.evaluation_due(step): run.log_validation(step, val_loss, n_names)
+            if run.evaluation_due(step): run.log_validation(step, val_loss, held_out)
             if run.save_due(step): run.save(step, trainer)
             if run.stop_signal: return run.stopped(step)
 
@@ -43,7 +43,7 @@ import sys
 import time
 
 from . import original
-from .checkpoint import (CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
+from .checkpoint import (DATA_MODES, CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
                          is_our_checkpoint, probe_writable, read_checkpoint, remove_stale_temporaries,
                          save_checkpoint)
 from .checks import encode, make_config
@@ -69,6 +69,7 @@ ON_RESUME = {
     'data': SAME,          # the same content (its hash is checked), perhaps at a new path
     'val_size': SAME, 'shuffle': SAME, 'seed': SAME, 'lr': SAME, 'batch_size': SAME,
     'reproduce_original': SAME,
+    'data_mode': SAME,     # names, one a line, or running text (absent from older checkpoints: lines)
     'steps': MORE,         # the learning rate's decay is spread over the new total (printed)
     'engine': HABIT, 'dtype': HABIT, 'eval_every': HABIT, 'save_every': HABIT,
     'n_layer': MODEL, 'n_embd': MODEL, 'n_head': MODEL, 'block_size': MODEL,
@@ -235,12 +236,12 @@ class Run:
         return self.rank == 0 and (step == self.args.steps
                                    or bool(self.args.eval_every and step % self.args.eval_every == 0))
 
-    def log_validation(self, step, val_loss, n_names):
+    def log_validation(self, step, val_loss, held_out):
         if not (math.isfinite(val_loss) and val_loss <= MAX_LOSS):  # the weights the step left are not usable
             self._diverged(f"the validation loss became {_loss_words(val_loss)} after step {step}")
         self.val_loss = val_loss
         self._write({'step': step, 'val_loss': val_loss})
-        self.say(f"step {step}: val loss {val_loss:.4f} ({n_names} held-out names)")
+        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})")
         self._check_diverging(val_loss, "the validation loss", step)
 
     def save_due(self, step):
@@ -253,7 +254,7 @@ class Run:
         train_state = {'step': step, 'run': self.settings, 'data_sha256': self.fingerprint,
                        'adam': trainer.optimizer_state(), 'val_loss': self.val_loss}
         try:
-            save_checkpoint(self.args.out, trainer, train_state)
+            save_checkpoint(self.args.out, trainer, train_state, data_mode=self.args.data_mode)
         except CheckpointWriteError as e:  # the message says what failed and that the old file is intact
             self.progress.end_line()
             if self.saved_step:
@@ -333,7 +334,7 @@ def resolve(args, given):
             raise UserError(f"{args.out} has no training state to resume: start a new run "
                             f"with --init {args.out} instead")
         check_train_state(args.out, ckpt['train_state'], ckpt['config'])
-        saved = ckpt['train_state']['run']
+        saved = {'data_mode': 'lines', **ckpt['train_state']['run']}  # a run saved before text mode read names
     elif args.reproduce_original:  # refuse what would change the original's run, then it sets the rest
         original.check_flags(init=args.init, shuffle=args.shuffle if 'shuffle' in given else None,
                              **{name: getattr(args, name) if name in given else None for name in ORIGINAL_FLAGS})
@@ -342,6 +343,8 @@ def resolve(args, given):
                 setattr(args, name, original.ORIGINAL[name])
     elif args.init:  # n_head: only for the tutorial's export, which does not record it
         ckpt = read_checkpoint(args.init, n_head=args.n_head if 'n_head' in given else None)
+        if 'data_mode' not in given:  # a model of running text goes on reading running text
+            args.data_mode = ckpt['data_mode']
     for name, rule in ON_RESUME.items():
         value, flag = getattr(args, name), '--' + name.replace('_', '-')
         if rule == MODEL:
@@ -383,13 +386,15 @@ def _positive_float(x):
 # are optional: a checkpoint saved before them resumes with their defaults.
 RUN_FIELDS = {
     'data': (True, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, 'a file name or null'),
-    'val_size': (True, lambda v: v is None or _count(0)(v), 'a count or null'),
+    'val_size': (True, lambda v: v is None or _count(0)(v) or isinstance(v, float) and 0 < v < 1,
+                 'a count, a fraction or null'),
     'shuffle': (True, _is_bool, 'true or false'),
     'seed': (True, _count(0, MAX_SEED + 1), f'an integer from 0 to {MAX_SEED}'),
     'lr': (True, _positive_float, 'a positive number'),
     'steps': (True, _count(1, MAX_STEPS + 1), f'an integer from 1 to {MAX_STEPS}'),
     'batch_size': (False, _count(1, MAX_BATCH_SIZE + 1), f'an integer from 1 to {MAX_BATCH_SIZE}'),
     'reproduce_original': (False, _is_bool, 'true or false'),
+    'data_mode': (False, lambda v: v in DATA_MODES, ' or '.join(DATA_MODES)),
     'engine': (False, lambda v: v in ENGINES, ' or '.join(ENGINES)),
     'dtype': (False, lambda v: v in DTYPES, ' or '.join(DTYPES)),
     'eval_every': (False, _count(0), 'a count'),

@@ -92,7 +92,8 @@ def checkpoint_tensors(ckpt):
         train_state = {**train_state, 'adam': adam}  # t stays in the metadata
     metadata = {'format': ckpt['format'], 'version': json.dumps(ckpt['version']),
                 'config': json.dumps(config), 'vocab': json.dumps(ckpt['vocab']),
-                'train_state': json.dumps(train_state, allow_nan=False)}
+                'train_state': json.dumps(train_state, allow_nan=False),
+                'data_mode': ckpt.get('data_mode', 'lines')}  # names or running text (checkpoint.py checks it)
     return tensors, metadata
 
 
@@ -133,6 +134,8 @@ def checkpoint_dict(path):
         raise UserError(f"{path} holds tensors but no microgpt metadata (format, config, vocab): it is "
                         "not a microgpt checkpoint; microgpt reads the .safetensors files it writes")
     ckpt = {'format': metadata['format']}
+    if 'data_mode' in metadata:  # a plain string; absent from files written before running text
+        ckpt['data_mode'] = metadata['data_mode']
     for key in ('version', 'config', 'vocab', 'train_state'):
         if key in metadata:
             ckpt[key] = parse_json(metadata[key], f"{path}: the metadata's {key}")

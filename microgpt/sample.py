@@ -1,32 +1,43 @@
 """
-Generate names from a trained checkpoint.
+Generate names, or running text, from a trained checkpoint.
 
     python sample.py                              # 20 names from out/model.json
     python sample.py --num 5 --temperature 0.8 --prompt ma
     python sample.py --engine numpy               # same names, computed by the numpy port
     python sample.py --temperature 0              # greedy: the most likely character, every time
     python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
+    python sample.py --ckpt out/shakespeare.json --length 500 --prompt "ROMEO:"   # running text
 
-The checkpoint carries its own config and vocabulary, so nothing else is needed. Sampling is
-microgpt's loop (see microgpt/sampling.py): feed BOS and the prompt, draw the next character
-from softmax(logits / temperature) with a generator seeded by --seed, stop at BOS or when the
-block is full. The same checkpoint, seed, temperature, top-k and prompt give the same names
-with either engine. --temperature 0 is greedy decoding (argmax, no randomness: the same names
-for every seed); --top-k K draws only among the K most likely characters. Each name is
-printed as soon as it is made, so Ctrl-C keeps the names already printed.
+The checkpoint carries its own config, vocabulary and data mode, so nothing else is needed.
+For a names model, sampling is microgpt's loop (see microgpt/sampling.py): feed BOS and the
+prompt, draw the next character from softmax(logits / temperature) with a generator seeded by
+--seed, stop at BOS or when the block is full. For a running-text model (train.py --data-mode
+text), microgpt/generate.py draws --length characters after the prompt, which may be of any
+length: past the block the model sees the last block_size characters (a sliding window).
+The same checkpoint, seed, temperature, top-k and prompt give the same text with either engine.
+--temperature 0 is greedy decoding (argmax, no randomness: the same text for every seed);
+--top-k K draws only among the K most likely characters. Everything is printed as soon as it
+is made (running text character by character), so Ctrl-C keeps what was already printed.
 """
 
+import random
+import sys
 import unicodedata
 
 from microgpt import cli, limits
 from microgpt.checkpoint import load_checkpoint
-from microgpt.checks import check_prompt, check_sampling
+from microgpt.checks import check_prompt, check_sampling, encode
 from microgpt.errors import DIVERGED, OVERFLOWS, UserError
+from microgpt.generate import generate
 from microgpt.sampling import iter_names
+
+MAX_LENGTH = 10_000_000  # characters of running text one run prints: hours of the scalar engine
+DEFAULT_LENGTH = 500     # running text: a screenful
+TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Generate names from a trained microgpt checkpoint.")
+    p = cli.ArgumentParser(description="Generate names (or running text) from a trained microgpt checkpoint.")
     g = p.add_argument_group('model')
     g.add_argument('--ckpt', default='out/model.json', metavar='PATH',
                    help="checkpoint written by train.py, or the 3D tutorial's weights export "
@@ -36,21 +47,52 @@ def parse_args(argv=None):
                         "them; default 4)")
     g.add_argument('--engine', choices=('scalar', 'numpy'), default='scalar',
                    help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
-                        "src/inference (faster, identical names)")
+                        "src/inference (faster, identical text)")
     g = p.add_argument_group('sampling')
-    g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES), default=20,
-                   help=f"how many names, 0..{limits.MAX_NAMES:,} (default 20)")
+    g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES),
+                   help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
+                        "(default 20 names, 1 text)")
+    g.add_argument('--length', type=cli.int_in(1, MAX_LENGTH), metavar='N',
+                   help=f"running-text models: characters to generate after the prompt, 1..{MAX_LENGTH:,} "
+                        f"(default {DEFAULT_LENGTH}); a names model stops each name at its end token")
     g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=0.5,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character) (default 0.5)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
                    help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
-                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same names (default 42)")
+                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same text (default 42)")
     g.add_argument('--prompt', default='',
-                   help="how every name starts, normalized to NFC as train.py's data is; its characters "
-                        "must be in the vocabulary (default: empty)")
+                   help="how every name (or the text) starts, normalized to NFC as train.py's data is; "
+                        "its characters must be in the vocabulary; for running text any length (default: empty)")
     return p.parse_args(argv)
+
+
+def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5, top_k=None, seed=42,
+                out=None):
+    """`num` samples of `length` characters after the prompt, each character printed at once.
+
+    The arguments are checked here (this is an edge): the prompt's characters and the sampling
+    settings; an empty prompt starts after a newline.
+    """
+    out = out or sys.stdout
+    check_sampling(temperature, top_k, model.config.vocab_size)
+    prompt_ids = encode(model.tokenizer, prompt)  # an unknown character: one line naming it
+    if not prompt_ids:
+        if TEXT_START not in model.tokenizer.stoi:
+            raise UserError("this model's text has no newline to start from: give --prompt")
+        prompt_ids = model.tokenizer.encode(TEXT_START)
+    rng = random.Random(seed)
+    try:
+        for i in range(num):
+            out.write(('\n\n' if i else '') + prompt)
+            for ch in generate(model, length, rng, temperature, prompt_ids, top_k):
+                out.write(ch)
+                out.flush()  # at once: Ctrl-C keeps every character already made
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
+    out.write('\n')
+    out.flush()
 
 
 def main(argv=None):
@@ -60,12 +102,19 @@ def main(argv=None):
         model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
     else:
         model = load_checkpoint(args.ckpt, n_head=args.n_head)
+    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
+    if model.data_mode == 'text':
+        stream_text(model, prompt, 1 if args.num is None else args.num, args.length or DEFAULT_LENGTH,
+                    args.temperature, args.top_k, args.seed)
+        return 0
+    if args.length is not None:
+        raise UserError("--length is for running-text models: a names model ends each name at its "
+                        "end token; use --num for how many names")
     # the sampler trusts its arguments: what the user typed is checked here, against this model
     check_sampling(args.temperature, args.top_k, model.config.vocab_size)
-    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
     check_prompt(model.tokenizer, model.config.block_size, prompt)
-    names = iter_names(model, num=args.num, temperature=args.temperature, seed=args.seed,
-                       prompt=prompt, top_k=args.top_k)
+    names = iter_names(model, num=20 if args.num is None else args.num, temperature=args.temperature,
+                       seed=args.seed, prompt=prompt, top_k=args.top_k)
     try:
         for name in names:
             print(name, flush=True)  # at once: Ctrl-C keeps every name already made

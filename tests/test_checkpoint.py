@@ -86,7 +86,7 @@ def test_checkpoint_layout(tmp_path):
     path = tmp_path / 'model.json'
     save_checkpoint(str(path), model, {'step': 1})
     obj = json.loads(path.read_text(encoding='utf-8'))
-    assert list(obj) == ['format', 'version', 'config', 'vocab', 'state_dict', 'train_state']
+    assert list(obj) == ['format', 'version', 'data_mode', 'config', 'vocab', 'state_dict', 'train_state']
     assert (obj['format'], obj['version']) == ('microgpt', 1)
     assert obj['config'] == model.config.to_dict()
     assert obj['vocab'] == list('abcde')
@@ -203,7 +203,7 @@ BAD_TEXTS = [
     ('minus-infinity-literal', lambda: first_weight_replaced('-Infinity'), 'non-finite number -Infinity'),
     ('overflowing-float', lambda: first_weight_replaced('1e999'), 'holds inf, not a finite number'),
     ('overflowing-integer', lambda: first_weight_replaced('1' + '0' * 400), 'not a finite number'),
-    ('truncated', lambda: json.dumps(valid_checkpoint())[:200], 'is not valid JSON (column 201)'),
+    ('truncated', lambda: json.dumps(valid_checkpoint())[:200], 'is not valid JSON (column '),
     ('empty-file', lambda: '', 'is not valid JSON'),
     ('top-level-list', lambda: '[1, 2]', 'expected a JSON object'),
     ('neither-format', lambda: '{"weights": {}}', "neither a 'format' field"),

@@ -131,9 +131,9 @@ def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, nam
     saved_steps = []
     real_save = microgpt.run.save_checkpoint
 
-    def recording_save(path, model, train_state=None):
+    def recording_save(path, model, train_state=None, **kwargs):
         saved_steps.append(train_state['step'])
-        real_save(path, model, train_state)
+        real_save(path, model, train_state, **kwargs)
     monkeypatch.setattr(microgpt.run, 'save_checkpoint', recording_save)
     out = tmp_path / 'model.json'
     code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',

@@ -30,6 +30,15 @@ def test_format_itself_prints_negative_zero():
     assert format(-0.0004, '.3f') == '-0.000' and format(-0.0, 'g') == '-0'
 
 
+def test_token_labels_make_running_texts_whitespace_visible():
+    from microgpt.lab.render import token_label
+    from microgpt.tokenizer import CharTokenizer
+    tok = CharTokenizer(list('\n !ab'))
+    labels = [token_label(tok, i) for i in range(tok.vocab_size)]
+    assert labels == ['\u23ce', '\u2423', '!', 'a', 'b', '<BOS>']  # newline, space, ..., BOS
+    assert len(set(labels)) == len(labels) and all(label.strip() for label in labels)
+
+
 def test_a_bar_of_nan_is_empty_and_of_infinity_full():
     """A ratio of two overflowed norms (inf / inf) is NaN: lab step's bars crashed on it."""
     from microgpt.lab.render import FULL, bar

@@ -11,6 +11,8 @@ parameters against microgpt's names, shapes and initial std.
 Run: .venv/bin/python -m pytest -q tests/test_model.py
 """
 
+import hashlib
+import json
 import math
 import random
 
@@ -306,3 +308,49 @@ def test_weights_and_load_weights_round_trip():
     b.load_weights(a.weights())
     assert b.weights() == a.weights()
     assert cached_logits(a, TOKENS) == cached_logits(b, TOKENS)
+
+
+# The default model's initial weights, sha256 of their JSON: microgpt's gauss(0, 0.08) draws.
+# Pinned so the width rule below can never move them (every pinned number depends on them).
+DEFAULT_INIT_SHA256 = 'dee1e23610475c847f17e9e7be57c2ec806b4d02607af301bcb87155be1527d3'
+FIRST_LOSS_TOL = 0.10  # the first loss within 10% of ln(vocab_size), uniform guessing
+
+
+def width_rule(n_embd):
+    """model.py's initial std: 0.08 * sqrt(16 / n_embd) (the test below checks GPT draws with it)."""
+    return 0.08 * (16 / n_embd) ** 0.5
+
+
+def test_the_default_models_initial_weights_are_unchanged():
+    weights = GPT(GPTConfig(vocab_size=27), seed=42).weights()
+    assert hashlib.sha256(json.dumps(weights).encode()).hexdigest() == DEFAULT_INIT_SHA256
+    assert width_rule(16) == 0.08
+
+
+def test_wider_models_draw_with_the_width_rule():
+    cfg = GPTConfig(vocab_size=11, n_embd=64, n_head=4)
+    data = [p.data for p in GPT(cfg, seed=7).params]
+    rng = random.Random(7)
+    assert data[:50] == [rng.gauss(0, width_rule(64)) for _ in range(50)]
+    assert width_rule(64) == 0.04
+
+
+@pytest.mark.parametrize('n_embd', [16, 64, 256])
+@pytest.mark.parametrize('n_layer', [1, 4, 8])
+def test_the_first_loss_is_about_uniform_guessing_at_every_width_and_depth(n_embd, n_layer):
+    """Gaussian weights with GPT's std for this width (drawn with numpy here: a 256 x 8 model has
+    6.3 million weights, too many to make as Values in a test), the loss of one batch of text."""
+    np = pytest.importorskip('numpy')
+    import backprop
+    chars = 'abcdefghijklmnopqrstuvwxyz ,.\n'
+    tok = CharTokenizer(list(chars))
+    cfg = GPTConfig(tok.vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=4, block_size=32)
+    r = np.random.default_rng(n_embd * 10 + n_layer)
+    std = width_rule(n_embd)
+    weights = {name: r.normal(0, std, shape) for name, shape in parameter_shapes(cfg).items()}
+    batch = [list(r.integers(0, len(chars), 33)) for _ in range(8)]
+    loss, _ = backprop.loss_and_grads(weights, cfg, batch)
+    assert abs(loss - math.log(tok.vocab_size)) <= FIRST_LOSS_TOL * math.log(tok.vocab_size), loss
+    if n_embd == 256 and n_layer == 8:  # negative control: microgpt's fixed 0.08 at this size
+        fixed = {name: r.normal(0, 0.08, shape) for name, shape in parameter_shapes(cfg).items()}
+        assert backprop.loss_and_grads(fixed, cfg, batch)[0] > 2 * math.log(tok.vocab_size)

@@ -130,12 +130,12 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
 
 
 @pytest.mark.parametrize('extra,fragment', [
-    (['--engine', 'numpy', '--dtype', 'bfloat16'], "--dtype bfloat16 is for --engine torch"),
-    (['--engine', 'numpy', '--dtype', 'float32'], "--dtype float32 is for --engine torch"),
+    (['--engine', 'numpy', '--dtype', 'bfloat16'], "--dtype bfloat16 is for the torch engine"),
+    (['--dtype', 'float32'], "--dtype float32 is for the numpy and torch engines"),  # numpy has float32 too
     (['--device', 'cuda'], "--device cuda is for --engine torch"),
     (['--engine', 'torch', '--unfused'], "--unfused is for the scalar engine"),
     (['--engine', 'torch', '--dtype', 'float16'], "invalid choice: 'float16'"),
-], ids=['bfloat16-numpy', 'float32-numpy', 'device-scalar', 'unfused-torch', 'float16'])
+], ids=['bfloat16-numpy', 'float32-scalar', 'device-scalar', 'unfused-torch', 'float16'])
 def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
     if '--engine' in extra and 'torch' in extra:
         torch_or_skip()

@@ -119,7 +119,7 @@ def render(d):
     lines = [f"log {d['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
              f"{len(val)} validation measurements", '',
              f"  {TRAIN} training loss, running mean of {d['window']} steps   "
-             f"{VAL} validation loss (held-out names)"]
+             f"{VAL} validation loss (held-out data)"]
     lines += line_chart(series, width=d['width'], height=d['height'], y_label='loss')
     rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
             for a, b, m, lr, v in d['stretches']]

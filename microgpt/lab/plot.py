@@ -109,7 +109,7 @@ def loss_curves(path, train, val, smooth, window, title):
             label=f'training loss, running mean of {window} steps')
     if val:
         ax.plot([s for s, _ in val], [v for _, v in val], 'o-', color='tab:orange',
-                label='validation loss (held-out names)')
+                label='validation loss (held-out data)')
     ax.set_xlabel('step')
     ax.set_ylabel('loss (mean cross-entropy, nats)')
     ax.set_title(title)

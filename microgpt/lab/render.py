@@ -56,9 +56,17 @@ def bar(x, width=20):
     return text.ljust(width)
 
 
+# Characters that print as nothing (or break a line), shown as a visible sign instead: running
+# text's newline and space must be told apart in a table, a heatmap's axis or a bar's label.
+VISIBLE = {'\n': '\u23ce', ' ': '\u2423', '\t': '\u21e5', '\r': '\u21b5'}  # ⏎ ␣ ⇥ ↵
+
+
 def token_label(tokenizer, token_id):
-    """A token as text: its character, or <BOS> for the begin/end marker."""
-    return BOS_LABEL if token_id == tokenizer.bos else tokenizer.chars[token_id]
+    """A token as text: its character (newline as ⏎, space as ␣), or <BOS> for the marker."""
+    if token_id == tokenizer.bos:
+        return BOS_LABEL
+    ch = tokenizer.chars[token_id]
+    return VISIBLE.get(ch, ch)
 
 
 def table(headers, rows, align=None, indent='  '):

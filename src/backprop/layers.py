@@ -49,15 +49,20 @@ def embedding_backward(dx, cache, vocab_size, block_size):
     (a letter used three times gets three gradients added up; an unused row gets 0), and in
     the same way
         dwpe[t, :] = sum over r with pos[r] = t of dx[r, :]          (block_size, n_embd)
-    dx: (R, n_embd).
+    (Both sums are one matrix product with a one-hot matrix, onehot[r, v] = 1 if ids[r] = v:
+    dwte = onehot^T @ dx, which BLAS does far quicker than adding row by row.)
+    ids, pos: (R,) as in the forward; dx: (R, n_embd).
     """
     ids, pos = cache
-    n_embd = dx.shape[1]
-    dwte = np.zeros((vocab_size, n_embd))   # rows of tokens never read stay 0
-    np.add.at(dwte, ids, dx)                # unbuffered: repeated ids add up, not overwrite
-    dwpe = np.zeros((block_size, n_embd))   # rows of positions past the sequence stay 0
-    np.add.at(dwpe, pos, dx)
-    return dwte, dwpe
+    # rows of tokens never read, and of positions past the sequence, stay 0
+    return one_hot(ids, vocab_size, dx.dtype).T @ dx, one_hot(pos, block_size, dx.dtype).T @ dx  # (vocab_size, n_embd), (block_size, n_embd)
+
+
+def one_hot(ids, n, dtype):
+    """(R, n) with a 1 in column ids[r] of row r and 0 elsewhere."""
+    out = np.zeros((len(ids), n), dtype=dtype)  # (R, n)
+    out[np.arange(len(ids)), ids] = 1
+    return out
 
 
 # ---------------------------------------------------------------------------- rmsnorm
@@ -108,8 +113,13 @@ def relu_forward(x):
 
 
 def relu_backward(dy, x):
-    """d max(x, 0) / dx = 1 where x > 0, else 0 (0 at x = 0, as Value.relu): dx = dy * (x > 0)."""
-    return dy * (x > 0)  # same shape as x
+    """d max(x, 0) / dx = 1 where x > 0, else 0 (0 at x = 0, as Value.relu): dx = dy * (x > 0).
+
+    Written into dy itself (model.py hands in a fresh array it does not use again): one pass
+    over the widest array of the step instead of two.
+    """
+    np.multiply(dy, x > 0, out=dy)
+    return dy  # same shape as x
 
 
 # ---------------------------------------------------------------------------- residual
@@ -128,18 +138,32 @@ def residual_backward(dy):
 
 
 # ---------------------------------------------------------------------------- attention
+def softmax_(z):
+    """The port's softmax (inference.attention.softmax), computed in z's own memory: on the
+    (n_head, B, T, T) scores of running text it is the largest array of the step."""
+    z -= z.max(axis=-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z
+
+
 def rows_to_heads(x, rows, B, T, n_head):
     """(R, n_embd) -> (n_head, B, T, head_dim): the rows placed into the padded (B * T) layout
-    (padding rows 0), split into heads as the port does it, the B * T rows parted into names."""
-    padded = np.zeros((B * T, x.shape[1]))  # (B*T, n_embd)
-    padded[rows] = x
+    (padding rows 0), split into heads as the port does it, the B * T rows parted into names.
+    A batch without padding (running-text windows, all T long) is already in that layout."""
+    if len(rows) == B * T:
+        padded = x  # (B*T, n_embd): rows is 0..B*T-1, nothing to place
+    else:
+        padded = np.zeros((B * T, x.shape[1]), dtype=x.dtype)  # (B*T, n_embd)
+        padded[rows] = x
     return split_heads(padded, n_head).reshape(n_head, B, T, -1)  # (n_head, B, T, head_dim)
 
 
 def heads_to_rows(h, rows):
     """(n_head, B, T, head_dim) -> (R, n_embd): the heads side by side again, real rows only."""
     n_head, B, T, head_dim = h.shape
-    return merge_heads(h.reshape(n_head, B * T, head_dim))[rows]  # (R, n_embd)
+    merged = merge_heads(h.reshape(n_head, B * T, head_dim))  # (B*T, n_embd)
+    return merged if len(rows) == B * T else merged[rows]      # (R, n_embd)
 
 
 def attention_forward(q, k, v, rows, B, T, n_head):
@@ -155,11 +179,12 @@ def attention_forward(q, k, v, rows, B, T, n_head):
     """
     qh, kh, vh = (rows_to_heads(x, rows, B, T, n_head) for x in (q, k, v))  # (n_head, B, T, head_dim) each
     scale = qh.shape[-1] ** -0.5  # 1/sqrt(head_dim), as gpt()
-    logits = (qh @ kh.swapaxes(-1, -2)) * scale           # (n_head, B, T, T): logits[.., i, j]
-    logits = np.where(causal_mask(T), -np.inf, logits)    # (n_head, B, T, T): exp(-inf) = 0
-    att = softmax(logits)                                 # (n_head, B, T, T), rows sum to 1
-    out = heads_to_rows(att @ vh, rows)                   # (R, n_embd)
-    return out, (qh, kh, vh, att, rows)
+    logits = qh @ kh.swapaxes(-1, -2)                     # (n_head, B, T, T): logits[.., i, j]
+    logits *= scale
+    np.copyto(logits, -np.inf, where=causal_mask(T))      # (n_head, B, T, T): exp(-inf) = 0
+    att = softmax_(logits)                                # (n_head, B, T, T), rows sum to 1
+    oh = att @ vh                                         # (n_head, B, T, head_dim): each head's output
+    return heads_to_rows(oh, rows), (qh, kh, vh, att, rows, oh)  # (R, n_embd)
 
 
 def attention_backward(dout, cache):
@@ -172,19 +197,22 @@ def attention_backward(dout, cache):
       a_i = softmax(z_i)     d a_ij' / d z_ij = a_ij' (delta_jj' - a_ij), so, row by row,
                              dz_ij = sum_j' da_ij' a_ij' (delta_jj' - a_ij)
                                    = a_ij (da_ij - sum_j' da_ij' a_ij')                 (T, T)
-                             a masked entry has a_ij = 0, so it passes no gradient on
+                             a masked entry has a_ij = 0, so it passes no gradient on;
+                             and sum_j' da_ij' a_ij' = sum_j' (dout_i . v_j') a_ij' = dout_i . out_i,
+                             a sum over head_dim numbers instead of T (FlashAttention's trick)
       z = q @ k^T * scale    dq = dz @ k * scale                   (T, T) @ (T, head_dim)
                              dk = dz^T @ q * scale                 (T, T)^T @ (T, head_dim)
     The scatter into the padded layout and the gather of the real rows are undone the other
     way round: dout is scattered (padding gets 0), the input gradients are gathered.
     dout: (R, n_embd). Returns dq, dk, dv, each (R, n_embd).
     """
-    qh, kh, vh, att, rows = cache
+    qh, kh, vh, att, rows, oh = cache
     n_head, B, T, head_dim = qh.shape
     dout = rows_to_heads(dout, rows, B, T, n_head)                    # (n_head, B, T, head_dim)
     dv = att.swapaxes(-1, -2) @ dout                                  # (n_head, B, T, head_dim)
-    datt = dout @ vh.swapaxes(-1, -2)                                 # (n_head, B, T, T)
-    dz = att * (datt - (datt * att).sum(axis=-1, keepdims=True))      # (n_head, B, T, T)
+    dz = dout @ vh.swapaxes(-1, -2)                                   # (n_head, B, T, T): da, in place below
+    dz -= (dout * oh).sum(axis=-1, keepdims=True)                     # da_ij - sum_j' da_ij' a_ij'
+    dz *= att                                                         # times a_ij
     dz *= head_dim ** -0.5  # now the gradient of q k^T, before the scale
     dq = dz @ kh                                                      # (n_head, B, T, head_dim)
     dk = dz.swapaxes(-1, -2) @ qh                                     # (n_head, B, T, head_dim)

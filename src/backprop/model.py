@@ -78,9 +78,11 @@ def model_forward(weights, config, idx, targets, mask):
         # 2) Attention: each position gathers from itself and earlier positions of its own name.
         x_residual = x
         x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (R, n_embd)
-        q, caches[p + 'attn_wq'] = linear_forward(x, sd[p + 'attn_wq'])  # (R, n_embd)
-        k, caches[p + 'attn_wk'] = linear_forward(x, sd[p + 'attn_wk'])  # (R, n_embd)
-        v, caches[p + 'attn_wv'] = linear_forward(x, sd[p + 'attn_wv'])  # (R, n_embd)
+        # q, k and v are three linear maps of the same x: one product with the three matrices
+        # stacked computes all three (the same sums; one large product runs faster than three)
+        w_qkv = stacked_qkv(sd, p)                                    # (3 * n_embd, n_embd)
+        qkv, caches[p + 'attn_qkv'] = linear_forward(x, w_qkv)        # (R, 3 * n_embd)
+        q, k, v = np.split(qkv, 3, axis=1)                            # (R, n_embd) each: q = x @ attn_wq.T ...
         x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
         x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
         x = residual_forward(x, x_residual)                           # (R, n_embd)
@@ -125,10 +127,12 @@ def model_backward(weights, config, caches):
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
         d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
         dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
-        dxq, grads[p + 'attn_wq'] = linear_backward(dq, caches[p + 'attn_wq'], sd[p + 'attn_wq'])
-        dxk, grads[p + 'attn_wk'] = linear_backward(dk, caches[p + 'attn_wk'], sd[p + 'attn_wk'])
-        dxv, grads[p + 'attn_wv'] = linear_backward(dv, caches[p + 'attn_wv'], sd[p + 'attn_wv'])
-        dx = dx + rmsnorm_backward(dxq + dxk + dxv, caches[p + 'rms_attn'])     # (R, n_embd): the fork
+        dqkv = np.concatenate([dq, dk, dv], axis=1)                              # (R, 3 * n_embd)
+        # the stacked product's backward: dx = dq @ wq + dk @ wk + dv @ wv in one product, and
+        # the stacked gradient's three blocks are dwq, dwk, dwv
+        d, dw_qkv = linear_backward(dqkv, caches[p + 'attn_qkv'], stacked_qkv(sd, p))  # (R, n_embd)
+        grads[p + 'attn_wq'], grads[p + 'attn_wk'], grads[p + 'attn_wv'] = np.split(dw_qkv, 3)
+        dx = dx + rmsnorm_backward(d, caches[p + 'rms_attn'])                    # (R, n_embd): the fork
 
     # 1) the first rmsnorm, then the embeddings' rows
     dx = rmsnorm_backward(dx, caches['rms0'])                                    # (R, n_embd)
@@ -137,10 +141,15 @@ def model_backward(weights, config, caches):
     return grads
 
 
+def stacked_qkv(weights, p):
+    """attn_wq, attn_wk, attn_wv of block p one above the other: (3 * n_embd, n_embd)."""
+    return np.concatenate([weights[p + 'attn_wq'], weights[p + 'attn_wk'], weights[p + 'attn_wv']])
+
+
 def loss_and_grads(weights, config, batch):
     """(loss, {name: gradient}) for a list of token lists: microgpt's names, [n_out, n_in] each.
 
-    weights: {name: float64 array (n_out, n_in)}. The loss is the mean over every predicted
+    weights: {name: float64 or float32 array (n_out, n_in)}. The loss is the mean over every predicted
     token of the batch; for one name it is microgpt.training.doc_loss.
     """
     idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)

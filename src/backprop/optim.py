@@ -5,7 +5,7 @@ Read microgpt/optim.py first: this is the same update (beta1 0.85, beta2 0.99, e
 correction, the learning rate given per step), written with the same operations in the same
 order, so each parameter's new value is the same float the scalar loop computes. The scalar
 Adam walks GPT.params, a flat list of every weight in parameter_shapes order, each matrix row
-by row; here all weights live in ONE flat float64 array in that very order, so m and v are
+by row; here all weights live in ONE flat array (float64; float32 for speed) in that order, so m and v are
 stored exactly as a checkpoint stores the scalar optimizer's, and a checkpoint is the same
 file whichever engine wrote it. (Trainer in trainer.py keeps its weight matrices as views into
 that flat array: updating it updates them.)
@@ -15,16 +15,21 @@ import numpy as np
 
 
 class AdamArrays:
-    def __init__(self, n_params, beta1=0.85, beta2=0.99, eps=1e-8):
+    def __init__(self, n_params, beta1=0.85, beta2=0.99, eps=1e-8, dtype=np.float64):
         self.beta1 = beta1              # decay of the gradient mean m, as microgpt.optim.Adam
         self.beta2 = beta2              # decay of the squared-gradient mean v
         self.eps = eps                  # keeps the division finite where v is ~0
-        self.m = np.zeros(n_params)     # (n_params,): first moment, in GPT.params order
-        self.v = np.zeros(n_params)     # (n_params,): second moment
+        self.dtype = dtype              # the weights' dtype: float64 (exact) or float32 (fast)
+        self.m = np.zeros(n_params, dtype=dtype)  # (n_params,): first moment, in GPT.params order
+        self.v = np.zeros(n_params, dtype=dtype)  # (n_params,): second moment
         self.t = 0                      # steps taken so far
 
     def step(self, params, grads, lr):
-        """One update of the flat float64 array `params` (in place) with its gradient `grads`."""
+        """One update of the flat array `params` (in place) with its gradient `grads`.
+
+        The scalars below are Python floats, which numpy applies in the arrays' own dtype: a
+        float32 run stays float32 throughout.
+        """
         self.t += 1
         b1, b2, eps = self.beta1, self.beta2, self.eps
         bias1 = 1 - b1 ** self.t        # Python floats, as in the scalar Adam
@@ -52,5 +57,5 @@ class AdamArrays:
         if len(state['m']) != len(self.m) or len(state['v']) != len(self.v):
             raise ValueError("optimizer state does not match the number of parameters")
         self.t = int(state['t'])
-        self.m = np.array(state['m'], dtype=np.float64)  # (n_params,)
-        self.v = np.array(state['v'], dtype=np.float64)  # (n_params,)
+        self.m = np.array(state['m'], dtype=self.dtype)  # (n_params,): float32 rounds a float64 run's
+        self.v = np.array(state['v'], dtype=self.dtype)  # (n_params,)

@@ -19,6 +19,6 @@ checkpoint.py (load_checkpoint). Only this package needs numpy; microgpt/ does n
 
 from .attention import attention_head
 from .checkpoint import load_checkpoint
-from .model import CAPTURE_NAMES, NumpyGPT, evaluate
+from .model import CAPTURE_NAMES, NumpyGPT, evaluate, evaluate_windows
 
-__all__ = ['load_checkpoint', 'NumpyGPT', 'attention_head', 'evaluate', 'CAPTURE_NAMES']
+__all__ = ['load_checkpoint', 'NumpyGPT', 'attention_head', 'evaluate', 'evaluate_windows', 'CAPTURE_NAMES']

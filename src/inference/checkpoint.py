@@ -20,4 +20,6 @@ def load_checkpoint(path, n_head=None):
     `python sample.py --n-head`.
     """
     ckpt = read_checkpoint(path, n_head=n_head)
-    return NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
+    model = NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
+    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text': what sample.py generates
+    return model

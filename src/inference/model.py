@@ -39,7 +39,7 @@ from microgpt.errors import DIVERGED, UserError
 from microgpt.model import parameter_shapes
 from microgpt.training import doc_tokens, num_predictions
 
-from .attention import attention_head, masked_attention
+from .attention import attention_head, causal_mask, masked_attention, softmax
 
 # Everything forward() can hand back; capture='all' means all of them.
 CAPTURE_NAMES = ('attention_logits', 'attention_softmax', 'q', 'k', 'v', 'head_output',
@@ -118,9 +118,11 @@ class NumpyGPT:
 
     config: a microgpt GPTConfig. weights: {name: [[float]] or array}, each [n_out, n_in].
     tokenizer: the CharTokenizer, needed only for sampling and evaluate().
+    dtype: float64 (the default, the path checked against the scalar engine) or float32 (what
+    a float32 training run validates with: half the memory traffic, the same windows).
     """
 
-    def __init__(self, config, weights, tokenizer=None):
+    def __init__(self, config, weights, tokenizer=None, dtype='float64'):
         self.config = config
         self.tokenizer = tokenizer
         shapes = parameter_shapes(config)
@@ -130,7 +132,7 @@ class NumpyGPT:
                             f"{' ...' if len(missing) > 3 else ''}")
         self.weights = {}
         for name, shape in shapes.items():
-            w = np.array(weights[name], dtype=np.float64)  # (n_out, n_in), a copy of the input
+            w = np.array(weights[name], dtype=dtype)  # (n_out, n_in), a copy of the input
             if w.shape != tuple(shape):
                 raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, got {w.shape}")
             self.weights[name] = w
@@ -234,6 +236,40 @@ class NumpyGPT:
         # 4) logits
         return linear(x, sd['lm_head'])  # (T, vocab_size)
 
+    @finite_forward
+    def forward_batch(self, idx):
+        """forward_vectorized for B sequences of one length T at once: logits (B, T, vocab_size).
+
+        idx: (B, T) token ids, T <= block_size. Every line is forward_vectorized's with a
+        leading batch axis; attention scores each sequence's own positions only.
+        """
+        cfg, sd = self.config, self.weights
+        idx = np.asarray(idx)          # (B, T)
+        B, T = idx.shape
+        H, D = cfg.n_head, cfg.head_dim
+
+        def heads(x):  # (B, T, n_embd) -> (B, n_head, T, head_dim)
+            return x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
+
+        # 1) token plus position
+        x = rmsnorm(sd['wte'][idx] + sd['wpe'][:T])  # (B, T, n_embd)
+        future = causal_mask(T)                      # (T, T): True where j > i
+        for li in range(cfg.n_layer):
+            # 2) attention, every sequence, head and position at once
+            x_residual = x
+            x = rmsnorm(x)                                                   # (B, T, n_embd)
+            q, k, v = (heads(linear(x, sd[f'layer{li}.attn_w{n}'])) for n in 'qkv')  # (B, H, T, D) each
+            att = (q @ k.swapaxes(-1, -2)) * D ** -0.5                       # (B, H, T, T)
+            att = softmax(np.where(future, -np.inf, att))                    # (B, H, T, T)
+            x_attn = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, H * D)    # (B, T, n_embd)
+            x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual        # (B, T, n_embd)
+            # 3) MLP
+            x_residual = x
+            x = np.maximum(linear(rmsnorm(x), sd[f'layer{li}.mlp_fc1']), 0.0)  # (B, T, 4 * n_embd)
+            x = linear(x, sd[f'layer{li}.mlp_fc2']) + x_residual              # (B, T, n_embd)
+        # 4) logits
+        return linear(x, sd['lm_head'])  # (B, T, vocab_size)
+
     def loss(self, token_ids):
         """Mean cross-entropy of predicting token_ids[1:], as microgpt.training.doc_loss.
 
@@ -321,4 +357,29 @@ def evaluate(model, docs):
         count += n
     if count == 0:
         raise UserError("evaluate needs at least one name")
+    return total / count
+
+
+def evaluate_windows(model, windows, batch_size=64):
+    """Mean loss per predicted token over running-text windows (microgpt/text.py's), exactly.
+
+    Window w predicts w[1:] from w[:-1], every one of its len(w) - 1 positions; the sum of
+    every window's token losses over their number is the mean over every predicted character.
+    Windows of one length go through forward_batch together, batch_size at a time; the sum is
+    kept in float64 whatever the model's dtype, so the result is the same number every run.
+    """
+    if not windows:
+        raise UserError("evaluate_windows needs at least one window")
+    total, count = 0.0, 0
+    by_length = {}
+    for w in windows:
+        by_length.setdefault(len(w), []).append(w)
+    for length, group in sorted(by_length.items()):
+        for s in range(0, len(group), batch_size):
+            chunk = np.asarray(group[s:s + batch_size])                 # (B, length)
+            logits = model.forward_batch(chunk[:, :-1])                  # (B, length - 1, vocab_size)
+            V = logits.shape[-1]
+            losses = cross_entropy(logits.reshape(-1, V), chunk[:, 1:].reshape(-1))  # (B * (length - 1),)
+            total += float(losses.sum(dtype=np.float64))
+            count += losses.size
     return total / count

@@ -1,0 +1,137 @@
+"""
+Running text: a whole file read as one stream of characters, for prose, plays, code.
+
+The names mode (microgpt/data.py) reads one document per line and trains each as
+[BOS] + name + [BOS]. Running text has no documents: a newline is a character like any other,
+and a line of Shakespeare is context for the next. `train.py --data-mode text` reads a file
+this way (nanoGPT's shakespeare_char does the same):
+
+    text = load_text('input.txt')                 # the whole file, one str
+    train_text, val_text = split_text(text, 0.1, block_size)  # by position: the end validates
+    windows = train_windows(train_ids, block_size, batch_size, seed, step)  # one step's batch
+
+  * a training step draws `batch_size` windows of block_size + 1 characters at random places
+    of the training part: the model reads the first block_size and predicts, at every
+    position, the character after it (the window's next one). Where they fall depends only on
+    (seed, step), so a resumed run draws exactly what an uninterrupted one would;
+  * the split is by position: the first characters train, the last `val_size` validate (a
+    fraction such as 0.1, or a count of characters). A random split would leak: a window of the
+    validation part would overlap the training windows around it;
+  * the validation loss is exact and deterministic: every validation character is predicted
+    exactly once, by consecutive windows (`validation_windows`), each position seeing what the
+    block allows of the text before it. Two runs print the same number, and it is comparable
+    with the training loss, whose windows also predict from 0 to block_size - 1 characters back.
+
+BOS stays in the vocabulary (the checkpoint format and sample.py need it) but running text
+never contains it. Standard library only, like the rest of microgpt/.
+"""
+
+import random
+import unicodedata
+
+from .data import _line_of
+from .errors import UserError
+from .files import read_user_file
+from .training import doc_losses
+
+DEFAULT_VAL_FRACTION = 0.1  # nanoGPT's split: the first 90% trains, the last 10% validates
+
+
+# ---------------------------------------------------------------------------- reading
+def load_text(path):
+    """The whole file as one string, read as data.load_docs reads names: UTF-8, a byte-order
+    mark dropped, CRLF and CR line ends made LF, normalized to NFC (an accented letter is one
+    token however the editor stored it). A tab is text; NUL and other control characters are
+    refused with their line: NUL means a binary file, the others no one could see.
+    """
+    hint = "give --data a UTF-8 text file"
+    raw = read_user_file(path, 'data file', hint, binary=True)
+    if b'\0' in raw:  # text never holds NUL; images, archives and executables do
+        raise UserError(f"{path} looks like a binary file (it holds NUL bytes), not text: {hint}")
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path} line {_line_of(raw, e.start)} is not valid UTF-8: save the file as UTF-8") from None
+    text = unicodedata.normalize('NFC', text.removeprefix('\ufeff').replace('\r\n', '\n').replace('\r', '\n'))
+    bad = next((c for c in set(text) if unicodedata.category(c) == 'Cc' and c not in '\n\t'), None)
+    if bad is not None:
+        line = text[:text.index(bad)].count('\n') + 1
+        raise UserError(f"{path} line {line} holds the control character U+{ord(bad):04X}: remove it "
+                        "(running text is plain text)")
+    return text
+
+
+# ---------------------------------------------------------------------------- the split
+def val_chars(n_chars, val_size):
+    """How many characters validate: val_size as a fraction (0 < f < 1), a count, or None (10%)."""
+    if val_size is None:
+        val_size = DEFAULT_VAL_FRACTION
+    if isinstance(val_size, float):
+        return int(n_chars * val_size)
+    return val_size
+
+
+def split_text(text, val_size, block_size):
+    """(train_text, val_text): the first characters and the last val_chars(len, val_size).
+
+    The training part must hold a window (block_size + 1 characters); a validation part, if
+    any, must hold one too, or its loss would be a handful of characters' worth of noise.
+    """
+    window = block_size + 1
+    if len(text) < 2 * window:
+        raise UserError(f"the text has {len(text):,} characters, fewer than two windows of "
+                        f"block_size + 1 = {window}: use a longer file or a smaller --block-size")
+    n_val = val_chars(len(text), val_size)
+    if n_val and n_val < window:
+        raise UserError(f"--val-size leaves {n_val:,} validation characters, fewer than one window "
+                        f"of block_size + 1 = {window}: give a larger --val-size (or 0 for none)")
+    if len(text) - n_val < window:
+        raise UserError(f"--val-size leaves {len(text) - n_val:,} training characters, fewer than one "
+                        f"window of block_size + 1 = {window}: give a smaller --val-size")
+    cut = len(text) - n_val
+    return text[:cut], text[cut:]
+
+
+# ---------------------------------------------------------------------------- the windows
+def window_starts(n_train, block_size, batch_size, seed, step):
+    """Where step `step`'s windows start: batch_size offsets in 0 .. n_train - block_size - 1.
+
+    A generator seeded with (seed, step) alone, so step s draws the same windows whether the
+    run got there in one go or was resumed at step s - 1.
+    """
+    rng = random.Random(f"text windows {seed} {step}")  # a str seed is hashed: no collisions between steps
+    return [rng.randrange(n_train - block_size) for _ in range(batch_size)]
+
+
+def train_windows(train_ids, block_size, batch_size, seed, step):
+    """One step's batch: batch_size windows of block_size + 1 token ids of the training part.
+
+    Window w reads w[0 .. block_size - 1] and at position t predicts w[t + 1], the character
+    that follows: the same token lists a names batch is made of, only all of one length.
+    """
+    starts = window_starts(len(train_ids), block_size, batch_size, seed, step)
+    return [train_ids[s:s + block_size + 1] for s in starts]
+
+
+def validation_windows(ids, n_val, block_size):
+    """Windows over the last n_val + 1 ids of `ids` that predict each of the last n_val once.
+
+    The stream starts one character before the validation part (the training part's last one,
+    as context only), so every validation character is a target. Consecutive windows of
+    block_size + 1 ids overlap by one: window k reads stream[k * block_size ...] and predicts
+    the block_size characters after its start; the last window may be shorter.
+    """
+    stream = ids[len(ids) - n_val - 1:]
+    return [stream[s:s + block_size + 1] for s in range(0, n_val, block_size)]
+
+
+def count_targets(windows):
+    """How many characters a list of windows predicts: one per id after the first of each."""
+    return sum(len(w) - 1 for w in windows)
+
+
+def evaluate(model, windows):
+    """The validation loss with the scalar engine: the reference for
+    inference.evaluate_windows, and what train.py uses where numpy is not installed."""
+    losses = [loss.data for w in windows for loss in doc_losses(model, w)]
+    return sum(losses) / len(losses)

@@ -1,0 +1,121 @@
+"""
+Generation past the block (microgpt/generate.py, sample.py --length): a sliding window of the
+last block_size tokens. With a window at least as long as the text so far it is ordinary
+sampling, draw for draw; past the block, the scalar engine (its KV cache rebuilt for each new
+window) and the numpy port (the window's forward) give the same logits and the same text.
+
+Run: .venv/bin/python -m pytest -q tests/test_generate.py
+"""
+
+import io
+import random
+
+import numpy as np
+import pytest
+
+import inference
+from microgpt import cli, load_checkpoint, sample, train
+from microgpt.generate import generate, window_next_logits
+from microgpt.sampling import sample_name
+
+PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
+         "He had seen storms before; this one, he thought, would not be the last.\n") * 6
+LOGIT_TOL = 1e-9  # the two engines' logits, float64 summed in different orders
+
+
+@pytest.fixture(scope='module')
+def text_ckpt(tmp_path_factory):
+    """A running-text checkpoint with a block of 8 positions, trained for 40 steps."""
+    folder = tmp_path_factory.mktemp('text')
+    data = folder / 'prose.txt'
+    data.write_text(PROSE, encoding='utf-8')
+    out = folder / 'model.json'
+    assert train.main(['--data-mode', 'text', '--data', str(data), '--n-embd', '16', '--n-head', '2',
+                       '--block-size', '8', '--batch-size', '4', '--steps', '40', '--eval-every', '0',
+                       '--num-samples', '0', '--engine', 'numpy', '--out', str(out)]) == 0
+    return str(out)
+
+
+def test_with_a_window_as_long_as_the_text_it_is_ordinary_sampling(tiny_ckpt):
+    model = load_checkpoint(tiny_ckpt)
+    tok, block = model.tokenizer, model.config.block_size
+    for seed in range(8):
+        for prompt in ('', 'ma'):
+            expected = sample_name(model, random.Random(seed), 0.9, tok.encode(prompt))
+            drawn = generate(model, block - len(prompt), random.Random(seed), 0.9,
+                             [tok.bos] + tok.encode(prompt), stop_at_bos=True)
+            assert prompt + ''.join(drawn) == expected
+
+
+def test_the_scalar_windows_logits_are_the_ports_past_the_block(text_ckpt):
+    model = load_checkpoint(text_ckpt)
+    port = inference.load_checkpoint(text_ckpt)
+    ids = model.tokenizer.encode(PROSE[:30])
+    scalar = window_next_logits(model)
+    for end in range(1, len(ids) + 1):
+        window = ids[max(0, end - 8):end]  # grows to the block, then slides one token a step
+        np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
+
+
+def test_both_engines_write_the_same_text_past_the_block(text_ckpt):
+    texts = []
+    for model in (load_checkpoint(text_ckpt), inference.load_checkpoint(text_ckpt)):
+        out = io.StringIO()
+        sample.stream_text(model, prompt='The storm arrived at', length=60, temperature=0.8, seed=3, out=out)
+        texts.append(out.getvalue())
+    assert texts[0] == texts[1]
+    assert texts[0].startswith('The storm arrived at') and len(texts[0]) == len('The storm arrived at') + 60 + 1
+
+
+class Recorder(io.StringIO):
+    def __init__(self):
+        super().__init__()
+        self.writes, self.flushes = [], 0
+
+    def write(self, s):
+        self.writes.append(s)
+        return super().write(s)
+
+    def flush(self):
+        self.flushes += 1
+
+
+def test_running_text_is_streamed_character_by_character(text_ckpt):
+    port = inference.load_checkpoint(text_ckpt)
+    out = Recorder()
+    sample.stream_text(port, prompt='He had', length=25, seed=1, out=out)
+    assert out.writes[0] == 'He had' and all(len(w) == 1 for w in out.writes[1:-1])
+    assert len(out.writes) == 1 + 25 + 1 and out.flushes >= 25
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.run(sample.main, argv)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def test_sample_py_generates_a_given_length_from_a_prompt_longer_than_the_block(text_ckpt, capsys):
+    prompt = 'He had seen storms before; this one'  # 35 characters, the block holds 8
+    code, out, err = run(['--ckpt', text_ckpt, '--length', '50', '--prompt', prompt], capsys)
+    assert code == 0, err
+    assert out.startswith(prompt) and len(out) == len(prompt) + 50 + 1
+    code, again, _ = run(['--ckpt', text_ckpt, '--length', '50', '--prompt', prompt, '--engine', 'numpy'], capsys)
+    assert again == out
+
+
+@pytest.mark.parametrize('flags, fragment', [
+    (['--length', '0'], 'is out of range: give an integer from 1 to 10,000,000'),
+    (['--length', '-5'], 'is out of range'),
+    (['--length', '10000001'], 'is out of range'),
+    (['--prompt', 'The storm \u00e9'], "character '\u00e9' is not in the vocabulary"),
+])
+def test_bad_sampling_input_is_one_line(text_ckpt, capsys, flags, fragment):
+    code, out, err = run(['--ckpt', text_ckpt, *flags], capsys)
+    assert code == 2 and err.startswith('error: ') and err.count('\n') == 1 and fragment in err, err
+    assert out == ''
+
+
+def test_length_on_a_names_model_names_the_fix(tiny_ckpt, capsys):
+    code, _, err = run(['--ckpt', tiny_ckpt, '--length', '30'], capsys)
+    assert code == 2 and '--length is for running-text models' in err and '--num' in err
