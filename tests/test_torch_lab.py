@@ -2,15 +2,15 @@
 `lab step` and the web Step page show one step through all three engines: the scalar graph,
 the numpy path's hand-derived backward and PyTorch's autograd, matrix by matrix.
 
-Needs PyTorch (`pip install -e '.[torch]'`; skipped without it); the browser test also needs
-Playwright and /usr/bin/chromium, as tests/test_lab_browser.py does.
+Needs PyTorch (`pip install -e '.[torch]'`; skipped without it); the page's test also needs
+Playwright and /usr/bin/chromium (conftest's session browser; skipped without them).
 """
 
-import os
 import re
 
 import pytest
 
+from chromium import watched_page
 from labserver import live_server, post
 from microgpt.lab import step
 from microgpt.lab.__main__ import main as lab_main
@@ -48,29 +48,23 @@ def test_each_engine_difference_is_real(tiny_ckpt):
         assert changed == ['layer0.mlp_fc1']
 
 
-def test_the_step_api_and_page_show_the_torch_column(tiny_ckpt, names_file, tmp_path):
+def test_the_step_api_and_page_show_the_torch_column(tiny_ckpt, names_file, tmp_path, request):
     with live_server(tiny_ckpt, tmp_path, names_file) as server:
         answer = post(server, '/api/step', {'text': 'emma'})
         assert answer['torch']['max_diff'] < ENGINE_TOL and answer['numpy']['max_diff'] < ENGINE_TOL
         assert set(answer['torch']['matrices']) == {name for name, _ in answer['matrix_norms']}
-        sync_api = pytest.importorskip('playwright.sync_api', reason="the page: pip install playwright")
-        if not os.path.exists('/usr/bin/chromium'):
-            pytest.skip("no browser at /usr/bin/chromium: apt-get install chromium")
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path='/usr/bin/chromium',
-                                         args=['--headless', '--no-sandbox', '--disable-gpu'])
-            page = browser.new_page()
-            errors = []
-            page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(server.url + 'step')
-            page.fill('#text', 'emma')
-            page.press('#text', 'Enter')
-            page.wait_for_selector("#summary:has-text(\"'emma'\")")
-            want = post(server, '/api/step', {'text': 'emma', 'lr': float(page.input_value('#lr'))})
-            assert 'torchgpt' in page.inner_text('#torch-check')
-            cells = page.locator('#engines tr').evaluate_all(
-                'rows => rows.slice(1).map(r => [...r.querySelectorAll(".num")].map(n => Number(n.dataset.value)))')
-            assert cells == [[n, want['numpy']['matrices'][name], want['torch']['matrices'][name]]
-                             for name, n in want['matrix_norms']]
-            assert errors == []
-            browser.close()
+        browser = request.getfixturevalue('browser')  # the session's Chromium; skips without one
+        context = browser.new_context()
+        page = watched_page(context)
+        page.goto(server.url + 'step')
+        page.fill('#text', 'emma')
+        page.press('#text', 'Enter')
+        page.wait_for_selector("#summary:has-text(\"'emma'\")")
+        want = post(server, '/api/step', {'text': 'emma', 'lr': float(page.input_value('#lr'))})
+        assert 'torchgpt' in page.inner_text('#torch-check')
+        cells = page.locator('#engines tr').evaluate_all(
+            'rows => rows.slice(1).map(r => [...r.querySelectorAll(".num")].map(n => Number(n.dataset.value)))')
+        assert cells == [[n, want['numpy']['matrices'][name], want['torch']['matrices'][name]]
+                         for name, n in want['matrix_norms']]
+        assert page.errors == []
+        context.close()
