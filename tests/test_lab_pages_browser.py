@@ -290,14 +290,7 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
     assert page.errors == []
 
 
-@pytest.mark.parametrize('width', [390, 1280])
-def test_each_page_fits_its_window(server, browser, width):
-    context = browser.new_context(viewport={'width': width, 'height': 800})
-    p = context.new_page()
-    for name in ('scaling', 'byhand', 'phases', 'embeddings', 'loss'):
-        open_page(p, server, name)
-        assert p.evaluate('document.documentElement.scrollWidth') <= width, name  # wide tables scroll in their box
-    context.close()
+# Each page fitting its window from 390 to 1920 px: tests/test_lab_layout_browser.py, for every page.
 
 
 # ---------------------------------------------------------------------------- how fast
