@@ -18,15 +18,19 @@ MAX_N_EMBD = 16_384         # width of the residual stream; GPT-3 has 12,288
 MAX_N_HEAD = 1_024          # heads per layer (n_embd must also divide evenly by it)
 MAX_BLOCK_SIZE = 65_536     # positions; names need about 16
 MAX_VOCAB_SIZE = 1_114_113  # every Unicode code point, plus BOS
-MAX_PARAMETERS = 100_000_000  # numbers in all matrices together: ~2 GB of JSON, ~1 GB of float64
+MAX_PARAMETERS = 100_000_000  # numbers in all matrices together, whatever reads them. What a
+                              # training run may have is smaller, set by its checkpoint's format
+                              # (checkpoint.check_fits, before step 1): weights and Adam's two
+                              # moments must fit the reader's cap, about 13.7M parameters as JSON
+                              # (MAX_FILE_BYTES, ~78 bytes each) and 89M as .safetensors
+                              # (safetensors.MAX_BYTES, 24 bytes each)
 
 CONFIG_CAPS = {'vocab_size': MAX_VOCAB_SIZE, 'n_layer': MAX_N_LAYER, 'n_embd': MAX_N_EMBD,
                'n_head': MAX_N_HEAD, 'block_size': MAX_BLOCK_SIZE}
 
 # ---------------------------------------------------------------------------- files
-MAX_FILE_BYTES = 1 << 30    # 1 GiB: any file a user names (data, checkpoint, log); the largest
-                            # checkpoint MAX_PARAMETERS allows is about 2 GB, but one that big would
-                            # take the scalar engine years to train
+MAX_FILE_BYTES = 1 << 30    # 1 GiB: any file a user names (data, a JSON checkpoint, a log);
+                            # a .safetensors checkpoint has its own cap, safetensors.MAX_BYTES
 MAX_JSON_DEPTH = 32         # nesting of [ and { in a JSON document; a checkpoint needs 5
 
 # ---------------------------------------------------------------------------- flags and log values
