@@ -38,7 +38,7 @@ import tempfile
 from . import safetensors
 from .checks import make_config
 from .errors import UserError
-from .files import read_user_file
+from .files import read_head, read_user_file
 from .jsonio import parse_json
 from .limits import MAX_FILE_BYTES
 from .model import GPT, GPTConfig, parameter_shapes
@@ -194,14 +194,8 @@ def is_our_checkpoint(path):
     .safetensors file is ours if its metadata comes first and names the format."""
     if str(path).endswith(safetensors.EXTENSION):
         return safetensors.is_ours(path, FORMAT)
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, 'rb') as f:
-            head = f.read(256)
-    except (OSError, ValueError):
-        return False
-    return _OUR_HEAD.match(head) is not None
+    head = read_head(path, 256)
+    return head is not None and _OUR_HEAD.match(head) is not None
 
 
 _OUR_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"')

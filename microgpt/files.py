@@ -56,6 +56,18 @@ def read_user_file(path, what, hint, binary=False):
                         f"{what}?") from None
 
 
+def read_head(path, n):
+    """The first n bytes of `path` if it is a regular file, else None; never an error. What a
+    writer asks before it replaces a file: is it one of ours?"""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, 'rb') as f:
+            return f.read(n)
+    except (OSError, ValueError):  # unreadable, or a NUL in the path
+        return None
+
+
 def _read_at_most(f, limit, chunk=1 << 24):
     """Up to `limit` bytes of f, read in chunks of 16 MiB: f.read(limit) would reserve all of
     `limit` at once (a gigabyte), and a file still growing could outrun its size from stat."""

@@ -33,6 +33,7 @@ import sys
 from array import array
 
 from .errors import UserError
+from .files import read_head
 from .jsonio import parse_json
 
 EXTENSION = '.safetensors'
@@ -154,14 +155,8 @@ def checkpoint_dict(path):
 def is_ours(path, fmt):
     """True if path starts like a .safetensors checkpoint microgpt wrote: its header's first
     entry is the metadata, and its first field names the format `fmt`. Reads 64 bytes at most."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, 'rb') as f:
-            head = f.read(64)
-    except (OSError, ValueError):
-        return False
-    return head[8:].startswith(b'{"__metadata__":{"format":"' + fmt.encode() + b'"')
+    head = read_head(path, 64)
+    return head is not None and head[8:].startswith(b'{"__metadata__":{"format":"' + fmt.encode() + b'"')
 
 
 def _open(path):
