@@ -75,7 +75,7 @@ def test_two_ranks_log_one_process_losses_and_write_once(tmp_path, names_file, c
     assert 'ranks=2' in output
 
 
-def test_sigint_to_the_launcher_stops_both_ranks_and_saves_once_resumably(tmp_path, names_file, capsys):
+def test_ctrl_c_to_torchrun_stops_both_ranks_and_saves_once_resumably(tmp_path, names_file, capsys):
     out, whole = tmp_path / 'two' / 'model.json', tmp_path / 'whole' / 'model.json'
     args = ['--steps', str(SIGINT_STEPS), '--batch-size', '4', '--save-every', '0']
     p = torchrun(train_args(names_file, out, *args))
@@ -84,7 +84,7 @@ def test_sigint_to_the_launcher_stops_both_ranks_and_saves_once_resumably(tmp_pa
     while not (os.path.exists(log) and open(log).read().count('\n') >= 5):
         assert p.poll() is None and time.time() < deadline, "the run ended or never started"
         time.sleep(0.05)
-    p.send_signal(signal.SIGINT)  # to the launcher alone; it passes the signal on to its ranks
+    os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C in torchrun's terminal sends: the launcher and its ranks
     output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
     assert_no_process_left(p)
     assert output.count('interrupted after step') == 1, output  # rank 0 alone says it
