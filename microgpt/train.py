@@ -27,14 +27,15 @@ import itertools
 import math
 
 from microgpt import cli, limits, original, sample, text
-from microgpt import run as run_rules
+from microgpt import resume
 from microgpt.checkpoint import DATA_MODES
 from microgpt.checks import make_config
 from microgpt.data import load_docs, split_docs
 from microgpt.errors import UserError
 from microgpt.model import GPT
 from microgpt.optim import Adam
-from microgpt.run import DTYPES, ENGINES, MAX_BATCH_SIZE, MAX_STEPS, Run
+from microgpt.resume import DTYPES, ENGINES, MAX_BATCH_SIZE, MAX_STEPS
+from microgpt.run import Run
 from microgpt.sampling import iter_names
 from microgpt.training import batch_step, doc_tokens, evaluate, learning_rate
 
@@ -45,7 +46,7 @@ TEXT_SAMPLE_LENGTH = 200  # characters of running text printed when training end
 def parse_args(argv=None):
     """(args, given): every flag with its value (the defaults are the ones shown in --help), and
     the names of those the command line gave; a resumed run fills the rest from its own
-    (run.ON_RESUME), --init and --resume take the model's size from the checkpoint, and
+    (resume.ON_RESUME), --init and --resume take the model's size from the checkpoint, and
     --reproduce-original takes the original's (microgpt/original.py)."""
     p = cli.ArgumentParser(description="Train a tiny GPT on names (one name per step, unless --batch-size), "
                                        "or on running text (--data-mode text).",
@@ -118,7 +119,7 @@ def parse_args(argv=None):
                         "the log goes beside it as .log.jsonl")
     g.add_argument('--resume', action='store_true',
                    help=f"continue the run saved at --out: weights, Adam moments, step and data order "
-                        f"(any engine may continue it). {run_rules.resume_rule()}")
+                        f"(any engine may continue it). {resume.resume_rule()}")
     g.add_argument('--force', action='store_true',
                    help="start a fresh run even if --out holds a trained model, replacing it")
     g.add_argument('--save-every', type=cli.int_in(0, MAX_STEPS), metavar='N', default=100,

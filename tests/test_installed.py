@@ -8,6 +8,7 @@ come from the test environment, as they would from the user's.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,9 +20,14 @@ from conftest import REPO_DIR, TINY_NAMES
 @pytest.fixture(scope='module')
 def installed(tmp_path_factory):
     target = tmp_path_factory.mktemp('site')
+    # a copy of the source, so that the build's own folders (build/, *.egg-info) never land in
+    # the checkout, where a later build could pick up their stale files
+    source = tmp_path_factory.mktemp('source') / 'microgpt'
+    shutil.copytree(REPO_DIR, source, ignore=shutil.ignore_patterns(
+        '.git', '.venv', 'build', '*.egg-info', 'out', '__pycache__', '.hypothesis', '.pytest_cache', 'docs'))
     # build isolation, as a user's pip install does: the build tools come from the package index
     build = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps',
-                            '--disable-pip-version-check', '--target', str(target), REPO_DIR],
+                            '--disable-pip-version-check', '--target', str(target), str(source)],
                            capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
         pytest.skip(f"pip could not build the project here: {build.stderr.strip().splitlines()[-1:]}")

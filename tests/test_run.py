@@ -803,8 +803,8 @@ def test_resume_drops_log_lines_that_lab_loss_would_refuse(finished, capsys):
 
 def test_help_shows_every_real_default_and_the_resume_rule(capsys):
     """Issue 16.5: the flags defaulted to None, the real values hid in run.py; now --help shows
-    each one, and a resumed run's rule is one table (run.ON_RESUME), named in --help."""
-    from microgpt.run import ON_RESUME, SAVED
+    each one, and a resumed run's rule is one table (resume.ON_RESUME), named in --help."""
+    from microgpt.resume import ON_RESUME, SAVED
     with pytest.raises(SystemExit):
         train.parse_args(['--help'])
     raw = capsys.readouterr().out
