@@ -15,8 +15,11 @@ machines do not set them).
              the CPU), their steps interleaved (one step of each in turn, from the same weights
              on the same batches) so that a load spike hits all alike, at the default config
              (batch 1) and at n_layer 4, n_embd 64, batch 32. At the larger size the scalar
-             engine takes only the first --scalar-steps steps (each takes seconds). The running
-             text recipe's size waits for the issue "Any text": said skipped.
+             engine takes only the first --scalar-steps steps (each takes seconds). And at the
+             running-text recipe's size (README's tiny shakespeare: n_layer 4, n_embd 128, block
+             64, batch 12 windows of 65 characters), numpy and torch in float64 and float32; the
+             scalar engine is left out there, said so: one step's graph would hold about a
+             billion Values.
 2. ranks     torchrun with two processes against one process, the same global batch (n_layer 4,
              n_embd 64, batch 32, float64, gloo on 127.0.0.1): the speedup, and the share of a
              step spent in the all-reduce (timed around torchgpt.distributed.World.all_reduce_sum).
@@ -48,7 +51,8 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
 TORCH_HINT = "pip install -e '.[torch]'"
-SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32)}
+SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
+         'text': dict(n_layer=4, n_embd=128, batch=12, block_size=64, text=True)}
 
 
 def parse_args(argv=None):
@@ -65,8 +69,11 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------- the children
-def setup(args, n_layer, n_embd):
-    """(config, initial weights, tokenizer, training token lists), as train.py makes them."""
+def setup(args, n_layer, n_embd, block_size=16, text=False):
+    """(config, initial weights, tokenizer, training token lists), as train.py makes them: the
+    names, or (text) random windows of block_size + 1 characters of tiny shakespeare."""
+    if text:
+        return text_setup(n_layer, n_embd, block_size)
     from microgpt.data import load_docs, split_docs
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
@@ -77,6 +84,22 @@ def setup(args, n_layer, n_embd):
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, 16)
     model = GPT(config, seed=42, tokenizer=tokenizer)
     return config, model, tokenizer, [doc_tokens(tokenizer, d) for d in train_docs]
+
+
+def text_setup(n_layer, n_embd, block_size, n_windows=2000):
+    import random
+    from microgpt.model import GPT, GPTConfig
+    from microgpt.tokenizer import CharTokenizer
+    from text_speed import shakespeare_path
+    with open(shakespeare_path(), encoding='utf-8') as f:
+        text = f.read()
+    tokenizer = CharTokenizer(sorted(set(text)))
+    ids = tokenizer.encode(text)
+    rng = random.Random(42)
+    starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, block_size)
+    model = GPT(config, seed=42, tokenizer=tokenizer)
+    return config, model, tokenizer, [ids[i:i + block_size + 1] for i in starts]
 
 
 def torch_or_none(threads):
@@ -94,13 +117,17 @@ def child_engines(args, size):
     from microgpt.train import ScalarTrainer
     from microgpt.training import learning_rate
     s = SIZES[size]
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'], s.get('block_size', 16),
+                                             s.get('text', False))
     trainers = {'numpy': backprop.Trainer(config, model.weights(), tokenizer)}
+    if s.get('text'):  # the recipe trains in float32
+        trainers['numpy-float32'] = backprop.Trainer(config, model.weights(), tokenizer, dtype='float32')
     if torch_or_none(args.threads) is not None:
         import torchgpt
         for dtype in ('float64', 'float32'):
             trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
-    trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
+    if not s.get('text'):  # at the text size one step's graph would not fit in memory
+        trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
     scalar_steps = args.steps if size == 'default' else args.scalar_steps
     times = {name: [] for name in trainers}
     loss = {name: [] for name in trainers}
@@ -229,12 +256,19 @@ def run_child(args, which, torchrun=False):
 
 def report_engines(size, r, args):
     s = SIZES[size]
-    print(f"\n[1] n_layer {s['n_layer']}, n_embd {s['n_embd']}, batch {s['batch']}: "
-          f"{args.steps} steps interleaved (scalar: {len(r['times']['scalar'])})")
+    scalar = len(r['times'].get('scalar', []))
+    what = (f"block {s['block_size']}, batch {s['batch']} windows of tiny shakespeare" if s.get('text')
+            else f"batch {s['batch']} names")
+    print(f"\n[1] n_layer {s['n_layer']}, n_embd {s['n_embd']}, {what}: "
+          f"{args.steps} steps interleaved (scalar: {scalar})")
     numpy_ms = 1e3 * statistics.median(r['times']['numpy'])
-    for name in ('scalar', 'numpy', 'torch-float64', 'torch-float32'):
+    for name in ('scalar', 'numpy', 'numpy-float32', 'torch-float64', 'torch-float32'):
+        if name == 'numpy-float32' and not s.get('text'):
+            continue
         if name not in r['times']:
-            print(f"    {name:14s} SKIPPED: PyTorch is not installed ({TORCH_HINT})")
+            why = ("one step's graph would hold about a billion Values" if name == 'scalar'
+                   else f"PyTorch is not installed ({TORCH_HINT})")
+            print(f"    {name:14s} SKIPPED: {why}")
             continue
         ms = 1e3 * statistics.median(r['times'][name])
         k = len(r['loss'][name])
@@ -293,11 +327,14 @@ def main(argv=None):
         return 0
     print(f"data: {args.data or 'bundled census names'}; children: {args.threads} thread(s), "
           f"OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; load average {os.getloadavg()[0]:.2f}", flush=True)
+    from text_speed import shakespeare_path
     for size in SIZES:
+        if SIZES[size].get('text') and shakespeare_path() is None:
+            print("\n[1] the running-text recipe's size: SKIPPED, tinyshakespeare.txt is not in ../shared/data")
+            continue
         r = run_child(args, f'engines:{size}')
         if r:
             report_engines(size, r, args)
-    print("\n[1] the running-text recipe's size: SKIPPED, it waits for the issue \"Any text\"")
     rounds = []
     if torch_or_none(1) is not None:
         for _ in range(args.rounds):  # alternated, so a change in the machine's load shows as a spread
