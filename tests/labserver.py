@@ -93,7 +93,9 @@ def server_process(ckpt, runs_dir, data):
     try:
         first = proc.stdout.readline()
         assert first.startswith('microgpt lab on '), (first, proc.stderr.read() if proc.poll() else '')
-        yield proc, Address(int(first.split('http://127.0.0.1:')[1].split('/')[0]))
+        address = Address(int(first.split('http://127.0.0.1:')[1].split('/')[0]))
+        address.first_line = first  # what the server printed first: its address
+        yield proc, address
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)

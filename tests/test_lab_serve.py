@@ -18,7 +18,7 @@ import threading
 import numpy as np
 import pytest
 
-from labserver import live_server, post, request, wait_for_run
+from labserver import live_server, post, request, server_process, wait_for_run
 from microgpt import cli, sampling
 from microgpt.lab import attention, autograd, loss, overview
 from microgpt.lab.__main__ import main
@@ -445,21 +445,10 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
     Ctrl-C sends) passes one SIGINT to the training run, which saves its last whole step.
     Closing the terminal (SIGHUP) does the same, rather than leave the run going on its own."""
     import signal
-    import subprocess
-    import sys
     import time
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--port', '0',
-                             '--runs-dir', str(tmp_path), '--data', names_file],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        first = proc.stdout.readline()
-        assert first.startswith('microgpt lab on ') and '(Ctrl-C to stop)' in first
-        port = int(first.split('http://127.0.0.1:')[1].split('/')[0])
-
-        class Address:  # what request() needs of a server
-            server_address = ('127.0.0.1', port)
-        post(Address, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2})
+    with server_process(tiny_ckpt, tmp_path, names_file) as (proc, address):
+        assert '(Ctrl-C to stop)' in address.first_line
+        post(address, '/api/train/start', {'steps': 20000, 'n_embd': 8, 'n_head': 2})
         log = tmp_path / '1' / 'model.log.jsonl'
         deadline = time.time() + 30
         while not (log.exists() and log.read_text().count('\n') >= 3):
@@ -467,8 +456,6 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
             time.sleep(0.05)
         proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
     assert proc.returncode == 0, err
     assert 'run 1 stopped (exit status 130)' in out
     from microgpt.checkpoint import read_checkpoint
