@@ -13,13 +13,17 @@ import time
 from contextlib import contextmanager
 
 from microgpt.lab.serve import make_server
+from microgpt.lab.workers import WORKERS, Pool
 
 RUN_TIMEOUT = 60  # seconds a small training run may take on a loaded 2-core machine
+SHARED_POOL = Pool(WORKERS)  # started on the first request; its processes end with the session
 
 
 @contextmanager
-def live_server(ckpt, runs_dir, data):
-    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data)
+def live_server(ckpt, runs_dir, data, pool=None):
+    """A server on its own thread, computing in POOL: by default the worker processes every
+    live server of the test session shares (started once; each reads a model by its path)."""
+    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, pool=pool or SHARED_POOL)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -78,17 +82,18 @@ class Address:
 
 
 @contextmanager
-def server_process(ckpt, runs_dir, data):
+def server_process(ckpt, runs_dir, data, extra=('--no-warm-up',)):
     """`python -m microgpt.lab serve` in its own process on a free port: yields (the process,
     its Address). On leaving it is stopped as Ctrl-C stops it, unless the test has already
-    killed it; it never outlives the test."""
+    killed it; it never outlives the test. extra: more arguments; by default the workers are
+    not warmed up (importing PyTorch in each at start only costs a test CPU it needs)."""
     import os
     import signal
     import subprocess
     import sys
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', ckpt, '--port', '0',
-                             '--runs-dir', str(runs_dir), '--data', data],
+                             '--runs-dir', str(runs_dir), '--data', data, *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         first = proc.stdout.readline()

@@ -341,7 +341,7 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
 def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     from labserver import post
     from microgpt.lab import embeddings, loss
-    from microgpt.lab.api import jsonable
+    from microgpt.lab.workers import jsonable
     from microgpt.run import log_path_for
     assert post(server, '/api/byhand', {'n_head': 2}) == jsonable(byhand.compute(n_head=2))
     assert post(server, '/api/scaling', {'part': 'index', 'sizes': {'h': 8}}) == \

@@ -16,6 +16,7 @@ from labserver import live_server, request
 from microgpt.errors import UserError
 from microgpt.lab import registry, serve
 from microgpt.lab.__main__ import flag_of, main
+from microgpt.lab.workers import Pool
 
 ECHO = registry.Sandbox(
     'echo', 'Echo', help="say a word a few times", model=None, module='lab_test_echo',
@@ -51,7 +52,8 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
 
 
 def test_a_sandbox_added_to_the_registry_is_a_route_and_a_page(echo, tiny_ckpt, names_file, tmp_path):
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+    # Pool(0): computed in the server's own process, where the test added the sandbox
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
         assert status == 200 and got == {'words': ['hi'] * 3}
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})

@@ -97,6 +97,10 @@ def add_serve(commands):
                    help="address to listen on (default 127.0.0.1: this machine only; any other "
                         "lets everyone who can reach the port use the lab)")
     g.add_argument('--port', type=int, default=8000, help="TCP port, 0..65535 (default 8000; 0 = any free one)")
+    g.add_argument('--no-warm-up', dest='warm_up', action='store_false',
+                   help="do not prepare the computing processes at start (by default each reads the "
+                        "checkpoint and imports numpy and PyTorch at once, so that the first click "
+                        "does not wait for it; without, the server starts with less CPU and memory)")
     g = c.add_argument_group('training runs (the Training page)')
     g.add_argument('--runs-dir', default='out/lab-runs', metavar='DIR',
                    help="folder for the page's runs, one numbered subfolder each (default out/lab-runs)")

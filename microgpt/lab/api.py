@@ -9,6 +9,7 @@ Every sandbox route is POST /api/NAME for a sandbox of registry.SANDBOXES: its f
 sandbox's Params, read and range-checked here exactly as the command line checks its flags
 (the same numbers, declared once), and the answer is the module's compute() dict.
 
+The computing itself happens in workers.answer, in one of serve.py's worker processes.
 serve.py maps URLs to these methods and turns their exceptions into HTTP answers: an
 ApiError carries its own status, a UserError from the lab (an unknown character, a head out
 of range, an expression the parser refuses) becomes 400 with the lab's one-line message.
@@ -16,27 +17,15 @@ A request never names a file: a model is picked by the id of a checkpoint the se
 (the one given at start, and those its own training runs wrote).
 """
 
-import importlib
 import math
 import os
 import threading
+from contextlib import contextmanager, nullcontext
 
-import numpy as np
 
 from ..errors import UserError
-from ..run import log_path_for
 from . import registry
-from .loading import load_model, load_scalar_model, no_overflow
-
-
-class ApiError(Exception):
-    """A request the API refuses, with the HTTP status to answer and a one-line message;
-    retry_after: the seconds a 503 tells the client to wait before it asks again."""
-
-    def __init__(self, status, message, retry_after=None):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
+from .workers import MODELS, ApiError, Pool
 
 
 # ---------------------------------------------------------------------------- reading a request
@@ -108,24 +97,6 @@ def read_values(name, values, p):
 KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 'a string'}
 
 
-def jsonable(x):
-    """numpy arrays and numbers as plain lists and floats; NaN and infinities become null
-    (JSON has no NaN: a masked attention cell is null, "no weight", never 0)."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    return x
-
-
 # ---------------------------------------------------------------------------- checkpoints
 class Checkpoints:
     """The checkpoints the pages may open, by id: 'start' (given at start) and 'run<n>'.
@@ -136,7 +107,6 @@ class Checkpoints:
     def __init__(self, start_path, n_head=None):
         self.lock = threading.Lock()
         self.paths = {}     # id -> (path, label)
-        self.loaded = {}    # id -> (mtime, NumpyGPT)
         self.n_head = n_head
         self.add('start', start_path, f"{os.path.basename(start_path)} (given at start)")
 
@@ -150,20 +120,18 @@ class Checkpoints:
                 raise ApiError(404, f"no checkpoint with id {ckpt_id!r}: pick one the page lists")
             return self.paths[ckpt_id][0]
 
+    def head_count(self, ckpt_id):
+        """The --n-head given at start, for the checkpoint given at start (a flat export's)."""
+        return self.n_head if ckpt_id == 'start' else None
+
     def model(self, ckpt_id):
-        path = self.path(ckpt_id)
+        """The checkpoint's numpy model, read once by this process (workers.MODELS)."""
         try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            raise ApiError(404, f"checkpoint {ckpt_id!r} no longer exists on the server") from None
-        with self.lock:
-            cached = self.loaded.get(ckpt_id)
-        if cached and cached[0] == mtime:
-            return cached[1]
-        model = load_model(path, n_head=self.n_head if ckpt_id == 'start' else None)
-        with self.lock:
-            self.loaded[ckpt_id] = (mtime, model)
-        return model
+            return MODELS.get('numpy', self.path(ckpt_id), self.head_count(ckpt_id))
+        except ApiError as e:
+            if e.status == 404:
+                raise ApiError(404, f"checkpoint {ckpt_id!r} no longer exists on the server") from None
+            raise
 
     def listing(self):
         """[{id, label, config}] in the order they were added, each config read from its model.
@@ -203,11 +171,13 @@ class Lab:
     """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
     server's own: config, and the Training page's train_start / train_stop / train_status."""
 
-    def __init__(self, checkpoints, runs):
+    def __init__(self, checkpoints, runs, pool=None):
         self.checkpoints = checkpoints
         self.runs = runs
+        # where the sandboxes compute: serve.py's worker processes, else this process (workers.py)
+        self.pool = Pool(0) if pool is None else pool
         # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
-        # seconds and hundreds of MB: n_layer 4, n_embd 64, 31 characters: ~6 s, ~600 MB) takes
+        # a second and hundreds of MB: n_layer 4, n_embd 64, 15 characters: ~1.5 s, ~600 MB) takes
         # requests in turn: one waits up to WAIT seconds (a learner who types a second name
         # before the first is drawn gets both), then is told to try again
         self.gates = {}
@@ -220,40 +190,28 @@ class Lab:
                 'features': {'training': self.runs.options()}}
 
     def sandbox(self, name, body):
-        """POST /api/NAME: the request's fields read as the registry declares them, the model
-        it names loaded, the module's compute() called; its dict, made JSON-ready."""
+        """POST /api/NAME: the request's fields read as the registry declares them, then the
+        module's compute() on the model it names, in a worker process (workers.answer)."""
         s = registry.get(name)
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
-        module = importlib.import_module(s.module_name)
-        if s.model is None:
-            return public(module.compute(**params))
-        ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
-        if s.model == 'log':
-            return public(module.compute(log_path_for(self.checkpoints.path(ckpt_id)), **params))
-        if not s.one_at_a_time:
-            return public(self._compute(s, module, ckpt_id, params))
-        gate = self.gate(name)
+        path = n_head = None
+        if s.model is not None:
+            ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
+            path, n_head = self.checkpoints.path(ckpt_id), self.checkpoints.head_count(ckpt_id)
+        with self.turn(name) if s.one_at_a_time else nullcontext():
+            return self.pool.compute(name, path, n_head, params)
+
+    @contextmanager
+    def turn(self, name):
+        """A one-at-a-time sandbox's lock, held for one request; refused after WAIT seconds."""
+        with self.gates_lock:
+            gate = self.gates.setdefault(name, threading.Lock())
         if not gate.acquire(timeout=WAIT):
             raise ApiError(503, f"another {name} is being computed: try again when it has ended")
         try:
-            return public(self._compute(s, module, ckpt_id, params))
+            yield
         finally:
             gate.release()
-
-    def gate(self, name):
-        """The lock a one-at-a-time sandbox's requests take in turn."""
-        with self.gates_lock:
-            return self.gates.setdefault(name, threading.Lock())
-
-    def _compute(self, s, module, ckpt_id, params):
-        if s.model == 'scalar':  # fresh each time: compute may change its weights (a step)
-            model = load_scalar_model(self.checkpoints.path(ckpt_id))
-            registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
-            return module.compute(model, **params)
-        model = self.checkpoints.model(ckpt_id)
-        registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
-        with no_overflow():
-            return module.compute(model, **params)
 
     def train_start(self, body):
         return self.runs.start(body)
@@ -263,8 +221,3 @@ class Lab:
 
     def train_status(self, body):
         return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))
-
-
-def public(data):
-    """A compute() dict as the API sends it: JSON-ready, without its terminal-only '_' keys."""
-    return jsonable({k: v for k, v in data.items() if not str(k).startswith('_')})

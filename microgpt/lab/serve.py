@@ -20,9 +20,10 @@ server as its Host (a web page elsewhere cannot reach it by DNS tricks, see chec
 every mistake is a JSON {"error": "..."} with a 4xx status, and the server keeps serving.
 Work is bounded: a client silent for Handler.timeout seconds is dropped, and so is one whose
 request (its line, headers and body) takes longer than Handler.request_time to arrive, however
-slowly it drips; at most BUSY_SLOTS API requests compute at once and BUSY_QUEUE more wait their
-turn, the rest are answered 503 with Retry-After at once (so a burst never starves the pages,
-which retry); every number a request gives is range-checked (api.py), one scalar-engine step
+slowly it drips; the sandboxes compute in worker processes (workers.py), so this process's
+threads only read requests and write answers, and a page's files never wait behind the
+arithmetic; at most BUSY_SLOTS API requests compute at once and BUSY_QUEUE more wait their
+turn, the rest are answered 503 with Retry-After at once (the pages retry); every number a request gives is range-checked (api.py), one scalar-engine step
 and one training run are computed at a time, and when the server stops (Ctrl-C, kill, the
 terminal closed) it stops its run as Ctrl-C would.
 """
@@ -47,18 +48,14 @@ from . import registry
 from .api import ApiError, Checkpoints, Lab
 from .loading import load_model
 from .runs import RunManager
+from .workers import WORKERS, Pool
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
 MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
-# API requests computing at once: the lab's numpy work is on small arrays, bound by Python's one
-# interpreter lock, so more threads computing would only share it (and starve the pages' files)
-BUSY_SLOTS = 2
+# API requests computing at once: one per worker process (workers.py), each of which computes one
+BUSY_SLOTS = WORKERS
 BUSY_QUEUE = 8        # more that wait for a slot: a page, or two tabs, asking several things at once
 BUSY_WAIT = 5.0       # seconds one of them waits before it is told to retry
-# seconds a computing thread holds the interpreter before another may run (Python's default is
-# 0.005): the loop that accepts connections waits that long each time it wants it back, so
-# under a burst of 200 it took a second to reach a page's request; a tenth of it costs little
-SWITCH_INTERVAL = 0.0005
 RETRY_AFTER = 1       # seconds, the Retry-After of a 503 for a saturated server (lab.js waits, retries)
 
 # Every page and file the server has, from the registry; a request is looked up here and nowhere else.
@@ -318,16 +315,21 @@ class LabServer(ThreadingHTTPServer):
     # most of a burst of 200 at once (the system caps it at net.core.somaxconn)
     request_queue_size = 256
 
-    def __init__(self, address, lab):
+    def __init__(self, address, lab, own_pool=True):
         if ':' in address[0]:  # an IPv6 address such as ::1
             self.address_family = socket.AF_INET6
+        self.lab, self.own_pool = lab, own_pool  # before binding: a port taken closes the server at once
         super().__init__(address, Handler)
-        self.lab = lab
         self.routes = routes()
         self.slots = Slots()
         port = self.server_address[1]
         self.local_only = is_loopback(address[0])
         self.local_hosts = local_hosts(address[0], port)
+
+    def server_close(self):
+        super().server_close()
+        if self.own_pool:
+            self.lab.pool.shutdown()  # the worker processes end with the server
 
     def handle_error(self, request, client_address):
         """A client that left mid-conversation (reset while its answer, or its next request,
@@ -366,7 +368,8 @@ def is_loopback(host):
     return address.is_loopback or bool(getattr(address, 'ipv4_mapped', None) and address.ipv4_mapped.is_loopback)
 
 
-def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None):
+def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
+                pool=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
     damaged checkpoint, a port taken or out of range, each a one-line UserError."""
     if not 0 <= port <= 65535:
@@ -375,9 +378,11 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
-    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data))
+    # the processes the sandboxes compute in: the server's own (stopped with it), unless given
+    own = pool is None
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data), Pool(WORKERS) if own else pool)
     try:
-        return LabServer((host, port), lab)
+        return LabServer((host, port), lab, own_pool=own)
     except OSError as e:
         if e.errno in (errno.EADDRINUSE, errno.EACCES):  # taken, or below 1024 without root
             raise UserError(f"cannot listen on port {port}: {e.strerror}: pick another --port") from None
@@ -391,7 +396,6 @@ def stop_like_ctrl_c(signum, frame):
 
 def run(args):
     server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
-    sys.setswitchinterval(SWITCH_INTERVAL)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
               "can use this lab, including starting training runs (open it by IP address: other "
@@ -399,6 +403,8 @@ def run(args):
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
     for line in server.lab.runs.news:
         print(line, flush=True)
+    if args.warm_up:
+        server.lab.pool.warm(args.ckpt, args.n_head)  # the first click then finds the workers ready
     # `kill`, and closing the terminal (SIGHUP), stop it as Ctrl-C does: otherwise the server
     # would die at once and leave its training run going, in a session no terminal reaches
     for name in ('SIGTERM', 'SIGHUP'):
