@@ -9,11 +9,6 @@ const $ = id => document.getElementById(id);
 const MAX_TOKENS = 6;
 let boxes = null;   // what the boxes hold: {tokens, q, k, v, w_o}; null until the first answer
 
-function debounced(fn, ms = 150) {
-  let timer = null;
-  return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
-}
-
 function num(x, digits = 3, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, Lab.fmt(x, digits));
 }
@@ -58,10 +53,9 @@ async function draw() {
     drawOutput(r);
     drawHeads(r);
     drawShapes(r.shapes);
-    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['scores', 'softmax', 'output', 'heads', 'shapes', 'memory']);
 }
-const later = debounced(draw);
+const later = Lab.debounced(draw);
 
 // one card per token: its name and its q, k, v as text boxes, sent as typed
 function drawBoxes() {

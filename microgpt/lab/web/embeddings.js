@@ -7,18 +7,12 @@
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 
-function debounced(fn, ms = 150) {
-  let t = null;
-  return () => { clearTimeout(t); t = setTimeout(fn, ms); };
-}
-
 async function draw() {
   await Lab.guard(async () => {
     const e = await Lab.api('/api/embeddings', {ckpt: Lab.ckpt(), neighbours: Number($('neighbours').value)});
     scatter(e);
     neighbours(e);
     wpe(e);
-    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['scatter', 'near', 'wpe']);
 }
 
@@ -73,6 +67,6 @@ function wpe(e) {
       'tend to get similar embeddings.'));
 }
 
-Lab.on('neighbours', 'input', debounced(draw));
+Lab.on('neighbours', 'input', Lab.debounced(draw));
 Lab.on('form', 'submit', () => {});
 Lab.start(draw);

@@ -11,6 +11,13 @@ const Lab = (() => {
   let markReady;
   const ready = new Promise(resolve => { markReady = resolve; });  // once the header is drawn
 
+  // fn, called `ms` after the last of a burst of calls (typing, dragging a slider), so that a
+  // page asks the server once the learner pauses rather than at every key
+  function debounced(fn, ms = 150) {
+    let timer = null;
+    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  }
+
   // listen for `event` on the element with this id; events before the config arrived wait for it
   function on(id, event, handler) {
     document.getElementById(id).addEventListener(event, async e => {
@@ -116,7 +123,9 @@ const Lab = (() => {
     const timer = setTimeout(() => { if (pending) setBusy(true); }, BUSY_MS);
     try {
       showError('');
-      return await fn();
+      const result = await fn();
+      document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // drawn: the tests wait for it
+      return result;
     } catch (e) {
       if (!(e instanceof Superseded)) {  // a newer request will draw
         showError(e.message);
@@ -179,6 +188,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, start, on, guard, showError, selectCkpt, refreshConfig,
+  return {api, el, svg, fmt, shade, start, on, debounced, guard, showError, selectCkpt, refreshConfig,
           ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

@@ -63,4 +63,6 @@ function drawLosses(rows) {
 }
 
 Lab.on('form', 'submit', draw);
+const later = Lab.debounced(draw);  // as the learner types: once they pause
+for (const id of ['text', 'top', 'temperature', 'seed']) Lab.on(id, 'input', later);
 Lab.start(draw);

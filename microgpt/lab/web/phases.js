@@ -10,11 +10,6 @@ let view = null;     // the last answer
 let phase = 0;       // index into view.phases
 let timer = null;    // the Play loop, while playing
 
-function debounced(fn, ms = 150) {
-  let t = null;
-  return () => { clearTimeout(t); t = setTimeout(fn, ms); };
-}
-
 function fill(select, n, label) {
   const old = select.value;
   select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
@@ -33,10 +28,9 @@ async function load() {
     $('query').value = view.query;
     drawCode();
     show(phase);
-    document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // a redraw, for the tests
   }, ['stage', 'numbers']);
 }
-const later = debounced(load);
+const later = Lab.debounced(load);
 
 // ---------------------------------------------------------------------------- the phases
 function show(n) {

@@ -89,4 +89,6 @@ function sandbox(s, own) {
 
 Lab.on('form', 'submit', draw);
 Lab.on('temperature', 'input', draw);
+const later = Lab.debounced(draw);  // as the learner types: once they pause
+for (const id of ['prompt', 'num', 'seed', 'top_k']) Lab.on(id, 'input', later);
 Lab.start(draw);

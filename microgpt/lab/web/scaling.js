@@ -11,12 +11,6 @@ const STATS = [  // [key, label, digits]
   ['spread', 'spread (std of the scores)', 3], ['max_minus_min', 'max − min of the scores', 3],
   ['entropy', 'entropy (bits)', 3], ['max_weight', 'max weight', 4], ['gradient_scale', 'gradient scale', 4]];
 
-// fn, called `ms` after the last of a burst of calls (typing, dragging a slider)
-function debounced(fn, ms = 150) {
-  let timer = null;
-  return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
-}
-
 // an element with its exact value in data-value (for the reader's tooltip and the tests)
 function num(x, digits, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs},
@@ -217,8 +211,8 @@ function setSizes(values) {
   drawIndex();
 }
 
-const laterRow = debounced(drawRow), laterVariance = debounced(drawVariance, 300);
-const laterCost = debounced(drawCost), laterIndex = debounced(drawIndex);
+const laterRow = Lab.debounced(drawRow), laterVariance = Lab.debounced(drawVariance, 300);
+const laterCost = Lab.debounced(drawCost), laterIndex = Lab.debounced(drawIndex);
 
 async function drawAll() {
   await Promise.all([drawRow(), drawVariance(), drawCost(), drawIndex()]);

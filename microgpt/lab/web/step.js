@@ -186,4 +186,8 @@ function startingLr() {
 }
 
 Lab.on('form', 'submit', draw);
+// as the learner types, once they pause; longer than the other pages' pause, as a step on a
+// large model takes a second (and one is computed at a time)
+const later = Lab.debounced(draw, 300);
+for (const id of ['text', 'lr']) Lab.on(id, 'input', later);
 Lab.start(() => { startingLr(); return draw(); });
