@@ -16,6 +16,7 @@ as a name of the training data (trained on or held out) or new. Greedy names are
 every seed. The web lab's Sampling page draws the same `compute`; `render` is the printout.
 """
 
+import functools
 import math
 import os
 
@@ -57,7 +58,15 @@ def training_names(model, data):
         data = run.get('data')  # None: the bundled names
         if data is not None and not (isinstance(data, str) and os.path.isfile(data)):
             return None, f"its training data {data!r} is not a file here (pass --data)"
-    return set(load_docs(data)), data or 'the bundled census names'
+    stamp = None if data is None else (os.stat(data).st_mtime_ns, os.stat(data).st_size)
+    return names_of(data, stamp), data or 'the bundled census names'
+
+
+@functools.lru_cache(maxsize=4)  # read once per version of the file: names.txt takes 40 ms
+def names_of(data, stamp):
+    """The names of a data file (None: the bundled ones) as a frozenset; stamp: its mtime and
+    size, so an edited file is read again."""
+    return frozenset(load_docs(data))
 
 
 def draws(model, prompt, temperatures, top_k, num, seed):
