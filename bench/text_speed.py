@@ -155,6 +155,41 @@ def peak_matmul(threads):
     return best
 
 
+def products_floor(config, B, T, repeats=5):
+    """Seconds of one step's matrix products alone, in float32, best of `repeats`: the same
+    products src/backprop/model.py's step computes, shape for shape and transpose for
+    transpose, with nothing between them. No step built on these products can be faster, so
+    PyTorch's step time over this is the largest ratio numpy could reach against it."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    C, V, H, R = config.n_embd, config.vocab_size, config.n_head, B * T
+    hd = C // H
+    r = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    linears = [(3 * C, C), (C, C), (4 * C, C), (C, 4 * C)] * config.n_layer + [(V, C)]  # (n_out, n_in)
+    ws = [r(n_out, n_in) for n_out, n_in in linears]
+    xs = [r(R, n_in) for _, n_in in linears]
+    dys = [r(R, n_out) for n_out, _ in linears]
+    q, k, v, dout = (r(H, B, T, hd) for _ in range(4))  # (n_head, B, T, head_dim)
+    att = r(H, B, T, T)                                # (n_head, B, T, T)
+    one_hots = r(R, V), r(R, config.block_size)        # embedding_backward's one-hot products
+
+    def products():
+        for w, x, dy in zip(ws, xs, dys):
+            x @ w.T, dy @ w, dy.T @ x                  # linear_forward, linear_backward's dx and dw
+        for _ in range(config.n_layer):                # attention_forward, attention_backward
+            q @ k.swapaxes(-1, -2), att @ v
+            att.swapaxes(-1, -2) @ dout, dout @ v.swapaxes(-1, -2), att @ k, att.swapaxes(-1, -2) @ q
+        for oh in one_hots:
+            oh.T @ xs[0][:, :C]
+    products()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        products()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def child(args):
     import backprop
     from microgpt import text
@@ -178,6 +213,7 @@ def child(args):
         torch_step = None
     out = {'numpy_time': [], 'torch_time': [], 'numpy_loss': [], 'torch_loss': [], 'numpy_cpu': [], 'torch_cpu': [],
            'peak': peak_matmul(args.child), 'threads': args.child,
+           'floor': products_floor(config, BATCH, config.block_size),
            'flops': model_flops(config, BATCH, config.block_size), 'tokens': BATCH * config.block_size}
     warmup = 3
     for step in range(1, warmup + args.steps + 1):
@@ -217,6 +253,9 @@ def report(r):
     t_tps, t_gf = r['tokens'] / mean_t, r['flops'] / mean_t / 1e9
     print(f"  PyTorch        {1e3 * mean_t:7.1f} ms/step  {t_tps:8.0f} chars/s  {t_gf:5.1f} GFLOP/s "
           f"= {100 * t_gf / peak:4.1f}% of peak   (median {1e3 * statistics.median(r['torch_time']):.1f} ms)")
+    print(f"  a step's matrix products alone {1e3 * r['floor']:.1f} ms (float32, the same shapes, best of 5): "
+          f"numpy spends {100 * r['floor'] / mean_n:.0f}% of its step in them; a numpy step that were "
+          f"nothing else would be {mean_t / r['floor']:.2f}x PyTorch, the most any step on them can reach")
     diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
     cpu = sum(r['torch_cpu']) / sum(r['numpy_cpu'])
     print(f"  ratio numpy / PyTorch {mean_t / mean_n:.2f}x (median steps {statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
