@@ -253,9 +253,11 @@ def report(r):
     t_tps, t_gf = r['tokens'] / mean_t, r['flops'] / mean_t / 1e9
     print(f"  PyTorch        {1e3 * mean_t:7.1f} ms/step  {t_tps:8.0f} chars/s  {t_gf:5.1f} GFLOP/s "
           f"= {100 * t_gf / peak:4.1f}% of peak   (median {1e3 * statistics.median(r['torch_time']):.1f} ms)")
-    print(f"  a step's matrix products alone {1e3 * r['floor']:.1f} ms (float32, the same shapes, best of 5): "
-          f"numpy spends {100 * r['floor'] / mean_n:.0f}% of its step in them; a numpy step that were "
-          f"nothing else would be {mean_t / r['floor']:.2f}x PyTorch, the most any step on them can reach")
+    floor_gf = r['flops'] / r['floor'] / 1e9
+    print(f"  a step's matrix products alone {1e3 * r['floor']:.1f} ms (float32, the same shapes, best of 5; "
+          f"{floor_gf:.1f} GFLOP/s = {100 * floor_gf / peak:.0f}% of peak): numpy spends "
+          f"{100 * r['floor'] / mean_n:.0f}% of its step in them; a numpy step that were nothing else "
+          f"would be {mean_t / r['floor']:.2f}x PyTorch, the most any step on them can reach")
     diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
     cpu = sum(r['torch_cpu']) / sum(r['numpy_cpu'])
     print(f"  ratio numpy / PyTorch {mean_t / mean_n:.2f}x (median steps {statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
