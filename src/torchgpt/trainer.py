@@ -56,7 +56,16 @@ class Trainer:
         self.model = GPT(config).to(self.device, torch.float32 if dtype == 'bfloat16' else DTYPES[dtype])
         self.params = list(self.model.parameters())  # GPT.params order: wte, wpe, lm_head, layer0...
         self.load_weights(weights)
-        self.optimizer = torch.optim.Adam(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8)
+        self._optimizer = None
+
+    @property
+    def optimizer(self):
+        """torch.optim.Adam with microgpt's betas and eps, made when first used: making one
+        imports PyTorch's compiler (1.9 s, the first time in a process), which loss_and_grads,
+        the lab's Step page's check, never needs."""
+        if self._optimizer is None:
+            self._optimizer = torch.optim.Adam(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8)
+        return self._optimizer
 
     def _autocast(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.dtype == 'bfloat16')
@@ -96,13 +105,15 @@ class Trainer:
 
     def loss_and_grads(self, batch):
         """(loss, {name: gradient array}) at the current weights, without updating anything."""
-        self.optimizer.zero_grad()
+        for p in self.params:
+            p.grad = None
         with self._autocast():
             loss = self.model.loss(*self._batch(batch))
         loss.backward()
         grads = {name: p.grad.detach().double().cpu().numpy().copy()
                  for name, p in self.model.named_parameters()}  # (n_out, n_in) each
-        self.optimizer.zero_grad()
+        for p in self.params:
+            p.grad = None
         return loss.item(), grads
 
     def weights(self):
