@@ -92,7 +92,8 @@ class Run:
             if self.log is not None:
                 self.log.close()
             raise
-        self.stop_signal = None        # why the run must stop after this step (a key of STOPS)
+        self.caught = None             # a signal caught, or a closed stdout: a key of STOPS
+        self._agreed = None            # under torchrun: the one the ranks agreed on (log_step)
         self.saved_step = None         # the step the checkpoint at --out holds, once we saved
         self.val_loss = None
         self.progress = Progress(args.steps, 0, self)  # restore() makes the one that counts from the start
@@ -118,8 +119,14 @@ class Run:
             self.log.close()  # also releases the lock
         return False
 
+    @property
+    def stop_signal(self):
+        """Why the run must stop after this step (a key of STOPS), or None: the signal caught;
+        under torchrun, the one every rank agreed on after this step, so that all stop together."""
+        return self.caught if self.world is None else self._agreed
+
     def _on_signal(self, signum, frame):
-        self.stop_signal = signum
+        self.caught = signum
         if self.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
@@ -192,7 +199,10 @@ class Run:
         if not (math.isfinite(loss) and loss <= MAX_LOSS):
             self._diverged(f"the loss became {_loss_words(loss)} at step {step}")
         if self.world is not None:  # every rank learns of a signal any rank caught, after the same step
-            self.stop_signal = self.world.agree(self.stop_signal)
+            # note: the handler often runs while agree waits for the other ranks, after this
+            # rank's number was sent; `caught` keeps it for the next step's agreement (writing the
+            # answer over it lost it, and the ranks then trained on to the end)
+            self._agreed = self.world.agree(self.caught)
         self._write({'step': step, 'loss': loss, 'lr': lr})
         self.recent.append(loss)
         if len(self.recent) == RECENT or step == self.args.steps:
@@ -407,7 +417,7 @@ class Progress:
         try:
             print(text, end=end, flush=True)
         except BrokenPipeError:  # `train.py | head`: save like Ctrl-C, and say so on stderr
-            self.run.stop_signal = self.run.stop_signal or SIGPIPE
+            self.run.caught = self.run.caught or SIGPIPE
             _silence_stdout()
         except OSError:  # a terminal that closed (EIO): SIGHUP has asked the run to stop
             pass

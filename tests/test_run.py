@@ -822,3 +822,27 @@ def test_help_shows_every_real_default_and_the_resume_rule(capsys):
     assert set(ON_RESUME) <= set(vars(args)) and set(SAVED) == set(ON_RESUME) - {'n_layer', 'n_embd', 'n_head',
                                                                                   'block_size'}
     assert train.parse_args(['--seed', '42', '--no-shuffle'])[1] == {'seed', 'shuffle'}
+
+
+def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tmp_path, names_file):
+    """Under torchrun a rank spends most of a step waiting in agree() for the others, so that is
+    where a signal usually lands: the handler then runs after this rank's number was sent. It
+    must count at the next step's agreement, not be written over by this one's answer (it was:
+    1 run in 5 of test_torch_distributed's Ctrl-C test trained on to its last step)."""
+    from microgpt.run import Run
+
+    class OneRank:  # agree() as torchgpt.distributed.World's, for a world of this rank alone
+        def agree(self, signum):
+            if not self.calls:
+                run._on_signal(signal.SIGINT, None)  # Ctrl-C while the all-reduce waits
+            self.calls.append(signum)
+            return signum
+
+    args, given = train.parse_args(train_args(names_file, tmp_path / 'model.json'))
+    with Run(args, given) as run:
+        run.world = OneRank()
+        run.world.calls = []
+        run.log_step(1, 3.0, 0.01)
+        assert run.stop_signal is None  # the ranks sent None at step 1: none stops there
+        run.log_step(2, 3.0, 0.01)
+        assert run.world.calls == [None, signal.SIGINT] and run.stop_signal == signal.SIGINT
