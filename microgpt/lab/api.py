@@ -101,7 +101,8 @@ KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 
 class Checkpoints:
     """The checkpoints the pages may open, by id: 'start' (given at start) and 'run<n>'.
 
-    Models are loaded once and kept; a file that changed on disk since is loaded afresh.
+    Models are loaded once and kept (workers.MODELS); a file that changed on disk since is
+    loaded afresh.
     """
 
     def __init__(self, start_path, n_head=None):

@@ -13,7 +13,7 @@ Adding a page is three things:
        render(data) -> str               the terminal's printout of that dict
      and, when it draws a picture for --png, picture(path, data, title).
      `model` is what Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values
-     ('scalar', fresh for each call, so compute may train it), the path of a training log
+     ('scalar', with the file's weights at each call, so compute may train it), the path of a training log
      ('log'), or nothing at all (None: compute(**params)). A mistake in what was asked (a head
      the model does not have) is a UserError with a one-line message, for the CLI and the API
      alike. The runner checks every Param's range before compute is called.
