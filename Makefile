@@ -25,6 +25,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/recipe.py
 	$(PY) bench/text_speed.py
 	$(PY) bench/shakespeare.py
+	$(PY) bench/lab_speed.py
 
 # The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium).
 screenshots: $(VENV)/.installed-test

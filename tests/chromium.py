@@ -34,3 +34,21 @@ def watched_page(context):
     p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
     p.on('pageerror', lambda e: p.errors.append(str(e)))
     return p
+
+
+def open_page(page, server, name):
+    """Open the lab's page NAME and wait until it has drawn its first answer."""
+    page.goto(server.url + name)
+    page.wait_for_selector('body[data-drawn]', state='attached')
+    page.wait_for_load_state('networkidle')
+
+
+def draws(page, selector='body'):
+    """How many times the page (or a panel) has drawn: lab.js counts them in data-draws."""
+    return int(page.locator(selector).first.get_attribute('data-draws') or 0)
+
+
+def wait_redraw(page, before, selector='body'):
+    """Until the page (or a panel) has drawn once more than `before`."""
+    page.wait_for_function(f"() => Number(document.querySelector('{selector}').dataset.draws || 0) > {before}")
+    page.wait_for_load_state('networkidle')

@@ -3,7 +3,9 @@ Helpers for the web lab's tests: a live server on an ephemeral port, and a JSON 
 
 test_lab_serve.py (the API) and test_lab_browser.py (the pages in Chromium) both start the
 real server of `python -m microgpt.lab serve` (serve.make_server) in a thread of the test
-process, on port 0 (a free port the system picks), and talk to it over HTTP.
+process, on port 0 (a free port the system picks), and talk to it over HTTP; it computes in a
+worker process shared by the session (SHARED_POOL). server_process runs the real command in a
+process of its own, with its own two workers.
 """
 
 import http.client
@@ -13,10 +15,13 @@ import time
 from contextlib import contextmanager
 
 from microgpt.lab.serve import make_server
-from microgpt.lab.workers import WORKERS, Pool
+from microgpt.lab.workers import Pool
 
 RUN_TIMEOUT = 60  # seconds a small training run may take on a loaded 2-core machine
-SHARED_POOL = Pool(WORKERS)  # started on the first request; its processes end with the session
+# the worker process every live server of the session computes in, started on the first request:
+# one, as a test asks one thing at a time (each worker imports PyTorch for the Step page, 2 s);
+# the real command's two are server_process's (tests/test_lab_burst.py, test_lab_workers.py)
+SHARED_POOL = Pool(1)
 
 
 @contextmanager

@@ -14,11 +14,10 @@ takes on a model of train.py's default size.
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
 
-import time
-
 import pytest
 
-from chromium import skip_without_a_browser, watched_page
+import labtimes
+from chromium import draws, open_page, skip_without_a_browser, wait_redraw, watched_page
 from labserver import live_server, post
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
@@ -40,28 +39,12 @@ def page(browser):
     context.close()
 
 
-def open_page(page, server, name):
-    page.goto(server.url + name)
-    page.wait_for_selector('body[data-drawn]', state='attached')
-    page.wait_for_load_state('networkidle')
-
-
 def texts(page, selector):
     return page.locator(selector).all_inner_texts()
 
 
 def values(page, selector, key='value'):
     return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
-
-
-def draws(page, selector='body'):
-    return int(page.locator(selector).first.get_attribute('data-draws') or 0)
-
-
-def wait_redraw(page, before, selector='body'):
-    """Until the page (or a panel) has drawn once more than `before`."""
-    page.wait_for_function(f"() => Number(document.querySelector('{selector}').dataset.draws || 0) > {before}")
-    page.wait_for_load_state('networkidle')
 
 
 def set_range(page, selector, value):
@@ -304,67 +287,13 @@ def default_ckpt(tmp_path_factory, names_file):
     return str(out)
 
 
-@pytest.fixture(scope='module')
-def recipe_ckpt(tmp_path_factory, names_file):
-    """A checkpoint of the names recipe's size (README: n_layer 4, n_embd 64, n_head 4), trained
-    for a few steps by the numpy engine: 200,000 weights, the Step page's slowest case."""
-    from microgpt import train
-    out = tmp_path_factory.mktemp('recipe') / 'model.json'
-    assert train.main(['--engine', 'numpy', '--data', names_file, '--out', str(out), '--steps', '3',
-                       '--n-layer', '4', '--n-embd', '64', '--n-head', '4', '--eval-every', '0',
-                       '--num-samples', '0']) == 0
-    return str(out)
-
-
-# (page, what the learner does, the panel that redraws, the page's debounce for that input in ms)
-MODEL_FREE = [('byhand', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), 'body', 150),
-              ('scaling', lambda p: p.uncheck('#scale'), '#row-panel', 0),
-              ('scaling', lambda p: p.fill('#size-h', '8'), '#index-panel', 150),
-              ('scaling', lambda p: p.fill('#n', '4096'), '#cost-panel', 150)]
-ON_THE_MODEL = [('overview', lambda p: p.fill('#text', 'emmy'), 'body', 150),
-                ('attention', lambda p: p.fill('#text', 'emmy'), 'body', 250),
-                ('sampling', lambda p: p.fill('#prompt', 'em'), 'body', 150),
-                ('step', lambda p: p.fill('#text', 'emmy'), 'body', 300),
-                ('step', lambda p: p.fill('#text', 'christopher'), 'body', 300)]
-NUMPY_FAST = [('phases', lambda p: p.fill('#text', 'emma'), 'body', 150),  # the model's size barely shows
-              ('phases', lambda p: p.click('#forward'), None, 0),
-              ('embeddings', lambda p: p.fill('#neighbours', '4'), 'body', 150)]
-
-
-def interaction_times(server, browser, steps):
-    """[(page, panel, debounce, seconds)]: each step's time from the input to the redraw."""
-    times = []
-    context = browser.new_context(viewport={'width': 1280, 'height': 800})
-    p = context.new_page()
-    for name, act, panel, debounce in steps:
-        if not p.url.endswith('/' + name):
-            open_page(p, server, name)
-        before = draws(p, panel) if panel else p.get_attribute('body', 'data-phase')
-        start = time.perf_counter()
-        act(p)
-        if panel:
-            wait_redraw(p, before, panel)
-        else:  # a step through the phases asks nothing of the server
-            p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
-        times.append((name, panel or 'a phase', debounce, time.perf_counter() - start))
-    context.close()
-    return times
-
-
-def test_interaction_times(default_ckpt, recipe_ckpt, names_file, tmp_path, browser, capsys):
+def test_interaction_times(default_ckpt, names_file, tmp_path, browser, capsys):
     """Prints the time from an input to its redraw on each page, on a model of train.py's
-    default size and on one of the names recipe's; asserts only that each redraw happened (a
-    timed test would be flaky)."""
-    report = []
-    for label, ckpt, steps in (("train.py's default model", default_ckpt, MODEL_FREE + NUMPY_FAST + ON_THE_MODEL),
-                               ("the names recipe's model (n_layer 4, n_embd 64)", recipe_ckpt, ON_THE_MODEL)):
-        with live_server(ckpt, tmp_path / label[:5], names_file) as server:
-            for f in server.lab.pool.warm(ckpt):  # as `lab serve` does at start, waited for here
-                f.result()
-            report.append((label, interaction_times(server, browser, steps)))
+    default size; asserts only that each redraw happened (a timed test would be flaky). The
+    names recipe's larger model is bench/lab_speed.py's: a measurement of tens of seconds."""
+    with live_server(default_ckpt, tmp_path, names_file) as server:
+        for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
+            f.result()
+        times = labtimes.interaction_times(server, browser, labtimes.MODEL_FREE + labtimes.ON_THE_MODEL)
     with capsys.disabled():
-        for label, times in report:
-            print(f"\ninteraction times on {label}: input to redraw, in ms, and the part of it that is "
-                  "the page's debounce (waiting for the learner to stop typing)")
-            for name, panel, debounce, seconds in times:
-                print(f"  {name:<11} {panel:<13} {seconds * 1000:6.0f}   debounce {debounce:3d}")
+        labtimes.report("train.py's default model", times)

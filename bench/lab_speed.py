@@ -1,0 +1,74 @@
+"""
+The web lab's interaction times in Chromium, on a model of train.py's default size and on the
+names recipe's (n_layer 4, n_embd 64, n_head 4: 200,000 weights, the Step page's slowest case).
+
+    python bench/lab_speed.py
+
+Each model is trained for a few steps on makemore's names (its speed is what matters, not its
+training), served by `lab serve`'s own server in this process with its two worker processes
+warmed up as `lab serve` warms them, and driven by Playwright in Debian's Chromium: for each
+input (tests/labtimes.py lists them) the time from the input to the page's redraw, the page's
+pause for typing included. Prints, never asserts. The default model's share also runs in the
+test suite (tests/test_lab_pages_browser.py); the recipe's model takes tens of seconds.
+Data: ../shared/data/names.txt beside the checkout; skipped (exit 0) when it, Playwright or
+Chromium is absent.
+"""
+
+import os
+import sys
+import tempfile
+import threading
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), os.path.join(REPO_DIR, 'tests')]
+
+MODELS = [("train.py's default model", []),
+          ("the names recipe's model (n_layer 4, n_embd 64)",
+           ['--engine', 'numpy', '--n-layer', '4', '--n-embd', '64', '--n-head', '4'])]
+
+
+def names_path():
+    for up in (('..',), ('..', '..')):
+        path = os.path.join(REPO_DIR, *up, 'shared', 'data', 'names.txt')
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    return None
+
+
+def main():
+    data = names_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    from chromium import CHROMIUM, CHROMIUM_ARGS
+    if data is None or sync_playwright is None or not os.path.exists(CHROMIUM):
+        print("lab_speed: needs ../shared/data/names.txt, Playwright (pip install -e '.[test]') and "
+              f"{CHROMIUM} (apt-get install chromium): skipped")
+        return 0
+    import labtimes
+    from microgpt import train
+    from microgpt.lab.serve import make_server
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for k, (label, flags) in enumerate(MODELS):
+            ckpt = os.path.join(tmp, f'model{k}.json')
+            train.main(['--data', data, '--out', ckpt, '--steps', '3', '--eval-every', '0',
+                        '--num-samples', '0', *flags])
+            server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'), data=data)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            try:
+                for f in server.lab.pool.warm(ckpt):  # as `lab serve` does at start, waited for here
+                    f.result()
+                steps = labtimes.MODEL_FREE + labtimes.ON_THE_MODEL if k == 0 else labtimes.ON_THE_MODEL
+                labtimes.report(label, labtimes.interaction_times(server, browser, steps))
+            finally:
+                server.shutdown()
+                server.server_close()
+        browser.close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
