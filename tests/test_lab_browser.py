@@ -236,3 +236,31 @@ def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
     want = post(server, '/api/attention', {'text': 'annae'})
     assert page.locator('td.cell.filled').count() == 2 * len(want['labels']) * (len(want['labels']) + 1) // 2
     assert page.errors == []
+
+
+def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_file, browser):
+    """A checkpoint of --data-mode text: the pages' input says 'text' (a names model's says
+    'name', as every other test here sees), and the pages draw it."""
+    from microgpt import train
+    data = tmp_path / 'play.txt'
+    data.write_text("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 20)
+    ckpt = tmp_path / 'text.json'
+    assert train.main(['--engine', 'numpy', '--data', str(data), '--data-mode', 'text', '--steps', '5',
+                       '--block-size', '16', '--eval-every', '0', '--num-samples', '0', '--out', str(ckpt)]) == 0
+    context = browser.new_context(viewport={'width': 1280, 'height': 900})
+    p = watched_page(context)
+    with live_server(str(ckpt), tmp_path / 'runs', names_file) as text_server:
+        for name in ('overview', 'attention', 'step'):
+            p.goto(text_server.url + name)
+            p.wait_for_selector(DRAWN, state='attached')
+            assert p.locator('.input-word').inner_text() == 'text', name
+        p.fill('#text', 'To be')
+        p.wait_for_selector('#result:has-text("To be")', timeout=10000)  # the Step page on it
+    context.close()
+    assert p.errors == []
+
+
+def test_a_names_model_is_asked_for_a_name(server, page):
+    page.goto(server.url + 'overview')
+    page.wait_for_selector(DRAWN, state='attached')
+    assert page.locator('.input-word').inner_text() == 'name'

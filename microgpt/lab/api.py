@@ -150,7 +150,9 @@ class Checkpoints:
                 if ckpt_id == 'start':
                     raise
                 continue
-            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(self.model(ckpt_id)),
+            model = self.model(ckpt_id)
+            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(model),
+                        'data_mode': model.data_mode,  # 'text': the pages ask for text, not a name
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out

@@ -36,6 +36,7 @@ def load_model(path, n_head=None):
     ckpt = read_checkpoint(path, n_head=n_head)
     model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
     model.train_state = ckpt['train_state']
+    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text' (running text): what the pages call it
     return model
 
 

@@ -163,6 +163,9 @@ const Lab = (() => {
         el('span', {id: 'config'},
           `n_layer=${c.n_layer} n_embd=${c.n_embd} n_head=${c.n_head} head_dim=${c.head_dim} ` +
           `block_size=${c.block_size} vocab_size=${c.vocab_size}`)));
+    // a model of running text reads text, not a name: the pages' input says which
+    const word = ckptInfo().data_mode === 'text' ? 'text' : 'name';
+    for (const w of document.querySelectorAll('.input-word')) w.textContent = word;
   }
 
   // called once by each page: draws the header, then the page (and again on a new checkpoint)
