@@ -22,7 +22,6 @@ import os
 import threading
 from contextlib import contextmanager, nullcontext
 
-
 from ..errors import UserError
 from . import registry
 from .workers import MODELS, ApiError, Pool
@@ -180,7 +179,8 @@ class Lab:
         # where the sandboxes compute: serve.py's worker processes, else this process (workers.py)
         self.pool = Pool(0) if pool is None else pool
         # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
-        # a second and hundreds of MB: n_layer 4, n_embd 64, 15 characters: ~1.5 s, ~600 MB) takes
+        # a second or more and its memory: n_layer 4, n_embd 64, 15 characters: 1.6 s and 180 MiB
+        # more at the peak, measured in one process by ru_maxrss) takes
         # requests in turn: one waits up to WAIT seconds (a learner who types a second name
         # before the first is drawn gets both), then is told to try again
         self.gates = {}

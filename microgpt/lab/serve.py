@@ -23,9 +23,10 @@ request (its line, headers and body) takes longer than Handler.request_time to a
 slowly it drips; the sandboxes compute in worker processes (workers.py), so this process's
 threads only read requests and write answers, and a page's files never wait behind the
 arithmetic; at most BUSY_SLOTS API requests compute at once and BUSY_QUEUE more wait their
-turn, the rest are answered 503 with Retry-After at once (the pages retry); every number a request gives is range-checked (api.py), one scalar-engine step
-and one training run are computed at a time, and when the server stops (Ctrl-C, kill, the
-terminal closed) it stops its run as Ctrl-C would.
+turn, the rest are answered 503 with Retry-After at once (the pages retry); every number a
+request gives is range-checked (api.py), one scalar-engine step and one training run are
+computed at a time, and when the server stops (Ctrl-C, kill, the terminal closed) it stops
+its run as Ctrl-C would, and its workers with it.
 """
 
 import errno
