@@ -214,8 +214,8 @@ def exit_with(server_pid, every=1.0):
 
 
 def warm_up(path, n_head):
-    """Pool.warm's work in one worker: the imports, the checkpoint read as the pages read it,
-    and PyTorch's first computation (the Step page's third opinion: 1.9 s the first time, 0.05
+    """Pool.warm's work in one worker: the imports, the checkpoint read as the pages read it
+    (and the names it was trained on), and PyTorch's first computation (the Step page's third opinion: 1.9 s the first time, 0.05
     s after, at n_layer 4, n_embd 64)."""
     for name in ('numpy', 'inference', 'backprop'):
         importlib.import_module(name)
@@ -223,7 +223,9 @@ def warm_up(path, n_head):
         model = MODELS.get('numpy', path, n_head)
         if sum(w.size for w in model.weights.values()) <= WARM_SCALAR_MAX:
             MODELS.get('scalar', path, n_head)  # the Step page's GPT of Values
-    except (ApiError, UserError):  # the page's own request will say what is wrong
+        from .sampler import training_names
+        training_names(model, None)  # the Sampling page's marks: the names it trained on, read once
+    except (ApiError, UserError, OSError):  # the page's own request will say what is wrong
         return
     if importlib.util.find_spec('torch') is not None and importlib.util.find_spec('torchgpt') is not None:
         import torchgpt
