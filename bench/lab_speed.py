@@ -21,23 +21,16 @@ import threading
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), os.path.join(REPO_DIR, 'tests')]
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), os.path.join(REPO_DIR, 'tests'), BENCH_DIR]
 
 MODELS = [("train.py's default model", []),
           ("the names recipe's model (n_layer 4, n_embd 64)",
            ['--engine', 'numpy', '--n-layer', '4', '--n-embd', '64', '--n-head', '4'])]
 
 
-def names_path():
-    for up in (('..',), ('..', '..')):
-        path = os.path.join(REPO_DIR, *up, 'shared', 'data', 'names.txt')
-        if os.path.exists(path):
-            return os.path.normpath(path)
-    return None
-
-
 def main():
-    data = names_path()
+    from recipe import default_data  # ../shared/data/names.txt, else 'names.txt' here
+    data = default_data() if os.path.exists(default_data()) else None
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
