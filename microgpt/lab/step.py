@@ -16,7 +16,8 @@ checkpoint. The printout follows the step in order:
      and which rows of wte and wpe got any gradient (only the name's tokens and positions);
   4. Adam on one weight: g, m, v, m_hat, v_hat and the step; a fresh Adam moves every weight
      that has a gradient by lr * |g| / (|g| + eps), which is lr to within eps / |g|;
-  5. after the update: the name's loss and each position's p(true next), before and after;
+  5. after the update: the name's loss and each position's p(true next), before and after
+     (after: by the numpy port, src/inference, the same numbers as the scalar GPT's);
   6. the size of the graph, and the same step through the other two engines where installed:
      the numpy training path's hand-derived backward (`backprop`) and PyTorch's autograd
      (`torchgpt`), each weight matrix's gradient against the scalar engine's, the largest
@@ -182,7 +183,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
 
     # 5) after the update: the same name again, through the numpy port (src/inference), which
     # computes gpt()'s numbers for a whole sequence at once (tests/test_inference.py: equal to
-    # within 1e-12); a second pass of the scalar engine would cost as much as the first
+    # within 1e-10); a second pass of the scalar engine would cost as much as the first
     loss_after, p_after = (forward_after(model, tokens) if n_with_grad else  # no weight moved:
                            (loss.data, [pos['p_before'] for pos in positions]))  # the same numbers
     for pos, p in zip(positions, p_after):
@@ -266,7 +267,7 @@ def engine_gradients(model, tokens, grads):
         if g is None:
             out[engine] = None
             continue
-        # compared as arrays: 200,000 weights at n_layer 4, n_embd 64 take 0.3 s one by one
+        # compared as arrays, not one by one: 200,000 weights at n_layer 4, n_embd 64
         matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - np.asarray(rows)).max(initial=0.0))
                     for name, rows in grads.items()}
         out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
@@ -295,7 +296,7 @@ def compute(model, text, lr=None, param=None):
         lr = DEFAULT_LR if lr is None else lr
     # Python's cycle collector is paused, as training.train_step pauses it and for its reason
     # (a graph has no reference cycles): at n_layer 4, n_embd 64 it would walk the 200,000
-    # weights' Values at every collection of the graph's fresh objects, a third of the time
+    # weights' Values again at every collection of the graph's fresh objects
     collector_was_on = gc.isenabled()
     gc.disable()
     try:
