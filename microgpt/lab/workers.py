@@ -214,10 +214,11 @@ def exit_with(server_pid, every=1.0):
 
 
 def warm_up(path, n_head):
-    """Pool.warm's work in one worker: the imports, the checkpoint read as the pages read it
-    (and the names it was trained on), and PyTorch's first computation (the Step page's third opinion: 1.9 s the first time, 0.05
-    s after, at n_layer 4, n_embd 64)."""
-    for name in ('numpy', 'inference', 'backprop'):
+    """Pool.warm's work in one worker: the imports (PyTorch's, for the Step page's third opinion,
+    takes 1.6 s), and the checkpoint read as the pages read it, with the names it trained on."""
+    for name in ('numpy', 'inference', 'backprop', 'torch', 'torchgpt'):
+        if importlib.util.find_spec(name) is None:
+            break  # PyTorch, an optional extra, is not installed: nor is torchgpt, which needs it
         importlib.import_module(name)
     try:
         model = MODELS.get('numpy', path, n_head)
@@ -226,8 +227,4 @@ def warm_up(path, n_head):
         from .sampler import training_names
         training_names(model, None)  # the Sampling page's marks: the names it trained on, read once
     except (ApiError, UserError, OSError):  # the page's own request will say what is wrong
-        return
-    if importlib.util.find_spec('torch') is not None and importlib.util.find_spec('torchgpt') is not None:
-        import torchgpt
-        bos = model.tokenizer.bos
-        torchgpt.loss_and_grads(model.config, model.weights, [[bos, bos]])
+        pass
