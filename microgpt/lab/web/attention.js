@@ -16,23 +16,17 @@ function temperature() {
   return Number((10 ** Number($('temperature').value)).toPrecision(3));  // the slider is log10
 }
 
-function fillSelect(select, n, label) {
-  const old = select.value;
-  select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
-  if (old !== '' && Number(old) < n) select.value = old;
-}
-
 async function draw() {
   const c = Lab.info().config;
-  fillSelect($('layer'), c.n_layer, i => `${i}`);
-  fillSelect($('head'), c.n_head, i => `${i}`);
+  Lab.fillSelect($('layer'), c.n_layer);
+  Lab.fillSelect($('head'), c.n_head);
   $('temperature-value').textContent = temperature();
   await Lab.guard(async () => {
     const query = $('query').value === '' ? null : Number($('query').value);
     view = await Lab.api('/api/attention', {
       ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
       head: Number($('head').value), query, scale: $('scale').checked, temperature: temperature()});
-    fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
+    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
     $('query').value = view.query;
     if (key !== null && key > view.query) key = null;
     drawHeads();

@@ -18,6 +18,14 @@ const Lab = (() => {
     return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
   }
 
+  // a <select> of the options 0..n-1, each shown as label(i); the choice kept where it still exists
+  // (a layer, head or query position of the model or name now drawn)
+  function fillSelect(select, n, label = i => `${i}`) {
+    const old = select.value;
+    select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
+    if (old !== '' && Number(old) < n) select.value = old;
+  }
+
   // listen for `event` on the element with this id; events before the config arrived wait for it
   function on(id, event, handler) {
     document.getElementById(id).addEventListener(event, async e => {
@@ -191,6 +199,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, start, on, debounced, guard, showError, selectCkpt, refreshConfig,
+  return {api, el, svg, fmt, shade, start, on, debounced, fillSelect, guard, showError, selectCkpt, refreshConfig,
           ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

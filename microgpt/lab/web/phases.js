@@ -10,21 +10,15 @@ let view = null;     // the last answer
 let phase = 0;       // index into view.phases
 let timer = null;    // the Play loop, while playing
 
-function fill(select, n, label) {
-  const old = select.value;
-  select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
-  if (old !== '' && Number(old) < n) select.value = old;
-}
-
 async function load() {
   const c = Lab.info().config;
-  fill($('layer'), c.n_layer, i => `${i}`);
-  fill($('head'), c.n_head, i => `${i}`);
+  Lab.fillSelect($('layer'), c.n_layer);
+  Lab.fillSelect($('head'), c.n_head);
   await Lab.guard(async () => {
     const query = $('query').value === '' ? null : Number($('query').value);
     view = await Lab.api('/api/phases', {ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
                                          head: Number($('head').value), query});
-    fill($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
+    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
     $('query').value = view.query;
     drawCode();
     show(phase);

@@ -46,12 +46,6 @@ function headSize() {
   return 2 ** Number($('d').value);  // the slider is log2: 1 .. 1024
 }
 
-function fill(select, n) {
-  const old = select.value;
-  select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, `${i}`)));
-  if (old !== '' && Number(old) < n) select.value = old;
-}
-
 // ---------------------------------------------------------------------------- 1) one row
 async function drawRow() {
   const model = $('source').value === 'model';
@@ -59,8 +53,8 @@ async function drawRow() {
   $('d-value').textContent = headSize();
   $('temperature-value').textContent = temperature();
   const c = Lab.info().config;
-  fill($('layer'), c.n_layer);
-  fill($('head'), c.n_head);
+  Lab.fillSelect($('layer'), c.n_layer);
+  Lab.fillSelect($('head'), c.n_head);
   await Lab.guard(async () => {
     const body = {scale: $('scale').checked, temperature: temperature()};
     let labels = null;
