@@ -44,18 +44,23 @@ def scalar_loss_and_grads(model, tokens):
     return loss.data, grads
 
 
-@pytest.mark.parametrize('config_name', sorted(CONFIGS))
-def test_one_name_gradients_equal_the_scalar_engines(config_name):
-    model, trainer, tokenizer = setup(config_name)
+def assert_names_as_the_scalar_engine(model, trainer, tokenizer, tol=GRAD_TOL):
+    """For each of NAMES alone: trainer.loss_and_grads gives the scalar engine's loss and every
+    parameter's gradient, each of the parameter's shape (tests/test_torch_model.py uses it too)."""
     for name in NAMES:
         tokens = doc_tokens(tokenizer, name)
         loss, grads = scalar_loss_and_grads(model, tokens)
-        np_loss, np_grads = trainer.loss_and_grads([tokens])
-        assert abs(loss - np_loss) < GRAD_TOL
-        assert set(np_grads) == set(grads)
+        their_loss, their_grads = trainer.loss_and_grads([tokens])
+        assert abs(loss - their_loss) < tol
+        assert set(their_grads) == set(grads)
         for pname in grads:
-            assert np_grads[pname].shape == grads[pname].shape
-            assert np.abs(np_grads[pname] - grads[pname]).max() < GRAD_TOL, (name, pname)
+            assert their_grads[pname].shape == grads[pname].shape
+            assert np.abs(their_grads[pname] - grads[pname]).max() < tol, (name, pname)
+
+
+@pytest.mark.parametrize('config_name', sorted(CONFIGS))
+def test_one_name_gradients_equal_the_scalar_engines(config_name):
+    assert_names_as_the_scalar_engine(*setup(config_name))
 
 
 @pytest.mark.parametrize('config_name', sorted(CONFIGS))

@@ -17,14 +17,13 @@ torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared
 import backprop  # noqa: E402
 import inference  # noqa: E402
 import torchgpt  # noqa: E402
-from microgpt.engine import Tape  # noqa: E402
 from microgpt.model import GPT, GPTConfig, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from microgpt.training import doc_loss, doc_tokens, learning_rate  # noqa: E402
+from microgpt.training import doc_tokens, learning_rate  # noqa: E402
+from test_backprop_model import NAMES, assert_names_as_the_scalar_engine, scalar_loss_and_grads  # noqa: E402
 
 TOL = 1e-10        # float64 both sides, the bound
 STEPS_TOL = 1e-9   # 100 Adam steps: rounding compounds a little
-NAMES = ['emma', 'ava', 'isabella', 'christopherson', 'liam', 'bob']  # one longer than the block
 CONFIGS = {'default': dict(n_layer=1, n_embd=16, n_head=4, block_size=16),
            '2x32': dict(n_layer=2, n_embd=32, n_head=4, block_size=12)}
 
@@ -34,16 +33,6 @@ def setup(config_name, seed=3):
     config = GPTConfig(tokenizer.vocab_size, **CONFIGS[config_name])
     model = GPT(config, seed=seed, tokenizer=tokenizer)
     return model, torchgpt.Trainer(config, model.weights(), tokenizer), tokenizer
-
-
-def scalar_loss_and_grads(model, tokens):
-    for p in model.params:
-        p.grad = 0.0
-    with Tape() as tape:
-        loss = doc_loss(model, tokens)
-    loss.backward(tape)
-    return loss.data, {name: np.array([[p.grad for p in row] for row in matrix])
-                       for name, matrix in model.state_dict.items()}
 
 
 def test_state_dict_is_microgpts_names_shapes_and_order():
@@ -70,15 +59,7 @@ def test_logits_equal_the_numpy_port_and_the_scalar_gpt(config_name):
 
 @pytest.mark.parametrize('config_name', sorted(CONFIGS))
 def test_loss_and_every_gradient_equal_the_scalar_engines(config_name):
-    model, trainer, tokenizer = setup(config_name)
-    for name in NAMES:
-        tokens = doc_tokens(tokenizer, name)
-        loss, grads = scalar_loss_and_grads(model, tokens)
-        t_loss, t_grads = trainer.loss_and_grads([tokens])
-        assert abs(loss - t_loss) < TOL
-        assert set(t_grads) == set(grads)
-        for pname in grads:
-            assert np.abs(t_grads[pname] - grads[pname]).max() < TOL, (name, pname)
+    assert_names_as_the_scalar_engine(*setup(config_name), tol=TOL)
 
 
 @pytest.mark.parametrize('config_name', sorted(CONFIGS))
