@@ -4,7 +4,8 @@ The browser tests' Chromium: Debian's, driven by Playwright for Python, launched
 Every browser test module calls `skip_without_a_browser()` at its top, so that it skips, saying
 how to install what is missing, where Playwright or Chromium is absent (CI installs both). The
 browser itself is one per session (conftest's `browser` fixture: a launch costs seconds), and
-each test opens its own pages with `watched_page`, which collects the console's errors.
+each test opens its own pages with conftest's `window` fixture (or `watched_page` on a context
+of its own), which collects the console's errors.
 """
 
 import os

@@ -48,12 +48,39 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture
+def window(browser):
+    """open(width, height=800) -> a fresh page of that size whose console errors and uncaught
+    exceptions are collected in page.errors (chromium.watched_page); closed after the test."""
+    from chromium import watched_page
+    contexts = []
+
+    def open_window(width, height=800):
+        context = browser.new_context(viewport={'width': width, 'height': height})
+        contexts.append(context)
+        return watched_page(context)
+    yield open_window
+    for context in contexts:
+        context.close()
+
+
 @pytest.fixture(scope='session')
 def names_file(tmp_path_factory):
     """A UTF-8 file of TINY_NAMES, one per line."""
     path = tmp_path_factory.mktemp('data') / 'names.txt'
     path.write_text('\n'.join(TINY_NAMES) + '\n', encoding='utf-8')
     return str(path)
+
+
+@pytest.fixture(scope='session')
+def default_ckpt(tmp_path_factory, names_file):
+    """A checkpoint of train.py's default size, trained 3 steps on TINY_NAMES: for the pages'
+    layout and speed, which depend on the model's size, not on its training."""
+    from microgpt import train
+    out = tmp_path_factory.mktemp('default') / 'model.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--eval-every', '0',
+                       '--num-samples', '0']) == 0
+    return str(out)
 
 
 @pytest.fixture(scope='session')

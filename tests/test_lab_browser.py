@@ -16,7 +16,7 @@ so CI always runs them. One browser for the whole module keeps this to a few sec
 
 import pytest
 
-from chromium import skip_without_a_browser, watched_page
+from chromium import skip_without_a_browser
 from labserver import live_server, post, request
 
 from microgpt.lab import registry
@@ -35,12 +35,10 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser):
+def page(window):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors,
     and the URL of every request it makes in page.requests."""
-    context = browser.new_context(viewport={'width': 1100, 'height': 800})
-    yield watched_page(context)
-    context.close()
+    return window(1100, 800)
 
 
 @pytest.mark.parametrize('name', PAGES)
@@ -238,7 +236,7 @@ def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
     assert page.errors == []
 
 
-def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_file, browser):
+def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_file, window):
     """A checkpoint of --data-mode text: the pages' input says 'text' (a names model's says
     'name', as every other test here sees), and the pages draw it."""
     from microgpt import train
@@ -247,8 +245,7 @@ def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_fi
     ckpt = tmp_path / 'text.json'
     assert train.main(['--engine', 'numpy', '--data', str(data), '--data-mode', 'text', '--steps', '5',
                        '--block-size', '16', '--eval-every', '0', '--num-samples', '0', '--out', str(ckpt)]) == 0
-    context = browser.new_context(viewport={'width': 1280, 'height': 900})
-    p = watched_page(context)
+    p = window(1280, 900)
     with live_server(str(ckpt), tmp_path / 'runs', names_file) as text_server:
         for name in ('overview', 'attention', 'step'):
             p.goto(text_server.url + name)
@@ -256,7 +253,6 @@ def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_fi
             assert p.locator('.input-word').inner_text() == 'text', name
         p.fill('#text', 'To be')
         p.wait_for_selector('#result:has-text("To be")', timeout=10000)  # the Step page on it
-    context.close()
     assert p.errors == []
 
 

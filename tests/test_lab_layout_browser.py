@@ -16,7 +16,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 from labserver import live_server, post
-from chromium import skip_without_a_browser, watched_page
+from chromium import skip_without_a_browser
 from test_lab_browser import DRAWN, PAGES
 
 skip_without_a_browser()
@@ -28,32 +28,9 @@ BOX = 'e => { const r = e.getBoundingClientRect(); return [r.left + scrollX, r.t
 
 
 @pytest.fixture(scope='module')
-def wide_ckpt(tmp_path_factory, names_file):
-    from microgpt import train
-    out = tmp_path_factory.mktemp('wide') / 'model.json'
-    assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--eval-every', '0',
-                       '--num-samples', '0']) == 0
-    return str(out)
-
-
-@pytest.fixture(scope='module')
-def server(wide_ckpt, names_file, tmp_path_factory):
-    with live_server(wide_ckpt, tmp_path_factory.mktemp('layout-runs'), names_file) as s:
+def server(default_ckpt, names_file, tmp_path_factory):
+    with live_server(default_ckpt, tmp_path_factory.mktemp('layout-runs'), names_file) as s:
         yield s
-
-
-@pytest.fixture
-def window(browser):
-    """open(width) -> a fresh page of that width, its console errors collected in page.errors."""
-    contexts = []
-
-    def open_window(width, height=800):
-        context = browser.new_context(viewport={'width': width, 'height': height})
-        contexts.append(context)
-        return watched_page(context)
-    yield open_window
-    for context in contexts:
-        context.close()
 
 
 def open_page(p, server, name):

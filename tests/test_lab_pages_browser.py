@@ -17,7 +17,7 @@ Skipped, with the reason, where Playwright or Chromium is missing. One browser f
 import pytest
 
 import labtimes
-from chromium import draws, open_page, skip_without_a_browser, wait_redraw, watched_page
+from chromium import draws, open_page, skip_without_a_browser, wait_redraw
 from labserver import live_server, post
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
@@ -32,11 +32,9 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser):
+def page(window):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
-    context = browser.new_context(viewport={'width': 1280, 'height': 900})
-    yield watched_page(context)
-    context.close()
+    return window(1280, 900)
 
 
 def texts(page, selector):
@@ -277,16 +275,6 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
 
 
 # ---------------------------------------------------------------------------- how fast
-@pytest.fixture(scope='module')
-def default_ckpt(tmp_path_factory, names_file):
-    """A checkpoint of train.py's default size (its speed is what matters, not its training)."""
-    from microgpt import train
-    out = tmp_path_factory.mktemp('default') / 'model.json'
-    assert train.main(['--data', names_file, '--out', str(out), '--steps', '5', '--eval-every', '0',
-                       '--num-samples', '0']) == 0
-    return str(out)
-
-
 def test_interaction_times(default_ckpt, names_file, tmp_path, browser, capsys):
     """Prints the time from an input to its redraw on each page, on a model of train.py's
     default size; asserts only that each redraw happened (a timed test would be flaky). The

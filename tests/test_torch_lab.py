@@ -10,7 +10,6 @@ import re
 
 import pytest
 
-from chromium import watched_page
 from labserver import live_server, post
 from microgpt.lab import step
 from microgpt.lab.__main__ import main as lab_main
@@ -53,9 +52,7 @@ def test_the_step_api_and_page_show_the_torch_column(tiny_ckpt, names_file, tmp_
         answer = post(server, '/api/step', {'text': 'emma'})
         assert answer['torch']['max_diff'] < ENGINE_TOL and answer['numpy']['max_diff'] < ENGINE_TOL
         assert set(answer['torch']['matrices']) == {name for name, _ in answer['matrix_norms']}
-        browser = request.getfixturevalue('browser')  # the session's Chromium; skips without one
-        context = browser.new_context()
-        page = watched_page(context)
+        page = request.getfixturevalue('window')(1280, 720)  # in the session's Chromium; skips without one
         page.goto(server.url + 'step')
         page.fill('#text', 'emma')
         page.press('#text', 'Enter')
@@ -67,4 +64,3 @@ def test_the_step_api_and_page_show_the_torch_column(tiny_ckpt, names_file, tmp_
         assert cells == [[n, want['numpy']['matrices'][name], want['torch']['matrices'][name]]
                          for name, n in want['matrix_norms']]
         assert page.errors == []
-        context.close()
