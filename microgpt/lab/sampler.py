@@ -58,7 +58,8 @@ def training_names(model, data):
         data = run.get('data')  # None: the bundled names
         if data is not None and not (isinstance(data, str) and os.path.isfile(data)):
             return None, f"its training data {data!r} is not a file here (pass --data)"
-    stamp = None if data is None else (os.stat(data).st_mtime_ns, os.stat(data).st_size)
+    st = None if data is None else os.stat(data)
+    stamp = None if st is None else (st.st_mtime_ns, st.st_size)
     return names_of(data, stamp), data or 'the bundled census names'
 
 
