@@ -48,6 +48,14 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(scope='module')
+def server(tiny_ckpt, names_file, tmp_path_factory):
+    """The web lab's server (labserver.live_server) on tiny_ckpt, one per test module."""
+    from labserver import live_server
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('lab-runs'), names_file) as s:
+        yield s
+
+
 @pytest.fixture
 def window(browser):
     """open(width, height=800) -> a fresh page of that size whose console errors and uncaught

@@ -28,12 +28,6 @@ TEXT = 'emma'
 skip_without_a_browser()
 
 
-@pytest.fixture(scope='module')
-def server(tiny_ckpt, names_file, tmp_path_factory):
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('browser-runs'), names_file) as s:
-        yield s
-
-
 @pytest.fixture
 def page(window):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors,

@@ -17,8 +17,6 @@ import socket
 import threading
 import time
 
-import pytest
-
 from labserver import live_server, request, server_process
 from microgpt.lab.serve import BUSY_QUEUE, BUSY_SLOTS, Handler
 
@@ -26,12 +24,6 @@ BURST = 200
 DEADLINE = 60  # seconds the whole burst may take before the test gives up on it
 BODY = b'{"text": "emmanuelle"}'
 PAGE_LOAD_BOUND = 10  # seconds: far above what is measured (under 1 s), far below a starved page
-
-
-@pytest.fixture(scope='module')
-def server_in_thread(tiny_ckpt, names_file, tmp_path_factory):
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file) as s:
-        yield s
 
 
 def burst(port, n, path='/api/attention', body=BODY):
@@ -134,12 +126,12 @@ def test_a_saturated_server_answers_503_with_retry_after_at_once(tiny_ckpt, name
         assert request(server, 'POST', '/api/overview', {'text': 'emma'})[0] == 200
 
 
-def test_a_request_dripped_slowly_is_dropped_when_its_whole_time_is_up(server_in_thread, monkeypatch):
+def test_a_request_dripped_slowly_is_dropped_when_its_whole_time_is_up(server, monkeypatch):
     """One header line every 0.4 s, each within the idle timeout: the connection is closed
     when Handler.request_time (here 1 s) has passed since the request began, not kept while
     the client drips (it would have sent its last line after 4 s)."""
     monkeypatch.setattr(Handler, 'request_time', 1.0)
-    host, port = server_in_thread.server_address[:2]
+    host, port = server.server_address[:2]
     with socket.create_connection((host, port), timeout=10) as sock:
         start = time.perf_counter()
         sock.sendall(f'GET /overview HTTP/1.1\r\nHost: {host}:{port}\r\n'.encode())
@@ -161,12 +153,12 @@ def test_a_request_dripped_slowly_is_dropped_when_its_whole_time_is_up(server_in
             sock.settimeout(10)
     assert closed is not None, "the server kept a dripping client for 4 s with request_time 1 s"
     assert 1.0 <= closed < 4.0
-    assert request(server_in_thread, 'GET', '/overview')[0] == 200
+    assert request(server, 'GET', '/overview')[0] == 200
 
 
-def test_a_body_dripped_slowly_is_answered_408(server_in_thread, monkeypatch):
+def test_a_body_dripped_slowly_is_answered_408(server, monkeypatch):
     monkeypatch.setattr(Handler, 'request_time', 1.0)
-    host, port = server_in_thread.server_address[:2]
+    host, port = server.server_address[:2]
     body = b'{"text": "emma"}' + b' ' * 84
     with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(f'POST /api/overview HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n'
@@ -185,12 +177,12 @@ def test_a_body_dripped_slowly_is_answered_408(server_in_thread, monkeypatch):
     assert time.perf_counter() - start < 6
 
 
-def test_a_request_in_time_on_a_kept_alive_connection_gets_a_fresh_clock(server_in_thread, monkeypatch):
+def test_a_request_in_time_on_a_kept_alive_connection_gets_a_fresh_clock(server, monkeypatch):
     """The clock is per request: a connection kept alive for longer than request_time, between
     requests that each arrive at once, is served every time."""
     import http.client
     monkeypatch.setattr(Handler, 'request_time', 0.5)
-    host, port = server_in_thread.server_address[:2]
+    host, port = server.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=10)
     for _ in range(3):
         conn.request('GET', '/overview')

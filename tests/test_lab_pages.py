@@ -331,13 +331,6 @@ def test_the_phases_printout_names_the_lines(model):
 
 
 # ---------------------------------------------------------------------------- the routes
-@pytest.fixture(scope='module')
-def server(tiny_ckpt, names_file, tmp_path_factory):
-    from labserver import live_server
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('pages-api-runs'), names_file) as s:
-        yield s
-
-
 def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     from labserver import post
     from microgpt.lab import embeddings, loss

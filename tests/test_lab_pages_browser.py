@@ -25,12 +25,6 @@ LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates
 skip_without_a_browser()
 
 
-@pytest.fixture(scope='module')
-def server(tiny_ckpt, names_file, tmp_path_factory):
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('pages-runs'), names_file) as s:
-        yield s
-
-
 @pytest.fixture
 def page(window):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""

@@ -30,12 +30,6 @@ EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so eq
 
 
 @pytest.fixture(scope='module')
-def server(tiny_ckpt, names_file, tmp_path_factory):
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file) as s:
-        yield s
-
-
-@pytest.fixture(scope='module')
 def model(tiny_ckpt):
     return load_model(tiny_ckpt)
 
