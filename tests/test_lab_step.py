@@ -82,8 +82,11 @@ def test_the_stage_walk_finds_the_stream_entering_lm_head(scalar):
 
 
 def test_a_small_step_lowers_the_names_loss(scalar):
+    before = scalar.weights()
     r = step.step_report(scalar, TEXT, lr=1e-3)
+    assert scalar.weights() == before                  # the model it was given is left as it was
     assert r['loss_after'] < r['loss_before']
+    scalar.load_weights(r['weights_after'])            # the scalar engine at the weights after the step
     assert abs(r['loss_after'] - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < EXACT_TOL
 
 
@@ -112,6 +115,50 @@ def test_a_unit_made_dead_is_counted_dead(tiny_ckpt):
         p.data = 0.0
     c = step.step_report(model, TEXT, lr=0.01)['without_grad']
     assert h in c['dead_units'][0] and c['confirmed'] is True and c['other'] == 0
+
+
+def close(mine, theirs, path='r'):
+    """Every number of two reports within EXACT_TOL, every other value equal, recursively."""
+    if isinstance(mine, dict):
+        assert mine.keys() == theirs.keys(), path
+        for key in mine:
+            close(mine[key], theirs[key], f'{path}[{key!r}]')
+    elif isinstance(mine, (list, tuple, np.ndarray)):
+        assert len(mine) == len(theirs), path
+        for i, (a, b) in enumerate(zip(mine, theirs)):
+            close(a, b, f'{path}[{i}]')
+    elif isinstance(mine, (float, np.floating)) and not isinstance(mine, bool):
+        assert abs(mine - theirs) <= EXACT_TOL * max(1.0, abs(theirs)), (path, mine, theirs)
+    else:
+        assert mine == theirs, (path, mine, theirs)
+
+
+def test_the_numpy_engines_step_is_the_scalar_engines(tiny_ckpt):
+    """--engine numpy: the same report, number by number, from the numpy training path, without
+    the graph's size and the other engines' opinions (it is one of them)."""
+    by_scalar = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
+    by_numpy = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01, engine='numpy')
+    assert by_scalar['engine'] == 'scalar' and by_numpy['engine'] == 'numpy'
+    assert by_scalar['graph_nodes'] > 0 and by_scalar['numpy']['max_diff'] < EXACT_TOL
+    assert by_numpy['graph_nodes'] is None and by_numpy['numpy'] is None and by_numpy['torch'] is None
+    assert by_numpy['without_grad']['confirmed'] is True
+    mine = {k: v for k, v in by_numpy.items() if k not in ('engine', 'graph_nodes', 'numpy', 'torch')}
+    close(mine, {k: by_scalar[k] for k in mine})
+    with pytest.raises(UserError, match="--engine 'torch': choose one of scalar, numpy"):
+        step.step_report(load_scalar(tiny_ckpt), TEXT, engine='torch')
+
+
+def test_the_steps_adam_is_optim_adam_bit_for_bit(tiny_ckpt):
+    """The report's weights after the step are what train.py's optim.Adam makes of the same
+    gradients, float for float (the lab takes the step on arrays)."""
+    r = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
+    reference = load_scalar(tiny_ckpt)
+    for name, matrix in reference.state_dict.items():
+        for row, grads in zip(matrix, r['grads'][name]):
+            for p, g in zip(row, grads.tolist()):
+                p.grad = g
+    Adam(reference.params).step(0.01)
+    assert reference.weights() == {name: w.tolist() for name, w in r['weights_after'].items()}
 
 
 def test_the_first_adam_step_is_lr(scalar):

@@ -8,6 +8,8 @@ Playwright and /usr/bin/chromium (conftest's session browser; skipped without th
 
 import re
 
+import numpy as np
+
 import pytest
 
 from labserver import live_server, post
@@ -38,10 +40,11 @@ def test_each_engine_difference_is_real(tiny_ckpt):
     from microgpt.training import doc_tokens
     model = load_scalar_model(tiny_ckpt)
     tokens = doc_tokens(model.tokenizer, 'emma')
-    grads = {name: [[0.0] * len(rows[0]) for _ in rows] for name, rows in model.weights().items()}
-    exact = {e: r['matrices'] for e, r in step.engine_gradients(model, tokens, grads).items()}  # = |true grad|
+    weights = {name: np.array(rows) for name, rows in model.weights().items()}
+    grads = {name: np.zeros_like(w) for name, w in weights.items()}
+    exact = {e: r['matrices'] for e, r in step.engine_gradients(model, weights, tokens, grads).items()}  # = |true grad|
     grads['layer0.mlp_fc1'][0][0] = 1.0
-    off = step.engine_gradients(model, tokens, grads)
+    off = step.engine_gradients(model, weights, tokens, grads)
     for engine in ('numpy', 'torch'):
         changed = [name for name, d in off[engine]['matrices'].items() if d != exact[engine][name]]
         assert changed == ['layer0.mlp_fc1']
@@ -56,7 +59,7 @@ def test_the_step_api_and_page_show_the_torch_column(tiny_ckpt, names_file, tmp_
         page.goto(server.url + 'step')
         page.fill('#text', 'emma')
         page.press('#text', 'Enter')
-        page.wait_for_selector("#summary:has-text(\"'emma'\")")
+        page.wait_for_selector("#result[data-engine=scalar] #summary:has-text(\"'emma'\")")
         want = post(server, '/api/step', {'text': 'emma', 'lr': float(page.input_value('#lr'))})
         assert 'torchgpt' in page.inner_text('#torch-check')
         cells = page.locator('#engines tr').evaluate_all(

@@ -201,7 +201,7 @@ class Lab:
         if s.model is not None:
             ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
             path, n_head = self.checkpoints.path(ckpt_id), self.checkpoints.head_count(ckpt_id)
-        with self.turn(name) if s.one_at_a_time else nullcontext():
+        with self.turn(name) if s.waits_its_turn(params) else nullcontext():
             return self.pool.compute(name, path, n_head, params)
 
     @contextmanager

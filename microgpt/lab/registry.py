@@ -23,7 +23,8 @@ Adding a page is three things:
 Its command, its route (with every range checked as declared), its link in every page's
 navigation and its place in the browser tests follow from that entry. A terminal-only
 sandbox says page=False; one that must not run twice at once (a scalar-engine step of
-seconds and hundreds of MB) says one_at_a_time=True; one that runs without numpy (on the scalar
+seconds and hundreds of MB) says one_at_a_time=True, or a function of the request's params
+where only some requests are heavy; one that runs without numpy (on the scalar
 engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
 
 This file imports nothing heavy: the command line is built from it for every command, and
@@ -111,7 +112,7 @@ class Sandbox:
     page: bool = True            # a web page and an API route (False: the terminal only)
     png: str = None              # what --png draws (the module's picture()); None: no --png
     picture_flag: str = '--png'
-    one_at_a_time: bool = False  # requests wait their turn (see api.Lab)
+    one_at_a_time: object = False  # requests wait their turn (see api.Lab); or a function of params
     numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
 
@@ -122,6 +123,10 @@ class Sandbox:
 
     def param(self, name):
         return next(p for p in self.params if p.name == name)
+
+    def waits_its_turn(self, params):
+        """Whether a request with these params waits for the one being computed."""
+        return self.one_at_a_time(params) if callable(self.one_at_a_time) else self.one_at_a_time
 
 
 # ---------------------------------------------------------------------------- shared parameters
@@ -289,11 +294,14 @@ SANDBOXES = [
                           group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
                     Param('num', int, 5, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
                           help="names per setting (default 5)"),
+                    Param('names_at', float, (), 0, MAX_TEMPERATURE, many=True, metavar='T', group='sampling',
+                          help="draw the names at these temperatures only (default: at each one compared)"),
                     SEED,
                     Param('data', str, None, metavar='PATH', group='sampling', web=False,
                           help="the training names, to mark samples as seen or new (default: the data "
                                "the checkpoint was trained on, when it can still be read)"))),
-    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=True,
+    # the numpy engine's step takes milliseconds: only the scalar engine's waits its turn
+    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] == 'scalar',
             help="one training step on TEXT: forward, backward, Adam, the loss after",
             description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
                         "matrix, Adam on one weight, and each position's p(true next) before and after "
@@ -305,7 +313,11 @@ SANDBOXES = [
                                "else 0.01)"),
                     Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
                           help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
-                               "(quote it; default: the weight with the largest gradient)"))),
+                               "(quote it; default: the weight with the largest gradient)"),
+                    Param('engine', str, 'scalar', metavar='ENGINE', group='the step', high=MAX_TEXT,
+                          help="who takes the forward and backward: scalar (microgpt's own, as "
+                               "train.py; default) or numpy (the numpy training path: the same "
+                               "numbers, a second faster on a 4x64 model)"))),
     Sandbox('embeddings', 'Embeddings',
             help="wte on its two principal components, nearest neighbours, wpe similarity",
             description="The token embeddings (rows of wte) projected on their two principal "

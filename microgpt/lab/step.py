@@ -3,11 +3,13 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
 
     python -m microgpt.lab step anna
     python -m microgpt.lab step anna --lr 0.001 --param 'layer0.attn_wq[3][5]' --png step.png
+    python -m microgpt.lab step christopher --engine numpy   # the same numbers, in milliseconds
 
-It does to a trained checkpoint exactly what train.py does once per name, with the same code:
+It does to a trained checkpoint what train.py does once per name, with the same code:
 training.doc_loss's forward through the scalar GPT on a Tape, backward(), and one update of
-optim.Adam (a fresh one, so this is Adam's first step). Nothing is written back to the
-checkpoint. The printout follows the step in order:
+a fresh Adam (so this is Adam's first step), taken on arrays by backprop.optim.AdamArrays,
+optim.Adam's arithmetic in its order. Nothing is written back to the checkpoint, nor to the
+model it was given. The printout follows the step in order:
   1. the forward pass: the loss at every position of [BOS] + TEXT + [BOS];
   2. the gradient at the top: dL/dlogits = (p - one_hot(target)) / n at every position, read
      from the logits' .grad and checked against that closed form;
@@ -23,8 +25,12 @@ checkpoint. The printout follows the step in order:
      (`torchgpt`), each weight matrix's gradient against the scalar engine's, the largest
      difference per matrix and in all.
 
+--engine numpy computes 1 to 3 with the numpy training path instead (numpy_pass): the scalar
+engine's forward and backward cost about a second on the names recipe's 4x64 model, and its
+numbers are the same to 1e-12 (tests/test_lab_step.py); it builds no graph, so 6 is left out.
+The web lab's Step page draws that answer first and the scalar engine's when it arrives.
 `compute` (step_report at the checkpoint's learning rate) returns everything as a dict, which
-the web lab's Step page draws; `render` turns it into text.
+the Step page draws; `render` turns it into text.
 """
 
 import gc
@@ -33,16 +39,17 @@ import math
 import re
 
 import numpy as np
+from backprop.optim import AdamArrays
 
-from ..engine import Tape
+from ..engine import Tape, zero_grad
 from ..errors import DIVERGED, OVERFLOWS, UserError
-from ..optim import Adam
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
 from .loading import text_tokens
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
+ENGINES = ('scalar', 'numpy')  # who computes the forward and backward (scalar_pass, numpy_pass)
 PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
 
 
@@ -71,24 +78,28 @@ def probs_of(logits):
 
 
 # ---------------------------------------------------------------------------- the way back
-def stage_nodes(model, captures):
-    """{stage: [nodes over every position]}, from the top of the model down to the embeddings:
-    the logits, the stream entering lm_head, then per layer (last first) what the MLP and the
+def stage_names(config):
+    """[(stage, gpt()'s capture name)] from the top of the model down to the embeddings: the
+    logits, the stream entering lm_head, then per layer (last first) what the MLP and the
     attention added and the stream each one read, and the embeddings wte[token] + wpe[pos]."""
-    stages = {'logits': 'logits', 'stream into lm_head': 'lm_head_in'}
-    for li in reversed(range(model.config.n_layer)):
-        stages[f'layer{li} MLP output (mlp_fc2)'] = f'layer{li}.mlp_out'
-        stages[f'layer{li} stream into MLP'] = f'layer{li}.mlp_in'
-        stages[f'layer{li} attention output (attn_wo)'] = f'layer{li}.attn_out'
-        stages[f'layer{li} stream into attention'] = f'layer{li}.attn_in'
-    stages['embeddings wte[token] + wpe[pos]'] = 'embedding'
+    stages = [('logits', 'logits'), ('stream into lm_head', 'lm_head_in')]
+    for li in reversed(range(config.n_layer)):
+        stages += [(f'layer{li} MLP output (mlp_fc2)', f'layer{li}.mlp_out'),
+                   (f'layer{li} stream into MLP', f'layer{li}.mlp_in'),
+                   (f'layer{li} attention output (attn_wo)', f'layer{li}.attn_out'),
+                   (f'layer{li} stream into attention', f'layer{li}.attn_in')]
+    return stages + [('embeddings wte[token] + wpe[pos]', 'embedding')]
+
+
+def stage_nodes(model, captures):
+    """{stage: [nodes over every position]}: each stage's Values, position after position."""
     return {stage: [node for capture in captures for node in capture[name]]
-            for stage, name in stages.items()}
+            for stage, name in stage_names(model.config)}
 
 
 def norm(xs):
     """The Euclidean norm, without squaring past the largest float (a weight of 1e308)."""
-    return math.hypot(*xs)
+    return math.hypot(*np.ravel(xs).tolist())
 
 
 def parse_param(text, model):
@@ -108,141 +119,210 @@ def parse_param(text, model):
     return name, row, col
 
 
+# ---------------------------------------------------------------------------- forward and backward, by either engine
+def scalar_pass(model, tokens):
+    """The step's forward and backward on the scalar engine, exactly as train_step runs them,
+    read out as arrays: what step_report needs from an engine (numpy_pass gives the same)."""
+    with Tape() as tape:
+        loss, losses, captures = forward(model, tokens)
+    loss.backward(tape)
+    logits = [capture['logits'] for capture in captures]
+    grads = np.array([p.grad for p in model.params])  # (n_params,): in GPT.params order
+    zero_grad(model.params)  # used up, as Adam.step uses them up: the next step starts afresh
+    return {
+        'loss': loss.data,
+        'losses': np.array([l.data for l in losses]),               # (n,): -ln p(true next)
+        'probs': np.array([probs_of(l) for l in logits]),           # (n, vocab_size)
+        'dlogits': np.array([[l.grad for l in ls] for ls in logits]),  # (n, vocab_size): dL/dlogits
+        'stages': {stage: np.array([v.grad for v in nodes])         # (n * width,) each
+                   for stage, nodes in stage_nodes(model, captures).items()},
+        'grads': grads,
+        'hidden': [np.array([[h.data for h in c[f'layer{li}.mlp_hidden']] for c in captures])
+                   for li in range(model.config.n_layer)],          # per layer (n, 4 n_embd): after ReLU
+        'graph_nodes': len(tape.nodes),
+    }
+
+
+def numpy_pass(model, weights, tokens):
+    """The same forward and backward by the numpy training path (src/backprop: every backward
+    derived by hand, tests/test_backprop_model.py: equal to the scalar engine's to 1e-12): the
+    same numbers in milliseconds, where the scalar engine takes a second on a 4x64 model. No
+    graph is built, so graph_nodes is None."""
+    from backprop.model import make_batch, model_backward, model_forward
+    from inference.model import cross_entropy, softmax
+    cfg = model.config
+    idx, targets, mask = make_batch([tokens], cfg.block_size, cfg.vocab_size)
+    try:
+        with np.errstate(over='raise', invalid='raise'):
+            loss, caches = model_forward(weights, cfg, idx, targets, mask)
+            stages = {}
+            grads = model_backward(weights, cfg, caches, stages)
+    except FloatingPointError:  # the weights diverged
+        raise UserError(DIVERGED) from None
+    logits = caches['loss'][0]                     # (n, vocab_size)
+    return {
+        'loss': loss,
+        'losses': cross_entropy(logits, targets),  # (n,)
+        'probs': softmax(logits),                  # (n, vocab_size)
+        'dlogits': stages['logits'],               # (n, vocab_size)
+        'stages': {stage: stages[name] for stage, name in stage_names(cfg)},
+        'grads': np.concatenate([grads[name].ravel() for name in model.state_dict]),  # (n_params,)
+        'hidden': [np.maximum(caches[f'layer{li}.relu'], 0.0)       # (n, 4 n_embd): the ReLU's output
+                   for li in range(cfg.n_layer)],
+        'graph_nodes': None,
+    }
+
+
+def offsets(model):
+    """{name: the index in GPT.params of its matrix's first weight}: the matrices, row by row,
+    one after the other."""
+    out, at = {}, 0
+    for name, matrix in model.state_dict.items():
+        out[name] = at
+        at += len(matrix) * len(matrix[0])
+    return out
+
+
+def matrices(model, flat):
+    """A flat array in GPT.params order as {name: (n_out, n_in) view}, under the model's names."""
+    return {name: flat[at:at + len(m) * len(m[0])].reshape(len(m), len(m[0]))
+            for (name, at), m in zip(offsets(model).items(), model.state_dict.values())}
+
+
 # ---------------------------------------------------------------------------- one step
-def step_report(model, text, lr=DEFAULT_LR, param=None, top=3):
-    """Everything the printout shows, for one training step on TEXT. Changes model's weights
-    (it takes the step); the checkpoint file is not touched."""
+def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar'):
+    """Everything the printout shows, for one training step on TEXT, computed by `engine`:
+    'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path). The model
+    is left as it was: the weights after the step are returned ('weights_after')."""
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
+    if engine not in ENGINES:
+        raise UserError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
     ids = text_tokens(model, text)                  # [BOS] + TEXT, checked against the block
     tokens = ids + [tok.bos]                        # + the end marker: what training reads
     n = len(tokens) - 1
     chosen = parse_param(param, model) if param else None
+    before = np.array([p.data for p in model.params])  # (n_params,): every weight, in GPT.params order
+    weights = matrices(model, before)                  # {name: (n_out, n_in)}
 
-    # 1) forward, on a tape, exactly as train_step records it
-    with Tape() as tape:
-        loss, losses, captures = forward(model, tokens)
-    logits = [capture['logits'] for capture in captures]
-    n_nodes = len(tape.nodes)
-    p_before = [probs_of(l) for l in logits]
-    positions = []
+    # 1) forward and 2) backward, as train_step records and runs them (or their numpy twins)
+    s = scalar_pass(model, tokens) if engine == 'scalar' else numpy_pass(model, weights, tokens)
+    probs, dlogits = s['probs'], s['dlogits']       # (n, vocab_size) each
+    targets = np.array(tokens[1:])                  # (n,): the true next token at each position
+    positions = [{'position': i, 'reads': token_label(tok, tokens[i]), 'target': token_label(tok, tokens[i + 1]),
+                  'loss': float(s['losses'][i]), 'p_before': float(probs[i, targets[i]])} for i in range(n)]
+    one_hot = np.eye(model.config.vocab_size)[targets]  # (n, vocab_size)
+    closed_form_diff = float(np.abs(dlogits - (probs - one_hot) / n).max())
+    top_grads = []
     for i in range(n):
-        positions.append({'position': i, 'reads': token_label(tok, tokens[i]),
-                          'target': token_label(tok, tokens[i + 1]), 'loss': losses[i].data,
-                          'p_before': p_before[i][tokens[i + 1]]})
-
-    # 2) backward, as train_step does
-    loss.backward(tape)
-    top_grads, closed_form_diff = [], 0.0
-    for i in range(n):
-        g = [l.grad for l in logits[i]]             # dL/dlogits at position i
-        expected = [(p - (c == tokens[i + 1])) / n for c, p in enumerate(p_before[i])]
-        closed_form_diff = max(closed_form_diff, max(abs(a - b) for a, b in zip(g, expected)))
-        order = sorted(range(len(g)), key=lambda c: -abs(g[c]))[:top]
+        order = sorted(range(dlogits.shape[1]), key=lambda c: -abs(dlogits[i, c]))[:top]
         if tokens[i + 1] not in order:
             order.append(tokens[i + 1])
-        top_grads.append([(token_label(tok, c), g[c], p_before[i][c], c == tokens[i + 1]) for c in order])
+        top_grads.append([(token_label(tok, c), float(dlogits[i, c]), float(probs[i, c]), c == tokens[i + 1])
+                          for c in order])
 
     # 3) the way back: stage norms, matrix norms, touched embedding rows
-    stages = [(name, norm([v.grad for v in nodes]))
-              for name, nodes in stage_nodes(model, captures).items()]
-    grads = {name: [[p.grad for p in row] for row in matrix] for name, matrix in model.state_dict.items()}
-    matrix_norms = [(name, norm([g for row in rows for g in row])) for name, rows in grads.items()]
-    wte_rows = [r for r, row in enumerate(grads['wte']) if any(row)]
-    wpe_rows = [r for r, row in enumerate(grads['wpe']) if any(row)]
-    engines = engine_gradients(model, tokens, grads)  # at the weights before the update
-    census = zero_gradient_census(model, tokens, grads, captures)
+    stages = [(name, norm(g)) for name, g in s['stages'].items()]
+    g_flat = s['grads']                              # (n_params,): every weight's gradient
+    grads = matrices(model, g_flat)                  # {name: (n_out, n_in)}
+    matrix_norms = [(name, norm(g)) for name, g in grads.items()]
+    wte_rows = np.flatnonzero(grads['wte'].any(axis=1)).tolist()
+    wpe_rows = np.flatnonzero(grads['wpe'].any(axis=1)).tolist()
+    # the other engines' opinion of the scalar engine's gradients, at the weights before the update
+    engines = engine_gradients(model, weights, tokens, grads) if engine == 'scalar' else {'numpy': None, 'torch': None}
+    census = zero_gradient_census(model, weights, tokens, grads, s['hidden'])
 
-    # 4) Adam: a fresh optimizer, one step, as train.py's first step
-    flat = [(name, r, c) for name, matrix in model.state_dict.items()
-            for r, row in enumerate(matrix) for c in range(len(row))]
-    g_flat = np.array([p.grad for p in model.params])  # (n_params,): every weight's gradient
-    before = np.array([p.data for p in model.params])  # (n_params,)
-    if chosen is None:
-        chosen = flat[int(np.abs(g_flat).argmax())]
-    k = flat.index(chosen)
-    optimizer = Adam(model.params)
-    optimizer.step(lr)
-    moved = before - np.array([p.data for p in model.params])  # (n_params,): each weight's step, as taken
-    with_grad = g_flat != 0                                      # (n_params,): the weights in the graph
+    # 4) Adam: a fresh optimizer, one step, as train.py's first step. On the arrays: AdamArrays
+    # is optim.Adam's arithmetic in its order, the same floats bit for bit
+    # (tests/test_backprop_trainer.py), and takes 2 ms where the loop over 200,000 Values takes 200
+    starts = offsets(model)                          # {name: where its matrix starts in GPT.params}
+    if chosen is None:  # the weight with the largest |g|
+        k = int(np.abs(g_flat).argmax())
+        name = [name for name, at in starts.items() if at <= k][-1]
+        chosen = (name, *divmod(k - starts[name], grads[name].shape[1]))
+    k = starts[chosen[0]] + chosen[1] * grads[chosen[0]].shape[1] + chosen[2]
+    optimizer = AdamArrays(len(before))
+    after = before.copy()
+    optimizer.step(after, g_flat, lr)
+    moved = before - after                           # (n_params,): each weight's step, as taken
+    with_grad = g_flat != 0                          # (n_params,): the weights in the graph
     eps = optimizer.eps
     ratio = np.abs(moved[with_grad]) / lr
     # the exact prediction lr |g| / (|g| + eps), against what the optimizer did
     predicted = lr * (np.abs(g_flat) / (np.abs(g_flat) + eps))  # (n_params,)
     formula_diff = float((np.abs(np.abs(moved) - predicted)[with_grad] / lr).max(initial=0.0))
     g = float(g_flat[k])
-    m, v = optimizer.m[k], optimizer.v[k]
+    m, v = float(optimizer.m[k]), float(optimizer.v[k])
     bias1, bias2 = 1 - optimizer.beta1 ** optimizer.t, 1 - optimizer.beta2 ** optimizer.t
     adam = {'param': f'{chosen[0]}[{chosen[1]}][{chosen[2]}]', 'g': g, 'm': m, 'v': v,
             'm_hat': m / bias1, 'v_hat': v / bias2, 'beta1': optimizer.beta1, 'beta2': optimizer.beta2,
             'eps': eps, 'lr': lr, 'update': -lr * (m / bias1) / (math.sqrt(v / bias2) + eps),
-            'moved': -float(moved[k]), 'before': float(before[k]), 'after': model.params[k].data}
+            'moved': -float(moved[k]), 'before': float(before[k]), 'after': float(after[k])}
     untouched_moved = float(np.abs(moved[~with_grad]).max(initial=0.0))
     n_with_grad = int(with_grad.sum())
 
     # 5) after the update: the same name again, through the numpy port (src/inference), which
     # computes gpt()'s numbers for a whole sequence at once (tests/test_inference.py: equal to
     # within 1e-10); a second pass of the scalar engine would cost as much as the first
-    loss_after, p_after = (forward_after(model, tokens) if n_with_grad else  # no weight moved:
-                           (loss.data, [pos['p_before'] for pos in positions]))  # the same numbers
+    weights_after = matrices(model, after)
+    loss_after, p_after = (forward_after(model, weights_after, tokens) if n_with_grad else  # no weight moved:
+                           (s['loss'], [pos['p_before'] for pos in positions]))          # the same numbers
     for pos, p in zip(positions, p_after):
         pos['p_after'] = p
 
     return {
         'text': text, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
-        'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
-        'loss_before': loss.data, 'loss_after': loss_after, 'positions': positions,
+        'engine': engine, 'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
+        'loss_before': s['loss'], 'loss_after': loss_after, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
-        'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads,
+        'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads, 'weights_after': weights_after,
         'wte_rows': wte_rows, 'wpe_rows': wpe_rows,
         'adam': adam, 'n_with_grad': n_with_grad, 'n_params': len(model.params),
         'step_ratio_min': float(ratio.min(initial=1.0)), 'step_ratio_max': float(ratio.max(initial=1.0)),
         'formula_diff': formula_diff, 'untouched_moved': untouched_moved,
         'small_grads': int((np.abs(g_flat[with_grad]) < eps * 1e6).sum()),
-        'graph_nodes': n_nodes,
+        'graph_nodes': s['graph_nodes'],
         'numpy': engines['numpy'], 'torch': engines['torch'],
         'without_grad': census,
     }
 
 
-def forward_after(model, tokens):
-    """(the loss, each position's p(true next)) of TOKENS at model's weights now, by the numpy
-    port: the mean of its per-position losses, as doc_loss takes it."""
+def forward_after(model, weights, tokens):
+    """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port: the
+    mean of its per-position losses, as doc_loss takes it."""
     from inference.model import NumpyGPT, cross_entropy  # `step` needs numpy (registry.py)
-    port = NumpyGPT(model.config, model.weights(), tokenizer=model.tokenizer)
+    port = NumpyGPT(model.config, weights, tokenizer=model.tokenizer)
     logits = port.forward(tokens[:-1])[0]        # (n, vocab_size)
     losses = cross_entropy(logits, tokens[1:])   # (n,): -ln p(true next) at each position
     return float(losses.mean()), [math.exp(-x) for x in losses]
 
 
 # ---------------------------------------------------------------------------- weights without a gradient
-def zero_gradient_census(model, tokens, grads, captures):
+def zero_gradient_census(model, weights, tokens, grads, hidden):
     """Why each weight with a gradient of exactly 0 has none, counted.
 
     Two reasons: an embedding row the name never uses (wte: a token not read; wpe: a position
     past the name) is not in the graph; and a hidden unit of an MLP whose ReLU is 0 at every
-    position of the name (a "dead" unit for this name, read from gpt()'s capture of
-    layer{i}.mlp_hidden) passes no gradient back, so its row of mlp_fc1 and its column of
+    position of the name (a "dead" unit for this name, read from the engine's layer{i}
+    mlp_hidden, `hidden`) passes no gradient back, so its row of mlp_fc1 and its column of
     mlp_fc2 get none. 'other' counts the zeros that neither explains (a zero weight on the
     path, terms that cancel), and 'confirmed' whether the numpy port's own forward pass finds
-    the same dead units (its mlp_pre_relu <= 0 at every position), None where it is absent.
+    the same dead units (its mlp_pre_relu <= 0 at every position).
     """
+    from inference.model import NumpyGPT  # `step` needs numpy (registry.py)
     cfg = model.config
     n = cfg.n_embd
     read = set(tokens[:-1])  # the tokens the name reads; the final BOS is only a target
     unused = {'wte': (cfg.vocab_size - len(read)) * n, 'wpe': (cfg.block_size - (len(tokens) - 1)) * n}
-    dead = [[h for h in range(4 * n) if all(c[f'layer{li}.mlp_hidden'][h].data == 0 for c in captures)]
-            for li in range(cfg.n_layer)]  # per layer: the units whose ReLU is 0 at every position
+    # per layer: the units whose ReLU is 0 at every position
+    dead = [np.flatnonzero((h == 0).all(axis=0)).tolist() for h in hidden]
     dead_weights = sum(2 * n * len(units) for units in dead)  # a row of fc1 and a column of fc2 each
-    zeros = sum(1 for rows in grads.values() for row in rows for g in row if g == 0)
-    confirmed = None
-    if importlib.util.find_spec('numpy') is not None and importlib.util.find_spec('inference') is not None:
-        import inference
-        port = inference.NumpyGPT(cfg, model.weights(), tokenizer=model.tokenizer)
-        _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
-        confirmed = all(sorted(int(h) for h in (caps['mlp_pre_relu'][li] <= 0).all(axis=0).nonzero()[0])
-                        == dead[li] for li in range(cfg.n_layer))
+    zeros = int(sum((g == 0).sum() for g in grads.values()))
+    port = NumpyGPT(cfg, weights, tokenizer=model.tokenizer)
+    _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
+    confirmed = all(np.flatnonzero((caps['mlp_pre_relu'][li] <= 0).all(axis=0)).tolist() == dead[li]
+                    for li in range(cfg.n_layer))
     c = {'zeros': zeros, 'unused_rows': unused, 'dead_units': dead, 'dead_unit_weights': dead_weights,
          'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed}
     c['text'] = without_grad_text(c)
@@ -250,7 +330,7 @@ def zero_gradient_census(model, tokens, grads, captures):
 
 
 # ---------------------------------------------------------------------------- the other engines
-def engine_gradients(model, tokens, grads):
+def engine_gradients(model, weights, tokens, grads):
     """The same name's gradients, at the same weights, from the numpy training path (derived by
     hand) and from PyTorch's autograd: for each, {'max_diff', 'matrices': {name: largest
     difference from backward()'s in that matrix}}, or None where the engine is not installed."""
@@ -258,18 +338,17 @@ def engine_gradients(model, tokens, grads):
     theirs = {'numpy': None, 'torch': None}
     if found('backprop'):
         import backprop
-        theirs['numpy'] = backprop.Trainer(model.config, model.weights(), model.tokenizer).loss_and_grads([tokens])[1]
+        theirs['numpy'] = backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1]
     if found('torch') and found('torchgpt'):
         import torchgpt
-        theirs['torch'] = torchgpt.loss_and_grads(model.config, model.weights(), [tokens])[1]
+        theirs['torch'] = torchgpt.loss_and_grads(model.config, weights, [tokens])[1]
     out = {}
     for engine, g in theirs.items():
         if g is None:
             out[engine] = None
             continue
-        # compared as arrays, not one by one: 200,000 weights at n_layer 4, n_embd 64
-        matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - np.asarray(rows)).max(initial=0.0))
-                    for name, rows in grads.items()}
+        matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - mine).max(initial=0.0))
+                    for name, mine in grads.items()}
         out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
     return out
 
@@ -285,10 +364,10 @@ def trained_lr(model):
     return lr
 
 
-def compute(model, text, lr=None, param=None):
-    """step_report on a fresh copy of the checkpoint's model, at `lr` (default: the one the
-    checkpoint was trained with, else train.py's default). The full gradient matrices are for
-    the terminal only ('_grads'); their norms per matrix are kept."""
+def compute(model, text, lr=None, param=None, engine='scalar'):
+    """step_report on the checkpoint's model, at `lr` (default: the one the checkpoint was
+    trained with, else train.py's default). The full gradient and weight matrices are for the
+    terminal only ('_grads', '_weights_after'); their norms per matrix are kept."""
     lr_source = 'given'
     if lr is None:
         lr = trained_lr(model)
@@ -300,18 +379,19 @@ def compute(model, text, lr=None, param=None):
     collector_was_on = gc.isenabled()
     gc.disable()
     try:
-        r = step_report(model, text, lr=lr, param=param)
+        r = step_report(model, text, lr=lr, param=param, engine=engine)
     finally:
         if collector_was_on:
             gc.enable()
-    r['_grads'] = r.pop('grads')
+    r['_grads'], r['_weights_after'] = r.pop('grads'), r.pop('weights_after')
     r['lr_source'] = lr_source
     return r
 
 
 # ---------------------------------------------------------------------------- printing
 def render(r):
-    lines = [f"one training step on {r['text']!r}: tokens {' '.join(r['labels'])}, "
+    by = " by the numpy training path" if r['engine'] == 'numpy' else ""
+    lines = [f"one training step{by} on {r['text']!r}: tokens {' '.join(r['labels'])}, "
              f"{r['n']} position{'s' * (r['n'] != 1)}, lr {r['lr']:g}"
              + (f" ({r['lr_source']})" if r.get('lr_source', 'given') != 'given' else '')
              + ", a fresh Adam (its first step); "
@@ -383,6 +463,11 @@ def render(r):
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
+    if r['engine'] == 'numpy':
+        lines.append("6) computed by the numpy training path (--engine numpy): no graph was built; "
+                     "without --engine numpy the scalar engine takes the step, and the other engines "
+                     "check its gradients")
+        return '\n'.join(lines)
     lines.append(f"6) the graph of this step on the scalar engine: {r['graph_nodes']} nodes recorded on the "
                  f"tape (plus the {r['n_params']} weights, its leaves)")
     names = {'numpy': "the numpy training path (package `backprop`)", 'torch': "PyTorch's autograd (package `torchgpt`)"}

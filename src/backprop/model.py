@@ -101,30 +101,37 @@ def model_forward(weights, config, idx, targets, mask):
     return float(loss), caches
 
 
-def model_backward(weights, config, caches):
+def model_backward(weights, config, caches, stages=None):
     """{name: dL/dweight}, each (n_out, n_in): model_forward's steps in reverse, layer by layer.
 
     Each residual add hands its gradient whole to the block and to the stream
     (layers.residual_backward); where the forward forked the stream (x_residual = x, then x
     goes through the block), the backward adds the two gradients that come back to it.
+    stages: a dict to fill with the gradient arriving at each point of the stream, under the
+    names gpt()'s capture= gives those points (the lab's Step page shows their norms).
     """
     sd, grads = weights, {}
+    stages = {} if stages is None else stages
 
     # 4) loss -> logits -> lm_head
-    dlogits = cross_entropy_backward(caches['loss'])                             # (R, vocab_size)
+    dlogits = stages['logits'] = cross_entropy_backward(caches['loss'])          # (R, vocab_size)
     dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'])  # (R, n_embd)
+    stages['lm_head_in'] = dx
 
     for li in reversed(range(config.n_layer)):
         p = f'layer{li}.'
         # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
+        stages[p + 'mlp_out'] = d
         d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
         d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
         d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (R, n_embd)
         dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd): the fork
+        stages[p + 'mlp_in'] = dx
 
         # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
+        stages[p + 'attn_out'] = d
         d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
         dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
         dqkv = np.concatenate([dq, dk, dv], axis=1)                              # (R, 3 * n_embd)
@@ -133,9 +140,10 @@ def model_backward(weights, config, caches):
         d, dw_qkv = linear_backward(dqkv, caches[p + 'attn_qkv'], stacked_qkv(sd, p))  # (R, n_embd)
         grads[p + 'attn_wq'], grads[p + 'attn_wk'], grads[p + 'attn_wv'] = np.split(dw_qkv, 3)
         dx = dx + rmsnorm_backward(d, caches[p + 'rms_attn'])                    # (R, n_embd): the fork
+        stages[p + 'attn_in'] = dx
 
     # 1) the first rmsnorm, then the embeddings' rows
-    dx = rmsnorm_backward(dx, caches['rms0'])                                    # (R, n_embd)
+    dx = stages['embedding'] = rmsnorm_backward(dx, caches['rms0'])              # (R, n_embd)
     grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
                                                     config.block_size)
     return grads
