@@ -20,7 +20,7 @@ import pytest
 
 from labserver import live_server, post, request, server_process, wait_for_run
 from microgpt import cli, sampling
-from microgpt.lab import attention, autograd, loss, overview
+from microgpt.lab import attention, autograd, loss, overview, registry
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
 from microgpt.lab.serve import MAX_BODY, Handler, is_loopback, local_hosts, make_server
@@ -108,6 +108,12 @@ def test_sample_route_equals_the_sampler(server, model):
     assert got['probs'][1] == sampling.probabilities(model.next_logits_fn()(ids), 1.3)
     assert sum(got['probs'][1]) == pytest.approx(1.0, abs=1e-12)
     assert len(got['top_k_kept']) == 3
+    # names_at: the same distribution, and the names at that temperature only (the page's own)
+    only = post(server, '/api/sample', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3,
+                                        'names_at': [1.3]})
+    assert only['probs'] == got['probs']
+    assert {(d['temperature'], d['top_k']): d['names'] for d in only['draws']} == \
+        {k: v for k, v in drawn.items() if k[0] == 1.3}
 
 
 def test_step_route_equals_the_lab_step(server, tiny_ckpt):
@@ -126,6 +132,15 @@ def test_step_route_equals_the_lab_step(server, tiny_ckpt):
         assert got_torch['max_diff'] < 1e-12 and want_torch['max_diff'] < 1e-12
     assert got['loss_after'] < got['loss_before'] and got['adam']['lr'] == 0.02
     assert 'grads' not in got and '_grads' not in got  # the full matrices stay on the server
+    # the numpy engine's step, which the Step page draws first: the same numbers, no graph, and
+    # it does not wait its turn behind a scalar step (the one that takes a second)
+    fast = post(server, '/api/step', {'text': TEXT, 'lr': 0.02, 'engine': 'numpy'})
+    assert fast['engine'] == 'numpy' and fast['graph_nodes'] is None and fast['numpy'] is None
+    assert fast['loss_after'] == pytest.approx(got['loss_after'], rel=1e-12)
+    sandbox = registry.get('step')
+    assert sandbox.waits_its_turn({'engine': 'scalar'}) and not sandbox.waits_its_turn({'engine': 'numpy'})
+    status, answer, _ = request(server, 'POST', '/api/step', {'text': TEXT, 'engine': 'torch'})
+    assert status == 400 and answer['error'] == "--engine 'torch': choose one of scalar, numpy"
 
 
 def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):

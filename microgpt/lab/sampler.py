@@ -81,16 +81,19 @@ def draws(model, prompt, temperatures, top_k, num, seed):
     return out
 
 
-def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5, seed=42, data=None):
+def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5, names_at=(), seed=42,
+            data=None):
     """The next-character distribution after [BOS] + PROMPT at each temperature with its
-    entropy, top-k's cut at T = 1, and `num` names drawn at every setting, each marked as a
-    name of the training data or new."""
+    entropy, top-k's cut at T = 1, and `num` names drawn at every setting (at the temperatures
+    `names_at` only, where given: the Sampling page shows its own), each marked as a name of
+    the training data or new."""
     temperatures = sorted({float(t) for t in temperatures})
     d = distribution(model, prompt, temperatures, top_k)
     chars = [token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
     known, source = training_names(model, data)
     settings = []
-    for (t, k), names in draws(model, prompt, temperatures, top_k, num, seed).items():
+    at = sorted({float(t) for t in names_at}) if names_at else temperatures
+    for (t, k), names in draws(model, prompt, at, top_k, num, seed).items():
         settings.append({'temperature': t, 'top_k': k, 'names': names,
                          'known': None if known is None else [n in known for n in names]})
     return {'prompt': prompt, 'chars': chars, 'logits': d['logits'], 'temperatures': temperatures,

@@ -14,7 +14,8 @@ async function draw() {
   const own = Number($('temperature').value);
   $('temperature-value').textContent = $('temperature').value;
   await Lab.guard(async () => {
-    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperatures: [...COMPARE, own],
+    // the distribution at every temperature compared, the names at this page's only (it shows those)
+    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperatures: [...COMPARE, own], names_at: [own],
                   num: Number($('num').value), seed: Number($('seed').value), top_k: Number($('top_k').value)};
     const data = await Lab.api('/api/sample', body);
     const k = data.temperatures.indexOf(own);
