@@ -2,52 +2,107 @@
 How long the web lab takes from a learner's input to its redraw, page by page, in Chromium.
 
 test_lab_pages_browser.test_interaction_times prints it on a model of train.py's default size;
-bench/lab_speed.py on that and on the names recipe's 4x64 model. Each entry of a list is
-(page, what the learner does, the panel that redraws, the page's pause for that input in ms):
-the pause (lab.js's debounce, waiting for the learner to stop typing) is part of the time.
+bench/lab_speed.py on that and on the names recipe's 4x64 model. A single change (a name
+pasted, a box set) is drawn at once, with no pause (lab.js's `debounced`); a name typed key by
+key is timed from its last key, which the page draws once the learner pauses. The Step page
+draws the numpy engine's step first, then the scalar engine's: both are timed.
 """
 
+import json
 import time
 
 from chromium import draws, open_page, wait_redraw
 
-MODEL_FREE = [('byhand', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), 'body', 150),
-              ('scaling', lambda p: p.uncheck('#scale'), '#row-panel', 0),
-              ('scaling', lambda p: p.fill('#size-h', '8'), '#index-panel', 150),
-              ('scaling', lambda p: p.fill('#n', '4096'), '#cost-panel', 150),
-              ('phases', lambda p: p.fill('#text', 'emma'), 'body', 150),
-              ('phases', lambda p: p.click('#forward'), None, 0),
-              ('embeddings', lambda p: p.fill('#neighbours', '4'), 'body', 150)]
+SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn
+
+
+# What to wait for, made before the input (so that it knows the page's state before it): each
+# returns the wait itself, called after the input.
+def redraw(panel='body', settled=None):
+    """One more draw of `panel` (lab.js counts them) than before the input; settled: a selector
+    the page's previous answer shows once complete, waited for first."""
+    def begin(p):
+        if settled:
+            p.wait_for_selector(settled, state='attached', timeout=60_000)
+        before = draws(p, panel)
+        return lambda: wait_redraw(p, before, panel)
+    return begin
+
+
+def shown(css, text=''):
+    """An element matching `css` whose text contains `text`: the answer for this input, drawn.
+    (Checked at every frame: wait_for_selector polls every 500 ms once it has waited a while.)"""
+    test = f"() => document.querySelector({json.dumps(css)})?.textContent.includes({json.dumps(text)})"
+    return lambda p: lambda: p.wait_for_function(test, timeout=60_000)
+
+
+def phase_moved(p):
+    """The phases page's next phase (drawn in the page alone: no request)."""
+    before = p.get_attribute('body', 'data-phase')
+    return lambda: p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
+
+
+def typed(text, delay_ms=80):
+    """The learner types TEXT into #text, a key every delay_ms (a quick typist), after clearing
+    it; the time is counted from its last key (returned: the typing is the learner's own time)."""
+    def act(p):
+        p.fill('#text', '')
+        p.locator('#text').press_sequentially(text[:-1], delay=delay_ms)
+        p.wait_for_timeout(delay_ms)
+        start = time.perf_counter()
+        p.locator('#text').press(text[-1])
+        return start
+    return act
+
+
+def stepped(text):
+    """The Step page showing the scalar engine's step on TEXT."""
+    return shown(f'{SCALAR} #summary', f"'{text}'")
+
+
+# (page, what the learner does, the input, the redraw, what follows it or None)
+MODEL_FREE = [('byhand', 'a key typed', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None),
+              ('scaling', 'the √d toggle', lambda p: p.uncheck('#scale'), redraw('#row-panel'), None),
+              ('scaling', 'a size', lambda p: p.fill('#size-h', '8'), redraw('#index-panel'), None),
+              ('scaling', 'n', lambda p: p.fill('#n', '4096'), redraw('#cost-panel'), None),
+              ('phases', 'a name', lambda p: p.fill('#text', 'emma'), redraw(), None),
+              ('phases', 'a phase forward', lambda p: p.click('#forward'), phase_moved, None),
+              ('embeddings', 'neighbours', lambda p: p.fill('#neighbours', '4'), redraw(), None)]
 # the pages whose time grows with the model
-ON_THE_MODEL = [('overview', lambda p: p.fill('#text', 'emmy'), 'body', 150),
-                ('attention', lambda p: p.fill('#text', 'emmy'), 'body', 250),
-                ('sampling', lambda p: p.fill('#prompt', 'em'), 'body', 150),
-                ('step', lambda p: p.fill('#text', 'emmy'), 'body', 300),
-                ('step', lambda p: p.fill('#text', 'christopher'), 'body', 300)]
+ON_THE_MODEL = [('overview', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
+                ('overview', "typed 'olivia'", typed('olivia'), shown('#positions [data-position="6"]'), None),
+                ('attention', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
+                ('sampling', 'a prompt', lambda p: p.fill('#prompt', 'em'), redraw(), None),
+                ('step', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(settled=SCALAR), stepped('emmy')),
+                ('step', "'christopher'", lambda p: p.fill('#text', 'christopher'), redraw(settled=SCALAR),
+                 stepped('christopher')),
+                ('step', "typed 'elizabeth'", typed('elizabeth'), shown('#summary', "'elizabeth'"),
+                 stepped('elizabeth'))]
 
 
 def interaction_times(server, browser, steps):
-    """[(page, panel, pause in ms, seconds)]: each step's time from the input to the redraw."""
+    """[(page, what, seconds to the redraw, seconds to what follows it or None)]: from the input
+    (a typed name's last key) to the redraw."""
     times = []
     context = browser.new_context(viewport={'width': 1280, 'height': 800})
     p = context.new_page()
-    for name, act, panel, pause in steps:
+    for name, what, act, first, then in steps:
         if not p.url.endswith('/' + name):
             open_page(p, server, name)
-        before = draws(p, panel) if panel else p.get_attribute('body', 'data-phase')
+        wait_first, wait_then = first(p), then(p) if then else None
         start = time.perf_counter()
-        act(p)
-        if panel:
-            wait_redraw(p, before, panel)
-        else:  # a step through the phases asks nothing of the server
-            p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
-        times.append((name, panel or 'a phase', pause, time.perf_counter() - start))
+        start = act(p) or start  # a typed name: from its last key
+        wait_first()
+        drawn = time.perf_counter() - start
+        if wait_then:
+            wait_then()
+        times.append((name, what, drawn, time.perf_counter() - start if then else None))
     context.close()
     return times
 
 
 def report(label, times):
-    print(f"\ninteraction times on {label}: input to redraw in ms, and the page's pause in it "
-          "(waiting for the learner to stop typing)")
-    for name, panel, pause, seconds in times:
-        print(f"  {name:<11} {panel:<13} {seconds * 1000:6.0f}   pause {pause:3d}")
+    print(f"\ninteraction times on {label}: from the input (a typed name's last key) to the redraw, in ms")
+    for name, what, drawn, then in times:
+        after = f"   then the scalar engine's step {then * 1000:5.0f}" if then is not None else ''
+        print(f"  {name:<11} {what:<18} {drawn * 1000:6.0f}{after}")

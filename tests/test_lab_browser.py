@@ -60,7 +60,8 @@ def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     page.wait_for_selector('#form')
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    page.wait_for_selector(f"#summary:has-text(\"'{TEXT}'\")")  # emma's, not the first draw's anna
+    # emma's, not the first draw's anna; and the scalar engine's step, drawn over the numpy engine's
+    page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
     want = post(server, '/api/step', {'text': TEXT, 'lr': float(page.input_value('#lr'))})
     assert float(page.get_attribute('#loss-before', 'data-value')) == want['loss_before']
     assert float(page.get_attribute('#loss-after', 'data-value')) == want['loss_after']
@@ -208,7 +209,7 @@ def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
     page.wait_for_function('() => true')  # let the first request reach the route
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    page.wait_for_selector(f"#summary:has-text(\"'{TEXT}'\")")
+    page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
     assert len(held) == 1
     held[0].continue_()  # the default name's answer arrives last
     page.wait_for_load_state('networkidle')

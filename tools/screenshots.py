@@ -120,7 +120,7 @@ def shoot(page, url, out_dir, train_steps, suffix=''):
     page.goto(url + 'step')
     page.fill('#text', 'anna')
     page.press('#text', 'Enter')
-    page.wait_for_selector('#result .panel')
+    page.wait_for_selector('#result[data-engine=scalar] .panel')  # the scalar engine's step, drawn last
     save('step')
 
     page.goto(url + 'training')

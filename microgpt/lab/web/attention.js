@@ -144,18 +144,14 @@ function drawStats() {
         labels.map(l => numCell(view.stats[l][k], digits))))));
 }
 
-// a new name redraws as the learner types, once they pause for TYPING_MS (no Enter needed)
-const TYPING_MS = 250;
-let typing = null;
+// a new name redraws as the learner types (no Enter needed), at its last position
 function newName() {
-  clearTimeout(typing);
   $('query').value = '';
   key = null;
   draw();
 }
 Lab.on('form', 'submit', draw);
-Lab.on('text', 'input', () => { clearTimeout(typing); typing = setTimeout(newName, TYPING_MS); });
-Lab.on('text', 'change', newName);
+Lab.on('text', 'input', Lab.debounced(newName));
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);
 Lab.start(draw);

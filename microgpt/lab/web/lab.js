@@ -11,11 +11,18 @@ const Lab = (() => {
   let markReady;
   const ready = new Promise(resolve => { markReady = resolve; });  // once the header is drawn
 
-  // fn, called `ms` after the last of a burst of calls (typing, dragging a slider), so that a
-  // page asks the server once the learner pauses rather than at every key
-  function debounced(fn, ms = 150) {
-    let timer = null;
-    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  // fn for an input that may come in bursts (typing, dragging a slider): the first input after
+  // a quiet spell of `ms` runs fn at once (a pasted name, one click on a number box: no wait);
+  // one that follows within `ms` of the last run waits until the learner pauses for `ms`, so a
+  // page asks the server about every other key at most, and always about the last one
+  function debounced(fn, ms = 100) {
+    let timer = null, last = -Infinity;
+    const run = () => { last = performance.now(); fn(); };
+    return () => {
+      clearTimeout(timer);
+      if (performance.now() - last >= ms) run();
+      else timer = setTimeout(run, ms);
+    };
   }
 
   // a <select> of the options 0..n-1, each shown as label(i); the choice kept where it still exists
@@ -122,12 +129,13 @@ const Lab = (() => {
 
   // Run an async draw, turning a refused request into the error line under the header. While
   // it runs for more than BUSY_MS, a busy sign shows and the page's results are greyed out
-  // (they are for the inputs before); on an error, the elements named in `clear` are emptied,
-  // so no result is left on screen beside inputs it is not for.
+  // (they are for the inputs before; busy = false: they are not, the page shows its own sign);
+  // on an error, the elements named in `clear` are emptied, so no result is left on screen
+  // beside inputs it is not for.
   const BUSY_MS = 200;
   let pending = 0;
-  async function guard(fn, clear = []) {
-    pending += 1;
+  async function guard(fn, clear = [], busy = true) {
+    if (busy) pending += 1;
     const timer = setTimeout(() => { if (pending) setBusy(true); }, BUSY_MS);
     try {
       showError('');
@@ -142,7 +150,7 @@ const Lab = (() => {
       return undefined;
     } finally {
       clearTimeout(timer);
-      pending -= 1;
+      if (busy) pending -= 1;
       if (!pending) setBusy(false);
     }
   }

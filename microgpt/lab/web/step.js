@@ -2,7 +2,8 @@
 // step`: the loss at each position before and after the update, the gradient at the top
 // (dL/dlogits), its norm on the way back through each stage and weight matrix, Adam's first
 // step on one weight, and the graph's size. Every number comes from POST /api/step
-// (microgpt/lab/step.py's step_report); this file only formats them and sizes the bars.
+// (microgpt/lab/step.py's step_report, by the numpy engine, then the scalar one); this file
+// only formats them and sizes the bars.
 'use strict';
 
 const {el} = Lab;
@@ -37,15 +38,35 @@ function num(x, text, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
+// Two answers per input: the numpy training path's step first (milliseconds, the same numbers to
+// 1e-12), then the scalar engine's own (a second on a 4x64 model), which adds the graph's size
+// and the other engines' check of its gradients, and replaces the first. Both go to the same
+// route, so a newer input's first request overtakes an older input's second (Lab.api drops it).
+// The server computes one scalar step at a time and cannot take one back, so the second is
+// asked only once the input has stayed for SETTLE_MS: a learner typing a name starts one, not
+// one per letter.
+const SETTLE_MS = 300;
+let inputs = 0;  // draws begun: a draw whose input is no longer the newest stops
+
 async function draw() {
-  await Lab.guard(async () => {
-    const data = await Lab.api('/api/step', {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)});
-    $('result').replaceChildren(
-      summary(data),
-      el('div', {class: 'row'}, positions(data), topGrads(data)),
-      el('div', {class: 'row'}, wayBack(data), adam(data)),
-      graph(data));
-  }, ['result']);
+  const mine = ++inputs, begun = performance.now();
+  const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
+  const first = await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'numpy'})), ['result']);
+  if (!first) return;  // refused (the error line says why) or overtaken
+  await new Promise(resolve => setTimeout(resolve, Math.max(0, SETTLE_MS - (performance.now() - begun))));
+  if (mine !== inputs) return;
+  // the scalar engine: no busy sign over the page, whose numbers are already this input's
+  await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'scalar'})), ['result'], false);
+}
+
+function show(data) {
+  $('result').replaceChildren(
+    summary(data),
+    el('div', {class: 'row'}, positions(data), topGrads(data)),
+    el('div', {class: 'row'}, wayBack(data), adam(data)),
+    graph(data));
+  $('result').dataset.engine = data.engine;
+  return true;
 }
 
 function summary(d) {
@@ -163,6 +184,12 @@ function withoutGrad(c) {
 
 // 6) the graph's size, and the same step through the numpy path and PyTorch, matrix by matrix
 function graph(d) {
+  if (d.engine === 'numpy') {
+    return el('div', {class: 'panel', id: 'graph-size'},
+      el('p', {class: 'mono small', id: 'scalar-coming'}, el('span', {class: 'busy'}, 'computing… '),
+        '6) these numbers are the numpy training path\'s (src/backprop); the scalar engine is taking ' +
+        'the same step, its graph and the engines\' check follow'));
+  }
   const engines = {numpy: 'the numpy training path (package backprop)', torch: "PyTorch's autograd (package torchgpt)"};
   const shown = Object.keys(engines).filter(e => d[e]);
   const lines = Object.entries(engines).map(([e, what]) => el('p', {class: 'mono small', id: `${e}-check`},
@@ -186,8 +213,6 @@ function startingLr() {
 }
 
 Lab.on('form', 'submit', draw);
-// as the learner types, once they pause; longer than the other pages' pause, as a step on a
-// large model takes a second (and one is computed at a time)
-const later = Lab.debounced(draw, 300);
+const later = Lab.debounced(draw);  // as the learner types: once they pause
 for (const id of ['text', 'lr']) Lab.on(id, 'input', later);
 Lab.start(() => { startingLr(); return draw(); });
