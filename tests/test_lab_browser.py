@@ -14,6 +14,8 @@ Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` ins
 so CI always runs them. One browser for the whole module keeps this to a few seconds.
 """
 
+import json
+
 import pytest
 
 from chromium import skip_without_a_browser
@@ -196,6 +198,39 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
     page.locator('#status', has_text='finished').wait_for(timeout=60_000)
     page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
+    assert page.errors == []
+
+
+def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(server, page):
+    """Issue 20: a step on a large model took seconds before anything showed. The numpy
+    engine's step is drawn first, with a sign that the scalar engine's is coming (and the page
+    not greyed: its numbers are this name's); then the scalar engine's, with the graph's size."""
+    held, sent = [], []
+
+    def hold_scalar(route):
+        body = json.loads(route.request.post_data)
+        sent.append((body['engine'], body['text']))
+        if body['engine'] == 'scalar' and not held:
+            held.append(route)
+        else:
+            route.continue_()
+    page.route('**/api/step', hold_scalar)
+    page.goto(server.url + 'step')
+    page.wait_for_selector('#result[data-engine=numpy] #scalar-coming')
+    quick = post(server, '/api/step', {'text': 'anna', 'lr': float(page.input_value('#lr')), 'engine': 'numpy'})
+    assert float(page.get_attribute('#loss-before', 'data-value')) == quick['loss_before']
+    page.wait_for_timeout(400)  # past lab.js's busy delay: the scalar step is on its way
+    assert len(held) == 1 and page.evaluate("document.body.classList.contains('busy')") is False
+    held[0].continue_()
+    page.wait_for_selector('#result[data-engine=scalar] #graph-size:has-text("nodes recorded")')
+    assert page.locator('#scalar-coming').count() == 0
+    # typing a name key by key asks the scalar engine about the name, not about every letter
+    page.locator('#text').fill('')
+    page.locator('#text').press_sequentially('christopher', delay=30)
+    page.wait_for_selector("#result[data-engine=scalar] #summary:has-text(\"'christopher'\")")
+    scalar = [text for engine, text in sent if engine == 'scalar']
+    assert scalar[0] == 'anna' and scalar[-1] == 'christopher' and len(scalar) <= 3, scalar
+    assert len([text for engine, text in sent if engine == 'numpy']) >= 3  # the letters were drawn
     assert page.errors == []
 
 
