@@ -21,7 +21,7 @@ import pytest
 from chromium import skip_without_a_browser
 from labserver import live_server, post, request
 
-from microgpt.lab import registry
+from microgpt.lab import api, registry
 
 PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
 DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
@@ -201,10 +201,12 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     assert page.errors == []
 
 
-def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(server, page):
+def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(server, page, monkeypatch):
     """Issue 20: a step on a large model took seconds before anything showed. The numpy
     engine's step is drawn first, with a sign that the scalar engine's is coming (and the page
-    not greyed: its numbers are this name's); then the scalar engine's, with the graph's size."""
+    not greyed: its numbers are this name's); then the scalar engine's, with the graph's size.
+    (The server says a model is large by its number of weights: here every model is.)"""
+    monkeypatch.setattr(api, 'STEP_NUMPY_FIRST_ABOVE', 0)
     held, sent = [], []
 
     def hold_scalar(route):
@@ -232,6 +234,14 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
     assert scalar[0] == 'anna' and scalar[-1] == 'christopher' and len(scalar) <= 3, scalar
     assert len([text for engine, text in sent if engine == 'numpy']) >= 3  # the letters were drawn
     assert page.errors == []
+
+
+def test_a_small_models_step_page_asks_the_scalar_engine_alone(server, page):
+    sent = []
+    page.on('request', lambda r: sent.append(json.loads(r.post_data)['engine']) if r.url.endswith('/api/step') else None)
+    page.goto(server.url + 'step')
+    page.wait_for_selector('#result[data-engine=scalar] #graph-size:has-text("nodes recorded")')
+    assert sent == ['scalar'] and page.errors == []
 
 
 def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):

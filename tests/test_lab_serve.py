@@ -53,6 +53,17 @@ def test_config_names_the_start_checkpoint(server, model):
     for name in ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size'):
         assert start['config'][name] == getattr(model.config, name)
     assert config['features']['training']['engines'][0] == 'scalar'
+    # the tiny model's scalar step is quick: the Step page asks it alone
+    assert start['step_numpy_first'] is False
+
+
+def test_a_large_models_step_page_asks_the_numpy_engine_first(server, model, monkeypatch):
+    """Large: more weights than api.STEP_NUMPY_FIRST_ABOVE, counted from the model itself."""
+    from microgpt.lab import api
+    n_params = sum(w.size for w in model.weights.values())
+    for above, first in ((n_params, False), (n_params - 1, True)):
+        monkeypatch.setattr(api, 'STEP_NUMPY_FIRST_ABOVE', above)
+        assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['step_numpy_first'] is first
 
 
 def test_overview_route_equals_the_lab(server, model):

@@ -150,8 +150,10 @@ class Checkpoints:
                     raise
                 continue
             model = self.model(ckpt_id)
+            n_params = sum(w.size for w in model.weights.values())
             out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(model),
                         'data_mode': model.data_mode,  # 'text': the pages ask for text, not a name
+                        'step_numpy_first': n_params > STEP_NUMPY_FIRST_ABOVE,
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out
@@ -166,6 +168,11 @@ def trained_lr(model):
 
 
 WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed
+# The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
+# on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
+# through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
+# (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
+STEP_NUMPY_FIRST_ABOVE = 15_000
 
 
 # ---------------------------------------------------------------------------- the routes
