@@ -9,6 +9,7 @@ of its own), which collects the console's errors.
 """
 
 import os
+import time
 
 import pytest
 
@@ -30,11 +31,22 @@ def watched_page(context):
     """A new page of `context` whose console errors and uncaught exceptions are collected in
     page.errors, and the URL of every request it makes in page.requests."""
     p = context.new_page()
-    p.errors, p.requests = [], []
-    p.on('request', lambda r: p.requests.append(r.url))
+    p.errors, p.requests, p.in_flight = [], [], set()
+    p.on('request', lambda r: (p.requests.append(r.url), p.in_flight.add(r)))
+    p.on('requestfinished', lambda r: p.in_flight.discard(r))
+    p.on('requestfailed', lambda r: p.in_flight.discard(r))
     p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
     p.on('pageerror', lambda e: p.errors.append(str(e)))
     return p
+
+
+def quiet(page, timeout_s=30):
+    """Until a watched_page has no request in flight: sooner than the network's idle state,
+    which Playwright reports after 500 ms without one."""
+    deadline = time.monotonic() + timeout_s
+    while page.in_flight:
+        assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in page.in_flight]}"
+        page.wait_for_timeout(10)
 
 
 def open_page(page, server, name):

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from chromium import skip_without_a_browser
+from chromium import quiet, skip_without_a_browser
 from labserver import live_server, post, request
 
 from microgpt.lab import api, registry
@@ -40,8 +40,8 @@ def page(window):
 @pytest.mark.parametrize('name', PAGES)
 def test_each_page_loads_without_console_errors(server, page, name):
     page.goto(server.url + name)
-    page.wait_for_selector(DRAWN, state='attached')
-    page.wait_for_load_state('networkidle')
+    page.wait_for_function("() => document.body.dataset.drawn === 'true'")  # at every frame
+    quiet(page)
     assert page.errors == []
     assert len(page.requests) >= 4 and all(url.startswith(server.url) for url in page.requests)
     assert page.locator('#error').is_hidden()
