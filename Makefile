@@ -13,8 +13,10 @@ run: $(VENV)/.installed
 	$(PY) train.py --num-samples 0 --force
 	$(PY) sample.py --num 20
 
+# -n 2: two pytest workers (pytest-xdist), each taking whole files (their module-wide servers stay
+# shared): 172 s against 235 s in one process on this 2-core machine, the same 1,200 tests
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # About four minutes: each script prints measurements side by side, never a verdict. The PyTorch
 # peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).

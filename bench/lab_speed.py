@@ -55,7 +55,7 @@ def main():
                 for f in server.lab.pool.warm(ckpt):  # as `lab serve` does at start, waited for here
                     f.result()
                 steps = labtimes.MODEL_FREE + labtimes.ON_THE_MODEL if k == 0 else labtimes.ON_THE_MODEL
-                labtimes.report(label, labtimes.interaction_times(server, browser, steps))
+                print(labtimes.report(label, labtimes.interaction_times(server, browser, steps)))
             finally:
                 server.shutdown()
                 server.server_close()

@@ -17,6 +17,24 @@ for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
         sys.path.insert(0, path)
 
 
+# ---------------------------------------------------------------------------- measurements, printed
+# A test that measures (times, never asserted) hands its printout to `measured`; the session's
+# end prints them all under "measured". That also works on `make test`'s pytest-xdist workers,
+# whose own output is not shown: the text travels with the test's report.
+@pytest.fixture
+def measured(record_property):
+    """measured(text): print text at the end of the session, under the test's name."""
+    return lambda text: record_property('measured', text)
+
+
+def pytest_terminal_summary(terminalreporter):
+    printed = [(report.nodeid, text) for report in terminalreporter.stats.get('passed', [])
+               for key, text in getattr(report, 'user_properties', ()) if key == 'measured']
+    if printed:
+        terminalreporter.section('measured')
+        for nodeid, text in printed:
+            terminalreporter.write_line(f"{nodeid}:{text}")
+
 
 def data_file(filename):
     """A public data file (makemore's names.txt, char-rnn's tinyshakespeare.txt) where a user or

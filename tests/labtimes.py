@@ -102,7 +102,9 @@ def interaction_times(server, browser, steps):
 
 
 def report(label, times):
-    print(f"\ninteraction times on {label}: from the input (a typed name's last key) to the redraw, in ms")
+    """The times as lines of text, for a printout."""
+    lines = [f"\ninteraction times on {label}: from the input (a typed name's last key) to the redraw, in ms"]
     for name, what, drawn, then in times:
         after = f"   then the scalar engine's step {then * 1000:5.0f}" if then is not None else ''
-        print(f"  {name:<11} {what:<18} {drawn * 1000:6.0f}{after}")
+        lines.append(f"  {name:<11} {what:<18} {drawn * 1000:6.0f}{after}")
+    return '\n'.join(lines)

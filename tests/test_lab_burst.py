@@ -79,7 +79,7 @@ def page_load(server):
     return statuses, time.perf_counter() - start
 
 
-def test_every_request_of_a_burst_is_answered_and_a_page_still_loads(tiny_ckpt, names_file, tmp_path):
+def test_every_request_of_a_burst_is_answered_and_a_page_still_loads(tiny_ckpt, names_file, tmp_path, measured):
     with server_process(tiny_ckpt, tmp_path, names_file) as (proc, server):
         port = server.server_address[1]
         alone = page_load(server)
@@ -92,7 +92,7 @@ def test_every_request_of_a_burst_is_answered_and_a_page_still_loads(tiny_ckpt, 
         loader.join(DEADLINE)
         after = burst(port, 1)  # and it keeps serving
     statuses = [s for s, _ in answers]
-    print(f"\nburst of {BURST} POST /api/attention: {statuses.count(200)} answered 200, "
+    measured(f"\nburst of {BURST} POST /api/attention: {statuses.count(200)} answered 200, "
           f"{statuses.count(503)} 503 in {took:.2f} s; a page load took {alone[1] * 1000:.0f} ms alone, "
           f"{loads[0][1] * 1000:.0f} ms during the burst")
     assert None not in statuses, f"{statuses.count(None)} of {BURST} connections got no answer"

@@ -269,7 +269,7 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
 
 
 # ---------------------------------------------------------------------------- how fast
-def test_interaction_times(default_ckpt, names_file, tmp_path, browser, capsys):
+def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured):
     """Prints the time from an input to its redraw on each page, on a model of train.py's
     default size; asserts only that each redraw happened (a timed test would be flaky). The
     names recipe's larger model is bench/lab_speed.py's: a measurement of tens of seconds."""
@@ -277,5 +277,4 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, capsys):
         for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
             f.result()
         times = labtimes.interaction_times(server, browser, labtimes.MODEL_FREE + labtimes.ON_THE_MODEL)
-    with capsys.disabled():
-        labtimes.report("train.py's default model", times)
+    measured(labtimes.report("train.py's default model", times))
