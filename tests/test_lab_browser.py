@@ -216,7 +216,7 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
             held.append(route)
         else:
             route.continue_()
-    page.route('**/api/step', hold_scalar)
+    page.route('**/api/step*', hold_scalar)  # both routes: /api/step and /api/step?engine=numpy
     page.goto(server.url + 'step')
     page.wait_for_selector('#result[data-engine=numpy] #scalar-coming')
     quick = post(server, '/api/step', {'text': 'anna', 'lr': float(page.input_value('#lr')), 'engine': 'numpy'})
@@ -226,14 +226,15 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
     held[0].continue_()
     page.wait_for_selector('#result[data-engine=scalar] #graph-size:has-text("nodes recorded")')
     assert page.locator('#scalar-coming').count() == 0
-    # typing a name key by key asks the scalar engine about the name, not about every letter
+    # typing a name key by key: the page ends on the scalar engine's step of the whole name; the
+    # steps overtaken on the way (the server's 204s, test_lab_serve.py) are dropped unseen
     page.locator('#text').fill('')
     page.locator('#text').press_sequentially('christopher', delay=30)
     page.wait_for_selector("#result[data-engine=scalar] #summary:has-text(\"'christopher'\")")
     scalar = [text for engine, text in sent if engine == 'scalar']
-    assert scalar[0] == 'anna' and scalar[-1] == 'christopher' and len(scalar) <= 3, scalar
+    assert scalar[0] == 'anna' and scalar[-1] == 'christopher', scalar
     assert len([text for engine, text in sent if engine == 'numpy']) >= 3  # the letters were drawn
-    assert page.errors == []
+    assert page.locator('#error').is_hidden() and page.errors == []
 
 
 def test_a_small_models_step_page_asks_the_scalar_engine_alone(server, page):

@@ -349,6 +349,31 @@ def test_a_step_requested_while_one_is_computed_is_answered_after_it(server):
     assert answers == [200]
 
 
+def test_a_step_still_waiting_when_a_newer_comes_is_overtaken(server):
+    """Issue 20: a learner typing a name on the Step page of a large model sent one scalar step
+    per letter, and the server computed them all, one after another, before the last. A request
+    that waited while a newer one came is answered 204 (no content) at its turn, not computed;
+    the newer is."""
+    import threading
+    answers = {}
+
+    def ask(text):
+        answers[text] = request(server, 'POST', '/api/step', {'text': text})
+
+    with server.lab.turn('step'):  # a step in progress
+        older = threading.Thread(target=ask, args=('emm',))
+        older.start()
+        older.join(0.3)
+        newer = threading.Thread(target=ask, args=(TEXT,))
+        newer.start()
+        newer.join(0.3)
+        assert older.is_alive() and newer.is_alive()
+    older.join(30)
+    newer.join(30)
+    assert answers['emm'][:2] == (204, None)
+    assert answers[TEXT][0] == 200 and answers[TEXT][1]['text'] == TEXT
+
+
 def test_a_client_that_goes_silent_is_answered_408_and_dropped(server, monkeypatch):
     monkeypatch.setattr(Handler, 'timeout', 0.5)
     host, port = server.server_address[:2]

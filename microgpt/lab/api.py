@@ -168,6 +168,11 @@ def trained_lr(model):
 
 
 WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed
+
+
+class Overtaken(Exception):
+    """A one-at-a-time sandbox's request left uncomputed: a newer one came while it waited
+    (Lab.turn). serve.py answers it 204, with no content."""
 # The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
 # on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
 # through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
@@ -189,8 +194,10 @@ class Lab:
         # a second or more and its memory: n_layer 4, n_embd 64, 15 characters: 1.6 s and 180 MiB
         # more at the peak, measured in one process by ru_maxrss) takes
         # requests in turn: one waits up to WAIT seconds (a learner who types a second name
-        # before the first is drawn gets both), then is told to try again
+        # before the first is drawn gets both), then is told to try again; one still waiting
+        # when a newer one comes is overtaken by it (see `turn`)
         self.gates = {}
+        self.latest = {}  # sandbox -> the number of the newest request for it
         self.gates_lock = threading.Lock()
 
     def config(self, body):
@@ -199,26 +206,38 @@ class Lab:
                 'pages': [{'name': name, 'title': title} for name, title in registry.pages()],
                 'features': {'training': self.runs.options()}}
 
-    def sandbox(self, name, body):
+    def sandbox(self, name, body, slot=nullcontext):
         """POST /api/NAME: the request's fields read as the registry declares them, then the
-        module's compute() on the model it names, in a worker process (workers.answer)."""
+        module's compute() on the model it names, in a worker process (workers.answer).
+        slot: what the computing is done inside (serve.py's Slots.take: so many at once), taken
+        once a one-at-a-time sandbox's turn has come, so that a request waiting for its turn
+        keeps no other page waiting (the Step page's numpy step, while a scalar one runs)."""
         s = registry.get(name)
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
         path = n_head = None
         if s.model is not None:
             ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
             path, n_head = self.checkpoints.path(ckpt_id), self.checkpoints.head_count(ckpt_id)
-        with self.turn(name) if s.waits_its_turn(params) else nullcontext():
+        with self.turn(name) if s.waits_its_turn(params) else nullcontext(), slot():
             return self.pool.compute(name, path, n_head, params)
 
     @contextmanager
     def turn(self, name):
-        """A one-at-a-time sandbox's lock, held for one request; refused after WAIT seconds."""
+        """A one-at-a-time sandbox's lock, held for one request; refused after WAIT seconds.
+
+        A request that waited while a newer one for the same sandbox came is not computed
+        (Overtaken: 204, no content): the page that sent both draws the newer one only (lab.js
+        drops an overtaken answer), so a learner typing a name on the Step page queues one scalar
+        step at most, not one per key. (Not a 4xx: the browser would log each as an error.)
+        """
         with self.gates_lock:
             gate = self.gates.setdefault(name, threading.Lock())
+            mine = self.latest[name] = self.latest.get(name, 0) + 1
         if not gate.acquire(timeout=WAIT):
             raise ApiError(503, f"another {name} is being computed: try again when it has ended")
         try:
+            if self.latest[name] != mine:
+                raise Overtaken(name)
             yield
         finally:
             gate.release()

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from ..errors import UserError
 from . import registry
-from .api import ApiError, Checkpoints, Lab
+from .api import ApiError, Checkpoints, Lab, Overtaken
 from .loading import load_model
 from .runs import RunManager
 from .workers import WORKERS, Pool
@@ -202,8 +202,12 @@ class Handler(BaseHTTPRequestHandler):
                 body = self.read_json() if method == 'POST' else {}
                 lab = self.server.lab
                 # the pages' one GET (what to draw) stays out of the queue: a page still opens in a burst
-                with self.server.slots.take() if method == 'POST' else nullcontext():
-                    answer = lab.sandbox(sandbox, body) if sandbox else getattr(lab, name)(body)
+                slot = self.server.slots.take if method == 'POST' else nullcontext
+                if sandbox:  # a slot taken only once its turn has come (api.Lab.sandbox)
+                    answer = lab.sandbox(sandbox, body, slot)
+                else:
+                    with slot():
+                        answer = getattr(lab, name)(body)
                 self.send_json(200, answer)
             elif path in pages or path in static:
                 if method not in ('GET', 'HEAD'):
@@ -211,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_file(pages.get(path) or static[path], head=method == 'HEAD')
             else:
                 raise ApiError(404, f"no such page or route: {path[:80]!r}")
+        except Overtaken:  # a newer request of the same page is computed instead (api.Lab.turn)
+            self.send_bytes(204, 'application/json; charset=utf-8', b'')
         except ApiError as e:
             self.send_json(e.status, {'error': str(e)}, retry_after=e.retry_after)
         except UserError as e:  # the lab's own one-line message about what was asked

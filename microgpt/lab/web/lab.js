@@ -62,6 +62,8 @@ const Lab = (() => {
       if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
       response = await fetch(path, init);
     }
+    // 204: the server left it uncomputed, as a newer request to the same route came meanwhile
+    if (response.status === 204) throw new Superseded(path);
     const data = await response.json();
     if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);

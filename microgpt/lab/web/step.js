@@ -38,30 +38,32 @@ function num(x, text, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
-// On a large model (the server says which: api.STEP_NUMPY_FIRST_ABOVE), two answers per input:
-// the numpy training path's step first (milliseconds, the same numbers to 1e-12), then the scalar
-// engine's own (a second on a 4x64 model), which adds the graph's size and the other engines'
-// check of its gradients, and replaces the first. Both go to the same
-// route, so a newer input's first request overtakes an older input's second (Lab.api drops it).
-// The server computes one scalar step at a time and cannot take one back, so the second is
-// asked only once the input has stayed for SETTLE_MS: a learner typing a name starts one, not
-// one per letter.
-const SETTLE_MS = 300;
-let inputs = 0;  // draws begun: a draw whose input is no longer the newest stops
-
+// On a large model (the server says which: api.STEP_NUMPY_FIRST_ABOVE), two answers per input,
+// asked for at once: the numpy training path's step (milliseconds, the same numbers to 1e-12),
+// drawn as soon as it comes, and the scalar engine's own (a second on a 4x64 model), which adds
+// the graph's size and the other engines' check of its gradients and replaces it. Each goes to
+// a route of its own (the query string tells them apart), so a newer input's request overtakes
+// the older input's of the same engine (Lab.api drops it). The server computes one scalar step
+// at a time, and one still waiting for its turn when a newer comes is not computed
+// (api.Lab.turn): a learner typing a name waits for one step at most.
 async function draw() {
-  const mine = ++inputs, begun = performance.now();
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
   if (!Lab.info().step_numpy_first) {  // a small model: the scalar engine's step answers at once
     await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'scalar'})), ['result']);
     return;
   }
-  const first = await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'numpy'})), ['result']);
-  if (!first) return;  // refused (the error line says why) or overtaken
-  await new Promise(resolve => setTimeout(resolve, Math.max(0, SETTLE_MS - (performance.now() - begun))));
-  if (mine !== inputs) return;
-  // the scalar engine: no busy sign over the page, whose numbers are already this input's
-  await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'scalar'})), ['result'], false);
+  let scalarShown = false;
+  // no busy sign over the page for the scalar step: the numbers shown are already this input's
+  const scalar = Lab.guard(async () => {
+    const data = await Lab.api('/api/step', {...body, engine: 'scalar'});
+    scalarShown = true;
+    return show(data);
+  }, ['result'], false);
+  await Lab.guard(async () => {
+    const data = await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'});
+    if (!scalarShown) show(data);  // (on a quiet machine with a short name, the scalar may come first)
+  }, ['result']);
+  await scalar;
 }
 
 function show(data) {
