@@ -173,6 +173,8 @@ WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one be
 class Overtaken(Exception):
     """A one-at-a-time sandbox's request left uncomputed: a newer one came while it waited
     (Lab.turn). serve.py answers it 204, with no content."""
+
+
 # The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
 # on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
 # through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
