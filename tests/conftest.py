@@ -23,8 +23,11 @@ for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
 # whose own output is not shown: the text travels with the test's report.
 @pytest.fixture
 def measured(record_property):
-    """measured(text): print text at the end of the session, under the test's name."""
-    return lambda text: record_property('measured', text)
+    """measured(text): print text at the end of the session, under the test's name, saying so
+    when another worker ran other tests meanwhile (times then come out slower than alone)."""
+    beside = ("\n  (measured while another pytest worker ran other tests: `pytest` on this file alone, "
+              "or bench/, measures alone)" if os.environ.get('PYTEST_XDIST_WORKER') else '')
+    return lambda text: record_property('measured', text + beside)
 
 
 def pytest_terminal_summary(terminalreporter):

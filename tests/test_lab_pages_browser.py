@@ -14,8 +14,6 @@ takes on a model of train.py's default size.
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
 
-import os
-
 import pytest
 
 import labtimes
@@ -279,6 +277,4 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured
         for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
             f.result()
         times = labtimes.interaction_times(server, browser, labtimes.MODEL_FREE + labtimes.ON_THE_MODEL)
-    beside = (", while another pytest worker runs other tests (bench/lab_speed.py measures alone)"
-              if os.environ.get('PYTEST_XDIST_WORKER') else '')
-    measured(labtimes.report("train.py's default model" + beside, times))
+    measured(labtimes.report("train.py's default model", times))
