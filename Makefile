@@ -14,7 +14,7 @@ run: $(VENV)/.installed
 	$(PY) sample.py --num 20
 
 # -n 2: two pytest workers (pytest-xdist), each taking whole files (their module-wide servers stay
-# shared): 172 s against 235 s in one process on this 2-core machine, the same 1,200 tests
+# shared): 169-189 s against 228-235 s in one process on this 2-core machine, the same 1,204 tests
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
