@@ -61,7 +61,7 @@ def stepped(text):
 
 
 # (page, what the learner does, the input, the redraw, what follows it or None)
-MODEL_FREE = [('byhand', 'a key typed', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None),
+MODEL_FREE = [('byhand', 'a vector', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None),
               ('scaling', 'the √d toggle', lambda p: p.uncheck('#scale'), redraw('#row-panel'), None),
               ('scaling', 'a size', lambda p: p.fill('#size-h', '8'), redraw('#index-panel'), None),
               ('scaling', 'n', lambda p: p.fill('#n', '4096'), redraw('#cost-panel'), None),

@@ -13,8 +13,9 @@ const Lab = (() => {
 
   // fn for an input that may come in bursts (typing, dragging a slider): the first input after
   // a quiet spell of `ms` runs fn at once (a pasted name, one click on a number box: no wait);
-  // one that follows within `ms` of the last run waits until the learner pauses for `ms`, so a
-  // page asks the server about every other key at most, and always about the last one
+  // one that follows within `ms` of the last run waits until the learner pauses for `ms`, so
+  // while the learner types a page asks the server once every `ms` at most, and always about
+  // the last key
   function debounced(fn, ms = 100) {
     let timer = null, last = -Infinity;
     const run = () => { last = performance.now(); fn(); };
