@@ -23,6 +23,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 
 from ..errors import UserError
+from ..limits import parameter_count
 from . import registry
 from .workers import MODELS, ApiError, Pool
 
@@ -144,16 +145,15 @@ class Checkpoints:
         out = []
         for ckpt_id, (_, label) in items:
             try:
-                c = self.model(ckpt_id).config
+                model = self.model(ckpt_id)
             except (ApiError, UserError):
                 if ckpt_id == 'start':
                     raise
                 continue
-            model = self.model(ckpt_id)
-            n_params = sum(w.size for w in model.weights.values())
+            c = model.config
             out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(model),
                         'data_mode': model.data_mode,  # 'text': the pages ask for text, not a name
-                        'step_numpy_first': n_params > STEP_NUMPY_FIRST_ABOVE,
+                        'step_numpy_first': parameter_count(**c.to_dict()) > STEP_NUMPY_FIRST_ABOVE,
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..engine import zero_grad
 from ..errors import UserError
+from ..limits import parameter_count
 from ..run import log_path_for
 from . import registry
 from .loading import load_model, load_scalar_model, no_overflow
@@ -222,7 +223,7 @@ def warm_up(path, n_head):
         importlib.import_module(name)
     try:
         model = MODELS.get('numpy', path, n_head)
-        if sum(w.size for w in model.weights.values()) <= WARM_SCALAR_MAX:
+        if parameter_count(**model.config.to_dict()) <= WARM_SCALAR_MAX:
             MODELS.get('scalar', path, n_head)  # the Step page's GPT of Values
         from .sampler import training_names
         training_names(model, None)  # the Sampling page's marks: the names it trained on, read once
