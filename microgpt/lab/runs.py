@@ -172,7 +172,7 @@ class RunManager:
             run.output.close()
         step = saved_step(run.out)
         if run.adopted:  # not our child: its exit status is unknown, its checkpoint tells
-            state = 'failed' if step is None else ('finished' if step >= run.params['steps'] else 'stopped')
+            state = ended_as(step, run.params['steps'])
         else:
             state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
             if state == 'failed' and run.stop_sent:
@@ -234,7 +234,7 @@ class RunManager:
             if record.get('state') in ('finished', 'stopped', 'failed'):
                 run.state = record['state']
             else:  # it ended while no server watched it
-                run.state = 'failed' if step is None else ('finished' if step >= run.params['steps'] else 'stopped')
+                run.state = ended_as(step, run.params['steps'])
                 save_record(run)
             if self.run is None or not self.run.adopted:  # a run still going is the one to show
                 self.run = run
@@ -392,6 +392,13 @@ def saved_step(path):
     except (OSError, UserError):
         return None
     return step if isinstance(step, int) else None
+
+
+def ended_as(step, steps):
+    """How a run no server saw end ended, from the step its checkpoint holds (None: none saved)."""
+    if step is None:
+        return 'failed'
+    return 'finished' if step >= steps else 'stopped'
 
 
 def run_label(number, step, steps):
