@@ -48,21 +48,21 @@ function num(x, text, attrs = {}) {
 // (api.Lab.turn): a learner typing a name waits for one step at most.
 async function draw() {
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
-  if (!Lab.info().step_numpy_first) {  // a small model: the scalar engine's step answers at once
-    await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'scalar'})), ['result']);
-    return;
-  }
+  const numpyFirst = Lab.info().step_numpy_first;  // else a small model: the scalar step answers at once
   let scalarShown = false;
-  // no busy sign over the page for the scalar step: the numbers shown are already this input's
+  // with the numpy step first, no busy sign over the page for the scalar one: the numbers shown
+  // are already this input's
   const scalar = Lab.guard(async () => {
     const data = await Lab.api('/api/step', {...body, engine: 'scalar'});
     scalarShown = true;
     show(data);
-  }, ['result'], false);
-  await Lab.guard(async () => {
-    const data = await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'});
-    if (!scalarShown) show(data);  // (on a quiet machine with a short name, the scalar may come first)
-  }, ['result']);
+  }, ['result'], !numpyFirst);
+  if (numpyFirst) {
+    await Lab.guard(async () => {
+      const data = await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'});
+      if (!scalarShown) show(data);  // (on a quiet machine with a short name, the scalar may come first)
+    }, ['result']);
+  }
   await scalar;
 }
 
