@@ -64,4 +64,3 @@ def draws(page, selector='body'):
 def wait_redraw(page, before, selector='body'):
     """Until the page (or a panel) has drawn once more than `before`."""
     page.wait_for_function(f"() => Number(document.querySelector('{selector}').dataset.draws || 0) > {before}")
-    page.wait_for_load_state('networkidle')
