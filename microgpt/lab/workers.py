@@ -63,7 +63,7 @@ class ApiError(Exception):
 # ---------------------------------------------------------------------------- the models a process has read
 class Models:
     """Checkpoints read once and kept, by (kind, path, n_head): kind 'numpy' is the numpy port
-    (loading.load_model), 'scalar' microgpt's own GPT of Values (a step changes its weights,
+    (loading.load_model), 'scalar' microgpt's own GPT of Values (compute may change its weights,
     so `get` puts the file's back, and zeroes the gradients, before handing it out)."""
 
     def __init__(self, keep=KEEP_MODELS):
