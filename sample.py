@@ -1,11 +1,11 @@
 """
 Generate from a trained checkpoint: `python sample.py --help`. The program itself is
-microgpt/sample.py (read it there); this file only lets a source checkout run it from the top
+microgpt/programs/sample.py (read it there); this file only lets a source checkout run it from the top
 of the repository. Installed with pip, the same program is the `microgpt-sample` command, or
 `python -m microgpt.sample`.
 """
 
-from microgpt.sample import command
+from microgpt.programs.sample import command
 
 if __name__ == '__main__':
     command()

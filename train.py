@@ -1,10 +1,10 @@
 """
-Train a tiny GPT: `python train.py --help`. The program itself is microgpt/train.py (read it
+Train a tiny GPT: `python train.py --help`. The program itself is microgpt/programs/train.py (read it
 there); this file only lets a source checkout run it from the top of the repository. Installed
 with pip, the same program is the `microgpt-train` command, or `python -m microgpt.train`.
 """
 
-from microgpt.train import command
+from microgpt.programs.train import command
 
 if __name__ == '__main__':
     command()

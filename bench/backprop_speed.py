@@ -22,7 +22,7 @@ the kernel's high-water mark of resident memory, everything included).
            beside it (equal within ~1e-9: both do the same work). Skipped without torch; install
            it with `.venv/bin/pip install torch==2.13.0`.
 3. ckpt    The recipe's model (bench/recipe.py's RECIPE): the mean step time and the time of one
-           microgpt.checkpoint.save_checkpoint with the Adam state, so the share of a run spent
+           microgpt.edge.checkpoint.save_checkpoint with the Adam state, so the share of a run spent
            writing checkpoints every --save-every steps is save / (save_every * step + save).
            (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
 
@@ -73,7 +73,7 @@ def parse_args(argv=None):
 # ---------------------------------------------------------------------------- the children
 def setup(args, n_layer, n_embd, n_head=4, block_size=16):
     """(config, initial weights, tokenizer, train token lists) as train.py makes them."""
-    from microgpt.data import load_docs, split_docs
+    from microgpt.edge.data import load_docs, split_docs
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
     from microgpt.training import doc_tokens
@@ -192,7 +192,7 @@ def child_ckpt(args):
     import tempfile
 
     import backprop
-    from microgpt.checkpoint import save_checkpoint
+    from microgpt.edge.checkpoint import save_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
     config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],

@@ -10,7 +10,7 @@ script with --child ...), with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch's
 bench/backprop_speed.py does (they are set machine-wide here for old OpenBLAS bugs; users'
 machines do not set them).
 
-1. engines   Step time of the scalar engine (microgpt.train.ScalarTrainer), the numpy engine
+1. engines   Step time of the scalar engine (microgpt.programs.train.ScalarTrainer), the numpy engine
              (backprop.Trainer) and the torch engine (torchgpt.Trainer, float64 and float32 on
              the CPU), their steps interleaved (one step of each in turn, from the same weights
              on the same batches) so that a load spike hits all alike, at the default config
@@ -74,7 +74,7 @@ def setup(args, n_layer, n_embd, block_size=16, text=False):
     names, or (text) random windows of block_size + 1 characters of tiny shakespeare."""
     if text:
         return text_setup(n_layer, n_embd, block_size)
-    from microgpt.data import load_docs, split_docs
+    from microgpt.edge.data import load_docs, split_docs
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
     from microgpt.training import doc_tokens
@@ -114,7 +114,7 @@ def torch_or_none(threads):
 def child_engines(args, size):
     import backprop
     from microgpt.optim import Adam
-    from microgpt.train import ScalarTrainer
+    from microgpt.programs.train import ScalarTrainer
     from microgpt.training import learning_rate
     s = SIZES[size]
     config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'], s.get('block_size', 16),
@@ -178,7 +178,7 @@ def child_ckpt(args):
     import random
     from types import SimpleNamespace
 
-    from microgpt.checkpoint import read_checkpoint, save_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
     from microgpt.model import GPTConfig, parameter_shapes
     from microgpt.tokenizer import CharTokenizer
     tokenizer = CharTokenizer(list('abcdefghijklmnopqrstuvwxyz'))

@@ -29,7 +29,7 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout,
 import numpy as np  # noqa: E402  (after the path set-up above)
 
 import inference  # noqa: E402
-from microgpt.checkpoint import load_checkpoint  # noqa: E402
+from microgpt.edge.checkpoint import load_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
 from microgpt.sampling import sample_names, scalar_next_logits  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402

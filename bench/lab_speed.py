@@ -41,7 +41,7 @@ def main():
               f"{CHROMIUM} (apt-get install chromium): skipped")
         return 0
     import labtimes
-    from microgpt import train
+    from microgpt.programs import train
     from microgpt.lab.serve import make_server
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -61,7 +61,7 @@ def main(argv=None):
     if not args.data or not os.path.exists(args.data):
         print("shakespeare: tinyshakespeare.txt not found (../shared/data/): skipped")
         return 0
-    from microgpt.checkpoint import read_checkpoint, save_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
     from microgpt.model import GPT
     from microgpt.tokenizer import CharTokenizer
 

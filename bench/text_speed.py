@@ -9,7 +9,7 @@ The PyTorch side is the same GPT written as PyTorch users write it (torch_gpt be
 nn.Module of nn.Embedding and nn.Linear(bias=False) layers, F.rms_norm, F.scaled_dot_product_attention
 (is_causal=True), ReLU, torch.optim.Adam (betas 0.85, 0.99, as microgpt's), float32, loss.backward().
 Both start from the same weights (microgpt's GPT(config, seed=42)) and train on the same
-batches (microgpt/text.py's windows of tinyshakespeare, seed 42), their steps interleaved
+batches (microgpt/edge/text.py's windows of tinyshakespeare, seed 42), their steps interleaved
 (one of each in turn, each timed with perf_counter) so that a load spike from the other
 developers' processes on this shared machine hits both alike. Throughput is predicted
 characters per second (12 x 64 per step); the ratio is numpy / PyTorch on the mean step time.
@@ -192,7 +192,7 @@ def products_floor(config, B, T, repeats=5):
 
 def child(args):
     import backprop
-    from microgpt import text
+    from microgpt.edge import text
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
     from microgpt.training import learning_rate

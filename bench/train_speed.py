@@ -51,7 +51,7 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout, installed or not
 
 from baseline_microgpt import BaselineGPT, BaselineTrainer  # noqa: E402
-from microgpt.data import load_docs, split_docs  # noqa: E402
+from microgpt.edge.data import load_docs, split_docs  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
 from microgpt.optim import Adam  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402

@@ -10,7 +10,7 @@ The order to read the files in is docs/reading-guide.md's (it starts with engine
 file is only the front door: it imports the few names a script needs.
 """
 
-from .checkpoint import load_checkpoint
+from .edge.checkpoint import load_checkpoint
 from .engine import Value
 from .model import GPT, GPTConfig
 

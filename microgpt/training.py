@@ -7,7 +7,7 @@ token): 0 for a model always certain and right, log(vocab_size) (3.3 for 27 toke
 that guesses uniformly. A step may take a batch of names: its loss is then the mean over every
 predicted token of the batch, which for one name is exactly microgpt's per-name mean.
 
-train.py drives `batch_step` through a small adapter (ScalarTrainer, in microgpt/train.py) with
+train.py drives `batch_step` through a small adapter (ScalarTrainer, in microgpt/programs/train.py) with
 the same methods as the numpy engine's, so its loop is the same for every engine. The scalar
 `evaluate` here is the reference for the numpy port's faster validation loss.
 """

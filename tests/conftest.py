@@ -105,7 +105,7 @@ def names_file(tmp_path_factory):
 def default_ckpt(tmp_path_factory, names_file):
     """A checkpoint of train.py's default size, trained 3 steps on TINY_NAMES: for the pages'
     layout and speed, which depend on the model's size, not on its training."""
-    from microgpt import train
+    from microgpt.programs import train
     out = tmp_path_factory.mktemp('default') / 'model.json'
     assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--eval-every', '0',
                        '--num-samples', '0']) == 0
@@ -115,7 +115,7 @@ def default_ckpt(tmp_path_factory, names_file):
 @pytest.fixture(scope='session')
 def tiny_ckpt(tmp_path_factory, names_file):
     """Path of a checkpoint trained for 60 steps by train.py on TINY_NAMES (n_embd 8, 2 heads)."""
-    from microgpt import train
+    from microgpt.programs import train
     out = tmp_path_factory.mktemp('ckpt') / 'model.json'
     status = train.main(['--data', names_file, '--out', str(out), '--steps', '60', '--n-embd', '8',
                          '--n-head', '2', '--block-size', '12', '--val-size', '6',

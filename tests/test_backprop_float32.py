@@ -15,8 +15,9 @@ import pytest
 
 import backprop
 from backprop import threads
-from microgpt import cli, text, train
-from microgpt.checkpoint import read_checkpoint
+from microgpt.programs import cli, train
+from microgpt.edge import text
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
 

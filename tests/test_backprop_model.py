@@ -14,7 +14,7 @@ from backprop import Trainer, make_batch
 from backprop.model import model_forward
 from inference.model import cross_entropy
 from microgpt.engine import Tape
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, num_predictions

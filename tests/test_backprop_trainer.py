@@ -16,10 +16,10 @@ import pytest
 
 import inference
 from backprop import Trainer
-from microgpt.checkpoint import read_checkpoint, save_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
 from microgpt.engine import Tape
 from microgpt.fused import vsum
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer

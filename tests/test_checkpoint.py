@@ -1,5 +1,5 @@
 """
-Tests for microgpt/checkpoint.py: saving, loading, and every way a checkpoint file can be wrong.
+Tests for microgpt/edge/checkpoint.py: saving, loading, and every way a checkpoint file can be wrong.
 
 A checkpoint must give back exactly the model that was saved (the same logits, bit for bit),
 be written so that a failed write leaves the previous file whole, and turn each problem in a
@@ -15,8 +15,8 @@ import os
 import pytest
 
 from microgpt import load_checkpoint
-from microgpt.checkpoint import CheckpointWriteError, checkpoint_dict, read_checkpoint, save_checkpoint
-from microgpt.errors import UserError
+from microgpt.edge.checkpoint import CheckpointWriteError, checkpoint_dict, read_checkpoint, save_checkpoint
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer

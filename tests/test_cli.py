@@ -21,16 +21,17 @@ import time
 
 import pytest
 
-import microgpt.run
-from microgpt import sample
-from microgpt import train
+import microgpt.programs.run
+from microgpt.programs import sample
+from microgpt.programs import train
 from conftest import REPO_DIR, TINY_NAMES
-from microgpt import cli, load_checkpoint
-from microgpt.checkpoint import read_checkpoint, save_checkpoint
+from microgpt.programs import cli
+from microgpt import load_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
-from microgpt.train import ScalarTrainer
+from microgpt.programs.train import ScalarTrainer
 from microgpt.training import doc_loss, doc_tokens, learning_rate
 
 TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12']  # ~1000 parameters, ~300 steps/s
@@ -129,12 +130,12 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
 
 def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, names_file, capsys, monkeypatch):
     saved_steps = []
-    real_save = microgpt.run.save_checkpoint
+    real_save = microgpt.programs.run.save_checkpoint
 
     def recording_save(path, model, train_state=None, **kwargs):
         saved_steps.append(train_state['step'])
         real_save(path, model, train_state, **kwargs)
-    monkeypatch.setattr(microgpt.run, 'save_checkpoint', recording_save)
+    monkeypatch.setattr(microgpt.programs.run, 'save_checkpoint', recording_save)
     out = tmp_path / 'model.json'
     code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',
                                   '--save-every', '3', *TINY, *QUIET], capsys)

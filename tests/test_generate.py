@@ -1,5 +1,5 @@
 """
-Generation past the block (microgpt/generate.py, sample.py --length): a sliding window of the
+Generation past the block (microgpt/programs/generate.py, sample.py --length): a sliding window of the
 last block_size tokens. With a window at least as long as the text so far it is ordinary
 sampling, draw for draw; past the block, the scalar engine (its KV cache rebuilt for each new
 window) and the numpy port (the window's forward) give the same logits and the same text.
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import inference
-from microgpt import cli, load_checkpoint, sample, train
-from microgpt.generate import generate, window_next_logits
+from microgpt.programs import cli, sample, train
+from microgpt import load_checkpoint
+from microgpt.programs.generate import generate, window_next_logits
 from microgpt.sampling import sample_name
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"

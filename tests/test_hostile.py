@@ -26,14 +26,15 @@ import numpy as np
 import pytest
 
 import inference
-from microgpt import cli, limits
-from microgpt.checkpoint import (CheckpointWriteError, is_our_checkpoint, read_checkpoint,
+from microgpt.programs import cli
+from microgpt.edge import limits
+from microgpt.edge.checkpoint import (CheckpointWriteError, is_our_checkpoint, read_checkpoint,
                                  remove_stale_temporaries, save_checkpoint, stale_temporaries,
                                  write_json_atomic)
-from microgpt.data import load_docs
-from microgpt.errors import UserError
-from microgpt.files import read_user_file
-from microgpt.jsonio import parse_json
+from microgpt.edge.data import load_docs
+from microgpt.edge.errors import UserError
+from microgpt.edge.files import read_user_file
+from microgpt.edge.jsonio import parse_json
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
@@ -190,7 +191,7 @@ def test_a_failing_save_is_one_line_and_the_old_checkpoint_is_intact(tmp_path, m
 
 def test_a_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     """EACCES where the temporary file is made (a real read-only folder does not stop root)."""
-    import microgpt.checkpoint as checkpoint
+    import microgpt.edge.checkpoint as checkpoint
     monkeypatch.setattr(checkpoint.tempfile, 'mkstemp', _fail_with(errno.EACCES))
     with pytest.raises(CheckpointWriteError, match='permission denied; no file was left at'):
         write_json_atomic(str(tmp_path / 'model.json'), {'a': 1})
@@ -212,8 +213,8 @@ def test_the_file_size_limit_is_an_error_not_a_kill(tmp_path):
     path = tmp_path / 'model.json'
     path.write_text('{"old": true}')
     child = ("import sys\n"
-             "from microgpt import cli\n"
-             "from microgpt.checkpoint import write_json_atomic\n"
+             "from microgpt.programs import cli\n"
+             "from microgpt.edge.checkpoint import write_json_atomic\n"
              "cli.run(lambda argv: write_json_atomic(sys.argv[1], {'w': [0.5] * 10000}))\n")
 
     def limit():
@@ -273,7 +274,7 @@ def test_brackets_inside_strings_do_not_count_as_nesting():
 
 def test_a_checkpoints_own_nesting_is_far_below_the_cap(tiny_ckpt):
     """The cap must not refuse a real checkpoint (with its Adam moments) nor a real log."""
-    from microgpt.jsonio import nesting_depth
+    from microgpt.edge.jsonio import nesting_depth
     with open(tiny_ckpt, encoding='utf-8') as f:
         depth = nesting_depth(f.read())
     assert 4 <= depth <= limits.MAX_JSON_DEPTH // 4
@@ -379,7 +380,7 @@ def test_reading_a_small_file_reserves_no_gigabyte(tmp_path):
     path = tmp_path / 'names.txt'
     path.write_text('anna\nbob\n')
     child = ("import sys\n"
-             "from microgpt.data import load_docs\n"
+             "from microgpt.edge.data import load_docs\n"
              "print(load_docs(sys.argv[1]))\n")
 
     def limit():
@@ -390,7 +391,7 @@ def test_reading_a_small_file_reserves_no_gigabyte(tmp_path):
 
 
 def test_the_chunked_read_returns_the_file_exactly(tmp_path):
-    from microgpt.files import _read_at_most
+    from microgpt.edge.files import _read_at_most
     data = bytes(range(256)) * 3
     path = tmp_path / 'bytes.bin'
     path.write_bytes(data)

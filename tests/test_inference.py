@@ -18,10 +18,10 @@ import pytest
 
 import inference
 from attention_trace import gpt_with_trace
-from microgpt import sample
+from microgpt.programs import sample
 from inference.model import merge_heads, split_heads
-from microgpt.checkpoint import load_checkpoint as scalar_load_checkpoint
-from microgpt.errors import UserError
+from microgpt.edge.checkpoint import load_checkpoint as scalar_load_checkpoint
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.sampling import sample_names
 from microgpt.tokenizer import CharTokenizer

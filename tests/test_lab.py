@@ -15,8 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from microgpt import cli
-from microgpt.checkpoint import load_checkpoint as load_scalar
+from microgpt.programs import cli
+from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import attention, loss, overview
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model

@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from microgpt.engine import Value
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.lab import autograd
 from microgpt.lab.__main__ import main
 

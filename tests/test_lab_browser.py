@@ -280,7 +280,7 @@ def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
 def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_file, window):
     """A checkpoint of --data-mode text: the pages' input says 'text' (a names model's says
     'name', as every other test here sees), and the pages draw it."""
-    from microgpt import train
+    from microgpt.programs import train
     data = tmp_path / 'play.txt'
     data.write_text("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 20)
     ckpt = tmp_path / 'text.json'

@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.lab import byhand, phases, scaling
 from microgpt.lab.rowstats import row_statistics, softmax
 
@@ -335,7 +335,7 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     from labserver import post
     from microgpt.lab import embeddings, loss
     from microgpt.lab.workers import jsonable
-    from microgpt.run import log_path_for
+    from microgpt.programs.run import log_path_for
     assert post(server, '/api/byhand', {'n_head': 2}) == jsonable(byhand.compute(n_head=2))
     assert post(server, '/api/scaling', {'part': 'index', 'sizes': {'h': 8}}) == \
         jsonable(scaling.compute(part='index', sizes={'h': 8.0}))

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from labserver import live_server, request
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.lab import registry, serve
 from microgpt.lab.__main__ import flag_of, main
 from microgpt.lab.workers import Pool
@@ -133,7 +133,7 @@ def test_every_page_has_its_files(tmp_path):
 
 def test_one_name_one_meaning():
     """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name."""
-    from microgpt import limits
+    from microgpt.edge import limits
     assert registry.MAX_LAB_NAMES < limits.MAX_NAMES
     assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
     assert registry.get('sample').param('num').high == registry.MAX_LAB_NAMES

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from labserver import post, request, server_process, wait_for_run
-from microgpt.checkpoint import read_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import runrecord
 from microgpt.lab.api import Checkpoints
 from microgpt.lab.runs import RunManager

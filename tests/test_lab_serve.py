@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from labserver import live_server, post, request, server_process, wait_for_run
-from microgpt import cli, sampling
+from microgpt.programs import cli
+from microgpt import sampling
 from microgpt.lab import attention, autograd, loss, overview, registry
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
@@ -155,7 +156,7 @@ def test_step_route_equals_the_lab_step(server, tiny_ckpt):
 
 
 def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):
-    from microgpt.checkpoint import read_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint
     trained = read_checkpoint(tiny_ckpt)['train_state']['run']['lr']
     got = post(server, '/api/step', {'text': TEXT})
     assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
@@ -200,7 +201,7 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
     final, more, _ = wait_for_run(server, offset=offset)
     records += more
     assert final['state'] == 'stopped' and final['exit_code'] == 130
-    from microgpt.checkpoint import read_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint
     saved = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))
     assert saved['train_state']['step'] == max(r['step'] for r in records) < 20000
     status, body, _ = request(server, 'POST', '/api/train/stop', {})
@@ -244,7 +245,7 @@ def test_a_numpy_engine_run_with_batches_trains_and_opens(server):
     final, records, _ = wait_for_run(server)
     assert final['state'] == 'finished' and final['exit_code'] == 0
     assert [r['step'] for r in records if 'loss' in r] == list(range(1, 13))
-    from microgpt.checkpoint import read_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint
     run = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))['train_state']['run']
     assert (run['engine'], run['batch_size']) == ('numpy', 4)
 
@@ -510,7 +511,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert 'run 1 stopped (exit status 130)' in out
-    from microgpt.checkpoint import read_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
     assert read_checkpoint(str(tmp_path / '1' / 'model.json'))['train_state']['step'] == steps[-1] < 20000
 

@@ -16,9 +16,9 @@ import warnings
 import numpy as np
 import pytest
 
-from microgpt import cli
-from microgpt.errors import UserError
-from microgpt.checkpoint import load_checkpoint as load_scalar
+from microgpt.programs import cli
+from microgpt.edge.errors import UserError
+from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampler, step
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load_model
@@ -414,7 +414,7 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
 
 
 def test_sample_py_bad_input(tiny_ckpt, capsys):
-    from microgpt import sample
+    from microgpt.programs import sample
     for argv, message in ((['--top-k', '0'], 'give an integer from 1 to'),
                           (['--temperature', '-0.5'], 'give a number from 0 to 1000')):
         with pytest.raises(SystemExit) as info:
@@ -424,7 +424,7 @@ def test_sample_py_bad_input(tiny_ckpt, capsys):
 
 
 def test_sample_py_greedy_and_tiny_temperature(tiny_ckpt, capsys):
-    from microgpt import sample
+    from microgpt.programs import sample
     outs = []
     for argv in (['--temperature', '0', '--seed', '1'], ['--temperature', '0', '--seed', '2'],
                  ['--temperature', '1e-308', '--engine', 'numpy'], ['--top-k', '1', '--temperature', '1']):

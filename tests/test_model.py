@@ -19,7 +19,7 @@ import random
 import pytest
 
 from attention_trace import gpt_with_trace
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.tokenizer import CharTokenizer
 
@@ -173,7 +173,7 @@ def test_each_call_appends_one_key_and_value_per_layer():
 def test_the_edge_refuses_characters_outside_the_vocabulary():
     # gpt() trusts its arguments (a negative id would quietly index from the end); what a user
     # hands in is checked at the edge: text through checks.encode, a checkpoint by its reader
-    from microgpt.checks import encode
+    from microgpt.edge.checks import encode
     tok = CharTokenizer('abcd')
     with pytest.raises(UserError, match="'z' is not in the vocabulary"):
         encode(tok, 'abz')
@@ -246,7 +246,7 @@ def test_config_defaults_and_head_dim():
 ])
 def test_config_rejects_non_positive_or_non_integer_sizes(field, value):
     # GPTConfig trusts its fields; the edges build one through checks.make_config
-    from microgpt.checks import make_config
+    from microgpt.edge.checks import make_config
     fields = {'vocab_size': 27, 'n_layer': 1, 'n_embd': 16, 'n_head': 4, 'block_size': 16}
     assert make_config(**fields) == GPTConfig(**fields)
     fields[field] = value
@@ -255,7 +255,7 @@ def test_config_rejects_non_positive_or_non_integer_sizes(field, value):
 
 
 def test_config_requires_n_embd_divisible_by_n_head():
-    from microgpt.checks import make_config
+    from microgpt.edge.checks import make_config
     with pytest.raises(UserError, match='divisible'):
         make_config(vocab_size=27, n_layer=1, n_embd=10, n_head=4, block_size=16)
     assert make_config(vocab_size=27, n_layer=1, n_embd=12, n_head=4, block_size=16).head_dim == 3

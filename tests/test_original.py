@@ -4,7 +4,7 @@
 The port below is the original script's loop with its own ops: linear as sums of products,
 softmax, rmsnorm and the loss -log(softmax(logits)[target]) from basic Value ops, Adam
 written out, the global generator replaced by one random.Random(42) used in the same order
-(shuffle, weights, samples). Our side is microgpt.original.prepare, train.py's data order
+(shuffle, weights, samples). Our side is microgpt.programs.original.prepare, train.py's data order
 (data.split_docs, train.batch_at), our GPT with its fused nodes, training.batch_step with
 optim.Adam and training.learning_rate, and original.sample_original. The two must give the
 same loss at every step (LOSS_TOL) and the same sampled names, in order.
@@ -20,8 +20,8 @@ from conftest import TINY_NAMES, data_file
 from microgpt.engine import Value
 from microgpt.model import GPT
 from microgpt.optim import Adam
-from microgpt.data import split_docs
-from microgpt.original import ORIGINAL, prepare, sample_original
+from microgpt.edge.data import split_docs
+from microgpt.programs.original import ORIGINAL, prepare, sample_original
 from microgpt.training import batch_step, doc_tokens, learning_rate
 
 LOSS_TOL = 1e-9     # what the reproduction promises for each step's loss
@@ -145,7 +145,7 @@ def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num
 def our_run(docs, steps, settings=ORIGINAL):
     """What train.py --reproduce-original does: prepare's weights, train.py's split and batches
     (shuffled with the seed, none held out, one name per step), our GPT and Adam, then sample."""
-    from microgpt.train import batch_at
+    from microgpt.programs.train import batch_at
     rng, _, tokenizer, config, weights = prepare(docs, settings)
     train_docs, _ = split_docs(docs, val_size=0, seed=settings['seed'])
     train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
@@ -202,7 +202,7 @@ def test_a_different_generator_state_gives_different_names():
 
 @pytest.mark.skipif(not os.path.exists(NAMES_TXT), reason="makemore's names.txt is neither in the checkout (README's download) nor in ../shared/data")
 def test_first_steps_on_makemores_names():
-    from microgpt.data import load_docs
+    from microgpt.edge.data import load_docs
     docs = load_docs(NAMES_TXT)
     steps = 3
     expected_losses, _ = original_run(docs, steps, num_samples=0)
@@ -212,8 +212,8 @@ def test_first_steps_on_makemores_names():
 
 
 def test_flags_that_change_the_run_are_refused():
-    from microgpt.errors import UserError
-    from microgpt.original import check_flags
+    from microgpt.edge.errors import UserError
+    from microgpt.programs.original import check_flags
     check_flags(n_embd=16, val_size=0, batch_size=1, steps=None, shuffle=True)  # the original's own values
     for given, fragment in (({'n_embd': 32}, '--n-embd 32'), ({'val_size': 100}, '--val-size 100'),
                             ({'batch_size': 4}, '--batch-size 4'), ({'n_layer': 2}, '--n-layer 2'),
@@ -237,8 +237,8 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     real SIGINT) are the port's first 6 of a 1000-step schedule, loss for loss; resumed on the
     numpy engine, still reproducing, it ends on the original's published last losses and 20
     names, in order."""
-    from microgpt import train
-    from microgpt.data import load_docs
+    from microgpt.programs import train
+    from microgpt.edge.data import load_docs
     from test_cli import interrupt_after, log_of, losses, run
     out = tmp_path / 'model.json'
     interrupt_after(monkeypatch, 6)
@@ -266,7 +266,7 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     (['--no-shuffle'], '--no-shuffle would change'),
 ], ids=['model-size', 'held-out-split', 'batch', 'steps', 'no-shuffle'])
 def test_train_py_refuses_flags_that_change_the_original(tmp_path, names_file, capsys, extra, fragment):
-    from microgpt import train
+    from microgpt.programs import train
     from test_cli import assert_one_line_error, run
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out), *extra], capsys)

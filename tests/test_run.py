@@ -1,5 +1,5 @@
 """
-Tests of train.py's run bookkeeping (microgpt/run.py): what keeps a run's data and checkpoint
+Tests of train.py's run bookkeeping (microgpt/programs/run.py): what keeps a run's data and checkpoint
 safe when the user or the machine does something unlucky, and the engine-independent loop.
 
 Each test names the kind of trouble it covers: the data file given as --out, a file that is not
@@ -23,11 +23,11 @@ import time
 
 import pytest
 
-import microgpt.checkpoint
-import microgpt.limits
-from microgpt import train
+import microgpt.edge.checkpoint
+import microgpt.edge.limits
+from microgpt.programs import train
 from conftest import REPO_DIR, TINY_NAMES
-from microgpt.checkpoint import read_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
@@ -141,7 +141,7 @@ def test_a_save_that_fails_mid_run_is_one_line_and_keeps_the_last_good_checkpoin
             if calls[0] == 2:
                 raise OSError(errno.ENOSPC, 'No space left on device')
         return real_fsync(fd)
-    monkeypatch.setattr(microgpt.checkpoint.os, 'fsync', disk_full_on_second_save)
+    monkeypatch.setattr(microgpt.edge.checkpoint.os, 'fsync', disk_full_on_second_save)
     code, _, err = run(train.main, train_args(names_file, out, '--steps', '6', '--save-every', '2'), capsys)
     assert_one_line_error(code, err, f'after step 4: could not write {out}: the disk is full; the previous '
                                      f'{out} is intact; it holds step 2; fix that, then resume: '
@@ -161,7 +161,7 @@ def test_a_folder_made_read_only_mid_run_is_one_line(tmp_path, names_file, capsy
         if str(path).endswith('.tmp') and (tmp_path / 'model.json').exists():
             raise OSError(errno.EROFS, 'Read-only file system')
         return real_open(path, flags, *args)
-    monkeypatch.setattr(microgpt.checkpoint.os, 'open', read_only_after_first_save)
+    monkeypatch.setattr(microgpt.edge.checkpoint.os, 'open', read_only_after_first_save)
     code, _, err = run(train.main, train_args(names_file, out, '--steps', '4', '--save-every', '2'), capsys)
     assert_one_line_error(code, err, 'after step 4: could not write')
     assert 'read-only file system' in err
@@ -418,7 +418,7 @@ def files_of(folder):
 def test_a_symlinked_out_shares_the_lock_of_the_file_it_names(finished, names_file, capsys):
     """Issue 17.1: a second name for a.json walked around a.json's lock. The lock is on the log
     of the file written, so b.json -> a.json is refused while a run holds a.json."""
-    from microgpt.runlog import log_path_for, open_locked_log
+    from microgpt.programs.runlog import log_path_for, open_locked_log
     link = finished.parent / 'b.json'
     link.symlink_to(finished)
     assert log_path_for(str(link)) == log_path_for(str(finished))
@@ -437,7 +437,7 @@ def test_the_lock_is_taken_before_the_checkpoint_is_read(finished, names_file, c
     """Issue 17.8: a --resume read the checkpoint, then waited for nothing, then took the lock:
     it could resume a step the running run had already saved past. A damaged checkpoint shows
     the order: with the lock held, the answer is the lock, not the damage."""
-    from microgpt.runlog import log_path_for, open_locked_log
+    from microgpt.programs.runlog import log_path_for, open_locked_log
     finished.write_text('{"format": "microgpt", "version": 1')  # cut short: unreadable
     held = open_locked_log(log_path_for(str(finished)), str(finished))
     try:
@@ -511,7 +511,7 @@ def test_a_closed_stdout_saves_and_exits_non_zero(tmp_path, names_file):
 def test_two_checkpoint_names_never_share_a_log(tmp_path, names_file, capsys):
     """Issue 17.5: --out run and --out run.json shared run.log.jsonl. A checkpoint's name ends
     in its format's extension, and the log is that name's stem."""
-    from microgpt.runlog import log_path_for
+    from microgpt.programs.runlog import log_path_for
     code, stdout, err = run(train.main, train_args(names_file, tmp_path / 'run', '--steps', '2'), capsys)
     assert_one_line_error(code, err, f'--out {tmp_path / "run"} does not end in .json')
     assert stdout == '' and os.listdir(tmp_path) == []
@@ -530,7 +530,7 @@ def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, na
     t0 = time.monotonic()
     code, stdout, err = run(train.main, ['--data', names_file, '--out', str(tmp_path / 'huge.json'), '--engine',
                                          engine, '--n-embd', '512', '--n-layer', '7'], capsys)
-    n_params = microgpt.limits.parameter_count(vocab_size=26, n_layer=7, n_embd=512, block_size=16)
+    n_params = microgpt.edge.limits.parameter_count(vocab_size=26, n_layer=7, n_embd=512, block_size=16)
     assert_one_line_error(code, err, f'a model of {n_params:,} parameters makes a checkpoint of up to 1.7 GB with its '
                                      'Adam moments, more than the 1,024 MiB microgpt reads back')
     assert time.monotonic() - t0 < 5 and stdout == '' and os.listdir(tmp_path) == []
@@ -539,7 +539,7 @@ def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, na
 def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
     """checkpoint_bytes is an upper bound: a checkpoint of the longest floats repr() writes, with
     its training state, and the longest escaped characters, stays within it (and near it)."""
-    from microgpt.checkpoint import checkpoint_bytes, save_checkpoint
+    from microgpt.edge.checkpoint import checkpoint_bytes, save_checkpoint
     from microgpt.model import parameter_shapes
     worst = -2.2250738585072014e-308  # 24 characters
     config = GPTConfig(vocab_size=40, n_layer=2, n_embd=8, n_head=2, block_size=5)
@@ -613,17 +613,17 @@ def test_a_log_over_the_size_cap_is_refused_on_resume_without_reading_it(finishe
     at 1 GiB: a sparse file one byte over it is refused at once, and left as it was."""
     log = finished.parent / 'model.log.jsonl'
     with open(log, 'r+b') as f:
-        f.truncate(microgpt.limits.MAX_FILE_BYTES + 1)  # sparse: no disk used
+        f.truncate(microgpt.edge.limits.MAX_FILE_BYTES + 1)  # sparse: no disk used
     t0 = time.monotonic()
     code, _, err = run(train.main, ['--out', str(finished), '--resume', '--steps', '8'], capsys)
     assert_one_line_error(code, err, f'the log {log} is larger than 1,024 MiB, the most microgpt reads')
-    assert time.monotonic() - t0 < 5 and log.stat().st_size == microgpt.limits.MAX_FILE_BYTES + 1
+    assert time.monotonic() - t0 < 5 and log.stat().st_size == microgpt.edge.limits.MAX_FILE_BYTES + 1
 
 
 def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys):
     """A crash can leave megabytes of NUL bytes with no newline: skipped in pieces of
     MAX_LOG_LINE, never held whole, and the good lines around them kept."""
-    from microgpt.runlog import MAX_LOG_LINE, _lines
+    from microgpt.programs.runlog import MAX_LOG_LINE, _lines
     import io
     pieces = list(_lines(io.BytesIO(b'a\n' + b'\0' * 3_000_000 + b'\nb\n' + b'c' * 10)))
     assert pieces == [b'a\n', b'b\n', b'c' * 10 + b'\n']
@@ -701,7 +701,7 @@ def test_the_engines_agree_while_a_run_is_stable(tmp_path, names_file, capsys):
     ('jose\u0301\nzoe\u0308\n'.encode(), ['jos\u00e9', 'zo\u00eb']),        # NFD becomes NFC
 ], ids=['bom', 'cr', 'crlf', 'nfd'])
 def test_odd_but_honest_data_is_read_as_meant(tmp_path, content, docs):
-    from microgpt.data import load_docs
+    from microgpt.edge.data import load_docs
     path = tmp_path / 'names.txt'
     path.write_bytes(content)
     assert load_docs(str(path)) == docs
@@ -724,7 +724,7 @@ def test_control_characters_in_data_are_one_line(tmp_path, capsys, content, frag
 def test_a_model_trained_on_nfd_text_samples_an_nfc_prompt(tmp_path, capsys):
     """Tokens are code points: e + U+0301 and the precomposed é were two vocabularies. Both the
     data and sample.py's prompt are NFC now, so either spelling works."""
-    from microgpt import sample
+    from microgpt.programs import sample
     data = tmp_path / 'names.txt'
     data.write_bytes('jose\u0301\nrene\u0301e\nchloe\n'.encode())
     out = tmp_path / 'm.json'
@@ -739,7 +739,7 @@ def test_a_model_trained_on_nfd_text_samples_an_nfc_prompt(tmp_path, capsys):
 
 def test_top_k_is_capped_by_the_models_vocabulary(tiny_ckpt, capsys):
     """sample.py took --top-k up to 1,114,113 where the web lab refuses more than vocab_size."""
-    from microgpt import sample
+    from microgpt.programs import sample
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, '--top-k', '27'], capsys)
     assert_one_line_error(code, err, "--top-k 27 is more than the model's 26 tokens: use 1..26")
     assert out == ''
@@ -804,7 +804,7 @@ def test_resume_drops_log_lines_that_lab_loss_would_refuse(finished, capsys):
 def test_help_shows_every_real_default_and_the_resume_rule(capsys):
     """Issue 16.5: the flags defaulted to None, the real values hid in run.py; now --help shows
     each one, and a resumed run's rule is one table (resume.ON_RESUME), named in --help."""
-    from microgpt.resume import ON_RESUME, SAVED
+    from microgpt.programs.resume import ON_RESUME, SAVED
     with pytest.raises(SystemExit):
         train.parse_args(['--help'])
     raw = capsys.readouterr().out
@@ -829,7 +829,7 @@ def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tm
     where a signal usually lands: the handler then runs after this rank's number was sent. It
     must count at the next step's agreement, not be written over by this one's answer (it was:
     1 run in 5 of test_torch_distributed's Ctrl-C test trained on to its last step)."""
-    from microgpt.run import Run
+    from microgpt.programs.run import Run
 
     class OneRank:  # agree() as torchgpt.distributed.World's, for a world of this rank alone
         def agree(self, signum):

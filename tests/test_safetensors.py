@@ -1,5 +1,5 @@
 """
-Checkpoints in safetensors (microgpt/safetensors.py): written and read by the project's own
+Checkpoints in safetensors (microgpt/edge/safetensors.py): written and read by the project's own
 standard-library code, checked against the `safetensors` library (the test extra) both ways,
 taken by every reader, converted to and from JSON bit for bit, and refused in one line when
 the file lies.
@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import inference
-from microgpt import checkpoint, convert, sample, train
-from microgpt import safetensors as st
-from microgpt.checkpoint import is_our_checkpoint, read_checkpoint
+from microgpt.edge import checkpoint
+from microgpt.programs import convert, sample, train
+from microgpt.edge import safetensors as st
+from microgpt.edge.checkpoint import is_our_checkpoint, read_checkpoint
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.lab.api import Checkpoints, Lab
 from test_cli import assert_one_line_error, losses, run
@@ -40,7 +41,7 @@ def trained(tmp_path_factory, names_file):
     for ext in ('.safetensors', '.json'):
         paths[ext] = str(folder / f'model{ext}')
         with pytest.raises(SystemExit) as e:
-            from microgpt import cli
+            from microgpt.programs import cli
             cli.run(train.main, train_args(names_file, paths[ext], '--steps', '12', '--engine', 'numpy',
                                            '--batch-size', '2'))
         assert e.value.code == 0

@@ -1,5 +1,5 @@
 """
-Running text (microgpt/text.py, train.py --data-mode text): the windows, the split, the exact
+Running text (microgpt/edge/text.py, train.py --data-mode text): the windows, the split, the exact
 validation loss, the checkpoint's mode, resume and --init, and the bad inputs.
 
 The oracle for the validation loss is a direct computation: every validation character's
@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 
 import inference
-from microgpt import cli, text, train
-from microgpt.checkpoint import read_checkpoint
+from microgpt.programs import cli, train
+from microgpt.edge import text
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from microgpt.train import ScalarTrainer
+from microgpt.programs.train import ScalarTrainer
 from microgpt.training import doc_losses
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"

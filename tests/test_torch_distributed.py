@@ -18,8 +18,8 @@ import time
 import pytest
 
 from conftest import REPO_DIR
-from microgpt import train
-from microgpt.checkpoint import read_checkpoint
+from microgpt.programs import train
+from microgpt.edge.checkpoint import read_checkpoint
 from test_cli import log_of, losses, run
 from test_run import train_args
 

@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from conftest import REPO_DIR
-from microgpt import train
-from microgpt.checkpoint import read_checkpoint
+from microgpt.programs import train
+from microgpt.edge.checkpoint import read_checkpoint
 from test_cli import assert_one_line_error, interrupt_after, log_of, losses, run
 from test_run import train_args
 
@@ -121,7 +121,7 @@ def kept(tmp_path, tiny_ckpt):
 
 def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file):
     block_torch = ("import sys; sys.modules['torch'] = None; sys.argv[0] = 'train.py'; "
-                   "from microgpt import train; train.command()")
+                   "from microgpt.programs import train; train.command()")
     p = subprocess.run([sys.executable, '-c', block_torch, *train_args(names_file, kept, '--force', '--engine', 'torch')],
                        cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'PYTHONPATH': os.path.join(REPO_DIR, 'src')})

@@ -1,6 +1,6 @@
 """
 Tests for learning: the loss and its gradients (microgpt/training.py), Adam (microgpt/optim.py),
-and what training reads, the data (microgpt/data.py) and the tokenizer (microgpt/tokenizer.py).
+and what training reads, the data (microgpt/edge/data.py) and the tokenizer (microgpt/tokenizer.py).
 
 The oracles: central finite differences for the gradients of the whole model's loss (with a
 negative control, a deliberately wrong local derivative, that the check must catch); Adam's
@@ -16,9 +16,9 @@ import random
 import pytest
 
 from conftest import TINY_NAMES
-from microgpt.data import bundled_names, default_val_size, load_docs, split_docs
+from microgpt.edge.data import bundled_names, default_val_size, load_docs, split_docs
 from microgpt.engine import Value
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
@@ -322,7 +322,7 @@ def test_tokenizer_is_the_sorted_unique_characters_plus_bos():
 def test_tokenizer_names_an_unknown_character_at_the_edge():
     # the tokenizer trusts its input (an unknown character is a KeyError inside the core);
     # checks.encode, which every edge calls on text a user typed, names it in one line
-    from microgpt.checks import encode
+    from microgpt.edge.checks import encode
     tok = CharTokenizer.from_docs(['emma'])
     with pytest.raises(KeyError):
         tok.encode('emz')

@@ -40,7 +40,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = args.ckpt
         if ckpt is None:
-            from microgpt import train
+            from microgpt.programs import train
             ckpt = os.path.join(tmp, 'model.json')
             train.main(['--out', ckpt, '--num-samples', '0'])
         server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))

@@ -11,13 +11,13 @@ exactly the same values. `run_sandbox` is the one way a command runs: check the 
 model the sandbox looks at, compute (the module's compute()), print (its render()), and draw
 --png (its picture()). `serve` is the one command that is not a sandbox: it serves them all.
 Mistakes in what a learner typed (an unknown character, --head out of range, a bad expression,
-a missing checkpoint) end as one line `error: ...` with exit status 2, through microgpt.cli.run.
+a missing checkpoint) end as one line `error: ...` with exit status 2, through microgpt.programs.cli.run.
 """
 
 import importlib
 
-from .. import cli
-from ..limits import MAX_N_HEAD
+from ..programs import cli
+from ..edge.limits import MAX_N_HEAD
 from . import registry
 from .loading import DEFAULT_CKPT
 

@@ -22,8 +22,8 @@ import os
 import threading
 from contextlib import contextmanager, nullcontext
 
-from ..errors import UserError
-from ..limits import parameter_count
+from ..edge.errors import UserError
+from ..edge.limits import parameter_count
 from . import registry
 from .workers import MODELS, ApiError, Pool
 

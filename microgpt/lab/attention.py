@@ -24,7 +24,7 @@ itself against the weights the port's forward pass captured.
 
 import numpy as np
 
-from ..errors import UserError
+from ..edge.errors import UserError
 from .loading import text_tokens
 from .render import MASKED, bar, number, shade, table, token_label
 from .rowstats import row_statistics, softmax

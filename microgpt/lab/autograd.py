@@ -24,7 +24,7 @@ import subprocess
 import warnings
 
 from ..engine import Value
-from ..errors import UserError
+from ..edge.errors import UserError
 from ..graph import graph_rows, graph_table, to_dot
 from . import registry
 from .render import number as format_number  # (number() here parses a literal)

@@ -24,7 +24,7 @@ matrix, for sizes a learner picks.
 
 import numpy as np
 
-from ..errors import UserError
+from ..edge.errors import UserError
 from .scaling import CZECH_KEYS, CZECH_Q3, CZECH_VALUES, score_matrix_size
 
 MAX_TOKENS = 6       # as the 3D tutorial's sandbox: few enough to read every number

@@ -11,8 +11,8 @@ here; attention.py and overview.py run their arithmetic under `no_overflow`.
 import contextlib
 import os
 
-from ..checks import encode
-from ..errors import UserError
+from ..edge.checks import encode
+from ..edge.errors import UserError
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 
@@ -31,7 +31,7 @@ def load_model(path, n_head=None):
     is kept beside it, as microgpt's own GPT keeps it."""
     require_checkpoint(path)
     import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
-    from ..checkpoint import read_checkpoint
+    from ..edge.checkpoint import read_checkpoint
     from ..tokenizer import CharTokenizer
     ckpt = read_checkpoint(path, n_head=n_head)
     model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
@@ -87,5 +87,5 @@ def text_tokens(model, text):
 def load_scalar_model(path, n_head=None):
     """The checkpoint as microgpt's own GPT of Values: what `step` trains, as train.py would."""
     require_checkpoint(path)
-    from ..checkpoint import load_checkpoint
+    from ..edge.checkpoint import load_checkpoint
     return load_checkpoint(path, n_head=n_head)

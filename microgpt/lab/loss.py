@@ -14,11 +14,11 @@ A falling training loss with a validation loss that stops falling (or rises) is 
 
 import math
 
-from ..checkpoint import is_our_checkpoint
-from ..errors import UserError
-from ..files import read_user_file
-from ..jsonio import parse_json
-from ..runlog import log_path_for, log_record_problem
+from ..edge.checkpoint import is_our_checkpoint
+from ..edge.errors import UserError
+from ..edge.files import read_user_file
+from ..edge.jsonio import parse_json
+from ..programs.runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
 TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..errors import UserError
+from ..edge.errors import UserError
 
 INSTALL_HINT = ("--png needs matplotlib, the optional plot extra: install it with "
                 "`pip install -e '.[plot]'` (or `.venv/bin/pip install matplotlib`)")

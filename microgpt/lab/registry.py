@@ -34,8 +34,8 @@ This file imports nothing heavy: the command line is built from it for every com
 import math
 from dataclasses import dataclass, field as dataclass_field
 
-from ..errors import UserError
-from ..limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+from ..edge.errors import UserError
+from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
                       MAX_TEMPERATURE, MAX_VOCAB_SIZE)
 
 MAX_TEXT = 64          # characters of a name, prompt or parameter name in a request

@@ -24,8 +24,8 @@ import signal
 import subprocess
 import time
 
-from ..checkpoint import write_json_atomic
-from ..errors import UserError
+from ..edge.checkpoint import write_json_atomic
+from ..edge.errors import UserError
 
 NAME = 'run.json'
 MAX_RECORD = 1 << 16  # bytes: a record is a few hundred; anything larger is not one of ours

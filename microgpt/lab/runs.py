@@ -15,7 +15,7 @@ names improve. When the run ends (finished, or stopped with Stop) its checkpoint
 the server's list, and the other pages can open it by its id, `run<n>`.
 
 RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
-apart from microgpt/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
+apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
 The request never names a path: every run writes to a new numbered folder inside the runs
 folder given when the server started.
 
@@ -34,9 +34,9 @@ import sys
 import threading
 import time
 
-from ..checkpoint import read_checkpoint
-from ..errors import UserError
-from ..run import log_path_for
+from ..edge.checkpoint import read_checkpoint
+from ..edge.errors import UserError
+from ..programs.run import log_path_for
 from ..sampling import sample_names
 from ..tokenizer import CharTokenizer
 from . import loss, runrecord

@@ -20,8 +20,8 @@ import functools
 import math
 import os
 
-from ..checks import check_prompt
-from ..data import load_docs
+from ..edge.checks import check_prompt
+from ..edge.data import load_docs
 from ..sampling import probabilities, sample_names
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits

@@ -29,8 +29,8 @@ import functools
 
 import numpy as np
 
-from ..errors import UserError
-from ..limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
+from ..edge.errors import UserError
+from ..edge.limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .render import table
 from .rowstats import batch_statistics, row_statistics, softmax
 

@@ -44,7 +44,7 @@ from contextlib import contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from ..errors import UserError
+from ..edge.errors import UserError
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .loading import load_model

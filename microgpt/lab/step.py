@@ -42,7 +42,7 @@ import numpy as np
 from backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
-from ..errors import DIVERGED, OVERFLOWS, UserError
+from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
 from .loading import text_tokens

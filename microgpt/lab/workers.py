@@ -37,9 +37,9 @@ import time
 import numpy as np
 
 from ..engine import zero_grad
-from ..errors import UserError
-from ..limits import parameter_count
-from ..run import log_path_for
+from ..edge.errors import UserError
+from ..edge.limits import parameter_count
+from ..programs.run import log_path_for
 from . import registry
 from .loading import load_model, load_scalar_model, no_overflow
 

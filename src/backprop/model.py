@@ -18,7 +18,7 @@ against the scalar engine).
 
 import numpy as np
 
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.training import num_predictions
 
 from .layers import (attention_backward, attention_forward, cross_entropy_backward,

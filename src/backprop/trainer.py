@@ -9,7 +9,7 @@ Trainer: one numpy training step (forward, hand-derived backward, Adam) per batc
 It is the twin of the scalar engine's train_step + microgpt.optim.Adam, over float64 arrays
 (model.py computes the loss and gradients, optim.py updates): with one name per batch the two
 give the same losses step after step (tests/test_backprop_trainer.py). A Trainer has .config,
-.tokenizer and .weights(), which is all microgpt.checkpoint.save_checkpoint needs, and its
+.tokenizer and .weights(), which is all microgpt.edge.checkpoint.save_checkpoint needs, and its
 optimizer_state() is the scalar Adam's state(): a checkpoint is the same whichever wrote it.
 
 Every weight matrix is a view into one flat array in GPT.params order (parameter_shapes order,
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import parameter_shapes
 
 from .model import loss_and_grads

@@ -2,12 +2,12 @@
 Loading a checkpoint into the numpy port.
 
 Both forms that microgpt.load_checkpoint reads (the project's own JSON checkpoint and the 3D
-tutorial's flat weights export) are read and validated by microgpt.checkpoint.read_checkpoint,
+tutorial's flat weights export) are read and validated by microgpt.edge.checkpoint.read_checkpoint,
 so a bad file gets exactly the same one-line UserError from either engine. This file only
 turns the validated lists of floats into float64 arrays (in NumpyGPT's constructor).
 """
 
-from microgpt.checkpoint import read_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.tokenizer import CharTokenizer
 
 from .model import NumpyGPT

@@ -35,7 +35,7 @@ import functools
 
 import numpy as np
 
-from microgpt.errors import DIVERGED, UserError
+from microgpt.edge.errors import DIVERGED, UserError
 from microgpt.model import parameter_shapes
 from microgpt.training import doc_tokens, num_predictions
 
@@ -361,7 +361,7 @@ def evaluate(model, docs):
 
 
 def evaluate_windows(model, windows, batch_size=64):
-    """Mean loss per predicted token over running-text windows (microgpt/text.py's), exactly.
+    """Mean loss per predicted token over running-text windows (microgpt/edge/text.py's), exactly.
 
     Window w predicts w[1:] from w[:-1], every one of its len(w) - 1 positions; the sum of
     every window's token losses over their number is the mean over every predicted character.

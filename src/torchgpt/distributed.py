@@ -16,7 +16,7 @@ n_tokens (every rank knows the batch, so nobody has to ask), and then the shares
 to the one-process loss and gradient, however the names' lengths fall. Averaging the ranks'
 own means would weight a rank of short names like one of long names.
 
-Stopping (microgpt/run.py): a signal reaches the ranks at different moments; `agree` takes the
+Stopping (microgpt/programs/run.py): a signal reaches the ranks at different moments; `agree` takes the
 largest signal number any rank has seen after each step, so every rank stops after the same one.
 """
 

@@ -6,7 +6,7 @@ Trainer: one PyTorch training step (forward, loss.backward(), torch.optim.Adam) 
     loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
 
 The third engine of train.py's loop (`--engine torch`), with the methods of backprop.Trainer and
-microgpt.train.ScalarTrainer: step(batch, lr) -> loss, weights(), load_weights(),
+microgpt.programs.train.ScalarTrainer: step(batch, lr) -> loss, weights(), load_weights(),
 optimizer_state(), load_optimizer_state(). The batch is backprop.make_batch's, the Adam is
 torch.optim.Adam with microgpt's betas and eps, and its moments are exported flat in GPT.params
 order, so a checkpoint from any engine resumes on any other.
@@ -21,7 +21,7 @@ import math
 import torch
 
 from backprop import make_batch
-from microgpt.errors import UserError
+from microgpt.edge.errors import UserError
 from microgpt.model import parameter_shapes
 from microgpt.training import num_predictions
 

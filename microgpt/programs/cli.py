@@ -17,7 +17,7 @@ import math
 import signal
 import sys
 
-from .errors import UserError
+from ..edge.errors import UserError
 
 
 class ShowDefaults(argparse.HelpFormatter):

@@ -1,7 +1,7 @@
 """
 The one JSON parser for everything a user hands in: checkpoints, training logs.
 
-    from microgpt.jsonio import parse_json
+    from microgpt.edge.jsonio import parse_json
     obj = parse_json(text, where='out/model.json')           # or where='out/model.log.jsonl line 3'
 
 Python's json.loads has three ways to fail that are not JSONDecodeError: a document nested

@@ -1,7 +1,7 @@
 """
 Running text: a whole file read as one stream of characters, for prose, plays, code.
 
-The names mode (microgpt/data.py) reads one document per line and trains each as
+The names mode (microgpt/edge/data.py) reads one document per line and trains each as
 [BOS] + name + [BOS]. Running text has no documents: a newline is a character like any other,
 and a line of Shakespeare is context for the next. `train.py --data-mode text` reads a file
 this way (nanoGPT's shakespeare_char does the same):
@@ -32,7 +32,7 @@ import unicodedata
 from .data import _line_of
 from .errors import UserError
 from .files import read_user_file
-from .training import doc_losses
+from ..training import doc_losses
 
 DEFAULT_VAL_FRACTION = 0.1  # nanoGPT's split: the first 90% trains, the last 10% validates
 

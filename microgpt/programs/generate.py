@@ -18,8 +18,8 @@ that has now shifted (window_next_logits); the port recomputes the window's forw
 The same seed gives the same text with either engine.
 """
 
-from .model import GPT
-from .sampling import draw, probabilities
+from ..model import GPT
+from ..sampling import draw, probabilities
 
 
 def window_next_logits(model):

@@ -30,10 +30,10 @@ Pure standard library, like the rest of microgpt/.
 import random
 from typing import NamedTuple
 
-from .errors import UserError
-from .model import GPTConfig, parameter_shapes
-from .sampling import iter_names
-from .tokenizer import CharTokenizer
+from ..edge.errors import UserError
+from ..model import GPTConfig, parameter_shapes
+from ..sampling import iter_names
+from ..tokenizer import CharTokenizer
 
 # Every setting of the original script; train.py refuses flags that would change them.
 ORIGINAL = {
@@ -94,7 +94,7 @@ class Recipe(NamedTuple):
 def prepare(docs, settings=ORIGINAL):
     """The original's Recipe: its generator, data order, tokenizer, config and initial weights.
 
-    docs: the documents as microgpt.data.load_docs reads them (stripped, blank lines dropped,
+    docs: the documents as microgpt.edge.data.load_docs reads them (stripped, blank lines dropped,
     which is the original's `[l.strip() for l in ... if l.strip()]`). The returned rng has
     been used for the shuffle and the weights, in that order, and nothing else: hand it to
     sample_original after training, which draws no random numbers.

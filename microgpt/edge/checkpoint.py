@@ -41,8 +41,8 @@ from .errors import UserError
 from .files import read_head, read_user_file
 from .jsonio import parse_json
 from .limits import MAX_FILE_BYTES
-from .model import GPT, GPTConfig, parameter_shapes
-from .tokenizer import CharTokenizer
+from ..model import GPT, GPTConfig, parameter_shapes
+from ..tokenizer import CharTokenizer
 
 FORMAT = 'microgpt'
 VERSION = 1
@@ -72,7 +72,7 @@ def save_checkpoint(path, model, train_state=None, data_mode='lines'):
     model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
     data_mode: 'lines' (one name per line, the default) or 'text' (running text): what sample.py
     generates from it, names that end at BOS or a stream of a given length. A path ending in
-    .safetensors is written in that format (microgpt/safetensors.py), any other as JSON.
+    .safetensors is written in that format (microgpt/edge/safetensors.py), any other as JSON.
     """
     ckpt = checkpoint_dict(model, train_state, data_mode)
     if str(path).endswith(safetensors.EXTENSION):
@@ -242,7 +242,7 @@ def _fsync_folder(folder):
 # starts. JSON writes each float with repr(): at most 24 characters (-2.2250738585072014e-308)
 # and a ', ' after it; a row adds its brackets and a ', '; a vocabulary character at most a
 # 12-character escaped pair ("\\ud83d\\ude00") and its ', '. safetensors writes 8 bytes a number
-# (microgpt/safetensors.py's file_bytes bounds its header).
+# (microgpt/edge/safetensors.py's file_bytes bounds its header).
 FORMATS = {  # extension: (the most bytes a checkpoint takes, the most its reader accepts, named)
     '.json': (lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
               MAX_FILE_BYTES, 'limits.MAX_FILE_BYTES'),

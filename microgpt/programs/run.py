@@ -43,15 +43,15 @@ import sys
 import time
 
 from . import original
-from .checkpoint import (CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
+from ..edge.checkpoint import (CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
                          is_our_checkpoint, probe_writable, remove_stale_temporaries, save_checkpoint)
-from .checks import encode, make_config
-from .errors import UserError
-from .limits import MAX_LOSS
+from ..edge.checks import encode, make_config
+from ..edge.errors import UserError
+from ..edge.limits import MAX_LOSS
 from .resume import SAVED, resolve
 from .runlog import log_path_for, open_locked_log
-from .tokenizer import CharTokenizer
-from .training import learning_rate
+from ..tokenizer import CharTokenizer
+from ..training import learning_rate
 
 class Diverged(UserError):
     """The loss stopped being a number a log can hold: exit status 1, the last checkpoint untouched."""

@@ -5,7 +5,7 @@ The core (engine, model, tokenizer, training, sampling) trusts its arguments, as
 microgpt do: it would index a missing character, build a model of a trillion layers, or divide
 by a temperature of -1 without a word. Everything that comes from outside (flags, checkpoint
 fields, text typed in the lab, web requests) passes through one of these first, at the edge
-where it enters: microgpt/train.py and sample.py, checkpoint.py's reader, the lab and its API.
+where it enters: microgpt/programs/train.py and sample.py, checkpoint.py's reader, the lab and its API.
 Each failure is a one-line UserError saying what is wrong and what to do.
 """
 
@@ -13,7 +13,7 @@ import math
 
 from .errors import UserError
 from .limits import check_config_sizes
-from .model import GPTConfig
+from ..model import GPTConfig
 
 CONFIG_FIELDS = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
 

@@ -11,7 +11,7 @@ train.py writes one JSON line per step, {"step", "loss", "lr"}, and one per eval
 the lock on its checkpoint: a run holds it, through flock, for as long as it writes, so a
 second run on the same checkpoint (by any of its names: a symlinked --out's log is its
 target's) is refused. log_record_problem is the one rule for a line, which `lab loss` and
---resume both apply. Part of the bookkeeping that makes a run safe (microgpt/run.py).
+--resume both apply. Part of the bookkeeping that makes a run safe (microgpt/programs/run.py).
 """
 
 import json
@@ -19,9 +19,9 @@ import math
 import os
 import stat
 
-from .checkpoint import describe_os_error
-from .errors import UserError
-from .limits import MAX_FILE_BYTES, MAX_LOSS, MAX_STEP
+from ..edge.checkpoint import describe_os_error
+from ..edge.errors import UserError
+from ..edge.limits import MAX_FILE_BYTES, MAX_LOSS, MAX_STEP
 
 try:
     import fcntl  # POSIX file locks, released by the kernel when the process ends, however it ends

@@ -13,10 +13,10 @@ import math
 import os
 
 from . import original
-from .checkpoint import DATA_MODES, read_checkpoint
-from .errors import UserError
-from .limits import MAX_SEED
-from .model import parameter_shapes
+from ..edge.checkpoint import DATA_MODES, read_checkpoint
+from ..edge.errors import UserError
+from ..edge.limits import MAX_SEED
+from ..model import parameter_shapes
 
 ENGINES = ('scalar', 'numpy', 'torch')  # train.py --engine
 DTYPES = ('float64', 'float32', 'bfloat16')  # train.py --dtype
@@ -97,7 +97,7 @@ def resolve(args, given):
     return ckpt
 
 
-# What --reproduce-original fixes to the original script's values (microgpt/original.py).
+# What --reproduce-original fixes to the original script's values (microgpt/programs/original.py).
 ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
 
 

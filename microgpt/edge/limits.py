@@ -7,7 +7,7 @@ is a one-line UserError instead of a hang, a memory error or an overflow. The ca
 generous: each is far above anything this from-scratch model trains in reasonable time, and
 each says why it is where it is. checkpoint.py checks a checkpoint's config with
 `check_config_sizes` before building anything from it; the CLIs use the same numbers in their
-flags' ranges (microgpt.cli.int_in). Pure standard library.
+flags' ranges (microgpt.programs.cli.int_in). Pure standard library.
 """
 
 from .errors import UserError
