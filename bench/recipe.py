@@ -86,7 +86,7 @@ def main(argv=None):
             vals = [json.loads(line) for line in f if 'val_loss' in line]
 
         # the run's saves, timed afresh on its own final checkpoint (the same size of file)
-        model, state = load_checkpoint(out), read_checkpoint(out)['train_state']
+        model, state = load_checkpoint(out), read_checkpoint(out).train_state
         steps, every = RECIPE['steps'], RECIPE['save_every']
         saves = steps // every + (steps % every != 0)
         t = time.perf_counter()

@@ -15,7 +15,8 @@ import os
 import pytest
 
 from microgpt import load_checkpoint
-from microgpt.edge.checkpoint import CheckpointWriteError, checkpoint_dict, read_checkpoint, save_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from microgpt.edge.files import WriteError
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
@@ -61,30 +62,32 @@ def one_line_error(path, **kwargs):
 def test_train_save_load_gives_identical_logits(tmp_path):
     model = trained_model()
     path = tmp_path / 'model.json'
-    save_checkpoint(str(path), model)
+    write_checkpoint(str(path), Checkpoint.of(model))
     loaded = load_checkpoint(str(path))
     assert loaded.config == model.config
     assert loaded.tokenizer.chars == model.tokenizer.chars
     assert loaded.weights() == model.weights()     # repr floats read back bit for bit ...
     assert all_logits(loaded) == all_logits(model)  # ... so the logits are identical, not close
-    assert loaded.train_state is None
+    assert read_checkpoint(str(path)).train_state is None
 
 
 def test_save_load_save_is_byte_identical_and_keeps_the_train_state(tmp_path):
     model = trained_model()
-    state = {'step': 8, 'adam': {'t': 8, 'm': [0.1], 'v': [0.2]}, 'val_loss': None}
+    n = sum(len(row) for m in model.weights().values() for row in m)
+    adam = {'t': 8, 'm': [0.1] * n, 'v': [0.2] * n}
+    state = {'step': 8, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
     first, second = tmp_path / 'a.json', tmp_path / 'b.json'
-    save_checkpoint(str(first), model, state)
-    loaded = load_checkpoint(str(first))
-    assert loaded.train_state == state
-    save_checkpoint(str(second), loaded, loaded.train_state)
+    write_checkpoint(str(first), Checkpoint.of(model, optimizer=adam, train_state=state))
+    loaded = read_checkpoint(str(first), training=True)
+    assert loaded.train_state == state and loaded.optimizer == adam
+    write_checkpoint(str(second), loaded)
     assert first.read_bytes() == second.read_bytes()
 
 
 def test_checkpoint_layout(tmp_path):
     model = trained_model()
     path = tmp_path / 'model.json'
-    save_checkpoint(str(path), model, {'step': 1})
+    write_checkpoint(str(path), Checkpoint.of(model))
     obj = json.loads(path.read_text(encoding='utf-8'))
     assert list(obj) == ['format', 'version', 'data_mode', 'config', 'vocab', 'state_dict', 'train_state']
     assert (obj['format'], obj['version']) == ('microgpt', 1)
@@ -92,48 +95,51 @@ def test_checkpoint_layout(tmp_path):
     assert obj['vocab'] == list('abcde')
     assert obj['state_dict']['wte'] == model.weights()['wte']
     ckpt = read_checkpoint(str(path))
-    assert ckpt['source'] == 'microgpt' and ckpt['train_state'] == {'step': 1}
+    assert ckpt.format == 'json' and ckpt.train_state is None and ckpt.data_mode == 'lines'
 
 
 # ---------------------------------------------------------------------------- atomic writes
 def test_save_leaves_no_temporary_files_and_creates_the_folder(tmp_path):
     path = tmp_path / 'new' / 'deeper' / 'model.json'
-    save_checkpoint(str(path), trained_model())
-    save_checkpoint(str(path), trained_model(steps=2))  # overwrite in place
+    write_checkpoint(str(path), Checkpoint.of(trained_model()))
+    write_checkpoint(str(path), Checkpoint.of(trained_model(steps=2)))  # overwrite in place
     assert os.listdir(path.parent) == ['model.json']
 
 
 @pytest.mark.parametrize('failure, raised', [(KeyboardInterrupt, KeyboardInterrupt),
-                                             (OSError, CheckpointWriteError)])
+                                             (OSError, WriteError)])
 def test_a_write_that_fails_midway_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch, failure, raised):
     path = tmp_path / 'model.json'
-    save_checkpoint(str(path), trained_model())
+    write_checkpoint(str(path), Checkpoint.of(trained_model()))
     good = path.read_bytes()
 
     def fail(fd):  # the data is written but not yet on disk, the rename not yet done
         raise failure('simulated Ctrl-C or full disk')
     monkeypatch.setattr(os, 'fsync', fail)
     with pytest.raises(raised):  # an OSError becomes a one-line UserError saying the old file is intact
-        save_checkpoint(str(path), trained_model(steps=3))
+        write_checkpoint(str(path), Checkpoint.of(trained_model(steps=3)))
     assert path.read_bytes() == good
     assert os.listdir(tmp_path) == ['model.json']
 
 
 def test_a_model_with_a_non_finite_weight_is_never_written(tmp_path):
     path = tmp_path / 'model.json'
-    save_checkpoint(str(path), trained_model())
+    write_checkpoint(str(path), Checkpoint.of(trained_model()))
     good = path.read_bytes()
     broken = trained_model()
     broken.state_dict['wpe'][0][0].data = float('nan')
     with pytest.raises(ValueError):
-        save_checkpoint(str(path), broken)
+        write_checkpoint(str(path), Checkpoint.of(broken))
     assert path.read_bytes() == good
     assert os.listdir(tmp_path) == ['model.json']
 
 
 # ---------------------------------------------------------------------------- validation
 def valid_checkpoint():
-    return checkpoint_dict(trained_model(steps=1))
+    """A checkpoint's JSON object, to be damaged by each case below."""
+    model = trained_model(steps=1)
+    return {'format': 'microgpt', 'version': 1, 'data_mode': 'lines', 'config': model.config.to_dict(),
+            'vocab': list(model.tokenizer.chars), 'state_dict': model.weights(), 'train_state': None}
 
 
 def _set(obj, keys, value):
@@ -235,8 +241,8 @@ def test_a_directory_is_not_a_checkpoint(tmp_path):
 
 def test_n_head_must_agree_with_a_microgpt_checkpoint(tmp_path):
     path = tmp_path / 'model.json'
-    save_checkpoint(str(path), trained_model())  # n_head 2
-    assert read_checkpoint(str(path), n_head=2)['config'].n_head == 2
+    write_checkpoint(str(path), Checkpoint.of(trained_model()))  # n_head 2
+    assert read_checkpoint(str(path), n_head=2).config.n_head == 2
     with pytest.raises(UserError, match="--n-head 4 contradicts the checkpoint's n_head 2"):
         read_checkpoint(str(path), n_head=4)  # a fault in the flag, not the file: no path needed
 
@@ -261,8 +267,8 @@ def test_tutorial_export_with_its_n_head_gives_identical_logits(tmp_path):
     model = trained_model(n_embd=8, n_head=2, n_layer=2)
     path = write_export(tmp_path, tutorial_export(model))
     ckpt = read_checkpoint(str(path), n_head=2)
-    assert ckpt['source'] == 'tutorial' and ckpt['train_state'] is None
-    assert ckpt['config'] == model.config  # n_layer, n_embd, vocab and block read off the shapes
+    assert ckpt.format == 'tutorial' and ckpt.train_state is None
+    assert ckpt.config == model.config  # n_layer, n_embd, vocab and block read off the shapes
     loaded = load_checkpoint(str(path), n_head=2)
     assert all_logits(loaded) == all_logits(model)
 
@@ -283,7 +289,7 @@ def test_tutorial_export_whose_width_four_heads_cannot_split(tmp_path):
     path = write_export(tmp_path, tutorial_export(model))
     assert 'n_embd (6) must be divisible by n_head (4)' in one_line_error(path)
     assert 'n_embd (6) must be divisible by n_head (4)' in one_line_error(path, n_head=4)
-    assert read_checkpoint(str(path), n_head=3)['config'].n_head == 3
+    assert read_checkpoint(str(path), n_head=3).config.n_head == 3
 
 
 BAD_EXPORTS = [

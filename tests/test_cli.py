@@ -27,7 +27,7 @@ from microgpt.programs import train
 from conftest import REPO_DIR, TINY_NAMES
 from microgpt.programs import cli
 from microgpt import load_checkpoint
-from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
@@ -130,12 +130,12 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
 
 def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, names_file, capsys, monkeypatch):
     saved_steps = []
-    real_save = microgpt.programs.run.save_checkpoint
+    real_write = microgpt.programs.run.write_checkpoint
 
-    def recording_save(path, model, train_state=None, **kwargs):
-        saved_steps.append(train_state['step'])
-        real_save(path, model, train_state, **kwargs)
-    monkeypatch.setattr(microgpt.programs.run, 'save_checkpoint', recording_save)
+    def recording_write(path, ckpt):
+        saved_steps.append(ckpt.train_state['step'])
+        real_write(path, ckpt)
+    monkeypatch.setattr(microgpt.programs.run, 'write_checkpoint', recording_write)
     out = tmp_path / 'model.json'
     code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',
                                   '--save-every', '3', *TINY, *QUIET], capsys)
@@ -254,7 +254,7 @@ def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run
             proc.wait()
     assert proc.returncode == 130, (stdout, stderr)
     assert 'Traceback' not in stderr
-    saved = read_checkpoint(str(out))['train_state']['step']
+    saved = read_checkpoint(str(out)).train_state['step']
     logged = losses(log_of(out))
     assert 15 <= saved < SIGINT_STEPS, "the Ctrl-C came after the run had finished: machine too slow?"
     assert logged[-1]['step'] == saved == len(logged)  # the checkpoint holds the last completed step
@@ -266,7 +266,7 @@ def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run
     whole = tmp_path / 'whole' / 'model.json'
     assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
     assert log_of(out) == log_of(whole)  # loss for loss, lr for lr, and the final val loss
-    assert read_checkpoint(str(out))['state_dict'] == read_checkpoint(str(whole))['state_dict']
+    assert read_checkpoint(str(out)).weights == read_checkpoint(str(whole)).weights
 
 
 def interrupt_after(monkeypatch, calls):
@@ -295,7 +295,7 @@ def test_ctrl_c_at_step_20_of_40_then_resume_equals_40_steps(tmp_path, names_fil
     code, stdout, _ = run(train.main, [*args, '--out', str(out)], capsys)
     monkeypatch.undo()
     assert code == 130
-    assert read_checkpoint(str(out))['train_state']['step'] == 20
+    assert read_checkpoint(str(out)).train_state['step'] == 20
     assert [e['step'] for e in losses(log_of(out))] == list(range(1, 21))
     resume_line = stdout.splitlines()[-1].strip()
     assert resume_line == f'python train.py --out {out} --resume'
@@ -366,7 +366,7 @@ def test_a_diverged_run_never_leaves_an_unreadable_checkpoint(tmp_path, names_fi
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
                                     '--lr', '1e100', '--save-every', '1', *TINY, *QUIET], capsys)
     assert_one_line_error(code, err, 'non-finite')
-    assert read_checkpoint(str(out))['train_state']['step'] == 1
+    assert read_checkpoint(str(out)).train_state['step'] == 1
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']  # no temporary files left
     code, _, err = run(sample.main, ['--ckpt', str(out), '--num', '2'], capsys)
     assert_one_line_error(code, err, 'not finite')
@@ -383,8 +383,8 @@ def test_init_starts_from_the_checkpoint_weights_and_config(tmp_path, tiny_ckpt,
     first_loss = doc_loss(start, doc_tokens(start.tokenizer, TINY_NAMES[0])).data
     log = losses(log_of(out))
     assert log[0]['loss'] == first_loss and len(log) == 5
-    state = read_checkpoint(str(out))['train_state']
-    assert state['step'] == 5 and state['adam']['t'] == 5  # a fresh optimizer, counted from 0
+    ckpt = read_checkpoint(str(out), training=True)
+    assert ckpt.train_state['step'] == 5 and ckpt.optimizer['t'] == 5  # a fresh optimizer, counted from 0
 
 
 def test_init_from_a_tutorial_export_takes_n_head(tmp_path, tiny_ckpt, names_file, capsys):
@@ -433,9 +433,9 @@ def finished_run(tmp_path, tiny_ckpt):
 @pytest.mark.parametrize('extra, fragment', [
     (['--lr', '0.02'], '--lr 0.02 differs from the run being resumed (0.01): drop the flag'),
     (['--seed', '1'], '--seed 1 differs from the run being resumed (42)'),
-    (['--no-shuffle'], '--shuffle False differs'),
+    (['--no-shuffle'], '--no-shuffle differs from the run being resumed (which shuffled)'),
     (['--val-size', '7'], '--val-size 7 differs'),
-    (['--data', 'other.txt'], 'data file other.txt does not exist'),
+    (['--data', 'other.txt', '--steps', '70'], 'data file other.txt does not exist'),
     (['--n-embd', '16', '--steps', '70'], "--n-embd 16 contradicts the checkpoint's n_embd 8"),
     ([], 'already trained for 60 steps: pass --steps greater than 60'),
     (['--steps', '50'], 'already trained for 60 steps'),
@@ -451,7 +451,7 @@ def test_resume_extends_a_finished_run(finished_run, capsys):
     code, stdout, _ = run(train.main, ['--out', str(finished_run), '--resume', '--steps', '64',
                                        '--num-samples', '0'], capsys)
     assert code == 0 and 'start_step=60' in stdout
-    assert read_checkpoint(str(finished_run))['train_state']['step'] == 64
+    assert read_checkpoint(str(finished_run)).train_state['step'] == 64
 
 
 def test_resume_refuses_changed_data(tmp_path, capsys):
@@ -467,7 +467,7 @@ def test_resume_refuses_changed_data(tmp_path, capsys):
 
 def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
     out = tmp_path / 'model.json'
-    save_checkpoint(str(out), load_checkpoint(tiny_ckpt), train_state=None)
+    write_checkpoint(str(out), read_checkpoint(tiny_ckpt))  # without training: its training state left out
     code, _, err = run(train.main, ['--out', str(out), '--resume'], capsys)
     assert_one_line_error(code, err, f'has no training state to resume: start a new run with --init {out}')
     code, _, err = run(train.main, ['--out', str(tmp_path / 'none.json'), '--resume'], capsys)

@@ -19,7 +19,7 @@ from microgpt.programs import cli
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import attention, loss, overview
 from microgpt.lab.__main__ import main
-from microgpt.lab.loading import load_model
+from microgpt.lab.loading import load
 from microgpt.training import doc_loss, doc_tokens
 
 EXACT_TOL = 1e-12    # the same float64 arithmetic in another order
@@ -29,7 +29,7 @@ TEXT = 'emma'        # every character is in the tiny vocabulary
 
 @pytest.fixture(scope='module')
 def model(tiny_ckpt):
-    return load_model(tiny_ckpt)
+    return load(tiny_ckpt).model
 
 
 def run_lab(argv, capsys):

@@ -267,8 +267,8 @@ def test_a_part_or_size_the_page_does_not_have_is_one_line(params, words):
 # ---------------------------------------------------------------------------- phases
 @pytest.fixture(scope='module')
 def model(tiny_ckpt):
-    from microgpt.lab.loading import load_model
-    return load_model(tiny_ckpt)
+    from microgpt.lab.loading import load
+    return load(tiny_ckpt).model
 
 
 @pytest.mark.parametrize('head, query', [(0, None), (1, 2), (0, 0)])

@@ -111,8 +111,8 @@ def test_the_command_line_and_the_api_accept_the_same_range(s, p, capsys):
 
 
 def test_top_k_is_capped_by_the_vocabulary_on_both_sides(tiny_ckpt, names_file, tmp_path, capsys):
-    from microgpt.lab.loading import load_model
-    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    from microgpt.lab.loading import load
+    vocab_size = load(tiny_ckpt).model.config.vocab_size
     with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is {vocab_size}"):
         main(['sample', '--ckpt', tiny_ckpt, '--top-k', str(vocab_size + 1), '--num', '1'])
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:

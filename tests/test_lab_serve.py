@@ -23,7 +23,7 @@ from microgpt.programs import cli
 from microgpt import sampling
 from microgpt.lab import attention, autograd, loss, overview, registry
 from microgpt.lab.__main__ import main
-from microgpt.lab.loading import load_model
+from microgpt.lab.loading import load
 from microgpt.lab.serve import MAX_BODY, Handler, is_loopback, local_hosts, make_server
 
 TEXT = 'emma'
@@ -32,7 +32,7 @@ EXACT = 0.0  # JSON carries a float64 exactly (shortest repr round-trips), so eq
 
 @pytest.fixture(scope='module')
 def model(tiny_ckpt):
-    return load_model(tiny_ckpt)
+    return load(tiny_ckpt).model
 
 
 def as_array(x):
@@ -131,9 +131,9 @@ def test_sample_route_equals_the_sampler(server, model):
 def test_step_route_equals_the_lab_step(server, tiny_ckpt):
     """Lesson 04's page: the numbers `lab step` computes, as the route returns them."""
     from microgpt.lab import step, workers
-    from microgpt.lab.loading import load_scalar_model
+    from microgpt.lab.loading import load
     got = post(server, '/api/step', {'text': TEXT, 'lr': 0.02})
-    want = workers.public(step.compute(load_scalar_model(tiny_ckpt), TEXT, lr=0.02))
+    want = workers.public(step.compute(load(tiny_ckpt, 'scalar').model, TEXT, lr=0.02))
     # PyTorch's float64 gradients, in the server's worker process and in this one, may part in
     # the last bit (its threads sum in another order): its differences from the scalar engine's
     # are compared to within rounding, everything else exactly
@@ -157,7 +157,7 @@ def test_step_route_equals_the_lab_step(server, tiny_ckpt):
 
 def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):
     from microgpt.edge.checkpoint import read_checkpoint
-    trained = read_checkpoint(tiny_ckpt)['train_state']['run']['lr']
+    trained = read_checkpoint(tiny_ckpt).train_state['run']['lr']
     got = post(server, '/api/step', {'text': TEXT})
     assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
     start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
@@ -188,7 +188,7 @@ def test_a_training_run_streams_its_log_and_its_checkpoint_opens(server):
     listed = {c['id']: c for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
     assert listed[ckpt_id]['config']['n_embd'] == 8 and started['run'] >= 1
     got = post(server, '/api/overview', {'ckpt': ckpt_id, 'text': TEXT})
-    assert got['positions'] == json.loads(json.dumps(overview.predictions(load_model(path), TEXT)))
+    assert got['positions'] == json.loads(json.dumps(overview.predictions(load(path).model, TEXT)))
 
 
 def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
@@ -203,7 +203,7 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
     assert final['state'] == 'stopped' and final['exit_code'] == 130
     from microgpt.edge.checkpoint import read_checkpoint
     saved = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))
-    assert saved['train_state']['step'] == max(r['step'] for r in records) < 20000
+    assert saved.train_state['step'] == max(r['step'] for r in records) < 20000
     status, body, _ = request(server, 'POST', '/api/train/stop', {})
     assert status == 409  # nothing left to stop
 
@@ -246,7 +246,7 @@ def test_a_numpy_engine_run_with_batches_trains_and_opens(server):
     assert final['state'] == 'finished' and final['exit_code'] == 0
     assert [r['step'] for r in records if 'loss' in r] == list(range(1, 13))
     from microgpt.edge.checkpoint import read_checkpoint
-    run = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))['train_state']['run']
+    run = read_checkpoint(server.lab.checkpoints.path(final['ckpt'])).train_state['run']
     assert (run['engine'], run['batch_size']) == ('numpy', 4)
 
 def test_the_pages_and_their_files_answer(server):
@@ -513,7 +513,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
     assert 'run 1 stopped (exit status 130)' in out
     from microgpt.edge.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
-    assert read_checkpoint(str(tmp_path / '1' / 'model.json'))['train_state']['step'] == steps[-1] < 20000
+    assert read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state['step'] == steps[-1] < 20000
 
 
 def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):

@@ -21,7 +21,7 @@ from microgpt.edge.errors import UserError
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampler, step
 from microgpt.lab.__main__ import main
-from microgpt.lab.loading import load_model
+from microgpt.lab.loading import load
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.sampling import probabilities, sample_names
@@ -248,7 +248,7 @@ def test_greedy_draws_no_random_numbers(scalar):
 
 
 def test_both_engines_give_the_same_greedy_and_top_k_names(tiny_ckpt, scalar):
-    port = load_model(tiny_ckpt)
+    port = load(tiny_ckpt).model
     for temperature, top_k in ((0, None), (1.0, 3), (1e-308, None)):
         a = sample_names(scalar, num=5, temperature=temperature, top_k=top_k, seed=7)
         b = sample_names(port, num=5, temperature=temperature, top_k=top_k, seed=7)
@@ -293,7 +293,7 @@ def test_iter_names_hands_over_each_name_as_it_is_made(scalar):
 
 
 def test_sample_distribution(tiny_ckpt):
-    model = load_model(tiny_ckpt)
+    model = load(tiny_ckpt).model
     d = sampler.distribution(model, 'e', [0.0, 0.5, 1.0, 2.0], top_k=3)
     for t, p in d['probs'].items():
         assert abs(sum(p) - 1) < EXACT_TOL
@@ -310,7 +310,7 @@ def test_sample_command(tiny_ckpt, capsys, names_file):
 
 
 def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsys):
-    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    vocab_size = load(tiny_ckpt).model.config.vocab_size
     for k, cut in ((vocab_size, False), (vocab_size - 1, True)):
         assert main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
         out = capsys.readouterr().out
@@ -319,7 +319,7 @@ def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsy
 
 
 def test_sample_top_k_above_the_vocabulary_is_refused_as_the_web_refuses_it(tiny_ckpt, capsys):
-    vocab_size = load_model(tiny_ckpt).config.vocab_size
+    vocab_size = load(tiny_ckpt).model.config.vocab_size
     with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is "
                                         f"{vocab_size}: give 1..{vocab_size}"):
         main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(vocab_size + 1)])
@@ -343,7 +343,7 @@ def test_sample_command_reads_a_tutorial_export_with_its_n_head(scalar, tmp_path
 
 # ---------------------------------------------------------------------------- embeddings
 def test_embedding_view(tiny_ckpt):
-    model = load_model(tiny_ckpt)
+    model = load(tiny_ckpt).model
     v = embeddings.compute(model, neighbours=2)
     wte = model.weights['wte']
     assert np.abs(np.diag(v['wte_cosine']) - 1).max() < EXACT_TOL
@@ -366,7 +366,7 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
     path = tutorial_export(model, tmp_path / 'tutorial.json')
     with warnings.catch_warnings():
         warnings.simplefilter('error')                 # numpy's 0/0 warning fails the test
-        v = embeddings.compute(load_model(path, n_head=1), neighbours=2)
+        v = embeddings.compute(load(path, n_head=1).model, neighbours=2)
         assert main(['embeddings', '--ckpt', path, '--n-head', '1']) == 0
     assert v['coords'].shape == (scalar.config.vocab_size, 2) and not v['coords'][:, 1].any()
     assert v['share'][0] == 1.0 and v['share'][1] == 0.0
@@ -376,7 +376,7 @@ def test_embeddings_of_a_degenerate_model_are_numbers_not_warnings(scalar, tmp_p
 
 
 def test_embeddings_print_a_similarity_that_rounds_to_zero_without_a_minus(tiny_ckpt):
-    model = load_model(tiny_ckpt)
+    model = load(tiny_ckpt).model
     v = embeddings.compute(model, neighbours=2)
     v['wpe_cosine'][0, 1] = -0.001
     row = embeddings.render(v).split('position i (rows) by position j\n')[1].splitlines()[1]

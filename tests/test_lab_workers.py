@@ -51,11 +51,11 @@ def wait_until_ended(pids, seconds=10):
 
 def test_a_scalar_model_is_handed_out_with_the_files_weights_and_no_gradients(tiny_ckpt):
     models = Models()
-    model = models.get('scalar', tiny_ckpt)
+    model = models.get('scalar', tiny_ckpt).model
     first = model.params[0].data
     model.params[0].data += 1.0  # what a step does to it
     model.params[0].grad = 5.0
-    again = models.get('scalar', tiny_ckpt)
+    again = models.get('scalar', tiny_ckpt).model
     assert again is model  # built once
     assert again.params[0].data == first and all(p.grad == 0 for p in again.params)
 

@@ -21,10 +21,16 @@ from microgpt.edge import checkpoint
 from microgpt.programs import convert, sample, train
 from microgpt.edge import safetensors as st
 from microgpt.edge.checkpoint import is_our_checkpoint, read_checkpoint
+from microgpt.edge.files import WriteError
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.lab.api import Checkpoints, Lab
 from test_cli import assert_one_line_error, losses, run
 from test_run import train_args
+
+
+def lists(weights):
+    """A checkpoint's weights as lists of floats (a .safetensors file's rows are float64 arrays)."""
+    return {name: [list(row) for row in m] for name, m in weights.items()}
 
 
 def log_of(out):
@@ -49,9 +55,11 @@ def trained(tmp_path_factory, names_file):
 
 
 def test_a_run_saved_as_safetensors_is_the_json_run_number_for_number(trained):
-    a, b = read_checkpoint(trained['.safetensors']), read_checkpoint(trained['.json'])
-    assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
-    assert a['config'] == b['config'] and a['vocab'] == b['vocab']
+    a, b = (read_checkpoint(trained[ext], training=True) for ext in ('.safetensors', '.json'))
+    assert lists(a.weights) == lists(b.weights) and a.train_state == b.train_state
+    assert list(a.optimizer['m']) == b.optimizer['m'] and list(a.optimizer['v']) == b.optimizer['v']
+    assert (a.config, a.vocab, a.data_mode) == (b.config, b.vocab, b.data_mode)
+    assert (a.format, b.format) == ('safetensors', 'json')
     assert os.path.getsize(trained['.safetensors']) < os.path.getsize(trained['.json']) / 2
     assert is_our_checkpoint(trained['.safetensors']) and not is_our_checkpoint(trained['.json'] + '.no')
 
@@ -100,16 +108,16 @@ def test_init_takes_it(trained, tmp_path, names_file, capsys):
 def test_the_safetensors_library_reads_ours(trained):
     lib = pytest.importorskip('safetensors.numpy', reason="the oracle: pip install -e '.[test]'")
     from safetensors import safe_open
-    ckpt = read_checkpoint(trained['.json'])
+    ckpt = read_checkpoint(trained['.json'], training=True)
     tensors = lib.load_file(trained['.safetensors'])
-    assert set(tensors) == set(ckpt['state_dict']) | {'adam.m', 'adam.v'}
-    for name, matrix in ckpt['state_dict'].items():
+    assert set(tensors) == set(ckpt.weights) | {'adam.m', 'adam.v'}
+    for name, matrix in ckpt.weights.items():
         assert tensors[name].dtype == np.float64 and (tensors[name] == np.array(matrix)).all(), name
-    assert (tensors['adam.v'] == np.array(ckpt['train_state']['adam']['v'])).all()
+    assert (tensors['adam.v'] == np.array(ckpt.optimizer['v'])).all()
     with safe_open(trained['.safetensors'], framework='np') as f:
         meta = f.metadata()
-    assert meta['format'] == 'microgpt' and json.loads(meta['vocab']) == ckpt['vocab']
-    assert json.loads(meta['config']) == ckpt['config'].to_dict()
+    assert meta['format'] == 'microgpt' and json.loads(meta['vocab']) == list(ckpt.vocab)
+    assert json.loads(meta['config']) == ckpt.config.to_dict()
 
 
 def test_we_read_what_the_safetensors_library_writes(trained, tmp_path):
@@ -122,14 +130,14 @@ def test_we_read_what_the_safetensors_library_writes(trained, tmp_path):
         path = str(tmp_path / f'lib-{np.dtype(dtype).name}.safetensors')
         lib.save_file({k: v.astype(dtype) for k, v in ours.items()}, path, metadata=meta)
         got = read_checkpoint(path)
-        for name, matrix in got['state_dict'].items():
+        for name, matrix in got.weights.items():
             assert np.abs(np.array(matrix) - ours[name]).max() <= tol * np.abs(ours[name]).max() + 1e-12, name
     bf16 = pytest.importorskip('safetensors.torch', reason="bfloat16 needs PyTorch: pip install -e '.[torch]'")
     import torch
     path = str(tmp_path / 'lib-bf16.safetensors')
     bf16.save_file({k: torch.from_numpy(v).to(torch.bfloat16) for k, v in ours.items()}, path, metadata=meta)
     got = read_checkpoint(path)
-    for name, matrix in got['state_dict'].items():  # exactly torch's own widening of each bfloat16
+    for name, matrix in got.weights.items():  # exactly torch's own widening of each bfloat16
         assert (np.array(matrix) == torch.from_numpy(ours[name]).to(torch.bfloat16).double().numpy()).all()
 
 
@@ -211,9 +219,9 @@ def test_a_model_too_big_for_the_format_is_refused_before_it_is_built(tmp_path, 
 
 def test_the_size_bound_holds(trained):
     ckpt = read_checkpoint(trained['.safetensors'])
-    shapes = [(len(m), len(m[0])) for m in ckpt['state_dict'].values()]
+    shapes = [(len(m), len(m[0])) for m in ckpt.weights.values()]
     n = sum(a * b for a, b in shapes)
-    bound = st.file_bytes(3 * n, sum(a for a, _ in shapes) + 2, ckpt['config'].vocab_size)
+    bound = st.file_bytes(3 * n, sum(a for a, _ in shapes) + 2, ckpt.config.vocab_size)
     size = os.path.getsize(trained['.safetensors'])
     assert size <= bound < 1.1 * size + 32768  # an upper bound, and not a wild one
 
@@ -222,29 +230,30 @@ def test_a_failed_save_keeps_the_previous_file(trained, tmp_path, monkeypatch):
     path = tmp_path / 'model.safetensors'
     shutil.copy(trained['.safetensors'], path)
     before = path.read_bytes()
-    model = inference.load_checkpoint(str(path))
-    model.weights = lambda: read_checkpoint(trained['.json'])['state_dict']
+    ckpt = read_checkpoint(trained['.json'])
 
     def disk_full(fd):
         raise OSError(28, 'No space left on device')
-    monkeypatch.setattr(checkpoint.os, 'fsync', disk_full)
-    with pytest.raises(checkpoint.CheckpointWriteError, match='the disk is full; the previous .* is intact'):
-        checkpoint.save_checkpoint(str(path), model, None)
+    monkeypatch.setattr(os, 'fsync', disk_full)
+    with pytest.raises(WriteError, match='the disk is full; the previous .* is intact'):
+        checkpoint.write_checkpoint(str(path), ckpt)
     assert path.read_bytes() == before and os.listdir(tmp_path) == ['model.safetensors']
 
 
 @pytest.mark.parametrize('args,fragment', [
-    (['SRC', 'SRC'], "is the source itself"),
-    (['SRC', 'DATA'], "exists and is not a microgpt checkpoint"),
+    (['SRC', 'SRC'], "would overwrite the source checkpoint"),
+    (['SRC', 'DATA'], "does not end in .json or .safetensors"),
+    (['SRC', 'OTHER.json'], "exists and is not a microgpt checkpoint"),
     (['DATA', 'OUT'], "is not valid JSON"),
     (['MISSING.safetensors', 'OUT'], "does not exist"),
-], ids=['onto-itself', 'onto-data', 'from-data', 'missing'])
+], ids=['onto-itself', 'onto-data', 'onto-other-json', 'from-data', 'missing'])
 def test_convert_refuses_in_one_line_and_overwrites_nothing(trained, tmp_path, names_file, capsys, args, fragment):
     src = tmp_path / 'src.safetensors'
     shutil.copy(trained['.safetensors'], src)
+    (tmp_path / 'other.json').write_text('{"mine": 1}')
     names = {'SRC': str(src), 'DATA': names_file, 'OUT': str(tmp_path / 'out.json'),
-             'MISSING.safetensors': str(tmp_path / 'missing.safetensors')}
-    before = {p: open(p, 'rb').read() for p in (str(src), names_file)}
+             'MISSING.safetensors': str(tmp_path / 'missing.safetensors'), 'OTHER.json': str(tmp_path / 'other.json')}
+    before = {p: open(p, 'rb').read() for p in (str(src), names_file, names['OTHER.json'])}
     code, _, err = run(convert.main, [names[a] for a in args], capsys)
     assert code == 2
     assert_one_line_error(code, err, fragment)

@@ -125,7 +125,7 @@ def test_a_text_run_is_deterministic_records_its_mode_and_resumes_exactly(prose_
     vals = [e for e in log_of(a) if 'val_loss' in e]
     assert [e['step'] for e in vals] == [4, 8]
     ckpt = read_checkpoint(str(a))
-    assert ckpt['data_mode'] == 'text' and ckpt['train_state']['run']['data_mode'] == 'text'
+    assert ckpt.data_mode == 'text' and ckpt.train_state['run']['data_mode'] == 'text'
     # Ctrl-C during step 5, then resumed: the same log as the run that went straight through
     c = tmp_path / 'c.json'
     real_step, count = ScalarTrainer.step, [0]
@@ -139,7 +139,7 @@ def test_a_text_run_is_deterministic_records_its_mode_and_resumes_exactly(prose_
     monkeypatch.setattr(ScalarTrainer, 'step', step_then_ctrl_c)
     assert run(flags + ['--out', str(c)], capsys)[0] == 130
     monkeypatch.undo()
-    assert read_checkpoint(str(c))['train_state']['step'] == 5
+    assert read_checkpoint(str(c)).train_state['step'] == 5
     code, _, err = run(['--out', str(c), '--resume'], capsys)
     assert code == 0, err
     assert log_of(c) == log_of(a)
@@ -151,7 +151,7 @@ def test_init_from_a_text_checkpoint_keeps_reading_running_text(prose_file, tmp_
     assert run(['--data-mode', 'text', *base, '--out', str(a)], capsys)[0] == 0
     code, out, _ = run([*base[:-len(TINY)], '--num-samples', '0', '--init', str(a), '--out', str(b)], capsys)
     assert code == 0 and 'data_mode=text' in out
-    assert read_checkpoint(str(b))['data_mode'] == 'text'
+    assert read_checkpoint(str(b)).data_mode == 'text'
 
 
 def test_the_engines_train_running_text_alike(prose_file, tmp_path, capsys):
@@ -244,7 +244,7 @@ def test_a_safetensors_checkpoint_keeps_the_data_mode_and_dtypes_belong_to_their
     code, _, err = run(['--data-mode', 'text', '--data', prose_file, '--steps', '2', '--eval-every', '0', *TINY,
                         '--out', str(out)], capsys)
     assert code == 0, err
-    assert read_checkpoint(str(out))['data_mode'] == 'text'
+    assert read_checkpoint(str(out)).data_mode == 'text'
     one_line_error(['--data-mode', 'text', '--data', prose_file, '--steps', '2', *TINY, '--engine', 'numpy',
                     '--dtype', 'bfloat16', '--out', str(tmp_path / 'b.json')], capsys,
                    '--dtype bfloat16 is for the torch engine')

@@ -36,9 +36,9 @@ def test_lab_step_prints_every_matrix_through_the_three_engines(tiny_ckpt, capsy
 def test_each_engine_difference_is_real(tiny_ckpt):
     """The per-matrix differences are computed, not assumed: a scalar gradient that is off in
     one matrix shows in that matrix's row alone, for both other engines."""
-    from microgpt.lab.loading import load_scalar_model
+    from microgpt.lab.loading import load
     from microgpt.training import doc_tokens
-    model = load_scalar_model(tiny_ckpt)
+    model = load(tiny_ckpt, 'scalar').model
     tokens = doc_tokens(model.tokenizer, 'emma')
     weights = {name: np.array(rows) for name, rows in model.weights().items()}
     grads = {name: np.zeros_like(w) for name, w in weights.items()}

@@ -1,238 +1,120 @@
 """
-Checkpoints: one self-sufficient JSON file holding a model, its vocabulary and (for --resume)
-the training state.
+The checkpoint: one record of a trained model, read by one reader and written by one writer,
+whichever the file's format.
 
-    {"format": "microgpt", "version": 1,
-     "data_mode": "lines" or "text",            # names, one a line | running text (absent: lines)
-     "config": {"vocab_size", "n_layer", "n_embd", "n_head", "block_size"},
-     "vocab": [characters in id order],          # BOS is the id after the last character
-     "state_dict": {name: [[float, ...], ...]},  # every matrix [n_out][n_in]
-     "train_state": {...} or null}               # step, Adam moments, data settings
+    ckpt = read_checkpoint('out/model.json')        # a Checkpoint, every field checked
+    model = ckpt.model()                             # a GPT of Values holding its weights
+    write_checkpoint('out/model.safetensors', ckpt)  # the same record, in the other format
 
-`save_checkpoint` writes atomically (a temporary file in the same folder, then a rename), so a
-crash or Ctrl-C mid-write leaves the old file whole; a symlinked path is written through to
-its target, the file keeps the old one's permissions (a new one gets the umask's), and a
-failed write (disk full, read-only folder, file-size limit: cli.run turns SIGXFSZ into an
-error for every program) is a one-line CheckpointWriteError. `check_fits` refuses, before a
-run starts, a model whose checkpoint would be too large to read back. A save killed outright (SIGKILL) leaves its temporary file behind:
-`remove_stale_temporaries` clears those, and `is_our_checkpoint` tells a checkpoint from any
-other file by its first bytes.
+A Checkpoint holds the config, the vocabulary, the weights, the data mode (names, one a line,
+or running text), and for --resume Adam's state and the training state. Every program reads
+and writes it here: train.py (--init, --resume, every save), sample.py, convert, the lab, the
+numpy port (inference.load_checkpoint). On disk it is one file, named by its format:
 
-`read_checkpoint` validates everything and turns each problem into a one-line UserError; it
-also reads the flat weights export of the microgpt 3D tutorial (docs/lessons.md). The file
-is read through files.read_user_file (regular files only, size-capped) and jsonio.parse_json
-(nesting capped), and the config's sizes are checked against limits.py's caps before anything is
-built from them. microgpt.load_checkpoint builds a GPT of Values from it;
-src/inference builds numpy arrays from the very same validated dictionary.
+    model.json          {"format": "microgpt", "version": 1, "data_mode": "lines" or "text",
+                         "config": {...}, "vocab": [characters in id order; BOS is the next id],
+                         "state_dict": {name: [[float, ...], ...]},  # every matrix [n_out][n_in]
+                         "train_state": {"step", "run", "data_sha256", "val_loss",
+                                         "adam": {"t", "m", "v"}} or null}
+    model.safetensors   the same: the matrices and Adam's m and v as float64 tensors, the rest
+                        as JSON text in the metadata (safetensors.py knows the container)
+
+The 3D tutorial's flat weights export (docs/lessons.md) is read too. The reader checks the
+config's sizes against limits.py's caps before anything is built from them, and every matrix's
+name and shape before a number of it is read; each problem is one UserError. The writer
+replaces a file whole or not at all (files.write_atomic).
 """
 
-import errno
-import io
 import json
 import math
 import os
 import re
-import stat
-import tempfile
+from array import array
+from dataclasses import dataclass
+from typing import Optional
 
-from . import safetensors
-from .checks import make_config
-from .errors import UserError
-from .files import read_head, read_user_file
-from .jsonio import parse_json
-from .limits import MAX_FILE_BYTES
 from ..model import GPT, GPTConfig, parameter_shapes
 from ..tokenizer import CharTokenizer
+from . import safetensors
+from .checks import CONFIG_FIELDS, is_finite_number, is_int_in, make_config, short
+from .errors import UserError
+from .files import open_user_file, read_head, read_user_file, write_atomic, write_json_atomic
+from .jsonio import parse_json
+from .limits import MAX_FILE_BYTES, MAX_SAFETENSORS_BYTES, parameter_count
 
-FORMAT = 'microgpt'
-VERSION = 1
-TUTORIAL_KEYS = ('_vocab', '_bos_id', '_vocab_size')  # the 3D tutorial's metadata keys
+FORMAT, VERSION = 'microgpt', 1
+DATA_MODES = ('lines', 'text')  # what the model was trained on: names, one a line | running text
+ADAM_TENSORS = ('adam.m', 'adam.v')  # Adam's moments in a .safetensors file, flat in GPT.params order
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A trained model and what it was trained with: one value, whatever file it came from."""
+    config: GPTConfig
+    vocab: tuple                     # the characters, in id order; BOS is id len(vocab)
+    weights: dict                    # {name: rows}, every matrix [n_out][n_in] of floats
+    data_mode: str = 'lines'         # 'lines': names, one a line; 'text': running text
+    optimizer: Optional[dict] = None   # Adam's {'t', 'm', 'v'}, flat in GPT.params order
+    train_state: Optional[dict] = None  # {'step', 'run', 'data_sha256', 'val_loss'}: --resume's
+    format: str = 'json'             # how it was read: 'json', 'safetensors' or 'tutorial'
+
+    @classmethod
+    def of(cls, model, data_mode='lines', optimizer=None, train_state=None):
+        """The record of `model`: anything with .config, .tokenizer and .weights() (a GPT, or a
+        training engine)."""
+        return cls(model.config, tuple(model.tokenizer.chars), model.weights(), data_mode, optimizer, train_state)
+
+    @property
+    def tokenizer(self):
+        return CharTokenizer(list(self.vocab))
+
+    def model(self):
+        """A GPT of Values (microgpt/model.py) holding these weights."""
+        model = GPT(self.config, tokenizer=self.tokenizer)
+        model.load_weights(self.weights)
+        return model
+
+
+def load_checkpoint(path, n_head=None):
+    """A GPT of Values, with its tokenizer, from a checkpoint file: read_checkpoint(path).model()."""
+    return read_checkpoint(path, n_head=n_head).model()
 
 
 # ---------------------------------------------------------------------------- writing
-DATA_MODES = ('lines', 'text')  # what the model was trained on: names, one a line | running text
+def write_checkpoint(path, ckpt):
+    """Write the record to `path` atomically, in the format its real target's name says (a link
+    named .safetensors to a .json file writes JSON, which is what the file is called)."""
+    training = ckpt.train_state is not None and ckpt.optimizer is not None  # the one without the other cannot resume
+    train_state = {**ckpt.train_state, 'adam': ckpt.optimizer} if training else None
+    fields = {'format': FORMAT, 'version': VERSION, 'data_mode': ckpt.data_mode,
+              'config': {k: getattr(ckpt.config, k) for k in CONFIG_FIELDS}, 'vocab': list(ckpt.vocab)}
+    if checkpoint_format(os.path.realpath(path)) == '.json':
+        write_json_atomic(path, {**fields, 'state_dict': ckpt.weights, 'train_state': train_state})
+        return
+    tensors = {name: ((len(m), len(m[0])), m) for name, m in ckpt.weights.items()}
+    if train_state is not None:
+        tensors.update({name: ((len(ckpt.optimizer[name[-1]]),), ckpt.optimizer[name[-1]]) for name in ADAM_TENSORS})
+        train_state['adam'] = {'t': ckpt.optimizer['t']}  # m and v are tensors; the count stays here
+    metadata = {'format': FORMAT, **{k: v if k == 'data_mode' else _json(v) for k, v in fields.items() if k != 'format'},
+                'train_state': _json(train_state)}
+    write_atomic(path, lambda f: safetensors.write(f, tensors, metadata))
 
 
-def checkpoint_dict(model, train_state=None, data_mode='lines'):
-    """The JSON-ready dictionary for `model` (and the training state, if resuming needs it)."""
-    return {
-        'format': FORMAT,
-        'version': VERSION,
-        'data_mode': data_mode,
-        'config': model.config.to_dict(),
-        'vocab': list(model.tokenizer.chars),
-        'state_dict': model.weights(),
-        'train_state': train_state,
-    }
-
-
-def save_checkpoint(path, model, train_state=None, data_mode='lines'):
-    """Write the checkpoint to `path` atomically: the old file stays whole until the rename.
-
-    model: anything with .config, .tokenizer and .weights() (a GPT, or a training engine).
-    data_mode: 'lines' (one name per line, the default) or 'text' (running text): what sample.py
-    generates from it, names that end at BOS or a stream of a given length. A path ending in
-    .safetensors is written in that format (microgpt/edge/safetensors.py), any other as JSON.
-    """
-    ckpt = checkpoint_dict(model, train_state, data_mode)
-    if str(path).endswith(safetensors.EXTENSION):
-        write_atomic(path, lambda f: safetensors.write(f, *safetensors.checkpoint_tensors(ckpt)))
-    else:
-        write_json_atomic(path, ckpt)
-
-
-class CheckpointWriteError(UserError):
-    """A save that failed part-way (disk full, read-only folder, file-size limit, name too
-    long). The message says what failed and that the previous file, if any, is intact."""
-
-
-def write_json_atomic(path, obj):
-    """Write obj as JSON to path so that a reader only ever sees the old file or the new one
-    (write_atomic). Floats are written with repr, which reads back bit for bit: resume is exact."""
-    def write(f):
-        text = io.TextIOWrapper(f, encoding='utf-8')
-        json.dump(obj, text, allow_nan=False)
-        text.flush()
-        text.detach()  # f stays open: write_atomic syncs it
-    write_atomic(path, write)
-
-
-def write_atomic(path, write):
-    """Call write(f) on a binary file, so that a reader of path only ever sees the old file or
-    the new one, whole.
-
-    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), are flushed
-    to disk, then renamed over the target in one step. If `path` is a symbolic link, its
-    target is what gets replaced, and the link stays. The new file gets the old file's
-    permissions, or for a new file the umask's, like any file a program creates. Any OSError
-    on the way (ENOSPC, EROFS, EACCES, EFBIG, ENAMETOOLONG, ...) removes the temporary file and
-    becomes a CheckpointWriteError; the previous file is untouched.
-    """
-    target = os.path.realpath(path)  # write through a symlink, do not replace it
-    folder = os.path.dirname(target)
-    existed = os.path.exists(target)
-    tmp = None
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
-        with os.fdopen(fd, 'wb') as f:
-            os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-        tmp = None
-        _fsync_folder(folder)
-    except OSError as e:
-        kept = (f"the previous {path} is intact" if existed else f"no file was left at {path}")
-        raise CheckpointWriteError(f"could not write {path}: {describe_os_error(e)}; {kept}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.remove(tmp)
-            except OSError:  # already gone, or cannot be removed: the next run's cleanup will
-                pass
-
-
-# The temporary file of a save of out/model.json is out/.model.json.<8 random chars>.tmp
-# (tempfile.mkstemp's random part: lowercase letters, digits and '_').
-TEMP_SUFFIX = '.tmp'
-_TEMP_RANDOM = re.compile(r'[a-z0-9_]{8}')
-
-
-def _temp_prefix(target):
-    return '.' + os.path.basename(target) + '.'
-
-
-def probe_writable(path):
-    """Create and remove a file beside `path` named as a save's temporary file is: an OSError
-    now (folder not writable, name too long, disk refusing new files) is one before training."""
-    target = os.path.realpath(path)
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=os.path.dirname(target))
-    os.close(fd)
-    os.remove(tmp)
-
-
-def stale_temporaries(path):
-    """The temporary files a killed save of `path` (or of its symlink's target) left behind:
-    only names of our own pattern, only in that folder, only regular files."""
-    target = os.path.realpath(path)
-    folder, prefix = os.path.dirname(target), _temp_prefix(target)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    found = []
-    for name in sorted(names):
-        middle = name[len(prefix):-len(TEMP_SUFFIX)]
-        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and _TEMP_RANDOM.fullmatch(middle):
-            full = os.path.join(folder, name)
-            if stat.S_ISREG(os.lstat(full).st_mode):  # never follow a link, never a folder
-                found.append(full)
-    return found
-
-
-def remove_stale_temporaries(path):
-    """Delete what stale_temporaries(path) finds and return those paths. A save killed by
-    SIGKILL (or a power cut) has no chance to clean up; the next run on the same output
-    does it. Call it only while holding the output's lock: a save in progress has a
-    temporary file of the same pattern."""
-    removed = []
-    for tmp in stale_temporaries(path):
-        try:
-            os.remove(tmp)
-            removed.append(tmp)
-        except FileNotFoundError:
-            pass
-    return removed
+def _json(value):
+    return json.dumps(value, allow_nan=False, default=lambda row: row.tolist())
 
 
 def is_our_checkpoint(path):
-    """True if path is a regular file that starts like a checkpoint microgpt writes,
-    `{"format": "microgpt", ...`. Reads at most the first 256 bytes: cheap even for a huge
-    file, and what train.py asks before it replaces an --out that already exists. A
-    .safetensors file is ours if its metadata comes first and names the format."""
-    if str(path).endswith(safetensors.EXTENSION):
-        return safetensors.is_ours(path, FORMAT)
+    """True if path is a regular file that holds a checkpoint microgpt writes: what train.py
+    and convert ask before they replace a file that already exists. Cheap: a JSON file is known
+    by its first 256 bytes, a .safetensors file by its metadata."""
+    if os.path.realpath(path).endswith(safetensors.EXTENSION):
+        return (safetensors.header_metadata(path) or {}).get('format') == FORMAT
     head = read_head(path, 256)
     return head is not None and _OUR_HEAD.match(head) is not None
 
 
 _OUR_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"')
-
-
-def _mode_for(target):
-    """The permission bits the new file gets: the old file's, or those the umask leaves."""
-    try:
-        return stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        umask = os.umask(0)  # the only way to read the umask is to set it; put it back at once
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def describe_os_error(e):
-    """What an OSError of a save means, in words a user can act on."""
-    reasons = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
-               errno.EROFS: "the folder is on a read-only file system",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
-               errno.ENAMETOOLONG: "the file name is too long"}
-    return reasons.get(e.errno, e.strerror or str(e))
-
-
-def _fsync_folder(folder):
-    """Make the rename itself durable (best effort: not every system can open a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------------- formats and sizes
@@ -241,12 +123,11 @@ def _fsync_folder(folder):
 # reader accepts, so that a run whose checkpoint could not be read back is refused before it
 # starts. JSON writes each float with repr(): at most 24 characters (-2.2250738585072014e-308)
 # and a ', ' after it; a row adds its brackets and a ', '; a vocabulary character at most a
-# 12-character escaped pair ("\\ud83d\\ude00") and its ', '. safetensors writes 8 bytes a number
-# (microgpt/edge/safetensors.py's file_bytes bounds its header).
+# 12-character escaped pair ("\\ud83d\\ude00") and its ', '.
 FORMATS = {  # extension: (the most bytes a checkpoint takes, the most its reader accepts, named)
     '.json': (lambda n_numbers, n_rows, vocab_size: 26 * n_numbers + 4 * n_rows + 16 * vocab_size + 4096,
               MAX_FILE_BYTES, 'limits.MAX_FILE_BYTES'),
-    safetensors.EXTENSION: (safetensors.file_bytes, safetensors.MAX_BYTES, 'safetensors.MAX_BYTES'),
+    safetensors.EXTENSION: (safetensors.file_bytes, MAX_SAFETENSORS_BYTES, 'limits.MAX_SAFETENSORS_BYTES'),
 }
 
 
@@ -254,22 +135,19 @@ def checkpoint_format(path, what=None):
     """The extension of a checkpoint path (a key of FORMATS), or a one-line UserError."""
     ext = os.path.splitext(path)[1]
     if ext not in FORMATS:
-        known = ' or '.join(FORMATS)
-        raise UserError(f"{what or path} does not end in {known}: a checkpoint is named by its format "
-                        f"(its log goes beside it as NAME.log.jsonl): use {os.path.splitext(path)[0] or 'model'}.json")
+        raise UserError(f"{what or path} does not end in {' or '.join(FORMATS)}: a checkpoint is named by "
+                        f"its format (its log goes beside it as NAME.log.jsonl): use "
+                        f"{os.path.splitext(path)[0] or 'model'}.json")
     return ext
 
 
-def checkpoint_bytes(path, config, train_state=True):
-    """The most bytes the checkpoint of a model of this config can take at `path`, in its format:
-    the weights, and with the training state (what train.py saves) Adam's two moments too."""
+def checkpoint_bytes(path, config):
+    """The most bytes the checkpoint of a model of this config takes at `path`, in its format,
+    with the training state (Adam's two moments) that train.py saves."""
     shapes = parameter_shapes(config)
-    n_numbers = sum(n_out * n_in for n_out, n_in in shapes.values())
-    n_rows = sum(n_out for n_out, _ in shapes.values())
-    vocab_size = shapes['wte'][0]
-    if train_state:
-        n_numbers, n_rows = 3 * n_numbers, n_rows + 2
-    return FORMATS[checkpoint_format(path)][0](n_numbers, n_rows, vocab_size)
+    n_numbers = 3 * parameter_count(config)
+    n_rows = sum(n_out for n_out, _ in shapes.values()) + 2
+    return FORMATS[checkpoint_format(path)][0](n_numbers, n_rows, config.vocab_size)
 
 
 def check_fits(path, config):
@@ -278,60 +156,92 @@ def check_fits(path, config):
     size = checkpoint_bytes(path, config)
     _, cap, named = FORMATS[checkpoint_format(path)]
     if size > cap:
-        n_params = sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
         binary = checkpoint_bytes(os.path.splitext(path)[0] + safetensors.EXTENSION, config)
         other = (f", or save it as .safetensors (at most {binary / 1e9:.1f} GB, which fits)"
-                 if checkpoint_format(path) == '.json' and binary <= safetensors.MAX_BYTES else "")
-        raise UserError(f"a model of {n_params:,} parameters makes a checkpoint of up to {size / 1e9:.1f} GB "
-                        f"with its Adam moments, more than the {cap >> 20:,} MiB microgpt reads back as "
-                        f"{checkpoint_format(path)} ({named}): make the model smaller{other}")
+                 if checkpoint_format(path) == '.json' and binary <= MAX_SAFETENSORS_BYTES else "")
+        raise UserError(f"a model of {parameter_count(config):,} parameters makes a checkpoint of up to "
+                        f"{size / 1e9:.1f} GB with its Adam moments, more than the {cap >> 20:,} MiB microgpt "
+                        f"reads back as {checkpoint_format(path)} ({named}): make the model smaller{other}")
 
 
 # ---------------------------------------------------------------------------- reading
-def read_checkpoint(path, n_head=None):
-    """Read and validate a checkpoint file of either form.
+def read_checkpoint(path, n_head=None, training=False):
+    """The Checkpoint in the file at `path`, every field checked, or a one-line UserError.
 
-    Returns {'config': GPTConfig, 'vocab': [chars], 'state_dict': {name: [[float]]},
-    'train_state': dict or None, 'source': 'microgpt' or 'tutorial'}.
-    n_head: only for the tutorial form, whose file does not record it (default 4).
-    A path ending in .safetensors is read in that format, into the dictionary its JSON would
-    parse to, then checked as JSON is.
+    training: also read and check Adam's state (--resume, convert), and refuse a damaged
+    training state; without it, Adam's state is not read, and a damaged training state is left
+    out (the weights are still good for sampling and --init).
+    n_head: only for the tutorial's export, which does not record it (default 4).
     """
-    obj = safetensors.checkpoint_dict(path) if str(path).endswith(safetensors.EXTENSION) else _read_json(path)
+    hint = f"train one first with `python train.py --out {path}`"
+    if os.path.realpath(path).endswith(safetensors.EXTENSION):  # a link reads as what it points to
+        return _read_safetensors(path, hint, training)
+    obj = parse_json(read_user_file(path, 'checkpoint', hint), path)  # NaN, Infinity, deep nesting refused
     if not isinstance(obj, dict):
         raise UserError(f"{path} is not a checkpoint: expected a JSON object at the top level")
-    if 'format' in obj:
-        ckpt = _from_microgpt(path, obj, n_head)
-    elif '_vocab' in obj or 'wte' in obj:
-        ckpt = _from_tutorial(path, obj, n_head)
-    else:
+    if '_vocab' in obj or ('wte' in obj and 'format' not in obj):
+        return _read_tutorial(path, obj, n_head)
+    if 'format' not in obj:
         raise UserError(f"{path} is not a microgpt checkpoint: it has neither a 'format' field "
                         "nor the tutorial export's '_vocab' and 'wte'")
-    _check_weights(path, ckpt['config'], ckpt['state_dict'])
-    return ckpt
+    config, vocab, data_mode = _header(path, obj, n_head)
+    if not isinstance(obj['state_dict'], dict):
+        raise UserError(f"{path}: 'state_dict' must be an object of name -> matrix")
+    shapes = _expected(path, config, obj['state_dict'])
+    weights = {name: _matrix(path, name, obj['state_dict'][name], shape) for name, shape in shapes.items()}
+    train_state, adam = _split_train_state(path, obj.get('train_state'), training)
+    optimizer = _optimizer(path, adam, config) if training and train_state is not None else None
+    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'json')
 
 
-def load_checkpoint(path, n_head=None):
-    """A GPT of Values, with its tokenizer, from a checkpoint file (see read_checkpoint)."""
-    ckpt = read_checkpoint(path, n_head=n_head)
-    model = GPT(ckpt['config'], tokenizer=CharTokenizer(ckpt['vocab']))
-    model.load_weights(ckpt['state_dict'])
-    model.train_state = ckpt['train_state']
-    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text': what sample.py generates
-    return model
+def _read_safetensors(path, hint, training):
+    """The same record from a .safetensors file: its header and metadata are checked, then each
+    tensor's name, dtype and shape against the config, and only then are any numbers read."""
+    with open_user_file(path, 'checkpoint', hint) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_SAFETENSORS_BYTES:
+            raise UserError(f"{path} is {size:,} bytes, more than the {MAX_SAFETENSORS_BYTES >> 20:,} MiB "
+                            "microgpt reads as safetensors: is it really a checkpoint?")
+        metadata, entries, data_start = safetensors.read_header(f, path, size)
+        if 'format' not in metadata or 'config' not in metadata:
+            raise UserError(f"{path} holds tensors but no microgpt metadata (format, config, vocab): it is "
+                            "not a microgpt checkpoint; microgpt reads the .safetensors files it writes")
+        obj = {key: metadata[key] if key in ('format', 'data_mode') else
+               parse_json(metadata[key], f"{path}: the metadata's {key}")
+               for key in ('format', 'version', 'config', 'vocab', 'train_state', 'data_mode') if key in metadata}
+        config, vocab, data_mode = _header(path, {**obj, 'state_dict': entries}, None)
+        train_state = obj.get('train_state')
+        adam = [name for name in ADAM_TENSORS if name in entries]
+        if adam and not (len(adam) == 2 and isinstance(train_state, dict)
+                         and isinstance(train_state.get('adam'), dict)):
+            raise UserError(f"{path} has {' and '.join(adam)} but not the rest of Adam's state: "
+                            "it cannot be resumed; start a new run with --init")
+        shapes = _expected(path, config, {k: e for k, e in entries.items() if k not in adam})
+        for name, (n_out, n_in) in shapes.items():
+            if entries[name].shape != (n_out, n_in):
+                raise UserError(f"{path}: {name} should be {n_out}x{n_in} for this config, "
+                                f"got shape {list(entries[name].shape)}")
+        weights = {}
+        for name, (n_out, n_in) in shapes.items():
+            flat = safetensors.read_tensor(f, path, name, entries[name], data_start)
+            weights[name] = _matrix(path, name, [flat[i * n_in:(i + 1) * n_in] for i in range(n_out)], (n_out, n_in))
+        train_state, adam_state = _split_train_state(path, train_state, training)
+        optimizer = None
+        if training and train_state is not None:
+            if adam:
+                adam_state = {**adam_state, **{name[-1]: safetensors.read_tensor(f, path, name, entries[name], data_start)
+                                               for name in ADAM_TENSORS}}
+            optimizer = _optimizer(path, adam_state, config)
+    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'safetensors')
 
 
-def _read_json(path):
-    text = read_user_file(path, 'checkpoint', f"train one first with `python train.py --out {path}`")
-    return parse_json(text, path)  # NaN, Infinity and absurd nesting are refused there
-
-
-def _from_microgpt(path, obj, n_head):
+def _header(path, obj, n_head):
+    """(config, vocab, data_mode) of a microgpt checkpoint's fields, each checked."""
     if obj.get('format') != FORMAT:
-        raise UserError(f"{path} has format {obj.get('format')!r}, expected {FORMAT!r}")
+        raise UserError(f"{path} has format {short(obj.get('format'))}, expected {FORMAT!r}")
     version = obj.get('version')
     if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python
-        raise UserError(f"{path} is checkpoint version {version!r}, but this microgpt reads version "
+        raise UserError(f"{path} is checkpoint version {short(version)}, but this microgpt reads version "
                         f"{VERSION}: retrain it, or use the microgpt release that wrote it")
     for key in ('config', 'vocab', 'state_dict'):
         if key not in obj:
@@ -339,58 +249,49 @@ def _from_microgpt(path, obj, n_head):
     cfg = obj['config']
     if not isinstance(cfg, dict):
         raise UserError(f"{path}: 'config' must be an object")
-    expected = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
-    missing = [k for k in expected if k not in cfg]
+    missing = [k for k in CONFIG_FIELDS if k not in cfg]
     if missing:
         raise UserError(f"{path}: config lacks {', '.join(missing)}")
-    unknown = sorted(set(cfg) - set(expected))
+    unknown = sorted(set(cfg) - set(CONFIG_FIELDS))
     if unknown:
-        raise UserError(f"{path}: config has unknown fields {', '.join(unknown)}")
+        raise UserError(f"{path}: config has unknown fields {', '.join(str(u)[:40] for u in unknown[:5])}")
     if n_head is not None and n_head != cfg['n_head']:
-        raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {cfg['n_head']}: "
+        raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {short(cfg['n_head'])}: "
                         "drop --n-head (it is only for the tutorial's flat export)")
-    config = _config(path, **cfg)
-    vocab = _vocab(path, obj['vocab'], config.vocab_size)
-    state_dict = obj['state_dict']
-    if not isinstance(state_dict, dict):
-        raise UserError(f"{path}: 'state_dict' must be an object of name -> matrix")
-    train_state = obj.get('train_state')
-    if train_state is not None and not isinstance(train_state, dict):
-        raise UserError(f"{path}: 'train_state' must be an object or null")
+    config = _config(path, cfg)
     data_mode = obj.get('data_mode', 'lines')  # a checkpoint from before running text: names
     if data_mode not in DATA_MODES:
-        raise UserError(f"{path}: data_mode {data_mode!r} is neither 'lines' nor 'text': the "
+        raise UserError(f"{path}: data_mode {short(data_mode)} is neither 'lines' nor 'text': the "
                         "checkpoint is damaged or from a newer microgpt")
-    return {'config': config, 'vocab': vocab, 'state_dict': state_dict,
-            'train_state': train_state, 'source': FORMAT, 'data_mode': data_mode}
+    return config, _vocab(path, obj['vocab'], config.vocab_size), data_mode
 
 
-def _from_tutorial(path, obj, n_head):
+def _read_tutorial(path, obj, n_head):
     """The 3D tutorial's export: state_dict names at top level, plus _vocab/_bos_id/_vocab_size."""
-    missing = [k for k in TUTORIAL_KEYS + ('wte', 'wpe') if k not in obj]
+    missing = [k for k in ('_vocab', '_bos_id', '_vocab_size', 'wte', 'wpe') if k not in obj]
     if missing:
-        raise UserError(f"{path} looks like the tutorial's weights export but lacks "
-                        f"{', '.join(missing)}")
+        raise UserError(f"{path} looks like the tutorial's weights export but lacks {', '.join(missing)}")
     state_dict = {k: v for k, v in obj.items() if not k.startswith('_')}
     wte, wpe = state_dict['wte'], state_dict['wpe']
-    if not (_is_matrix(wte) and _is_matrix(wpe)):
+    if not all(isinstance(m, list) and m and all(isinstance(r, list) and r for r in m) for m in (wte, wpe)):
         raise UserError(f"{path}: 'wte' and 'wpe' must be non-empty lists of rows")
     n_layer = 0
     while f'layer{n_layer}.attn_wq' in state_dict:
         n_layer += 1
     # The export does not record the number of heads; 4 is what the tutorial uses.
-    config = _config(path, vocab_size=len(wte), n_layer=n_layer, n_embd=len(wte[0]),
-                     n_head=4 if n_head is None else n_head, block_size=len(wpe))
+    config = _config(path, dict(vocab_size=len(wte), n_layer=n_layer, n_embd=len(wte[0]),
+                                n_head=4 if n_head is None else n_head, block_size=len(wpe)))
     vocab = _vocab(path, obj['_vocab'], config.vocab_size)
     if obj['_bos_id'] != len(vocab) or obj['_vocab_size'] != config.vocab_size:
-        raise UserError(f"{path}: _bos_id {obj['_bos_id']!r} and _vocab_size {obj['_vocab_size']!r} "
+        raise UserError(f"{path}: _bos_id {short(obj['_bos_id'])} and _vocab_size {short(obj['_vocab_size'])} "
                         f"disagree with a {len(vocab)}-character vocabulary (expected "
                         f"{len(vocab)} and {config.vocab_size})")
-    return {'config': config, 'vocab': vocab, 'state_dict': state_dict,
-            'train_state': None, 'source': 'tutorial', 'data_mode': 'lines'}
+    shapes = _expected(path, config, state_dict)
+    weights = {name: _matrix(path, name, state_dict[name], shape) for name, shape in shapes.items()}
+    return Checkpoint(config, tuple(vocab), weights, format='tutorial')
 
 
-def _config(path, **fields):
+def _config(path, fields):
     """The GPTConfig of fields, checked (checks.make_config: positive integers, within limits.py's
     caps, n_embd divisible by n_head) before anything is built, as one line naming the file."""
     try:
@@ -402,9 +303,9 @@ def _config(path, **fields):
 def _vocab(path, vocab, vocab_size):
     if not isinstance(vocab, list) or not all(isinstance(c, str) and len(c) == 1 for c in vocab):
         raise UserError(f"{path}: the vocabulary must be a list of single characters")
-    unprintable = [c for c in vocab if 0xD800 <= ord(c) <= 0xDFFF]
-    if unprintable:  # a lone surrogate: valid in a JSON escape, but no text can hold it
-        raise UserError(f"{path}: the vocabulary holds {unprintable[0]!r}, half of a UTF-16 pair, "
+    surrogates = [c for c in vocab if 0xD800 <= ord(c) <= 0xDFFF]
+    if surrogates:  # a lone surrogate: valid in a JSON escape, but no text can hold it
+        raise UserError(f"{path}: the vocabulary holds {surrogates[0]!r}, half of a UTF-16 pair, "
                         "which is not a character: the checkpoint is damaged")
     if len(set(vocab)) != len(vocab):
         raise UserError(f"{path}: the vocabulary lists a character twice")
@@ -414,51 +315,85 @@ def _vocab(path, vocab, vocab_size):
     return vocab
 
 
-def _is_matrix(m):
-    return isinstance(m, list) and len(m) > 0 and all(isinstance(r, list) and r for r in m)
-
-
-def _check_weights(path, config, state_dict):
-    """Every expected matrix present, of the right shape, made of finite numbers; no extras."""
-    # config's sizes are within limits.py's caps, so this list is at most a few thousand names,
-    # and each matrix's size is compared with what the file holds before a number is read
+def _expected(path, config, found):
+    """parameter_shapes(config), once `found` (a dict of name -> anything) names exactly those
+    matrices: none missing, none extra. The config's sizes are within limits.py's caps, so this
+    is at most a few thousand names."""
     shapes = parameter_shapes(config)
-    missing = [name for name in shapes if name not in state_dict]
+    missing = [name for name in shapes if name not in found]
     if missing:
-        raise UserError(f"{path}: weights missing for {', '.join(missing[:3])}"
-                        f"{' ...' if len(missing) > 3 else ''}")
-    extra = [name for name in state_dict if name not in shapes]
+        raise UserError(f"{path}: weights missing for {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
+    extra = [str(name)[:40] for name in found if name not in shapes]
     if extra:
-        raise UserError(f"{path}: unexpected weights {', '.join(extra[:3])} for a "
-                        f"{config.n_layer}-layer model")
-    for name, (n_out, n_in) in shapes.items():
-        m = state_dict[name]
-        if not isinstance(m, list) or len(m) != n_out or \
-                not all(isinstance(row, list) and len(row) == n_in for row in m):
-            raise UserError(f"{path}: {name} should be {n_out}x{n_in} for this config, "
-                            f"got {_shape_of(m)}")
-        for row in m:
-            for x in row:
-                # _is_finite: also False for a JSON integer too big for a float (1 and 400 zeros)
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not _is_finite(x):
-                    raise UserError(f"{path}: {name} holds {_short(x)}, not a finite number")
+        raise UserError(f"{path}: unexpected weights {', '.join(extra[:3])} for a {config.n_layer}-layer model")
+    return shapes
 
 
-def _is_finite(x):
+def _matrix(path, name, m, shape):
+    """m, once it is n_out rows of n_in finite numbers (lists from JSON, float64 arrays from
+    safetensors, whose numbers need only the finite check)."""
+    n_out, n_in = shape
+    if not isinstance(m, list) or len(m) != n_out or \
+            not all(isinstance(row, (list, array)) and len(row) == n_in for row in m):
+        raise UserError(f"{path}: {name} should be {n_out}x{n_in} for this config, got {_shape_of(m)}")
+    for row in m:
+        finite = math.isfinite if isinstance(row, array) else is_finite_number
+        if not all(map(finite, row)):
+            bad = next(x for x in row if not finite(x))
+            raise UserError(f"{path}: {name} holds {short(bad)}, not a finite number")
+    return m
+
+
+def _split_train_state(path, train_state, training):
+    """(the training state without Adam, Adam's part of it): checked with training, else a
+    damaged one is simply left out (the weights are still good for sampling and --init)."""
+    if train_state is None:
+        return None, None
+    if not isinstance(train_state, dict):
+        raise UserError(f"{path}: 'train_state' must be an object or null")
+    state = dict(train_state)
+    adam = state.pop('adam', None)
     try:
-        return math.isfinite(x)
-    except OverflowError:  # an int too big for any float
-        return False
+        _train_state(path, state)
+    except UserError:
+        if training:
+            raise
+        return None, None
+    return state, adam
 
 
-def _short(x):
-    """repr(x), cut short: a 400-digit number would not make a one-line message."""
-    text = repr(x)
-    return text if len(text) <= 40 else text[:37] + '...'
+def _optimizer(path, adam, config):
+    """Adam's state {'t', 'm', 'v'}, checked: a step count and two moments of one number per
+    parameter, finite, the second (a mean of squares) never negative."""
+    n_params = parameter_count(config)
+    if not (isinstance(adam, dict) and is_int_in(adam.get('t'), 0)
+            and all(isinstance(adam.get(k), (list, array)) and len(adam[k]) == n_params
+                    and all(is_finite_number(x) for x in adam[k]) for k in ('m', 'v'))
+            and min(adam['v'], default=0.0) >= 0):
+        _damaged(path, "its Adam moments are missing, the wrong size, or not finite")
+    return {'t': adam['t'], 'm': adam['m'], 'v': adam['v']}
+
+
+def _train_state(path, state):
+    """The training state's own fields (the run's settings are checked by programs/settings.py,
+    which declares them)."""
+    if not is_int_in(state.get('step'), 0):
+        _damaged(path, "its step is not a count")
+    if not isinstance(state.get('run'), dict):
+        _damaged(path, "its run settings are missing")
+    if not (isinstance(state.get('data_sha256'), str) and len(state['data_sha256']) == 64):
+        _damaged(path, "its data fingerprint is missing")
+    if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
+        _damaged(path, "its validation loss is not a number")
+
+
+def _damaged(path, problem):
+    raise UserError(f"{path} has a damaged training state ({problem}): it cannot be resumed; "
+                    f"start a new run with --init {path}")
 
 
 def _shape_of(m):
     if not isinstance(m, list):
         return type(m).__name__
-    widths = sorted({len(r) if isinstance(r, list) else -1 for r in m})
+    widths = sorted({len(r) if isinstance(r, (list, array)) else -1 for r in m})
     return f"{len(m)} rows of width {'/'.join(map(str, widths)) or 'none'}"

@@ -6,7 +6,9 @@ microgpt do: it would index a missing character, build a model of a trillion lay
 by a temperature of -1 without a word. Everything that comes from outside (flags, checkpoint
 fields, text typed in the lab, web requests) passes through one of these first, at the edge
 where it enters: microgpt/programs/train.py and sample.py, checkpoint.py's reader, the lab and its API.
-Each failure is a one-line UserError saying what is wrong and what to do.
+Each failure is a one-line UserError saying what is wrong and what to do. Below them, the
+predicates every reader of a saved value uses (a count in a range, a finite number) and the
+one way a message quotes what it was handed (`short`: a bounded piece of it).
 """
 
 import math
@@ -23,9 +25,8 @@ def make_config(**fields):
     (checked before anything is built: a trillion layers costs nothing) and n_embd divides
     evenly into n_head heads."""
     for name in CONFIG_FIELDS:
-        value = fields.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UserError(f"{name} must be a positive integer, got {value!r}")
+        if not is_int_in(fields.get(name), 1):
+            raise UserError(f"{name} must be a positive integer, got {short(fields.get(name))}")
     check_config_sizes(fields)
     if fields['n_embd'] % fields['n_head']:
         raise UserError(f"n_embd ({fields['n_embd']}) must be divisible by n_head "
@@ -33,11 +34,34 @@ def make_config(**fields):
     return GPTConfig(**{name: fields[name] for name in CONFIG_FIELDS})
 
 
+def is_int_in(x, lo, hi=None):
+    """x is an int (not a bool) from lo to hi inclusive (hi None: no top)."""
+    return isinstance(x, int) and not isinstance(x, bool) and lo <= x and (hi is None or x <= hi)
+
+
+def is_finite_number(x):
+    """x is an int or float (not a bool) that is finite: also False for an integer too large
+    for any float (JSON's 1 followed by 400 zeros)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
+def short(x, most=40):
+    """repr(x), cut to at most `most` characters: what a message quotes of a value it was
+    handed, so that a 30 MB name or a 4,000-digit number still makes a one-line message."""
+    text = repr(x) if not isinstance(x, str) or len(x) <= most else repr(x[:most])
+    return text if len(text) <= most else text[:most - 3] + '...'
+
+
 def encode(tokenizer, text):
     """text's ids, or a UserError naming the first character the model was not trained on."""
     for ch in text:
         if ch not in tokenizer.stoi:
-            raise UserError(f"character {ch!r} is not in the vocabulary ({''.join(tokenizer.chars)!r}): "
+            raise UserError(f"character {ch!r} is not in the vocabulary ({short(''.join(tokenizer.chars), 80)}): "
                             "use only characters the model was trained on")
     return tokenizer.encode(text)
 
@@ -56,8 +80,8 @@ def check_sampling(temperature, top_k, vocab_size=None):
     if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
             and math.isfinite(temperature) and temperature >= 0):
         raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {top_k!r}")
+    if top_k is not None and not is_int_in(top_k, 1):
+        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {short(top_k)}")
     if top_k is not None and vocab_size is not None and top_k > vocab_size:
         raise UserError(f"--top-k {top_k} is more than the model's {vocab_size} tokens: use "
                         f"1..{vocab_size} (or leave it out to keep them all)")

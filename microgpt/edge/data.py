@@ -7,6 +7,7 @@ read from the installed package, nothing downloaded. `--data PATH` takes any UTF
 instead, one document per line, normalized to NFC. train.py calls `load_docs` and then `split_docs`.
 """
 
+import hashlib
 import random
 import unicodedata
 from importlib import resources
@@ -88,3 +89,9 @@ def split_docs(docs, val_size=None, seed=42, shuffle=True):
         random.Random(seed).shuffle(docs)
     cut = len(docs) - val_size
     return docs[:cut], docs[cut:]
+
+
+def fingerprint(docs):
+    """A hash of the documents (or of a running text, one document), so that --resume can
+    refuse data that changed under it and ranks can check they read the same."""
+    return hashlib.sha256('\n'.join(docs).encode('utf-8')).hexdigest()

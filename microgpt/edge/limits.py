@@ -1,15 +1,17 @@
 """
-The largest inputs microgpt accepts, in one place: what a config, a file or a flag may ask for.
+The largest inputs microgpt accepts: every cap on a config, a file, a flag or a log value.
 
 Every number a user hands in (a flag, a field of a checkpoint, a line of a training log) is
 checked against a range before anything is computed or allocated from it, so an absurd value
 is a one-line UserError instead of a hang, a memory error or an overflow. The caps are
 generous: each is far above anything this from-scratch model trains in reasonable time, and
-each says why it is where it is. checkpoint.py checks a checkpoint's config with
-`check_config_sizes` before building anything from it; the CLIs use the same numbers in their
-flags' ranges (microgpt.programs.cli.int_in). Pure standard library.
+each says why it is where it is. checks.make_config checks a config with `check_config_sizes`
+before anything is built from it; the programs' flags take their ranges from here
+(programs/cli.int_in). The web lab's own, smaller ranges are declared with its sandboxes
+(lab/registry.py). Pure standard library.
 """
 
+from ..model import GPTConfig, parameter_shapes
 from .errors import UserError
 
 # ---------------------------------------------------------------------------- model sizes
@@ -30,8 +32,13 @@ CONFIG_CAPS = {'vocab_size': MAX_VOCAB_SIZE, 'n_layer': MAX_N_LAYER, 'n_embd': M
 
 # ---------------------------------------------------------------------------- files
 MAX_FILE_BYTES = 1 << 30    # 1 GiB: any file a user names (data, a JSON checkpoint, a log);
-                            # a .safetensors checkpoint has its own cap, safetensors.MAX_BYTES
+                            # a .safetensors checkpoint has its own cap, MAX_SAFETENSORS_BYTES
+MAX_SAFETENSORS_BYTES = 1 << 31  # 2 GiB: weights and Adam moments at 24 bytes a parameter, about
+                                 # 89M parameters; its numbers are read as 8-byte floats
+MAX_SAFETENSORS_HEADER = 100_000_000  # what the safetensors library itself accepts
+MAX_TENSOR_DIMS = 8         # microgpt's tensors have 1 or 2; other programs' up to 5 or so
 MAX_JSON_DEPTH = 32         # nesting of [ and { in a JSON document; a checkpoint needs 5
+MAX_LOG_LINE = 1 << 12      # bytes of one log line: train.py writes a few hundred
 
 # ---------------------------------------------------------------------------- flags and log values
 MAX_SEED = 2**32 - 1        # seeds are 0..2^32 - 1, what numpy's and Python's generators both take
@@ -39,36 +46,35 @@ MAX_TEMPERATURE = 1e3       # at 1000 a trained model's logits (a few units apar
                             # its uniform share within 1%; 0 means greedy, and a tiny positive one
                             # is computed so that it cannot overflow
 MAX_NAMES = 100_000         # names one sample.py run prints (its --num); all are kept in memory
+MAX_LENGTH = 10_000_000     # characters of running text one sample.py run prints
+MAX_STEPS = 10**9           # train.py --steps, and a step in a log: more than any run here takes
+MAX_BATCH_SIZE = 100_000    # names (or windows) per step
+MAX_THREADS = 256           # train.py --threads
 MAX_ROW_NUMBERS = 1_000_000  # lab scaling: --draws x --row-d; section 4 holds 16 bytes x 8 keys
                              # for each, about 128 MB at the cap
-MAX_STEP = 10**12           # a training step in a log: a trillion steps is beyond any run
 MAX_LOSS = 1e6              # a loss in a log: ln(vocab_size) is ~3.3 for names; sums of a
                             # million of these stay far from overflow
 
 
-def parameter_count(vocab_size, n_layer, n_embd, block_size, **_):
-    """How many numbers a model of this config holds (see model.parameter_shapes):
-    wte and lm_head (vocab_size x n_embd each), wpe (block_size x n_embd), and per layer four
-    n_embd x n_embd attention matrices plus the MLP's two 4 n_embd x n_embd ones."""
-    return 2 * vocab_size * n_embd + block_size * n_embd + n_layer * 12 * n_embd * n_embd
+def parameter_count(config):
+    """How many numbers a model of this config holds: the sum over model.parameter_shapes."""
+    return sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
 
 
 def check_config_sizes(fields):
-    """Each of a config's sizes (a dict of field -> value) within its cap, and the whole model
-    within MAX_PARAMETERS; otherwise a UserError naming the field and the cap. Runs before
-    anything is built from the config, so a claim of a trillion layers costs nothing. Values
-    that are not positive integers are left for GPTConfig to refuse."""
+    """Each of a config's sizes (a dict of field -> positive int, as checks.make_config hands
+    them) within its cap, and the whole model within MAX_PARAMETERS; otherwise a UserError
+    naming the field and the cap. Runs before anything is built from the config, so a claim of
+    a trillion layers costs nothing."""
     sizes = {}
     for name, cap in CONFIG_CAPS.items():
-        value = fields.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return  # not a size at all: GPTConfig says so, in its own words
+        value = fields[name]
         if value > cap:
             shown = f"{value:,}" if value < 10**30 else f"a {len(str(value))}-digit number"
             raise UserError(f"{name} is {shown}, more than the {cap:,} microgpt allows "
                             f"(limits.MAX_{name.upper()})")
         sizes[name] = value
-    total = parameter_count(**sizes)
+    total = parameter_count(GPTConfig(**sizes))
     if total > MAX_PARAMETERS:
         raise UserError(f"this config asks for {total:,} parameters; microgpt takes at most "
                         f"{MAX_PARAMETERS:,}")

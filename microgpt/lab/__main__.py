@@ -139,15 +139,15 @@ def run_sandbox(s, args):
     module = importlib.import_module(s.module_name)
     head = []
     if s.model in ('numpy', 'scalar'):
-        from .loading import describe, load_model, load_scalar_model, no_overflow
-        model = (load_model if s.model == 'numpy' else load_scalar_model)(args.ckpt, n_head=args.n_head)
+        from .loading import describe, load, no_overflow
+        ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
         registry.check_against_model(s, params, model.config, spell=flag_of)
         head, source = [describe(args.ckpt, model)], args.ckpt
         if s.model == 'numpy':
             with no_overflow():
-                data = module.compute(model, **params)
+                data = module.compute(model, ckpt=ckpt, **params)
         else:
-            data = module.compute(model, **params)
+            data = module.compute(model, ckpt=ckpt, **params)
     elif s.model == 'log':
         data, source = module.compute(args.logfile, **params), f"training log {args.logfile}"
     else:
@@ -165,7 +165,7 @@ def main(argv=None):
     args = parse_args(argv)
     # import only the command that runs: `autograd` and `loss` never load the numpy port
     if args.command == 'serve' or registry.get(args.command).numpy:
-        cli.require_numpy(f"`lab {args.command}`")
+        cli.import_optional('inference', f"`lab {args.command}`")  # numpy, and the port beside it
     if args.command == 'serve':
         from . import serve
         return serve.run(args)

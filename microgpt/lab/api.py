@@ -25,6 +25,7 @@ from contextlib import contextmanager, nullcontext
 from ..edge.errors import UserError
 from ..edge.limits import parameter_count
 from . import registry
+from .loading import trained_lr
 from .workers import MODELS, ApiError, Pool
 
 
@@ -126,7 +127,8 @@ class Checkpoints:
         return self.n_head if ckpt_id == 'start' else None
 
     def model(self, ckpt_id):
-        """The checkpoint's numpy model, read once by this process (workers.MODELS)."""
+        """The checkpoint as loading.Loaded (its record and numpy model), read once by this
+        process (workers.MODELS)."""
         try:
             return MODELS.get('numpy', self.path(ckpt_id), self.head_count(ckpt_id))
         except ApiError as e:
@@ -145,26 +147,18 @@ class Checkpoints:
         out = []
         for ckpt_id, (_, label) in items:
             try:
-                model = self.model(ckpt_id)
+                ckpt, model = self.model(ckpt_id)
             except (ApiError, UserError):
                 if ckpt_id == 'start':
                     raise
                 continue
             c = model.config
-            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(model),
-                        'data_mode': model.data_mode,  # 'text': the pages ask for text, not a name
-                        'step_numpy_first': parameter_count(**c.to_dict()) > STEP_NUMPY_FIRST_ABOVE,
+            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
+                        'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
+                        'step_numpy_first': parameter_count(c) > STEP_NUMPY_FIRST_ABOVE,
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out
-
-
-def trained_lr(model):
-    """The learning rate a checkpoint says it was trained with, or None (the Step page's start)."""
-    run = (model.train_state or {}).get('run')
-    lr = run.get('lr') if isinstance(run, dict) else None
-    ok = isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0
-    return lr if ok else None
 
 
 WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed

@@ -121,7 +121,7 @@ def _vec(x, spec='+.3f'):
     return '[' + ' '.join(number(v, spec) for v in x) + ']'
 
 
-def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0):
+def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, ckpt=None):
     """head_view for TEXT after checking every choice, plus the query (resolved), the token
     labels, the scores after the 1/sqrt(head_dim) (before the temperature), and the row
     statistics without and with the scaling: what the printout and the web page both show."""

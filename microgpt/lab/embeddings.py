@@ -49,7 +49,7 @@ def principal_components(rows, k=2):
     return coords, np.pad(share[:found], (0, k - found))          # (n, k), (k,)
 
 
-def compute(model, neighbours=3):
+def compute(model, neighbours=3, ckpt=None):
     """What the command shows, for a NumpyGPT: the wte projection, each row's nearest
     `neighbours` rows by cosine similarity, and the wte and wpe similarity matrices."""
     tok = model.tokenizer

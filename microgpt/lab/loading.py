@@ -1,20 +1,32 @@
 """
 The trained model the lab looks at, and the text a learner hands it.
 
-`load_model` reads a checkpoint into the numpy port (src/inference), whose forward pass can
-return every intermediate array; `load_scalar_model` into microgpt's own GPT of Values, which
-`step` trains. `text_tokens` turns TEXT into the token ids the model reads, [BOS] + the
-characters, with one-line errors for what the model cannot read. Every model command starts
-here; attention.py and overview.py run their arithmetic under `no_overflow`.
+`load(path, kind)` reads a checkpoint once, as its record (edge/checkpoint.py: the data mode,
+how it was trained), and builds from it the numpy port (src/inference, kind 'numpy'), whose
+forward pass can return every intermediate array, or microgpt's own GPT of Values (kind
+'scalar'), which `step` trains. A sandbox's compute() gets the model, and the record as `ckpt`
+where it needs to know more than the weights. `text_tokens` turns TEXT into the token ids the
+model reads, [BOS] + the characters, with one-line errors for what the model cannot read. Every
+model command starts here; attention.py and overview.py run their arithmetic under `no_overflow`.
 """
 
 import contextlib
 import os
+from typing import NamedTuple
 
-from ..edge.checks import encode
+from ..edge.checks import encode, is_finite_number
 from ..edge.errors import UserError
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
+
+
+def trained_lr(ckpt):
+    """The learning rate the checkpoint says it was trained with, or None if it does not say
+    (the tutorial's export, a damaged training state, a value that is not a positive number):
+    where the Step page and `lab step` start."""
+    run = (ckpt.train_state or {}).get('run') if ckpt is not None else None
+    lr = run.get('lr') if isinstance(run, dict) else None
+    return lr if is_finite_number(lr) and lr > 0 else None
 
 
 def require_checkpoint(path):
@@ -25,19 +37,21 @@ def require_checkpoint(path):
                         "(or point --ckpt at an existing one)")
 
 
-def load_model(path, n_head=None):
-    """A NumpyGPT with its tokenizer; a missing file says to train one first. Its
-    `train_state` (how it was trained: the lab reads the data and the learning rate from it)
-    is kept beside it, as microgpt's own GPT keeps it."""
+class Loaded(NamedTuple):
+    ckpt: object   # the Checkpoint record: data mode, and how it was trained (train_state)
+    model: object  # a NumpyGPT (kind 'numpy') or a GPT of Values (kind 'scalar') with its weights
+
+
+def load(path, kind='numpy', n_head=None):
+    """The checkpoint at `path` as Loaded(record, model); a missing file says to train one first.
+    The record keeps its training state (the lab reads the data and learning rate it names)."""
     require_checkpoint(path)
-    import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
     from ..edge.checkpoint import read_checkpoint
-    from ..tokenizer import CharTokenizer
     ckpt = read_checkpoint(path, n_head=n_head)
-    model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'], tokenizer=CharTokenizer(ckpt['vocab']))
-    model.train_state = ckpt['train_state']
-    model.data_mode = ckpt['data_mode']  # 'lines' (names) or 'text' (running text): what the pages call it
-    return model
+    if kind == 'scalar':
+        return Loaded(ckpt, ckpt.model())
+    import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
+    return Loaded(ckpt, inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer))
 
 
 @contextlib.contextmanager
@@ -82,10 +96,3 @@ def text_tokens(model, text):
                         f"{model.config.block_size} positions (one of them BOS) leaves room for "
                         f"at most {limit}")
     return [model.tokenizer.bos] + ids
-
-
-def load_scalar_model(path, n_head=None):
-    """The checkpoint as microgpt's own GPT of Values: what `step` trains, as train.py would."""
-    require_checkpoint(path)
-    from ..edge.checkpoint import load_checkpoint
-    return load_checkpoint(path, n_head=n_head)

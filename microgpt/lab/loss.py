@@ -29,7 +29,7 @@ def read_log(path):
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it. Every number
-    is checked against a range (limits.MAX_STEP, MAX_LOSS) before any arithmetic is done on it,
+    is checked against a range (limits.MAX_STEPS, MAX_LOSS) before any arithmetic is done on it,
     by run.log_record_problem: the rule by which train.py --resume keeps a log's lines.
     """
     if is_our_checkpoint(path):  # an easy slip: the checkpoint sits right beside its log

@@ -59,7 +59,7 @@ def continuation(model, text, temperature=0.5, seed=42):
     return sample_names(model, num=1, temperature=temperature, seed=seed, prompt=text)[0]
 
 
-def compute(model, text, top=5, temperature=0.5, seed=42):
+def compute(model, text, top=5, temperature=0.5, seed=42, ckpt=None):
     """The sandbox's numbers: predictions at every position, their mean loss, one continuation."""
     rows = predictions(model, text, top)
     vocab_size = model.config.vocab_size

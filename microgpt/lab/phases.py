@@ -140,7 +140,7 @@ def _find_gpt(tree):
 
 
 # ---------------------------------------------------------------------------- the sandbox
-def compute(model, text, layer=0, head=0, query=None):
+def compute(model, text, layer=0, head=0, query=None, ckpt=None):
     """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now."""
     out = phase_view(model, text, layer, head, query)
     out['phases'] = [{'id': i, 'name': n, 'about': a} for i, n, a in PHASES]

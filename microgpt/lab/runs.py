@@ -38,7 +38,6 @@ from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
 from ..sampling import sample_names
-from ..tokenizer import CharTokenizer
 from . import loss, runrecord
 from .api import ApiError, field
 
@@ -276,12 +275,11 @@ class RunManager:
         import inference
         try:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
-            model = inference.NumpyGPT(ckpt['config'], ckpt['state_dict'],
-                                       tokenizer=CharTokenizer(ckpt['vocab']))
+            model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
             names = sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)
         except UserError:
             return  # a diverged model: the log shows it
-        step = (ckpt['train_state'] or {}).get('step')
+        step = (ckpt.train_state or {}).get('step')
         with self.lock:
             if not any(s['step'] == step for s in run.samples):
                 run.samples.append({'step': step, 'names': names})
@@ -388,7 +386,7 @@ def save_record(run):
 def saved_step(path):
     """The step the checkpoint at path holds, or None if there is none that reads."""
     try:
-        step = (read_checkpoint(path)['train_state'] or {}).get('step')
+        step = (read_checkpoint(path).train_state or {}).get('step')
     except (OSError, UserError):
         return None
     return step if isinstance(step, int) else None

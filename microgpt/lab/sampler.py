@@ -48,12 +48,12 @@ def distribution(model, prompt, temperatures, top_k):
     }
 
 
-def training_names(model, data):
+def training_names(ckpt, data):
     """(every name of the training data, held-out ones too, as a set; where they came from),
     or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
     if data is None:
-        run = (getattr(model, 'train_state', None) or {}).get('run')
-        if not isinstance(run, dict):  # the tutorial's export; only --resume validates a train_state
+        run = ((ckpt.train_state if ckpt is not None else None) or {}).get('run')
+        if not isinstance(run, dict):  # the tutorial's export, or a damaged training state
             return None, "the checkpoint does not say what it was trained on (pass --data)"
         data = run.get('data')  # None: the bundled names
         if data is not None and not (isinstance(data, str) and os.path.isfile(data)):
@@ -82,7 +82,7 @@ def draws(model, prompt, temperatures, top_k, num, seed):
 
 
 def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5, names_at=(), seed=42,
-            data=None):
+            data=None, ckpt=None):
     """The next-character distribution after [BOS] + PROMPT at each temperature with its
     entropy, top-k's cut at T = 1, and `num` names drawn at every setting (at the temperatures
     `names_at` only, where given: the Sampling page shows its own), each marked as a name of
@@ -90,7 +90,7 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5,
     temperatures = sorted({float(t) for t in temperatures})
     d = distribution(model, prompt, temperatures, top_k)
     chars = [token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
-    known, source = training_names(model, data)
+    known, source = training_names(ckpt, data)
     settings = []
     at = sorted({float(t) for t in names_at}) if names_at else temperatures
     for (t, k), names in draws(model, prompt, at, top_k, num, seed).items():

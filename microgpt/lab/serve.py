@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 from ..edge.errors import UserError
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
-from .loading import load_model
+from .loading import load
 from .runs import RunManager
 from .workers import WORKERS, Pool
 
@@ -383,7 +383,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
-    load_model(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
+    load(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     checkpoints = Checkpoints(ckpt, n_head=n_head)
     # the processes the sandboxes compute in: the server's own (stopped with it), unless given
     own = pool is None

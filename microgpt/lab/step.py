@@ -45,7 +45,7 @@ from ..engine import Tape, zero_grad
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
-from .loading import text_tokens
+from .loading import text_tokens, trained_lr
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
@@ -353,24 +353,13 @@ def engine_gradients(model, weights, tokens, grads):
     return out
 
 
-def trained_lr(model):
-    """The learning rate the checkpoint was trained with, or None if it does not say."""
-    run_settings = (model.train_state or {}).get('run')  # only --resume validates a train_state
-    lr = run_settings.get('lr') if isinstance(run_settings, dict) else None
-    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float))
-                           or not (math.isfinite(lr) and lr > 0)):
-        raise UserError(f"the checkpoint says it was trained with learning rate {lr!r}, which is not a "
-                        "number greater than 0: pass --lr")
-    return lr
-
-
-def compute(model, text, lr=None, param=None, engine='scalar'):
+def compute(model, text, lr=None, param=None, engine='scalar', ckpt=None):
     """step_report on the checkpoint's model, at `lr` (default: the one the checkpoint was
     trained with, else train.py's default). The full gradient and weight matrices are for the
     terminal only ('_grads', '_weights_after'); their norms per matrix are kept."""
     lr_source = 'given'
     if lr is None:
-        lr = trained_lr(model)
+        lr = trained_lr(ckpt)
         lr_source = "the checkpoint's" if lr is not None else "train.py's default"
         lr = DEFAULT_LR if lr is None else lr
     # Python's cycle collector is paused, as training.train_step pauses it and for its reason

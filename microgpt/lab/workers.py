@@ -41,7 +41,7 @@ from ..edge.errors import UserError
 from ..edge.limits import parameter_count
 from ..programs.run import log_path_for
 from . import registry
-from .loading import load_model, load_scalar_model, no_overflow
+from .loading import load, no_overflow
 
 WORKERS = 2       # processes computing: this machine's 2 cores (serve.BUSY_SLOTS requests at once)
 KEEP_MODELS = 4   # models each process keeps read: the start checkpoint, and the latest runs'
@@ -62,14 +62,15 @@ class ApiError(Exception):
 
 # ---------------------------------------------------------------------------- the models a process has read
 class Models:
-    """Checkpoints read once and kept, by (kind, path, n_head): kind 'numpy' is the numpy port
-    (loading.load_model), 'scalar' microgpt's own GPT of Values (compute may change its weights,
-    so `get` puts the file's back, and zeroes the gradients, before handing it out)."""
+    """Checkpoints read once and kept, as loading.Loaded (the record and its model), by (kind,
+    path, n_head): kind 'numpy' is the numpy port, 'scalar' microgpt's own GPT of Values
+    (compute may change its weights, so `get` puts the file's back, and zeroes the gradients,
+    before handing it out)."""
 
     def __init__(self, keep=KEEP_MODELS):
         self.keep = keep
         self.lock = threading.Lock()
-        self.kept = collections.OrderedDict()  # key -> (the file's mtime and size, model, its weights)
+        self.kept = collections.OrderedDict()  # key -> (the file's mtime and size, Loaded, its weights)
 
     def get(self, kind, path, n_head=None):
         try:
@@ -82,17 +83,17 @@ class Models:
             if kept is not None and kept[0] == stamp:
                 self.kept.move_to_end(key)
         if kept is None or kept[0] != stamp:
-            model = load_scalar_model(path, n_head) if kind == 'scalar' else load_model(path, n_head)
-            kept = (stamp, model, model.weights() if kind == 'scalar' else None)
+            loaded = load(path, kind, n_head)
+            kept = (stamp, loaded, loaded.ckpt.weights if kind == 'scalar' else None)
             with self.lock:
                 self.kept[key] = kept
                 while len(self.kept) > self.keep:
                     self.kept.popitem(last=False)
-        _, model, weights = kept
+        _, loaded, weights = kept
         if kind == 'scalar':  # as the file has it, whatever the last step did to it
-            model.load_weights(weights)
-            zero_grad(model.params)
-        return model
+            loaded.model.load_weights(weights)
+            zero_grad(loaded.model.params)
+        return loaded
 
 
 MODELS = Models()  # this process's
@@ -110,11 +111,11 @@ def answer(name, path, n_head, params):
             return 'ok', public(module.compute(**params))
         if s.model == 'log':
             return 'ok', public(module.compute(log_path_for(path), **params))
-        model = MODELS.get(s.model, path, n_head)
+        ckpt, model = MODELS.get(s.model, path, n_head)
         registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
         # the numpy port's arithmetic overflows as one line; the scalar step says so itself
         with no_overflow() if s.model == 'numpy' else contextlib.nullcontext():
-            return 'ok', public(module.compute(model, **params))
+            return 'ok', public(module.compute(model, ckpt=ckpt, **params))
     except ApiError as e:
         return 'error', e.status, str(e), e.retry_after
     except UserError as e:  # the lab's own one-line message about what was asked
@@ -222,10 +223,10 @@ def warm_up(path, n_head):
             break  # PyTorch, an optional extra, is not installed: nor is torchgpt, which needs it
         importlib.import_module(name)
     try:
-        model = MODELS.get('numpy', path, n_head)
-        if parameter_count(**model.config.to_dict()) <= WARM_SCALAR_MAX:
+        ckpt, model = MODELS.get('numpy', path, n_head)
+        if parameter_count(model.config) <= WARM_SCALAR_MAX:
             MODELS.get('scalar', path, n_head)  # the Step page's GPT of Values
         from .sampler import training_names
-        training_names(model, None)  # the Sampling page's marks: the names it trained on, read once
+        training_names(ckpt, None)  # the Sampling page's marks: the names it trained on, read once
     except (ApiError, UserError, OSError):  # the page's own request will say what is wrong
         pass

@@ -6,14 +6,18 @@ corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and
 Ctrl-C exits with 130; a file-size limit (`ulimit -f`) makes a write fail with EFBIG, which the
 writer reports, instead of killing the program. `ArgumentParser` makes argparse's own errors
 one line too, and `parse_args_and_given` also says which flags the command line set (train.py
-fills the others from the run it resumes). The type functions (`positive_int`, ..., and the
-ranges `int_in(lo, hi)`, `float_in(lo, hi)`) check numeric flags at parse time with messages
-that say what is allowed.
+fills the others from the run it resumes). The type functions (`positive_float` and the ranges
+`int_in(lo, hi)`, `float_in(lo, hi)`) check numeric flags at parse time with messages that say
+what is allowed. `import_optional` turns a missing optional part (numpy, PyTorch, the src/
+packages outside the project's .venv) into one line naming the command that brings it.
 """
 
 import argparse
 import importlib
+import importlib.metadata
 import math
+import os
+import re
 import signal
 import sys
 
@@ -75,47 +79,58 @@ def run(main, argv=None):
     sys.exit(status or 0)
 
 
-def require_numpy(what):
-    """Say in one line that `what` needs numpy, and how to get it, where it is not installed.
-    The scalar engine and the core never need it."""
+# ---------------------------------------------------------------------------- optional parts
+# A source checkout runs from its folder, with pyproject.toml beside microgpt/; an installed copy
+# lives in site-packages, where `pip install -e` has no project to install.
+SOURCE_CHECKOUT = os.path.exists(os.path.join(os.path.dirname(__file__), '..', '..', 'pyproject.toml'))
+
+
+def install_hint(extra):
+    """The command that brings an optional part ('torch', 'plot') for the copy in use: the
+    checkout's extra into its .venv, or, installed, the libraries that extra names."""
+    if SOURCE_CHECKOUT:
+        return f".venv/bin/pip install -e '.[{extra}]'"
     try:
-        import numpy  # noqa: F401
-    except ImportError:
-        raise UserError(f"{what} needs numpy, which is not installed here: run `pip install numpy` "
-                        "(or install the project: `pip install -e .`)") from None
+        requires = importlib.metadata.requires('microgpt') or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    wanted = [r.split(';')[0].strip() for r in requires if f'extra == "{extra}"' in r.replace("'", '"')]
+    return "pip install " + ' '.join(f"'{w}'" for w in wanted or [extra])
 
 
-def import_numpy_module(name, what):
-    """Import `name` (inference, backprop: they compute with numpy), once numpy is there."""
-    require_numpy(what)
-    return importlib.import_module(name)
+def import_optional(name, what, extra=None, alternative=""):
+    """Import `name` (inference and backprop need numpy, torchgpt PyTorch), or say in one line
+    what `what` needs and the command that brings it: a missing library, or a Python that does
+    not see the project's src/ packages (a source checkout run without its .venv)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:  # the module itself, or a library it imports, is not there
+        named = e.name or re.search(r"No module named '([\w.]+)'", str(e))
+        missing = (named if isinstance(named, str) else named.group(1) if named else name).split('.')[0]
+    if missing in ('inference', 'backprop', 'torchgpt'):
+        raise UserError(f"{what} needs the project's `{missing}` package, which this Python does not see: "
+                        "run it with the project's own Python, .venv/bin/python (`make run` makes it), or "
+                        "`source .venv/bin/activate` first")
+    hint = install_hint(extra) if extra else f"pip install {missing}"
+    raise UserError(f"{what} needs {'PyTorch' if missing == 'torch' else missing}, which is not installed "
+                    f"here: {hint}" + (f" ({alternative})" if alternative else ""))
 
 
-def positive_int(text):
-    value = _parse(text, int, 'an integer')
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
+def program_name(script):
+    """How the program was started, for its usage line: `python -m microgpt.train`, the
+    installed `microgpt-train`, or the script's own name (train.py)."""
+    spec = getattr(sys.modules.get('__main__'), '__spec__', None)
+    if spec is not None and spec.name.startswith('microgpt.'):
+        return f"python -m {spec.name}"
+    started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ''
+    return started if started.startswith('microgpt-') or started == script else script
 
 
-def nonnegative_int(text):
-    value = _parse(text, int, 'an integer')
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative: use 0 or more")
-    return value
-
-
+# ---------------------------------------------------------------------------- argparse types
 def positive_float(text):
     value = _parse(text, float, 'a number')
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number greater than 0")
-    return value
-
-
-def nonnegative_float(text):
-    value = _parse(text, float, 'a number')
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
     return value
 
 

@@ -1,28 +1,26 @@
 """
-Run bookkeeping for train.py: what makes a run safe to stop, resume and repeat, kept out of
-the training loop's way. The reading guide's appendix, "What makes a run safe", walks through it.
+What makes a training run safe to stop, resume and repeat, kept out of the training loop's way.
+The reading guide's appendix, "What makes a run safe", walks through it.
 
-    with Run(args, given) as run:          # --out checked and locked, flags settled, signals caught
-        tokenizer = run.tokenizer(docs)    # the data's vocabulary (or the checkpoint's)
-        ...                                # model and trainer
-        start = run.restore(trainer)       # the checkpoint's weights and Adam state; the log trimmed
-        for step in range(start + 1, args.steps + 1):
-            ...                            # one training step
-            run.log_step(step, loss, lr)   # the JSON-lines log; stops a diverged run
-            if run.evaluation_due(step): run.log_validation(step, val_loss, held_out)
-            if run.save_due(step): run.save(step, trainer)
-            if run.stop_signal: return run.stopped(step)
+    with Output.of_run(flags) as output:           # --out checked and locked
+        ckpt = output.read(flags, given)           # the checkpoint --resume or --init starts from
+        ...                                        # settings settled; data, model and trainer built
+        with Run(settings, output, trainer, data.fingerprint, start, ckpt) as run:   # signals caught
+            for step in ...:
+                run.log_step(step, loss, lr)       # the JSON-lines log; stops a diverged run
+                if run.evaluation_due(step): run.log_validation(step, val_loss, held_out)
+                if run.save_due(step): run.save(step, trainer)
+                if run.stop_signal: return run.stopped(step)
 
 What it guarantees, so the loop need not think about it:
-  * --out: checked before anything starts (a .json name that can be written, not the data, not
-    the --init checkpoint, not someone else's file, not a trained model unless --force) and
-    locked, through the log beside the file actually written, before the checkpoint is read;
-  * flags: resume.ON_RESUME says what a resumed run keeps; a model whose checkpoint could not be
-    read back is refused before the first step (checkpoint.check_fits);
-  * the checkpoint is only ever replaced whole (checkpoint.save_checkpoint); a failed save is
-    one line saying the last good checkpoint is intact; a loss that is not finite, or beyond
-    what a log may hold (limits.MAX_LOSS), stops the run before anything is saved, and a loss
-    far above ln(vocab_size) is reported as diverging;
+  * --out is checked before anything starts (a .json or .safetensors name that can be written,
+    not the data, not the --init checkpoint, not someone else's file, not a trained model
+    unless --force) and locked, through the log beside the file actually written, before the
+    checkpoint it guards is read (runlog.py);
+  * the checkpoint is only ever replaced whole (files.write_atomic); a failed save is one line
+    saying the last good checkpoint is intact; a loss that is not finite, or beyond what a log
+    may hold (limits.MAX_LOSS), stops the run before anything is saved, and a loss far above
+    ln(vocab_size) is reported as diverging;
   * Ctrl-C, SIGTERM (kill, a job scheduler), SIGHUP (a closed terminal) and a closed stdout
     (`train.py | head`) end the step in progress, save it and print the command that resumes;
     a resumed run's log is the log an uninterrupted run would have written;
@@ -33,8 +31,6 @@ Standard library only, like the rest of microgpt/.
 
 import collections
 import errno
-import hashlib
-import json
 import math
 import os
 import shlex
@@ -42,16 +38,16 @@ import signal
 import sys
 import time
 
-from . import original
-from ..edge.checkpoint import (CheckpointWriteError, check_fits, checkpoint_format, describe_os_error,
-                         is_our_checkpoint, probe_writable, remove_stale_temporaries, save_checkpoint)
-from ..edge.checks import encode, make_config
+from ..edge.checkpoint import (Checkpoint, checkpoint_format, is_our_checkpoint, read_checkpoint,
+                               write_checkpoint)
 from ..edge.errors import UserError
+from ..edge.files import describe_os_error, make_folders, probe_writable, remove_stale_temporaries
 from ..edge.limits import MAX_LOSS
-from .resume import SAVED, resolve
-from .runlog import log_path_for, open_locked_log
-from ..tokenizer import CharTokenizer
 from ..training import learning_rate
+from . import original
+from .runlog import log_path_for, open_locked_log
+from .settings import torchrun_place
+
 
 class Diverged(UserError):
     """The loss stopped being a number a log can hold: exit status 1, the last checkpoint untouched."""
@@ -73,50 +69,125 @@ if hasattr(signal, 'SIGHUP'):
     STOPS[signal.SIGHUP] = 'the terminal closed'
 
 
-class Run:
-    """One training run's bookkeeping: settled flags, the checkpoint it continues, the lock on
-    --out and the log, saving, and stopping on a signal."""
+# ---------------------------------------------------------------------------- --out: checked, locked, read, written
+class Output:
+    """The checkpoint file a run writes: checked and locked on entering (rank 0 alone writes,
+    so it alone locks), read once for --resume or --init, replaced whole by each save."""
 
-    def __init__(self, args, given):
-        self.args = args
-        self.rank, self.world_size = torchrun_place()  # (0, None) outside torchrun
-        self.world = None              # the trainer's torchgpt World under torchrun
-        self.log_path = log_path_for(args.out)
-        self.log = None                # rank 0's: the one rank that writes
+    def __init__(self, out, fresh, force, protected=(), what='--out'):
+        self.out, self.rank = out, torchrun_place(os.environ)[0]
+        self.log_path = log_path_for(out)
+        self.log = None
         if self.rank == 0:
-            check_out(args.out, args.data, args.init, fresh=not args.resume, force=args.force)
-            self.log = open_locked_log(self.log_path, args.out)  # the lock first, then read what it guards
-        try:
-            self.ckpt = resolve(args, given)
-        except BaseException:
-            if self.log is not None:
-                self.log.close()
-            raise
-        self.caught = None             # a signal caught, or a closed stdout: a key of STOPS
-        self._agreed = None            # under torchrun: the one the ranks agreed on (log_step)
-        self.saved_step = None         # the step the checkpoint at --out holds, once we saved
-        self.val_loss = None
-        self.progress = Progress(args.steps, 0, self)  # restore() makes the one that counts from the start
+            check_out(out, fresh, force, protected, what)
+            self.log = open_locked_log(self.log_path, out)  # the lock first, then read what it guards
+
+    @classmethod
+    def of_run(cls, flags):
+        """train.py's --out, which must not be the data or the checkpoint --init starts from."""
+        return cls(flags.out, not flags.resume, flags.force,
+                   ((flags.data, 'the data file'), (flags.init, 'the checkpoint --init starts from')))
+
+    def __enter__(self):
+        if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
+            sys.stdout = open(os.devnull, 'w')
+        return self
+
+    def __exit__(self, *exc):
+        if self.log is not None:
+            self.log.close()  # also releases the lock
+        return False
+
+    def read(self, flags, given):
+        """The Checkpoint --resume continues (with its training state) or --init starts from,
+        or None; the log is trimmed to the step the run resumes from. --n-head, where given,
+        tells the tutorial's export (which does not record it) how many heads it has."""
+        ckpt = None
+        if flags.resume and not flags.init:
+            ckpt = read_checkpoint(flags.out, training=True)
+        elif flags.init:
+            ckpt = read_checkpoint(flags.init, n_head=flags.n_head if 'n_head' in given else None)
+        if self.log is not None:
+            self.log.trim(ckpt.train_state['step'] if flags.resume and ckpt and ckpt.train_state else 0)
+            remove_stale_temporaries(flags.out)  # a save cut short by SIGKILL left one behind
+        return ckpt
+
+    def write(self, ckpt):
+        write_checkpoint(self.out, ckpt)
+
+
+def check_out(out, fresh, force, protected=(), what='--out'):
+    """Fail now, not after an hour of training, if the checkpoint cannot or must not be written.
+    protected: (path, whose) pairs it must never overwrite. convert checks its target here too
+    (what='target')."""
+    if not out:
+        raise UserError(f"{what} is empty: give a file name such as out/model.json")
+    if out.endswith(os.sep) or os.path.isdir(out):
+        raise UserError(f"{what} {out} is a directory: give a file name such as {os.path.join(out, 'model.json')}")
+    try:
+        os.stat(out)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link that leads back to itself: writing "through" it is impossible
+            raise UserError(f"{what} {out} is a symbolic link that loops back on itself: remove it, "
+                            f"or choose another {what}") from None
+    except ValueError:
+        raise UserError(f"{what} {out!r} contains a NUL character: choose another {what}") from None
+    try:
+        target = os.path.realpath(out)  # a symlink is written through to its target
+    except OSError as e:  # the working directory was deleted under us
+        raise UserError(f"cannot resolve {what} {out}: {describe_os_error(e)}") from None
+    for path, kind in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
+        for other, whose in protected:
+            if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
+                raise UserError(f"{what} {out} would overwrite {whose} {other} with the {kind}: "
+                                f"choose another {what}")
+    checkpoint_format(target, f"{what} {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
+    if os.path.isdir(log_path_for(out)):
+        raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another {what}")
+    try:
+        make_folders(os.path.dirname(target))
+        probe_writable(target)
+    except OSError as e:
+        raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: "
+                        f"choose another {what}") from None
+    if os.path.exists(target) and not is_our_checkpoint(target):
+        raise UserError(f"{what} {out} exists and is not a microgpt checkpoint: it is never replaced; "
+                        f"choose another {what} (or move that file away)")
+    if fresh and not force and os.path.exists(target):
+        ways = ("continue it with --resume, write this run elsewhere with another --out"
+                if what == '--out' else "choose another target")
+        raise UserError(f"{what} {out} already holds a trained model: {ways}, or replace it with --force")
+
+
+# ---------------------------------------------------------------------------- the run, step by step
+class Run:
+    """One training run's bookkeeping from its first step to its last save: the log, saving,
+    and stopping on a signal. Made once everything it needs is known."""
+
+    def __init__(self, settings, output, trainer, fingerprint, start, ckpt=None):
+        self.settings, self.output, self.world = settings, output, getattr(trainer, 'world', None)
+        self.vocab_size, self.fingerprint = trainer.config.vocab_size, fingerprint
+        resumed = ckpt.train_state if settings.resume else None
+        self.val_loss = resumed and resumed.get('val_loss')  # the last one measured, until the next
+        self.saved_step = None     # the step the checkpoint at --out holds, once we saved
+        self.caught = None         # a signal caught, or a closed stdout: a key of STOPS
+        self._agreed = None        # under torchrun: the one the ranks agreed on (log_step)
+        self.progress = Progress(settings.steps, start, self)
         self.recent = collections.deque(maxlen=RECENT)
         self.diverging_said = set()  # 'is' (during the run), 'ended'
         self._previous_handlers = {}
 
-    # ------------------------------------------------------------------ entering and leaving
     def __enter__(self):
         # A signal only raises a flag; the loop checks it between steps, so the checkpoint always
         # holds a whole step. A second one quits at once (the last saved checkpoint stays whole).
         for signum in STOPS:
             if signum != SIGPIPE:  # a closed stdout is found by Progress, where it is written
                 self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
-        if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
-            sys.stdout = open(os.devnull, 'w')
         return self
 
     def __exit__(self, *exc):
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler)
-        if self.log is not None:
-            self.log.close()  # also releases the lock
         return False
 
     @property
@@ -127,71 +198,12 @@ class Run:
 
     def _on_signal(self, signum, frame):
         self.caught = signum
-        if self.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
+        if self.settings.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     def say(self, text):
         """Print a line of the run's report (a closed stdout stops the run: see Progress)."""
         self.progress.message(text)
-
-    # ------------------------------------------------------------------ before the first step
-    def tokenizer(self, docs):
-        """The vocabulary: the data's characters, or the checkpoint's (which must cover the data).
-        Also refuses, before any model is built, one whose checkpoint could not be read back."""
-        args = self.args
-        self.fingerprint = docs_fingerprint(docs)
-        if args.resume and self.ckpt['train_state']['data_sha256'] != self.fingerprint:
-            raise UserError(f"the data ({args.data or 'bundled names'}) changed since {args.out} was "
-                            "saved: resuming would train on a different order; start a new run")
-        if self.ckpt is None:
-            tokenizer = CharTokenizer.from_docs(docs)
-        else:
-            tokenizer = CharTokenizer(self.ckpt['vocab'])
-            for doc in docs:
-                encode(tokenizer, doc)  # a character the checkpoint never saw is an error, now
-        self.vocab_size = tokenizer.vocab_size
-        check_fits(args.out, make_config(vocab_size=tokenizer.vocab_size, n_layer=args.n_layer,
-                                         n_embd=args.n_embd, n_head=args.n_head, block_size=args.block_size))
-        return tokenizer
-
-    def restore(self, trainer):
-        """Load --init's weights, or --resume's weights and Adam state, into the trainer, and
-        trim the log to the resumed step. Returns the number of steps already done."""
-        args = self.args
-        self.settings = {name: getattr(args, name) for name in SAVED}
-        if args.data is not None:
-            self.settings['data'] = os.path.abspath(args.data)  # so --resume works from any folder
-        start = 0
-        if self.ckpt is not None:
-            trainer.load_weights(self.ckpt['state_dict'])
-        if args.resume:
-            state = self.ckpt['train_state']
-            trainer.load_optimizer_state(state['adam'])
-            start = state['step']
-            self.val_loss = state.get('val_loss')
-            if start >= args.steps:
-                raise UserError(f"{args.out} is already trained for {start} steps: pass --steps "
-                                f"greater than {start} to train further")
-            self._say_what_changes(start, state['run'])
-        self.world = getattr(trainer, 'world', None)
-        if self.rank == 0:
-            self.log.trim(start)
-            remove_stale_temporaries(args.out)  # a save cut short by SIGKILL left one behind
-        self.progress = Progress(args.steps, start, self)
-        return start
-
-    def _say_what_changes(self, start, run):
-        """A resume with more steps spreads the learning rate's decay over the new total: say so,
-        with the jump it makes, and that a reproduction of the original goes past it."""
-        before = run['steps']
-        if self.args.steps == before:
-            return
-        self.say(f"note: the learning rate now decays to 0 over {self.args.steps} steps instead of "
-                 f"{before}: step {start} trained at lr {learning_rate(run['lr'], start - 1, before):.3g}, "
-                 f"step {start + 1} trains at {learning_rate(run['lr'], start, self.args.steps):.3g}")
-        if run.get('reproduce_original'):
-            self.say(f"note: the original microgpt.py trains {original.ORIGINAL['steps']} steps: "
-                     f"from step {start + 1} this is no longer the original's run")
 
     # ------------------------------------------------------------------ during the run
     def log_step(self, step, loss, lr):
@@ -205,16 +217,18 @@ class Run:
             self._agreed = self.world.agree(self.caught)
         self._write({'step': step, 'loss': loss, 'lr': lr})
         self.recent.append(loss)
-        if len(self.recent) == RECENT or step == self.args.steps:
+        if len(self.recent) == RECENT or step == self.settings.steps:
             self._check_diverging(sum(self.recent) / len(self.recent), f"the mean of the last "
                                   f"{len(self.recent)} training losses", step)
-        self.progress.update(step, loss, force=step == self.args.steps)
+        self.progress.update(step, loss, force=step == self.settings.steps)
 
     def evaluation_due(self, step):  # rank 0 alone validates
-        return self.rank == 0 and (step == self.args.steps
-                                   or bool(self.args.eval_every and step % self.args.eval_every == 0))
+        every = self.settings.eval_every
+        return self.settings.rank == 0 and (step == self.settings.steps or bool(every and step % every == 0))
 
-    def log_validation(self, step, val_loss, held_out):
+    def log_validation(self, step, val_loss, held_out, train_loss=None):
+        """The validation loss after `step` (and, where measured, the training loss on as many
+        tokens), logged and printed."""
         if not (math.isfinite(val_loss) and val_loss <= MAX_LOSS):  # the weights the step left are not usable
             self._diverged(f"the validation loss became {_loss_words(val_loss)} after step {step}")
         self.val_loss = val_loss
@@ -223,17 +237,19 @@ class Run:
         self._check_diverging(val_loss, "the validation loss", step)
 
     def save_due(self, step):
-        every = self.args.save_every
-        return self.rank == 0 and (step == self.args.steps or self.stop_signal is not None
-                                   or bool(every and step % every == 0))
+        every = self.settings.save_every
+        return self.settings.rank == 0 and (step == self.settings.steps or self.stop_signal is not None
+                                            or bool(every and step % every == 0))
 
     def save(self, step, trainer):
         """Replace the checkpoint at --out, whole, with the state after `step`."""
-        train_state = {'step': step, 'run': self.settings, 'data_sha256': self.fingerprint,
-                       'adam': trainer.optimizer_state(), 'val_loss': self.val_loss}
+        s = self.settings
+        ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(),
+                             train_state={'step': step, 'run': s.saved(), 'data_sha256': self.fingerprint,
+                                          'val_loss': self.val_loss})
         try:
-            save_checkpoint(self.args.out, trainer, train_state, data_mode=self.args.data_mode)
-        except CheckpointWriteError as e:  # the message says what failed and that the old file is intact
+            self.output.write(ckpt)
+        except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
             self.progress.end_line()
             if self.saved_step:
                 advice = f"it holds step {self.saved_step}; fix that, then resume: {self.resume_command()}"
@@ -245,7 +261,7 @@ class Run:
     def stopped(self, step):
         """The message after a signal or a closed stdout, and the exit status (128 + the signal).
         A closed terminal or pipe cannot show it: it goes to stderr then."""
-        text = (f"{STOPS[self.stop_signal]} after step {step}; saved {self.args.out}. Resume with:\n"
+        text = (f"{STOPS[self.stop_signal]} after step {step}; saved {self.settings.out}. Resume with:\n"
                 f"  {self.resume_command()}")
         if self.stop_signal in (signal.SIGINT, signal.SIGTERM):
             self.say(text)
@@ -254,34 +270,51 @@ class Run:
         return 128 + self.stop_signal
 
     def resume_command(self):
-        return f"python train.py --out {shlex.quote(self.args.out)} --resume"
+        return f"python train.py --out {shlex.quote(self.settings.out)} --resume"
 
     def _write(self, entry):
-        if self.log is None:  # not rank 0
+        log = self.output.log
+        if log is None:  # not rank 0
             return
         try:
-            self.log.write(json.dumps(entry) + '\n')
+            log.write(entry)
         except OSError as e:  # the disk filled up, or a file-size limit: the log cannot grow
             self.progress.end_line()
-            kept = (f"{self.args.out} holds step {self.saved_step}: resume with {self.resume_command()}"
+            kept = (f"{self.settings.out} holds step {self.saved_step}: resume with {self.resume_command()}"
                     if self.saved_step else "this run saved nothing yet")
-            raise UserError(f"could not write the log {self.log_path}: {describe_os_error(e)}; {kept}") from None
+            raise UserError(f"could not write the log {log.path}: {describe_os_error(e)}; {kept}") from None
 
     def _check_diverging(self, loss, what, step):
         """Warn (on stderr, once while the run goes and once at its end) of a loss far above
         ln(vocab_size). As the learning rate decays, a run may recover: the end says whether."""
-        uniform, when = math.log(self.vocab_size), 'ended' if step == self.args.steps else 'is'
-        if loss > DIVERGING * uniform and when not in self.diverging_said and self.rank == 0:
+        uniform, when = math.log(self.vocab_size), 'ended' if step == self.settings.steps else 'is'
+        if loss > DIVERGING * uniform and when not in self.diverging_said and self.settings.rank == 0:
             self.diverging_said.add(when)
             self.progress.end_line()
             _print_quietly(f"warning: the run {when} diverging: after step {step}, {what} is {loss:.4g}, far "
                            f"above ln({self.vocab_size}) = {uniform:.2f}, what a model that guesses every token "
-                           f"evenly scores; lower --lr (now {self.args.lr})", sys.stderr)
+                           f"evenly scores; lower --lr (now {self.settings.lr})", sys.stderr)
 
     def _diverged(self, what):
         self.progress.end_line()
-        kept = f"{self.args.out} was left as last saved"
-        raise Diverged(f"{what} (training diverged): lower --lr (now {self.args.lr}); {kept}")
+        raise Diverged(f"{what} (training diverged): lower --lr (now {self.settings.lr}); "
+                       f"{self.settings.out} was left as last saved")
+
+
+def resume_notes(settings, ckpt):
+    """What a resumed run says before its first step: a resume with more steps spreads the
+    learning rate's decay over the new total (with the jump it makes), and a reproduction of
+    the original goes past the original's run."""
+    if not settings.resume or settings.steps == ckpt.train_state['run']['steps']:
+        return []
+    run, start = ckpt.train_state['run'], ckpt.train_state['step']
+    notes = [f"note: the learning rate now decays to 0 over {settings.steps} steps instead of {run['steps']}: "
+             f"step {start} trained at lr {learning_rate(run['lr'], start - 1, run['steps']):.3g}, "
+             f"step {start + 1} trains at {learning_rate(run['lr'], start, settings.steps):.3g}"]
+    if run.get('reproduce_original'):
+        notes.append(f"note: the original microgpt.py trains {original.ORIGINAL['steps']} steps: "
+                     f"from step {start + 1} this is no longer the original's run")
+    return notes
 
 
 def _loss_words(loss):
@@ -294,92 +327,6 @@ def _print_quietly(text, stream):
         print(text, file=stream, flush=True)
     except (OSError, ValueError):
         pass
-
-
-def torchrun_place():
-    """(rank, world_size) from the environment torchrun gives each process it starts, or
-    (0, None) when torchrun did not start this one."""
-    if 'RANK' not in os.environ or 'WORLD_SIZE' not in os.environ:
-        return 0, None
-    try:
-        rank, size = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
-    except ValueError:
-        rank = size = -1
-    if not 0 <= rank < size:
-        raise UserError(f"RANK={os.environ['RANK']!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} are not "
-                        "a rank and a number of ranks: start train.py with torchrun, or unset them")
-    return rank, size
-
-
-# ---------------------------------------------------------------------------- --out and its log
-def check_out(out, data, init, fresh, force):
-    """Fail now, not after an hour of training, if the checkpoint cannot or must not be written."""
-    if not out:
-        raise UserError("--out is empty: give a file name such as out/model.json")
-    if out.endswith(os.sep) or os.path.isdir(out):
-        raise UserError(f"--out {out} is a directory: give a file name such as {os.path.join(out, 'model.json')}")
-    try:
-        os.stat(out)
-    except OSError as e:
-        if e.errno == errno.ELOOP:  # a link that leads back to itself: writing "through" it is impossible
-            raise UserError(f"--out {out} is a symbolic link that loops back on itself: remove it, "
-                            "or choose another --out") from None
-    except ValueError:
-        raise UserError(f"--out {out!r} contains a NUL character: choose another --out") from None
-    target = os.path.realpath(out)  # a symlink is written through to its target
-    for path, what in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
-        for other, whose in ((data, 'the data file'), (init, 'the checkpoint --init starts from')):
-            if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
-                raise UserError(f"--out {out} would overwrite {whose} {other} with the {what}: "
-                                "choose another --out")
-    checkpoint_format(target, f"--out {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
-    if os.path.isdir(log_path_for(out)):
-        raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another --out")
-    try:
-        make_folders(os.path.dirname(target))
-        probe_writable(target)
-    except OSError as e:
-        raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: choose another --out") from None
-    if os.path.exists(target) and not is_our_checkpoint(target):
-        raise UserError(f"--out {out} exists and is not a microgpt checkpoint: it is never replaced; "
-                        "choose another --out (or move that file away)")
-    if fresh and not force and os.path.exists(target):
-        raise UserError(f"--out {out} already holds a trained model: continue it with --resume, "
-                        "write this run elsewhere with another --out, or replace it with --force")
-
-
-def make_folders(folder):
-    """os.makedirs(folder, exist_ok=True) without its recursion (one call per missing folder: a
-    path 1,000 folders deep ended in RecursionError), and on failure (a name too long, say) the
-    folders it made are removed again."""
-    missing = []
-    while folder and not os.path.isdir(folder):
-        missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    made = []
-    try:
-        for path in reversed(missing):
-            try:
-                os.mkdir(path)
-                made.append(path)
-            except FileExistsError:
-                if not os.path.isdir(path):
-                    raise
-    except OSError:
-        for path in reversed(made):
-            try:
-                os.rmdir(path)
-            except OSError:
-                break
-        raise
-
-
-def docs_fingerprint(docs):
-    """A hash of the documents, so --resume can refuse data that changed under it."""
-    return hashlib.sha256('\n'.join(docs).encode('utf-8')).hexdigest()
 
 
 # ---------------------------------------------------------------------------- progress

@@ -3,7 +3,7 @@ The log beside a checkpoint: its name, its lock, and what a line of it may hold.
 
     log = open_locked_log(log_path_for('out/model.json'), 'out/model.json')  # out/model.log.jsonl
     log.trim(resume_step)   # a fresh run empties it; a resumed one keeps its lines up to that step
-    log.write('{"step": 1, "loss": 3.3, "lr": 0.01}\n')
+    log.write({'step': 1, 'loss': 3.3, 'lr': 0.01})   # one JSON line
     log.close()             # the lock goes with it
 
 train.py writes one JSON line per step, {"step", "loss", "lr"}, and one per evaluation,
@@ -15,13 +15,13 @@ target's) is refused. log_record_problem is the one rule for a line, which `lab 
 """
 
 import json
-import math
 import os
 import stat
 
-from ..edge.checkpoint import describe_os_error
+from ..edge.checks import is_finite_number, is_int_in, short
 from ..edge.errors import UserError
-from ..edge.limits import MAX_FILE_BYTES, MAX_LOSS, MAX_STEP
+from ..edge.files import describe_os_error
+from ..edge.limits import MAX_FILE_BYTES, MAX_LOG_LINE, MAX_LOSS, MAX_STEPS
 
 try:
     import fcntl  # POSIX file locks, released by the kernel when the process ends, however it ends
@@ -38,10 +38,6 @@ def log_path_for(out):
     return (stem if ext == '.json' else path) + '.log.jsonl'
 
 
-# A log line is at most a few hundred bytes; a longer one was never written by train.py.
-MAX_LOG_LINE = 1 << 12
-
-
 def log_record_problem(record):
     """What is wrong with one parsed log line, as the end of a sentence starting "line N", or
     None if it is a record train.py writes: {"step", "loss", "lr"} or {"step", "val_loss"}.
@@ -51,8 +47,8 @@ def log_record_problem(record):
     if 'step' not in record:
         return " has no integer 'step': not a train.py log line"
     step = record['step']
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
-        return f": 'step' is {_short(step)}, not an integer from 0 to {MAX_STEP:,}: not a train.py log line"
+    if not is_int_in(step, 0, MAX_STEPS):
+        return f": 'step' is {short(step)}, not an integer from 0 to {MAX_STEPS:,}: not a train.py log line"
     if 'loss' in record:
         checks = [('loss', MAX_LOSS)] + ([('lr', None)] if 'lr' in record else [])
     elif 'val_loss' in record:
@@ -61,18 +57,10 @@ def log_record_problem(record):
         return " has neither 'loss' nor 'val_loss'"
     for key, most in checks:
         value = record[key]
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and _finite(value)
-        if not ok or value < 0 or (most is not None and value > most):
+        if not is_finite_number(value) or value < 0 or (most is not None and value > most):
             limit = f"from 0 to {most:g}" if most is not None else "0 or more"
-            return f": {key} is {_short(value)}, not a finite number {limit}"
+            return f": {key} is {short(value)}, not a finite number {limit}"
     return None
-
-
-def _finite(x):
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an integer too large for a float
-        return False
 
 
 def open_locked_log(path, out):
@@ -140,8 +128,9 @@ class Log:
             raise UserError(f"could not write the log {self.path}: {describe_os_error(e)}: "
                             "choose another --out") from None
 
-    def write(self, text):
-        self.f.write(text.encode('utf-8'))
+    def write(self, entry):
+        """Append one record as a JSON line."""
+        self.f.write((json.dumps(entry) + '\n').encode('utf-8'))
         self.f.flush()
 
     def close(self):
@@ -178,9 +167,3 @@ def _kept(line, resume_step):
     except (ValueError, RecursionError):  # cut short, not UTF-8, or absurdly nested
         return False
     return log_record_problem(record) is None and record['step'] <= resume_step
-
-
-def _short(x):
-    """repr(x), cut short: a 400-digit number does not make a one-line message."""
-    text = repr(x)
-    return text if len(text) <= 40 else text[:37] + '...'

@@ -3,42 +3,53 @@ Generate names, or running text, from a trained checkpoint.
 
     python sample.py                              # 20 names from out/model.json
     python sample.py --num 5 --temperature 0.8 --prompt ma
-    python sample.py --engine numpy               # same names, computed by the numpy port
+    python sample.py --engine scalar              # same names, computed by the Value gpt()
     python sample.py --temperature 0              # greedy: the most likely character, every time
     python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
     python sample.py --ckpt out/shakespeare.json --length 500 --prompt "ROMEO:"   # running text
 
-The checkpoint carries its own config, vocabulary and data mode, so nothing else is needed.
-For a names model, sampling is microgpt's loop (see microgpt/sampling.py): feed BOS and the
-prompt, draw the next character from softmax(logits / temperature) with a generator seeded by
---seed, stop at BOS or when the block is full. For a running-text model (train.py --data-mode
-text), microgpt/programs/generate.py draws --length characters after the prompt, which may be of any
-length: past the block the model sees the last block_size characters (a sliding window).
-The same checkpoint, seed, temperature, top-k and prompt give the same text with either engine.
---temperature 0 is greedy decoding (argmax, no randomness: the same text for every seed);
---top-k K draws only among the K most likely characters. Everything is printed as soon as it
-is made (running text character by character), so Ctrl-C keeps what was already printed.
+main() reads as three stages: settle the flags, read the checkpoint (one record: it carries its
+own config, vocabulary and data mode, so nothing else is needed), generate. For a names model,
+sampling is microgpt's loop (microgpt/sampling.py): feed BOS and the prompt, draw the next
+character from softmax(logits / temperature) with a generator seeded by --seed, stop at BOS or
+when the block is full. For a running-text model (train.py --data-mode text), generate.py
+draws --length characters after the prompt, which may be of any length: past the block the
+model sees the last block_size characters (a sliding window).
+
+The same checkpoint, seed, temperature, top-k and prompt give the same text with either engine,
+so the engine is only a matter of speed: by default the Value engine for a model as small as
+train.py's default (it is the lesson, and as fast there), the numpy port for anything larger.
+--temperature 0 is greedy decoding (argmax: the same text for every seed); --top-k K draws only
+among the K most likely characters. Everything is printed as soon as it is made (running text
+character by character), so Ctrl-C keeps what was already printed.
 """
 
 import random
 import sys
+import time
 import unicodedata
 
-from microgpt.programs import cli
-from microgpt.edge import limits
-from microgpt.edge.checkpoint import load_checkpoint
-from microgpt.edge.checks import check_prompt, check_sampling, encode
-from microgpt.edge.errors import DIVERGED, OVERFLOWS, UserError
-from microgpt.programs.generate import generate
-from microgpt.sampling import iter_names
+from ..edge import limits
+from ..edge.checkpoint import read_checkpoint
+from ..edge.checks import check_prompt, check_sampling, encode
+from ..edge.errors import DIVERGED, OVERFLOWS, UserError
+from ..model import GPT
+from ..sampling import iter_names
+from . import cli
+from .generate import generate
 
-MAX_LENGTH = 10_000_000  # characters of running text one run prints: hours of the scalar engine
 DEFAULT_LENGTH = 500     # running text: a screenful
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
+# Above this many parameters the numpy port samples by default: at train.py's default size
+# (4,192) the Value engine draws 20 names in about 0.1 s, as fast as anyone reads them; at the
+# names recipe's 4 x 64 (200,000) one name takes it seconds (bench/inference_speed.py).
+SCALAR_UP_TO = 20_000
+SLOW = 10.0              # seconds: a slower scalar run is announced, with how to go faster
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description="Generate names (or running text) from a trained microgpt checkpoint.")
+    p = cli.ArgumentParser(prog=cli.program_name('sample.py'),
+                           description="Generate names (or running text) from a trained microgpt checkpoint.")
     g = p.add_argument_group('model')
     g.add_argument('--ckpt', default='out/model.json', metavar='PATH',
                    help="checkpoint written by train.py, or the 3D tutorial's weights export "
@@ -46,16 +57,18 @@ def parse_args(argv=None):
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
                         "them; default 4)")
-    g.add_argument('--engine', choices=('scalar', 'numpy'), default='scalar',
+    g.add_argument('--engine', choices=('scalar', 'numpy'),
                    help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
-                        "src/inference (faster, identical text)")
+                        "src/inference (identical text, much faster on large models) (default: scalar up "
+                        f"to {SCALAR_UP_TO:,} parameters, numpy above, where numpy is installed)")
     g = p.add_argument_group('sampling')
     g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES),
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
                         "(default 20 names, 1 text)")
-    g.add_argument('--length', type=cli.int_in(1, MAX_LENGTH), metavar='N',
-                   help=f"running-text models: characters to generate after the prompt, 1..{MAX_LENGTH:,} "
-                        f"(default {DEFAULT_LENGTH}); a names model stops each name at its end token")
+    g.add_argument('--length', type=cli.int_in(1, limits.MAX_LENGTH), metavar='N',
+                   help=f"running-text models: characters to generate after the prompt, "
+                        f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
+                        "name at its end token")
     g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=0.5,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character) (default 0.5)")
@@ -69,20 +82,90 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def main(argv=None):
+    args = parse_args(argv)                                   # 1. settle: every flag in its range
+    ckpt = read_checkpoint(args.ckpt, n_head=args.n_head)     # 2. read: the one record
+    prompt = unicodedata.normalize('NFC', args.prompt)        # as train.py's data is
+    if ckpt.data_mode == 'text':                              # 3. generate
+        length, num = args.length or DEFAULT_LENGTH, 1 if args.num is None else args.num
+        model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine,
+                          positions=num * text_positions(len(prompt) or 1, length, ckpt.config.block_size))
+        stream_text(model, prompt, num, length, args.temperature, args.top_k, args.seed)
+        return 0
+    if args.length is not None:
+        raise UserError("--length is for running-text models: a names model ends each name at its "
+                        "end token; use --num for how many names")
+    # the sampler trusts its arguments: what the user typed is checked here, against this model
+    check_sampling(args.temperature, args.top_k, ckpt.config.vocab_size)
+    check_prompt(ckpt.tokenizer, ckpt.config.block_size, prompt)
+    num = 20 if args.num is None else args.num
+    model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine, positions=num * ckpt.config.block_size)
+    names = iter_names(model, num=num, temperature=args.temperature, seed=args.seed, prompt=prompt, top_k=args.top_k)
+    try:
+        for name in names:
+            print(name, flush=True)  # at once: Ctrl-C keeps every name already made
+    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
+        raise UserError(DIVERGED) from None
+    return 0
+
+
+def text_positions(prompt_length, length, block_size):
+    """How many gpt() calls the Value engine makes for `length` characters after a prompt: one a
+    character while the window grows, the whole window again for each once it slides."""
+    total = prompt_length + length
+    return min(total, block_size) + max(0, total - block_size) * block_size
+
+
+def model_for(config, weights, tokenizer, engine=None, positions=0):
+    """The model to sample from: the engine asked for, else the fastest that gives the same
+    text (the numpy port above SCALAR_UP_TO parameters, where numpy is installed). Where only
+    the Value engine can run a large model, say first how long it will take and how to go faster.
+    positions: about how many gpt() calls the sampling will make (for that estimate)."""
+    n_params = limits.parameter_count(config)
+    faster = "drop --engine scalar"
+    if engine is None:
+        try:
+            import inference  # noqa: F401  (needs numpy)
+            engine = 'numpy' if n_params > SCALAR_UP_TO else 'scalar'
+        except ImportError:
+            engine, faster = 'scalar', "install numpy (pip install numpy)"
+    if engine == 'numpy':
+        inference = cli.import_optional('inference', "--engine numpy")
+        return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
+    model = GPT(config, tokenizer=tokenizer)
+    model.load_weights(weights)
+    if n_params > SCALAR_UP_TO and positions:
+        _announce(model, positions, faster)
+    return model
+
+
+def _announce(model, positions, faster):
+    """Time one gpt() call and, when `positions` of them would take over SLOW seconds, say so on
+    stderr with the way to go faster."""
+    keys, values = model.empty_cache()
+    t0 = time.perf_counter()
+    model.gpt(0, 0, keys, values)
+    seconds = (time.perf_counter() - t0) * positions
+    if seconds > SLOW:
+        print(f"note: the scalar engine will take about {max(1, round(seconds / 60))} min here ({positions:,} "
+              f"positions of a {limits.parameter_count(model.config):,}-parameter model); the numpy port "
+              f"gives the same text in seconds: {faster}", file=sys.stderr, flush=True)
+
+
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5, top_k=None, seed=42,
                 out=None):
     """`num` samples of `length` characters after the prompt, each character printed at once.
 
     The arguments are checked here (this is an edge): the prompt's characters and the sampling
-    settings; an empty prompt starts after a newline.
+    settings; an empty prompt starts after a newline, or, in a text without one, at its first
+    character.
     """
     out = out or sys.stdout
     check_sampling(temperature, top_k, model.config.vocab_size)
     prompt_ids = encode(model.tokenizer, prompt)  # an unknown character: one line naming it
     if not prompt_ids:
-        if TEXT_START not in model.tokenizer.stoi:
-            raise UserError("this model's text has no newline to start from: give --prompt")
-        prompt_ids = model.tokenizer.encode(TEXT_START)
+        prompt_ids = model.tokenizer.encode(TEXT_START if TEXT_START in model.tokenizer.stoi
+                                            else model.tokenizer.chars[0])
     rng = random.Random(seed)
     try:
         for i in range(num):
@@ -94,34 +177,6 @@ def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5,
         raise UserError(DIVERGED) from None
     out.write('\n')
     out.flush()
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    if args.engine == 'numpy':  # numpy lives only in the port, so it is imported only when asked for
-        inference = cli.import_numpy_module('inference', "--engine numpy")
-        model = inference.load_checkpoint(args.ckpt, n_head=args.n_head)
-    else:
-        model = load_checkpoint(args.ckpt, n_head=args.n_head)
-    prompt = unicodedata.normalize('NFC', args.prompt)  # as train.py's data is
-    if model.data_mode == 'text':
-        stream_text(model, prompt, 1 if args.num is None else args.num, args.length or DEFAULT_LENGTH,
-                    args.temperature, args.top_k, args.seed)
-        return 0
-    if args.length is not None:
-        raise UserError("--length is for running-text models: a names model ends each name at its "
-                        "end token; use --num for how many names")
-    # the sampler trusts its arguments: what the user typed is checked here, against this model
-    check_sampling(args.temperature, args.top_k, model.config.vocab_size)
-    check_prompt(model.tokenizer, model.config.block_size, prompt)
-    names = iter_names(model, num=20 if args.num is None else args.num, temperature=args.temperature,
-                       seed=args.seed, prompt=prompt, top_k=args.top_k)
-    try:
-        for name in names:
-            print(name, flush=True)  # at once: Ctrl-C keeps every name already made
-    except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
-        raise UserError(DIVERGED) from None
-    return 0
 
 
 def command():

@@ -163,11 +163,7 @@ def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', worl
     (world_size: torchrun's WORLD_SIZE, None without it), then a Trainer."""
     dev = check_device(device, dtype)
     world = None
-    if world_size is not None and world_size > 1:
-        if world_size > batch_size:
-            raise UserError(f"torchrun started {world_size} ranks for a batch of {batch_size} names: "
-                            f"each rank needs at least one, so use --batch-size {world_size} or more, "
-                            f"or fewer ranks (--nproc_per_node)")
+    if world_size is not None and world_size > 1:  # each rank has a name of the batch (settings.py checks)
         from .distributed import World, local_rank
         if dev.type == 'cuda':  # one GPU per rank on each machine
             dev = torch.device('cuda', local_rank())

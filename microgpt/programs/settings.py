@@ -1,0 +1,358 @@
+"""
+A training run's settings: every flag of train.py declared once, and `settle`, which turns the
+command line (and, on --resume, the run being continued) into one frozen record.
+
+    flags, given = parse_args(argv)              # --help is printed from the declarations below
+    settings = settle(flags, given, ckpt)        # every default, resume rule and refusal, in order
+    settings.steps, settings.engine, ...         # all the trainers and the loop ever read
+
+Each field of `Settings` is a flag: its default (what --help shows), its group, its help, the
+values it may take (checked on the command line and in a saved run alike), and its rule on
+--resume, ON_RESUME's column:
+
+    kept        decides the losses: the run's value; a different one is refused
+    may grow    --steps: the run's total unless a larger one is given (the learning rate's
+                decay is then spread over the new total, and train.py says so)
+    the run's unless given   how the run is computed, evaluated and saved, not its losses
+    the checkpoint's         the model's size, with --resume and --init; a different one is refused
+
+A fresh run takes each flag as given, or its default. `settle` reads nothing but the record of
+the checkpoint it is handed; nothing writes to the parsed flags, and nothing changes the record
+after it (it is frozen). Part of the reading guide's appendix, "What makes a run safe".
+"""
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..edge import limits
+from ..edge.checkpoint import DATA_MODES
+from ..edge.checks import is_finite_number, is_int_in, short
+from ..edge.errors import UserError
+from . import cli, original
+
+ENGINES = ('scalar', 'numpy', 'torch')
+DTYPES = ('float64', 'float32', 'bfloat16')
+ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32'), 'torch': DTYPES}
+DEVICES = ('cpu', 'cuda', 'mps')
+TEXT_SAMPLE_LENGTH = 200  # characters of running text train.py prints when training ends
+SAME, MORE, HABIT, MODEL = 'kept', 'may grow', "the run's unless given", "the checkpoint's"
+
+
+class Kind:
+    """The values a setting takes: `parse` reads one from the command line (an argparse type),
+    `holds` says whether a saved run's value is one, `what` names them in a message."""
+
+    def __init__(self, parse, holds, what, choices=None):
+        self.parse, self.holds, self.what, self.choices = parse, holds, what, choices
+
+
+def ints(lo, hi):
+    return Kind(cli.int_in(lo, hi), lambda v: is_int_in(v, lo, hi), f"an integer from {lo:,} to {hi:,}")
+
+
+def one_of(choices):
+    return Kind(None, lambda v: v in choices, ' or '.join(choices), choices)
+
+
+POSITIVE = Kind(cli.positive_float, lambda v: isinstance(v, float) and is_finite_number(v) and v > 0,
+                "a positive number")
+SWITCH = Kind(None, lambda v: isinstance(v, bool), "true or false")
+PATH = Kind(None, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, "a file name or null")
+VAL_SIZE = Kind(cli.count_or_fraction(limits.MAX_FILE_BYTES),
+                lambda v: v is None or is_int_in(v, 0) or isinstance(v, float) and 0 < v < 1,
+                "a count, a fraction or null")
+
+
+def flag(default, group, help, rule=None, kind=None, **argparse_options):
+    """A field of Settings that is also a flag of train.py."""
+    return field(default=default, metadata=dict(group=group, help=help, rule=rule, kind=kind,
+                                                options=argparse_options))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One training run's settings, settled: what train.py's stages and the trainers read."""
+    # ---- data
+    data: Optional[str] = flag(None, 'data', "UTF-8 text file, one name (document) per line, or with --data-mode "
+                               "text any text; normalized to NFC (default: the census first names bundled "
+                               "with the `names` package)", SAME, PATH, metavar='PATH')
+    data_mode: str = flag('lines', 'data', "lines: one document per line, each trained as BOS + line + BOS; use "
+                          "it for names, words, short items. text: the whole file as one stream of characters "
+                          "(newlines included), trained on random windows of --block-size + 1; use it for prose, "
+                          "plays, code, anything whose lines run into each other", SAME, one_of(DATA_MODES))
+    val_size: object = flag(None, 'data', "held out for validation: a count (names, or characters with --data-mode "
+                            "text) or a fraction such as 0.1 (default: 10%%, at most 1000 names; 0 = none). "
+                            "Running text is split by position: the last characters validate", SAME, VAL_SIZE,
+                            metavar='N')
+    shuffle: bool = flag(True, 'data', "lines mode: keep the file's order (default: shuffled once with --seed)",
+                         SAME, SWITCH, switch='--no-shuffle')
+    # ---- model (--init and --resume take the checkpoint's)
+    n_layer: int = flag(1, 'model', "transformer blocks (1-4 is sensible here)", MODEL,
+                        ints(1, limits.MAX_N_LAYER))
+    n_embd: int = flag(16, 'model', "embedding width (must divide by --n-head)", MODEL, ints(1, limits.MAX_N_EMBD))
+    n_head: int = flag(4, 'model', "attention heads per block", MODEL, ints(1, limits.MAX_N_HEAD))
+    block_size: int = flag(16, 'model', "longest sequence in tokens (names longer than this are cut, and train.py "
+                           "says how many; 64 or more for running text)", MODEL, ints(1, limits.MAX_BLOCK_SIZE))
+    init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
+                               "fresh optimizer", metavar='CKPT')
+    # ---- optimization
+    steps: int = flag(1000, 'optimization', "training steps; with --resume, the total to reach: the learning "
+                      "rate's decay is then spread over the new total, so it rises at the resumed step (printed)",
+                      MORE, ints(1, limits.MAX_STEPS))
+    lr: float = flag(0.01, 'optimization', "peak Adam learning rate, decayed linearly to 0 over --steps",
+                     SAME, POSITIVE)
+    batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
+                           "loss is the mean over every predicted token of the batch", SAME,
+                           ints(1, limits.MAX_BATCH_SIZE), metavar='B')
+    seed: int = flag(42, 'optimization', f"seed for the initial weights and the data order, 0..{limits.MAX_SEED}",
+                     SAME, ints(0, limits.MAX_SEED))
+    # ---- engine (the same losses either way; only the speed differs)
+    engine: str = flag('scalar', 'engine', "scalar: the Value autograd of microgpt/ (the teaching path); numpy: "
+                       "src/backprop, every gradient derived by hand, much faster; torch: src/torchgpt, PyTorch's "
+                       "autograd (needs PyTorch), also data-parallel under torchrun", HABIT, one_of(ENGINES))
+    device: str = flag('cpu', 'engine', "--engine torch only: where it computes (under torchrun, cuda means each "
+                       "rank's own GPU)", kind=one_of(DEVICES))
+    dtype: str = flag('float64', 'engine', "the weights' precision: float64 (the engines agree to rounding; the "
+                      "scalar engine's only one); --engine numpy also float32 (about twice as fast on wide models, "
+                      "the same checkpoint format); --engine torch also float32 and bfloat16 (float32 weights, "
+                      "bfloat16 products), faster on GPUs", HABIT, one_of(DTYPES))
+    reproduce_original: bool = flag(False, 'engine', "the original single-file microgpt.py's run, number for "
+                                    "number: its data order, weights, 1000 steps and 20 samples at temperature "
+                                    "0.5, all from one generator seeded 42 (no held-out split; refuses flags "
+                                    "that would change it)", SAME, SWITCH)
+    threads: Optional[int] = flag(None, 'engine', "numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if "
+                                  "set, else the count a short measurement at start finds fastest for this model)",
+                                  kind=ints(1, limits.MAX_THREADS), metavar='N')
+    unfused: bool = flag(False, 'engine', "scalar engine only: build the graph from microgpt/ops.py's composed "
+                         "blocks as microgpt does, instead of fused.py's (same losses, about 6x slower: "
+                         "bench/train_speed.py measures it)", kind=SWITCH)
+    # ---- output
+    out: str = flag('out/model.json', 'output', "checkpoint file, a .json name, or .safetensors for the compact "
+                    "binary format; the log goes beside it as .log.jsonl", metavar='PATH')
+    resume: bool = flag(False, 'output', "continue the run saved at --out: weights, Adam moments, step and data "
+                        "order (any engine may continue it)", kind=SWITCH)
+    force: bool = flag(False, 'output', "start a fresh run even if --out holds a trained model, replacing it",
+                       kind=SWITCH)
+    save_every: int = flag(100, 'output', "also save the checkpoint every N steps (0 = only at the end)",
+                           HABIT, ints(0, limits.MAX_STEPS), metavar='N')
+    eval_every: int = flag(200, 'output', "validation loss every N steps (0 = only at the end)",
+                           HABIT, ints(0, limits.MAX_STEPS), metavar='N')
+    num_samples: int = flag(10, 'output', "names to sample when training ends (20 with --reproduce-original; "
+                            f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)",
+                            kind=ints(0, limits.MAX_NAMES), metavar='N')
+    # ---- not flags: where torchrun placed this process ((0, None) without torchrun)
+    rank: int = 0
+    world_size: Optional[int] = None
+
+    def saved(self):
+        """What a checkpoint's training state records of the run (train_state['run']): every
+        setting with a rule but the model's size, the data as an absolute path (so that
+        --resume works from any folder)."""
+        run = {name: getattr(self, name) for name in SAVED}
+        run['data'] = self.data and os.path.abspath(self.data)
+        return run
+
+    def describe(self, start_step, threads=None):
+        """The resolved configuration line train.py prints: these settings, the step the run
+        starts after, and the numpy engine's BLAS threads as chosen."""
+        return (f"training: steps={self.steps} lr={self.lr} seed={self.seed} shuffle={self.shuffle} "
+                f"start_step={start_step} out={self.out} save_every={self.save_every} eval_every={self.eval_every} "
+                f"engine={self.engine}{'-unfused' * self.unfused} batch_size={self.batch_size} dtype={self.dtype}"
+                + (f" threads={threads}" if threads else "")
+                + (f" device={self.device} ranks={self.world_size or 1}" if self.engine == 'torch' else "")
+                + f" data_mode={self.data_mode}" + (f" init={self.init}" if self.init else ""))
+
+
+GROUPS = {'model': "model (--init and --resume take the checkpoint's)",
+          'engine': "engine (the same losses either way; only the speed differs)"}
+FLAGS = {f.name: f.metadata for f in dataclasses.fields(Settings) if f.metadata}
+ON_RESUME = {name: meta['rule'] for name, meta in FLAGS.items() if meta['rule']}
+SAVED = [name for name, rule in ON_RESUME.items() if rule != MODEL]
+
+
+def resume_rule():
+    """ON_RESUME in words, for --help."""
+    flags = lambda rule: ', '.join(_flag(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
+    return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
+            f"{flags(HABIT)} are the run's unless given; the model's size is the checkpoint's")
+
+
+def _shown(value):
+    """A setting's value as a flag would take it (a name unquoted), bounded."""
+    return value if isinstance(value, str) and len(value) <= 40 else short(value)
+
+
+def _flag(name):
+    return FLAGS[name]['options'].get('switch') or '--' + name.replace('_', '-')
+
+
+# ---------------------------------------------------------------------------- the command line
+def parse_args(argv=None, prog=None):
+    """(flags, given): every flag with its value (its default if absent) and the names of those
+    the command line gave. --help shows each declaration above, grouped, with its default."""
+    p = cli.ArgumentParser(prog=prog, formatter_class=cli.ShowDefaults,
+                           description="Train a tiny GPT on names (one name per step, unless --batch-size), "
+                                       "or on running text (--data-mode text).",
+                           epilog=f"--resume: {resume_rule()}.")
+    groups = {}
+    for name, meta in FLAGS.items():
+        if meta['group'] not in groups:
+            groups[meta['group']] = p.add_argument_group(GROUPS.get(meta['group'], meta['group']))
+        group = groups[meta['group']]
+        options, kind = dict(meta['options']), meta['kind']
+        switch = options.pop('switch', None)
+        default = Settings.__dataclass_fields__[name].default
+        if kind is SWITCH:
+            action = 'store_false' if switch else 'store_true'
+            group.add_argument(switch or _flag(name), dest=name, action=action, help=meta['help'])
+            continue
+        if kind is not None and kind.choices:
+            options['choices'] = kind.choices
+        elif kind is not None and kind.parse:
+            options['type'] = kind.parse
+        group.add_argument(_flag(name), dest=name, default=default, help=meta['help'], **options)
+    return p.parse_args_and_given(argv)
+
+
+# ---------------------------------------------------------------------------- settling
+def settle(flags, given, ckpt=None, environ=None):
+    """The Settings of this run: the flags, completed and checked in the order a reader would.
+
+    flags, given: parse_args's. ckpt: the Checkpoint of --resume (read with its training state)
+    or of --init, None for a fresh run. environ: where torchrun's RANK and WORLD_SIZE are read.
+    Every refusal is a one-line UserError naming the flag and the fix.
+    """
+    values = {name: getattr(flags, name) for name in FLAGS}
+    environ = os.environ if environ is None else environ
+    rank, world_size = torchrun_place(environ)
+    if values['resume'] and values['init']:
+        raise UserError("--resume and --init cannot be combined: --resume continues --out, "
+                        "--init starts a new run from another checkpoint")
+
+    # 1. The run being resumed: its settings, each checked as the command line checks it.
+    if values['resume']:
+        if ckpt.train_state is None:
+            raise UserError(f"{values['out']} has no training state to resume: start a new run "
+                            f"with --init {values['out']} instead")
+        saved = _saved_run(values['out'], ckpt.train_state)
+        for name, rule in ON_RESUME.items():
+            if rule == MODEL or name not in saved:
+                continue
+            if name not in given:
+                values[name] = saved[name]
+            elif rule == SAME and name != 'data' and values[name] != saved[name]:
+                given_as = _flag(name) if FLAGS[name]['kind'] is SWITCH else f"{_flag(name)} {_shown(values[name])}"
+                theirs = (("which " + ("shuffled" if saved[name] else "kept the file's order")) if name == 'shuffle'
+                          else _shown(saved[name]))
+                raise UserError(f"{given_as} differs from the run being resumed ({theirs}): "
+                                "drop the flag to resume exactly")
+        done = ckpt.train_state['step']
+        if done >= values['steps']:
+            raise UserError(f"{values['out']} is already trained for {done} steps: pass --steps "
+                            f"greater than {done} to train further")
+        if 'data' not in given and values['data'] is not None and not os.path.exists(values['data']):
+            raise UserError(f"the run's data file {values['data']} is gone: if it moved, pass "
+                            "--data with its new path (its content is checked against the run's)")
+    elif values['init'] and 'data_mode' not in given:  # a model of running text goes on reading running text
+        values['data_mode'] = ckpt.data_mode
+
+    # 2. The model's size: the checkpoint's, with --resume and --init.
+    for name, rule in ON_RESUME.items():
+        if rule == MODEL and ckpt is not None:
+            theirs = getattr(ckpt.config, name)
+            if name in given and values[name] != theirs:
+                raise UserError(f"{_flag(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
+                                "drop the flag")
+            values[name] = theirs
+
+    # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
+    if values['reproduce_original']:
+        if not values['resume']:
+            original.check_flags(init=values['init'], shuffle=values['shuffle'] if 'shuffle' in given else None,
+                                 **{n: values[n] if n in given else None for n in ORIGINAL_FLAGS})
+            values.update({n: original.ORIGINAL[n] for n in ORIGINAL_FLAGS if n not in given})
+        if 'num_samples' not in given:
+            values['num_samples'] = original.ORIGINAL['num_samples']
+
+    # 4. The engine: what each one computes in and which flags it understands.
+    _check_engine(values, given, world_size)
+    if world_size is not None and not {'MASTER_ADDR', 'MASTER_PORT'} <= set(environ):
+        raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
+                        "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
+
+    # 5. Running text.
+    if values['data_mode'] == 'text':
+        if values['reproduce_original']:
+            raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
+        if 'shuffle' in given:
+            raise UserError("--no-shuffle is for --data-mode lines: running text keeps its order "
+                            "(its windows are drawn at random places)")
+        if values['data'] is None:
+            raise UserError("--data-mode text needs a file: give --data PATH (the bundled names are "
+                            "one a line: drop --data-mode text for them)")
+    return Settings(**values, rank=rank, world_size=world_size)
+
+
+# What --reproduce-original fixes to the original script's values (programs/original.py).
+ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+
+
+def _saved_run(out, train_state):
+    """A saved run's settings, each checked against its flag's declaration (fields added in
+    later versions may be absent: such a run resumes with their defaults)."""
+    run = train_state['run']
+    for name in SAVED:
+        required = name in ('data', 'val_size', 'shuffle', 'seed', 'lr', 'steps')
+        kind = FLAGS[name]['kind']
+        if (name in run or required) and not (name in run and kind.holds(run[name])):
+            _damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
+    if train_state['step'] > run['steps']:
+        _damaged(out, f"its step {short(train_state['step'])} is past its {run['steps']} steps")
+    return {'data_mode': 'lines', **run}  # a run saved before running text read names
+
+
+def _damaged(out, problem):
+    raise UserError(f"{out} has a damaged training state ({problem}): it cannot be resumed; "
+                    f"start a new run with --init {out}")
+
+
+def _check_engine(values, given, world_size):
+    """Flags that only one engine understands, and the precision each computes in."""
+    engine, allowed = values['engine'], ENGINE_DTYPES[values['engine']]
+    if values['dtype'] not in allowed:
+        if 'dtype' in given:
+            others = [e for e, d in ENGINE_DTYPES.items() if values['dtype'] in d]
+            raise UserError(f"--dtype {values['dtype']} is for the {' and '.join(others)} engine"
+                            f"{'s' * (len(others) > 1)} (the {engine} engine computes in {' or '.join(allowed)}): "
+                            f"add --engine {others[0]}, or drop --dtype")
+        values['dtype'] = allowed[-1]  # a resumed run's float32 (or bfloat16) continues in what this engine has
+    if 'threads' in given and engine != 'numpy':
+        raise UserError("--threads sets the numpy engine's BLAS threads: add --engine numpy, or drop it")
+    if values['unfused'] and engine != 'scalar':
+        raise UserError("--unfused is for the scalar engine: drop it, or use --engine scalar")
+    if engine != 'torch':
+        if world_size is not None:
+            raise UserError("torchrun started this process (RANK and WORLD_SIZE are set), but only "
+                            "--engine torch trains across processes: add --engine torch, or run "
+                            "python train.py without torchrun")
+        if values['device'] != 'cpu':
+            raise UserError(f"--device {values['device']} is for --engine torch: add --engine torch, or drop --device")
+    elif world_size is not None and world_size > values['batch_size']:
+        raise UserError(f"torchrun started {world_size} ranks for a batch of {values['batch_size']} names: "
+                        f"each rank needs at least one, so use --batch-size {world_size} or more, "
+                        "or fewer ranks (--nproc_per_node)")
+
+
+def torchrun_place(environ):
+    """(rank, world_size) from the environment torchrun gives each process it starts, or
+    (0, None) when torchrun did not start this one."""
+    if 'RANK' not in environ or 'WORLD_SIZE' not in environ:
+        return 0, None
+    rank, size = environ.get('RANK', ''), environ.get('WORLD_SIZE', '')
+    if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)) or len(rank + size) > 9:
+        raise UserError(f"RANK={short(rank)} and WORLD_SIZE={short(size)} are not a rank and a number "
+                        "of ranks: start train.py with torchrun, or unset them")
+    return int(rank), int(size)
