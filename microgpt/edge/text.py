@@ -125,6 +125,15 @@ def validation_windows(ids, n_val, block_size):
     return [stream[s:s + block_size + 1] for s in range(0, n_val, block_size)]
 
 
+def spread_windows(ids, n_targets, block_size):
+    """Windows of block_size + 1 ids spread evenly over `ids` that together predict about
+    n_targets of them (one window more at most): train.py's training-loss estimate, measured
+    like the validation loss, on as many characters of the training part."""
+    n_windows = max(1, -(-n_targets // block_size))
+    room = len(ids) - block_size - 1  # the last start that still has a whole window
+    return [ids[s:s + block_size + 1] for s in sorted({room * k // max(1, n_windows - 1) for k in range(n_windows)})]
+
+
 def count_targets(windows):
     """How many characters a list of windows predicts: one per id after the first of each."""
     return sum(len(w) - 1 for w in windows)

@@ -227,13 +227,15 @@ class Run:
         return self.settings.rank == 0 and (step == self.settings.steps or bool(every and step % every == 0))
 
     def log_validation(self, step, val_loss, held_out, train_loss=None):
-        """The validation loss after `step` (and, where measured, the training loss on as many
-        tokens), logged and printed."""
-        if not (math.isfinite(val_loss) and val_loss <= MAX_LOSS):  # the weights the step left are not usable
-            self._diverged(f"the validation loss became {_loss_words(val_loss)} after step {step}")
+        """The validation loss after `step` (and the training loss measured alike, on as many
+        tokens of the training data), logged and printed."""
+        for loss in (val_loss, train_loss if train_loss is not None else 0.0):
+            if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
+                self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
         self.val_loss = val_loss
-        self._write({'step': step, 'val_loss': val_loss})
-        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})")
+        self._write({'step': step, 'val_loss': val_loss, **({'train_loss': train_loss} if train_loss is not None else {})})
+        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})"
+                 + (f", train loss {train_loss:.4f} (as many training tokens)" if train_loss is not None else ""))
         self._check_diverging(val_loss, "the validation loss", step)
 
     def save_due(self, step):

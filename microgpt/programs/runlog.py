@@ -7,7 +7,8 @@ The log beside a checkpoint: its name, its lock, and what a line of it may hold.
     log.close()             # the lock goes with it
 
 train.py writes one JSON line per step, {"step", "loss", "lr"}, and one per evaluation,
-{"step", "val_loss"}; `lab loss` and the web lab's Training page read them. The log is also
+{"step", "val_loss", "train_loss"} (the training loss measured as the validation loss is, on as
+many tokens of the training data); `lab loss` and the web lab's Training page read them. The log is also
 the lock on its checkpoint: a run holds it, through flock, for as long as it writes, so a
 second run on the same checkpoint (by any of its names: a symlinked --out's log is its
 target's) is refused. log_record_problem is the one rule for a line, which `lab loss` and
@@ -51,8 +52,8 @@ def log_record_problem(record):
         return f": 'step' is {short(step)}, not an integer from 0 to {MAX_STEPS:,}: not a train.py log line"
     if 'loss' in record:
         checks = [('loss', MAX_LOSS)] + ([('lr', None)] if 'lr' in record else [])
-    elif 'val_loss' in record:
-        checks = [('val_loss', MAX_LOSS)]
+    elif 'val_loss' in record:  # and, since train.py measures it beside, perhaps a train_loss
+        checks = [('val_loss', MAX_LOSS)] + ([('train_loss', MAX_LOSS)] if 'train_loss' in record else [])
     else:
         return " has neither 'loss' nor 'val_loss'"
     for key, most in checks:

@@ -164,6 +164,13 @@ class Names:
         self.docs, self.settings = docs, settings
         self.fingerprint, self.tokenizer = _vocabulary(settings, ckpt, docs)
         self.train_tokens = [doc_tokens(self.tokenizer, doc) for doc in self.train_docs]
+        # the training loss at an evaluation is measured on the first training names that hold
+        # as many tokens as the held-out ones: the same measurement, on data the model has seen
+        val_tokens, self.train_sample = sum(len(doc) + 1 for doc in self.val_docs), []
+        for doc in self.train_docs:
+            if sum(len(d) + 1 for d in self.train_sample) >= val_tokens:
+                break
+            self.train_sample.append(doc)
         if settings.batch_size > len(self.train_tokens):
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
@@ -178,8 +185,11 @@ class Names:
     def batch(self, step):
         return batch_at(self.train_tokens, step, self.settings.batch_size)
 
-    def validation_loss(self, trainer):
-        return validation_loss(trainer, docs=self.val_docs) if self.val_docs else None
+    def losses(self, trainer):
+        """(validation loss, training loss on as many tokens), or None without held-out names."""
+        if not self.val_docs:
+            return None
+        return validation_loss(trainer, docs=self.val_docs), validation_loss(trainer, docs=self.train_sample)
 
 
 def batch_at(train_tokens, step, batch_size):
@@ -210,6 +220,9 @@ class RunningText:
         ids = self.tokenizer.encode(whole)
         self.train_ids = ids[:len(train_text)]
         self.val_windows = text.validation_windows(ids, len(val_text), settings.block_size)
+        # the training loss at an evaluation: as many characters of the training part, in
+        # windows spread evenly over it (the same ones each time, so that the curve is smooth)
+        self.train_sample = text.spread_windows(self.train_ids, len(val_text), settings.block_size)
         self.n_chars, self.n_val = len(whole), len(val_text)
         self.held_out = f"{self.n_val:,} held-out characters"
 
@@ -223,8 +236,11 @@ class RunningText:
         s = self.settings
         return text.train_windows(self.train_ids, s.block_size, s.batch_size, s.seed, step)
 
-    def validation_loss(self, trainer):
-        return validation_loss(trainer, windows=self.val_windows) if self.val_windows else None
+    def losses(self, trainer):
+        """(validation loss, training loss on as many characters), or None without a validation part."""
+        if not self.val_windows:
+            return None
+        return validation_loss(trainer, windows=self.val_windows), validation_loss(trainer, windows=self.train_sample)
 
 
 def _vocabulary(settings, ckpt, docs):
@@ -271,9 +287,9 @@ def loop(settings, built, run):
         loss = trainer.step(data.batch(step), lr_t)
         run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
         if run.evaluation_due(step):
-            val_loss = data.validation_loss(trainer)
-            if val_loss is not None:
-                run.log_validation(step, val_loss, data.held_out)
+            losses = data.losses(trainer)
+            if losses is not None:
+                run.log_validation(step, *losses[:1], data.held_out, train_loss=losses[1])
         if run.save_due(step):
             run.save(step, trainer)
         if run.stop_signal:  # Ctrl-C, SIGTERM, SIGHUP or a closed stdout: the step is saved
