@@ -58,6 +58,17 @@ def test_the_scalar_windows_logits_are_the_ports_past_the_block(text_ckpt):
         np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
 
 
+def test_a_window_that_slides_onto_the_same_tokens_keeps_its_logits(text_ckpt):
+    """A run of one character: the slid window is the very window already fed (the scalar
+    cache returned nothing then, an UnboundLocalError, where the text had no newline)."""
+    model = load_checkpoint(text_ckpt)
+    port = inference.load_checkpoint(text_ckpt)
+    window = model.tokenizer.encode('e' * 8)  # the block of 8, full, then slid by one 'e'
+    scalar = window_next_logits(model)
+    for _ in range(3):
+        np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
+
+
 def test_both_engines_write_the_same_text_past_the_block(text_ckpt):
     texts = []
     for model in (load_checkpoint(text_ckpt), inference.load_checkpoint(text_ckpt)):

@@ -32,15 +32,18 @@ def window_next_logits(model):
     """
     fed = []  # the tokens whose keys and values the cache holds, position by position
     cache = model.empty_cache()
+    last = None  # the logits after `fed`
 
     def next_logits(window):
-        nonlocal fed, cache
+        nonlocal fed, cache, last
         if window[:len(fed)] != fed:  # the window slid: no cached position is where it was
             fed, cache = [], model.empty_cache()
+        # note: a window that slid onto the very same tokens (a run of one character) is the
+        # window already fed, position for position: its logits are the last ones
         for pos_id in range(len(fed), len(window)):
-            logits = model.gpt(window[pos_id], pos_id, *cache)
+            last = [l.data for l in model.gpt(window[pos_id], pos_id, *cache)]
             fed.append(window[pos_id])
-        return [l.data for l in logits]
+        return last
     return next_logits
 
 
