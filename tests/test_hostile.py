@@ -622,3 +622,24 @@ def test_config_caps_admit_their_own_maximum_and_refuse_one_more():
         fields[field] = cap + 1
         with pytest.raises(UserError, match=f"{field} is {cap + 1:,}, more than the {cap:,}"):
             limits.check_config_sizes(fields)
+
+
+# The child enters the folder, which is then removed under it, and starts the program there.
+VANISH = "import os, runpy, sys\nos.chdir(sys.argv[1]); os.rmdir(sys.argv[1])\nsys.argv = sys.argv[2:]\n"
+START = {'script': "runpy.run_path(sys.argv[0], run_name='__main__')",
+         'module': "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"}
+
+
+@pytest.mark.parametrize('how, program', [
+    ('script', [os.path.join(REPO_DIR, 'train.py'), '--steps', '2']),
+    ('script', [os.path.join(REPO_DIR, 'sample.py')]),
+    ('module', ['microgpt.convert', 'a.json', 'b.json']),
+    ('module', ['microgpt.lab', 'overview', 'emma']),
+], ids=['train', 'sample', 'convert', 'lab'])
+def test_a_deleted_working_directory_is_one_line(tmp_path, how, program):
+    """Issue 26.10: FileNotFoundError tracebacks from deep inside (realpath, abspath) when the
+    folder a program was started in had been deleted. Kind: a vanished working directory."""
+    gone = tmp_path / 'gone'
+    gone.mkdir()
+    r = run_python(['-c', VANISH + START[how], str(gone), *program])
+    assert_one_line(r.returncode, r.stderr, "the folder this was started in no longer exists")

@@ -132,10 +132,7 @@ def check_out(out, fresh, force, protected=(), what='--out'):
                             f"or choose another {what}") from None
     except ValueError:
         raise UserError(f"{what} {out!r} contains a NUL character: choose another {what}") from None
-    try:
-        target = os.path.realpath(out)  # a symlink is written through to its target
-    except OSError as e:  # the working directory was deleted under us
-        raise UserError(f"cannot resolve {what} {out}: {describe_os_error(e)}") from None
+    target = os.path.realpath(out)  # a symlink is written through to its target
     for path, kind in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
         for other, whose in protected:
             if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
