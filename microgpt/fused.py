@@ -77,7 +77,8 @@ def rmsnorm(xs, eps=1e-5):
     x = [v.data for v in xs]
     n = len(x)
     # note: xi ** 2, not xi * xi. A float's * overflows to inf, and s would then be a plausible
-    # 0; its ** raises OverflowError instead, so a diverged model stops here, as numpy does
+    # 0; its ** raises OverflowError instead, so a diverged model stops here, as the numpy port
+    # stops under its np.errstate(over='raise'); ops.rmsnorm does the same
     ms = sum(xi ** 2 for xi in x) / n
     s = (ms + eps) ** -0.5
     c = -s ** 3 / n

@@ -484,7 +484,7 @@ def test_the_port_raises_one_error_that_is_also_a_floating_point_error(diverged_
     which catches FloatingPointError to report divergence, still sees one."""
     port = inference.load_checkpoint(diverged_ckpt)
     ids = [port.tokenizer.bos] + port.tokenizer.encode(TEXT)
-    for call in (lambda: port.forward(ids, capture='all'), lambda: port.forward_vectorized(ids),
+    for call in (lambda: port.forward(ids, capture='all'), lambda: port.forward_batch([ids]),
                  lambda: port.loss(ids), lambda: inference.evaluate(port, [TEXT])):
         with pytest.raises(inference.model.DivergedModelError):
             call()

@@ -135,9 +135,8 @@ def checkpoint_format(path, what=None):
     """The extension of a checkpoint path (a key of FORMATS), or a one-line UserError."""
     ext = os.path.splitext(path)[1]
     if ext not in FORMATS:
-        raise UserError(f"{what or path} does not end in {' or '.join(FORMATS)}: a checkpoint is named by "
-                        f"its format (its log goes beside it as NAME.log.jsonl): use "
-                        f"{os.path.splitext(path)[0] or 'model'}.json")
+        raise UserError(f"{what or path} does not end in {' or '.join(FORMATS)}: a checkpoint's name says "
+                        f"its format: use {os.path.splitext(path)[0] or 'model'}.json")
     return ext
 
 
