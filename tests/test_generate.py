@@ -1,5 +1,5 @@
 """
-Generation past the block (microgpt/programs/generate.py, sample.py --length): a sliding window of the
+Generation past the block (microgpt/sampling.py, sample.py --length): a sliding window of the
 last block_size tokens. With a window at least as long as the text so far it is ordinary
 sampling, draw for draw; past the block, the scalar engine (its KV cache rebuilt for each new
 window) and the numpy port (the window's forward) give the same logits and the same text.
@@ -16,7 +16,7 @@ import pytest
 import inference
 from microgpt.programs import cli, sample, train
 from microgpt import load_checkpoint
-from microgpt.programs.generate import generate, window_next_logits
+from microgpt.sampling import generate, window_next_logits
 from microgpt.sampling import sample_name
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"

@@ -34,9 +34,8 @@ from ..edge.checkpoint import read_checkpoint
 from ..edge.checks import check_prompt, check_sampling, encode
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
-from ..sampling import iter_names
+from ..sampling import generate, iter_names
 from . import cli
-from .generate import generate
 
 DEFAULT_LENGTH = 500     # running text: a screenful
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
