@@ -33,7 +33,7 @@ from microgpt.edge.files import WriteError, remove_stale_temporaries, write_json
 from microgpt.edge.data import load_docs
 from microgpt.edge.errors import UserError
 from microgpt.edge.files import read_user_file
-from microgpt.edge.jsonio import parse_json
+from microgpt.edge.files import parse_json
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
@@ -272,7 +272,7 @@ def test_brackets_inside_strings_do_not_count_as_nesting():
 
 def test_a_checkpoints_own_nesting_is_far_below_the_cap(tiny_ckpt):
     """The cap must not refuse a real checkpoint (with its Adam moments) nor a real log."""
-    from microgpt.edge.jsonio import nesting_depth
+    from microgpt.edge.files import nesting_depth
     with open(tiny_ckpt, encoding='utf-8') as f:
         depth = nesting_depth(f.read())
     assert 4 <= depth <= limits.MAX_JSON_DEPTH // 4

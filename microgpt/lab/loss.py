@@ -17,7 +17,7 @@ import math
 from ..edge.checkpoint import is_our_checkpoint
 from ..edge.errors import UserError
 from ..edge.files import read_user_file
-from ..edge.jsonio import parse_json
+from ..edge.files import parse_json
 from ..programs.runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 

@@ -2,31 +2,17 @@
 Train a tiny GPT on names (or any text) and save it as one self-sufficient checkpoint.
 
     python train.py                          # 1000 steps on the bundled census first names
-    python train.py --data my_names.txt --steps 3000 --n-layer 2
     python train.py --engine numpy --batch-size 32 ...   # the hand-derived numpy path, batched
-    python train.py --engine torch --device cuda ...     # PyTorch (src/torchgpt), on a GPU
+    python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
     torchrun --nproc_per_node 2 train.py --engine torch --batch-size 8 ...   # data-parallel
     python train.py --resume                 # continue the run saved at --out, exactly
-    python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
-                                             # running text: the file as one stream (README's recipe)
 
-The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
+The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], the mean
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
-linearly to 0. main() reads as the run's stages, each a call with a name:
-
-  1. lock:   --out is checked and locked, and the checkpoint it continues is read (run.Output);
-             the lock comes first because a resumed run's settings come from that checkpoint
-  2. settle: the flags, the resumed run and the engine's rules become one frozen record
-             (settings.py); nothing after this reads a flag
-  3. build:  the data, the model's first weights, the engine that trains it
-  4. loop:   one batch per step, logged, validated, saved; a signal saves and stops
-  5. sample: a few names (or lines of text) from the trained model
-
-Whichever engine computes a step (ScalarTrainer below, on the Value engine, backprop.Trainer,
-on numpy arrays, or torchgpt.Trainer, in PyTorch) the loop is the same; what makes a run safe
-to stop and resume is run.py's. It prints the resolved configuration, a live progress line and
-the validation loss every --eval-every steps, and writes a log of JSON lines beside the
-checkpoint (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
+linearly to 0. main() reads as the run's stages: lock --out (first, because a resumed run's
+settings come from the checkpoint it guards), settle the settings, build the data and the
+engine, loop, sample. The loop is the same whichever engine computes a step; what makes a run
+safe to stop and resume is run.py's (the reading guide's appendix walks through it).
 """
 
 import itertools
