@@ -126,10 +126,12 @@ class Child:
         return lines[-1][:200] if lines else ''
 
 
-def check(jobs, seconds=CASE_SECONDS, on_event=None):
+def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
     """Check exercises in a subprocess: jobs = [(workspace, [numbers], stop_at_first_failure)].
     Returns {(workspace, number): result} for every exercise checked (a stopped run's last
-    exercise included); on_event(workspace, number, result) as each one finishes."""
+    exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
+    limit of one call of a learner's function; budget: of one exercise's whole check (default:
+    its catalog budget)."""
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
     while pending:
@@ -141,7 +143,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None):
             if last is None:
                 return since + STARTUP
             if last['event'] == 'begin':
-                return since + catalog.get(last['n']).budget
+                return since + (budget or catalog.get(last['n']).budget)
             return since + SILENCE
         ended = None
         for event in child.events(deadline_of):

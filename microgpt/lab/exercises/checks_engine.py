@@ -216,7 +216,7 @@ def graph_cases(seed):
     rng = random.Random(seed)
     cases = [('a leaf alone', _leaf, [2.0], True),
              ('(a + b) * c', _sum_product, [2.0, -3.0, 10.0], True),
-             ('a * a + a: a diamond', _diamond, [3.0], True),
+             ('a * a + a (a diamond)', _diamond, [3.0], True),
              ('e = a*b, f = e + a, g = f * e', _shared, [1.5, -2.0], True),
              ('a * b + a * c', _two_uses, [2.0, 3.0, -4.0], True),
              ('log(exp(a) + relu(b)) * c - a / c', _mixed, [0.5, 1.5, 2.0], True),

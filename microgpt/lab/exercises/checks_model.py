@@ -22,7 +22,7 @@ from .harness import central_difference, fmt
 from .lessons import CZECH_KEYS, CZECH_OUT3, CZECH_Q, CZECH_VALUES, CZECH_WEIGHTS, LESSON_ROUNDING
 
 RANDOM_CASES = 6
-FD_SAMPLES = 6  # weights of a model whose gradient finite differences measure, per case
+FD_SAMPLES = 3  # weights of a model whose gradient finite differences measure, per case
 NO_GRAPH = ("No gradient reached the inputs: build the result from the Values themselves (a * b, "
             "sum, .exp()), not from their .data, so that backward() can follow it back.")
 
@@ -198,7 +198,10 @@ def check_rmsnorm(t, fn):
         t.case(f"fixed {k + 1}" if k < 4 else f"random {k - 3}", f"x = {fmt(x)} (eps = 1e-5, the default)", k < 4)
         n = len(x)
         ss = math.fsum(v * v for v in x)
-        mistakes = [('no mean', [v / math.sqrt(ss + eps) for v in x],
+        mistakes = [('no eps', [v / math.sqrt(ss / n) for v in x] if ss else None,
+                     "Add eps inside the square root, (ms + eps) ** -0.5: microgpt's rmsnorm has it (1e-5), "
+                     "and a vector of zeros then divides by it instead of by 0."),
+                    ('no mean', [v / math.sqrt(ss + eps) for v in x],
                      "Take the MEAN of the squares (divide their sum by n) before the square root."),
                     ('no sqrt', [v / (ss / n + eps) for v in x],
                      "Divide by the square ROOT of the mean square: (ms + eps) ** -0.5."),

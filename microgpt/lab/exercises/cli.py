@@ -83,9 +83,9 @@ def add_commands(parser):
     c.add_argument('--yes', action='store_true', help="do not ask (your version of the file is lost)")
 
 
-def run(args, out=None, ask=input):
+def run(args, out=None, ask=None):
     """Run the parsed command; returns the exit status. out: where to print (default stdout)."""
-    out = out or sys.stdout
+    out, ask = out or sys.stdout, ask or input
 
     def say(text=''):
         print(text, file=out, flush=True)

@@ -44,6 +44,20 @@ QUESTIONS = [
              "weight of 1 is that value itself, so out1 = v1 exactly. Attention does nothing for the first "
              "token; it pays as context grows to its left.",
              "python -m microgpt.lab attention anna --query 0 (BOS sees only itself); web lab: By hand, query 1"),
+    Question('czech-weights', f"{CZECH}, step 4",
+             "q3 = [0.9, 0.8, 0.2, 0.1] scores the keys 0.97, 0.89 and 1.46; divided by sqrt(4) and put through "
+             "a softmax, what are token 3's three attention weights (3 decimals)?",
+             'numbers', [0.30879344, 0.29668548, 0.39452108], 1.5e-3,
+             "The scores / 2 are [0.485, 0.445, 0.730], their exponentials [1.624, 1.561, 2.075], sum 5.260: the "
+             "weights are [0.309, 0.297, 0.395]. (The lesson prints the last as 0.394: 0.394521, truncated.)",
+             "python -m microgpt.lab scaling, section 3; web lab: By hand"),
+    Question('czech-out3', f"{CZECH}, step 6",
+             "With those weights, what is out3 = 0.309 v1 + 0.297 v2 + 0.394 v3 (v1 = [0.2, 0.8, 0, 0.1], v2 = "
+             "[0.7, 0.1, 0.3, 0], v3 = [0.1, 0.2, 0.9, 0.4])?",
+             'numbers', [0.30889063, 0.35560752, 0.44407462, 0.18868778], 1.5e-3,
+             "Each dimension is a weighted average of the values' same dimension: out3 = [0.309, 0.356, 0.444, "
+             "0.189]. That is all of attention: dot products, sqrt(d), softmax, a weighted average.",
+             "python -m microgpt.lab scaling, section 3; web lab: By hand"),
     Question('czech-2', f"{CZECH}, exercise 2",
              "Multiply token 3's three scores by ten, as if the division by sqrt(d) were missing, and take the "
              "softmax again. What does the weakest weight, 0.297, fall to?",
