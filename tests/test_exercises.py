@@ -60,9 +60,16 @@ def replaced(n, old, new):
 def lab(argv, capsys, answers=None, monkeypatch=None):
     """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, run in this process as
     cli.run runs it (its learner code still runs in the checker's subprocess)."""
-    if answers is not None:
+    if answers is not None:  # what the learner types, then the end of input (Ctrl-D)
         replies = iter(answers)
-        monkeypatch.setattr('builtins.input', lambda prompt='': next(replies))
+
+        def typed(prompt=''):
+            print(prompt, end='')
+            try:
+                return next(replies)
+            except StopIteration:
+                raise EOFError from None
+        monkeypatch.setattr('builtins.input', typed)
     with pytest.raises(SystemExit) as e:
         cli.run(lab_main, ['exercises', *argv])
     out = capsys.readouterr()
@@ -423,3 +430,24 @@ def test_the_console_script_is_the_same_command(tmp_path):
     assert done.returncode == 0 and 'wrote 20 exercises' in done.stdout
     done = subprocess.run([script, 'check', '99'], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith('error: ')
+
+
+# ---------------------------------------------------------------------------- the web lab's routes
+def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
+    from labserver import request
+    status, got, _ = request(server, 'POST', '/api/exercises', {})
+    assert status == 200 and got['workspace'] is None and len(got['exercises']) == N
+    assert all(e['result'] is None and e['page'] in dict(registry.pages()) for e in got['exercises'])
+    status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': 1})
+    assert status == 400 and 'started without --exercises DIR' in got['error']
+    status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': N + 1})
+    assert status == 400 and got['error'] == f"'number' is {N + 1}: give an integer in 1..{N}"
+
+
+def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ckpt, names_file, tmp_path):
+    from labserver import SHARED_POOL
+    from microgpt.edge.errors import UserError
+    from microgpt.lab.serve import make_server
+    with pytest.raises(UserError, match='no exercises at'):
+        make_server(tiny_ckpt, port=0, runs_dir=str(tmp_path / 'runs'), data=names_file, pool=SHARED_POOL,
+                    exercises=str(tmp_path / 'none'))

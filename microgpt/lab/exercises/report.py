@@ -43,7 +43,8 @@ def status_table(results, edited=()):
             lines.append(f"  {catalog.RUNGS[rung]}")
         r = results.get(e.number)
         mark = MARKS.get(r['status'], '?') if r else ' '
-        what = r['line'] if r and r['status'] != 'pass' else e.title
+        what = (f"not written yet ({e.title})" if r and r['status'] == 'todo' else
+                r['line'] if r and r['status'] != 'pass' else e.title)
         changed = '  (edited since)' if e.number in edited else ''
         lines.append(f"    {mark} {e.number:>2} {e.function:<18} {what}{changed}")
     return '\n'.join(lines)
