@@ -451,3 +451,30 @@ def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ck
     with pytest.raises(UserError, match='no exercises at'):
         make_server(tiny_ckpt, port=0, runs_dir=str(tmp_path / 'runs'), data=names_file, pool=SHARED_POOL,
                     exercises=str(tmp_path / 'none'))
+
+
+# ---------------------------------------------------------------------------- documented
+def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
+    from conftest import REPO_DIR
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        guide = f.read()
+    section = guide.split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]
+    rows = [line for line in section.split('\n') if line.startswith('| ') and line[2:3].isdigit()]
+    assert len(rows) == N
+    for e, row in zip(catalog.EXERCISES, rows):
+        cells = [c.strip() for c in row.strip('|').split('|')]
+        assert cells[0] == str(e.number) and cells[1] == f'`{e.filename}`' and cells[2].startswith(f'`{e.function}(')
+        assert e.real.split(',')[0] in cells[3], (e.label, cells[3])
+        assert dict(registry.pages())[e.page] in cells[6], (e.label, cells[6])
+    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    assert 'python -m microgpt.lab exercises start' in readme and 'python -m microgpt.lab exercises check 1' in readme
+
+
+@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
+def test_each_exercise_points_at_a_lab_command_that_exists(e):
+    import shlex
+    from microgpt.lab.__main__ import parse_args
+    words = shlex.split(e.command)
+    assert words[:3] == ['python', '-m', 'microgpt.lab']
+    parse_args(words[3:])  # argparse exits (and fails the test) on a command or flag that is not there
