@@ -52,9 +52,7 @@ def test_the_page_lists_the_path_with_a_link_to_each_idea(server, window):
     assert links == [[f'/{e.page}', pages[e.page]] for e in catalog.EXERCISES]
     assert page.locator('button.check').count() == 0 and page.locator('#no-workspace').is_visible()
     assert 'python -m microgpt.lab exercises start' in page.inner_text('#start')
-    page.click(f'#path tr[data-number="13"] a.idea')  # the link opens the page that shows gpt()
-    page.wait_for_selector('body[data-page="phases"][data-drawn]', state='attached')
-    assert page.errors == []
+    assert page.errors == []  # (each linked page loads: test_lab_browser.py opens every page of the registry)
 
 
 def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_ckpt, names_file, tmp_path, window):

@@ -183,8 +183,6 @@ def load(exercise, workspace, seconds=CASE_SECONDS):
     except OutputFlood:
         raise Report('fail', f"{exercise.filename} printed more than {OUTPUT_LIMIT:,} characters while "
                              "loading: remove the print outside the function") from None
-    except NotImplementedError as e:  # a stub's raise at the top of a file it imports? keep it plain
-        raise Report('fail', f"{exercise.filename} does not load: {exception_line(e)}{where_in(e, workspace)}") from None
     except BaseException as e:  # noqa: B902: the learner's file may raise anything, SystemExit too
         if isinstance(e, KeyboardInterrupt):
             raise
