@@ -69,12 +69,13 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
         assert status == ['pass', 'pass'] + ['none'] * (N - 2)
         assert 'mine' in page.inner_text('#workspace')
         page.click('button.check[data-number="4"]')
-        page.wait_for_selector('#report-panel[data-status="fail"]')
+        page.wait_for_selector('#report-row[data-number="4"][data-status="fail"]')
         report = page.inner_text('#report')
         assert "exercise 4 (log): case 'fixed 2': d out/d x differs" in report and 'A missing 1/x' in report
         assert page.get_attribute('#path tr[data-number="4"] td.result', 'data-status') == 'fail'
         page.click('button.check[data-number="5"]')
-        page.wait_for_selector('#report-panel[data-number="5"]')
+        page.wait_for_selector('#report-row[data-number="5"][data-status]')
+        assert page.locator('#report-row').count() == 1  # the last check's report only, under its row
         assert page.get_attribute('#path tr[data-number="5"] td.result', 'data-status') == 'todo'
         assert page.errors == []
     assert (folder / 'ex04_log.py').read_text() == before  # the page reads the learner's files, never writes them

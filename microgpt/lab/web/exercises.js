@@ -48,21 +48,24 @@ function show(d) {
   $('path').replaceChildren(...rows);
 }
 
+// the report of the last check, in a row of its own right under the exercise checked
+function showReport(number, text, status) {
+  document.getElementById('report-row')?.remove();
+  const row = document.querySelector(`#path tr[data-number="${number}"]`);
+  row.after(el('tr', {id: 'report-row', 'data-number': number, 'data-status': status || null},
+    el('td', {colspan: 7}, el('pre', {id: 'report', class: 'report'}, text))));
+}
+
 async function check(e) {
   for (const b of document.querySelectorAll('button.check')) b.disabled = true;
-  $('report-title').textContent = `checking exercise ${e.number} (${e.function}) …`;
-  $('report').textContent = '';
-  $('report-panel').hidden = false;
+  showReport(e.number, `checking exercise ${e.number} (${e.function}) …`);
   const result = await Lab.guard(async () => {
     const d = await Lab.api('/api/exercises/check', {number: e.number});
     show(d);
-    $('report-title').textContent = `exercise ${d.number} (${e.function}): ${d.status}`;
-    $('report').textContent = d.report;
-    $('report-panel').dataset.number = d.number;
-    $('report-panel').dataset.status = d.status;
+    showReport(d.number, d.report, d.status);
     return d;
   });
-  if (result === undefined) $('report-panel').hidden = true;
+  if (result === undefined) document.getElementById('report-row')?.remove();
   for (const b of document.querySelectorAll('button.check')) b.disabled = false;
 }
 
