@@ -185,7 +185,8 @@ STEP_NUMPY_FIRST_ABOVE = 15_000
 # ---------------------------------------------------------------------------- the routes
 class Lab:
     """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
-    server's own: config, and the Training page's train_start / train_stop / train_status."""
+    server's own: config, the Training page's train_start / train_stop / train_status, and the
+    Exercises page's exercises / exercises_check."""
 
     def __init__(self, checkpoints, runs, pool=None, exercises=None):
         self.checkpoints = checkpoints

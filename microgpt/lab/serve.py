@@ -410,7 +410,8 @@ def run(args):
                          exercises=args.exercises)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
-              "can use this lab, including starting training runs (open it by IP address: other "
+              "can use this lab, including starting training runs"
+              + (" and running your exercises' code" if args.exercises else '') + " (open it by IP address: other "
               "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
     for line in server.lab.runs.news:

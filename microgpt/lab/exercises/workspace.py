@@ -21,7 +21,9 @@ import os
 import tempfile
 
 from ...edge.errors import UserError
-from . import catalog
+from ...edge.files import read_user_file
+from ...edge.jsonio import parse_json
+from . import catalog, report
 
 MANIFEST = '.microgpt-exercises.json'
 DEFAULT_DIR = 'exercises'
@@ -29,8 +31,9 @@ COMMAND = 'python -m microgpt.lab exercises'
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # microgpt/
 
 
-def digest(text):
-    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+def digest(content):
+    """The sha256 of a file's content (bytes) or of the text it would hold."""
+    return hashlib.sha256(content.encode('utf-8') if isinstance(content, str) else content).hexdigest()
 
 
 def shown(path):
@@ -86,25 +89,32 @@ class Workspace:
     def file(self, number):
         return os.path.join(self.path, catalog.get(number).filename)
 
-    def text(self, number):
-        with open(self.file(number), encoding='utf-8', errors='replace') as f:
-            return f.read()
+    def content(self, number):
+        """The exercise file's bytes, read as every file a user hands in is (edge/files.py)."""
+        return read_user_file(self.file(number), 'exercise file', f"run `{COMMAND} start {shown(self.path)}`",
+                              binary=True)
 
     def is_stub(self, number):
-        return digest(self.text(number)) == digest(catalog.stub_text(number))
+        return digest(self.content(number)) == digest(catalog.stub_text(number))
 
     # ---- results
     def results(self):
-        return self.manifest.get('results', {})
+        """{'N': {status, line, checked, sha256}}: the last result of each exercise checked, the
+        ones whose fields are not what record() writes left out (the file is the learner's too)."""
+        kept = self.manifest.get('results')
+        return {key: r for key, r in (kept.items() if isinstance(kept, dict) else ())
+                if isinstance(r, dict) and r.get('status') in report.MARKS
+                and all(isinstance(r.get(k), str) for k in ('line', 'checked', 'sha256'))}
 
     def record(self, results):
         """Keep each exercise's last result ({number: result}) for `status` and the web lab; a
         folder that cannot be written loses them, and says so in the returned text."""
         stamp = datetime.datetime.now().isoformat(timespec='seconds')
-        kept = self.manifest.setdefault('results', {})
+        kept = self.results()
         for number, result in results.items():
             kept[str(number)] = {'status': result['status'], 'line': result['line'], 'checked': stamp,
-                                 'sha256': digest(self.text(number))}
+                                 'sha256': digest(self.content(number))}
+        self.manifest['results'] = kept
         try:
             write_manifest(self.path, self.manifest)
         except OSError as e:
@@ -113,7 +123,7 @@ class Workspace:
 
     def edited_since_check(self, number):
         last = self.results().get(str(number))
-        return last is not None and last.get('sha256') != digest(self.text(number))
+        return last is not None and last['sha256'] != digest(self.content(number))
 
     # ---- reset
     def reset(self, number):
@@ -121,17 +131,14 @@ class Workspace:
 
 
 def read_manifest(path):
-    try:
-        with open(os.path.join(path, MANIFEST), encoding='utf-8') as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
+    """The folder's record of its exercises, None if it has none; a damaged one is a UserError."""
+    file = os.path.join(path, MANIFEST)
+    if not os.path.lexists(file):
         return None
-    except (OSError, ValueError):
-        raise UserError(f"{shown(os.path.join(path, MANIFEST))} is damaged: delete it and run "
-                        f"`{COMMAND} start {shown(path)}` (your exercise files are kept)") from None
+    fix = f"delete it and run `{COMMAND} start {shown(path)}` (your exercise files are kept)"
+    manifest = parse_json(read_user_file(file, 'record of exercises', fix), shown(file), hint=fix)
     if not isinstance(manifest, dict):
-        raise UserError(f"{shown(os.path.join(path, MANIFEST))} is damaged: delete it and run "
-                        f"`{COMMAND} start {shown(path)}` (your exercise files are kept)")
+        raise UserError(f"{shown(file)} is damaged: {fix}")
     return manifest
 
 
