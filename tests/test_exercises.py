@@ -277,6 +277,14 @@ def test_hostile_checks_take_their_time_limits_not_more(hostile, measured):
     measured(f"\n  six hostile mul()s, each followed by a passing exercise 2: {seconds:.1f} s")
 
 
+def test_a_thread_the_learner_leaves_running_does_not_hold_the_checker(tmp_path):
+    body = 'import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\nreturn a * b, (b, a)'
+    ws = make_workspace(tmp_path / 'w', solved=[2], files={1: with_body(1, body)})
+    start = time.monotonic()
+    results = checker.check([(ws, [1, 2], True)])
+    assert [r['status'] for r in results.values()] == ['pass', 'pass'] and time.monotonic() - start < 20
+
+
 def test_check_stops_at_the_first_exercise_not_passed(tmp_path, capsys):
     ws = make_workspace(tmp_path / 'w', solved=[1, 3], files={2: with_body(2, 'raise KeyError("x")')})
     status, out, err = lab(['check', '--dir', ws], capsys)

@@ -147,6 +147,8 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
             return since + SILENCE
         ended = None
         for event in child.events(deadline_of):
+            if event['event'] == 'done':
+                break  # everything asked is reported (a thread the learner left running is stopped with it)
             if event['event'] == 'begin':
                 current = (event['workspace'], event['n'])
             elif event['event'] == 'result':
@@ -155,8 +157,8 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                 current = None
             elif event['event'] in ('stopped', 'ended'):
                 ended = event
-        if ended is None or ended['event'] == 'ended' and current is None:
-            break  # every job done (a 'done' event, then the pipe closed)
+        if ended is None:
+            break  # every job done
         if current is None:  # the process did not even start checking: say so, for the first one
             current = (pending[0][0], pending[0][1][0])
             why = ended.get('stderr') or f"no answer within {STARTUP:g} s"
@@ -199,4 +201,6 @@ def train(workspace, steps, seed, lr, num_samples, temperature, on_event, second
                'lr': lr, 'num_samples': num_samples, 'temperature': temperature, 'seconds': seconds}
     child = Child(request, cwd=os.path.abspath(workspace))
     for event in child.events(lambda last, since: since + (STARTUP if last is None else SILENCE)):
+        if event['event'] == 'done':
+            break
         on_event(event)

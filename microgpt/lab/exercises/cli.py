@@ -17,6 +17,7 @@ version, a number out of range) is one line `error: ...` naming the fix, exit st
 nothing of the learner's changed. `check` exits 0 when everything it checked passes, else 1.
 """
 
+import os
 import sys
 import time
 
@@ -105,7 +106,7 @@ def run(args, out=None, ask=None):
 # ---------------------------------------------------------------------------- start
 def cmd_start(args, say):
     written, kept = start(args.dir)
-    where = shown(args.dir if not args.dir.endswith('/') else args.dir[:-1])
+    where = shown(os.path.abspath(args.dir))
     first, last = catalog.EXERCISES[0], catalog.EXERCISES[-1]
     if written and not kept:
         say(f"wrote {len(written)} exercises into {where}/ ({first.filename} .. {last.filename})")
