@@ -127,7 +127,10 @@ class Workspace:
 
     # ---- reset
     def reset(self, number):
-        write_text(self.file(number), catalog.stub_text(number))
+        try:
+            write_text(self.file(number), catalog.stub_text(number))
+        except OSError as e:
+            raise UserError(f"cannot write {shown(self.file(number))} ({e.strerror}): it is as it was") from None
 
 
 def read_manifest(path):
@@ -217,11 +220,15 @@ def start(path):
         raise UserError(f"cannot write in {shown(path)} ({e.strerror}): give a folder you can write to, "
                         f"e.g. {COMMAND} start ~/microgpt-exercises") from None
     manifest = manifest or {'version': catalog.VERSION, 'stubs': {}, 'results': {}}
-    for e in catalog.EXERCISES:
-        if e.filename in missing:
-            text = catalog.stub_text(e.number)
-            write_text(os.path.join(path, e.filename), text)
-            manifest.setdefault('stubs', {})[e.filename] = digest(text)
-    write_manifest(path, manifest)
+    try:
+        for e in catalog.EXERCISES:
+            if e.filename in missing:
+                text = catalog.stub_text(e.number)
+                write_text(os.path.join(path, e.filename), text)
+                manifest.setdefault('stubs', {})[e.filename] = digest(text)
+        write_manifest(path, manifest)
+    except OSError as e:  # a disk that filled up meanwhile: what was written is whole, and kept
+        raise UserError(f"cannot write in {shown(path)} ({e.strerror}): free some space, then run "
+                        f"`{COMMAND} start {shown(path)}` again to add the rest") from None
     kept = [e.filename for e in catalog.EXERCISES if e.filename not in missing]
     return missing, kept
