@@ -15,11 +15,13 @@ This file imports only the standard library.
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 
 CZECH = "the Czech lesson (attention by hand)"
 RUSSIAN = "the Russian lesson (where sqrt(d) comes from)"
 TUTORIAL = "the 3D tutorial, lesson 03 (the attention sandbox)"
+WIDTH = 100  # characters of a printed line
 
 
 @dataclass(frozen=True)
@@ -240,14 +242,18 @@ def right_answer(question):
     return f"{question.answer:,.3f}".rstrip('0').rstrip('.') if isinstance(question.answer, float) else f"{question.answer:,}"
 
 
+def wrapped(text, indent, first=''):
+    return textwrap.fill(text, WIDTH, initial_indent=indent + first, subsequent_indent=indent + ' ' * len(first))
+
+
 def ask_text(question, number=None):
     head = f"[{number}/{len(QUESTIONS)}] " if number else ''
-    lines = [f"{head}{question.lesson} ({question.id})", f"  {question.text}"]
+    lines = [f"{head}{question.lesson} ({question.id})", wrapped(question.text, '  ')]
     for letter, choice in zip('abcd', question.choices):
-        lines.append(f"    {letter}) {choice}")
+        lines.append(wrapped(choice, '    ', f"{letter}) "))
     return '\n'.join(lines)
 
 
 def verdict_text(question, right, understood):
     first = "right." if right else f"not quite (read as {understood or 'no answer'}): the lesson's answer is {right_answer(question)}."
-    return '\n'.join([f"  {first}", f"  why: {question.why}", f"  see it: {question.see}"])
+    return '\n'.join([wrapped(first, '  '), wrapped(question.why, '  ', 'why: '), wrapped(question.see, '  ', 'see it: ')])
