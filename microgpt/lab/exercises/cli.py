@@ -221,14 +221,15 @@ def cmd_train(args, say, ws):
                                               + (f": {event['stderr']}" if event.get('stderr') else ''))
     train(ws.path, steps=args.steps, seed=args.seed, lr=args.lr, num_samples=args.num_samples,
           temperature=args.temperature, on_event=on_event)
+    if run['losses']:
+        worst = max(abs(a - b) for a, b in zip(run['losses'], run['project']))
+        last = run['losses'][-50:]
+        say(f"after {len(run['losses'])} steps: your mean loss over the last {len(last)} steps "
+            f"{sum(last) / len(last):.4f}, microgpt's {sum(run['project'][-50:]) / len(last):.4f}; the largest "
+            f"difference of a step's loss over the run: {worst:.3g}")
     if run['failed']:
         say(f"  stopped: {run['failed']}")
         return 1
-    worst = max((abs(a - b) for a, b in zip(run['losses'], run['project'])), default=0.0)
-    last = run['losses'][-50:]
-    say(f"after {len(run['losses'])} steps: your mean loss over the last {len(last)} steps "
-        f"{sum(last) / len(last):.4f}, microgpt's {sum(run['project'][-50:]) / len(last):.4f}; the largest "
-        f"difference of a step's loss over the run: {worst:.3g}")
     if run['parted'] is None:
         say("  the two runs agree to rounding at every step: your engine IS microgpt's")
     names = run['names']

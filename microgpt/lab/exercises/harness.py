@@ -57,7 +57,7 @@ class Bounded(io.TextIOBase):
     and stops the call (OutputFlood) past OUTPUT_LIMIT."""
 
     def __init__(self):
-        self.kept, self.size = [], 0
+        self.kept, self.size = [], 0  # the characters kept to show; all the characters written
 
     def writable(self):
         return True
@@ -65,9 +65,8 @@ class Bounded(io.TextIOBase):
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        kept = sum(map(len, self.kept))
-        if kept < OUTPUT_SHOWN:
-            self.kept.append(text[:OUTPUT_SHOWN - kept])
+        if self.size < OUTPUT_SHOWN:  # everything written so far is kept, so size counts it
+            self.kept.append(text[:OUTPUT_SHOWN - self.size])
         self.size += len(text)
         if self.size > OUTPUT_LIMIT:
             raise OutputFlood()
