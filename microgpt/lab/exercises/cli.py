@@ -197,14 +197,14 @@ def cmd_train(args, say, ws):
             run['losses'].append(event['loss'])
             run['project'].append(event['project'])
             step = event['step']
-            if step == 1:
-                run['start'] = time.monotonic()
-            elif step == 2:
-                pace = time.monotonic() - run['start']
-                say(f"  (about {pace:.2f} s a step on this machine: {pace * (args.steps - 1):.0f} s more)")
             if step == 1 or step % every == 0 or step == args.steps:
                 say(f"  {step:>5}  {event['name']:<12} {event['loss']:>18.12f} {event['project']:>18.12f} "
                     f"{abs(event['loss'] - event['project']):>11.2g}")
+            if step == 1:
+                run['start'] = time.monotonic()
+            elif step == 2 and args.steps > 2:  # step 1's time includes the start: the pace is step 2's
+                pace = time.monotonic() - run['start']
+                say(f"  (about {pace:.2f} s a step on this machine: {pace * (args.steps - 2):.0f} s more)")
         elif kind == 'parted':
             run['parted'] = event
             say(f"  where they part: step {event['step']}, {event['quantity']}: yours {event['yours']:.10g}, "
