@@ -11,6 +11,7 @@ and the lessons' checkable numbers, as terminal commands.
     python -m microgpt.lab sample ma              # temperature and top-k, side by side
     python -m microgpt.lab embeddings             # wte on its principal components, wpe similarity
     python -m microgpt.lab serve                  # all of it as local web pages, with live training
+    python -m microgpt.lab exercises start        # write the engine and the GPT yourself (exercises/)
 
 The model commands read a checkpoint written by train.py (default out/model.json) and look
 inside it with the numpy port (src/inference), whose forward pass can hand back every

@@ -179,11 +179,13 @@ STEP_NUMPY_FIRST_ABOVE = 15_000
 # ---------------------------------------------------------------------------- the routes
 class Lab:
     """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
-    server's own: config, and the Training page's train_start / train_stop / train_status."""
+    server's own: config, the Training page's train_start / train_stop / train_status, and the
+    Exercises page's exercises / exercises_check."""
 
-    def __init__(self, checkpoints, runs, pool=None):
+    def __init__(self, checkpoints, runs, pool=None, exercises=None):
         self.checkpoints = checkpoints
         self.runs = runs
+        self.exercise_page = exercises  # the Exercises page (exercises/web.py), with or without a workspace
         # where the sandboxes compute: serve.py's worker processes, else this process (workers.py)
         self.pool = Pool(0) if pool is None else pool
         # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
@@ -246,3 +248,23 @@ class Lab:
 
     def train_status(self, body):
         return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))
+
+    def exercises(self, body):
+        """The Exercises page: the path, and each exercise's last result in `serve --exercises DIR`."""
+        return self.exercises_page().listing(dict(registry.pages()))
+
+    def exercises_check(self, body):
+        """Check one exercise of the --exercises workspace now, in the checker's subprocess."""
+        from .exercises.catalog import EXERCISES
+        from .exercises.web import Busy
+        number = field(body, 'number', int, None, 1, len(EXERCISES))
+        try:
+            return self.exercises_page().check(number, dict(registry.pages()))
+        except Busy:
+            raise ApiError(503, "a check is running already: try again when it has ended", retry_after=1) from None
+
+    def exercises_page(self):
+        if self.exercise_page is None:  # a Lab made without one (the tests' own): the path only
+            from .exercises.web import ExercisesPage
+            self.exercise_page = ExercisesPage()
+        return self.exercise_page

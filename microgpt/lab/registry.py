@@ -328,8 +328,9 @@ SANDBOXES = [
                           help="nearest neighbours listed per character (default 3)"),)),
 ]
 
-# Pages that are not sandboxes: their routes live in api.py (the Training page's runs).
-OTHER_PAGES = [('training', 'Training')]
+# Pages that are not sandboxes: their routes live in api.py (the Training page's runs; the
+# Exercises page's list and checks, exercises/web.py).
+OTHER_PAGES = [('training', 'Training'), ('exercises', 'Exercises')]
 
 
 def get(name):

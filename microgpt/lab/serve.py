@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 from ..edge.errors import UserError
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
+from .exercises.web import ExercisesPage
 from .loading import load
 from .runs import RunManager
 from .workers import WORKERS, Pool
@@ -70,7 +71,8 @@ def routes():
     api = {'/api/config': ('GET', 'config', None),
            **{f'/api/{s.name}': ('POST', 'sandbox', s.name) for s in registry.SANDBOXES if s.page},
            '/api/train/start': ('POST', 'train_start', None), '/api/train/stop': ('POST', 'train_stop', None),
-           '/api/train/status': ('POST', 'train_status', None)}
+           '/api/train/status': ('POST', 'train_status', None),
+           '/api/exercises': ('POST', 'exercises', None), '/api/exercises/check': ('POST', 'exercises_check', None)}
     return pages, static, api
 
 
@@ -376,7 +378,7 @@ def is_loopback(host):
 
 
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
-                pool=None):
+                pool=None, exercises=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
     damaged checkpoint, a port taken or out of range, each a one-line UserError."""
     if not 0 <= port <= 65535:
@@ -384,10 +386,12 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
     if data is not None and not os.path.isfile(data):
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     load(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
+    exercise_page = ExercisesPage(exercises)  # and a folder that is not a workspace of exercises
     checkpoints = Checkpoints(ckpt, n_head=n_head)
     # the processes the sandboxes compute in: the server's own (stopped with it), unless given
     own = pool is None
-    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data), Pool(WORKERS) if own else pool)
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data), Pool(WORKERS) if own else pool,
+              exercises=exercise_page)
     try:
         return LabServer((host, port), lab, own_pool=own)
     except OSError as e:
@@ -402,10 +406,12 @@ def stop_like_ctrl_c(signum, frame):
 
 
 def run(args):
-    server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head)
+    server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head,
+                         exercises=args.exercises)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
-              "can use this lab, including starting training runs (open it by IP address: other "
+              "can use this lab, including starting training runs"
+              + (" and running your exercises' code" if args.exercises else '') + " (open it by IP address: other "
               "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
     for line in server.lab.runs.news:
