@@ -21,8 +21,7 @@ import os
 import tempfile
 
 from ...edge.errors import UserError
-from ...edge.files import read_user_file
-from ...edge.files import parse_json
+from ...edge.files import parse_json, read_user_file
 from . import catalog, report
 
 MANIFEST = '.microgpt-exercises.json'
