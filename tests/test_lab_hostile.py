@@ -1,0 +1,91 @@
+"""
+The lab's commands and its web API on hostile or unlucky input (issue 26, items 9 and 10).
+
+A mistake in what was typed or sent ends as one line: `error: ...` with exit status 2 and no
+traceback for a command, a JSON 400 with one line for a request, never a traceback or a 500;
+a message quotes at most a short piece of what it was handed (edge.checks.short). Where one
+part of an answer cannot be given (In phases' lines of model.py), the rest is answered and
+that part says why. The commands run through cli.run, as `python -m microgpt.lab` runs them,
+or in a subprocess where the process itself is the case (a deleted folder, a stopped server);
+the requests go to a live server (tests/labserver.py).
+
+README's Reliability section counts these cases; tests/test_readme.py checks its count.
+
+Run: .venv/bin/python -m pytest -q tests/test_lab_hostile.py
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_DIR
+from labserver import live_server, request, server_process
+from microgpt.lab import phases
+from microgpt.lab.__main__ import main as lab_main
+from microgpt.lab.workers import Pool
+from microgpt.programs import cli
+
+LONG = 'a' * 100_000  # a pasted file, say: each message quotes a few dozen characters of it
+BRIEF = 300           # characters of a one-line message that quotes such an input, at most
+
+
+def run_lab(argv, capsys):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, under its guard."""
+    with pytest.raises(SystemExit) as info:
+        cli.run(lab_main, argv)
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+def assert_one_line(status, err, fragment):
+    assert status == 2, err
+    assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err[:500]
+    assert fragment in err, err[:500]
+    assert len(err) < BRIEF, err[:500]
+
+
+def one_hot(weights):
+    """The greedy limit of a softmax: weight 1 on the best key (shared by a tie), 0 elsewhere."""
+    top = max(weights)
+    return top > 0.49 and abs(sum(weights) - 1) < 1e-12 and all(w in (0.0, top) for w in weights)
+
+
+# ---------------------------------------------------------------------------- the requests
+@pytest.fixture(scope='module')
+def here(tiny_ckpt, names_file, tmp_path_factory):
+    """A live server computing in this process (Pool(0)), so that a test may change what it reads."""
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file, pool=Pool(0)) as s:
+        yield s
+
+
+BROKEN_MODEL_PY = {  # what model.py holds -> what the page says of it
+    'syntax': (b'def gpt(self:\n', 'microgpt/model.py does not parse: '),
+    'renamed': (b'def forward(self, token_id):\n    return token_id\n', 'microgpt/model.py has no function gpt()'),
+    'not UTF-8': (b'# caf\xe9\ndef gpt():\n    pass\n', 'microgpt/model.py is not UTF-8 text (byte 0xe9'),
+    'missing': (None, 'microgpt/model.py cannot be read: No such file or directory'),
+}
+
+
+@pytest.mark.parametrize('case', list(BROKEN_MODEL_PY))
+def test_phases_keeps_its_numbers_when_model_py_cannot_be_read(here, case, tmp_path, monkeypatch, capsys):
+    """Was a 500 for the whole page. A copy of model.py is broken, never the real one: the
+    numbers stand, and the code beside them says what failed (on the page and in the printout)."""
+    body = {'text': 'emma', 'head': 1, 'query': 2}
+    status, want, _ = request(here, 'POST', '/api/phases', body)
+    assert status == 200 and 'error' not in want['code']
+    content, words = BROKEN_MODEL_PY[case]
+    copy = tmp_path / 'model.py'
+    if content is not None:
+        copy.write_bytes(content)
+    monkeypatch.setattr(phases, 'MODEL_FILE', str(copy))
+    status, got, _ = request(here, 'POST', '/api/phases', body)
+    assert status == 200, got
+    assert got['code']['error'].startswith(words) and got['code']['error'].endswith("gpt()'s lines are not shown")
+    assert {k: v for k, v in got.items() if k != 'code'} == {k: v for k, v in want.items() if k != 'code'}
+    status, out, err = run_lab(['phases', 'emma', '--head', '1', '--query', '2', '--ckpt', here.lab.checkpoints.path('start')],
+                               capsys)
+    assert status == 0 and err == '' and f"({got['code']['error']})" in out and 'softmax' in out
