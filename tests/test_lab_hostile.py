@@ -54,12 +54,51 @@ def one_hot(weights):
     return top > 0.49 and abs(sum(weights) - 1) < 1e-12 and all(w in (0.0, top) for w in weights)
 
 
+# ---------------------------------------------------------------------------- the commands
+@pytest.mark.parametrize('rows, words', [
+    (['1,0', '1'], "W_O must be 4 x 4 (d x d), got 2 rows"),
+    (['1 0 0 0', '0 1 0 0', '0 0 1 0', '0 0 0'], "W_O row 4 has 3 numbers but k1 has 4"),
+])
+def test_a_ragged_w_o_is_one_line(rows, words, capsys):
+    """Was a ValueError from numpy (an inhomogeneous shape) and its traceback."""
+    assert_one_line(*run_lab(['byhand', '--w-o', *rows], capsys)[::2], words)
+
+
+@pytest.mark.parametrize('temperature', ['1e-308', '5e-324'])
+def test_a_tiny_temperature_on_the_row_is_its_greedy_limit(temperature, capsys):
+    """Was LinAlgError: the scores / temperature overflowed to inf, the softmax gave nan."""
+    status, out, err = run_lab(['scaling', '--part', 'row', '--temperature', temperature], capsys)
+    assert status == 0 and err == '', err
+    rows = [line.split() for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert len(rows) == 8 and one_hot([float(r[-1]) for r in rows])
+
+
 # ---------------------------------------------------------------------------- the requests
 @pytest.fixture(scope='module')
 def here(tiny_ckpt, names_file, tmp_path_factory):
     """A live server computing in this process (Pool(0)), so that a test may change what it reads."""
     with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file, pool=Pool(0)) as s:
         yield s
+
+
+@pytest.mark.parametrize('rows, words', [
+    (['1, 0', '1'], "W_O must be 4 x 4 (d x d), got 2 rows"),
+    (['1 0 0 0', '0 1 0 0', '0 0 1 0', '0 0 0'], "W_O row 4 has 3 numbers but k1 has 4"),
+])
+def test_a_ragged_w_o_request_is_a_400(server, rows, words):
+    """Was a 500 for the same ValueError."""
+    status, body, _ = request(server, 'POST', '/api/byhand', {'w_o': rows})
+    assert status == 400 and words in body['error'] and '\n' not in body['error']
+
+
+@pytest.mark.parametrize('temperature', [1e-308, 5e-324])
+def test_a_tiny_temperature_request_answers_the_greedy_row(server, temperature):
+    """Was a 500 for the same LinAlgError, on a random row and on a model's own scores."""
+    for extra in ({}, {'scores': [0.5, 2.0, -1.0], 'row_d': 4}):
+        status, body, _ = request(server, 'POST', '/api/scaling',
+                                  {'part': 'row', 'temperature': temperature, **extra})
+        assert status == 200, body
+        assert one_hot(body['weights']) and body['weights'][body['raw'].index(max(body['raw']))] == 1.0
 
 
 BROKEN_MODEL_PY = {  # what model.py holds -> what the page says of it

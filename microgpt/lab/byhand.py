@@ -77,9 +77,14 @@ def check_inputs(q, k, v, query, n_head, w_o):
         raise UserError(f"the query is token {query + 1}, but there are {T} tokens")
     if n_head < 1 or d % n_head:
         raise UserError(f"{n_head} heads cannot split {d} dimensions evenly: pick a divisor of {d}")
-    w_o = np.eye(d) if w_o is None else np.asarray(w_o, dtype=np.float64)
-    if w_o.shape != (d, d):
-        raise UserError(f"W_O must be {d} x {d} (d x d), got {' x '.join(map(str, w_o.shape))}")
+    if w_o is not None:
+        if len(w_o) != d:
+            raise UserError(f"W_O must be {d} x {d} (d x d), got {len(w_o)} rows")
+        for r, row in enumerate(w_o):
+            if len(row) != d:
+                raise UserError(f"W_O row {r + 1} has {len(row)} numbers but k1 has {d}: W_O is d x d "
+                                f"({d} x {d})")
+    w_o = np.eye(d) if w_o is None else np.asarray(w_o, dtype=np.float64)  # (d, d)
     if not (np.abs(w_o) <= MAX_ABS).all():
         raise UserError(f"every number of W_O must lie in -{MAX_ABS:g}..{MAX_ABS:g}")
     return (np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64),  # (T, d) each
