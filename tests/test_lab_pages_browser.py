@@ -276,5 +276,5 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured
     with live_server(default_ckpt, tmp_path, names_file) as server:
         for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
             f.result()
-        times = labtimes.interaction_times(server, browser, labtimes.MODEL_FREE + labtimes.ON_THE_MODEL)
+        times = labtimes.interaction_times(server, browser, labtimes.steps())
     measured(labtimes.report("train.py's default model", times))

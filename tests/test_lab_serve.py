@@ -59,11 +59,11 @@ def test_config_names_the_start_checkpoint(server, model):
 
 
 def test_a_large_models_step_page_asks_the_numpy_engine_first(server, model, monkeypatch):
-    """Large: more weights than api.STEP_NUMPY_FIRST_ABOVE, counted from the model itself."""
-    from microgpt.lab import api
+    """Large: more weights than registry.STEP_NUMPY_FIRST_ABOVE (the step's entry says so),
+    counted from the model itself."""
     n_params = sum(w.size for w in model.weights.values())
     for above, first in ((n_params, False), (n_params - 1, True)):
-        monkeypatch.setattr(api, 'STEP_NUMPY_FIRST_ABOVE', above)
+        monkeypatch.setattr(registry, 'STEP_NUMPY_FIRST_ABOVE', above)
         assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['step_numpy_first'] is first
 
 

@@ -25,6 +25,7 @@ import warnings
 
 from ..engine import Value
 from ..edge.errors import UserError
+from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH
 from ..graph import graph_rows, graph_table, to_dot
 from . import registry
 from .render import number as format_number  # (number() here parses a literal)
@@ -33,8 +34,6 @@ from .render import number as format_number  # (number() here parses a literal)
 FUNCTIONS = {'exp': Value.exp, 'log': Value.log, 'relu': Value.relu}
 BINARY_OPS = {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**'}
 ALLOWED = "numbers, variables, + - * / **, unary minus, exp(), log(), relu() and parentheses"
-MAX_LENGTH = registry.MAX_EXPRESSION  # characters: an expression to read, not a program
-MAX_DEPTH = 200    # nesting levels (a chain a+b+c+... counts one level per operator)
 
 # What to call the node types a learner is most likely to try, for the error message.
 NODE_NAMES = {
@@ -50,9 +49,9 @@ NODE_NAMES = {
 # ---------------------------------------------------------------------------- parsing
 def parse_expression(text):
     """The checked syntax tree of `text` and its variable names in order of first use."""
-    if len(text) > MAX_LENGTH:
+    if len(text) > MAX_EXPRESSION:
         raise UserError(f"the expression is {len(text)} characters long; the explorer takes at "
-                        f"most {MAX_LENGTH}")
+                        f"most {MAX_EXPRESSION}")
     if not text.strip():
         raise UserError(f"the expression is empty: write one with {ALLOWED}")
     try:
@@ -74,8 +73,8 @@ def parse_expression(text):
 
 def check(node, source, variables, depth=0):
     """Accept `node` only if every part of it is in the allow-list; collect variable names."""
-    if depth > MAX_DEPTH:
-        raise UserError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise UserError(f"the expression is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
         number(node, source)
     elif isinstance(node, ast.Name):
@@ -128,8 +127,8 @@ def constant(node, source, depth=0):
     Everything is computed in floats, so 10 ** 10 ** 10 overflows at once instead of
     building an enormous integer.
     """
-    if depth > MAX_DEPTH:
-        raise UserError(f"the exponent is nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise UserError(f"the exponent is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
         return number(node, source)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

@@ -45,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from ..edge.errors import UserError
+from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .loading import load
@@ -52,7 +53,6 @@ from .runs import RunManager
 from .workers import WORKERS, Pool
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
-MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
 # API requests computing at once: one per worker process (workers.py), each of which computes one
 BUSY_SLOTS = WORKERS
 BUSY_QUEUE = 8        # more that wait for a slot: a page, or two tabs, asking several things at once

@@ -43,13 +43,16 @@ from backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
+from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
 from .loading import text_tokens, trained_lr
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
-ENGINES = ('scalar', 'numpy')  # who computes the forward and backward (scalar_pass, numpy_pass)
+# who computes the forward and backward (scalar_pass, numpy_pass): train.py's engines but PyTorch,
+# an optional extra, which section 6 asks for a third opinion where it is installed
+ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
 PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
 
 
