@@ -73,6 +73,47 @@ def test_a_tiny_temperature_on_the_row_is_its_greedy_limit(temperature, capsys):
     assert len(rows) == 8 and one_hot([float(r[-1]) for r in rows])
 
 
+@pytest.mark.parametrize('argv, words', [
+    (['overview', LONG], 'TEXT'), (['attention', LONG], 'TEXT'), (['phases', LONG], 'TEXT'),
+    (['step', 'emma', '--engine', LONG], '--engine'), (['step', 'emma', '--param', LONG], '--param'),
+    (['step', 'emma', '--param', f"wte[{'1' * 5000}][1]"], '--param'),  # was a ValueError: 5000 digits
+    (['scaling', '--part', LONG], '--part'), (['scaling', '--part', 'index', '--tab', LONG], '--tab'),
+    (['scaling', '--part', 'index', f'h=3{LONG}'], "'h=3aaa"),
+    (['autograd', 'a', 'a=1', f'{LONG}=2'], 'variable name'), (['autograd', 'a', 'a=1', f'b={LONG}'], 'not a number'),
+    (['autograd', 'b' * 900], 'variable name'),
+])
+def test_an_input_of_100000_characters_is_quoted_in_a_few(argv, words, tiny_ckpt, capsys):
+    """Each message quoted the whole input: 100,000 characters on one line (issue 26)."""
+    model_free = argv[0] in ('scaling', 'autograd')
+    assert_one_line(*run_lab(argv + ([] if model_free else ['--ckpt', tiny_ckpt]), capsys)[::2], words)
+
+
+@pytest.mark.parametrize('runs_dir', [None, 'absolute'])
+def test_serving_from_a_deleted_folder_is_one_line(runs_dir, tiny_ckpt, names_file, tmp_path):
+    """Was a FileNotFoundError traceback: from the runs folder (out/lab-runs, found from the
+    current folder), or, with --runs-dir absolute, from each worker's warm-up, after which the
+    server went on serving with no process to compute in."""
+    gone = tmp_path / 'gone'
+    gone.mkdir()
+    argv = [sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--data', names_file,
+            '--port', '0'] + (['--runs-dir', str(tmp_path / 'runs')] if runs_dir else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    done = subprocess.run(['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(gone), *argv],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert_one_line(done.returncode, done.stderr, 'the current folder no longer exists')
+    assert done.stdout == ''
+
+
+def test_stopping_a_server_with_no_run_going_says_nothing_of_one(tiny_ckpt, names_file, tmp_path):
+    """Ctrl-C said "a training run still going is saved as with Ctrl-C" with no run at all."""
+    with server_process(tiny_ckpt, tmp_path, names_file) as (proc, address):
+        assert request(address, 'GET', '/api/config')[0] == 200  # serving, its Ctrl-C handler on
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.endswith('\nstopping\n') and 'run' not in out.split('\n', 1)[1], out
+
+
 # ---------------------------------------------------------------------------- the requests
 @pytest.fixture(scope='module')
 def here(tiny_ckpt, names_file, tmp_path_factory):
@@ -128,3 +169,31 @@ def test_phases_keeps_its_numbers_when_model_py_cannot_be_read(here, case, tmp_p
     status, out, err = run_lab(['phases', 'emma', '--head', '1', '--query', '2', '--ckpt', here.lab.checkpoints.path('start')],
                                capsys)
     assert status == 0 and err == '' and f"({got['code']['error']})" in out and 'softmax' in out
+
+
+@pytest.mark.parametrize('route, body, words', [
+    ('/api/sample', {'temperature': 1.0},
+     "unknown field 'temperature': this route takes prompt, temperatures, top_k, num, names_at, seed, ckpt"),
+    ('/api/sample', {'data': '/etc/passwd'}, "unknown field 'data'"),  # the command line's alone
+    ('/api/overview', {'text': 'emma', 'x' * 5000: 1}, "unknown field 'xxxxxxxx"),
+    ('/api/train/start', {'step': 5}, "unknown field 'step': this route takes steps, n_layer"),
+    ('/api/train/status', {'ofset': 0}, "unknown field 'ofset': this route takes offset"),
+    ('/api/train/stop', {'now': True}, "unknown field 'now': this route takes no fields"),
+])
+def test_a_field_the_route_does_not_take_is_a_400_naming_the_ones_it_does(server, route, body, words):
+    """Was 200 with the default: "temperature" for "temperatures" drew at 0, 0.5, 1 and 2."""
+    status, answer, _ = request(server, 'POST', route, body)
+    assert status == 400 and answer['error'].startswith(words) and len(answer['error']) < BRIEF, answer
+    assert request(server, 'POST', '/api/train/status', {})[1]['state'] == 'idle'  # no run was started
+
+
+def test_the_listing_says_which_checkpoint_has_no_log(server, tiny_ckpt, names_file, tmp_path):
+    """The Loss page asked /api/loss of a checkpoint without a log (any converted one) and the
+    browser logged its 400; the listing now says, and the page asks nothing
+    (test_lab_pages_browser.py checks the page)."""
+    assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['log'] is True
+    bare = tmp_path / 'converted' / 'model.json'
+    bare.parent.mkdir()
+    shutil.copy(tiny_ckpt, bare)
+    with live_server(str(bare), tmp_path / 'runs', names_file) as other:
+        assert request(other, 'GET', '/api/config')[1]['checkpoints'][0]['log'] is False

@@ -14,6 +14,8 @@ takes on a model of train.py's default size.
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
 
+import shutil
+
 import pytest
 
 import labtimes
@@ -263,6 +265,21 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
     assert page.inner_text('#last-val') == f"{want['val'][-1][1]:.4f}"
     assert values(page, '#loss-chart circle.val') == [v for _, v in want['val']]
     assert page.errors == []
+
+
+def test_the_loss_page_without_a_log_says_so_and_asks_nothing(tiny_ckpt, names_file, tmp_path, page):
+    """Issue 26: on a checkpoint with no log beside it (any converted one) the page asked
+    /api/loss, whose 400 the browser logged as a console error. The listing says there is no
+    log (tests/test_lab_hostile.py), and the page says so without a request."""
+    bare = tmp_path / 'converted' / 'model.json'
+    bare.parent.mkdir()
+    shutil.copy(tiny_ckpt, bare)
+    with live_server(str(bare), tmp_path / 'runs', names_file) as server:
+        open_page(page, server, 'loss')
+        assert 'has no training log beside it' in page.inner_text('#source')
+        assert not [url for url in page.requests if '/api/loss' in url]
+        assert page.locator('#loss-chart *').count() == 0
+        assert page.errors == []
 
 
 # Each page fitting its window from 390 to 1920 px: tests/test_lab_layout_browser.py, for every page.

@@ -510,6 +510,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
         proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+    assert 'stopping: training run 1, still going, stops as with Ctrl-C' in out
     assert 'run 1 stopped (exit status 130)' in out
     from microgpt.edge.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]

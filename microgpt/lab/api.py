@@ -22,14 +22,28 @@ import os
 import threading
 from contextlib import contextmanager, nullcontext
 
+from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
+from ..programs.run import log_path_for
 from . import registry
 from .loading import trained_lr
 from .workers import MODELS, ApiError, Pool
 
 
 # ---------------------------------------------------------------------------- reading a request
+def only_known(body, known):
+    """A request naming a field the route does not take is refused, as the command line refuses
+    an unknown flag: a misspelt "temperature" for "temperatures" must not answer with the default."""
+    unknown = [name for name in body if name not in known]
+    if unknown:
+        listed = ', '.join(known) if known else 'no fields'
+        raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} "
+                            f"{', '.join(short(name, 30) for name in unknown[:3])}"
+                            f"{' and more' if len(unknown) > 3 else ''}: this route takes {listed}")
+    return body
+
+
 def field(body, name, kind, default=None, low=None, high=None):
     """body[name] checked to be of `kind` (int, float, bool, str) and within [low, high].
 
@@ -138,7 +152,7 @@ class Checkpoints:
 
     def listing(self):
         """[{id, label, config, ...}] in the order they were added, each config read from its model,
-        with what each page's about_model adds.
+        with whether a training log lies beside it and what each page's about_model adds.
 
         A run's checkpoint deleted or damaged on disk since is left out, so every page still
         opens; the one given at start is always listed, or its error is the answer.
@@ -146,7 +160,7 @@ class Checkpoints:
         with self.lock:
             items = list(self.paths.items())
         out = []
-        for ckpt_id, (_, label) in items:
+        for ckpt_id, (path, label) in items:
             try:
                 ckpt, model = self.model(ckpt_id)
             except (ApiError, UserError):
@@ -156,6 +170,8 @@ class Checkpoints:
             c = model.config
             entry = {'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
                      'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
+                     # a converted checkpoint has no log beside it: the Loss page says so, asking nothing
+                     'log': os.path.isfile(log_path_for(path)),
                      'config': {k: getattr(c, k) for k in
                                 ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}}
             for s in registry.SANDBOXES:  # what a page knows of each checkpoint before it asks
@@ -206,6 +222,7 @@ class Lab:
         once a one-at-a-time sandbox's turn has come, so that a request waiting for its turn
         keeps no other page waiting (the Step page's numpy step, while a scalar one runs)."""
         s = registry.get(name)
+        only_known(body, [p.name for p in s.params if p.web] + (['ckpt'] if s.model is not None else []))
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
         path = n_head = None
         if s.model is not None:
@@ -239,7 +256,9 @@ class Lab:
         return self.runs.start(body)
 
     def train_stop(self, body):
+        only_known(body, [])
         return self.runs.stop()
 
     def train_status(self, body):
+        only_known(body, ['offset'])
         return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))

@@ -24,8 +24,9 @@ import subprocess
 import warnings
 
 from ..engine import Value
+from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH
+from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
 from ..graph import graph_rows, graph_table, to_dot
 from . import registry
 from .render import number as format_number  # (number() here parses a literal)
@@ -59,10 +60,10 @@ def parse_expression(text):
             warnings.simplefilter('error', SyntaxWarning)
             tree = ast.parse(text.strip(), mode='eval')
     except SyntaxWarning as e:
-        raise UserError(f"cannot parse {_short(repr(text))}: {e}") from None
+        raise UserError(f"cannot parse {short(text)}: {e}") from None
     except SyntaxError as e:
         where = f" at column {e.offset}" if e.offset else ''
-        raise UserError(f"cannot parse {_short(repr(text))}: {e.msg}{where}") from None
+        raise UserError(f"cannot parse {short(text)}: {e.msg}{where}") from None
     except (RecursionError, MemoryError, ValueError):  # absurd nesting, or a NUL byte
         raise UserError(f"cannot parse the expression: it is nested too deeply or contains "
                         f"characters that are not allowed; use {ALLOWED}") from None
@@ -81,7 +82,8 @@ def check(node, source, variables, depth=0):
         if node.id in FUNCTIONS:
             raise UserError(f"{node.id} is a function: call it on one argument, as {node.id}(x)")
         if node.id.startswith('_'):
-            raise UserError(f"{node.id!r} is not allowed: variable names may not start with '_'")
+            raise UserError(f"{short(node.id)} is not allowed: variable names may not start with '_'")
+        check_length(node.id)
         if node.id not in variables:
             variables.append(node.id)
     elif isinstance(node, ast.BinOp):
@@ -111,7 +113,7 @@ def number(node, source):
     """A literal's value as a finite float; strings, booleans, complex numbers are refused."""
     value = node.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _refuse(node, source, f"the literal {_short(repr(value))} is not a number")
+        raise _refuse(node, source, f"the literal {short(value)} is not a number")
     try:
         value = float(value)
     except OverflowError:  # an integer literal beyond the float range
@@ -157,11 +159,7 @@ def _refuse(node, source, problem):
 
 def _segment(node, source):
     """The part of the expression a node came from, quoted and cut short for a message."""
-    return _short(repr(ast.get_source_segment(source, node) or type(node).__name__))
-
-
-def _short(text, limit=40):
-    return text if len(text) <= limit else text[:limit - 1] + '…'
+    return short(ast.get_source_segment(source, node) or type(node).__name__)
 
 
 # The operators Python has but the explorer refuses, by their symbol, for the error message.
@@ -178,8 +176,21 @@ def parse_assignments(items):
 def check_names(values):
     for name in values:
         if not (isinstance(name, str) and name.isidentifier()) or name in FUNCTIONS or name.startswith('_'):
-            raise UserError(f"{name!r:.40} cannot be a variable name")
+            raise UserError(f"{short(name)} cannot be a variable name")
+        check_length(name)
     return values
+
+
+def check_length(name):
+    if len(name) > MAX_TEXT:  # a name to read in a node's label, and quoted whole in a message
+        raise UserError(f"the variable name {short(name)} is {len(name)} characters long; "
+                        f"at most {MAX_TEXT}")
+
+
+def listed(names, most=3):
+    """Names for a message: the first few, then how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ''
+    return ', '.join(names[:most]) + more
 
 
 # ---------------------------------------------------------------------------- building
@@ -230,14 +241,13 @@ def graph_of(text, values, lenient=False):
         values = {n: values.get(n, 1.0) for n in variables}
     missing = [v for v in variables if v not in values]
     if missing:
-        raise UserError(f"no value for {', '.join(missing)}: add "
-                        f"{' '.join(m + '=VALUE' for m in missing)}")
+        raise UserError(f"no value for {listed(missing)}: add {listed([m + '=VALUE' for m in missing])}")
     unused = [v for v in values if v not in variables]
     if unused:
-        raise UserError(f"given a value but not used in the expression: {', '.join(unused)}")
+        raise UserError(f"given a value but not used in the expression: {listed(unused)}")
     leaves = {name: Value(float(values[name])) for name in variables}
     names = {leaf: name for name, leaf in leaves.items()}
-    shown = _short(repr(text.strip()))
+    shown = short(text.strip())
     try:
         root = build(tree, text.strip(), leaves, names)
     except OverflowError:  # exp(1000), 1e200 ** 2: math refuses what a float cannot hold

@@ -36,6 +36,7 @@ This file imports nothing heavy: the command line is built from it for every com
 import math
 from dataclasses import dataclass, field as dataclass_field
 
+from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_NAMES,
                            MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED, MAX_TEMPERATURE,
@@ -405,18 +406,18 @@ def values_from_words(words, param):
         name, sep, text = item.partition('=')
         name, text = name.strip(), text.strip()
         if not sep or not name.isidentifier():
-            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
+            raise UserError(f"{short(item)} is not an assignment: give each variable as name=value, "
                             "e.g. a=2")
         if name in values:
-            raise UserError(f"{name} is given twice")
+            raise UserError(f"{short(name)} is given twice")
         try:
             value = float(text)
         except ValueError:
-            raise UserError(f"{item!r}: {text!r} is not a number") from None
+            raise UserError(f"{short(item)}: {short(text)} is not a number") from None
         if not math.isfinite(value):
-            raise UserError(f"{item!r}: the value must be a finite number")
+            raise UserError(f"{short(item)}: the value must be a finite number")
         if not param.low <= value <= param.high:
-            raise UserError(f"{item!r}: the value must be a number in {param.low:g}..{param.high:g}")
+            raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
         values[name] = value
     if len(values) > MAX_VARIABLES:
         raise UserError(f"{len(values)} variables: at most {MAX_VARIABLES}")

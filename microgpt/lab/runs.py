@@ -41,7 +41,7 @@ from ..programs.run import log_path_for
 from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import sample_names
 from . import loss, runrecord
-from .api import ApiError, field
+from .api import ApiError, field, only_known
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
@@ -103,6 +103,7 @@ class RunManager:
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
+        only_known(body, [*RUN_LIMITS, 'lr', 'engine'])
         p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in RUN_LIMITS.items()}
         p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
@@ -230,6 +231,12 @@ class RunManager:
                 save_record(run)
             if self.run is None or not self.run.adopted:  # a run still going is the one to show
                 self.run = run
+
+    def going(self):
+        """The number of the run still going (its process not ended), or None."""
+        with self.lock:
+            run = self.run
+        return run.number if run is not None and run.proc.poll() is None else None
 
     def stop(self):
         with self.lock:

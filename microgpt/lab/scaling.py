@@ -29,6 +29,7 @@ import functools
 
 import numpy as np
 
+from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .render import table
@@ -476,7 +477,7 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=
                   for the rest).
     Every answer carries the part and the printout's own settings (its --png draws from them)."""
     if part not in PARTS:
-        raise UserError(f"--part {part!r} is not one of {', '.join(PARTS)}")
+        raise UserError(f"--part {short(part)} is not one of {', '.join(PARTS)}")
     settings = {'part': part, 'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d}
     if part == 'all':
         return {**lesson_numbers(samples, draws, seed, row_d), **settings}
@@ -489,7 +490,7 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=
         return {**settings, **cost_table(n, D),
                 'lesson': [{**cost_table(m, LESSON_COST_D), 'lesson_ratio': r} for m, r in LESSON_COST.items()]}
     if tab not in CONTRACTIONS:
-        raise UserError(f"--tab {tab!r} is not one of {', '.join(CONTRACTIONS)}")
+        raise UserError(f"--tab {short(tab)} is not one of {', '.join(CONTRACTIONS)}")
     given = {}
     for letter, size in (sizes or {}).items():
         if letter not in LESSON_SIZES or size != int(size):

@@ -378,7 +378,13 @@ def is_loopback(host):
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
                 pool=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
-    damaged checkpoint, a port taken or out of range, each a one-line UserError."""
+    damaged checkpoint, a port taken or out of range, a current folder deleted, each a one-line
+    UserError."""
+    try:
+        os.getcwd()  # the runs folder is found from it, and each worker process starts in it
+    except FileNotFoundError:
+        raise UserError("the current folder no longer exists (deleted since this shell entered it): "
+                        "cd to a folder that exists and start the lab again") from None
     if not 0 <= port <= 65535:
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
@@ -420,7 +426,9 @@ def run(args):
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
+        going = server.lab.runs.going()
+        print("\nstopping" + (f": training run {going}, still going, stops as with Ctrl-C and saves "
+                              "its last whole step" if going is not None else ''), flush=True)
     finally:
         server.lab.runs.shutdown()
         server.server_close()
