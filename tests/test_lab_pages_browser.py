@@ -221,6 +221,26 @@ def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, pag
     assert page.errors == []
 
 
+def test_a_model_py_that_does_not_parse_leaves_the_phases_and_says_why(tiny_ckpt, names_file, tmp_path, page,
+                                                                        monkeypatch):
+    """Issue 26: the page was a 500. A broken copy of model.py (read by a server computing in
+    this process): the code box says why, and every phase still steps with its numbers."""
+    from microgpt.lab import phases
+    from microgpt.lab.workers import Pool
+    broken = tmp_path / 'model.py'
+    broken.write_text('def gpt(self:\n', encoding='utf-8')
+    monkeypatch.setattr(phases, 'MODEL_FILE', str(broken))
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
+        open_page(page, server, 'phases')
+        assert page.inner_text('#code-title').startswith('microgpt/model.py does not parse: ')
+        assert page.locator('#code div').count() == 0
+        for phase in PHASES:
+            page.click(f'button[data-phase={phase}]')
+            page.wait_for_selector(f'body[data-phase={phase}]')
+            assert page.locator('#numbers h3').inner_text() and page.locator('#numbers table, #numbers p').count()
+    assert page.errors == []
+
+
 def test_the_picture_draws_the_apis_weights_and_typing_a_name_redraws(server, page):
     open_page(page, server, 'phases')
     page.click('button[data-phase=softmax]')
