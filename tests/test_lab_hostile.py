@@ -92,7 +92,7 @@ def test_an_input_of_100000_characters_is_quoted_in_a_few(argv, words, tiny_ckpt
 def test_serving_from_a_deleted_folder_is_one_line(runs_dir, tiny_ckpt, names_file, tmp_path):
     """Was a FileNotFoundError traceback: from the runs folder (out/lab-runs, found from the
     current folder), or, with --runs-dir absolute, from each worker's warm-up, after which the
-    server went on serving with no process to compute in."""
+    server went on serving with no process to compute in. (cli.run checks it, for every program.)"""
     gone = tmp_path / 'gone'
     gone.mkdir()
     argv = [sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--data', names_file,
@@ -100,7 +100,7 @@ def test_serving_from_a_deleted_folder_is_one_line(runs_dir, tiny_ckpt, names_fi
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
     done = subprocess.run(['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(gone), *argv],
                           capture_output=True, text=True, timeout=60, env=env)
-    assert_one_line(done.returncode, done.stderr, 'the current folder no longer exists')
+    assert_one_line(done.returncode, done.stderr, 'the folder this was started in no longer exists')
     assert done.stdout == ''
 
 

@@ -378,13 +378,8 @@ def is_loopback(host):
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
                 pool=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
-    damaged checkpoint, a port taken or out of range, a current folder deleted, each a one-line
-    UserError."""
-    try:
-        os.getcwd()  # the runs folder is found from it, and each worker process starts in it
-    except FileNotFoundError:
-        raise UserError("the current folder no longer exists (deleted since this shell entered it): "
-                        "cd to a folder that exists and start the lab again") from None
+    damaged checkpoint, a port taken or out of range, each a one-line UserError (a current
+    folder deleted since is cli.run's, for every program)."""
     if not 0 <= port <= 65535:
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
