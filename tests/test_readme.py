@@ -89,3 +89,19 @@ def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout)
         if result.returncode != 0:
             err = result.stderr
             assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, (command, err)
+
+
+def test_the_count_of_the_labs_hostile_cases_is_the_tests():
+    """Reliability's figure for tests/test_lab_hostile.py is the number of cases it collects."""
+    import test_lab_hostile
+    cases = 0
+    for name, test in vars(test_lab_hostile).items():
+        if name.startswith('test_') and callable(test):
+            n = 1
+            for mark in getattr(test, 'pytestmark', []):
+                if mark.name == 'parametrize':
+                    n *= len(mark.args[1])
+            cases += n
+    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
+        text = ' '.join(f.read().split())
+    assert f"have {cases} more (`tests/test_lab_hostile.py`)" in text

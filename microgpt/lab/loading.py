@@ -14,7 +14,7 @@ import contextlib
 import os
 from typing import NamedTuple
 
-from ..edge.checks import encode, is_finite_number
+from ..edge.checks import encode, is_finite_number, short
 from ..edge.errors import UserError
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
@@ -92,7 +92,7 @@ def text_tokens(model, text):
     ids = encode(model.tokenizer, text)  # an unknown character is a UserError naming it
     limit = model.config.block_size - 1  # one position goes to BOS
     if len(ids) > limit:
-        raise UserError(f"TEXT {text!r} has {len(ids)} characters, but this model's block of "
+        raise UserError(f"TEXT {short(text)} has {len(ids)} characters, but this model's block of "
                         f"{model.config.block_size} positions (one of them BOS) leaves room for "
                         f"at most {limit}")
     return [model.tokenizer.bos] + ids

@@ -26,6 +26,8 @@ sandbox says page=False; one that must not run twice at once (a scalar-engine st
 seconds and hundreds of MB) says one_at_a_time=True, or a function of the request's params
 where only some requests are heavy; one that runs without numpy (on the scalar
 engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
+What a page needs to know of each checkpoint before it asks is `about_model` (the Step page: which
+engine to ask first), and what the server's workers prepare for it at start is `warm_up` (WarmUp).
 
 This file imports nothing heavy: the command line is built from it for every command, and
 `lab autograd` and `lab loss` never load numpy.
@@ -34,20 +36,12 @@ This file imports nothing heavy: the command line is built from it for every com
 import math
 from dataclasses import dataclass, field as dataclass_field
 
+from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
-                      MAX_TEMPERATURE, MAX_VOCAB_SIZE)
-
-MAX_TEXT = 64          # characters of a name, prompt or parameter name in a request
-MAX_EXPRESSION = 1000  # characters of an autograd expression: one to read, not a program
-MAX_MANY = 16          # values of a list parameter (--temperatures) in one call
-MAX_VARIABLES = 50     # variables of an autograd expression
-MAX_VALUE = 1e300      # an autograd variable's value, at most this in size
-MAX_TOP = 1000         # most likely characters per position: more bars than any screen shows
-MAX_LAB_NAMES = 100    # names `lab sample` and the Sampling page draw per setting (sample.py's
-                       # own --num goes to limits.MAX_NAMES: a file of names, not a table)
-MAX_VECTOR = 200       # characters of one typed vector (by hand): eight numbers with room to spare
-MAX_LR = 1e3           # one step's learning rate; above about 1 the loss goes up, and the page says so
+from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_NAMES,
+                           MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED, MAX_TEMPERATURE,
+                           MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR, MAX_VOCAB_SIZE,
+                           parameter_count)
 
 
 @dataclass(frozen=True)
@@ -100,6 +94,23 @@ class Param:
 
 
 @dataclass(frozen=True)
+class WarmUp:
+    """What each of `lab serve`'s worker processes prepares for a page at start (workers.warm_up),
+    so that the page's first request does not wait for it: the sandbox's module imported (numpy
+    and the port with it), its model read as its requests read it (Sandbox.model; nothing for a
+    log or None), then what this says.
+
+    imports: more modules, in order, as far as they are installed (PyTorch's first import takes
+    1.6 s; torchgpt needs it, so it comes after). model_at_most: read the model only up to this
+    many weights (None: any size). then: a function of the module, called with the checkpoint's
+    record, that reads what else the first request needs.
+    """
+    imports: tuple = ()
+    model_at_most: int = None
+    then: str = None
+
+
+@dataclass(frozen=True)
 class Sandbox:
     """One sandbox: `lab NAME`, POST /api/NAME, and (page=True) the page /NAME."""
     name: str
@@ -115,6 +126,10 @@ class Sandbox:
     one_at_a_time: object = False  # requests wait their turn (see api.Lab); or a function of params
     numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
+    # what the page knows of each checkpoint before it asks: a function of the model's config
+    # giving {key: value}, added to the checkpoint's entry of /api/config (api.Checkpoints.listing)
+    about_model: object = None
+    warm_up: WarmUp = WarmUp()   # what `lab serve` prepares for the page at start
 
     @property
     def module_name(self):
@@ -142,6 +157,22 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
                group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
          Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
                help="query position, 0 (BOS)..len(TEXT) (default: the last)"))
+
+
+# ---------------------------------------------------------------------------- the Step page's sizes
+# The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
+# on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
+# through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
+# (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
+STEP_NUMPY_FIRST_ABOVE = 15_000
+# the largest model whose GPT of Values a worker builds before the Step page asks for it: about
+# 220 bytes a weight (200,000 weights at n_layer 4, n_embd 64: 0.7 s and 45 MB, tracemalloc)
+WARM_SCALAR_MAX = 500_000
+
+
+def step_about_model(config):
+    """The Step page's one question about a checkpoint: ask the numpy engine's step first?"""
+    return {'step_numpy_first': parameter_count(config) > STEP_NUMPY_FIRST_ABOVE}
 
 
 # ---------------------------------------------------------------------------- the sandboxes
@@ -192,9 +223,9 @@ SANDBOXES = [
                     Param('tokens', str, (), many=True, metavar='NAME',
                           group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
                           help="their names, for the printout (default: the lesson's kočka spí venku)"),
-                    Param('query', int, 3, 1, 6, metavar='I', group='the computation',
+                    Param('query', int, 3, 1, MAX_HAND_TOKENS, metavar='I', group='the computation',
                           help="the query token, counted from 1 as the lesson counts (default 3)"),
-                    Param('n_head', int, 1, 1, 8, metavar='H', group='the computation',
+                    Param('n_head', int, 1, 1, MAX_HAND_DIM, metavar='H', group='the computation',
                           help="heads, each on its slice of d / H dimensions (default 1, the lesson's)"),
                     Param('w_o', str, (), many=True, high=MAX_VECTOR, metavar='ROW', group='the computation',
                           help="W_O's rows, d of them, stored [n_out][n_in] (default: the identity)"),
@@ -280,6 +311,7 @@ SANDBOXES = [
                     Param('height', int, 12, 5, 500, group='display',
                           help="chart height in lines (default 12)"))),
     Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
+            warm_up=WarmUp(then='training_names'),  # its marks: the names it trained on, read once
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
@@ -302,6 +334,9 @@ SANDBOXES = [
                                "the checkpoint was trained on, when it can still be read)"))),
     # the numpy engine's step takes milliseconds: only the scalar engine's waits its turn
     Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] == 'scalar',
+            about_model=step_about_model,
+            # PyTorch for its third opinion of the gradients; the GPT of Values of a model not too large
+            warm_up=WarmUp(imports=('torch', 'torchgpt'), model_at_most=WARM_SCALAR_MAX),
             help="one training step on TEXT: forward, backward, Adam, the loss after",
             description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
                         "matrix, Adam on one weight, and each position's p(true next) before and after "
@@ -372,18 +407,18 @@ def values_from_words(words, param):
         name, sep, text = item.partition('=')
         name, text = name.strip(), text.strip()
         if not sep or not name.isidentifier():
-            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
+            raise UserError(f"{short(item)} is not an assignment: give each variable as name=value, "
                             "e.g. a=2")
         if name in values:
-            raise UserError(f"{name} is given twice")
+            raise UserError(f"{short(name)} is given twice")
         try:
             value = float(text)
         except ValueError:
-            raise UserError(f"{item!r}: {text!r} is not a number") from None
+            raise UserError(f"{short(item)}: {short(text)} is not a number") from None
         if not math.isfinite(value):
-            raise UserError(f"{item!r}: the value must be a finite number")
+            raise UserError(f"{short(item)}: the value must be a finite number")
         if not param.low <= value <= param.high:
-            raise UserError(f"{item!r}: the value must be a number in {param.low:g}..{param.high:g}")
+            raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
         values[name] = value
     if len(values) > MAX_VARIABLES:
         raise UserError(f"{len(values)} variables: at most {MAX_VARIABLES}")

@@ -36,28 +36,21 @@ import time
 
 from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
+from ..edge.limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS
 from ..programs.run import log_path_for
+from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import sample_names
 from . import loss, runrecord
-from .api import ApiError, field
+from .api import ApiError, field, only_known
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# What the page may ask for: (low, high, default). Ranges a learner's laptop trains in minutes.
-LIMITS = {
-    'steps': (1, 20_000, 300),
-    'n_layer': (1, 4, 1),
-    'n_embd': (2, 64, 16),       # must divide by n_head
-    'n_head': (1, 8, 4),
-    'block_size': (2, 32, 16),
-    'batch_size': (1, 256, 1),   # names per step; more than one is the numpy engine's strength
-}
-ENGINES = ('scalar', 'numpy')    # train.py --engine: the Value graph, or src/backprop's arrays
-LR_LIMITS = (1e-5, 1.0, 0.01)
+# train.py's engines a run may use: the Value graph, or src/backprop's arrays. Not PyTorch: an
+# optional extra, which a page offering it would have to say is missing.
+ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
 NUM_SAMPLES = 5                  # names shown after each save
-READ_LIMIT = 1 << 18             # bytes of log returned per status call; the page asks again
 
 
 class RunProcess:
@@ -105,13 +98,14 @@ class RunManager:
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
         return {'available': True, 'engines': list(ENGINES),
-                'limits': {**LIMITS, 'lr': LR_LIMITS},
+                'limits': {**RUN_LIMITS, 'lr': RUN_LR_LIMITS},
                 'data': self.data}  # the file of names the runs train on; None: the bundled names
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
-        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in LIMITS.items()}
-        p['lr'] = field(body, 'lr', float, LR_LIMITS[2], LR_LIMITS[0], LR_LIMITS[1])
+        only_known(body, [*RUN_LIMITS, 'lr', 'engine'])
+        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in RUN_LIMITS.items()}
+        p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
         p['engine'] = field(body, 'engine', str, 'scalar')
@@ -238,6 +232,12 @@ class RunManager:
             if self.run is None or not self.run.adopted:  # a run still going is the one to show
                 self.run = run
 
+    def going(self):
+        """The number of the run still going (its process not ended), or None."""
+        with self.lock:
+            run = self.run
+        return run.number if run is not None and run.proc.poll() is None else None
+
     def stop(self):
         with self.lock:
             run = self.run
@@ -315,7 +315,7 @@ def read_records(path, offset):
     try:
         with open(path, 'rb') as f:
             f.seek(offset)
-            chunk = f.read(READ_LIMIT)
+            chunk = f.read(MAX_RUN_LOG_READ)
     except OSError:
         return [], offset
     end = chunk.rfind(b'\n') + 1  # a line still being written waits for the next call

@@ -48,7 +48,7 @@ def distribution(model, prompt, temperatures, top_k):
     }
 
 
-def training_names(ckpt, data):
+def training_names(ckpt, data=None):
     """(every name of the training data, held-out ones too, as a set; where they came from),
     or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
     if data is None:

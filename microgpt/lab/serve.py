@@ -45,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from ..edge.errors import UserError
+from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .exercises.web import ExercisesPage
@@ -53,7 +54,6 @@ from .runs import RunManager
 from .workers import WORKERS, Pool
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
-MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
 # API requests computing at once: one per worker process (workers.py), each of which computes one
 BUSY_SLOTS = WORKERS
 BUSY_QUEUE = 8        # more that wait for a slot: a page, or two tabs, asking several things at once
@@ -380,7 +380,8 @@ def is_loopback(host):
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
                 pool=None, exercises=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
-    damaged checkpoint, a port taken or out of range, each a one-line UserError."""
+    damaged checkpoint, a port taken or out of range, each a one-line UserError (a current
+    folder deleted since is cli.run's, for every program)."""
     if not 0 <= port <= 65535:
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
@@ -426,7 +427,9 @@ def run(args):
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
+        going = server.lab.runs.going()
+        print("\nstopping" + (f": training run {going}, still going, stops as with Ctrl-C and saves "
+                              "its last whole step" if going is not None else ''), flush=True)
     finally:
         server.lab.runs.shutdown()
         server.server_close()

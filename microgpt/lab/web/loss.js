@@ -7,6 +7,12 @@ const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 
 async function draw() {
+  if (!Lab.info().log) {  // the listing says: no log beside it (a converted checkpoint has none)
+    for (const id of ['loss-chart', 'stretches', 'best']) $(id).replaceChildren();
+    $('source').textContent = 'This checkpoint has no training log beside it (train.py writes one ' +
+      'there; a converted checkpoint has none): there are no curves to draw.';
+    return;
+  }
   await Lab.guard(async () => {
     const d = await Lab.api('/api/loss', {ckpt: Lab.ckpt()});
     const train = d.train, val = d.val;
