@@ -83,7 +83,8 @@ INPUTS = {
 }
 UNTIMED = {'autograd': "not timed yet",
            'loss': "no input to time: it draws the checkpoint's log once",
-           'training': "no redraw to time: the page polls a run of train.py"}
+           'training': "no redraw to time: the page polls a run of train.py",
+           'exercises': "no model to compute: the page lists a workspace's results"}
 
 
 def steps(on_the_model=False):

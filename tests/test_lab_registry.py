@@ -179,7 +179,7 @@ def test_the_packages_examples_name_every_command():
     import re
     import microgpt.lab
     shown = re.findall(r'python -m microgpt\.lab (\w+)', microgpt.lab.__doc__)
-    assert shown == [s.name for s in registry.SANDBOXES] + ['serve']
+    assert shown == [s.name for s in registry.SANDBOXES] + ['serve', 'exercises']
 
 
 def test_the_labs_caps_and_engines_are_declared_once():

@@ -79,16 +79,20 @@ def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout)
     """Issue 27.5: typed in a fresh shell that has not activated .venv, README's commands ended in
     ModuleNotFoundError tracebacks (`inference`). Run here with a Python that sees none of the
     environment's packages (no numpy, no `names`, no src/ on its path), each one either works or
-    says in one line what is missing and how to get it."""
+    says in one line what is missing and how to get it (or, for `exercises check`, reports on
+    stdout an exercise not yet passed, exit status 1)."""
     commands = readme_commands()
     assert len(commands) > 20
     bare = [sys.executable, '-S', '-s', '-E']  # no site-packages, no user site, no PYTHON* variables
     for command in commands:
         argv = bare + shlex.split(command)[1:]
         result = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, timeout=120)
-        if result.returncode != 0:
-            err = result.stderr
-            assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, (command, err)
+        err = result.stderr
+        assert 'Traceback' not in err + result.stdout, (command, err)
+        if result.returncode != 0 and err:
+            assert err.startswith('error: ') and err.count('\n') == 1, (command, err)
+        if result.returncode != 0 and not err:
+            assert 'exercises check' in command and result.returncode == 1, (command, result.stdout)
 
 
 def test_the_count_of_the_labs_hostile_cases_is_the_tests():
