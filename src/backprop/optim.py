@@ -23,31 +23,50 @@ class AdamArrays:
         self.m = np.zeros(n_params, dtype=dtype)  # (n_params,): first moment, in GPT.params order
         self.v = np.zeros(n_params, dtype=dtype)  # (n_params,): second moment
         self.t = 0                      # steps taken so far
+        # two scratch arrays, made once: every step's temporaries are written into them
+        self.scratch = np.empty(n_params, dtype=dtype), np.empty(n_params, dtype=dtype)  # (n_params,) each
 
-    def step(self, params, grads, lr):
+    def step(self, params, grads, lr, split=None):
         """One update of the flat array `params` (in place) with its gradient `grads`.
+
+        split: a parallel.Split, to update one slice of the weights on each of its cores at
+        once (each number's update depends on its own m, v and gradient alone, so the slices
+        give the same floats as one pass); None: all of them here.
+        """
+        self.t += 1
+        if split is None:
+            self.update(params, grads, lr, slice(None))
+        else:
+            split.each_slice(lambda part: self.update(params, grads, lr, part))
+
+    def update(self, params, grads, lr, part):
+        """Step self.t's update of params[part], from grads[part] and m, v's part.
 
         The scalars below are Python floats, which numpy applies in the arrays' own dtype: a
         float32 run stays float32 throughout.
         """
-        self.t += 1
         b1, b2, eps = self.beta1, self.beta2, self.eps
         bias1 = 1 - b1 ** self.t        # Python floats, as in the scalar Adam
         bias2 = 1 - b2 ** self.t
         # the scalar line's operations, in its order, so every float comes out the same:
         # m = b1 * m + (1 - b1) * g;  v = b2 * v + ((1 - b2) * g) * g;  p -= (lr * m_hat) / (...)
-        # written in place, so a step allocates fewer parameter-sized temporaries
-        m, v = self.m, self.v
+        # each written into m, v or a scratch array: no parameter-sized array is allocated
+        p, g, m, v = params[part], grads[part], self.m[part], self.v[part]
+        tmp, update = (a[part] for a in self.scratch)
         m *= b1
-        m += (1 - b1) * grads
+        np.multiply(g, 1 - b1, out=tmp)
+        m += tmp
         v *= b2
-        v += (1 - b2) * grads * grads
-        denom = np.sqrt(v / bias2)                      # (n_params,): sqrt(v_hat)
-        denom += eps
-        update = m / bias1                              # (n_params,): m_hat
+        np.multiply(g, 1 - b2, out=tmp)
+        tmp *= g
+        v += tmp
+        np.divide(v, bias2, out=tmp)                    # v_hat
+        np.sqrt(tmp, out=tmp)
+        tmp += eps                                      # sqrt(v_hat) + eps
+        np.divide(m, bias1, out=update)                 # m_hat
         update *= lr
-        update /= denom
-        params -= update
+        update /= tmp
+        p -= update
 
     def state(self):
         """{'t', 'm', 'v'} with plain Python floats: microgpt.optim.Adam.state()'s form."""

@@ -30,7 +30,9 @@ import numpy as np
 from microgpt.errors import UserError
 from microgpt.model import parameter_shapes
 
+from .memory import keep_freed_memory
 from .model import loss_and_grads
+from .parallel import Split
 from .optim import AdamArrays
 
 
@@ -38,7 +40,7 @@ class Trainer:
     """Trains microgpt's GPT on numpy arrays. config: GPTConfig; weights: {name: [[float]]};
     dtype: 'float64' (default, exact) or 'float32' (fast)."""
 
-    def __init__(self, config, weights, tokenizer, dtype='float64'):
+    def __init__(self, config, weights, tokenizer, dtype='float64', workers=1):
         self.config = config
         self.tokenizer = tokenizer
         self.dtype = np.dtype(dtype)
@@ -50,8 +52,20 @@ class Trainer:
         for name, (n_out, n_in) in self.shapes.items():
             self.params[name] = self.flat[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
             start += n_out * n_in
+        self.grad = np.zeros(n_params, dtype=self.dtype)  # (n_params,): the step's gradient, same order
         self.load_weights(weights)
         self.optimizer = AdamArrays(n_params, dtype=self.dtype)
+        keep_freed_memory()  # every step's arrays reuse the last step's memory (memory.py says why)
+        self.split = None    # a parallel.Split when the batch runs as parts on several cores
+        self.use_workers(workers)
+
+    def use_workers(self, workers):
+        """Run each step's batch as `workers` parts at once, a thread each (parallel.py), or
+        in one piece (1). The BLAS threads are threads.py's to set: one per worker pays."""
+        if self.split is not None:
+            self.split.pool.shutdown()
+        self.split = Split(self, workers) if workers > 1 else None
+        self.workers = workers
 
     def step(self, batch, lr):
         """One forward, backward and Adam update on `batch` (B token lists); the mean loss.
@@ -61,16 +75,31 @@ class Trainer:
         weights, not Adam's moments or step count, and math.nan is returned.
         """
         with np.errstate(all='ignore'):  # an overflow shows up as inf/nan, checked below
-            loss, grads = loss_and_grads(self.params, self.config, batch)
-            g = np.concatenate([grads[name].reshape(-1) for name in self.shapes])  # (n_params,)
-            if not (math.isfinite(loss) and np.isfinite(g).all()):
+            loss, finite = self.gradient(batch)
+            if not (math.isfinite(loss) and finite):
                 return math.nan
-            self.optimizer.step(self.flat, g, lr)
+            self.optimizer.step(self.flat, self.grad, lr, self.split)
         return loss
+
+    def gradient(self, batch):
+        """(loss, finite): the batch's loss, its gradient written into self.grad (GPT.params
+        order), and whether every number of it is finite."""
+        if self.split is not None:
+            return self.split.loss_and_grad(batch)
+        loss, grads = loss_and_grads(self.params, self.config, batch)
+        np.concatenate([grads[name].reshape(-1) for name in self.shapes], out=self.grad)  # (n_params,)
+        return loss, bool(np.isfinite(self.grad).all())
 
     def loss_and_grads(self, batch):
         """(loss, {name: gradient array}) at the current weights, without updating anything."""
-        return loss_and_grads(self.params, self.config, batch)
+        if self.split is None:
+            return loss_and_grads(self.params, self.config, batch)
+        loss, _ = self.split.loss_and_grad(batch)
+        grad, grads, start = self.grad.copy(), {}, 0  # (n_params,): a copy, the next step overwrites self.grad
+        for name, (n_out, n_in) in self.shapes.items():
+            grads[name] = grad[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
+            start += n_out * n_in
+        return loss, grads
 
     def weights(self):
         """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
