@@ -49,7 +49,7 @@ def embedding_forward(wte, wpe, ids, pos):
     return wte[ids] + wpe[pos], (ids, pos)  # (R, n_embd)
 
 
-def embedding_backward(dx, cache, vocab_size, block_size):
+def embedding_backward(dx, cache, vocab_size, block_size, out=(None, None)):
     """Gradients of wte and wpe: each row used gets back the gradient of every place it was used.
 
     Forward: x[r, :] = wte[ids[r], :] + wpe[pos[r], :]. Row v of wte appears in x at every row
@@ -60,11 +60,12 @@ def embedding_backward(dx, cache, vocab_size, block_size):
         dwpe[t, :] = sum over r with pos[r] = t of dx[r, :]          (block_size, n_embd)
     (Both sums are one matrix product with a one-hot matrix, onehot[r, v] = 1 if ids[r] = v:
     dwte = onehot^T @ dx, which BLAS does far quicker than adding row by row.)
-    ids, pos: (R,) as in the forward; dx: (R, n_embd).
+    ids, pos: (R,) as in the forward; dx: (R, n_embd). out: two arrays to write dwte, dwpe into.
     """
     ids, pos = cache
     # rows of tokens never read, and of positions past the sequence, stay 0
-    return one_hot(ids, vocab_size, dx.dtype).T @ dx, one_hot(pos, block_size, dx.dtype).T @ dx  # (vocab_size, n_embd), (block_size, n_embd)
+    return (np.matmul(one_hot(ids, vocab_size, dx.dtype).T, dx, out=out[0]),   # (vocab_size, n_embd)
+            np.matmul(one_hot(pos, block_size, dx.dtype).T, dx, out=out[1]))   # (block_size, n_embd)
 
 
 def one_hot(ids, n, dtype):
@@ -109,16 +110,17 @@ def linear_forward(x, w):
     return linear(x, w), x  # (R, n_out)
 
 
-def linear_backward(dy, x, w):
+def linear_backward(dy, x, w, dw=None):
     """dx and dw for y = x @ w.T, i.e. y[r, o] = sum_i x[r, i] w[o, i].
 
     d y[r, o] / d x[r, i] = w[o, i], so    dx = dy @ w      (R, n_out) @ (n_out, n_in) = (R, n_in)
     d y[r, o] / d w[o, i] = x[r, i], summed over rows r:
                                           dw = dy.T @ x    (n_out, R) @ (R, n_in) = (n_out, n_in)
     The transpose in dw is what stores it [n_out, n_in] like w; every row r (every position
-    of every name) adds its share to the same weight.
+    of every name) adds its share to the same weight. dw: an array to write dw into (the
+    trainer's flat gradient), or None for a new one.
     """
-    return dy @ w, dy.T @ x  # (R, n_in), (n_out, n_in)
+    return dy @ w, np.matmul(dy.T, x, out=dw)  # (R, n_in), (n_out, n_in)
 
 
 # ---------------------------------------------------------------------------- relu

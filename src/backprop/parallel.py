@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .model import make_batch, model_backward, model_forward
+from .model import flat_views, make_batch, model_backward, model_forward
 
 
 class Split:
@@ -40,6 +40,7 @@ class Split:
                                        initializer=lambda: np.seterr(all='ignore'))
         # each part's flat gradient, in the trainer's parameter order; part 0's is the total
         self.grads = [trainer.grad] + [np.zeros_like(trainer.grad) for _ in range(workers - 1)]  # (n_params,) each
+        self.views = [trainer.grads] + [flat_views(g, trainer.shapes) for g in self.grads[1:]]  # {name: view} each
         n = len(trainer.flat)
         self.slices = [slice(i * n // workers, (i + 1) * n // workers) for i in range(workers)]
 
@@ -59,8 +60,7 @@ class Split:
 
         def part_gradient(i):
             loss, caches = model_forward(t.params, t.config, *padded[i], n_tokens)
-            grads = model_backward(t.params, t.config, caches)
-            np.concatenate([grads[name].reshape(-1) for name in t.shapes], out=self.grads[i])
+            model_backward(t.params, t.config, caches, out=self.views[i])  # written into self.grads[i]
             return loss
 
         loss = sum(self.pool.map(part_gradient, range(len(parts))))

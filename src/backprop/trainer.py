@@ -31,7 +31,7 @@ from microgpt.errors import UserError
 from microgpt.model import parameter_shapes
 
 from .memory import keep_freed_memory
-from .model import loss_and_grads
+from .model import flat_views, loss_and_grads, make_batch, model_backward, model_forward
 from .parallel import Split
 from .optim import AdamArrays
 
@@ -47,12 +47,9 @@ class Trainer:
         self.shapes = parameter_shapes(config)  # {name: [n_out, n_in]}, in GPT.params order
         n_params = sum(n_out * n_in for n_out, n_in in self.shapes.values())
         self.flat = np.zeros(n_params, dtype=self.dtype)  # (n_params,): every weight, GPT.params order
-        self.params = {}                        # {name: (n_out, n_in) view into self.flat}
-        start = 0
-        for name, (n_out, n_in) in self.shapes.items():
-            self.params[name] = self.flat[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
-            start += n_out * n_in
+        self.params = flat_views(self.flat, self.shapes)  # {name: (n_out, n_in) view into self.flat}
         self.grad = np.zeros(n_params, dtype=self.dtype)  # (n_params,): the step's gradient, same order
+        self.grads = flat_views(self.grad, self.shapes)   # {name: (n_out, n_in) view into self.grad}
         self.load_weights(weights)
         self.optimizer = AdamArrays(n_params, dtype=self.dtype)
         keep_freed_memory()  # every step's arrays reuse the last step's memory (memory.py says why)
@@ -86,8 +83,9 @@ class Trainer:
         order), and whether every number of it is finite."""
         if self.split is not None:
             return self.split.loss_and_grad(batch)
-        loss, grads = loss_and_grads(self.params, self.config, batch)
-        np.concatenate([grads[name].reshape(-1) for name in self.shapes], out=self.grad)  # (n_params,)
+        idx, targets, mask = make_batch(batch, self.config.block_size, self.config.vocab_size)
+        loss, caches = model_forward(self.params, self.config, idx, targets, mask)
+        model_backward(self.params, self.config, caches, out=self.grads)  # written into self.grad
         return loss, bool(np.isfinite(self.grad).all())
 
     def loss_and_grads(self, batch):
@@ -95,11 +93,7 @@ class Trainer:
         if self.split is None:
             return loss_and_grads(self.params, self.config, batch)
         loss, _ = self.split.loss_and_grad(batch)
-        grad, grads, start = self.grad.copy(), {}, 0  # (n_params,): a copy, the next step overwrites self.grad
-        for name, (n_out, n_in) in self.shapes.items():
-            grads[name] = grad[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
-            start += n_out * n_in
-        return loss, grads
+        return loss, flat_views(self.grad.copy(), self.shapes)  # a copy: the next step overwrites self.grad
 
     def weights(self):
         """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
@@ -126,3 +120,4 @@ class Trainer:
     def load_optimizer_state(self, state):
         """Resume Adam from a state saved by either engine, bit for bit."""
         self.optimizer.load_state(state)
+
