@@ -26,7 +26,9 @@ Peak: in the same child, a 2048 x 2048 float32 matrix product (numpy's @ and tor
 faster of the two, best of 5) gives the machine's measured matmul rate at that thread count;
 each step's fraction of it is its model FLOPs per second (the matrix products a step needs: 6 x
 tokens x matrix weights, plus the T x T attention products, counted in model_flops) over it.
-Medians of the rounds throughout (the mean besides, for the steps).
+Medians of the rounds throughout (the mean besides, for the steps). Beside the wall times, the
+CPU seconds of the same (process_time, every thread of the child): on a machine busy with other
+work, what a one-thread step and its products cost in CPU is disturbed less than their wall time.
 
 Each thread count runs in a fresh child process (this script with --child N) with
 OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and with
@@ -199,12 +201,6 @@ def products_alone(config, B, T, torch=None):
     return products
 
 
-def timed(f):
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
-
-
 def child(args):
     import numpy as np
     import backprop
@@ -257,15 +253,21 @@ def child(args):
     except ImportError:
         pass
     out = {'threads': n, 'peak': peak_matmul(n), 'flops': model_flops(config, BATCH, T), 'tokens': BATCH * T,
-           'sides': {name: {'step': [], 'products': [], 'loss': []} for name, *_ in sides}}
+           'sides': {name: {'step': [], 'products': [], 'loss': [], 'step_cpu': [], 'products_cpu': []}
+                     for name, *_ in sides}}
     for step in range(4, 4 + args.steps):
         for name, set_up, train, products in sides:
             set_up()
             side = out['sides'][name]
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             side['loss'].append(train(batch_of(step), lr_of(step)))
-            side['step'].append(time.perf_counter() - t0)
-            side['products'].append(timed(products))
+            c1, t1 = time.process_time(), time.perf_counter()
+            products()
+            c2, t2 = time.process_time(), time.perf_counter()
+            side['step'].append(t1 - t0)
+            side['products'].append(t2 - t1)
+            side['step_cpu'].append(c1 - c0)
+            side['products_cpu'].append(c2 - c1)
     out['numpy_rss'], out['rss'] = numpy_peak, peak_rss_bytes()
     return out
 
@@ -277,15 +279,19 @@ def report(r):
     print(f"\n{n} thread{'s' * (n > 1)}: matmul peak {peak:.1f} GFLOP/s "
           f"({', '.join(f'{k} {v:.1f}' for k, v in r['peak'].items())}; 2048^2 float32, best of 5); "
           f"a step's model FLOPs {r['flops'] / 1e9:.2f} G")
-    print(f"  {'':44s} {'step ms':>8s} {'(mean)':>7s} {'products':>9s} {'step/':>6s} {'GFLOP/s':>8s} {'of peak':>8s}")
-    print(f"  {'':44s} {'median':>8s} {'':>7s} {'alone ms':>9s} {'prod.':>6s} {'':>8s} {'':>8s}")
+    print(f"  {'':44s} {'step ms':>8s} {'(mean)':>7s} {'products':>9s} {'step/':>6s} {'GFLOP/s':>8s} {'of peak':>8s}"
+          f"   {'CPU ms: step':>12s} {'products':>9s} {'step/':>6s}")
+    print(f"  {'':44s} {'median':>8s} {'':>7s} {'alone ms':>9s} {'prod.':>6s} {'':>8s} {'':>8s}"
+          f"   {'':>12s} {'':>9s} {'prod.':>6s}")
     medians = {}
     for name, side in r['sides'].items():
         step, products = statistics.median(side['step']), statistics.median(side['products'])
+        step_cpu, products_cpu = statistics.median(side['step_cpu']), statistics.median(side['products_cpu'])
         medians[name] = step
         gf = r['flops'] / step / 1e9
         print(f"  {name:44s} {1e3 * step:8.1f} {1e3 * statistics.mean(side['step']):7.1f} {1e3 * products:9.1f} "
-              f"{step / products:5.2f}x {gf:8.1f} {100 * gf / peak:7.1f}%")
+              f"{step / products:5.2f}x {gf:8.1f} {100 * gf / peak:7.1f}%   {1e3 * step_cpu:12.1f} "
+              f"{1e3 * products_cpu:9.1f} {step_cpu / products_cpu:5.2f}x")
     names = list(r['sides'])
     torch_name = next((k for k in names if k.startswith('PyTorch')), None)
     if torch_name is None:
