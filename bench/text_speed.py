@@ -34,8 +34,8 @@ Each thread count runs in a fresh child process (this script with --child N) wit
 OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and with
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET for the child only (this machine sets them to
 work around old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls here).
-Peak memory: the child's VmHWM (getrusage's maxrss) after its numpy steps, before PyTorch is
-imported (the numpy engine's own), and at its end (every model of the child). The processor
+Peak memory (VmHWM, getrusage's maxrss): of each timing child, and of the numpy engine alone, in a
+child that trains 20 steps and does nothing else (one pass, and split on two workers). The processor
 (lscpu's model name) and the load average before and after are printed: the machine is shared,
 so the numbers are noisy. Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped
 (exit 0) when absent.
@@ -55,6 +55,7 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from 
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
+MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -201,6 +202,29 @@ def products_alone(config, B, T, torch=None):
     return products
 
 
+def memory_child(args):
+    """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
+    else (its weights from numpy's generator: init_weights' Python floats would count too)."""
+    import numpy as np
+    import backprop
+    from microgpt import text
+    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.tokenizer import CharTokenizer
+    from train_speed import peak_rss_bytes
+    with open(args.data, encoding='utf-8') as f:
+        whole = f.read()
+    tokenizer = CharTokenizer.from_docs([whole])
+    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
+    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+    r = np.random.default_rng(0)
+    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    before = peak_rss_bytes()
+    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=args.memory)
+    for step in range(1, MEMORY_STEPS + 1):
+        trainer.step(text.train_windows(ids, config.block_size, BATCH, 42, step), 1e-3)
+    return {'before': before, 'peak': peak_rss_bytes()}
+
+
 def child(args):
     import numpy as np
     import backprop
@@ -240,7 +264,6 @@ def child(args):
             set_up()
             train(batch_of(step), lr_of(step))
             products()
-    numpy_peak = peak_rss_bytes()
     try:
         import torch
         torch.set_num_threads(n)
@@ -268,7 +291,7 @@ def child(args):
             side['products'].append(t2 - t1)
             side['step_cpu'].append(c1 - c0)
             side['products_cpu'].append(c2 - c1)
-    out['numpy_rss'], out['rss'] = numpy_peak, peak_rss_bytes()
+    out['rss'] = peak_rss_bytes()
     return out
 
 
@@ -301,8 +324,7 @@ def report(r):
         diff = max(abs(a - b) for a, b in zip(r['sides'][best]['loss'], r['sides'][torch_name]['loss']))
         print(f"  {best} against {torch_name}: {medians[torch_name] / medians[best]:.2f}x step for step "
               f"(largest loss difference {diff:.1e}, float32 both)")
-    print(f"  peak memory: {r['numpy_rss'] / 2 ** 20:.0f} MiB after the numpy steps (the numpy engine's, "
-          f"before PyTorch is imported), {r['rss'] / 2 ** 20:.0f} MiB at the end (every model of the child)")
+    print(f"  peak memory of this child: {r['rss'] / 2 ** 20:.0f} MiB (every model and products array above)")
 
 
 def processor():
@@ -321,6 +343,7 @@ def main(argv=None):
     p.add_argument('--threads', type=int, action='append', help="thread counts (default: 1 and 2)")
     p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
+    p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("text_speed: tinyshakespeare.txt not found (../shared/data/): skipped; get it with "
@@ -328,6 +351,9 @@ def main(argv=None):
         return 0
     if args.child:
         print(json.dumps(child(args)))
+        return 0
+    if args.memory:
+        print(json.dumps(memory_child(args)))
         return 0
     print(f"config {CONFIG}, batch {BATCH}, {args.steps} rounds (every column once a round); "
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
@@ -343,7 +369,15 @@ def main(argv=None):
             print(f"  the {n}-thread child failed:\n{result.stderr}")
             continue
         report(json.loads(result.stdout.strip().splitlines()[-1]))
-    print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for workers in (1, 2):
+        cmd = [sys.executable, os.path.abspath(__file__), '--memory', str(workers), '--data', args.data]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS='1'))
+        if result.returncode == 0:
+            m = json.loads(result.stdout.strip().splitlines()[-1])
+            print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
+                  f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
+                  f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
+    print(f"\n\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
