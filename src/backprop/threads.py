@@ -29,7 +29,6 @@ import time
 
 import numpy as np
 
-from .model import loss_and_grads
 
 # openblas_set_num_threads under the names the builds of OpenBLAS that numpy ships with use
 SETTERS = ('scipy_openblas_set_num_threads64_', 'scipy_openblas_set_num_threads',
