@@ -18,7 +18,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-# About four minutes: each script prints measurements side by side, never a verdict. The PyTorch
+# About eight minutes: each script prints measurements side by side, never a verdict. The PyTorch
 # peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py
@@ -26,6 +26,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/backprop_speed.py
 	$(PY) bench/recipe.py
 	$(PY) bench/text_speed.py
+	$(PY) bench/init_loss.py
 	$(PY) bench/shakespeare.py
 	$(PY) bench/lab_speed.py
 

@@ -1,32 +1,44 @@
 """
-Running-text training throughput: the numpy engine in float32 against PyTorch, at nanoGPT's
-shakespeare_char CPU configuration (n_layer 4, n_head 4, n_embd 128, block_size 64, batch 12).
+Running-text training speed at nanoGPT's shakespeare_char CPU configuration (n_layer 4, n_head 4,
+n_embd 128, block_size 64, batch 12, float32): the numpy engine against PyTorch, and each against
+the time its own matrix products need and the machine's matrix-multiply peak.
 
-    python bench/text_speed.py                  # 1 and 2 threads, 40 timed steps each
+    python bench/text_speed.py                  # 1 and 2 threads, 40 timed rounds each
     python bench/text_speed.py --steps 100 --threads 1
 
 The PyTorch side is the same GPT written as PyTorch users write it (torch_gpt below): an
 nn.Module of nn.Embedding and nn.Linear(bias=False) layers, F.rms_norm, F.scaled_dot_product_attention
 (is_causal=True), ReLU, torch.optim.Adam (betas 0.85, 0.99, as microgpt's), float32, loss.backward().
-Both start from the same weights (microgpt's GPT(config, seed=42)) and train on the same
-batches (microgpt/edge/text.py's windows of tinyshakespeare, seed 42), their steps interleaved
-(one of each in turn, each timed with perf_counter) so that a load spike from the other
-developers' processes on this shared machine hits both alike. Throughput is predicted
-characters per second (12 x 64 per step); the ratio is numpy / PyTorch on the mean step time.
-Beside it, the ratio of CPU seconds (process_time: all the child's threads together), which
-a busy machine disturbs less than wall time.
+Both start from the same weights (microgpt's init_weights(config, 42)) and train on the same
+batches (microgpt/edge/text.py's windows of tinyshakespeare, seed 42).
 
+What each round times, one after the other (so that a load spike from the other developers'
+processes on this shared machine hits every column alike), each with perf_counter:
+  * a full training step (forward, backward, Adam) of each side: at 1 thread the numpy engine and
+    PyTorch; at N threads the numpy engine two ways, its batch split into N parts on N Python
+    threads of one BLAS thread each (Trainer(workers=N), backprop/parallel.py) and one pass with
+    N BLAS threads, and PyTorch with torch.set_num_threads(N);
+  * the same step's matrix products alone, for each side's library: every product the step computes,
+    shape for shape and transpose for transpose, each layer on arrays of its own, nothing between
+    them (products_alone). For the split numpy step, the products of its N parts on N threads.
+    step / products is how close a step comes to the floor its own products set.
 Peak: in the same child, a 2048 x 2048 float32 matrix product (numpy's @ and torch.mm, the
 faster of the two, best of 5) gives the machine's measured matmul rate at that thread count;
-each side's fraction is its model FLOPs per second (the matrix products a step needs: 6 x
+each step's fraction of it is its model FLOPs per second (the matrix products a step needs: 6 x
 tokens x matrix weights, plus the T x T attention products, counted in model_flops) over it.
+Medians of the rounds throughout (the mean besides, for the steps). Beside the wall times, the
+CPU seconds of the same (process_time, every thread of the child): on a machine busy with other
+work, what a one-thread step and its products cost in CPU is disturbed less than their wall time.
 
 Each thread count runs in a fresh child process (this script with --child N) with
 OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and with
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET for the child only (this machine sets them to
 work around old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls here).
-The load average is printed before and after: the machine is shared, so the numbers are noisy.
-Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped (exit 0) when absent.
+Peak memory (VmHWM, getrusage's maxrss): of each timing child, and of the numpy engine alone, in a
+child that trains 20 steps and does nothing else (one pass, and split on two workers). The processor
+(lscpu's model name) and the load average before and after are printed: the machine is shared,
+so the numbers are noisy. Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped
+(exit 0) when absent.
 """
 
 import argparse
@@ -43,6 +55,7 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from 
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
+MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -155,83 +168,129 @@ def peak_matmul(threads):
     return best
 
 
-def products_floor(config, B, T, repeats=5):
-    """Seconds of one step's matrix products alone, in float32, best of `repeats`: the same
-    products src/backprop/model.py's step computes, shape for shape and transpose for
-    transpose, with nothing between them. No step built on these products can be faster, so
-    PyTorch's step time over this is the largest ratio numpy could reach against it."""
+def products_alone(config, B, T, torch=None):
+    """A function that computes one step's matrix products alone, in float32, and nothing else: the
+    products src/backprop/model.py's step computes on a batch of B windows of T, shape for shape
+    and transpose for transpose, every layer on arrays of its own (as the step's layers are), each
+    output a new array (as the step's are). No step built on these products can be faster.
+    torch: the torch module, to compute them with torch.matmul instead of numpy's @."""
     import numpy as np
     rng = np.random.default_rng(0)
-    C, V, H, R = config.n_embd, config.vocab_size, config.n_head, B * T
+    C, V, H, R, L = config.n_embd, config.vocab_size, config.n_head, B * T, config.n_layer
     hd = C // H
     r = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
-    linears = [(3 * C, C), (C, C), (4 * C, C), (C, 4 * C)] * config.n_layer + [(V, C)]  # (n_out, n_in)
+    linears = [(3 * C, C), (C, C), (4 * C, C), (C, 4 * C)] * L + [(V, C)]  # (n_out, n_in)
     ws = [r(n_out, n_in) for n_out, n_in in linears]
     xs = [r(R, n_in) for _, n_in in linears]
     dys = [r(R, n_out) for n_out, _ in linears]
-    q, k, v, dout = (r(H, B, T, hd) for _ in range(4))  # (n_head, B, T, head_dim)
-    att = r(H, B, T, T)                                # (n_head, B, T, T)
-    one_hots = r(R, V), r(R, config.block_size)        # embedding_backward's one-hot products
+    heads = [[r(H, B, T, hd) for _ in range(4)] for _ in range(L)]  # q, k, v, dout: (n_head, B, T, head_dim)
+    atts = [r(H, B, T, T) for _ in range(L)]                        # (n_head, B, T, T)
+    one_hots = r(R, V), r(R, config.block_size)                     # embedding_backward's one-hot products
+    t = lambda x: x.swapaxes(-1, -2)  # noqa: E731
+    if torch is not None:
+        ws, xs, dys, atts, one_hots = ([torch.from_numpy(a) for a in group] for group in (ws, xs, dys, atts, one_hots))
+        heads = [[torch.from_numpy(a) for a in layer] for layer in heads]
 
     def products():
         for w, x, dy in zip(ws, xs, dys):
-            x @ w.T, dy @ w, dy.T @ x                  # linear_forward, linear_backward's dx and dw
-        for _ in range(config.n_layer):                # attention_forward, attention_backward
-            q @ k.swapaxes(-1, -2), att @ v
-            att.swapaxes(-1, -2) @ dout, dout @ v.swapaxes(-1, -2), att @ k, att.swapaxes(-1, -2) @ q
+            x @ t(w), dy @ w, t(dy) @ x                # linear_forward, linear_backward's dx and dw
+        for (q, k, v, dout), att in zip(heads, atts):  # attention_forward, attention_backward
+            q @ t(k), att @ v
+            t(att) @ dout, dout @ t(v), att @ k, t(att) @ q
         for oh in one_hots:
-            oh.T @ xs[0][:, :C]
-    products()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        products()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+            t(oh) @ xs[0][:, :C]
+    return products
+
+
+def memory_child(args):
+    """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
+    else (its weights from numpy's generator: init_weights' Python floats would count too)."""
+    import numpy as np
+    import backprop
+    from microgpt.edge import text
+    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.tokenizer import CharTokenizer
+    from train_speed import peak_rss_bytes
+    with open(args.data, encoding='utf-8') as f:
+        whole = f.read()
+    tokenizer = CharTokenizer.from_docs([whole])
+    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
+    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+    r = np.random.default_rng(0)
+    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    before = peak_rss_bytes()
+    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=args.memory)
+    for step in range(1, MEMORY_STEPS + 1):
+        trainer.step(text.train_windows(ids, config.block_size, BATCH, 42, step), 1e-3)
+    return {'before': before, 'peak': peak_rss_bytes()}
 
 
 def child(args):
+    import numpy as np
     import backprop
+    from backprop import threads
     from microgpt.edge import text
-    from microgpt.model import GPT, GPTConfig
+    from microgpt.model import GPTConfig, init_weights
     from microgpt.tokenizer import CharTokenizer
     from microgpt.training import learning_rate
     from train_speed import peak_rss_bytes
+    n = args.child
     with open(args.data, encoding='utf-8') as f:
         whole = f.read()
     tokenizer = CharTokenizer.from_docs([whole])
     config = GPTConfig(tokenizer.vocab_size, **CONFIG)
     train_text, _ = text.split_text(whole, None, config.block_size)
     ids = tokenizer.encode(train_text)
-    weights = GPT(config, seed=42).weights()
-    numpy_step = backprop.Trainer(config, weights, tokenizer, dtype='float32').step
+    weights = init_weights(config, seed=42)
+    T = config.block_size
+    batch_of = lambda step: text.train_windows(ids, T, BATCH, 42, step)  # noqa: E731
+    lr_of = lambda step: learning_rate(3e-3, step - 1, 2000)  # noqa: E731
+
+    # the sides: (name, set the threads up, one training step, its products alone)
+    sides = []
+    floor = products_alone(config, BATCH, T)
+    if n == 1:
+        numpy_step = backprop.Trainer(config, weights, tokenizer, dtype='float32').step
+        sides.append(('numpy float32', lambda: threads.set_threads(1), numpy_step, floor))
+    else:
+        split = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=n)
+        parts = [products_alone(config, BATCH // n, T) for _ in range(n)]
+        in_parts = lambda: list(split.split.pool.map(lambda f: f(), parts))  # noqa: E731
+        sides.append((f'numpy float32, {n} workers x 1 BLAS thread', lambda: threads.set_threads(1), split.step, in_parts))
+        one_pass = backprop.Trainer(config, weights, tokenizer, dtype='float32').step
+        sides.append((f'numpy float32, {n} BLAS threads', lambda: threads.set_threads(n), one_pass, floor))
+    for step in range(1, 4):  # warm up: first-touch allocations, the workers' threads
+        for _, set_up, train, products in sides:
+            set_up()
+            train(batch_of(step), lr_of(step))
+            products()
     try:
         import torch
-        torch.set_num_threads(args.child)
+        torch.set_num_threads(n)
         torch_step = torch_trainer(config, weights)
+        torch_floor = products_alone(config, BATCH, T, torch)
+        for step in range(1, 4):
+            torch_step(batch_of(step), lr_of(step))
+            torch_floor()
+        sides.append((f'PyTorch, {n} thread{"s" * (n > 1)}', lambda: threads.set_threads(n), torch_step, torch_floor))
     except ImportError:
-        torch_step = None
-    out = {'numpy_time': [], 'torch_time': [], 'numpy_loss': [], 'torch_loss': [], 'numpy_cpu': [], 'torch_cpu': [],
-           'peak': peak_matmul(args.child), 'threads': args.child,
-           'floor': products_floor(config, BATCH, config.block_size),
-           'flops': model_flops(config, BATCH, config.block_size), 'tokens': BATCH * config.block_size}
-    warmup = 3
-    for step in range(1, warmup + args.steps + 1):
-        batch = text.train_windows(ids, config.block_size, BATCH, 42, step)
-        lr = learning_rate(3e-3, step - 1, 2000)
-        c0, t0 = time.process_time(), time.perf_counter()
-        a = numpy_step(batch, lr)
-        c1, t1 = time.process_time(), time.perf_counter()
-        b = torch_step(batch, lr) if torch_step else None
-        c2, t2 = time.process_time(), time.perf_counter()
-        if step > warmup:
-            out['numpy_time'].append(t1 - t0)
-            out['numpy_cpu'].append(c1 - c0)
-            out['numpy_loss'].append(a)
-            if torch_step:
-                out['torch_time'].append(t2 - t1)
-                out['torch_cpu'].append(c2 - c1)
-                out['torch_loss'].append(b)
+        pass
+    out = {'threads': n, 'peak': peak_matmul(n), 'flops': model_flops(config, BATCH, T), 'tokens': BATCH * T,
+           'sides': {name: {'step': [], 'products': [], 'loss': [], 'step_cpu': [], 'products_cpu': []}
+                     for name, *_ in sides}}
+    for step in range(4, 4 + args.steps):
+        for name, set_up, train, products in sides:
+            set_up()
+            side = out['sides'][name]
+            c0, t0 = time.process_time(), time.perf_counter()
+            side['loss'].append(train(batch_of(step), lr_of(step)))
+            c1, t1 = time.process_time(), time.perf_counter()
+            products()
+            c2, t2 = time.process_time(), time.perf_counter()
+            side['step'].append(t1 - t0)
+            side['products'].append(t2 - t1)
+            side['step_cpu'].append(c1 - c0)
+            side['products_cpu'].append(c2 - c1)
     out['rss'] = peak_rss_bytes()
     return out
 
@@ -240,37 +299,51 @@ def child(args):
 def report(r):
     n = r['threads']
     peak = max(r['peak'].values())
-    mean_n = statistics.mean(r['numpy_time'])
-    n_tps, n_gf = r['tokens'] / mean_n, r['flops'] / mean_n / 1e9
     print(f"\n{n} thread{'s' * (n > 1)}: matmul peak {peak:.1f} GFLOP/s "
-          f"({', '.join(f'{k} {v:.1f}' for k, v in r['peak'].items())}; 2048^2 float32, best of 5)")
-    print(f"  numpy float32  {1e3 * mean_n:7.1f} ms/step  {n_tps:8.0f} chars/s  {n_gf:5.1f} GFLOP/s "
-          f"= {100 * n_gf / peak:4.1f}% of peak   (median {1e3 * statistics.median(r['numpy_time']):.1f} ms)")
-    if not r['torch_time']:
-        print(f"  PyTorch        SKIPPED: not installed; install it with `{TORCH_HINT}`")
-        return
-    mean_t = statistics.mean(r['torch_time'])
-    t_tps, t_gf = r['tokens'] / mean_t, r['flops'] / mean_t / 1e9
-    print(f"  PyTorch        {1e3 * mean_t:7.1f} ms/step  {t_tps:8.0f} chars/s  {t_gf:5.1f} GFLOP/s "
-          f"= {100 * t_gf / peak:4.1f}% of peak   (median {1e3 * statistics.median(r['torch_time']):.1f} ms)")
-    floor_gf = r['flops'] / r['floor'] / 1e9
-    print(f"  a step's matrix products alone {1e3 * r['floor']:.1f} ms (float32, the same shapes, best of 5; "
-          f"{floor_gf:.1f} GFLOP/s = {100 * floor_gf / peak:.0f}% of peak): numpy spends "
-          f"{100 * r['floor'] / mean_n:.0f}% of its step in them; a numpy step that were nothing else "
-          f"would be {mean_t / r['floor']:.2f}x PyTorch, the most any step on them can reach")
-    diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
-    cpu = sum(r['torch_cpu']) / sum(r['numpy_cpu'])
-    print(f"  ratio numpy / PyTorch {mean_t / mean_n:.2f}x (median steps {statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
-          f"CPU seconds {cpu:.2f}x, {1e3 * statistics.mean(r['numpy_cpu']):.0f} vs {1e3 * statistics.mean(r['torch_cpu']):.0f} ms/step); "
-          f"largest loss difference {diff:.1e} (float32 both); peak memory {r['rss'] / 2 ** 20:.0f} MiB both models")
+          f"({', '.join(f'{k} {v:.1f}' for k, v in r['peak'].items())}; 2048^2 float32, best of 5); "
+          f"a step's model FLOPs {r['flops'] / 1e9:.2f} G")
+    print(f"  {'':44s} {'step ms':>8s} {'(mean)':>7s} {'products':>9s} {'step/':>6s} {'GFLOP/s':>8s} {'of peak':>8s}"
+          f"   {'CPU ms: step':>12s} {'products':>9s} {'step/':>6s}")
+    print(f"  {'':44s} {'median':>8s} {'':>7s} {'alone ms':>9s} {'prod.':>6s} {'':>8s} {'':>8s}"
+          f"   {'':>12s} {'':>9s} {'prod.':>6s}")
+    medians = {}
+    for name, side in r['sides'].items():
+        step, products = statistics.median(side['step']), statistics.median(side['products'])
+        step_cpu, products_cpu = statistics.median(side['step_cpu']), statistics.median(side['products_cpu'])
+        medians[name] = step
+        gf = r['flops'] / step / 1e9
+        print(f"  {name:44s} {1e3 * step:8.1f} {1e3 * statistics.mean(side['step']):7.1f} {1e3 * products:9.1f} "
+              f"{step / products:5.2f}x {gf:8.1f} {100 * gf / peak:7.1f}%   {1e3 * step_cpu:12.1f} "
+              f"{1e3 * products_cpu:9.1f} {step_cpu / products_cpu:5.2f}x")
+    names = list(r['sides'])
+    torch_name = next((k for k in names if k.startswith('PyTorch')), None)
+    if torch_name is None:
+        print(f"  PyTorch: SKIPPED, not installed; install it with `{TORCH_HINT}`")
+    else:
+        best = min((k for k in names if k.startswith('numpy')), key=medians.get)
+        diff = max(abs(a - b) for a, b in zip(r['sides'][best]['loss'], r['sides'][torch_name]['loss']))
+        print(f"  {best} against {torch_name}: {medians[torch_name] / medians[best]:.2f}x step for step "
+              f"(largest loss difference {diff:.1e}, float32 both)")
+    print(f"  peak memory of this child: {r['rss'] / 2 ** 20:.0f} MiB (every model and products array above)")
+
+
+def processor():
+    """lscpu's model name, or platform's, for the line above the figures."""
+    try:
+        out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
+        return next(line.split(':', 1)[1].strip() for line in out.splitlines() if line.startswith('Model name'))
+    except (OSError, StopIteration):
+        import platform
+        return platform.processor() or 'unknown'
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="numpy float32 against PyTorch at nanoGPT's CPU shakespeare_char config.")
-    p.add_argument('--steps', type=int, default=40, help="timed steps per side (default 40, after 3 warm-up)")
+    p.add_argument('--steps', type=int, default=40, help="timed rounds (default 40, after 3 warm-up)")
     p.add_argument('--threads', type=int, action='append', help="thread counts (default: 1 and 2)")
     p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
+    p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("text_speed: tinyshakespeare.txt not found (../shared/data/): skipped; get it with "
@@ -279,9 +352,12 @@ def main(argv=None):
     if args.child:
         print(json.dumps(child(args)))
         return 0
-    print(f"config {CONFIG}, batch {BATCH}, {args.steps} interleaved steps per side; children: "
-          "OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; load average before "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    if args.memory:
+        print(json.dumps(memory_child(args)))
+        return 0
+    print(f"config {CONFIG}, batch {BATCH}, {args.steps} rounds (every column once a round); "
+          f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
+          f"unset; load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for n in args.threads or [1, 2]:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
         env.pop('OPENBLAS_CORETYPE', None)
@@ -293,7 +369,15 @@ def main(argv=None):
             print(f"  the {n}-thread child failed:\n{result.stderr}")
             continue
         report(json.loads(result.stdout.strip().splitlines()[-1]))
-    print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for workers in (1, 2):
+        cmd = [sys.executable, os.path.abspath(__file__), '--memory', str(workers), '--data', args.data]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS='1'))
+        if result.returncode == 0:
+            m = json.loads(result.stdout.strip().splitlines()[-1])
+            print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
+                  f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
+                  f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
+    print(f"\n\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

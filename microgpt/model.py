@@ -31,12 +31,10 @@ class GPTConfig:
     block_size: int = 16  # longest sequence (positions): BOS + the name; names run to ~11-15 letters
 
     @property
-    def head_dim(self):
-        """Dimensions per attention head."""
+    def head_dim(self):  # dimensions per attention head
         return self.n_embd // self.n_head
 
-    def to_dict(self):
-        return asdict(self)
+    def to_dict(self): return asdict(self)
 
 
 def parameter_shapes(config):
@@ -57,6 +55,16 @@ def parameter_shapes(config):
     return shapes
 
 
+def init_weights(config, seed=42, init_std=None):
+    """GPT(config, seed)'s initial weights, {name: [[float]]}, no Value made: Gaussian, in parameter_shapes
+    order, row by row, from random.Random(seed); std 0.08 * sqrt(16 / n_embd) (a linear's outputs grow as
+    std * sqrt(n_in)), / sqrt(n_layer) for attn_wo, mlp_fc2 (the stream sums their 2 * n_layer outputs)."""
+    rng, std = random.Random(seed), init_std or 0.08 * (16 / config.n_embd) ** 0.5
+    adds = 1.0 if init_std else config.n_layer ** -0.5  # the stream, the first loss ~ ln(V): as at depth 1
+    return {name: [[rng.gauss(0, std * adds if name.endswith(('attn_wo', 'mlp_fc2')) else std) for _ in range(n_in)]
+                   for _ in range(n_out)] for name, (n_out, n_in) in parameter_shapes(config).items()}
+
+
 # ---------------------------------------------------------------------------- the model
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
@@ -68,14 +76,8 @@ class GPT:
         self.blocks = fused_blocks if fused else composed_blocks
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         self.train_state = None     # what --resume needs, when loaded from a checkpoint
-        # Let there be parameters: Gaussian, std 0.08 at microgpt's width 16, 0.08 * sqrt(16 / n_embd)
-        # at others: a linear's outputs grow as std * sqrt(n_in), this keeps the first loss ~ ln(V).
-        init_std = init_std or 0.08 * (16 / config.n_embd) ** 0.5
-        rng = random.Random(seed)
-        self.state_dict = {
-            name: [[Value(rng.gauss(0, init_std)) for _ in range(n_in)] for _ in range(n_out)]
-            for name, (n_out, n_in) in parameter_shapes(config).items()
-        }
+        # Let there be parameters: init_weights' numbers, each one a Value.
+        self.state_dict = {k: [[Value(x) for x in row] for row in m] for k, m in init_weights(config, seed, init_std).items()}
         # The flat list the optimizer walks over; it shares the Value objects with state_dict.
         self.params = [p for matrix in self.state_dict.values() for row in matrix for p in row]
 
@@ -167,12 +169,10 @@ class GPT:
 
     def weights(self):
         """The parameters as plain floats, {name: [[float]]}: what a checkpoint stores."""
-        return {name: [[p.data for p in row] for row in matrix]
-                for name, matrix in self.state_dict.items()}
+        return {name: [[p.data for p in row] for row in matrix] for name, matrix in self.state_dict.items()}
 
     def load_weights(self, weights):
         """Copy {name: [[float]]} (already validated against the config) into the parameters."""
         for name, matrix in self.state_dict.items():
-            for row, new_row in zip(matrix, weights[name]):
-                for p, x in zip(row, new_row):
-                    p.data = float(x)
+            for p, x in zip((p for row in matrix for p in row), (x for row in weights[name] for x in row)):
+                p.data = float(x)

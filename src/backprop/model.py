@@ -56,12 +56,13 @@ def make_batch(batch, block_size, vocab_size):
     return idx, targets.reshape(-1), mask.reshape(-1)    # (B, T), (B*T,), (B*T,)
 
 
-def model_forward(weights, config, idx, targets, mask):
+def model_forward(weights, config, idx, targets, mask, n_tokens=None):
     """The loss (a float) and the caches model_backward needs. weights: {name: (n_out, n_in)}.
 
     idx, targets, mask: make_batch's padded batch. Only its real positions become rows (R of
     them, name after name); padding is made again inside attention, the one layer that needs
-    the names aligned, and never reaches the loss.
+    the names aligned, and never reaches the loss. The loss is the sum of the tokens' losses
+    over n_tokens: R by default, the mean; a part of a split batch passes the whole batch's.
     """
     sd, (B, T) = weights, idx.shape
     rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
@@ -80,7 +81,7 @@ def model_forward(weights, config, idx, targets, mask):
         x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (R, n_embd)
         # q, k and v are three linear maps of the same x: one product with the three matrices
         # stacked computes all three (the same sums; one large product runs faster than three)
-        w_qkv = stacked_qkv(sd, p)                                    # (3 * n_embd, n_embd)
+        w_qkv = caches[p + 'w_qkv'] = stacked_qkv(sd, p)              # (3 * n_embd, n_embd): kept for the backward
         qkv, caches[p + 'attn_qkv'] = linear_forward(x, w_qkv)        # (R, 3 * n_embd)
         q, k, v = np.split(qkv, 3, axis=1)                            # (R, n_embd) each: q = x @ attn_wq.T ...
         x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
@@ -97,11 +98,12 @@ def model_forward(weights, config, idx, targets, mask):
 
     # 4) Logits (no final norm, as in microgpt) and the mean cross-entropy of the real tokens.
     logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (R, vocab_size)
-    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows])  # real tokens only
+    loss, caches['loss'] = cross_entropy_forward(logits, targets[rows], n_tokens)  # real tokens only
+    caches['n_tokens'] = n_tokens
     return float(loss), caches
 
 
-def model_backward(weights, config, caches, stages=None):
+def model_backward(weights, config, caches, stages=None, out=None):
     """{name: dL/dweight}, each (n_out, n_in): model_forward's steps in reverse, layer by layer.
 
     Each residual add hands its gradient whole to the block and to the stream
@@ -109,13 +111,16 @@ def model_backward(weights, config, caches, stages=None):
     goes through the block), the backward adds the two gradients that come back to it.
     stages: a dict to fill with the gradient arriving at each point of the stream, under the
     names gpt()'s capture= gives those points (the lab's Step page shows their norms).
+    out: {name: array (n_out, n_in)} to write each gradient into (the trainer's views into one
+    flat array: no gradient is allocated, then copied there); None: new arrays.
     """
     sd, grads = weights, {}
     stages = {} if stages is None else stages
+    out = {} if out is None else out
 
     # 4) loss -> logits -> lm_head
-    dlogits = stages['logits'] = cross_entropy_backward(caches['loss'])          # (R, vocab_size)
-    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'])  # (R, n_embd)
+    dlogits = stages['logits'] = cross_entropy_backward(caches['loss'], caches['n_tokens'])  # (R, vocab_size)
+    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'], out.get('lm_head'))  # (R, n_embd)
     stages['lm_head_in'] = dx
 
     for li in reversed(range(config.n_layer)):
@@ -123,35 +128,59 @@ def model_backward(weights, config, caches, stages=None):
         # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
         stages[p + 'mlp_out'] = d
-        d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'])  # (R, 4 * n_embd)
+        d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'], out.get(p + 'mlp_fc2'))  # (R, 4 * n_embd)
         d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
-        d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'])  # (R, n_embd)
-        dx = dx + rmsnorm_backward(d, caches[p + 'rms_mlp'])                     # (R, n_embd): the fork
+        d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'], out.get(p + 'mlp_fc1'))  # (R, n_embd)
+        dx = add_to(rmsnorm_backward(d, caches[p + 'rms_mlp']), dx)              # (R, n_embd): the fork
         stages[p + 'mlp_in'] = dx
 
         # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
         stages[p + 'attn_out'] = d
-        d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'])  # (R, n_embd)
-        dq, dk, dv = attention_backward(d, caches[p + 'attn'])                   # (R, n_embd) each
-        dqkv = np.concatenate([dq, dk, dv], axis=1)                              # (R, 3 * n_embd)
+        d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'], out.get(p + 'attn_wo'))  # (R, n_embd)
+        dqkv = np.empty((len(d), 3 * config.n_embd), dtype=d.dtype)              # (R, 3 * n_embd)
+        attention_backward(d, caches[p + 'attn'], out=dqkv)                      # dq, dk, dv side by side
         # the stacked product's backward: dx = dq @ wq + dk @ wk + dv @ wv in one product, and
         # the stacked gradient's three blocks are dwq, dwk, dwv
-        d, dw_qkv = linear_backward(dqkv, caches[p + 'attn_qkv'], stacked_qkv(sd, p))  # (R, n_embd)
-        grads[p + 'attn_wq'], grads[p + 'attn_wk'], grads[p + 'attn_wv'] = np.split(dw_qkv, 3)
-        dx = dx + rmsnorm_backward(d, caches[p + 'rms_attn'])                    # (R, n_embd): the fork
+        d, dw_qkv = linear_backward(dqkv, caches[p + 'attn_qkv'], caches[p + 'w_qkv'])  # (R, n_embd)
+        for name, dw in zip(('attn_wq', 'attn_wk', 'attn_wv'), np.split(dw_qkv, 3)):  # (n_embd, n_embd) each
+            grads[p + name] = dw if p + name not in out else copied(dw, out[p + name])
+        dx = add_to(rmsnorm_backward(d, caches[p + 'rms_attn']), dx)             # (R, n_embd): the fork
         stages[p + 'attn_in'] = dx
 
     # 1) the first rmsnorm, then the embeddings' rows
     dx = stages['embedding'] = rmsnorm_backward(dx, caches['rms0'])              # (R, n_embd)
     grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
-                                                    config.block_size)
+                                                    config.block_size, (out.get('wte'), out.get('wpe')))
     return grads
+
+
+def add_to(a, b):
+    """a + b, written into a (a fresh array the caller no longer needs): one array fewer to
+    allocate. b + a and a + b are the same float, so the sum is the one `b + a` gives."""
+    a += b
+    return a
+
+
+def copied(a, into):
+    """into, with a's numbers copied in."""
+    into[...] = a
+    return into
 
 
 def stacked_qkv(weights, p):
     """attn_wq, attn_wk, attn_wv of block p one above the other: (3 * n_embd, n_embd)."""
     return np.concatenate([weights[p + 'attn_wq'], weights[p + 'attn_wk'], weights[p + 'attn_wv']])
+
+
+def flat_views(flat, shapes):
+    """{name: (n_out, n_in) view into the flat array}, the matrices one after the other in shapes'
+    order, each row by row (GPT.params' order): writing a view writes the flat array."""
+    views, start = {}, 0
+    for name, (n_out, n_in) in shapes.items():
+        views[name] = flat[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
+        start += n_out * n_in
+    return views
 
 
 def loss_and_grads(weights, config, batch):

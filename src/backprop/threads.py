@@ -10,8 +10,11 @@ under load and 7.7 s with one). So train.py's numpy engine decides:
 
   * --threads N, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS in the environment: the user's count;
   * otherwise `choose_threads` times a few forward-and-backward passes of the run's own model
-    on its first batch with one thread and with every core, interleaved, and keeps the faster
-    (the median of each; a tie goes to one thread, which leaves a core to everything else).
+    on its first batch three ways, interleaved: one thread; every core for BLAS; and the batch
+    split into one part per core, each part in its own Python thread with one BLAS thread
+    (parallel.py: that uses the cores for the elementwise work too, which BLAS threads never do).
+    It keeps the fastest (the median of each; a tie goes to one thread, which leaves a core to
+    everything else).
 
 The count is set through OpenBLAS's own openblas_set_num_threads, found in the library numpy
 loaded (its name differs between builds: scipy-openblas in numpy's wheels, plain OpenBLAS in
@@ -26,7 +29,6 @@ import time
 
 import numpy as np
 
-from .model import loss_and_grads
 
 # openblas_set_num_threads under the names the builds of OpenBLAS that numpy ships with use
 SETTERS = ('scipy_openblas_set_num_threads64_', 'scipy_openblas_set_num_threads',
@@ -84,24 +86,26 @@ def user_threads(requested=None):
     return None, None
 
 
-def time_passes(trainer, batch, threads, set_to, repeats):
-    """Seconds of each of `repeats` forward-and-backward passes with each thread count,
-    interleaved (1, n, 1, n, ...) so that a change of load hits both alike."""
-    times = {n: [] for n in threads}
+def time_passes(trainer, batch, ways, repeats):
+    """Seconds of each of `repeats` forward-and-backward passes each way, interleaved (1, 2, 3,
+    1, 2, 3, ...) so that a change of load hits all alike. ways: {name: function that sets it up}."""
+    times = {name: [] for name in ways}
     for _ in range(repeats):
-        for n in threads:
-            set_to(n)
+        for name, set_up in ways.items():
+            set_up()
             t0 = time.perf_counter()
-            loss_and_grads(trainer.params, trainer.config, batch)
-            times[n].append(time.perf_counter() - t0)
+            trainer.gradient(batch)
+            times[name].append(time.perf_counter() - t0)
     return times
 
 
 def choose_threads(trainer, batch, requested=None, repeats=5):
-    """Set and describe the BLAS thread count for training `trainer` on batches like `batch`.
+    """Set and describe the BLAS threads (and the trainer's workers) for training `trainer` on
+    batches like `batch`.
 
-    Returns the text train.py prints in its resolved config, e.g. '2 (measured: 1 thread
-    61 ms/pass, 2 threads 38 ms/pass)' or '1 (OPENBLAS_NUM_THREADS)'.
+    Returns the text train.py prints in its resolved config, e.g. '1 in each of 2 workers
+    (measured: 1 thread 27 ms/pass, 2 threads 27 ms/pass, 2 workers 15 ms/pass)' or
+    '1 (OPENBLAS_NUM_THREADS)'; it starts with the BLAS thread count now set.
     """
     n, source = user_threads(requested)
     blas = _openblas()
@@ -110,15 +114,24 @@ def choose_threads(trainer, batch, requested=None, repeats=5):
     set_to, _ = blas
     if n:
         set_to(n)
+        trainer.use_workers(1)
         return f"{n} ({source})"
     most = cores()
     if most == 1:
         set_to(1)
         return "1 (one core)"
-    loss_and_grads(trainer.params, trainer.config, batch)  # warm up: first-touch allocations
-    times = time_passes(trainer, batch, (1, most), set_to, repeats)
+    ways = {'1 thread': lambda: (set_to(1), trainer.use_workers(1)),
+            f'{most} threads': lambda: (set_to(most), trainer.use_workers(1)),
+            f'{most} workers': lambda: (set_to(1), trainer.use_workers(most))}
+    if len(batch) < 2:
+        del ways[f'{most} workers']  # one name: nothing to split
+    for set_up in ways.values():  # warm up: first-touch allocations, the workers' threads
+        set_up()
+        trainer.gradient(batch)
+    times = time_passes(trainer, batch, ways, repeats)
     median = {k: statistics.median(v) for k, v in times.items()}
-    best = most if median[most] < median[1] else 1  # a tie keeps one thread
-    set_to(best)
-    measured = ', '.join(f"{k} thread{'s' * (k > 1)} {1e3 * median[k]:.1f} ms/pass" for k in (1, most))
-    return f"{best} (measured: {measured})"
+    best = min(median, key=lambda k: (median[k], k != '1 thread'))  # a tie keeps one thread
+    ways[best]()
+    measured = ', '.join(f"{k} {1e3 * median[k]:.1f} ms/pass" for k in median)
+    chosen = f"1 in each of {most} workers" if best.endswith('workers') else best.split()[0]
+    return f"{chosen} (measured: {measured})"

@@ -30,7 +30,9 @@ import numpy as np
 from microgpt.edge.errors import UserError
 from microgpt.model import parameter_shapes
 
-from .model import loss_and_grads
+from .memory import keep_freed_memory
+from .model import flat_views, loss_and_grads, make_batch, model_backward, model_forward
+from .parallel import Split
 from .optim import AdamArrays
 
 
@@ -38,20 +40,29 @@ class Trainer:
     """Trains microgpt's GPT on numpy arrays. config: GPTConfig; weights: {name: [[float]]};
     dtype: 'float64' (default, exact) or 'float32' (fast)."""
 
-    def __init__(self, config, weights, tokenizer, dtype='float64'):
+    def __init__(self, config, weights, tokenizer, dtype='float64', workers=1):
         self.config = config
         self.tokenizer = tokenizer
         self.dtype = np.dtype(dtype)
         self.shapes = parameter_shapes(config)  # {name: [n_out, n_in]}, in GPT.params order
         n_params = sum(n_out * n_in for n_out, n_in in self.shapes.values())
         self.flat = np.zeros(n_params, dtype=self.dtype)  # (n_params,): every weight, GPT.params order
-        self.params = {}                        # {name: (n_out, n_in) view into self.flat}
-        start = 0
-        for name, (n_out, n_in) in self.shapes.items():
-            self.params[name] = self.flat[start:start + n_out * n_in].reshape(n_out, n_in)  # (n_out, n_in)
-            start += n_out * n_in
+        self.params = flat_views(self.flat, self.shapes)  # {name: (n_out, n_in) view into self.flat}
+        self.grad = np.zeros(n_params, dtype=self.dtype)  # (n_params,): the step's gradient, same order
+        self.grads = flat_views(self.grad, self.shapes)   # {name: (n_out, n_in) view into self.grad}
         self.load_weights(weights)
         self.optimizer = AdamArrays(n_params, dtype=self.dtype)
+        keep_freed_memory()  # every step's arrays reuse the last step's memory (memory.py says why)
+        self.split = None    # a parallel.Split when the batch runs as parts on several cores
+        self.use_workers(workers)
+
+    def use_workers(self, workers):
+        """Run each step's batch as `workers` parts at once, a thread each (parallel.py), or
+        in one piece (1). The BLAS threads are threads.py's to set: one per worker pays."""
+        if self.split is not None:
+            self.split.pool.shutdown()
+        self.split = Split(self, workers) if workers > 1 else None
+        self.workers = workers
 
     def step(self, batch, lr):
         """One forward, backward and Adam update on `batch` (B token lists); the mean loss.
@@ -61,16 +72,28 @@ class Trainer:
         weights, not Adam's moments or step count, and math.nan is returned.
         """
         with np.errstate(all='ignore'):  # an overflow shows up as inf/nan, checked below
-            loss, grads = loss_and_grads(self.params, self.config, batch)
-            g = np.concatenate([grads[name].reshape(-1) for name in self.shapes])  # (n_params,)
-            if not (math.isfinite(loss) and np.isfinite(g).all()):
+            loss, finite = self.gradient(batch)
+            if not (math.isfinite(loss) and finite):
                 return math.nan
-            self.optimizer.step(self.flat, g, lr)
+            self.optimizer.step(self.flat, self.grad, lr, self.split)
         return loss
+
+    def gradient(self, batch):
+        """(loss, finite): the batch's loss, its gradient written into self.grad (GPT.params
+        order), and whether every number of it is finite."""
+        if self.split is not None:
+            return self.split.loss_and_grad(batch)
+        idx, targets, mask = make_batch(batch, self.config.block_size, self.config.vocab_size)
+        loss, caches = model_forward(self.params, self.config, idx, targets, mask)
+        model_backward(self.params, self.config, caches, out=self.grads)  # written into self.grad
+        return loss, bool(np.isfinite(self.grad).all())
 
     def loss_and_grads(self, batch):
         """(loss, {name: gradient array}) at the current weights, without updating anything."""
-        return loss_and_grads(self.params, self.config, batch)
+        if self.split is None:
+            return loss_and_grads(self.params, self.config, batch)
+        loss, _ = self.split.loss_and_grad(batch)
+        return loss, flat_views(self.grad.copy(), self.shapes)  # a copy: the next step overwrites self.grad
 
     def weights(self):
         """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
@@ -97,3 +120,4 @@ class Trainer:
     def load_optimizer_state(self, state):
         """Resume Adam from a state saved by either engine, bit for bit."""
         self.optimizer.load_state(state)
+

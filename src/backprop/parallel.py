@@ -1,0 +1,73 @@
+"""
+Two cores (or more) for one step: the batch split into parts that run at once, one per thread.
+
+Read trainer.py first. A step's matrix products are small at the running-text recipe's shapes
+((768, 128) @ (128, 512) and the like): two BLAS threads on one product spend much of their
+time waiting for each other, and the elementwise work between the products (softmax, rmsnorm,
+relu, Adam) runs on one core whatever BLAS does. So `Split` runs the step the other way round:
+the batch's B windows or names are cut into `workers` parts, and each part's forward and
+backward runs in its own Python thread with ONE BLAS thread, on its own core. numpy lets go of
+Python's interpreter lock inside every matrix product and every pass over an array, which is
+nearly all of a step, so the threads run side by side.
+
+The parts add up to the whole batch exactly in the math, and to rounding in floats:
+  * the loss is the mean over the batch's predicted tokens, so each part's token losses are
+    divided by the whole batch's count n (model_forward's n_tokens), and the parts' losses add up
+    to the batch's; the same 1/n scales each part's gradient, so the parts' gradients add up too;
+  * the only difference from one pass is the order of additions: a gradient's sum over the
+    batch's rows is split in two sums that are then added, so float64 losses agree with one
+    thread's to about 1e-16 (tests/test_backprop_parallel.py holds them to 1e-12 over 30 steps).
+The sum of the parts' gradients, the check that it is finite and Adam's update run on all
+cores too, each on its own slice of the weights (an elementwise update, so the same floats).
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .model import flat_views, make_batch, model_backward, model_forward
+
+
+class Split:
+    """Runs a Trainer's steps as `workers` parts at once, each in its own thread."""
+
+    def __init__(self, trainer, workers):
+        self.trainer = trainer
+        self.workers = workers
+        # an overflow shows up as inf/nan, which the trainer checks: its threads say nothing, as
+        # Trainer.step's np.errstate makes its own thread say nothing (that setting is per thread)
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix='backprop',
+                                       initializer=lambda: np.seterr(all='ignore'))
+        # each part's flat gradient, in the trainer's parameter order; part 0's is the total
+        self.grads = [trainer.grad] + [np.zeros_like(trainer.grad) for _ in range(workers - 1)]  # (n_params,) each
+        self.views = [trainer.grads] + [flat_views(g, trainer.shapes) for g in self.grads[1:]]  # {name: view} each
+        n = len(trainer.flat)
+        self.slices = [slice(i * n // workers, (i + 1) * n // workers) for i in range(workers)]
+
+    def each_slice(self, f):
+        """f(part) for each core's slice of the flat weights, all at once; returns their results."""
+        return list(self.pool.map(f, self.slices))
+
+    def loss_and_grad(self, batch):
+        """(loss, finite): the batch's mean token loss, with its gradient summed into
+        trainer.grad, and whether every number of that gradient is finite."""
+        t = self.trainer
+        size = len(batch)
+        parts = [batch[i * size // self.workers:(i + 1) * size // self.workers] for i in range(self.workers)]
+        parts = [part for part in parts if part]  # a batch smaller than the workers: fewer parts
+        padded = [make_batch(part, t.config.block_size, t.config.vocab_size) for part in parts]
+        n_tokens = sum(int(mask.sum()) for _, _, mask in padded)  # the whole batch's predicted tokens
+
+        def part_gradient(i):
+            loss, caches = model_forward(t.params, t.config, *padded[i], n_tokens)
+            model_backward(t.params, t.config, caches, out=self.views[i])  # written into self.grads[i]
+            return loss
+
+        loss = sum(self.pool.map(part_gradient, range(len(parts))))
+
+        def total(part):  # this slice of the parts' gradients, added up into part 0's
+            for g in self.grads[1:len(parts)]:
+                np.add(self.grads[0][part], g[part], out=self.grads[0][part])
+            return bool(np.isfinite(self.grads[0][part]).all())
+
+        return loss, all(self.each_slice(total))
