@@ -31,10 +31,12 @@ class GPTConfig:
     block_size: int = 16  # longest sequence (positions): BOS + the name; names run to ~11-15 letters
 
     @property
-    def head_dim(self):  # dimensions per attention head
+    def head_dim(self):
+        """Dimensions per attention head."""
         return self.n_embd // self.n_head
 
-    def to_dict(self): return asdict(self)
+    def to_dict(self):
+        return asdict(self)
 
 
 def parameter_shapes(config):
@@ -56,13 +58,25 @@ def parameter_shapes(config):
 
 
 def init_weights(config, seed=42, init_std=None):
-    """GPT(config, seed)'s initial weights, {name: [[float]]}, no Value made: Gaussian, in parameter_shapes
-    order, row by row, from random.Random(seed); std 0.08 * sqrt(16 / n_embd) (a linear's outputs grow as
-    std * sqrt(n_in)), / sqrt(n_layer) for attn_wo, mlp_fc2 (the stream sums their 2 * n_layer outputs)."""
-    rng, std = random.Random(seed), init_std or 0.08 * (16 / config.n_embd) ** 0.5
-    adds = 1.0 if init_std else config.n_layer ** -0.5  # the stream, the first loss ~ ln(V): as at depth 1
-    return {name: [[rng.gauss(0, std * adds if name.endswith(('attn_wo', 'mlp_fc2')) else std) for _ in range(n_in)]
-                   for _ in range(n_out)] for name, (n_out, n_in) in parameter_shapes(config).items()}
+    """The initial weights, {name: [[float]]}: Gaussian numbers from random.Random(seed), matrix
+    by matrix in parameter_shapes order, row by row. GPT() makes each a Value; the numpy and
+    torch engines take them as they are (no Value made: milliseconds for a large model).
+
+    std: microgpt's 0.08 at its width 16, 0.08 * sqrt(16 / n_embd) at others: a linear's outputs
+    grow as std * sqrt(n_in), and this keeps the first loss near ln(vocab_size). What each block
+    adds to the residual stream (attn_wo's and mlp_fc2's outputs) is also divided by
+    sqrt(n_layer): the stream sums 2 * n_layer of them, and would otherwise grow with depth.
+    At the default config (16 wide, 1 layer) both factors are 1: exactly microgpt's weights.
+    init_std: one std for every matrix instead (the original microgpt.py's recipe).
+    """
+    rng = random.Random(seed)
+    std = init_std or 0.08 * (16 / config.n_embd) ** 0.5
+    depth = 1.0 if init_std else config.n_layer ** -0.5
+    weights = {}
+    for name, (n_out, n_in) in parameter_shapes(config).items():
+        s = std * depth if name.endswith(('attn_wo', 'mlp_fc2')) else std
+        weights[name] = [[rng.gauss(0, s) for _ in range(n_in)] for _ in range(n_out)]
+    return weights
 
 
 # ---------------------------------------------------------------------------- the model
@@ -75,9 +89,9 @@ class GPT:
         # (microgpt's own, composed from basic ops). Same math, the same numbers to rounding.
         self.blocks = fused_blocks if fused else composed_blocks
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
-        self.train_state = None     # what --resume needs, when loaded from a checkpoint
         # Let there be parameters: init_weights' numbers, each one a Value.
-        self.state_dict = {k: [[Value(x) for x in row] for row in m] for k, m in init_weights(config, seed, init_std).items()}
+        self.state_dict = {name: [[Value(x) for x in row] for row in matrix]
+                           for name, matrix in init_weights(config, seed, init_std).items()}
         # The flat list the optimizer walks over; it shares the Value objects with state_dict.
         self.params = [p for matrix in self.state_dict.values() for row in matrix for p in row]
 
@@ -169,10 +183,12 @@ class GPT:
 
     def weights(self):
         """The parameters as plain floats, {name: [[float]]}: what a checkpoint stores."""
-        return {name: [[p.data for p in row] for row in matrix] for name, matrix in self.state_dict.items()}
+        return {name: [[p.data for p in row] for row in matrix]
+                for name, matrix in self.state_dict.items()}
 
     def load_weights(self, weights):
         """Copy {name: [[float]]} (already validated against the config) into the parameters."""
         for name, matrix in self.state_dict.items():
-            for p, x in zip((p for row in matrix for p in row), (x for row in weights[name] for x in row)):
-                p.data = float(x)
+            for row, new_row in zip(matrix, weights[name]):
+                for p, x in zip(row, new_row):
+                    p.data = float(x)

@@ -85,8 +85,8 @@ def write_checkpoint(path, ckpt):
     if train_state is not None:
         tensors.update({name: ((len(ckpt.optimizer[name[-1]]),), ckpt.optimizer[name[-1]]) for name in ADAM_TENSORS})
         train_state['adam'] = {'t': ckpt.optimizer['t']}  # m and v are tensors; the count stays here
-    metadata = {'format': FORMAT, **{k: v if k == 'data_mode' else _json(v) for k, v in fields.items() if k != 'format'},
-                'train_state': _json(train_state)}
+    metadata = {key: value if key in ('format', 'data_mode') else _json(value) for key, value in fields.items()}
+    metadata['train_state'] = _json(train_state)  # the metadata is {str: str}: JSON text but the two names
     write_atomic(path, lambda f: safetensors.write(f, tensors, metadata))
 
 
@@ -218,8 +218,8 @@ def _read_safetensors(path, hint, training):
         optimizer = None
         if training and train_state is not None:
             if adam:
-                adam_state = {**adam_state, **{name[-1]: safetensors.read_tensor(f, path, name, entries[name], data_start)
-                                               for name in ADAM_TENSORS}}
+                adam_state = {**adam_state, **{name[-1]: safetensors.read_tensor(f, path, name, entries[name],
+                                                                                 data_start) for name in ADAM_TENSORS}}
             optimizer = _optimizer(path, adam_state, config)
     return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'safetensors')
 

@@ -30,7 +30,8 @@ class ShowDefaults(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ''
-        shown = not (action.default is None or isinstance(action.default, bool) or action.default == argparse.SUPPRESS)
+        default = action.default
+        shown = not (default is None or isinstance(default, bool) or default == argparse.SUPPRESS)
         if shown and '%(default)' not in text:
             text += ' (default %(default)s)'
         return text

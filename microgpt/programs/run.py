@@ -208,7 +208,8 @@ class Run:
             if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
                 self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
         self.val_loss = val_loss
-        self._write({'step': step, 'val_loss': val_loss, **({'train_loss': train_loss} if train_loss is not None else {})})
+        measured = {'val_loss': val_loss} if train_loss is None else {'val_loss': val_loss, 'train_loss': train_loss}
+        self._write({'step': step, **measured})
         self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})"
                  + (f", train loss {train_loss:.4f} (as many training tokens)" if train_loss is not None else ""))
         self._check_diverging(val_loss, "the validation loss", step)

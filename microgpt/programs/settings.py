@@ -327,7 +327,8 @@ def _check_engine(values, given, world_size):
                             "--engine torch trains across processes: add --engine torch, or run "
                             "python train.py without torchrun")
         if values['device'] != 'cpu':
-            raise UserError(f"--device {values['device']} is for --engine torch: add --engine torch, or drop --device")
+            raise UserError(f"--device {values['device']} is for --engine torch: add --engine torch, "
+                            "or drop --device")
     elif world_size is not None and world_size > values['batch_size']:
         raise UserError(f"torchrun started {world_size} ranks for a batch of {values['batch_size']} names: "
                         f"each rank needs at least one, so use --batch-size {world_size} or more, "

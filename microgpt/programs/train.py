@@ -26,7 +26,7 @@ from ..edge.checks import encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
 from ..edge.errors import UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
-from ..model import GPT
+from ..model import GPT, init_weights
 from ..optim import Adam
 from ..sampling import iter_names
 from ..tokenizer import CharTokenizer
@@ -76,7 +76,7 @@ def build(settings, ckpt):
     elif recipe is not None:
         weights = recipe.weights
     else:
-        weights = GPT(config, seed=settings.seed).weights()
+        weights = init_weights(config, seed=settings.seed)  # GPT's numbers, without its Values
     trainer = make_trainer(settings, config, weights, data.tokenizer)
     start = 0
     if settings.resume:
