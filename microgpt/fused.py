@@ -14,6 +14,7 @@ import math
 from operator import mul
 
 from .engine import Value
+from .ops import RMS_EPS
 
 
 def dot(ws, xs):
@@ -66,7 +67,7 @@ def softmax(logits):
     return [Value(pi, (zi, lse), (pi, -pi), 'softmax') for zi, pi in zip(logits, p)]
 
 
-def rmsnorm(xs, eps=1e-5):
+def rmsnorm(xs, eps=RMS_EPS):
     """y_i = x_i * s with s = (mean_j x_j^2 + eps)^(-1/2): x rescaled to root-mean-square ~1.
 
     Built from n + 1 nodes: one node for the scale s, with every x_j as a child,

@@ -39,7 +39,10 @@ def softmax(logits):
     return [e / total for e in exps]
 
 
-def rmsnorm(x, eps=1e-5):
+RMS_EPS = 1e-5  # microgpt's rmsnorm epsilon: every engine's rmsnorm takes it from here
+
+
+def rmsnorm(x, eps=RMS_EPS):
     """x rescaled to root-mean-square ~1: x_i / sqrt(mean_j x_j^2 + eps). No learned gain."""
     ms = sum(xi ** 2 for xi in x) / len(x)  # ** raises on overflow, as fused.rmsnorm's (see there)
     scale = (ms + eps) ** -0.5

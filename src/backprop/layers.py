@@ -14,10 +14,14 @@ memory: so the large arrays are changed in place where nothing else reads them (
 scores, relu's gradient, rmsnorm's backward), and each head's output is written straight into
 its columns of the merged array instead of being merged by a copy afterwards.
 
-The convention, as in llm.c: `*_forward(...)` returns (output, cache), where the cache holds
-what the backward needs; `*_backward(dout, cache)` takes dL/d(output), the gradient of the loss
-with respect to the forward's output, and returns the gradients with respect to its inputs
-(and its weights). A gradient always has the shape of the thing it is the gradient of.
+The convention, as in llm.c: a layer's `*_forward(...)` returns (output, cache), the cache
+holding what its backward needs, and `*_backward` takes first dL/d(output), the gradient of the
+loss with respect to the forward's output, then that cache (rmsnorm, attention, the embedding),
+or, for a layer of one line that keeps no cache, the forward's own inputs (linear: x and w; relu:
+its input; a residual add needs none). cross_entropy_backward takes only the cache: the loss is
+the end, its gradient 1. Each returns the gradients with respect to its inputs (and its
+weights), written into `out=` arrays where given; a gradient always has the shape of the thing
+it is the gradient of.
 
 Shapes. A batch of B names is processed as R rows, one per real position of every name, the
 names one after the other: every layer but attention works on (R, n_embd) arrays exactly as
@@ -36,8 +40,8 @@ import numpy as np
 
 from inference.attention import causal_mask, softmax
 from inference.model import cross_entropy, linear, merge_heads, split_heads
+from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
-RMS_EPS = 1e-5  # the rmsnorm epsilon of microgpt.ops.rmsnorm, fused.rmsnorm and the port
 
 
 # ---------------------------------------------------------------------------- embedding

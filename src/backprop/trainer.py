@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from microgpt.edge.errors import UserError
+from microgpt.edge.limits import parameter_count
 from microgpt.model import parameter_shapes
 
 from .memory import keep_freed_memory
@@ -45,7 +45,7 @@ class Trainer:
         self.tokenizer = tokenizer
         self.dtype = np.dtype(dtype)
         self.shapes = parameter_shapes(config)  # {name: [n_out, n_in]}, in GPT.params order
-        n_params = sum(n_out * n_in for n_out, n_in in self.shapes.values())
+        n_params = parameter_count(config)
         self.flat = np.zeros(n_params, dtype=self.dtype)  # (n_params,): every weight, GPT.params order
         self.params = flat_views(self.flat, self.shapes)  # {name: (n_out, n_in) view into self.flat}
         self.grad = np.zeros(n_params, dtype=self.dtype)  # (n_params,): the step's gradient, same order
@@ -100,18 +100,11 @@ class Trainer:
         return {name: self.params[name].tolist() for name in self.shapes}
 
     def load_weights(self, weights):
-        """Copy {name: [[float]] or array} into the parameters, after checking every shape
-        (a bad matrix leaves the weights untouched)."""
-        arrays = {}
-        for name, shape in self.shapes.items():
-            if name not in weights:
-                raise UserError(f"weights missing for {name}: give the model's full state_dict")
-            arrays[name] = np.asarray(weights[name], dtype=self.dtype)  # (n_out, n_in)
-            if arrays[name].shape != tuple(shape):
-                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, "
-                                f"got {arrays[name].shape}")
-        for name, w in arrays.items():
-            self.params[name][...] = w  # in place: the views into self.flat stay valid
+        """Copy {name: [[float]] or array} into the parameters, in place (the views into
+        self.flat stay valid). The shapes are the config's: the checkpoint's reader (or the model
+        they come from) has checked every name and shape."""
+        for name in self.shapes:
+            self.params[name][...] = np.asarray(weights[name], dtype=self.dtype)  # (n_out, n_in)
 
     def optimizer_state(self):
         """{'t': int, 'm': [float], 'v': [float]}, flat in microgpt.optim.Adam's order."""

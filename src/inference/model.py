@@ -37,6 +37,7 @@ import numpy as np
 
 from microgpt.edge.errors import DIVERGED, UserError
 from microgpt.model import parameter_shapes
+from microgpt.ops import RMS_EPS
 from microgpt.training import doc_tokens, num_predictions
 
 from .attention import attention_head, causal_mask, masked_attention, softmax
@@ -56,7 +57,7 @@ def linear(x, w):
     return x @ w.T  # (T, n_out)
 
 
-def rmsnorm(x, eps=1e-5):
+def rmsnorm(x, eps=RMS_EPS):
     """Scale each row of x to root-mean-square 1, as ops.rmsnorm (and fused.rmsnorm) does for one vector."""
     ms = (x * x).mean(axis=-1, keepdims=True)  # (T, 1): each position's mean square
     return x * (ms + eps) ** -0.5              # (T, n_embd)

@@ -17,8 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from microgpt.model import parameter_shapes
-
-RMS_EPS = 1e-5  # microgpt's rmsnorm epsilon, as everywhere
+from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
 
 def rmsnorm(x):
