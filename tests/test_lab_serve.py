@@ -283,7 +283,7 @@ def test_broken_requests_get_a_json_4xx_and_the_server_goes_on(server, method, p
     ({'text': TEXT, 'head': 7}, 'out of range'),
     ({'text': TEXT, 'query': 99}, 'out of range'),
     ({'text': TEXT, 'temperature': 0}, "'temperature'"),
-    ({'text': 'e' * 500}, 'characters long'),
+    ({'text': 'e' * 2000}, 'characters long'),
     ({}, "needs the field 'text'"),
 ])
 def test_bad_attention_requests_get_the_lab_message(server, body, words):

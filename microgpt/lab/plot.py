@@ -83,7 +83,7 @@ def probability_bars(path, rows, title):
         r = rows[k]
         chars = [c for c, _ in r['top']]
         probs = [p for _, p in r['top']]
-        if r['target'] not in chars:  # keep the true character in view, whatever its rank
+        if r['target'] is not None and r['target'] not in chars:  # the true one in view, whatever its rank
             chars.append(r['target'])
             probs.append(r['p'])
         colors = ['tab:orange' if c == r['target'] else 'tab:blue' for c in chars]
@@ -91,6 +91,9 @@ def probability_bars(path, rows, title):
         ax.set_yticks(range(len(chars)), chars)
         ax.invert_yaxis()  # most likely on top
         ax.set_xlim(0, 1)
+        if r['target'] is None:  # running text: the last position's next is not in the text
+            ax.set_title(f"pos {r['position']} reads {r['reads']}: next not in the text", fontsize=9)
+            continue
         mark = '' if r['hit'] else '  ✗'
         ax.set_title(f"pos {r['position']} reads {r['reads']}: loss {r['loss']:.2f}{mark}", fontsize=9)
     fig.suptitle(title + '  (orange = the true next character)')

@@ -38,7 +38,8 @@ from ..edge.errors import UserError
 from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
                       MAX_TEMPERATURE, MAX_VOCAB_SIZE)
 
-MAX_TEXT = 64          # characters of a name, prompt or parameter name in a request
+MAX_TEXT = 1025        # characters of a name, a window of running text (block_size + 1: a block
+                       # of up to 1024 positions), a prompt or a parameter name in a request
 MAX_EXPRESSION = 1000  # characters of an autograd expression: one to read, not a program
 MAX_MANY = 16          # values of a list parameter (--temperatures) in one call
 MAX_VARIABLES = 50     # variables of an autograd expression
@@ -46,6 +47,8 @@ MAX_VALUE = 1e300      # an autograd variable's value, at most this in size
 MAX_TOP = 1000         # most likely characters per position: more bars than any screen shows
 MAX_LAB_NAMES = 100    # names `lab sample` and the Sampling page draw per setting (sample.py's
                        # own --num goes to limits.MAX_NAMES: a file of names, not a table)
+MAX_LAB_LENGTH = 2000  # characters of one running-text continuation `lab sample` draws (sample.py's
+                       # --length goes to limits.MAX_LENGTH: a stream to read, not a table)
 MAX_VECTOR = 200       # characters of one typed vector (by hand): eight numbers with room to spare
 MAX_LR = 1e3           # one step's learning rate; above about 1 the loss goes up, and the page says so
 
@@ -130,7 +133,8 @@ class Sandbox:
 
 
 # ---------------------------------------------------------------------------- shared parameters
-def _text(help_text="a name, in characters the model was trained on (e.g. anna)"):
+def _text(help_text="a name, in characters the model was trained on (e.g. anna); on a model of running "
+                    "text, a window of it: at most block_size + 1 characters, no BOS"):
     return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_TEXT)
 
 
@@ -141,15 +145,17 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
          Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
                group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
          Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
-               help="query position, 0 (BOS)..len(TEXT) (default: the last)"))
+               help="query position, 0..(positions - 1): 0 is BOS for a name, the first character "
+                    "of running text (default: the last)"))
 
 
 # ---------------------------------------------------------------------------- the sandboxes
 SANDBOXES = [
     Sandbox('overview', 'Overview',
             help="next-character probabilities, loss and a sample for TEXT",
-            description="For every position of [BOS] + TEXT: the model's most likely next characters, "
-                        "the true one, its probability and loss; then one sampled continuation.",
+            description="For every position of [BOS] + TEXT (a name) or of TEXT (a window of running "
+                        "text): the model's most likely next characters, the true one, its probability "
+                        "and loss; then one sampled continuation.",
             png="the probability bars",
             params=(_text(),
                     Param('top', int, 5, 1, MAX_TOP, metavar='K', group='display',
@@ -283,19 +289,27 @@ SANDBOXES = [
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
-                        "each setting, marked as in the training data or new.",
+                        "each setting, marked as in the training data or new. On a model of running "
+                        "text: after PROMPT, no BOS, and continuations of --length characters.",
             extra={'page': 'sampling'},
             params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_TEXT,
-                          help="how the names start (default: empty, the first character is drawn too)"),
+                          help="how the names start (default: empty, the first character is drawn too); "
+                               "running text: what the continuations follow, any length (the model sees "
+                               "its last block_size characters; empty: after a newline)"),
                     Param('temperatures', float, (0.0, 0.5, 1.0, 2.0), 0, MAX_TEMPERATURE, many=True,
                           metavar='T', group='sampling',
                           help="temperatures to compare, 0 = greedy (default 0 0.5 1 2)"),
                     Param('top_k', int, 5, 1, MAX_VOCAB_SIZE, at_most='vocab_size', metavar='K',
                           group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
-                    Param('num', int, 5, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
-                          help="names per setting (default 5)"),
+                    Param('num', int, None, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
+                          help="names (running text: continuations) per setting (default 5 names, "
+                               "1 continuation)"),
+                    Param('length', int, None, 1, MAX_LAB_LENGTH, metavar='N', group='sampling',
+                          help="running-text models: characters per continuation, as sample.py --length "
+                               "(default 200)"),
                     Param('names_at', float, (), 0, MAX_TEMPERATURE, many=True, metavar='T', group='sampling',
-                          help="draw the names at these temperatures only (default: at each one compared)"),
+                          help="draw the names (or continuations) at these temperatures only (default: "
+                               "at each one compared)"),
                     SEED,
                     Param('data', str, None, metavar='PATH', group='sampling', web=False,
                           help="the training names, to mark samples as seen or new (default: the data "
