@@ -25,7 +25,8 @@ from contextlib import contextmanager, nullcontext
 from ..edge.errors import UserError
 from ..edge.limits import parameter_count
 from . import registry
-from .loading import trained_lr
+from .loading import example_text, trained_lr
+from .step import scalar_positions
 from .workers import MODELS, ApiError, Pool
 
 
@@ -155,7 +156,9 @@ class Checkpoints:
             c = model.config
             out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
                         'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
+                        'example': example_text(ckpt),  # what the pages' text box starts with
                         'step_numpy_first': parameter_count(c) > STEP_NUMPY_FIRST_ABOVE,
+                        'step_scalar_positions': scalar_positions(c),  # the scalar step's most positions
                         'config': {k: getattr(c, k) for k in
                                    ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
         return out

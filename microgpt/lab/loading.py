@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ..edge.checks import encode, is_finite_number, short
 from ..edge.errors import UserError
+from ..edge.files import read_head
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 
@@ -120,6 +121,26 @@ def read_text(model, text, mode='lines'):
         raise UserError(f"TEXT {short(text)} has {len(ids)} characters, but this model's block of "
                         f"{block_size} positions (one of them BOS) leaves room for at most {limit}")
     return Reading([model.tokenizer.bos] + ids, ids + [model.tokenizer.bos])
+
+
+def example_text(ckpt, default='anna'):
+    """What the pages put in their text box to start: `default` (a name) for a names model; for
+    a model of running text, the first lines of its training data that fit one window (block_size
+    + 1 characters: "First Citizen:\nBefore we proceed any further, hear me speak.\n\n" for
+    tiny shakespeare), read from the file the checkpoint names; where that cannot be read, the
+    default if the model knows its characters, else its first characters."""
+    tok, window = ckpt.tokenizer, ckpt.config.block_size + 1
+    if ckpt.data_mode != 'text':
+        return default
+    run = (ckpt.train_state or {}).get('run')
+    data = run.get('data') if isinstance(run, dict) else None
+    head = read_head(data, 4 * window) if isinstance(data, str) else None  # UTF-8: 4 bytes a character at most
+    text = head.decode('utf-8', errors='ignore').replace('\r\n', '\n')[:window] if head else ''
+    if '\n' in text[:-1] and len(text) == window:
+        text = text[:text.rindex('\n', 0, window) + 1]  # whole lines, as many as fit
+    if text and all(ch in tok.stoi for ch in text):
+        return text
+    return default if all(ch in tok.stoi for ch in default) else ''.join(tok.chars[:8])
 
 
 def text_tokens(model, text, mode='lines'):

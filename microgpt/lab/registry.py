@@ -285,7 +285,11 @@ SANDBOXES = [
                           help="chart width in characters (default 60)"),
                     Param('height', int, 12, 5, 500, group='display',
                           help="chart height in lines (default 12)"))),
+    # drawing names or text takes its turn, and a request still waiting when a newer comes is left
+    # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
+    # take seconds, queues one draw at most; the distribution alone (num 0) never waits
     Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
+            one_at_a_time=lambda params: params['num'] != 0,
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
@@ -301,9 +305,9 @@ SANDBOXES = [
                           help="temperatures to compare, 0 = greedy (default 0 0.5 1 2)"),
                     Param('top_k', int, 5, 1, MAX_VOCAB_SIZE, at_most='vocab_size', metavar='K',
                           group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
-                    Param('num', int, None, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
-                          help="names (running text: continuations) per setting (default 5 names, "
-                               "1 continuation)"),
+                    Param('num', int, None, 0, MAX_LAB_NAMES, metavar='N', group='sampling',
+                          help="names (running text: continuations) per setting, 0 for the distribution "
+                               "alone (default 5 names, 1 continuation)"),
                     Param('length', int, None, 1, MAX_LAB_LENGTH, metavar='N', group='sampling',
                           help="running-text models: characters per continuation, as sample.py --length "
                                "(default 200)"),

@@ -153,7 +153,9 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
     n_shown = model.tokenizer.bos if mode == 'text' else model.config.vocab_size  # no BOS in running text
     chars = [token_label(model.tokenizer, i) for i in range(n_shown)]
     settings = []
-    if mode == 'text':
+    if num == 0:  # the distribution alone (the Sampling page asks for its draws apart)
+        known, source = None, "nothing drawn (num 0)"
+    elif mode == 'text':
         known, source = None, "running text: continuations are not marked"
         for (t, k), texts in continuations(model, prompt, at, top_k, num, length, seed).items():
             settings.append({'temperature': t, 'top_k': k, 'texts': texts})
@@ -206,6 +208,8 @@ def render(d):
         lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
                      f"{d['top_k_entropy']:.3f} bits")
     lines.append('')
+    if not d['num']:
+        return '\n'.join(lines[:-1])
     if d['data_mode'] == 'text':
         lines.append(f"{d['num']} continuation{'s' * (d['num'] != 1)} of {d['length']} characters drawn at each "
                      "setting after the prompt, newlines kept (as sample.py --length draws them)")

@@ -48,6 +48,7 @@ from backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
+from ..edge.limits import parameter_count
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
 from .loading import data_mode, read_text, trained_lr
@@ -55,7 +56,17 @@ from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
 ENGINES = ('scalar', 'numpy')  # who computes the forward and backward (scalar_pass, numpy_pass)
+# The scalar engine's step is a graph of Values over every weight at every position: the names
+# recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past SCALAR_WORK
+# weight-positions (a few seconds, half a GB) it is refused and --engine numpy named, which gives
+# the same numbers in milliseconds: tiny shakespeare's 811,520 weights allow 7 positions.
+SCALAR_WORK = 6_000_000
 PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
+
+
+def scalar_positions(config):
+    """The most positions the scalar engine's step takes on a model of this config."""
+    return max(1, SCALAR_WORK // parameter_count(config))
 
 
 # ---------------------------------------------------------------------------- the forward pass
@@ -210,6 +221,10 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', 
     n = len(tokens) - 1
     if n < 1:
         raise UserError("a step needs two characters of running text at least: one to read, one to predict")
+    if engine == 'scalar' and n > scalar_positions(model.config):
+        raise UserError(f"the scalar engine's step on {n} positions of this {parameter_count(model.config):,}-weight "
+                        f"model is a graph of too many Values: take it with --engine numpy (the same numbers "
+                        f"in milliseconds), or give a text of at most {scalar_positions(model.config)} positions")
     chosen = parse_param(param, model) if param else None
     before = np.array([p.data for p in model.params])  # (n_params,): every weight, in GPT.params order
     weights = matrices(model, before)                  # {name: (n_out, n_in)}
