@@ -346,7 +346,7 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     assert got['code']['lines'][0].lstrip().startswith('def gpt(')
     assert post(server, '/api/embeddings', {'neighbours': 2}) == jsonable(embeddings.compute(model, 2))
     want = jsonable(loss.compute(log_path_for(tiny_ckpt)))
-    assert post(server, '/api/loss', {}) == want and len(want['train']) == 60
+    assert post(server, '/api/loss', {}) == want and len(want['runs'][0]['train']) == 60
 
 
 @pytest.mark.parametrize('route, body, words', [

@@ -217,6 +217,8 @@ class Lab:
         if s.model is not None:
             ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
             path, n_head = self.checkpoints.path(ckpt_id), self.checkpoints.head_count(ckpt_id)
+        if s.model == 'log':  # the chosen checkpoint's log, and those of the others asked beside it
+            path = [path] + [self.checkpoints.path(other) for other in params.pop('also', ())]
         with self.turn(name) if s.waits_its_turn(params) else nullcontext(), slot():
             return self.pool.compute(name, path, n_head, params)
 

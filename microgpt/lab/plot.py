@@ -101,22 +101,34 @@ def probability_bars(path, rows, title):
     _save(fig, path)
 
 
-def loss_curves(path, train, val, smooth, window, title):
-    """Training loss per step (light), its running mean (dark), and the validation loss."""
+def loss_curves(path, runs, title):
+    """Each run's training loss per step (light), its running mean (dark), its validation loss
+    (circles) and the training loss measured alike at each evaluation (triangles), one colour
+    a run, named by its log where there are several."""
     plt = require_matplotlib()
-    steps = [s for s, _, _ in train]
-    losses = [l for _, l, _ in train]
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(steps, losses, color='tab:blue', alpha=0.25, linewidth=0.8, label='training loss (each step)')
-    ax.plot(steps, smooth, color='tab:blue', linewidth=2,
-            label=f'training loss, running mean of {window} steps')
-    if val:
-        ax.plot([s for s, _ in val], [v for _, v in val], 'o-', color='tab:orange',
-                label='validation loss (held-out data)')
+    colours = plt.rcParams['axes.prop_cycle'].by_key()['color']
+    for k, r in enumerate(runs):
+        colour, name = colours[k % len(colours)], (f"{r['path']}: " if len(runs) > 1 else '')
+        # one run: validation orange and the estimate green, as the Loss page draws them
+        val_colour, estimate_colour = (colour, colour) if len(runs) > 1 else ('tab:orange', 'tab:green')
+        steps = [s for s, _, _ in r['train']]
+        ax.plot(steps, [l for _, l, _ in r['train']], color=colour, alpha=0.2, linewidth=0.8,
+                label=None if len(runs) > 1 else 'training loss (each step)')
+        ax.plot(steps, r['smooth'], color=colour, linewidth=2,
+                label=f"{name}training loss, running mean of {r['window']} steps")
+        estimates = [(s, t) for s, _, t in r['val'] if t is not None]
+        if estimates:
+            ax.plot([s for s, _ in estimates], [t for _, t in estimates], '^--', color=estimate_colour, markersize=5,
+                    label=f'{name}training loss measured alike')
+        if r['val']:
+            ax.plot([s for s, _, _ in r['val']], [v for _, v, _ in r['val']], 'o-', color=val_colour,
+                    markerfacecolor='white' if len(runs) > 1 else colour,
+                    label=f'{name}validation loss (held-out data)')
     ax.set_xlabel('step')
     ax.set_ylabel('loss (mean cross-entropy, nats)')
     ax.set_title(title)
-    ax.legend()
+    ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)
 

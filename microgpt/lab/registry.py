@@ -278,10 +278,14 @@ SANDBOXES = [
                           help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
                                "lesson's b=1 h=12 q=k=d=64)"))),
     Sandbox('loss', 'Loss', model='log', numpy=False,
-            help="training and validation loss curves from a training log",
-            description="Reads the JSON-lines log train.py writes beside the checkpoint.",
+            help="training and validation loss curves from training logs, several side by side",
+            description="Reads the JSON-lines logs train.py writes beside the checkpoint (one or more: "
+                        "several runs are drawn on one picture, each with its own marks).",
             png="the curves",
-            params=(Param('width', int, 60, 20, 1000, group='display',
+            params=(Param('also', str, (), many=True, cli=False, metavar='ID', high=MAX_TEXT,
+                          help="the web page's other checkpoints (by id) whose logs are drawn beside "
+                               "the chosen one's"),
+                    Param('width', int, 60, 20, 1000, group='display',
                           help="chart width in characters (default 60)"),
                     Param('height', int, 12, 5, 500, group='display',
                           help="chart height in lines (default 12)"))),

@@ -7,11 +7,13 @@ Training runs started from the web lab's Training page: train.py in a subprocess
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
 The run is the learner's own `python train.py --out ...`, so the page watches the very program
-the terminal runs. Progress comes from the JSON-lines log train.py writes beside the checkpoint
+the terminal runs: on names (the server's --data, else the bundled ones), or on running text
+(--data-mode text on the server's --text file, else the text the checkpoint given at start was
+trained on), in windows of block_size + 1 characters, a batch of them a step. Progress comes from the JSON-lines log train.py writes beside the checkpoint
 ({"step", "loss", "lr"} per step, {"step", "val_loss"} per evaluation), read from where the
 page last stopped reading. train.py saves the checkpoint every tenth of the run; each time
-it changes, a few names are sampled from it with microgpt.sampling, so the page can watch the
-names improve. When the run ends (finished, or stopped with Stop) its checkpoint is added to
+it changes, a few names (or a line or two of running text) are sampled from it with sample.py's
+sampler, so the page can watch them improve. When the run ends (finished, or stopped with Stop) its checkpoint is added to
 the server's list, and the other pages can open it by its id, `run<n>`.
 
 RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
@@ -28,6 +30,7 @@ stopped, while one that ended unwatched is shown as its files say it ended.
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -36,25 +39,30 @@ import time
 
 from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
+from ..programs.generate import generate
 from ..programs.run import log_path_for
 from ..sampling import sample_names
 from . import loss, runrecord
+from .sampler import context
 from .api import ApiError, field
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# What the page may ask for: (low, high, default). Ranges a learner's laptop trains in minutes.
+# What the page may ask for: (low, high, default). Ranges a learner's laptop trains in minutes:
+# the Shakespeare recipe's 4 x 128, block 64, batch 12 (README), 1000 steps, on the numpy engine.
 LIMITS = {
     'steps': (1, 20_000, 300),
     'n_layer': (1, 4, 1),
-    'n_embd': (2, 64, 16),       # must divide by n_head
+    'n_embd': (2, 128, 16),      # must divide by n_head
     'n_head': (1, 8, 4),
-    'block_size': (2, 32, 16),
-    'batch_size': (1, 256, 1),   # names per step; more than one is the numpy engine's strength
+    'block_size': (2, 256, 16),  # names need about 16; running text's windows more
+    'batch_size': (1, 256, 1),   # names (or windows) per step; more than one is the numpy engine's strength
 }
 ENGINES = ('scalar', 'numpy')    # train.py --engine: the Value graph, or src/backprop's arrays
+DATA_MODES = ('lines', 'text')   # train.py --data-mode: names, one a line, or running text
+TEXT_SAMPLE = 120                # characters of running text sampled after each save
 LR_LIMITS = (1e-5, 1.0, 0.01)
 NUM_SAMPLES = 5                  # names shown after each save
 READ_LIMIT = 1 << 18             # bytes of log returned per status call; the page asks again
@@ -92,10 +100,11 @@ class RunManager:
     """The Training page's runs: starts one at a time, reports on it, stops it, and at the
     server's end stops the one still going."""
 
-    def __init__(self, runs_dir, checkpoints, data=None):
+    def __init__(self, runs_dir, checkpoints, data=None, text=None):
         self.runs_dir = os.path.abspath(runs_dir)
         self.checkpoints = checkpoints
         self.data = None if data is None else os.path.abspath(data)
+        self.text = None if text is None else os.path.abspath(text)  # running text, or None: names only
         self.lock = threading.Lock()
         self.run = None
         self.news = []  # what recover() found, for the server to print after its address
@@ -104,9 +113,10 @@ class RunManager:
 
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
-        return {'available': True, 'engines': list(ENGINES),
+        return {'available': True, 'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
                 'limits': {**LIMITS, 'lr': LR_LIMITS},
-                'data': self.data}  # the file of names the runs train on; None: the bundled names
+                'data': self.data,  # the file of names the runs train on; None: the bundled names
+                'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
@@ -117,10 +127,19 @@ class RunManager:
         p['engine'] = field(body, 'engine', str, 'scalar')
         if p['engine'] not in ENGINES:
             raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
+        p['data_mode'] = field(body, 'data_mode', str, 'lines')
+        if p['data_mode'] not in DATA_MODES:
+            raise ApiError(400, f"data_mode {p['data_mode']!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
+        if p['data_mode'] == 'text' and self.text is None:
+            raise ApiError(400, "this server has no running text to train on: start it with `lab serve --text FILE`")
         flags = ['--steps', p['steps'], '--n-layer', p['n_layer'], '--n-embd', p['n_embd'],
                  '--n-head', p['n_head'], '--block-size', p['block_size'], '--lr', p['lr'],
                  '--eval-every', max(1, p['steps'] // 10), '--save-every', max(1, p['steps'] // 10),
                  '--num-samples', 0, '--engine', p['engine'], '--batch-size', p['batch_size']]
+        if p['data_mode'] == 'text':
+            flags += ['--data-mode', 'text', '--data', self.text]
+        elif self.data:
+            flags += ['--data', self.data]
         return p, [str(f) for f in flags]
 
     def start(self, body):
@@ -137,8 +156,6 @@ class RunManager:
                 raise ApiError(500, f"cannot make a run folder in {self.runs_dir}: {e.strerror}: "
                                     "start the server with another --runs-dir") from None
             argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, 'model.json'), *flags]
-            if self.data:
-                argv += ['--data', self.data]
             env = dict(os.environ)
             # microgpt/ and, in a source checkout, `inference` in src/: found even when the project
             # is not installed (installed, they are on the path already)
@@ -276,13 +293,16 @@ class RunManager:
         try:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
             model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
-            names = sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)
+            if ckpt.data_mode == 'text':  # a line or two, after a newline, as sample.py starts
+                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, context(model, '', 'text')))}
+            else:
+                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
         except UserError:
             return  # a diverged model: the log shows it
         step = (ckpt.train_state or {}).get('step')
         with self.lock:
             if not any(s['step'] == step for s in run.samples):
-                run.samples.append({'step': step, 'names': names})
+                run.samples.append({'step': step, **sample})
 
     def shutdown(self, timeout=30):
         """Stop a run that is still going (as Ctrl-C would) and wait for it to save.

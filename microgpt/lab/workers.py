@@ -109,8 +109,8 @@ def answer(name, path, n_head, params):
         module = importlib.import_module(s.module_name)
         if s.model is None:
             return 'ok', public(module.compute(**params))
-        if s.model == 'log':
-            return 'ok', public(module.compute(log_path_for(path), **params))
+        if s.model == 'log':  # path: the checkpoints whose logs are drawn (api.Lab.sandbox)
+            return 'ok', public(module.compute([log_path_for(p) for p in path], **params))
         ckpt, model = MODELS.get(s.model, path, n_head)
         registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
         # the numpy port's arithmetic overflows as one line; the scalar step says so itself
