@@ -10,7 +10,8 @@ A names model reads [BOS] + TEXT and at every position predicts the character th
 after the last character the right answer is BOS, "the name ends here". A model of running text
 (train.py --data-mode text) reads TEXT as one of its training windows: no BOS, every target the
 next character; the last position's next character is not in the text, so it is shown but not
-scored. For each position this prints the model's most likely next characters as bars, the true
+scored, and BOS is never among the candidates shown (its share of the softmax stays in the loss,
+as in train.py's). For each position this prints the model's most likely next characters as bars, the true
 next character, the probability the model gave it and its loss -ln p (microgpt's
 cross-entropy), with a mark where the model's favourite was something else. These are the
 model's own probabilities, softmax(logits) at temperature 1, the ones the loss is computed
@@ -50,6 +51,8 @@ def predictions(model, text, top=5, mode='lines'):
     rows = []
     for i, (reads, target) in enumerate(zip(token_ids, targets)):
         order = np.argsort(-probs[i], kind='stable')  # (vocab_size,): most likely first
+        if mode == 'text':  # running text never holds BOS: the candidates are the characters (its
+            order = order[order != tok.bos]  # probability stays in the softmax the loss is taken over)
         row = {'position': i, 'reads': token_label(tok, reads),
                'top': [(token_label(tok, int(c)), float(probs[i, c])) for c in order[:top]],
                'target': None, 'p': None, 'loss': None, 'rank': None, 'hit': None}

@@ -50,7 +50,7 @@ function cellSize(T) {
 
 // the compact cell's side in px: the heads two a row when each still gets 6 px a cell, else one
 function compactCell(T, nHead) {
-  const width = $('heads').clientWidth, axis = 30;
+  const width = $('heads').clientWidth, axis = 46;  // the row marks' column, 'i \ j' and its padding
   const perRow = Math.min(nHead, width >= 2 * (axis + 6 * T) + 16 ? 2 : 1);
   const room = (width - 16 * (perRow - 1)) / perRow - axis - 4;
   return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / T)));

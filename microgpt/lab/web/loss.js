@@ -6,7 +6,7 @@
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
-const COLOURS = ['#1f5fbf', '#7c3aed', '#0e7490', '#be185d', '#4d7c0f', '#92400e'];  // a run's own, in order
+const RUN_CLASSES = 6;  // lab.css colours runs run0 .. run5, in order: a run's marks share its class
 const others = new Set();  // the ids of the other checkpoints ticked
 
 async function draw() {
@@ -15,7 +15,7 @@ async function draw() {
   await Lab.guard(async () => {
     const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined});
     const label = id => Lab.config.checkpoints.find(c => c.id === id).label;
-    const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: COLOURS[k % COLOURS.length]}));
+    const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: `run${k % RUN_CLASSES}`}));
     const main = runs[0], train = main.train, val = main.val;
     $('source').textContent = `${main.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
       `${val.length} validation measurements; running mean of ${main.window} steps`;
@@ -42,7 +42,7 @@ function drawCompare() {
 // a run's last and lowest validation loss, with the training loss measured alike at the last
 function best(r, named) {
   const val = r.val;
-  const name = named ? [el('b', {style: `color: ${r.colour}`}, r.label), ': '] : [];
+  const name = named ? [el('b', {class: r.colour}, r.label), ': '] : [];
   if (!val.length) return [el('p', {class: 'muted'}, ...name, 'this run measured no validation loss (--eval-every 0).')];
   const low = val.reduce((a, b) => (b[1] < a[1] ? b : a)), last = val[val.length - 1];
   return [el('p', {}, ...name, 'last validation loss ', el('span', {class: 'num', 'data-run': r.id, id: named ? null : 'last-val'},
@@ -63,6 +63,7 @@ function chart(runs) {
   const line = (xs, ys) => xs.map((x, i) => `${i ? 'L' : 'M'}${X(x).toFixed(1)},${Y(ys[i]).toFixed(1)}`).join('');
   const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);
   const c = $('loss-chart'), one = runs.length === 1;
+  c.classList.toggle('many', !one);  // several runs: each in its own colour (lab.css)
   c.setAttribute('viewBox', `0 0 ${W} ${H}`);
   c.setAttribute('width', W);
   c.setAttribute('height', H);
@@ -71,17 +72,17 @@ function chart(runs) {
   c.dataset.runs = runs.length;
   const curves = runs.map(r => {
     const ss = r.train.map(x => x[0]);
-    return svg('g', {class: 'run', 'data-run': r.id},
-      svg('path', {class: 'train', d: line(ss, r.train.map(x => x[1])), style: one ? null : `stroke: ${r.colour}; opacity: 0.25`}),
-      svg('path', {class: 'smooth', d: line(ss, r.smooth), style: one ? null : `stroke: ${r.colour}`}));
+    return svg('g', {class: `run ${r.colour}`, 'data-run': r.id},
+      svg('path', {class: 'train', d: line(ss, r.train.map(x => x[1]))}),
+      svg('path', {class: 'smooth', d: line(ss, r.smooth)}));
   });
   // the evaluations last, above every run's curves: the training loss measured alike, then validation
   const marks = runs.flatMap(r => [
-    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => svg('path', {class: 'estimate', 'data-step': s, 'data-value': t,
-      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, style: one ? null : `fill: ${r.colour}`},
+    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => svg('path', {'data-step': s, 'data-value': t,
+      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, class: `estimate ${r.colour}`},
       svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: training loss measured alike ${t}`))),
-    ...r.val.map(([s, v]) => svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
-      'data-run': r.id, style: one ? null : `fill: white; stroke: ${r.colour}; stroke-width: 2`},
+    ...r.val.map(([s, v]) => svg('circle', {class: `val ${r.colour}`, cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
+      'data-run': r.id},
       svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: validation loss ${v}`)))]);
   c.replaceChildren(
     svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
@@ -95,7 +96,7 @@ function chart(runs) {
   $('legend').replaceChildren(...(one
     ? [el('span', {class: 'key smooth'}), ' training loss, running mean  ', el('span', {class: 'key val'}),
        ' validation loss  ', el('span', {class: 'key estimate'}), ' training loss measured alike']
-    : [...runs.flatMap(r => [el('span', {class: 'key smooth', style: `background: ${r.colour}`}), ' ',
+    : [...runs.flatMap(r => [el('span', {class: `key smooth ${r.colour}`}), ' ',
          el('b', {'data-run': r.id}, r.label), '   ']),
        el('br'), 'line: training loss, running mean; ○ validation loss; ▲ training loss measured alike']));
 }

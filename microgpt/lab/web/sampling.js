@@ -37,7 +37,7 @@ async function draw() {
       bar.style.width = `${(p / most * 10).toFixed(2)}rem`;  // the likeliest character: 10rem
       return [el('span', {}, Lab.tok(char)), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
-    }), left ? el('span', {class: 'muted small', style: 'grid-column: 1 / -1'},
+    }), left ? el('span', {class: 'muted small whole-row'},
                   `${left} more characters below ${HIDE}`) : '');
     $('sandbox').replaceChildren(sandbox(data, own));
   }, ['distribution', 'sandbox']);

@@ -24,6 +24,10 @@ function setup() {
   }
   $('start').disabled = !options.available;
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
+  if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
+    $('data_mode').value = 'text';
+    chooseMode();
+  }
   describeData();
   poll();
 }
