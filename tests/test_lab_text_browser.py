@@ -119,4 +119,15 @@ def test_the_training_page_trains_running_text(server, window, play_file):
     assert p.locator('#chart path.estimate').count() >= 1  # each evaluation's training loss beside val's
     ckpt = read_checkpoint(server.lab.runs.run.out)
     assert ckpt.data_mode == 'text' and ckpt.config.block_size == 32
+    # the Loss page draws that run beside the checkpoint's own, each with its name
+    open_page(p, server, 'loss')
+    run_id = f'run{server.lab.runs.run.number}'
+    p.check(f'#compare input[data-id="{run_id}"]')
+    p.wait_for_selector('#loss-chart[data-runs="2"]')
+    want = post(server, '/api/loss', {'also': [run_id]})['runs']
+    for r, run in zip(want, ('start', run_id)):
+        drawn = p.locator(f'#loss-chart circle.val[data-run="{run}"]').evaluate_all('cs => cs.map(c => Number(c.dataset.value))')
+        assert drawn == [v for _, v, _ in r['val']] and drawn
+    labels = {c['id']: c['label'] for c in server.lab.checkpoints.listing()}
+    assert p.locator('#legend b').all_inner_texts() == [labels['start'], labels[run_id]]
     assert p.errors == []
