@@ -159,8 +159,9 @@ def text_ckpt(tmp_path_factory, play_file):
 
 @pytest.fixture(scope='session')
 def wide_text_ckpt(tmp_path_factory, play_file):
-    """A model of running text at the Shakespeare recipe's block (64 positions) and about its
-    vocabulary (66 tokens), 4 heads, trained 3 steps: for the pages' layout, which depends on
-    these sizes, not on the training."""
+    """A model of running text at the Shakespeare recipe's block (64 positions), its vocabulary
+    (66 tokens) and its 4 heads, trained 3 steps: for the pages' layout, which depends on these
+    sizes, not on the training; narrow (n_embd 16, one layer), so that the Step page's scalar
+    engine takes a 63-position step in a fraction of a second."""
     return train_text(tmp_path_factory.mktemp('wide') / 'play.json', play_file, 64, '--steps', '3',
-                      '--n-layer', '2', '--n-embd', '32', '--n-head', '4', '--eval-every', '0')
+                      '--n-layer', '1', '--n-embd', '16', '--n-head', '4', '--eval-every', '0')

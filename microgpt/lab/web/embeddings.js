@@ -19,15 +19,16 @@ async function draw() {
 // Each label near its point, nudged where it would cover another: the first of OFFSETS (in
 // the picture's units) at which its box meets no label placed before it, a thin line back to
 // the point when it moved. Running text's 65 characters crowd where names' 27 did not.
-const OFFSETS = [[0, 0], [0, -13], [0, 13], [11, 0], [-11, 0], [11, -13], [-11, -13], [11, 13], [-11, 13],
-                 [0, -26], [0, 26], [22, 0], [-22, 0], [22, -13], [-22, -13], [22, 13], [-22, 13]];
-const CHAR_W = 8, LABEL_H = 13;  // a label's box at the picture's 13 px monospace font
+const OFFSETS = [[0, 0], [0, -16], [0, 16], [11, 0], [-11, 0], [11, -16], [-11, -16], [11, 16], [-11, 16],
+                 [0, -32], [0, 32], [22, 0], [-22, 0], [22, -16], [-22, -16], [22, 16], [-22, 16],
+                 [33, 0], [-33, 0], [0, -48], [0, 48]];
+const CHAR_W = 8.5, LABEL_H = 16;  // a label's box at the picture's 13 px monospace font, its line's height
 
 function place(points) {
   const placed = [];
   return points.map(([x, y, text]) => {
     const w = CHAR_W * [...text].length + 2;
-    const box = ([dx, dy]) => [x + dx - w / 2, y + dy - LABEL_H + 3, w, LABEL_H];
+    const box = ([dx, dy]) => [x + dx - w / 2, y + dy - LABEL_H + 4, w, LABEL_H];  // y is the baseline
     const free = b => placed.every(([x0, y0, w0, h0]) => b[0] + b[2] <= x0 || x0 + w0 <= b[0] || b[1] + b[3] <= y0 || y0 + h0 <= b[1]);
     const offset = OFFSETS.find(o => free(box(o))) || OFFSETS[0];
     placed.push(box(offset));

@@ -90,7 +90,7 @@ function summary(d) {
   const change = d.loss_after - d.loss_before, text = d.data_mode === 'text';
   const labels = [...d.positions.map(p => p.reads), d.positions[d.n - 1].target];  // the n + 1 tokens
   return el('div', {class: 'panel', id: 'summary'},
-    el('p', {class: 'mono'}, text ? 'one training step on this window of running text (no BOS): tokens '
+    el('p', {class: 'mono'}, text ? `one training step on the window '${d.text.replace(/\n/g, '⏎')}' of running text (no BOS): tokens `
                                   : `one training step on '${d.text}': tokens `,
       labels.flatMap(l => [Lab.tok(l), ' ']), `${d.n} positions, ` +
       `lr ${d.lr}, a fresh Adam (its first step); the checkpoint file is not changed`),
