@@ -67,10 +67,12 @@ def main():
             server.server_close()
 
 
-# what each page is shown doing: on a names model, and on a model of running text
-NAMES = {'text': 'anna', 'cell': (1, 4, 1), 'query': '3', 'prompt': '', 'run': {}}
-TEXT = {'text': None, 'cell': (1, 40, 36), 'query': '40', 'prompt': 'ROMEO:',  # text None: the page's own
-        'run': {'data_mode': 'text', 'steps': 40, 'n_layer': 2, 'n_embd': 64, 'block_size': 64, 'batch_size': 8}}
+# what each page is shown doing: on a names model, and on a model of running text (whose
+# model-free pages, By hand, Scaling and Autograd, the names model's pictures already show)
+NAMES = {'text': 'anna', 'cell': (1, 4, 1), 'query': '3', 'prompt': '', 'run': {}, 'model_free': True}
+TEXT = {'text': None, 'cell': (1, 40, 39), 'query': '40', 'prompt': 'ROMEO:',  # text None: the page's own
+        'run': {'data_mode': 'text', 'steps': 40, 'n_layer': 2, 'n_embd': 64, 'block_size': 64, 'batch_size': 8},
+        'model_free': False}
 
 
 def shoot(page, url, out_dir, train_steps, suffix='', prefix='lab'):
@@ -106,8 +108,9 @@ def shoot(page, url, out_dir, train_steps, suffix='', prefix='lab'):
     page.wait_for_load_state('networkidle')
     save('attention')
 
-    drawn('byhand')  # the Czech lesson's preset
-    save('byhand')
+    if how['model_free']:
+        drawn('byhand')  # the Czech lesson's preset
+        save('byhand')
 
     drawn('phases')  # an earlier query, so the mask shows; the weighted sum of the values
     page.select_option('#query', how['query'])
@@ -117,11 +120,12 @@ def shoot(page, url, out_dir, train_steps, suffix='', prefix='lab'):
     page.wait_for_selector('#stage g.chip.future', state='attached')
     save('phases')
 
-    drawn('scaling')  # d = 256 without scaling: the warning
-    page.uncheck('#scale')
-    page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')
-    page.wait_for_selector('#vanishing:not([hidden])')
-    save('scaling')
+    if how['model_free']:
+        drawn('scaling')  # d = 256 without scaling: the warning
+        page.uncheck('#scale')
+        page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')
+        page.wait_for_selector('#vanishing:not([hidden])')
+        save('scaling')
 
     drawn('embeddings')
     save('embeddings')
@@ -129,12 +133,13 @@ def shoot(page, url, out_dir, train_steps, suffix='', prefix='lab'):
     drawn('loss')
     save('loss')
 
-    page.goto(url + 'autograd')
-    page.fill('#expression', 'relu(a * b + c) * a')
-    page.click('button[type=submit]')
-    page.wait_for_selector('#graph g.node[data-label="*"]')
-    page.wait_for_timeout(300)
-    save('autograd')
+    if how['model_free']:
+        page.goto(url + 'autograd')
+        page.fill('#expression', 'relu(a * b + c) * a')
+        page.click('button[type=submit]')
+        page.wait_for_selector('#graph g.node[data-label="*"]')
+        page.wait_for_timeout(300)
+        save('autograd')
 
     drawn('sampling')
     if how['prompt']:
