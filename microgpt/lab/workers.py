@@ -203,8 +203,8 @@ def start_worker(server_pid):
     pool, so the worker ends when its work is done), watch that the server is alive, and take
     one BLAS thread (unless OPENBLAS_NUM_THREADS says otherwise): WORKERS processes already share
     the cores, and OpenBLAS's default of a thread per core in each of them leaves threads
-    spinning while they wait for each other (a 64-position forward of tiny shakespeare's model
-    took 386 ms with two threads and 24 ms with one, on the 2-core machine under load)."""
+    spinning while they wait for each other (backprop/threads.py: as in training, on a busy
+    machine, several times slower)."""
     for name in ('SIGINT', 'SIGHUP'):
         if hasattr(signal, name):  # Windows has no SIGHUP
             signal.signal(getattr(signal, name), signal.SIG_IGN)
