@@ -141,3 +141,27 @@ def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
     e = embeddings.compute(model, ckpt=ckpt)
     assert ckpt.data_mode == 'text'
     assert BOS_LABEL not in e['labels'] and len(e['labels']) == model.config.vocab_size - 1
+
+
+def test_the_scalar_step_is_refused_past_its_graphs_size(text_ckpt, monkeypatch):
+    """The scalar engine's graph grows with weights x positions: past step.SCALAR_WORK the step
+    names the numpy engine (the same numbers) instead of taking seconds and gigabytes."""
+    ckpt, model = load(text_ckpt, 'scalar')
+    from microgpt.edge.limits import parameter_count
+    monkeypatch.setattr(step, 'SCALAR_WORK', 5 * parameter_count(model.config))  # 5 positions
+    assert step.scalar_positions(model.config) == 5
+    with pytest.raises(UserError, match='take it with --engine numpy'):
+        step.compute(model, WINDOW[:7], engine='scalar', ckpt=ckpt)  # 6 positions
+    assert step.compute(model, WINDOW[:7], engine='numpy', ckpt=ckpt)['n'] == 6
+
+
+def test_the_training_page_trains_running_text_only_where_it_has_one(tmp_path, play_file):
+    from microgpt.lab.runs import RunManager
+    from microgpt.lab.serve import make_server
+    from microgpt.lab.workers import ApiError
+    with pytest.raises(ApiError, match='--text FILE'):
+        RunManager(str(tmp_path), None).params({'data_mode': 'text'})
+    _, flags = RunManager(str(tmp_path), None, text=play_file).params({'data_mode': 'text', 'block_size': 64})
+    assert flags[-4:] == ['--data-mode', 'text', '--data', play_file] and '64' in flags
+    with pytest.raises(UserError, match='--text .* is not a file'):
+        make_server(play_file, port=0, text=str(tmp_path / 'none.txt'))
