@@ -8,7 +8,7 @@ How much faster is the numpy port (src/inference) than the scalar gpt()? Measure
 Two measurements, each engine timed in the same run on the same weights and inputs:
   1. the logits for every position of one full block (T = block_size): the scalar gpt() once
      per position with its KV cache, the port's forward() (attention as explicit j <= i loops,
-     the reference) and forward_vectorized() (attention as one masked softmax per head);
+     the reference) and forward_batch() (attention as one masked softmax per head);
   2. names sampled per second by each engine through microgpt.sampling, which also shows
      that both engines draw the same names.
 Each port variant's line gives its time and its speed-up, scalar time / port time: how many
@@ -91,13 +91,13 @@ def main(argv=None):
     token_ids = [rng.randrange(cfg.vocab_size) for _ in range(cfg.block_size)]
     t_scalar, ref = best_time(lambda: scalar_block_logits(scalar, token_ids), args.repeats)
     t_loops, (logits, _) = best_time(lambda: port.forward(token_ids), args.repeats * 10)
-    t_vec, logits_vec = best_time(lambda: port.forward_vectorized(token_ids), args.repeats * 10)
+    t_vec, logits_vec = best_time(lambda: port.forward_batch([token_ids])[0], args.repeats * 10)
     ref = np.array(ref)  # (block_size, vocab_size)
     gap = max(np.abs(logits - ref).max(), np.abs(logits_vec - ref).max())
     print(f"\nlogits for all {cfg.block_size} positions of a block (max |difference| {gap:.1e})")
     print(f"  scalar gpt(), one call per position  {t_scalar * 1e3:9.3f} ms")
     for label, t in (('port forward() (j <= i loops)', t_loops),
-                     ('port forward_vectorized()', t_vec)):
+                     ('port forward_batch()', t_vec)):
         ratio = t_scalar / t
         print(f"  {label:<36} {t * 1e3:9.3f} ms  {ratio:6.1f}x faster")
 

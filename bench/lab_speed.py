@@ -61,7 +61,7 @@ def main():
             try:
                 for f in server.lab.pool.warm(ckpt):  # as `lab serve` does at start, waited for here
                     f.result()
-                steps = labtimes.MODEL_FREE + labtimes.ON_THE_MODEL if k == 0 else labtimes.ON_THE_MODEL
+                steps = labtimes.steps(on_the_model=k > 0)
                 print(labtimes.report(label, labtimes.interaction_times(server, browser, steps)))
             finally:
                 server.shutdown()

@@ -6,8 +6,8 @@ ops, and autograd differentiates them node by node. Here each block is a single 
 output) whose local gradients are derived once, in its docstring, and stored as numbers: the same
 math (tests/test_fused.py checks values and gradients to 1e-12) with a nineteenth of the nodes
 (3,419 against 64,723 for a step on the 7-letter 'ellamae' at the default config: `python
-bench/train_speed.py --nodes`), each of whose sums runs in C. gpt() uses this set by default; `train.py --unfused`
-trains with ops.py instead and logs the same losses, only slower.
+bench/train_speed.py --nodes`), each of whose sums runs in C. gpt() uses this set by default;
+`train.py --unfused` trains with ops.py instead and logs the same losses, only slower.
 """
 
 import math
@@ -77,7 +77,8 @@ def rmsnorm(xs, eps=1e-5):
     x = [v.data for v in xs]
     n = len(x)
     # note: xi ** 2, not xi * xi. A float's * overflows to inf, and s would then be a plausible
-    # 0; its ** raises OverflowError instead, so a diverged model stops here, as numpy does
+    # 0; its ** raises OverflowError instead, so a diverged model stops here, as the numpy port
+    # stops under its np.errstate(over='raise'); ops.rmsnorm does the same
     ms = sum(xi ** 2 for xi in x) / n
     s = (ms + eps) ** -0.5
     c = -s ** 3 / n

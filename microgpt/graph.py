@@ -34,7 +34,8 @@ def graph_table(root, names=None):
         label = names.get(node) or op or 'leaf'
         inputs = ', '.join(f'#{c}' for c in children)
         # + 0.0 turns -0.0 (e.g. 0 * -1) into 0.0, so the table never shows a "-0"
-        lines.append(f"{'#' + str(i):>4}  {label:<14} {data + 0.0:>12.6g} {grad + 0.0:>12.6g}  {inputs}".rstrip())
+        row = f"{'#' + str(i):>4}  {label:<14} {data + 0.0:>12.6g} {grad + 0.0:>12.6g}  {inputs}"
+        lines.append(row.rstrip())
     return '\n'.join(lines)
 
 

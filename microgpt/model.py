@@ -126,8 +126,11 @@ class GPT:
                 logits_per_head.append(attn_logits)
                 weights_per_head.append(attn_weights)
             x = blocks.linear(x_attn, sd[f'layer{li}.attn_wo'])
-            capture[f'layer{li}.q'], capture[f'layer{li}.k'], capture[f'layer{li}.v'] = q, k, v
-            capture[f'layer{li}.attn_logits'], capture[f'layer{li}.attn_weights'] = logits_per_head, weights_per_head
+            capture[f'layer{li}.q'] = q
+            capture[f'layer{li}.k'] = k
+            capture[f'layer{li}.v'] = v
+            capture[f'layer{li}.attn_logits'] = logits_per_head
+            capture[f'layer{li}.attn_weights'] = weights_per_head
             capture[f'layer{li}.attn_out'] = x
             x = [a + b for a, b in zip(x, x_residual)]  # residual: attention adds to the stream
 

@@ -41,7 +41,7 @@ def softmax(logits):
 
 def rmsnorm(x, eps=1e-5):
     """x rescaled to root-mean-square ~1: x_i / sqrt(mean_j x_j^2 + eps). No learned gain."""
-    ms = sum(xi * xi for xi in x) / len(x)
+    ms = sum(xi ** 2 for xi in x) / len(x)  # ** raises on overflow, as fused.rmsnorm's (see there)
     scale = (ms + eps) ** -0.5
     return [xi * scale for xi in x]
 

@@ -39,9 +39,10 @@ class Adam:
             m_hat = m_i / bias1
             v_hat = v_i / bias2
             p.data -= lr * m_hat / (sqrt(v_hat) + eps)
-            # note: the grad is used up. backward() resets only the nodes of its own graph, so a
-            # weight the next name does not touch (another letter's row of wte, a later
-            # position's row of wpe) would otherwise feed this stale grad into the next step
+            # note: the grad is used up. backward() adds to every grad and resets none, so a
+            # weight keeps this one until it is zeroed: the next step's backward would add to
+            # it, and a weight the next name does not touch (another letter's row of wte)
+            # would be moved again by a gradient it no longer has
             p.grad = 0.0
 
     def state(self):

@@ -1,5 +1,5 @@
 """
-Generating names: microgpt's sampling loop, shared by every engine.
+Generating: microgpt's sampling loop, shared by every engine, and text past the block.
 
 Feed BOS (and the prompt, if any), turn the logits for the next position into probabilities
 with softmax(logits / temperature), draw one token with a seeded random generator, feed it
@@ -13,10 +13,18 @@ The model is the scalar GPT or the numpy port, anything with .tokenizer, .config
 same generator, so the same seed gives the same names: `sample_names(model, num=5)`.
 `iter_names` hands over each name as soon as it is made (sample.py prints it at once). The
 arguments are trusted: sample.py and the lab check the prompt and the settings first.
+
+Past the block (`generate`, running text of any length): the model has block_size position
+embeddings and no vector beyond, so it is shown only the last block_size tokens, as positions
+0 .. block_size - 1 again, a sliding window; each token is drawn as a name's are, so with a
+window as long as the text so far this IS ordinary sampling (docs/reading-guide.md, "Why the
+model cannot see further back").
 """
 
 import math
 import random
+
+from .model import GPT
 
 
 def probabilities(logits, temperature, top_k=None):
@@ -83,3 +91,57 @@ def iter_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, r
 def sample_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, rng=None):
     """`num` names from one seeded generator: the same arguments give the same names."""
     return list(iter_names(model, num, temperature, seed, prompt, top_k, rng))
+
+
+# ---------------------------------------------------------------------------- past the block
+def window_next_logits(model):
+    """next_logits(window) for the scalar GPT: gpt() calls for what the cache lacks.
+
+    While the window only grows (it starts at the prompt and gains one token per step), the
+    cache holds its first positions and only the new token is fed. Once it slides, every token
+    sits one position earlier than when its key and value were computed, so the cache is
+    emptied and the whole window fed again, positions 0 .. len(window) - 1.
+    """
+    fed = []  # the tokens whose keys and values the cache holds, position by position
+    cache = model.empty_cache()
+    last = None  # the logits after `fed`
+
+    def next_logits(window):
+        nonlocal fed, cache, last
+        if window[:len(fed)] != fed:  # the window slid: no cached position is where it was
+            fed, cache = [], model.empty_cache()
+        # note: a window that slid onto the very same tokens (a run of one character) is the
+        # window already fed, position for position: its logits are the last ones
+        for pos_id in range(len(fed), len(window)):
+            last = [l.data for l in model.gpt(window[pos_id], pos_id, *cache)]
+            fed.append(window[pos_id])
+        return last
+    return next_logits
+
+
+def window_logits_fn(model):
+    """A fresh next_logits(window) for either engine: the scalar GPT's rebuilds its cache when
+    the window slides; the numpy port's (next_logits_fn) recomputes whatever window it gets."""
+    return window_next_logits(model) if isinstance(model, GPT) else model.next_logits_fn()
+
+
+def generate(model, length, rng, temperature=0.5, prompt_ids=(), top_k=None, stop_at_bos=False):
+    """Yield up to `length` characters drawn after prompt_ids, one at a time, as each is made.
+
+    The model sees the last block_size tokens of prompt + text so far (prompt_ids: at least
+    one). stop_at_bos: end early when the model draws BOS (a names model's end of a name);
+    otherwise BOS is left out of the draw: running text never contains it, and BOS is the last
+    id, so the draw is over the characters' logits alone.
+    """
+    tokenizer, block_size = model.tokenizer, model.config.block_size
+    next_logits = window_logits_fn(model)
+    context = list(prompt_ids)
+    n_draw = tokenizer.vocab_size if stop_at_bos else tokenizer.bos  # ids 0 .. n_draw - 1
+    for _ in range(length):
+        window = context[-block_size:]  # the sliding window: positions 0 .. block_size - 1
+        probs = probabilities(next_logits(window)[:n_draw], temperature, top_k)
+        token_id = draw(probs, rng, temperature)
+        if token_id == tokenizer.bos:
+            return
+        context.append(token_id)
+        yield tokenizer.chars[token_id]

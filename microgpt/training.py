@@ -79,8 +79,9 @@ def train_step(model, optimizer, tokens, lr):
 def batch_step(model, optimizer, batch, lr):
     """Forward a batch of tokenized names, backward, one Adam update; returns the loss as a float.
 
-    A run that diverged gives an inf or nan (or an exp() too large to compute, which raises
-    OverflowError): then no weight is changed, nan is returned, and train.py decides what to do.
+    A run that diverged gives an inf or nan loss or gradient: then no weight is changed and nan
+    is returned. An exp() too large to compute raises OverflowError before any weight changed;
+    train.py's ScalarTrainer turns that into nan too, and decides what to do.
     """
     # note: Python's cycle collector is paused for the step. A graph holds no reference cycles
     # (children never point back to parents), so reference counting frees it as soon as the

@@ -14,6 +14,7 @@ import json
 import time
 
 from chromium import draws, open_page, wait_redraw
+from microgpt.lab import registry
 
 SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn
 
@@ -71,26 +72,44 @@ def stepped(text):
     return shown(f'{SCALAR} #summary', f"'{text}'")
 
 
-# (page, what the learner does, the input, the redraw, what follows it or None)
-MODEL_FREE = [('byhand', 'a vector', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None),
-              ('scaling', 'the √d toggle', lambda p: p.uncheck('#scale'), redraw('#row-panel'), None),
-              ('scaling', 'a size', lambda p: p.fill('#size-h', '8'), redraw('#index-panel'), None),
-              ('scaling', 'n', lambda p: p.fill('#n', '4096'), redraw('#cost-panel'), None),
-              ('phases', 'a name', lambda p: p.fill('#text', 'emma'), redraw(), None),
-              ('phases', 'a phase forward', lambda p: p.click('#forward'), phase_moved, None),
-              ('embeddings', 'neighbours', lambda p: p.fill('#neighbours', '4'), redraw(), None)]
-# the pages whose time grows with the model
-ON_THE_MODEL = [('overview', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
-                ('overview', "typed 'olivia'", typed('olivia'), shown('#positions [data-position="6"]'), None),
-                ('attention', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
-                ('sampling', 'a prompt', lambda p: p.fill('#prompt', 'em'), redraw(), None),
-                ('step', 'a name', lambda p: p.fill('#text', 'emmy'), redraw(settled=SCALAR), stepped('emmy')),
-                ('step', "'christopher'", lambda p: p.fill('#text', 'christopher'), redraw(settled=SCALAR),
-                 stepped('christopher')),
-                ('step', "typed 'elizabeth'", typed('elizabeth'), shown('#summary', "'elizabeth'"),
-                 stepped('elizabeth'))]
-# a model of running text (the Shakespeare recipe's): the pages whose time grows with it; the
-# Sampling page draws the distribution for a typed prompt first, then its continuations
+# What the learner does on each page of the registry (registry.pages(), by the page's name):
+# [(what, the input, the redraw, what follows it or None)]. A page not timed says why in UNTIMED;
+# tests/test_lab_registry.py checks that every page is in one of the two.
+INPUTS = {
+    'overview': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
+                 ("typed 'olivia'", typed('olivia'), shown('#positions [data-position="6"]'), None)],
+    'attention': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(), None)],
+    'byhand': [('a vector', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None)],
+    'phases': [('a name', lambda p: p.fill('#text', 'emma'), redraw(), None),
+               ('a phase forward', lambda p: p.click('#forward'), phase_moved, None)],
+    'scaling': [('the √d toggle', lambda p: p.uncheck('#scale'), redraw('#row-panel'), None),
+                ('a size', lambda p: p.fill('#size-h', '8'), redraw('#index-panel'), None),
+                ('n', lambda p: p.fill('#n', '4096'), redraw('#cost-panel'), None)],
+    'sampling': [('a prompt', lambda p: p.fill('#prompt', 'em'), redraw(), None)],
+    'step': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(settled=SCALAR), stepped('emmy')),
+             ("'christopher'", lambda p: p.fill('#text', 'christopher'), redraw(settled=SCALAR),
+              stepped('christopher')),
+             ("typed 'elizabeth'", typed('elizabeth'), shown('#summary', "'elizabeth'"), stepped('elizabeth'))],
+    'embeddings': [('neighbours', lambda p: p.fill('#neighbours', '4'), redraw(), None)],
+}
+UNTIMED = {'autograd': "not timed yet",
+           'loss': "no input to time: it draws the checkpoint's log once",
+           'training': "no redraw to time: the page polls a run of train.py",
+           'exercises': "no model to compute: the page lists a workspace's results"}
+
+
+def steps(on_the_model=False):
+    """[(page, what, the input, the redraw, what follows)] for the pages of the registry, in the
+    navigation's order; on_the_model: only the pages whose sandbox reads the model, whose times
+    grow with its size (bench/lab_speed.py times those on the larger model)."""
+    reads_model = {registry.page_name(s) for s in registry.SANDBOXES if s.model in ('numpy', 'scalar')}
+    return [(name, *step) for name, _ in registry.pages() if not on_the_model or name in reads_model
+            for step in INPUTS.get(name, ())]
+
+
+# a model of running text (the Shakespeare recipe's; bench/lab_speed.py): the pages whose time
+# grows with it; the Sampling page draws the distribution for a typed prompt first, then its
+# continuations
 ON_TEXT = [('overview', "typed 'ROMEO:'", typed('ROMEO:'), shown('.position[data-position="5"] h3', 'reads :'), None),
            ('attention', 'a text', lambda p: p.fill('#text', 'ROMEO:\nWhat say you?'), redraw(), None),
            ('sampling', "typed 'ROMEO:'", typed('ROMEO:', box='#prompt'), shown('#context', 'ROMEO:'),

@@ -1,5 +1,5 @@
 """
-Generation past the block (microgpt/programs/generate.py, sample.py --length): a sliding window of the
+Generation past the block (microgpt/sampling.py, sample.py --length): a sliding window of the
 last block_size tokens. With a window at least as long as the text so far it is ordinary
 sampling, draw for draw; past the block, the scalar engine (its KV cache rebuilt for each new
 window) and the numpy port (the window's forward) give the same logits and the same text.
@@ -16,7 +16,7 @@ import pytest
 import inference
 from microgpt.programs import cli, sample, train
 from microgpt import load_checkpoint
-from microgpt.programs.generate import generate, window_next_logits
+from microgpt.sampling import generate, window_next_logits
 from microgpt.sampling import sample_name
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
@@ -55,6 +55,17 @@ def test_the_scalar_windows_logits_are_the_ports_past_the_block(text_ckpt):
     scalar = window_next_logits(model)
     for end in range(1, len(ids) + 1):
         window = ids[max(0, end - 8):end]  # grows to the block, then slides one token a step
+        np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
+
+
+def test_a_window_that_slides_onto_the_same_tokens_keeps_its_logits(text_ckpt):
+    """A run of one character: the slid window is the very window already fed (the scalar
+    cache returned nothing then, an UnboundLocalError, where the text had no newline)."""
+    model = load_checkpoint(text_ckpt)
+    port = inference.load_checkpoint(text_ckpt)
+    window = model.tokenizer.encode('e' * 8)  # the block of 8, full, then slid by one 'e'
+    scalar = window_next_logits(model)
+    for _ in range(3):
         np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
 
 

@@ -33,7 +33,7 @@ from microgpt.edge.files import WriteError, remove_stale_temporaries, write_json
 from microgpt.edge.data import load_docs
 from microgpt.edge.errors import UserError
 from microgpt.edge.files import read_user_file
-from microgpt.edge.jsonio import parse_json
+from microgpt.edge.files import parse_json
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
@@ -272,7 +272,7 @@ def test_brackets_inside_strings_do_not_count_as_nesting():
 
 def test_a_checkpoints_own_nesting_is_far_below_the_cap(tiny_ckpt):
     """The cap must not refuse a real checkpoint (with its Adam moments) nor a real log."""
-    from microgpt.edge.jsonio import nesting_depth
+    from microgpt.edge.files import nesting_depth
     with open(tiny_ckpt, encoding='utf-8') as f:
         depth = nesting_depth(f.read())
     assert 4 <= depth <= limits.MAX_JSON_DEPTH // 4
@@ -484,7 +484,7 @@ def test_the_port_raises_one_error_that_is_also_a_floating_point_error(diverged_
     which catches FloatingPointError to report divergence, still sees one."""
     port = inference.load_checkpoint(diverged_ckpt)
     ids = [port.tokenizer.bos] + port.tokenizer.encode(TEXT)
-    for call in (lambda: port.forward(ids, capture='all'), lambda: port.forward_vectorized(ids),
+    for call in (lambda: port.forward(ids, capture='all'), lambda: port.forward_batch([ids]),
                  lambda: port.loss(ids), lambda: inference.evaluate(port, [TEXT])):
         with pytest.raises(inference.model.DivergedModelError):
             call()
@@ -622,3 +622,24 @@ def test_config_caps_admit_their_own_maximum_and_refuse_one_more():
         fields[field] = cap + 1
         with pytest.raises(UserError, match=f"{field} is {cap + 1:,}, more than the {cap:,}"):
             limits.check_config_sizes(fields)
+
+
+# The child enters the folder, which is then removed under it, and starts the program there.
+VANISH = "import os, runpy, sys\nos.chdir(sys.argv[1]); os.rmdir(sys.argv[1])\nsys.argv = sys.argv[2:]\n"
+START = {'script': "runpy.run_path(sys.argv[0], run_name='__main__')",
+         'module': "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"}
+
+
+@pytest.mark.parametrize('how, program', [
+    ('script', [os.path.join(REPO_DIR, 'train.py'), '--steps', '2']),
+    ('script', [os.path.join(REPO_DIR, 'sample.py')]),
+    ('module', ['microgpt.convert', 'a.json', 'b.json']),
+    ('module', ['microgpt.lab', 'overview', 'emma']),
+], ids=['train', 'sample', 'convert', 'lab'])
+def test_a_deleted_working_directory_is_one_line(tmp_path, how, program):
+    """Issue 26.10: FileNotFoundError tracebacks from deep inside (realpath, abspath) when the
+    folder a program was started in had been deleted. Kind: a vanished working directory."""
+    gone = tmp_path / 'gone'
+    gone.mkdir()
+    r = run_python(['-c', VANISH + START[how], str(gone), *program])
+    assert_one_line(r.returncode, r.stderr, "the folder this was started in no longer exists")

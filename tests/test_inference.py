@@ -89,7 +89,7 @@ def test_vectorized_forward_agrees_with_the_loops(name):
     model, port = random_pair(name, seed=1)
     token_ids = random_ids(model.config, model.config.block_size, seed=1)
     logits, _ = port.forward(token_ids)
-    assert np.abs(port.forward_vectorized(token_ids) - logits).max() < AGREE_TOL
+    assert np.abs(port.forward_batch([token_ids])[0] - logits).max() < AGREE_TOL
 
 
 @pytest.mark.parametrize('name', CONFIGS)
@@ -332,7 +332,7 @@ def test_bad_checkpoints_give_the_same_one_line_errors(tiny_ckpt, tmp_path):
 ])
 def test_bad_token_ids_are_one_line_user_errors(token_ids, fragment):
     _, port = random_pair('default')
-    for run in (port.forward, port.forward_vectorized):
+    for run in (port.forward, lambda ids: port.forward_batch([ids])[0]):
         with pytest.raises(UserError) as error:
             run(token_ids)
         assert fragment in str(error.value) and '\n' not in str(error.value)

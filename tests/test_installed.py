@@ -74,3 +74,14 @@ def test_the_web_labs_training_page_can_train_installed(installed, tmp_path):
     again = subprocess.run([sys.executable, '-m', 'microgpt.train', '--help'], cwd=tmp_path,
                            env=dict(env, PYTHONPATH=parent), capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and '--steps' in again.stdout
+
+
+def test_the_exercises_ship_and_check_installed(installed, tmp_path):
+    """The stubs are package data (files/*.py): installed, `start` writes them, and the checker's
+    subprocess finds the installed package, not this checkout."""
+    target, env = installed
+    assert (target / 'bin' / 'microgpt-exercises').exists()
+    start = run(['-m', 'microgpt.lab', 'exercises', 'start', 'mine'], env, tmp_path)
+    assert start.returncode == 0 and 'wrote 20 exercises' in start.stdout, start.stderr
+    check = run(['-m', 'microgpt.lab', 'exercises', 'check', '1', '--dir', 'mine'], env, tmp_path)
+    assert check.returncode == 1 and 'not written yet: ex01_mul.py' in check.stdout, check.stderr

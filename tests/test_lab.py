@@ -213,8 +213,8 @@ def test_several_logs_on_one_picture(tiny_ckpt, text_ckpt, tmp_path, capsys):
     for path, (train, val, estimate) in zip((log_of(tiny_ckpt), log_of(text_ckpt)), loss.MARKS):
         assert f"{path}: {train} training loss" in out and f"{val} validation loss" in out
         assert f"{estimate} training loss measured alike" in out
-    status, _, err = run_lab(['loss', *[str(old)] * (loss.MAX_LOGS + 1)], capsys)
-    assert status == 2 and f'at most {loss.MAX_LOGS}' in err
+    status, _, err = run_lab(['loss', *[str(old)] * (len(loss.MARKS) + 1)], capsys)
+    assert status == 2 and f'at most {len(loss.MARKS)} on one picture' in err
 
 
 def test_running_mean_against_numpy():

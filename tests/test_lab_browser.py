@@ -21,7 +21,7 @@ import pytest
 from chromium import quiet, skip_without_a_browser
 from labserver import live_server, post, request
 
-from microgpt.lab import api, registry
+from microgpt.lab import registry
 
 PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
 DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
@@ -206,7 +206,7 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
     engine's step is drawn first, with a sign that the scalar engine's is coming (and the page
     not greyed: its numbers are this name's); then the scalar engine's, with the graph's size.
     (The server says a model is large by its number of weights: here every model is.)"""
-    monkeypatch.setattr(api, 'STEP_NUMPY_FIRST_ABOVE', 0)
+    monkeypatch.setattr(registry, "STEP_NUMPY_FIRST_ABOVE", 0)
     held, sent = [], []
 
     def hold_scalar(route):

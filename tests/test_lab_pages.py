@@ -305,8 +305,8 @@ def test_every_phase_finds_its_lines_in_model_py():
 
 
 def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
-    """An edit elsewhere moves the lines and they are still found; a statement renamed away
-    leaves its phase empty instead of pointing at a wrong line."""
+    """An edit elsewhere moves the lines and they are still found; a building block renamed
+    away leaves its phase empty instead of pointing at a wrong line."""
     with open(phases.MODEL_FILE, encoding='utf-8') as f:
         source = f.read()
     before = phases.gpt_source()
@@ -318,9 +318,29 @@ def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
         shift = [n - before['first'] for n in numbers]
         assert [n - after['first'] - 2 for n in after['phases'][phase]] == shift, phase
     renamed = tmp_path / 'renamed.py'
-    assert 'attn_weights = blocks.softmax' in source  # the statement the negative control renames
-    renamed.write_text(source.replace('attn_weights = blocks.softmax', 'attn_w = blocks.softmax'), encoding='utf-8')
+    assert 'attn_weights = blocks.softmax(' in source  # the call the negative control renames
+    renamed.write_text(source.replace('attn_weights = blocks.softmax(', 'attn_weights = blocks.normalise('),
+                       encoding='utf-8')
     assert phases.gpt_source(str(renamed))['phases']['softmax'] == []
+
+
+def test_the_phases_are_found_whatever_gpts_variables_are_called(tmp_path):
+    """Issue 25: the lines are found by what they compute (the state_dict's names, the softmax
+    block, the KV cache among gpt()'s arguments), not by regular expressions on variable names:
+    every local variable of gpt() renamed, every phase finds the same lines."""
+    import re
+    with open(phases.MODEL_FILE, encoding='utf-8') as f:
+        source = f.read()
+    func = source[source.index('    def gpt('):source.index('    def empty_cache(')]
+    names = ['keys', 'values', 'tok_emb', 'pos_emb', 'x_residual', 'x_attn', 'logits_per_head',
+             'weights_per_head', 'hs', 'q_h', 'k_h', 'v_h', 'attn_logits', 'attn_weights', 'head_out']
+    renamed = func
+    for n, name in enumerate(names):
+        assert re.search(rf'\b{name}\b', func), name  # the test renames what gpt() really has
+        renamed = re.sub(rf'\b{name}\b', f'v{n}', renamed)
+    edited = tmp_path / 'model.py'
+    edited.write_text(source.replace(func, renamed), encoding='utf-8')
+    assert phases.gpt_source(str(edited))['phases'] == phases.gpt_source()['phases']
 
 
 def test_the_phases_printout_names_the_lines(model):

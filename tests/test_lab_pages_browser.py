@@ -14,6 +14,8 @@ takes on a model of train.py's default size.
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
 
+import shutil
+
 import pytest
 
 import labtimes
@@ -219,6 +221,26 @@ def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, pag
     assert page.errors == []
 
 
+def test_a_model_py_that_does_not_parse_leaves_the_phases_and_says_why(tiny_ckpt, names_file, tmp_path, page,
+                                                                        monkeypatch):
+    """Issue 26: the page was a 500. A broken copy of model.py (read by a server computing in
+    this process): the code box says why, and every phase still steps with its numbers."""
+    from microgpt.lab import phases
+    from microgpt.lab.workers import Pool
+    broken = tmp_path / 'model.py'
+    broken.write_text('def gpt(self:\n', encoding='utf-8')
+    monkeypatch.setattr(phases, 'MODEL_FILE', str(broken))
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
+        open_page(page, server, 'phases')
+        assert page.inner_text('#code-title').startswith('microgpt/model.py does not parse: ')
+        assert page.locator('#code div').count() == 0
+        for phase in PHASES:
+            page.click(f'button[data-phase={phase}]')
+            page.wait_for_selector(f'body[data-phase={phase}]')
+            assert page.locator('#numbers h3').inner_text() and page.locator('#numbers table, #numbers p').count()
+    assert page.errors == []
+
+
 def test_the_picture_draws_the_apis_weights_and_typing_a_name_redraws(server, page):
     open_page(page, server, 'phases')
     page.click('button[data-phase=softmax]')
@@ -267,6 +289,21 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
     assert page.errors == []
 
 
+def test_the_loss_page_without_a_log_says_so_and_asks_nothing(tiny_ckpt, names_file, tmp_path, page):
+    """Issue 26: on a checkpoint with no log beside it (any converted one) the page asked
+    /api/loss, whose 400 the browser logged as a console error. The listing says there is no
+    log (tests/test_lab_hostile.py), and the page says so without a request."""
+    bare = tmp_path / 'converted' / 'model.json'
+    bare.parent.mkdir()
+    shutil.copy(tiny_ckpt, bare)
+    with live_server(str(bare), tmp_path / 'runs', names_file) as server:
+        open_page(page, server, 'loss')
+        assert 'has no training log beside it' in page.inner_text('#source')
+        assert not [url for url in page.requests if '/api/loss' in url]
+        assert page.locator('#loss-chart *').count() == 0
+        assert page.errors == []
+
+
 # Each page fitting its window from 390 to 1920 px: tests/test_lab_layout_browser.py, for every page.
 
 
@@ -278,5 +315,5 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured
     with live_server(default_ckpt, tmp_path, names_file) as server:
         for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
             f.result()
-        times = labtimes.interaction_times(server, browser, labtimes.MODEL_FREE + labtimes.ON_THE_MODEL)
+        times = labtimes.interaction_times(server, browser, labtimes.steps())
     measured(labtimes.report("train.py's default model", times))

@@ -134,7 +134,69 @@ def test_every_page_has_its_files(tmp_path):
 def test_one_name_one_meaning():
     """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name."""
     from microgpt.edge import limits
-    assert registry.MAX_LAB_NAMES < limits.MAX_NAMES
+    assert limits.MAX_LAB_NAMES < limits.MAX_NAMES
     assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
-    assert registry.get('sample').param('num').high == registry.MAX_LAB_NAMES
+    assert registry.get('sample').param('num').high == limits.MAX_LAB_NAMES
     assert registry.get('overview').param('seed').high == limits.MAX_SEED
+
+
+# ---------------------------------------------------------------------------- the registry's promise
+def test_a_pages_warm_up_and_what_it_knows_of_a_model_come_from_its_entry(tiny_ckpt, names_file, tmp_path,
+                                                                         monkeypatch):
+    """Issue 25: the Step page's numpy-first rule and each page's warm-up were written in
+    api.py and workers.py. A sandbox made up here declares both in its entry alone, and the
+    server's listing and the workers' warm-up follow it."""
+    from microgpt.lab import workers
+    calls = []
+    module = types.ModuleType('lab_test_warm')
+    module.compute = lambda model, ckpt=None: {}
+    module.render = lambda d: ''
+    module.prepare = lambda ckpt: calls.append(ckpt)
+    monkeypatch.setitem(sys.modules, 'lab_test_warm', module)
+    made_up = registry.Sandbox('warm', 'Warm', help="a page that prepares", module='lab_test_warm',
+                               about_model=lambda config: {'warm_width': config.n_embd},
+                               warm_up=registry.WarmUp(then='prepare'))
+    monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
+    monkeypatch.setattr(workers, 'MODELS', workers.Models())
+    find_spec = workers.importlib.util.find_spec
+    monkeypatch.setattr(workers.importlib.util, 'find_spec', lambda name: None if name == 'torch' else find_spec(name))
+    workers.warm_up(tiny_ckpt, None)
+    assert [c.config.n_embd for c in calls] == [8]  # its `then`, given the checkpoint's record
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
+        assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['warm_width'] == 8
+
+
+def test_every_page_is_timed_or_says_why_not():
+    """tests/labtimes.py's pages are the registry's: each has its inputs, or its reason."""
+    import labtimes
+    names = [name for name, _ in registry.pages()]
+    assert sorted(names) == sorted([*labtimes.INPUTS, *labtimes.UNTIMED])
+    assert not set(labtimes.INPUTS) & set(labtimes.UNTIMED)
+    assert {step[0] for step in labtimes.steps()} == set(labtimes.INPUTS)
+
+
+def test_the_packages_examples_name_every_command():
+    import re
+    import microgpt.lab
+    shown = re.findall(r'python -m microgpt\.lab (\w+)', microgpt.lab.__doc__)
+    assert shown == [s.name for s in registry.SANDBOXES] + ['serve', 'exercises']
+
+
+def test_the_labs_caps_and_engines_are_declared_once():
+    """Issue 25: every cap lives in edge/limits.py, and train.py's ENGINES once, in
+    programs/settings.py: no module of the lab declares a MAX_ of its own, and its two lists
+    of engines are taken from settings'."""
+    import ast
+    import os
+    from microgpt.lab import runs, step
+    from microgpt.programs import settings
+    folder = os.path.dirname(registry.__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith('.py'):
+            tree = ast.parse(open(os.path.join(folder, name), encoding='utf-8').read())
+            for node in tree.body:
+                for target in getattr(node, 'targets', []):
+                    assert not getattr(target, 'id', '').startswith('MAX_'), (name, target.id)
+                    if getattr(target, 'id', '') == 'ENGINES':
+                        assert not isinstance(node.value, ast.Tuple), f"{name}: ENGINES written out again"
+    assert set(step.ENGINES) < set(settings.ENGINES) and set(runs.ENGINES) < set(settings.ENGINES)

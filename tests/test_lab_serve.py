@@ -59,11 +59,11 @@ def test_config_names_the_start_checkpoint(server, model):
 
 
 def test_a_large_models_step_page_asks_the_numpy_engine_first(server, model, monkeypatch):
-    """Large: more weights than api.STEP_NUMPY_FIRST_ABOVE, counted from the model itself."""
-    from microgpt.lab import api
+    """Large: more weights than registry.STEP_NUMPY_FIRST_ABOVE (the step's entry says so),
+    counted from the model itself."""
     n_params = sum(w.size for w in model.weights.values())
     for above, first in ((n_params, False), (n_params - 1, True)):
-        monkeypatch.setattr(api, 'STEP_NUMPY_FIRST_ABOVE', above)
+        monkeypatch.setattr(registry, 'STEP_NUMPY_FIRST_ABOVE', above)
         assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['step_numpy_first'] is first
 
 
@@ -510,6 +510,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
         proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+    assert 'stopping: training run 1, still going, stops as with Ctrl-C' in out
     assert 'run 1 stopped (exit status 130)' in out
     from microgpt.edge.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]

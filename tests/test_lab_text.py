@@ -144,12 +144,13 @@ def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
 
 
 def test_the_scalar_step_is_refused_past_its_graphs_size(text_ckpt, monkeypatch):
-    """The scalar engine's graph grows with weights x positions: past step.SCALAR_WORK the step
-    names the numpy engine (the same numbers) instead of taking seconds and gigabytes."""
-    ckpt, model = load(text_ckpt, 'scalar')
+    """The scalar engine's graph grows with weights x positions: past registry.SCALAR_STEP_WORK
+    the step names the numpy engine (the same numbers) instead of taking seconds and gigabytes."""
     from microgpt.edge.limits import parameter_count
-    monkeypatch.setattr(step, 'SCALAR_WORK', 5 * parameter_count(model.config))  # 5 positions
-    assert step.scalar_positions(model.config) == 5
+    from microgpt.lab import registry
+    ckpt, model = load(text_ckpt, 'scalar')
+    monkeypatch.setattr(registry, 'SCALAR_STEP_WORK', 5 * parameter_count(model.config))  # 5 positions
+    assert registry.scalar_step_positions(model.config) == 5
     with pytest.raises(UserError, match='take it with --engine numpy'):
         step.compute(model, WINDOW[:7], engine='scalar', ckpt=ckpt)  # 6 positions
     assert step.compute(model, WINDOW[:7], engine='numpy', ckpt=ckpt)['n'] == 6

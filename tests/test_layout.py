@@ -5,15 +5,17 @@ The imports are read with `ast` from every module's source (top-level and inside
 alike: an import deferred into a function is still a dependency), never by running them. The
 core (the nine modules a learner reads) may import only the standard library and each other,
 and engine.py nothing of the project at all. Above it the layers may only look down:
-    core < edge (what checks input: errors, limits, checks, files, jsonio, checkpoint, data...)
+    core < edge (microgpt/edge/: what reads and checks input: checkpoints, data, files, caps)
          < arrays (src/inference, src/backprop, src/torchgpt) < programs (train, sample, run...)
          < lab
 and no module, and no layer, imports another that imports it back.
 """
 
 import ast
+import io
 import os
 import sys
+import tokenize
 
 import pytest
 
@@ -25,7 +27,13 @@ ENTRY_POINTS = {'microgpt', 'microgpt.train', 'microgpt.sample', 'microgpt.conve
 PACKAGES = {'microgpt': 'microgpt', 'inference': 'src/inference', 'backprop': 'src/backprop',
             'torchgpt': 'src/torchgpt'}
 LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
-CORE_LINES, ENGINE_LINES = 800, 130   # the issue's budget: micrograd's engine is about 94
+# The core is read in one sitting: its code (not its comments) fits in about as many lines as
+# microgpt's single file, and the engine in fewer than micrograd's 94-line engine.py.
+CORE_CODE_LINES, ENGINE_CODE_LINES = 450, 80
+# What runs and guards the programs stays in proportion to the lesson it protects: its code at
+# most about 4.8 times the core's (nanoGPT's train.py, with DDP and checkpointing, is 336
+# lines); counted in code lines for the core's reason, so that no explanation is cut to fit.
+PROGRAM_CODE_LINES = 2100
 
 
 def project_modules():
@@ -137,13 +145,60 @@ def test_the_layout_checks_can_fail(tmp_path):
     assert 'numpy' not in sys.stdlib_module_names
 
 
+def code_lines(path):
+    """The lines of a Python file that hold code: not blank, not only a comment, not part of a
+    docstring. What the budgets count, so that a comment is never cut and no lines are joined
+    to make a budget."""
+    with open(path, encoding='utf-8') as f:
+        source = f.read()
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                docstrings.update(range(first.lineno, first.end_lineno + 1))
+    lines = set()
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in skip:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstrings)
+
+
+def program_layer():
+    """Every file of the layer that runs and guards the programs: microgpt/'s own files outside
+    the core (the package's front door, the `python -m` entry points), microgpt/edge/ and
+    microgpt/programs/."""
+    top = os.path.join(REPO_DIR, 'microgpt')
+    files = [os.path.join(top, f) for f in os.listdir(top) if f.endswith('.py') and f[:-3] not in CORE]
+    for folder in ('edge', 'programs'):
+        files += [os.path.join(top, folder, f) for f in os.listdir(os.path.join(top, folder)) if f.endswith('.py')]
+    return sorted(files)
+
+
 def test_the_core_is_small_enough_to_read_in_a_sitting():
-    def lines(name):
-        with open(os.path.join(REPO_DIR, 'microgpt', f'{name}.py'), encoding='utf-8') as f:
-            return sum(1 for _ in f)
-    assert lines('engine') <= ENGINE_LINES, f"engine.py has {lines('engine')} lines"
-    total = sum(lines(name) for name in CORE)
-    assert total <= CORE_LINES, f"the core has {total} lines"
+    core = [os.path.join(REPO_DIR, 'microgpt', f'{name}.py') for name in CORE]
+    engine = code_lines(core[0])
+    assert engine <= ENGINE_CODE_LINES, f"engine.py has {engine} lines of code"
+    total = sum(map(code_lines, core))
+    assert total <= CORE_CODE_LINES, f"the core has {total} lines of code"
+
+
+def test_what_runs_and_guards_the_programs_stays_in_proportion():
+    total = sum(map(code_lines, program_layer()))
+    assert total <= PROGRAM_CODE_LINES, f"microgpt/edge, microgpt/programs and the entry points have {total} lines of code"
+
+
+def test_the_budgets_count_code_and_see_the_whole_layer(tmp_path):
+    """Negative controls: docstrings, comments and blank lines are not code; a line joined
+    with ; still counts once, so joining gains nothing over a comment; the layer has its files."""
+    probe = tmp_path / 'probe.py'
+    probe.write_text('"""A docstring\nover two lines."""\n\n# a comment\n\n\ndef f(x):\n'
+                     '    """Its docstring."""\n    y = x + 1  # a note\n    return (y +\n            1)\n')
+    assert code_lines(probe) == 4  # def, y =, and the return over two lines
+    names = {os.path.relpath(p, REPO_DIR) for p in program_layer()}
+    assert {'microgpt/edge/checkpoint.py', 'microgpt/programs/train.py', 'microgpt/train.py'} <= names
+    assert not any(n.startswith('microgpt/lab') or os.path.basename(n)[:-3] in CORE for n in names)
 
 
 def test_the_reading_guides_line_counts_are_true():

@@ -6,23 +6,13 @@ whichever the file's format.
     model = ckpt.model()                             # a GPT of Values holding its weights
     write_checkpoint('out/model.safetensors', ckpt)  # the same record, in the other format
 
-A Checkpoint holds the config, the vocabulary, the weights, the data mode (names, one a line,
-or running text), and for --resume Adam's state and the training state. Every program reads
-and writes it here: train.py (--init, --resume, every save), sample.py, convert, the lab, the
-numpy port (inference.load_checkpoint). On disk it is one file, named by its format:
-
-    model.json          {"format": "microgpt", "version": 1, "data_mode": "lines" or "text",
-                         "config": {...}, "vocab": [characters in id order; BOS is the next id],
-                         "state_dict": {name: [[float, ...], ...]},  # every matrix [n_out][n_in]
-                         "train_state": {"step", "run", "data_sha256", "val_loss",
-                                         "adam": {"t", "m", "v"}} or null}
-    model.safetensors   the same: the matrices and Adam's m and v as float64 tensors, the rest
-                        as JSON text in the metadata (safetensors.py knows the container)
-
-The 3D tutorial's flat weights export (docs/lessons.md) is read too. The reader checks the
-config's sizes against limits.py's caps before anything is built from them, and every matrix's
-name and shape before a number of it is read; each problem is one UserError. The writer
-replaces a file whole or not at all (files.write_atomic).
+A Checkpoint holds the config, the vocabulary, the weights, the data mode, and for --resume
+Adam's state and the training state; train.py, sample.py, convert, the lab and the numpy port
+all read and write it here. On disk it is model.json ({"format": "microgpt", "version": 1,
+"data_mode", "config", "vocab", "state_dict": {name: [[float]]}, "train_state"}) or
+model.safetensors (the same, the matrices as tensors: safetensors.py), or the 3D tutorial's
+flat export (read only). Sizes are checked against limits.py's caps, and every matrix's name
+and shape, before a number is read.
 """
 
 import json
@@ -39,7 +29,7 @@ from . import safetensors
 from .checks import CONFIG_FIELDS, is_finite_number, is_int_in, make_config, short
 from .errors import UserError
 from .files import open_user_file, read_head, read_user_file, write_atomic, write_json_atomic
-from .jsonio import parse_json
+from .files import parse_json
 from .limits import MAX_FILE_BYTES, MAX_SAFETENSORS_BYTES, parameter_count
 
 FORMAT, VERSION = 'microgpt', 1
@@ -135,9 +125,8 @@ def checkpoint_format(path, what=None):
     """The extension of a checkpoint path (a key of FORMATS), or a one-line UserError."""
     ext = os.path.splitext(path)[1]
     if ext not in FORMATS:
-        raise UserError(f"{what or path} does not end in {' or '.join(FORMATS)}: a checkpoint is named by "
-                        f"its format (its log goes beside it as NAME.log.jsonl): use "
-                        f"{os.path.splitext(path)[0] or 'model'}.json")
+        raise UserError(f"{what or path} does not end in {' or '.join(FORMATS)}: a checkpoint's name says "
+                        f"its format: use {os.path.splitext(path)[0] or 'model'}.json")
     return ext
 
 

@@ -1,15 +1,10 @@
 """
 Files: every file a user names is read here, and every file microgpt writes is written here.
 
-Reading: `open_user_file` opens only regular files (a device such as /dev/zero reads forever, a
-named pipe waits forever) and turns each problem into one UserError naming the file and what to
-do; `read_user_file` reads at most limits.MAX_FILE_BYTES through it. The data, checkpoints of
-either format and the training log all enter through these two.
-
-Writing: `write_atomic` replaces a file whole or not at all (a temporary file beside it, then a
-rename), so a crash or Ctrl-C mid-write leaves the old file as it was; a failed write (disk
-full, read-only folder, file-size limit) is one WriteError saying so. Checkpoints, the web
-lab's run records and nothing else are written this way; the log is appended to (run.py).
+Reading takes only regular files (a device reads forever, a named pipe waits forever), at most
+limits.MAX_FILE_BYTES of them, and JSON through `parse_json`, which refuses what json.loads lets
+through or crashes on. Writing (`write_atomic`) replaces a file whole or not at all: a temporary
+file beside it, then a rename. Each problem is one UserError naming the file and what to do.
 """
 
 import errno
@@ -26,9 +21,8 @@ from .errors import UserError
 
 # ---------------------------------------------------------------------------- reading
 def open_user_file(path, what, hint):
-    """The file at `path`, opened for reading bytes, if it is a regular file; otherwise a
-    one-line UserError naming it (`what`: 'checkpoint', 'data file', ...). hint: what to do
-    when it does not exist, e.g. "train one first with ..."."""
+    """The file at `path` opened for reading bytes, if it is a regular file; else a one-line
+    UserError naming it (`what`: 'checkpoint', 'data file'; hint: what to do if it is missing)."""
     try:
         mode = os.stat(path).st_mode  # before opening: opening a named pipe would block
         if stat.S_ISDIR(mode):
@@ -50,7 +44,7 @@ def open_user_file(path, what, hint):
 
 def read_user_file(path, what, hint, binary=False):
     """The contents of a file the user named (text, or bytes if binary), at most
-    limits.MAX_FILE_BYTES of it; every problem is a one-line UserError (open_user_file)."""
+    limits.MAX_FILE_BYTES, or a one-line UserError."""
     with open_user_file(path, what, hint) as f:
         try:
             data = read_at_most(f, limits.MAX_FILE_BYTES + 1)
@@ -68,8 +62,8 @@ def read_user_file(path, what, hint, binary=False):
 
 
 def read_at_most(f, limit, chunk=1 << 24):
-    """Up to `limit` bytes of f, read in chunks of 16 MiB: f.read(limit) would reserve all of
-    `limit` at once (a gigabyte), and a file still growing could outrun its size from stat."""
+    """Up to `limit` bytes of f, in chunks of 16 MiB: f.read(limit) would reserve all of `limit`
+    at once, and a file still growing could outrun its size from stat."""
     parts, total = [], 0
     while total < limit:
         part = f.read(min(chunk, limit - total))
@@ -81,8 +75,7 @@ def read_at_most(f, limit, chunk=1 << 24):
 
 
 def read_head(path, n):
-    """The first n bytes of `path` if it is a regular file, else None; never an error. What a
-    writer asks before it replaces a file: is it one of ours?"""
+    """The first n bytes of `path` if it is a regular file, else None (never an error)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
@@ -98,34 +91,66 @@ def describe_os_error(e):
                errno.EROFS: "the folder is on a read-only file system",
                errno.EACCES: "permission denied", errno.EPERM: "permission denied",
                errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
-               errno.ENAMETOOLONG: "the file name is too long",
-               errno.ENOENT: "a folder on its path does not exist (was it deleted?)"}
+               errno.ENAMETOOLONG: "the file name is too long"}
     return reasons.get(e.errno, e.strerror or str(e))
+
+
+# ---------------------------------------------------------------------------- JSON
+# A JSON string (its brackets do not count) or one bracket: the only tokens nesting depends on.
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def parse_json(text, where, hint="the file is damaged or not one of microgpt's"):
+    """The value `text` holds, or a one-line UserError beginning with `where` (a file name,
+    perhaps with a line number). json.loads would end in RecursionError on deep nesting (checked
+    first, against limits.MAX_JSON_DEPTH) and ValueError on a 4,301-digit integer, and would
+    accept NaN and Infinity, which are not JSON: each is refused here."""
+    depth = nesting_depth(text)
+    if depth > limits.MAX_JSON_DEPTH:
+        raise UserError(f"{where} nests brackets {depth:,} deep; no microgpt file nests "
+                        f"more than {limits.MAX_JSON_DEPTH}: {hint}")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        at = f"line {e.lineno}, column {e.colno}" if '\n' in text.rstrip('\n') else f"column {e.colno}"
+        raise UserError(f"{where} is not valid JSON ({at}): {hint}") from None
+    except ValueError as e:  # our NaN/Infinity refusal, or an integer of over 4,300 digits
+        raise UserError(f"{where}: {str(e).split(';')[0]}") from None
+
+
+def nesting_depth(text):
+    """The deepest nesting of [ and { in text, brackets inside strings not counted."""
+    depth = deepest = 0
+    for m in _STRING_OR_BRACKET.finditer(text):
+        c = m.group()
+        if c in '[{':
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in ']}':
+            depth -= 1
+    return deepest
+
+
+def _reject_constant(name):
+    raise ValueError(f"the non-finite number {name} appears in the file, and is not JSON")
 
 
 # ---------------------------------------------------------------------------- writing, whole or not at all
 class WriteError(UserError):
-    """A write that failed part-way (disk full, read-only folder, file-size limit, name too
-    long). The message says what failed and that the previous file, if any, is intact."""
+    """A write that failed part-way; the message says the previous file, if any, is intact."""
 
 
 def write_atomic(path, write):
-    """Call write(f) on a binary file, so that a reader of path only ever sees the old file or
-    the new one, whole.
-
-    The bytes go to a temporary file beside the target (`.<name>.<random>.tmp`), are flushed
-    to disk, then renamed over the target in one step. If `path` is a symbolic link, its
-    target is what gets replaced, and the link stays. The new file gets the old file's
-    permissions, or for a new file the umask's, like any file a program creates. Any OSError
-    on the way removes the temporary file and becomes a WriteError; the previous file is untouched.
-    """
-    target = os.path.realpath(path)  # write through a symlink, do not replace it
-    folder = os.path.dirname(target)
-    existed = os.path.exists(target)
-    tmp = None
+    """Call write(f) on a binary file so that a reader of `path` only ever sees the old file or
+    the new one, whole: the bytes go to `.<name>.<random>.tmp` beside the target, are synced,
+    then renamed over it. A symbolic link's target is replaced and the link stays; the new file
+    keeps the old one's permissions (a new one gets the umask's). Any OSError removes the
+    temporary file and becomes a WriteError."""
+    target = os.path.realpath(path)
+    folder, existed, tmp = os.path.dirname(target), os.path.exists(target), None
     try:
         make_folders(folder)
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix='.tmp', dir=folder)
         with os.fdopen(fd, 'wb') as f:
             os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
             write(f)
@@ -133,7 +158,7 @@ def write_atomic(path, write):
             os.fsync(f.fileno())
         os.replace(tmp, target)
         tmp = None
-        _fsync_folder(folder)
+        _fsync_folder(folder)  # the rename itself, made durable
     except OSError as e:
         kept = f"the previous {path} is intact" if existed else f"no file was left at {path}"
         raise WriteError(f"could not write {path}: {describe_os_error(e)}; {kept}") from None
@@ -146,9 +171,8 @@ def write_atomic(path, write):
 
 
 def write_json_atomic(path, obj):
-    """Write obj as JSON to path atomically. Floats are written with repr, which reads back bit
-    for bit (resume is exact); a row read from a .safetensors file (an array of float64) is
-    written as the list it holds."""
+    """obj as JSON, atomically. Floats are written with repr, which reads back bit for bit
+    (resume is exact); a row read from safetensors (an array of float64) as its list."""
     def write(f):
         text = io.TextIOWrapper(f, encoding='utf-8')
         json.dump(obj, text, allow_nan=False, default=lambda row: row.tolist())
@@ -157,31 +181,23 @@ def write_json_atomic(path, obj):
     write_atomic(path, write)
 
 
-# The temporary file of a save of out/model.json is out/.model.json.<8 random chars>.tmp
-# (tempfile.mkstemp's random part: lowercase letters, digits and '_').
-TEMP_SUFFIX = '.tmp'
-_TEMP_RANDOM = re.compile(r'[a-z0-9_]{8}')
-
-
 def _temp_prefix(target):
     return '.' + os.path.basename(target) + '.'
 
 
 def probe_writable(path):
-    """Create and remove a file beside `path` named as a save's temporary file is: an OSError
-    now (folder not writable, name too long, disk refusing new files) is one before training."""
+    """Make and remove a file named as a save's temporary one: a folder that refuses it (not
+    writable, a name too long) fails now, before training."""
     target = os.path.realpath(path)
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=TEMP_SUFFIX, dir=os.path.dirname(target))
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix='.tmp', dir=os.path.dirname(target))
     os.close(fd)
     os.remove(tmp)
 
 
 def remove_stale_temporaries(path):
-    """Delete the temporary files a killed save of `path` (or of its link's target) left behind,
-    and return their paths: only names of our own pattern, only in that folder, only regular
-    files. A save killed by SIGKILL (or a power cut) has no chance to clean up; the next run
-    on the same output does it, while holding the output's lock (a save in progress has a
-    temporary file of the same pattern)."""
+    """Delete the temporary files a killed save of `path` (or of its link's target) left, and
+    return their paths: regular files of our own name pattern in that folder only. Called while
+    holding the output's lock: a save in progress has a temporary file of the same pattern."""
     target = os.path.realpath(path)
     folder, prefix = os.path.dirname(target), _temp_prefix(target)
     try:
@@ -189,9 +205,8 @@ def remove_stale_temporaries(path):
     except OSError:
         return []
     removed = []
-    for name in names:
-        middle = name[len(prefix):-len(TEMP_SUFFIX)]
-        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and _TEMP_RANDOM.fullmatch(middle):
+    for name in names:  # mkstemp's random part: 8 of lowercase letters, digits and '_'
+        if name.startswith(prefix) and re.fullmatch(r'[a-z0-9_]{8}\.tmp', name[len(prefix):]):
             full = os.path.join(folder, name)
             try:
                 if stat.S_ISREG(os.lstat(full).st_mode):  # never follow a link, never a folder
@@ -203,16 +218,12 @@ def remove_stale_temporaries(path):
 
 
 def make_folders(folder):
-    """os.makedirs(folder, exist_ok=True) without its recursion (one call per missing folder: a
-    path 1,000 folders deep ended in RecursionError), and on failure (a name too long, say) the
-    folders it made are removed again."""
+    """os.makedirs(folder, exist_ok=True) without its recursion (a path 1,000 folders deep
+    ended in RecursionError); on failure the folders it made are removed again."""
     missing = []
-    while folder and not os.path.isdir(folder):
+    while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+        folder = os.path.dirname(folder)
     made = []
     try:
         for path in reversed(missing):
@@ -232,7 +243,7 @@ def make_folders(folder):
 
 
 def _mode_for(target):
-    """The permission bits the new file gets: the old file's, or those the umask leaves."""
+    """The permission bits a new file gets: the old file's, or those the umask leaves."""
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
@@ -242,10 +253,9 @@ def _mode_for(target):
 
 
 def _fsync_folder(folder):
-    """Make the rename itself durable (best effort: not every system can open a folder)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
+    except OSError:  # not every system can open a folder
         return
     try:
         os.fsync(fd)

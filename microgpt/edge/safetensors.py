@@ -1,24 +1,16 @@
 """
 safetensors, written and read with the standard library: the binary format the ecosystem keeps
-weights in, for checkpoints too large for JSON. This file knows the container; what a
-microgpt checkpoint puts in it (which tensors, which metadata) is checkpoint.py's.
-
-A .safetensors file is three parts:
+weights in. This file knows the container; what a checkpoint puts in it is checkpoint.py's.
 
     8 bytes   N, the length of the header, an unsigned little-endian integer
-    N bytes   a JSON object: {name: {"dtype": "F64", "shape": [n_out, n_in],
-                                     "data_offsets": [begin, end]}, ...,
-                              "__metadata__": {string: string}}
-    the rest  every tensor's numbers back to back, little-endian, row after row; tensor `name`
-              is the bytes [begin, end) counted from the end of the header
+    N bytes   JSON: {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}
+    the rest  every tensor's numbers back to back, little-endian, row after row
 
-Reading is in two steps, so that nothing is allocated from a file before it is known to be
-what it claims: `read_header` checks every way a header can lie (a length past the file, not a
-JSON object, a dtype this reader does not know, a shape whose size disagrees with its offsets,
-tensors that overlap, leave gaps, or run past the end), and only then does `read_tensor` read
-one tensor's bytes, into a compact array of float64 (8 bytes a number, not a Python float
-each). It reads F64, F32, F16 and BF16 (a library may have written any of them) and writes
-F64, so a resumed run continues bit for bit. Pure standard library, like microgpt/.
+Reading is in two steps, so that nothing is allocated before the file is known to be what it
+claims: `read_header` checks every way a header can lie (a length past the file, a dtype it does
+not know, sizes that disagree with shapes, tensors that overlap or leave gaps), and only then
+`read_tensor` reads one tensor into an array of float64 (8 bytes a number, not a Python float
+each). It reads F64, F32, F16 and BF16, and writes F64, so a resumed run continues bit for bit.
 """
 
 import json
@@ -30,7 +22,7 @@ from typing import NamedTuple
 from .checks import is_int_in, short
 from .errors import UserError
 from .files import read_head
-from .jsonio import parse_json
+from .files import parse_json
 from .limits import MAX_SAFETENSORS_HEADER, MAX_TENSOR_DIMS
 
 EXTENSION = '.safetensors'

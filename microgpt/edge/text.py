@@ -1,29 +1,13 @@
 """
-Running text: a whole file read as one stream of characters, for prose, plays, code.
+Running text: a whole file read as one stream of characters, for prose, plays, code
+(`train.py --data-mode text`, as nanoGPT's shakespeare_char reads it).
 
-The names mode (microgpt/edge/data.py) reads one document per line and trains each as
-[BOS] + name + [BOS]. Running text has no documents: a newline is a character like any other,
-and a line of Shakespeare is context for the next. `train.py --data-mode text` reads a file
-this way (nanoGPT's shakespeare_char does the same):
-
-    text = load_text('input.txt')                 # the whole file, one str
-    train_text, val_text = split_text(text, 0.1, block_size)  # by position: the end validates
-    windows = train_windows(train_ids, block_size, batch_size, seed, step)  # one step's batch
-
-  * a training step draws `batch_size` windows of block_size + 1 characters at random places
-    of the training part: the model reads the first block_size and predicts, at every
-    position, the character after it (the window's next one). Where they fall depends only on
-    (seed, step), so a resumed run draws exactly what an uninterrupted one would;
-  * the split is by position: the first characters train, the last `val_size` validate (a
-    fraction such as 0.1, or a count of characters). A random split would leak: a window of the
-    validation part would overlap the training windows around it;
-  * the validation loss is exact and deterministic: every validation character is predicted
-    exactly once, by consecutive windows (`validation_windows`), each position seeing what the
-    block allows of the text before it. Two runs print the same number, and it is comparable
-    with the training loss, whose windows also predict from 0 to block_size - 1 characters back.
-
-BOS stays in the vocabulary (the checkpoint format and sample.py need it) but running text
-never contains it. Standard library only, like the rest of microgpt/.
+A step draws batch_size windows of block_size + 1 characters at random places of the training
+part, placed by (seed, step) alone so that a resumed run draws what an uninterrupted one would;
+the model reads the first block_size and predicts, at every position, the next character. The
+split is by position (the last characters validate: a random split would leak), and the
+validation loss is exact: every validation character is predicted once. BOS stays in the
+vocabulary but running text never contains it.
 """
 
 import random

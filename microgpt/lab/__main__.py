@@ -111,6 +111,11 @@ def add_serve(commands):
                    help="running text to train on in the page's text mode, e.g. tinyshakespeare.txt "
                         "(default: the text the --ckpt model was trained on, if it is a model of "
                         "running text and the file is still there)")
+    c.add_argument_group('exercises (the Exercises page)').add_argument(
+        '--exercises', metavar='DIR',
+        help="your folder of exercises (`lab exercises start DIR`): the page shows their last results and "
+             "checks them on request, in the checker's subprocess (default: none; the page lists the path "
+             "and runs no code of yours)")
 
 
 def parse_args(argv=None):
@@ -120,7 +125,16 @@ def parse_args(argv=None):
     for s in registry.SANDBOXES:
         add_sandbox(commands, s)
     add_serve(commands)
+    add_exercises(commands)
     return p.parse_args(argv)
+
+
+def add_exercises(commands):
+    """`lab exercises ...`: the learner writes the engine and the GPT (microgpt/lab/exercises/)."""
+    from .exercises.cli import add_commands
+    add_commands(commands.add_parser('exercises', help="write the engine and the GPT yourself, checked offline",
+                                     description="microgpt's exercises: start, check, status, train, quiz, "
+                                                 "solution, reset (docs/reading-guide.md, Learn by doing)."))
 
 
 def cli_params(s, args):
@@ -170,6 +184,9 @@ def run_sandbox(s, args):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.command == 'exercises':
+        from .exercises.cli import run
+        return run(args)
     # import only the command that runs: `autograd` and `loss` never load the numpy port
     if args.command == 'serve' or registry.get(args.command).numpy:
         cli.import_optional('inference', f"`lab {args.command}`")  # numpy, and the port beside it

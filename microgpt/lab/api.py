@@ -22,15 +22,28 @@ import os
 import threading
 from contextlib import contextmanager, nullcontext
 
+from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import parameter_count
+from ..edge.limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
+from ..programs.run import log_path_for
 from . import registry
 from .loading import example_text, trained_lr
-from .step import scalar_positions
 from .workers import MODELS, ApiError, Pool
 
 
 # ---------------------------------------------------------------------------- reading a request
+def only_known(body, known):
+    """A request naming a field the route does not take is refused, as the command line refuses
+    an unknown flag: a misspelt "temperature" for "temperatures" must not answer with the default."""
+    unknown = [name for name in body if name not in known]
+    if unknown:
+        listed = ', '.join(known) if known else 'no fields'
+        raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} "
+                            f"{', '.join(short(name, 30) for name in unknown[:3])}"
+                            f"{' and more' if len(unknown) > 3 else ''}: this route takes {listed}")
+    return body
+
+
 def field(body, name, kind, default=None, low=None, high=None):
     """body[name] checked to be of `kind` (int, float, bool, str) and within [low, high].
 
@@ -53,8 +66,8 @@ def read_param(body, p):
     if p.kind == 'values':
         return read_values(name, value, p)
     if p.many:
-        if not isinstance(value, list) or not 1 <= len(value) <= registry.MAX_MANY:
-            raise ApiError(400, f"{name!r} must be a list of 1..{registry.MAX_MANY} values")
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_MANY:
+            raise ApiError(400, f"{name!r} must be a list of 1..{MAX_MANY} values")
         value = [one_value(name, v, p) for v in value]
     else:
         value = one_value(name, value, p)
@@ -75,7 +88,7 @@ def one_value(name, value, p):
         raise ApiError(400, f"{name!r} must be {KIND_NAMES[kind]}, got {value!r:.40}")
     if kind is float and not math.isfinite(value):
         raise ApiError(400, f"{name!r} must be a finite number")
-    most = p.high if (kind is str and p.high) else registry.MAX_TEXT
+    most = p.high if (kind is str and p.high) else MAX_TEXT
     if kind is str and len(value) > most:
         raise ApiError(400, f"{name!r} is {len(value)} characters long; at most {most}")
     return value
@@ -83,8 +96,8 @@ def one_value(name, value, p):
 
 def read_values(name, values, p):
     """A {variable: number} field: at most MAX_VARIABLES, each a number within p's range."""
-    if not isinstance(values, dict) or len(values) > registry.MAX_VARIABLES:
-        raise ApiError(400, f"{name!r} must be an object of at most {registry.MAX_VARIABLES} {{name: number}}")
+    if not isinstance(values, dict) or len(values) > MAX_VARIABLES:
+        raise ApiError(400, f"{name!r} must be an object of at most {MAX_VARIABLES} {{name: number}}")
     out = {}
     for key, value in values.items():
         # JSON's integers are unbounded: 1e400 written out in digits has no float
@@ -138,7 +151,8 @@ class Checkpoints:
             raise
 
     def listing(self):
-        """[{id, label, config}] in the order they were added, each config read from its model.
+        """[{id, label, config, ...}] in the order they were added, each config read from its model,
+        with whether a training log lies beside it and what each page's about_model adds.
 
         A run's checkpoint deleted or damaged on disk since is left out, so every page still
         opens; the one given at start is always listed, or its error is the answer.
@@ -146,7 +160,7 @@ class Checkpoints:
         with self.lock:
             items = list(self.paths.items())
         out = []
-        for ckpt_id, (_, label) in items:
+        for ckpt_id, (path, label) in items:
             try:
                 ckpt, model = self.model(ckpt_id)
             except (ApiError, UserError):
@@ -154,13 +168,17 @@ class Checkpoints:
                     raise
                 continue
             c = model.config
-            out.append({'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
-                        'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
-                        'example': example_text(ckpt),  # what the pages' text box starts with
-                        'step_numpy_first': parameter_count(c) > STEP_NUMPY_FIRST_ABOVE,
-                        'step_scalar_positions': scalar_positions(c),  # the scalar step's most positions
-                        'config': {k: getattr(c, k) for k in
-                                   ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}})
+            entry = {'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
+                     'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
+                     'example': example_text(ckpt),  # what the pages' text box starts with
+                     # a converted checkpoint has no log beside it: the Loss page says so, asking nothing
+                     'log': os.path.isfile(log_path_for(path)),
+                     'config': {k: getattr(c, k) for k in
+                                ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}}
+            for s in registry.SANDBOXES:  # what a page knows of each checkpoint before it asks
+                if s.about_model is not None:
+                    entry.update(s.about_model(c))
+            out.append(entry)
         return out
 
 
@@ -172,21 +190,16 @@ class Overtaken(Exception):
     (Lab.turn). serve.py answers it 204, with no content."""
 
 
-# The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
-# on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
-# through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
-# (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
-STEP_NUMPY_FIRST_ABOVE = 15_000
-
-
 # ---------------------------------------------------------------------------- the routes
 class Lab:
     """The API's routes: POST /api/NAME for every sandbox of the registry (`sandbox`), and the
-    server's own: config, and the Training page's train_start / train_stop / train_status."""
+    server's own: config, the Training page's train_start / train_stop / train_status, and the
+    Exercises page's exercises / exercises_check."""
 
-    def __init__(self, checkpoints, runs, pool=None):
+    def __init__(self, checkpoints, runs, pool=None, exercises=None):
         self.checkpoints = checkpoints
         self.runs = runs
+        self.exercise_page = exercises  # the Exercises page (exercises/web.py), with or without a workspace
         # where the sandboxes compute: serve.py's worker processes, else this process (workers.py)
         self.pool = Pool(0) if pool is None else pool
         # a one-at-a-time sandbox (the scalar engine's graph of a step on a large model takes
@@ -212,6 +225,7 @@ class Lab:
         once a one-at-a-time sandbox's turn has come, so that a request waiting for its turn
         keeps no other page waiting (the Step page's numpy step, while a scalar one runs)."""
         s = registry.get(name)
+        only_known(body, [p.name for p in s.params if p.web] + (['ckpt'] if s.model is not None else []))
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
         path = n_head = None
         if s.model is not None:
@@ -247,7 +261,29 @@ class Lab:
         return self.runs.start(body)
 
     def train_stop(self, body):
+        only_known(body, [])
         return self.runs.stop()
 
     def train_status(self, body):
+        only_known(body, ['offset'])
         return self.runs.status(field(body, 'offset', int, 0, 0, 2 ** 40))
+
+    def exercises(self, body):
+        """The Exercises page: the path, and each exercise's last result in `serve --exercises DIR`."""
+        return self.exercises_page().listing(dict(registry.pages()))
+
+    def exercises_check(self, body):
+        """Check one exercise of the --exercises workspace now, in the checker's subprocess."""
+        from .exercises.catalog import EXERCISES
+        from .exercises.web import Busy
+        number = field(body, 'number', int, None, 1, len(EXERCISES))
+        try:
+            return self.exercises_page().check(number, dict(registry.pages()))
+        except Busy:
+            raise ApiError(503, "a check is running already: try again when it has ended", retry_after=1) from None
+
+    def exercises_page(self):
+        if self.exercise_page is None:  # a Lab made without one (the tests' own): the path only
+            from .exercises.web import ExercisesPage
+            self.exercise_page = ExercisesPage()
+        return self.exercise_page

@@ -24,7 +24,9 @@ import subprocess
 import warnings
 
 from ..engine import Value
+from ..edge.checks import short
 from ..edge.errors import UserError
+from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
 from ..graph import graph_rows, graph_table, to_dot
 from . import registry
 from .render import number as format_number  # (number() here parses a literal)
@@ -33,8 +35,6 @@ from .render import number as format_number  # (number() here parses a literal)
 FUNCTIONS = {'exp': Value.exp, 'log': Value.log, 'relu': Value.relu}
 BINARY_OPS = {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**'}
 ALLOWED = "numbers, variables, + - * / **, unary minus, exp(), log(), relu() and parentheses"
-MAX_LENGTH = registry.MAX_EXPRESSION  # characters: an expression to read, not a program
-MAX_DEPTH = 200    # nesting levels (a chain a+b+c+... counts one level per operator)
 
 # What to call the node types a learner is most likely to try, for the error message.
 NODE_NAMES = {
@@ -50,9 +50,9 @@ NODE_NAMES = {
 # ---------------------------------------------------------------------------- parsing
 def parse_expression(text):
     """The checked syntax tree of `text` and its variable names in order of first use."""
-    if len(text) > MAX_LENGTH:
+    if len(text) > MAX_EXPRESSION:
         raise UserError(f"the expression is {len(text)} characters long; the explorer takes at "
-                        f"most {MAX_LENGTH}")
+                        f"most {MAX_EXPRESSION}")
     if not text.strip():
         raise UserError(f"the expression is empty: write one with {ALLOWED}")
     try:
@@ -60,10 +60,10 @@ def parse_expression(text):
             warnings.simplefilter('error', SyntaxWarning)
             tree = ast.parse(text.strip(), mode='eval')
     except SyntaxWarning as e:
-        raise UserError(f"cannot parse {_short(repr(text))}: {e}") from None
+        raise UserError(f"cannot parse {short(text)}: {e}") from None
     except SyntaxError as e:
         where = f" at column {e.offset}" if e.offset else ''
-        raise UserError(f"cannot parse {_short(repr(text))}: {e.msg}{where}") from None
+        raise UserError(f"cannot parse {short(text)}: {e.msg}{where}") from None
     except (RecursionError, MemoryError, ValueError):  # absurd nesting, or a NUL byte
         raise UserError(f"cannot parse the expression: it is nested too deeply or contains "
                         f"characters that are not allowed; use {ALLOWED}") from None
@@ -74,15 +74,16 @@ def parse_expression(text):
 
 def check(node, source, variables, depth=0):
     """Accept `node` only if every part of it is in the allow-list; collect variable names."""
-    if depth > MAX_DEPTH:
-        raise UserError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise UserError(f"the expression is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
         number(node, source)
     elif isinstance(node, ast.Name):
         if node.id in FUNCTIONS:
             raise UserError(f"{node.id} is a function: call it on one argument, as {node.id}(x)")
         if node.id.startswith('_'):
-            raise UserError(f"{node.id!r} is not allowed: variable names may not start with '_'")
+            raise UserError(f"{short(node.id)} is not allowed: variable names may not start with '_'")
+        check_length(node.id)
         if node.id not in variables:
             variables.append(node.id)
     elif isinstance(node, ast.BinOp):
@@ -112,7 +113,7 @@ def number(node, source):
     """A literal's value as a finite float; strings, booleans, complex numbers are refused."""
     value = node.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _refuse(node, source, f"the literal {_short(repr(value))} is not a number")
+        raise _refuse(node, source, f"the literal {short(value)} is not a number")
     try:
         value = float(value)
     except OverflowError:  # an integer literal beyond the float range
@@ -128,8 +129,8 @@ def constant(node, source, depth=0):
     Everything is computed in floats, so 10 ** 10 ** 10 overflows at once instead of
     building an enormous integer.
     """
-    if depth > MAX_DEPTH:
-        raise UserError(f"the exponent is nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise UserError(f"the exponent is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
         return number(node, source)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -158,11 +159,7 @@ def _refuse(node, source, problem):
 
 def _segment(node, source):
     """The part of the expression a node came from, quoted and cut short for a message."""
-    return _short(repr(ast.get_source_segment(source, node) or type(node).__name__))
-
-
-def _short(text, limit=40):
-    return text if len(text) <= limit else text[:limit - 1] + '…'
+    return short(ast.get_source_segment(source, node) or type(node).__name__)
 
 
 # The operators Python has but the explorer refuses, by their symbol, for the error message.
@@ -179,8 +176,21 @@ def parse_assignments(items):
 def check_names(values):
     for name in values:
         if not (isinstance(name, str) and name.isidentifier()) or name in FUNCTIONS or name.startswith('_'):
-            raise UserError(f"{name!r:.40} cannot be a variable name")
+            raise UserError(f"{short(name)} cannot be a variable name")
+        check_length(name)
     return values
+
+
+def check_length(name):
+    if len(name) > MAX_TEXT:  # a name to read in a node's label, and quoted whole in a message
+        raise UserError(f"the variable name {short(name)} is {len(name)} characters long; "
+                        f"at most {MAX_TEXT}")
+
+
+def listed(names, most=3):
+    """Names for a message: the first few, then how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ''
+    return ', '.join(names[:most]) + more
 
 
 # ---------------------------------------------------------------------------- building
@@ -231,14 +241,13 @@ def graph_of(text, values, lenient=False):
         values = {n: values.get(n, 1.0) for n in variables}
     missing = [v for v in variables if v not in values]
     if missing:
-        raise UserError(f"no value for {', '.join(missing)}: add "
-                        f"{' '.join(m + '=VALUE' for m in missing)}")
+        raise UserError(f"no value for {listed(missing)}: add {listed([m + '=VALUE' for m in missing])}")
     unused = [v for v in values if v not in variables]
     if unused:
-        raise UserError(f"given a value but not used in the expression: {', '.join(unused)}")
+        raise UserError(f"given a value but not used in the expression: {listed(unused)}")
     leaves = {name: Value(float(values[name])) for name in variables}
     names = {leaf: name for name, leaf in leaves.items()}
-    shown = _short(repr(text.strip()))
+    shown = short(text.strip())
     try:
         root = build(tree, text.strip(), leaves, names)
     except OverflowError:  # exp(1000), 1e200 ** 2: math refuses what a float cannot hold

@@ -3,10 +3,10 @@ Attention by hand: the Czech lesson's worked example (docs/lessons.md), on numbe
 types. The web lab's Attention page draws this in its "By hand" mode.
 
     python -m microgpt.lab byhand                       # the lesson's three tokens, query = token 3
-    python -m microgpt.lab byhand --query 0             # the first token: one key, weight 1
+    python -m microgpt.lab byhand --query 1             # the first token: one key, weight 1
 
-Up to MAX_TOKENS tokens, each with a query q, a key k and a value v of d numbers (no model and
-no W_Q, W_K, W_V: the lesson, too, writes the vectors down). For query token i it computes, in
+Up to MAX_HAND_TOKENS tokens (limits.py), each with a query q, a key k and a value v of d
+numbers (no model and no W_Q, W_K, W_V: the lesson, too, writes the vectors down). For query token i it computes, in
 the lesson's order and with nothing hidden:
   1. q_i . k_j for every key j <= i, one product per dimension;
   2. the scores divided by sqrt(d) (or not: the lesson's exercise 2 drops it);
@@ -25,11 +25,8 @@ matrix, for sizes a learner picks.
 import numpy as np
 
 from ..edge.errors import UserError
+from ..edge.limits import MAX_HAND_ABS, MAX_HAND_DIM, MAX_HAND_TOKENS
 from .scaling import CZECH_KEYS, CZECH_Q3, CZECH_VALUES, score_matrix_size
-
-MAX_TOKENS = 6       # as the 3D tutorial's sandbox: few enough to read every number
-MAX_DIM = 8          # numbers per vector
-MAX_ABS = 5.0        # |each number|: 8 x 5 x 5 = 200 is the largest score, e^200 is a float
 
 # The Czech lesson's tokens ("kočka spí venku") and vectors. It gives q1 and q3 only: q2 is ours
 # (x2's pattern, as q1 is x1's), needed only when the query is token 2.
@@ -53,8 +50,8 @@ def parse_vector(text, what):
             x = float(part)
         except ValueError:
             raise UserError(f"{what}: {part[:20]!r} is not a number") from None
-        if not abs(x) <= MAX_ABS:  # also refuses nan and inf
-            raise UserError(f"{what}: {part[:20]} is outside -{MAX_ABS:g}..{MAX_ABS:g}")
+        if not abs(x) <= MAX_HAND_ABS:  # also refuses nan and inf
+            raise UserError(f"{what}: {part[:20]} is outside -{MAX_HAND_ABS:g}..{MAX_HAND_ABS:g}")
         out.append(x)
     return out
 
@@ -62,12 +59,12 @@ def parse_vector(text, what):
 def check_inputs(q, k, v, query, n_head, w_o):
     """The vectors as arrays (T, d) after checking the shapes agree; a UserError otherwise."""
     T = len(k)
-    if not 1 <= T <= MAX_TOKENS or len(q) != T or len(v) != T:
-        raise UserError(f"give q, k and v for each of 1..{MAX_TOKENS} tokens "
+    if not 1 <= T <= MAX_HAND_TOKENS or len(q) != T or len(v) != T:
+        raise UserError(f"give q, k and v for each of 1..{MAX_HAND_TOKENS} tokens "
                         f"(got {len(q)} q, {len(k)} k, {len(v)} v)")
     d = len(k[0])
-    if not 1 <= d <= MAX_DIM:
-        raise UserError(f"each vector has 1..{MAX_DIM} numbers (got {d})")
+    if not 1 <= d <= MAX_HAND_DIM:
+        raise UserError(f"each vector has 1..{MAX_HAND_DIM} numbers (got {d})")
     for name, vectors in (('q', q), ('k', k), ('v', v)):
         for j, vec in enumerate(vectors):
             if len(vec) != d:
@@ -77,11 +74,16 @@ def check_inputs(q, k, v, query, n_head, w_o):
         raise UserError(f"the query is token {query + 1}, but there are {T} tokens")
     if n_head < 1 or d % n_head:
         raise UserError(f"{n_head} heads cannot split {d} dimensions evenly: pick a divisor of {d}")
-    w_o = np.eye(d) if w_o is None else np.asarray(w_o, dtype=np.float64)
-    if w_o.shape != (d, d):
-        raise UserError(f"W_O must be {d} x {d} (d x d), got {' x '.join(map(str, w_o.shape))}")
-    if not (np.abs(w_o) <= MAX_ABS).all():
-        raise UserError(f"every number of W_O must lie in -{MAX_ABS:g}..{MAX_ABS:g}")
+    if w_o is not None:
+        if len(w_o) != d:
+            raise UserError(f"W_O must be {d} x {d} (d x d), got {len(w_o)} rows")
+        for r, row in enumerate(w_o):
+            if len(row) != d:
+                raise UserError(f"W_O row {r + 1} has {len(row)} numbers but k1 has {d}: W_O is d x d "
+                                f"({d} x {d})")
+    w_o = np.eye(d) if w_o is None else np.asarray(w_o, dtype=np.float64)  # (d, d)
+    if not (np.abs(w_o) <= MAX_HAND_ABS).all():
+        raise UserError(f"every number of W_O must lie in -{MAX_HAND_ABS:g}..{MAX_HAND_ABS:g}")
     return (np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64),  # (T, d) each
             np.asarray(v, dtype=np.float64), w_o)
 
@@ -168,7 +170,7 @@ def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
     """The registry's contract: the vectors as typed (strings of numbers, one per token; none
     given: the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
     the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
-    text, for the page's boxes) and 'shapes'."""
+    text, for the page's boxes), 'shapes' and 'max_tokens' (the page's + button stops there)."""
     lesson = not (q or k or v)
     q, k, v = (list(x) or DEFAULTS[n] for n, x in (('q', q), ('k', k), ('v', v)))
     read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
@@ -186,7 +188,7 @@ def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
     out.update(tokens=names, q_given=given[:T] + [True] * (T - len(given)),
                inputs={'q': [_text(x) for x in read['q']], 'k': [_text(x) for x in read['k']],
                        'v': [_text(x) for x in read['v']], 'w_o': [_text(x) for x in out['w_o']]},
-               shapes=shapes(batch, length, d_model, n_heads, bytes))
+               shapes=shapes(batch, length, d_model, n_heads, bytes), max_tokens=MAX_HAND_TOKENS)
     return out
 
 

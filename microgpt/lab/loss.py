@@ -22,14 +22,13 @@ import math
 from ..edge.checkpoint import is_our_checkpoint
 from ..edge.errors import UserError
 from ..edge.files import read_user_file
-from ..edge.jsonio import parse_json
+from ..edge.files import parse_json
 from ..programs.runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
 # chart markers of each run (its running mean, its validation loss, its training-loss estimate),
 # the first run's first; validation is drawn last, so it stays visible
 MARKS = [('•', 'o', '^'), ('+', 'x', 'v'), ('·', '#', '>'), ('-', '@', '<'), (':', '%', '*'), ('~', '&', '=')]
-MAX_LOGS = len(MARKS)
 
 
 def read_log(path):
@@ -114,13 +113,13 @@ MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
 def compute(paths, width=60, height=12):
     """Each log's records, the running mean the chart draws and the table of tenths: {'runs':
     [{'path', 'train', 'val', 'window', 'smooth', 'stretches'}], 'width', 'height'}, in the order
-    given (one path, or a list of up to MAX_LOGS)."""
+    given (one path, or a list of up to len(MARKS): a set of marks each)."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
                         f"or more (got {width} x {height})")
     paths = [paths] if isinstance(paths, str) else list(paths)
-    if len(paths) > MAX_LOGS:
-        raise UserError(f"{len(paths)} logs: at most {MAX_LOGS} on one picture")
+    if len(paths) > len(MARKS):
+        raise UserError(f"{len(paths)} logs: at most {len(MARKS)} on one picture (a set of marks each)")
     runs = []
     for path in paths:
         train, val = read_log(path)

@@ -18,7 +18,7 @@ model's own probabilities, softmax(logits) at temperature 1, the ones the loss i
 from. The mean of those losses is exactly train.py's loss on this name (training.doc_loss) or
 window (inference.evaluate_windows). Last comes one continuation of TEXT, drawn with the same
 sampler as sample.py (a name until it ends, running text for CONTINUATION characters through
-generate.py's sliding window): --temperature changes only that continuation.
+sampling.generate's sliding window): --temperature changes only that continuation.
 """
 
 import math
@@ -28,8 +28,7 @@ import numpy as np
 
 from inference.model import cross_entropy
 
-from ..programs.generate import generate
-from ..sampling import sample_names
+from ..sampling import generate, sample_names
 from .loading import data_mode, read_text
 from .render import bar, token_label
 from .rowstats import softmax

@@ -14,17 +14,21 @@ w_j * v_j and their sum; then every head at once, the heads side by side, and at
 `phase_view` computes the numbers with the numpy port's forward pass (its captured q, k, v) and
 its own attention_head, the function forward() calls per head and position. `gpt_source`
 reads microgpt/model.py from disk when asked (so an edited file is shown as it is now) and
-finds each phase's lines by the statements that compute it (PHASE_STATEMENTS), searched in
-gpt()'s body: a moved or re-commented line is still found, and a phase whose statements are
-gone shows no lines rather than wrong ones (tests check that every phase finds its lines).
+finds each phase's lines in gpt()'s syntax tree (`phase_lines`) by what they compute, never by
+their variables' names: the weights they read by their state_dict names (wte, attn_wq, ...),
+the building block they call (softmax), the KV cache they append to (gpt()'s own arguments),
+and, from those, the statements whose values flow into them or out of them. A moved, re-commented
+or renamed line is still found, and a phase whose statements are gone shows no lines rather than
+wrong ones (tests check that every phase finds its lines). A model.py that cannot be read, parsed
+or has no gpt() leaves the code out, with one line saying why, and the numbers as they are.
 """
 
 import ast
 import os
-import re
 
 import numpy as np
 
+from ..edge.errors import UserError
 from .attention import check_choice
 from .loading import data_mode, text_tokens
 from .render import token_label
@@ -40,19 +44,6 @@ PHASES = [
     ('heads', 'all heads', "every head does the same on its slice; side by side, then attn_wo mixes them"),
 ]
 
-# Each phase's statements in gpt(), as regular expressions over a statement's first line (for a
-# `for` loop, its header). Searched by statement, not by line number, so edits elsewhere in
-# model.py move nothing; a comment block directly above a matched statement is shown with it.
-PHASE_STATEMENTS = {
-    'tokens': [r"^tok_emb\s*=", r"^pos_emb\s*=", r"zip\(tok_emb,\s*pos_emb\)"],
-    'qkv': [r"^[qkv]\s*=\s*(\w+\.)?linear\(.*attn_w[qkv]"],
-    'scores': [r"^q_h\s*=", r"^k_h\s*=", r"^attn_logits\s*="],
-    'mask': [r"^keys\[li\]\.append", r"^values\[li\]\.append", r"^k_h\s*="],
-    'softmax': [r"^attn_weights\s*=\s*(\w+\.)?softmax"],
-    'weighted': [r"^v_h\s*=", r"^head_out\s*="],
-    'heads': [r"^for h in range", r"^hs\s*=", r"^x_attn\.extend", r"^x\s*=\s*(\w+\.)?linear\(x_attn"],
-}
-# (a building block may be called through the set gpt() names, as blocks.linear, or bare)
 MODEL_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'model.py')
 
 
@@ -106,45 +97,114 @@ def gpt_source(path=MODEL_FILE):
     """gpt()'s lines as they are on disk now, and each phase's line numbers in them.
 
     Returns {'file': 'microgpt/model.py', 'first': line number of `def gpt`, 'lines': [text],
-    'phases': {phase id: [line numbers]}}; a phase whose statements are not found has [].
+    'phases': {phase id: [line numbers]}}; a phase whose statements are not found has []. A
+    file that cannot be read, is not UTF-8 or Python, or has no gpt() is a UserError saying so.
     """
-    with open(path, encoding='utf-8') as f:
-        text = f.read()
+    shown = 'microgpt/model.py'
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        tree = ast.parse(text)
+    except OSError as e:
+        raise UserError(f"{shown} cannot be read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{shown} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+                        f"{e.start})") from None
+    except SyntaxError as e:
+        where = f" at line {e.lineno}" if e.lineno else ''
+        raise UserError(f"{shown} does not parse: {e.msg}{where}") from None
+    except ValueError as e:  # a NUL byte, on Python 3.10 (later ones raise SyntaxError)
+        raise UserError(f"{shown} does not parse: {e}") from None
+    func = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == 'gpt'), None)
+    if func is None:
+        raise UserError(f"{shown} has no function gpt()")
     all_lines = text.split('\n')
-    func = _find_gpt(ast.parse(text))
     first, last = func.lineno, func.end_lineno
-    statements = [node for node in ast.walk(func) if isinstance(node, ast.stmt) and node is not func]
     phases = {}
-    for phase, patterns in PHASE_STATEMENTS.items():
+    for phase, nodes in phase_lines(func).items():
         found = set()
-        for node in statements:
-            head_line = all_lines[node.lineno - 1].strip()
-            if any(re.search(p, head_line) for p in patterns):
-                end = node.lineno if isinstance(node, (ast.For, ast.While, ast.If, ast.With)) else node.end_lineno
-                found.update(range(node.lineno, end + 1))
-                above = node.lineno - 1  # the comment block directly above says why
-                while above > first and all_lines[above - 1].strip().startswith('#'):
-                    found.add(above)
-                    above -= 1
+        for node in nodes:
+            compound = isinstance(node, (ast.For, ast.While, ast.If, ast.With))
+            found.update(range(node.lineno, (node.lineno if compound else node.end_lineno) + 1))
+            above = node.lineno - 1  # the comment block directly above says why
+            while above > first and all_lines[above - 1].strip().startswith('#'):
+                found.add(above)
+                above -= 1
         phases[phase] = sorted(found)
-    return {'file': 'microgpt/model.py', 'first': first, 'lines': all_lines[first - 1:last],
-            'phases': phases}
+    return {'file': shown, 'first': first, 'lines': all_lines[first - 1:last], 'phases': phases}
 
 
-def _find_gpt(tree):
-    """The FunctionDef of gpt (the GPT class's method, or a function of that name)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == 'gpt':
-            return node
-    raise LookupError("microgpt/model.py has no function gpt()")
+def phase_lines(func):
+    """{phase id: [statements of gpt()]}, found by what they compute (the module's docstring):
+      tokens   the statements reading wte and wpe, and the one that adds what they read;
+      qkv      the ones reading attn_wq, attn_wk, attn_wv;
+      softmax  the call of a block named softmax; the loop around it is the heads' loop;
+      scores   the statements in that loop making the softmax's input, and those making theirs;
+      mask     the appends to gpt()'s own arguments (the KV cache), and the scores' reads of it;
+      weighted the assignments in that loop reading the softmax's output, and what they read;
+      heads    the loop's header, the slice the scores read, where the heads' outputs go, attn_wo.
+    """
+    parent = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    statements = [n for n in ast.walk(func) if isinstance(n, ast.stmt) and n is not func
+                  and not isinstance(n, (ast.For, ast.While, ast.If, ast.With))]
+    args = {a.arg for a in func.args.args}
+
+    def keys(node):  # the state_dict names it spells: 'wte' in sd['wte'], 'attn_wq' in f'layer{li}.attn_wq'
+        return {c.value.split('.')[-1] for c in ast.walk(node)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+    def reads(node):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def binds(node):
+        return {n.id for t in getattr(node, 'targets', []) for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+    def calls(node, name):
+        return any(isinstance(c, ast.Call) and name in (getattr(c.func, 'id', None), getattr(c.func, 'attr', None))
+                   for c in ast.walk(node))
+
+    def making(names, among):  # the assignments among `among` that bind any of `names`
+        return [s for s in among if isinstance(s, ast.Assign) and binds(s) & names]
+
+    def inside(node):  # the innermost loop around node, or None
+        node = parent.get(node)
+        while node is not None and not isinstance(node, ast.For):
+            node = parent.get(node)
+        return node
+
+    found = {'tokens': [s for s in statements if keys(s) & {'wte', 'wpe'}],
+             'qkv': [s for s in statements if keys(s) & {'attn_wq', 'attn_wk', 'attn_wv'}],
+             'softmax': [s for s in statements if calls(s, 'softmax')]}
+    embeddings = set().union(*map(binds, found['tokens']))
+    found['tokens'] += [s for s in statements if s not in found['tokens'] and reads(s) & embeddings][:1]
+    loop = inside(found['softmax'][0]) if found['softmax'] else None
+    body = [s for s in statements if inside(s) is loop] if loop is not None else []
+    made = making(set().union(*map(reads, found['softmax'])), body)
+    found['scores'] = made + making(set().union(*map(reads, made)), body)
+    appends = [s for s in statements if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+               and getattr(s.value.func, 'attr', None) == 'append' and reads(s.value.func) & args]
+    found['mask'] = appends + [s for s in found['scores'] if reads(s) & args]
+    weights = set().union(*map(binds, found['softmax']))
+    outputs = [s for s in body if isinstance(s, ast.Assign) and reads(s.value) & weights]
+    found['weighted'] = outputs + making(set().union(*map(reads, outputs)) - weights, body)
+    slices = [s for s in making(set().union(*map(reads, found['scores'])), body) if s not in found['scores']]
+    gathered = set().union(*map(binds, outputs))
+    found['heads'] = ([loop] if loop is not None else []) + slices \
+        + [s for s in body if isinstance(s, ast.Expr) and reads(s) & gathered] \
+        + [s for s in statements if 'attn_wo' in keys(s)]
+    return {phase: found[phase] for phase, _, _ in PHASES}
 
 
 # ---------------------------------------------------------------------------- the sandbox
 def compute(model, text, layer=0, head=0, query=None, ckpt=None):
-    """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now."""
+    """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now (or, where
+    model.py cannot give them, {'file', 'error'}: the page and the printout say why)."""
     out = phase_view(model, text, layer, head, query, data_mode(ckpt))
     out['phases'] = [{'id': i, 'name': n, 'about': a} for i, n, a in PHASES]
-    out['code'] = gpt_source()
+    try:
+        out['code'] = gpt_source(MODEL_FILE)
+    except UserError as e:  # the numbers stand without the code beside them
+        out['code'] = {'file': 'microgpt/model.py', 'error': f"{e}: gpt()'s lines are not shown"}
     return out
 
 
@@ -167,10 +227,13 @@ def render(v):
                  + [f"attn_wo(concat) = {fmt(v['attn_wo_out'])}"],
     }
     lines = [f"layer {v['layer']}, head {v['head']}, query {i}: {i + 1} visible key{'s' * (i > 0)}"]
+    if 'error' in code:
+        lines.append(f"({code['error']})")
     for n, phase in enumerate(v['phases'], start=1):
         pid = phase['id']
         lines += ['', f"{n}) {phase['name']}: {phase['about']}"]
         lines += ['   ' + line for line in numbers[pid]]
         lines += [f"   {code['file']}:{ln}  {code['lines'][ln - code['first']].strip()}"
-                  for ln in code['phases'][pid] if not code['lines'][ln - code['first']].strip().startswith('#')]
+                  for ln in code.get('phases', {}).get(pid, ())
+                  if not code['lines'][ln - code['first']].strip().startswith('#')]
     return '\n'.join(lines)

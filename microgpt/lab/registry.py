@@ -26,6 +26,8 @@ sandbox says page=False; one that must not run twice at once (a scalar-engine st
 seconds and hundreds of MB) says one_at_a_time=True, or a function of the request's params
 where only some requests are heavy; one that runs without numpy (on the scalar
 engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
+What a page needs to know of each checkpoint before it asks is `about_model` (the Step page: which
+engine to ask first), and what the server's workers prepare for it at start is `warm_up` (WarmUp).
 
 This file imports nothing heavy: the command line is built from it for every command, and
 `lab autograd` and `lab loss` never load numpy.
@@ -34,23 +36,12 @@ This file imports nothing heavy: the command line is built from it for every com
 import math
 from dataclasses import dataclass, field as dataclass_field
 
+from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
-                      MAX_TEMPERATURE, MAX_VOCAB_SIZE)
-
-MAX_TEXT = 1025        # characters of a name, a window of running text (block_size + 1: a block
-                       # of up to 1024 positions), a prompt or a parameter name in a request
-MAX_EXPRESSION = 1000  # characters of an autograd expression: one to read, not a program
-MAX_MANY = 16          # values of a list parameter (--temperatures) in one call
-MAX_VARIABLES = 50     # variables of an autograd expression
-MAX_VALUE = 1e300      # an autograd variable's value, at most this in size
-MAX_TOP = 1000         # most likely characters per position: more bars than any screen shows
-MAX_LAB_NAMES = 100    # names `lab sample` and the Sampling page draw per setting (sample.py's
-                       # own --num goes to limits.MAX_NAMES: a file of names, not a table)
-MAX_LAB_LENGTH = 2000  # characters of one running-text continuation `lab sample` draws (sample.py's
-                       # --length goes to limits.MAX_LENGTH: a stream to read, not a table)
-MAX_VECTOR = 200       # characters of one typed vector (by hand): eight numbers with room to spare
-MAX_LR = 1e3           # one step's learning rate; above about 1 the loss goes up, and the page says so
+from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENGTH,
+                           MAX_LAB_NAMES, MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+                           MAX_TEMPERATURE, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR,
+                           MAX_VOCAB_SIZE, MAX_WINDOW, parameter_count)
 
 
 @dataclass(frozen=True)
@@ -103,6 +94,23 @@ class Param:
 
 
 @dataclass(frozen=True)
+class WarmUp:
+    """What each of `lab serve`'s worker processes prepares for a page at start (workers.warm_up),
+    so that the page's first request does not wait for it: the sandbox's module imported (numpy
+    and the port with it), its model read as its requests read it (Sandbox.model; nothing for a
+    log or None), then what this says.
+
+    imports: more modules, in order, as far as they are installed (PyTorch's first import takes
+    1.6 s; torchgpt needs it, so it comes after). model_at_most: read the model only up to this
+    many weights (None: any size). then: a function of the module, called with the checkpoint's
+    record, that reads what else the first request needs.
+    """
+    imports: tuple = ()
+    model_at_most: int = None
+    then: str = None
+
+
+@dataclass(frozen=True)
 class Sandbox:
     """One sandbox: `lab NAME`, POST /api/NAME, and (page=True) the page /NAME."""
     name: str
@@ -118,6 +126,10 @@ class Sandbox:
     one_at_a_time: object = False  # requests wait their turn (see api.Lab); or a function of params
     numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
+    # what the page knows of each checkpoint before it asks: a function of the model's config
+    # giving {key: value}, added to the checkpoint's entry of /api/config (api.Checkpoints.listing)
+    about_model: object = None
+    warm_up: WarmUp = WarmUp()   # what `lab serve` prepares for the page at start
 
     @property
     def module_name(self):
@@ -135,7 +147,7 @@ class Sandbox:
 # ---------------------------------------------------------------------------- shared parameters
 def _text(help_text="a name, in characters the model was trained on (e.g. anna); on a model of running "
                     "text, a window of it: at most block_size + 1 characters, no BOS"):
-    return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_TEXT)
+    return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_WINDOW)
 
 
 SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed (default 42)", group='sampling')
@@ -147,6 +159,34 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
          Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
                help="query position, 0..(positions - 1): 0 is BOS for a name, the first character "
                     "of running text (default: the last)"))
+
+
+# ---------------------------------------------------------------------------- the Step page's sizes
+# The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
+# on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
+# through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
+# (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
+STEP_NUMPY_FIRST_ABOVE = 15_000
+# the largest model whose GPT of Values a worker builds before the Step page asks for it: about
+# 220 bytes a weight (200,000 weights at n_layer 4, n_embd 64: 0.7 s and 45 MB, tracemalloc)
+WARM_SCALAR_MAX = 500_000
+# The scalar engine's step is a graph of Values over every weight at every position: the names
+# recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past this many
+# weight-positions (a few seconds, half a GB) it is refused (step.py) and the page asks the numpy
+# engine alone, which gives the same numbers: tiny shakespeare's 811,520 weights allow 7 positions
+SCALAR_STEP_WORK = 6_000_000
+
+
+def scalar_step_positions(config):
+    """The most positions the scalar engine's step takes on a model of this config."""
+    return max(1, SCALAR_STEP_WORK // parameter_count(config))
+
+
+def step_about_model(config):
+    """The Step page's questions about a checkpoint: ask the numpy engine's step first? how long
+    a text may the scalar engine's step take?"""
+    return {'step_numpy_first': parameter_count(config) > STEP_NUMPY_FIRST_ABOVE,
+            'step_scalar_positions': scalar_step_positions(config)}
 
 
 # ---------------------------------------------------------------------------- the sandboxes
@@ -198,9 +238,9 @@ SANDBOXES = [
                     Param('tokens', str, (), many=True, metavar='NAME',
                           group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
                           help="their names, for the printout (default: the lesson's kočka spí venku)"),
-                    Param('query', int, 3, 1, 6, metavar='I', group='the computation',
+                    Param('query', int, 3, 1, MAX_HAND_TOKENS, metavar='I', group='the computation',
                           help="the query token, counted from 1 as the lesson counts (default 3)"),
-                    Param('n_head', int, 1, 1, 8, metavar='H', group='the computation',
+                    Param('n_head', int, 1, 1, MAX_HAND_DIM, metavar='H', group='the computation',
                           help="heads, each on its slice of d / H dimensions (default 1, the lesson's)"),
                     Param('w_o', str, (), many=True, high=MAX_VECTOR, metavar='ROW', group='the computation',
                           help="W_O's rows, d of them, stored [n_out][n_in] (default: the identity)"),
@@ -294,13 +334,14 @@ SANDBOXES = [
     # take seconds, queues one draw at most; the distribution alone (num 0) never waits
     Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
             one_at_a_time=lambda params: params['num'] != 0,
+            warm_up=WarmUp(then='training_names'),  # its marks: the names it trained on, read once
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
                         "each setting, marked as in the training data or new. On a model of running "
                         "text: after PROMPT, no BOS, and continuations of --length characters.",
             extra={'page': 'sampling'},
-            params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_TEXT,
+            params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_WINDOW,
                           help="how the names start (default: empty, the first character is drawn too); "
                                "running text: what the continuations follow, any length (the model sees "
                                "its last block_size characters; empty: after a newline)"),
@@ -324,6 +365,9 @@ SANDBOXES = [
                                "the checkpoint was trained on, when it can still be read)"))),
     # the numpy engine's step takes milliseconds: only the scalar engine's waits its turn
     Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] == 'scalar',
+            about_model=step_about_model,
+            # PyTorch for its third opinion of the gradients; the GPT of Values of a model not too large
+            warm_up=WarmUp(imports=('torch', 'torchgpt'), model_at_most=WARM_SCALAR_MAX),
             help="one training step on TEXT: forward, backward, Adam, the loss after",
             description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
                         "matrix, Adam on one weight, and each position's p(true next) before and after "
@@ -350,8 +394,9 @@ SANDBOXES = [
                           help="nearest neighbours listed per character (default 3)"),)),
 ]
 
-# Pages that are not sandboxes: their routes live in api.py (the Training page's runs).
-OTHER_PAGES = [('training', 'Training')]
+# Pages that are not sandboxes: their routes live in api.py (the Training page's runs; the
+# Exercises page's list and checks, exercises/web.py).
+OTHER_PAGES = [('training', 'Training'), ('exercises', 'Exercises')]
 
 
 def get(name):
@@ -393,18 +438,18 @@ def values_from_words(words, param):
         name, sep, text = item.partition('=')
         name, text = name.strip(), text.strip()
         if not sep or not name.isidentifier():
-            raise UserError(f"{item!r} is not an assignment: give each variable as name=value, "
+            raise UserError(f"{short(item)} is not an assignment: give each variable as name=value, "
                             "e.g. a=2")
         if name in values:
-            raise UserError(f"{name} is given twice")
+            raise UserError(f"{short(name)} is given twice")
         try:
             value = float(text)
         except ValueError:
-            raise UserError(f"{item!r}: {text!r} is not a number") from None
+            raise UserError(f"{short(item)}: {short(text)} is not a number") from None
         if not math.isfinite(value):
-            raise UserError(f"{item!r}: the value must be a finite number")
+            raise UserError(f"{short(item)}: the value must be a finite number")
         if not param.low <= value <= param.high:
-            raise UserError(f"{item!r}: the value must be a number in {param.low:g}..{param.high:g}")
+            raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
         values[name] = value
     if len(values) > MAX_VARIABLES:
         raise UserError(f"{len(values)} variables: at most {MAX_VARIABLES}")

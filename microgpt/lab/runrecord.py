@@ -26,9 +26,9 @@ import time
 
 from ..edge.checkpoint import write_json_atomic
 from ..edge.errors import UserError
+from ..edge.limits import MAX_RUN_RECORD
 
 NAME = 'run.json'
-MAX_RECORD = 1 << 16  # bytes: a record is a few hundred; anything larger is not one of ours
 POLL = 0.2            # seconds between looks at a process that is not this server's child
 
 
@@ -73,8 +73,8 @@ def read(folder):
     """The record in folder, or None if there is none or it is not one this module wrote."""
     try:
         with open(os.path.join(folder, NAME), 'rb') as f:
-            raw = f.read(MAX_RECORD + 1)
-        record = json.loads(raw.decode('utf-8')) if len(raw) <= MAX_RECORD else None
+            raw = f.read(MAX_RUN_RECORD + 1)
+        record = json.loads(raw.decode('utf-8')) if len(raw) <= MAX_RUN_RECORD else None
     except (OSError, ValueError, RecursionError):
         return None
     ok = isinstance(record, dict) and isinstance(record.get('number'), int) and \

@@ -39,33 +39,24 @@ import time
 
 from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
-from ..programs.generate import generate
+from ..edge.limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
 from ..programs.run import log_path_for
-from ..sampling import sample_names
+from ..programs.settings import ENGINES as TRAIN_ENGINES
+from ..sampling import generate, sample_names
 from . import loss, runrecord
+from .api import ApiError, field, only_known
 from .sampler import context
-from .api import ApiError, field
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# What the page may ask for: (low, high, default). Ranges a learner's laptop trains in minutes:
-# the Shakespeare recipe's 4 x 128, block 64, batch 12 (README), 1000 steps, on the numpy engine.
-LIMITS = {
-    'steps': (1, 20_000, 300),
-    'n_layer': (1, 4, 1),
-    'n_embd': (2, 128, 16),      # must divide by n_head
-    'n_head': (1, 8, 4),
-    'block_size': (2, 256, 16),  # names need about 16; running text's windows more
-    'batch_size': (1, 256, 1),   # names (or windows) per step; more than one is the numpy engine's strength
-}
-ENGINES = ('scalar', 'numpy')    # train.py --engine: the Value graph, or src/backprop's arrays
+# train.py's engines a run may use: the Value graph, or src/backprop's arrays. Not PyTorch: an
+# optional extra, which a page offering it would have to say is missing.
+ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
 DATA_MODES = ('lines', 'text')   # train.py --data-mode: names, one a line, or running text
-TEXT_SAMPLE = 120                # characters of running text sampled after each save
-LR_LIMITS = (1e-5, 1.0, 0.01)
 NUM_SAMPLES = 5                  # names shown after each save
-READ_LIMIT = 1 << 18             # bytes of log returned per status call; the page asks again
+TEXT_SAMPLE = 120                # characters of running text sampled after each save
 
 
 class RunProcess:
@@ -114,29 +105,33 @@ class RunManager:
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
         return {'available': True, 'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
-                'limits': {**LIMITS, 'lr': LR_LIMITS},
+                'limits': {**RUN_LIMITS, 'lr': RUN_LR_LIMITS},
+                'text_limits': {**TEXT_RUN_LIMITS, 'lr': RUN_LR_LIMITS},
                 'data': self.data,  # the file of names the runs train on; None: the bundled names
                 'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
-        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in LIMITS.items()}
-        p['lr'] = field(body, 'lr', float, LR_LIMITS[2], LR_LIMITS[0], LR_LIMITS[1])
+        only_known(body, [*RUN_LIMITS, 'lr', 'engine', 'data_mode'])
+        mode = field(body, 'data_mode', str, 'lines')
+        if mode not in DATA_MODES:
+            raise ApiError(400, f"data_mode {mode!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
+        if mode == 'text' and self.text is None:
+            raise ApiError(400, "this server has no running text to train on: start it with `lab serve --text FILE`")
+        limits = TEXT_RUN_LIMITS if mode == 'text' else RUN_LIMITS
+        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in limits.items()}
+        p['data_mode'] = mode
+        p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
         p['engine'] = field(body, 'engine', str, 'scalar')
         if p['engine'] not in ENGINES:
             raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
-        p['data_mode'] = field(body, 'data_mode', str, 'lines')
-        if p['data_mode'] not in DATA_MODES:
-            raise ApiError(400, f"data_mode {p['data_mode']!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
-        if p['data_mode'] == 'text' and self.text is None:
-            raise ApiError(400, "this server has no running text to train on: start it with `lab serve --text FILE`")
         flags = ['--steps', p['steps'], '--n-layer', p['n_layer'], '--n-embd', p['n_embd'],
                  '--n-head', p['n_head'], '--block-size', p['block_size'], '--lr', p['lr'],
                  '--eval-every', max(1, p['steps'] // 10), '--save-every', max(1, p['steps'] // 10),
                  '--num-samples', 0, '--engine', p['engine'], '--batch-size', p['batch_size']]
-        if p['data_mode'] == 'text':
+        if mode == 'text':
             flags += ['--data-mode', 'text', '--data', self.text]
         elif self.data:
             flags += ['--data', self.data]
@@ -255,6 +250,12 @@ class RunManager:
             if self.run is None or not self.run.adopted:  # a run still going is the one to show
                 self.run = run
 
+    def going(self):
+        """The number of the run still going (its process not ended), or None."""
+        with self.lock:
+            run = self.run
+        return run.number if run is not None and run.proc.poll() is None else None
+
     def stop(self):
         with self.lock:
             run = self.run
@@ -280,7 +281,8 @@ class RunManager:
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
-        """Sample a few names from the run's checkpoint whenever it has been saved anew."""
+        """Sample a few names (or a line or two of running text) from the run's checkpoint
+        whenever it has been saved anew."""
         try:
             mtime = os.stat(run.out).st_mtime_ns
         except OSError:
@@ -293,7 +295,7 @@ class RunManager:
         try:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
             model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
-            if ckpt.data_mode == 'text':  # a line or two, after a newline, as sample.py starts
+            if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
                 sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, context(model, '', 'text')))}
             else:
                 sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
@@ -335,7 +337,7 @@ def read_records(path, offset):
     try:
         with open(path, 'rb') as f:
             f.seek(offset)
-            chunk = f.read(READ_LIMIT)
+            chunk = f.read(MAX_RUN_LOG_READ)
     except OSError:
         return [], offset
     end = chunk.rfind(b'\n') + 1  # a line still being written waits for the next call

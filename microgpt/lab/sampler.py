@@ -19,7 +19,7 @@ every seed. The web lab's Sampling page draws the same `compute`; `render` is th
 A model of running text (train.py --data-mode text) reads no BOS: the distribution is of the
 character after the prompt's last block_size characters (after a newline for an empty prompt,
 as sample.py starts), over the characters alone (BOS is never drawn in running text), and each
-setting draws --num continuations of --length characters through generate.py's sliding window:
+setting draws --num continuations of --length characters through sampling.generate's sliding window:
 exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
@@ -31,17 +31,15 @@ import random
 from ..edge.checks import check_prompt, encode
 from ..edge.data import load_docs
 from ..edge.errors import UserError
-from ..programs.generate import generate
+from ..edge.limits import MAX_LAB_CHARACTERS
 from ..programs.sample import TEXT_START
-from ..sampling import probabilities, sample_names
+from ..sampling import generate, probabilities, sample_names
 from .loading import data_mode
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
 
 DEFAULT_NUM = {'lines': 5, 'text': 1}  # names, or continuations, per setting
 DEFAULT_LENGTH = 200   # characters of a continuation of running text: a few lines of a play
-MAX_CHARACTERS = 10_000  # characters of running text one call draws in all: about 20 s of a
-                         # 64-position, 4 x 128 model's sliding window, computed one at a time
 
 
 def context(model, prompt, mode='lines'):
@@ -59,7 +57,7 @@ def context(model, prompt, mode='lines'):
 def distribution(model, prompt, temperatures, top_k, mode='lines'):
     """The next-character distribution after [BOS] + prompt (or running text's prompt) at each
     temperature, and top-k's cut. Running text's is over the characters alone: BOS, never in
-    the text, is left out of the draw (generate.py)."""
+    the text, is left out of the draw (sampling.generate)."""
     ids = context(model, prompt, mode)[-model.config.block_size:]
     logits = model.next_logits_fn()(ids)  # vocab_size floats
     if mode == 'text':
@@ -81,9 +79,13 @@ def distribution(model, prompt, temperatures, top_k, mode='lines'):
     }
 
 
-def training_names(ckpt, data):
+def training_names(ckpt, data=None):
     """(every name of the training data, held-out ones too, as a set; where they came from),
-    or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
+    or (None, why not). data: a file of names (--data), else the one the checkpoint names. A
+    model of running text has no names: its continuations are not marked (and lab serve's
+    warm-up, which calls this, does not read a whole play as names)."""
+    if ckpt is not None and ckpt.data_mode == 'text':
+        return None, "running text: continuations are not marked"
     if data is None:
         run = ((ckpt.train_state if ckpt is not None else None) or {}).get('run')
         if not isinstance(run, dict):  # the tutorial's export, or a damaged training state
@@ -119,7 +121,7 @@ def draws(model, prompt, temperatures, top_k, num, seed):
 def continuations(model, prompt, temperatures, top_k, num, length, seed):
     """{(temperature, top_k or None): [texts]}: at each setting `num` continuations of `length`
     characters after the prompt, each setting from a generator seeded afresh with `seed`, one
-    after the other through generate.py's sliding window: sample.py's own texts."""
+    after the other through sampling.generate's sliding window: sample.py's own texts."""
     ids = context(model, prompt, 'text')
     out = {}
     for t, k in settings_of(temperatures, top_k, model.tokenizer.bos):  # BOS is never drawn
@@ -145,9 +147,9 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
     if mode == 'text':
         length = DEFAULT_LENGTH if length is None else length
         total = num * length * len(settings_of(at, top_k, model.tokenizer.bos))
-        if total > MAX_CHARACTERS:
+        if total > MAX_LAB_CHARACTERS:
             raise UserError(f"{num} continuation(s) of {length} characters at each of these settings are "
-                            f"{total:,} characters: at most {MAX_CHARACTERS:,} in one call; ask for fewer "
+                            f"{total:,} characters: at most {MAX_LAB_CHARACTERS:,} in one call; ask for fewer "
                             "or shorter ones")
     d = distribution(model, prompt, temperatures, top_k, mode)
     n_shown = model.tokenizer.bos if mode == 'text' else model.config.vocab_size  # no BOS in running text
@@ -156,7 +158,7 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
     if num == 0:  # the distribution alone (the Sampling page asks for its draws apart)
         known, source = None, "nothing drawn (num 0)"
     elif mode == 'text':
-        known, source = None, "running text: continuations are not marked"
+        known, source = training_names(ckpt, data)  # (None, why: running text is not marked)
         for (t, k), texts in continuations(model, prompt, at, top_k, num, length, seed).items():
             settings.append({'temperature': t, 'top_k': k, 'texts': texts})
     else:

@@ -29,9 +29,11 @@ import functools
 
 import numpy as np
 
+from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .render import table
+from .attention import temper
 from .rowstats import batch_statistics, row_statistics, softmax
 
 # ---------------------------------------------------------------------------- the lessons' numbers
@@ -157,6 +159,11 @@ def _share(x):
     return 'every one of' if x == 1.0 else 'none of' if x == 0.0 else f'{x:.0%} of'
 
 
+def _fixed(x):
+    """x to 3 decimals, or 3 significant digits once that would take a line (a tiny temperature)."""
+    return f'{x:.3f}' if abs(x) < 1e6 else f'{x:.3g}'
+
+
 def _bytes(n):
     for unit, size in (('GiB', 2 ** 30), ('MiB', 2 ** 20), ('KiB', 2 ** 10)):
         if n >= size:
@@ -171,19 +178,31 @@ VANISHING = 0.01   # gradient scale below which we say the gradient vanishes: a 
 WIDGET_DRAWS = 500  # random rows behind the widget's medians: enough for a stable median, ~20 ms
 
 
+def divided(scaled, temperature):
+    """(the scores scaled / temperature as shown, +-inf where a tiny temperature (1e-308)
+    overflows them; the softmax's input: the same, or there attention.temper's, shifted by the
+    row's max so that it never reaches +inf, whose weights are the limit's, one-hot on the best key)."""
+    with np.errstate(over='ignore', invalid='ignore'):
+        scores = scaled / temperature                            # same shape as scaled
+        fits = np.isfinite(scores - scores.max(axis=-1, keepdims=True)).all()  # the softmax's own shift
+    return scores, scores if fits else temper(scaled, temperature)
+
+
 def row_widget(raw, d, scale=True, temperature=1.0):
     """The sqrt(d) widget's numbers for one row of unscaled scores q.k_j, raw (n,).
 
     The scores entering the softmax are raw / sqrt(d) (or raw, scale off), then / temperature.
     Returns {'raw', 'scores', 'weights', 'stats'}: stats are rowstats' four numbers plus the
-    scores' max - min (the lesson's own "spread", see section 4) and the vanishing flag.
+    scores' max - min (the lesson's own "spread", see section 4) and the vanishing flag. At a tiny
+    temperature the spread and max - min are inf or nan, as on the Attention page.
     """
-    raw = np.asarray(raw, dtype=np.float64)                   # (n,)
-    scores = raw * (d ** -0.5 if scale else 1.0) / temperature  # (n,)
-    stats = row_statistics(scores)
-    stats['max_minus_min'] = float(scores.max() - scores.min())
+    raw = np.asarray(raw, dtype=np.float64)                      # (n,)
+    scores, inputs = divided(raw * (d ** -0.5 if scale else 1.0), temperature)  # (n,) each
+    with np.errstate(over='ignore', invalid='ignore'):
+        stats = row_statistics(inputs)
+        stats['max_minus_min'] = float(inputs.max() - inputs.min())
     stats['vanishing'] = stats['gradient_scale'] < VANISHING
-    return {'raw': raw, 'scores': scores, 'weights': softmax(scores), 'stats': stats}
+    return {'raw': raw, 'scores': scores, 'weights': softmax(inputs), 'stats': stats}
 
 
 def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, draws=WIDGET_DRAWS):
@@ -196,9 +215,10 @@ def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, 
     raw = random_rows(1, np.random.default_rng(seed), d, n_keys)[0]              # (n_keys,)
     out = row_widget(raw, d, scale, temperature)
     many = random_rows(draws, np.random.default_rng(seed + 1), d, n_keys)        # (draws, n_keys)
-    many = many * (d ** -0.5 if scale else 1.0) / temperature                    # (draws, n_keys)
-    stats = batch_statistics(many)
-    stats['max_minus_min'] = many.max(axis=-1) - many.min(axis=-1)               # (draws,)
+    _, many = divided(many * (d ** -0.5 if scale else 1.0), temperature)         # (draws, n_keys)
+    with np.errstate(over='ignore', invalid='ignore'):
+        stats = batch_statistics(many)
+        stats['max_minus_min'] = many.max(axis=-1) - many.min(axis=-1)           # (draws,)
     out['median'] = {name: float(np.median(v)) for name, v in stats.items()}
     out['draws'] = draws
     out['vanishing'] = out['median']['gradient_scale'] < VANISHING
@@ -457,7 +477,7 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=
                   for the rest).
     Every answer carries the part and the printout's own settings (its --png draws from them)."""
     if part not in PARTS:
-        raise UserError(f"--part {part!r} is not one of {', '.join(PARTS)}")
+        raise UserError(f"--part {short(part)} is not one of {', '.join(PARTS)}")
     settings = {'part': part, 'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d}
     if part == 'all':
         return {**lesson_numbers(samples, draws, seed, row_d), **settings}
@@ -470,7 +490,7 @@ def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=
         return {**settings, **cost_table(n, D),
                 'lesson': [{**cost_table(m, LESSON_COST_D), 'lesson_ratio': r} for m, r in LESSON_COST.items()]}
     if tab not in CONTRACTIONS:
-        raise UserError(f"--tab {tab!r} is not one of {', '.join(CONTRACTIONS)}")
+        raise UserError(f"--tab {short(tab)} is not one of {', '.join(CONTRACTIONS)}")
     given = {}
     for letter, size in (sizes or {}).items():
         if letter not in LESSON_SIZES or size != int(size):
@@ -491,9 +511,9 @@ def render(d):
         lines = [f"one row of {len(d['weights'])} keys at d = {d['row_d']}, "
                  f"{'divided by sqrt(d)' if d['scale'] else 'NOT divided by sqrt(d)'}, temperature {d['temperature']:g}",
                  table(('key', 'q.k', 'score', 'weight'),
-                       [(j, f'{r:.3f}', f'{c:.3f}', f'{w:.4f}') for j, (r, c, w) in
+                       [(j, _fixed(r), _fixed(c), f'{w:.4f}') for j, (r, c, w) in
                         enumerate(zip(d['raw'], d['scores'], d['weights']))]),
-                 f"spread (std) {s['spread']:.3f}, max - min {s['max_minus_min']:.3f}, entropy {s['entropy']:.3f} "
+                 f"spread (std) {_fixed(s['spread'])}, max - min {_fixed(s['max_minus_min'])}, entropy {s['entropy']:.3f} "
                  f"bits (of {s['max_entropy']:.3f}), max weight {s['max_weight']:.4f}, gradient scale "
                  f"{s['gradient_scale']:.3e}"]
         if 'median' in d:

@@ -45,14 +45,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from ..edge.errors import UserError
+from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
+from .exercises.web import ExercisesPage
 from .loading import load
 from .runs import RunManager
 from .workers import WORKERS, Pool
 
 WEB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'web')
-MAX_BODY = 16 * 1024  # bytes: the largest request is an expression of 1000 characters
 # API requests computing at once: one per worker process (workers.py), each of which computes one
 BUSY_SLOTS = WORKERS
 BUSY_QUEUE = 8        # more that wait for a slot: a page, or two tabs, asking several things at once
@@ -70,7 +71,8 @@ def routes():
     api = {'/api/config': ('GET', 'config', None),
            **{f'/api/{s.name}': ('POST', 'sandbox', s.name) for s in registry.SANDBOXES if s.page},
            '/api/train/start': ('POST', 'train_start', None), '/api/train/stop': ('POST', 'train_stop', None),
-           '/api/train/status': ('POST', 'train_status', None)}
+           '/api/train/status': ('POST', 'train_status', None),
+           '/api/exercises': ('POST', 'exercises', None), '/api/exercises/check': ('POST', 'exercises_check', None)}
     return pages, static, api
 
 
@@ -376,11 +378,12 @@ def is_loopback(host):
 
 
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
-                pool=None, text=None):
+                pool=None, exercises=None, text=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
-    damaged checkpoint, a port taken or out of range, each a one-line UserError. text: the
-    running text the Training page trains on (default: the one a running-text checkpoint given
-    at start was trained on, where it is still a file)."""
+    damaged checkpoint, a port taken or out of range, each a one-line UserError (a current
+    folder deleted since is cli.run's, for every program). text: the running text the Training
+    page trains on (default: the one a running-text checkpoint given at start was trained on,
+    where it is still a file)."""
     if not 0 <= port <= 65535:
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
@@ -392,10 +395,12 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         run = (record.train_state or {}).get('run')
         trained_on = run.get('data') if isinstance(run, dict) else None
         text = trained_on if isinstance(trained_on, str) and os.path.isfile(trained_on) else None
+    exercise_page = ExercisesPage(exercises)  # and a folder that is not a workspace of exercises
     checkpoints = Checkpoints(ckpt, n_head=n_head)
     # the processes the sandboxes compute in: the server's own (stopped with it), unless given
     own = pool is None
-    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data, text=text), Pool(WORKERS) if own else pool)
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data, text=text), Pool(WORKERS) if own else pool,
+              exercises=exercise_page)
     try:
         return LabServer((host, port), lab, own_pool=own)
     except OSError as e:
@@ -410,10 +415,12 @@ def stop_like_ctrl_c(signum, frame):
 
 
 def run(args):
-    server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head, text=args.text)
+    server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head,
+                         exercises=args.exercises, text=args.text)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
-              "can use this lab, including starting training runs (open it by IP address: other "
+              "can use this lab, including starting training runs"
+              + (" and running your exercises' code" if args.exercises else '') + " (open it by IP address: other "
               "names are refused)", file=sys.stderr)
     print(f"microgpt lab on {args.ckpt}: {server.url}  (Ctrl-C to stop)", flush=True)
     for line in server.lab.runs.news:
@@ -428,7 +435,9 @@ def run(args):
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("\nstopping: a training run still going is saved as with Ctrl-C", flush=True)
+        going = server.lab.runs.going()
+        print("\nstopping" + (f": training run {going}, still going, stops as with Ctrl-C and saves "
+                              "its last whole step" if going is not None else ''), flush=True)
     finally:
         server.lab.runs.shutdown()
         server.server_close()

@@ -47,26 +47,22 @@ import numpy as np
 from backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
+from ..edge.checks import short
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..edge.limits import parameter_count
+from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
 from .loading import data_mode, read_text, trained_lr
+from .registry import scalar_step_positions
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
-ENGINES = ('scalar', 'numpy')  # who computes the forward and backward (scalar_pass, numpy_pass)
-# The scalar engine's step is a graph of Values over every weight at every position: the names
-# recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past SCALAR_WORK
-# weight-positions (a few seconds, half a GB) it is refused and --engine numpy named, which gives
-# the same numbers in milliseconds: tiny shakespeare's 811,520 weights allow 7 positions.
-SCALAR_WORK = 6_000_000
-PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d+)\s*\]\s*\[\s*(-?\d+)\s*\]\s*$')
-
-
-def scalar_positions(config):
-    """The most positions the scalar engine's step takes on a model of this config."""
-    return max(1, SCALAR_WORK // parameter_count(config))
+# who computes the forward and backward (scalar_pass, numpy_pass): train.py's engines but PyTorch,
+# an optional extra, which section 6 asks for a third opinion where it is installed
+ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
+# (an index of more than 9 digits is no row of any model: it is left unmatched, never converted)
+PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d{1,9})\s*\]\s*\[\s*(-?\d{1,9})\s*\]\s*$')
 
 
 # ---------------------------------------------------------------------------- the forward pass
@@ -123,14 +119,14 @@ def parse_param(text, model):
     m = PARAM_PATTERN.match(text)
     names = list(model.state_dict)
     if not m:
-        raise UserError(f"--param {text!r} is not NAME[ROW][COL]: write e.g. 'layer0.attn_wq[3][5]' "
+        raise UserError(f"--param {short(text)} is not NAME[ROW][COL]: write e.g. 'layer0.attn_wq[3][5]' "
                         f"(quote it for the shell)")
     name, row, col = m.group(1), int(m.group(2)), int(m.group(3))
     if name not in model.state_dict:
-        raise UserError(f"--param: no matrix named {name!r}: choose one of {', '.join(names)}")
+        raise UserError(f"--param: no matrix named {short(name)}: choose one of {', '.join(names)}")
     n_out, n_in = len(model.state_dict[name]), len(model.state_dict[name][0])
     if not (0 <= row < n_out and 0 <= col < n_in):
-        raise UserError(f"--param {text}: {name} is {n_out}x{n_in}, so use a row 0..{n_out - 1} "
+        raise UserError(f"--param {short(text)}: {name} is {n_out}x{n_in}, so use a row 0..{n_out - 1} "
                         f"and a column 0..{n_in - 1}")
     return name, row, col
 
@@ -214,17 +210,18 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', 
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
     if engine not in ENGINES:
-        raise UserError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
     ids, targets = read_text(model, text, mode)     # [BOS] + a name, or a window: checked against the block
     tokens = ids + targets[-1:] if targets[-1] is not None else ids  # + the last target: what training reads
     n = len(tokens) - 1
     if n < 1:
         raise UserError("a step needs two characters of running text at least: one to read, one to predict")
-    if engine == 'scalar' and n > scalar_positions(model.config):
+    if engine == 'scalar' and n > scalar_step_positions(model.config):
         raise UserError(f"the scalar engine's step on {n} positions of this {parameter_count(model.config):,}-weight "
                         f"model is a graph of too many Values: take it with --engine numpy (the same numbers "
-                        f"in milliseconds), or give a text of at most {scalar_positions(model.config)} positions")
+                        f"in milliseconds), or give a text of at most {scalar_step_positions(model.config)} "
+                        "positions")
     chosen = parse_param(param, model) if param else None
     before = np.array([p.data for p in model.params])  # (n_params,): every weight, in GPT.params order
     weights = matrices(model, before)                  # {name: (n_out, n_in)}

@@ -45,9 +45,6 @@ from .loading import load, no_overflow
 
 WORKERS = 2       # processes computing: this machine's 2 cores (serve.BUSY_SLOTS requests at once)
 KEEP_MODELS = 4   # models each process keeps read: the start checkpoint, and the latest runs'
-# the largest model whose GPT of Values a worker builds before the Step page asks for it: about
-# 220 bytes a weight (200,000 weights at n_layer 4, n_embd 64: 0.7 s and 45 MB, tracemalloc)
-WARM_SCALAR_MAX = 500_000
 
 
 class ApiError(Exception):
@@ -167,9 +164,10 @@ class Pool:
             return self.executor
 
     def warm(self, path, n_head=None):
-        """Have each worker import what the pages compute with (PyTorch too, where installed:
-        1.6 s the first time) and read the checkpoint, in the background, so that the first
-        click does not wait for it. The futures, for a caller that wants to wait."""
+        """Have each worker prepare what each page's registry entry says (registry.WarmUp: the
+        imports, PyTorch too where installed, 1.6 s the first time; the checkpoint read as the
+        pages read it), in the background, so that the first click does not wait for it. The
+        futures, for a caller that wants to wait."""
         executor = self.start()
         return [executor.submit(warm_up, path, n_head) for _ in range(self.workers)]
 
@@ -223,18 +221,30 @@ def exit_with(server_pid, every=1.0):
 
 
 def warm_up(path, n_head):
-    """Pool.warm's work in one worker: the imports (PyTorch's, for the Step page's third opinion,
-    takes 1.6 s), and the checkpoint read as the pages read it, with the names it trained on."""
-    for name in ('numpy', 'inference', 'backprop', 'torch', 'torchgpt'):
+    """Pool.warm's work in one worker: what each page's registry entry says to prepare
+    (registry.WarmUp), in the navigation's order."""
+    for s in registry.SANDBOXES:
+        if not s.page:
+            continue
+        try:
+            prepare(s, path, n_head)
+        except (ApiError, UserError, OSError):  # the page's own request will say what is wrong
+            pass
+
+
+def prepare(s, path, n_head):
+    """Sandbox s's WarmUp: its module, more modules where installed, its model, then its own."""
+    w = s.warm_up
+    module = importlib.import_module(s.module_name)
+    for name in w.imports:
         if importlib.util.find_spec(name) is None:
-            break  # PyTorch, an optional extra, is not installed: nor is torchgpt, which needs it
+            break  # an optional extra not installed (PyTorch): nor what comes after, which needs it
         importlib.import_module(name)
-    try:
-        ckpt, model = MODELS.get('numpy', path, n_head)
-        if parameter_count(model.config) <= WARM_SCALAR_MAX:
-            MODELS.get('scalar', path, n_head)  # the Step page's GPT of Values
-        if ckpt.data_mode != 'text':  # running text's continuations are not marked
-            from .sampler import training_names
-            training_names(ckpt, None)  # the Sampling page's marks: the names it trained on, read once
-    except (ApiError, UserError, OSError):  # the page's own request will say what is wrong
-        pass
+    if s.model not in ('numpy', 'scalar'):
+        return
+    loaded = MODELS.get('numpy', path, n_head)  # read once for every page: its config says the size
+    if w.model_at_most is not None and parameter_count(loaded.model.config) > w.model_at_most:
+        return
+    loaded = MODELS.get(s.model, path, n_head)
+    if w.then:
+        getattr(module, w.then)(loaded.ckpt)

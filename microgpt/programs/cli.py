@@ -66,6 +66,11 @@ def run(main, argv=None):
         except ValueError:  # not the main thread: signal handlers cannot be changed there
             pass
     try:
+        try:
+            os.getcwd()
+        except FileNotFoundError:  # every relative path would fail, deep inside, with a traceback
+            raise UserError("the folder this was started in no longer exists (it was deleted or moved): "
+                            "cd to an existing folder and run it again") from None
         status = main(argv)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,30 +1,14 @@
 """
-The original single-file microgpt.py's recipe, as functions: what `train.py --reproduce-original`
-uses to reproduce that script's run number for number.
+The original single-file microgpt.py's recipe, as functions: `train.py --reproduce-original`
+reproduces that script's run number for number.
 
-    python train.py --reproduce-original --data names.txt
-    python microgpt.py          # the original, beside it: the same losses, the same 20 names
-
-The original script (Karpathy, 2026, ~200 lines) seeds Python's global generator with 42 and
-then draws everything from that one generator, in this order:
-  1. random.shuffle(docs): the documents (stripped, blank lines dropped) shuffled once;
-     there is no held-out split, every document is trained on;
-  2. the weights: random.gauss(0, 0.08) for each weight, matrix by matrix in state_dict order
-     (wte, wpe, lm_head, then per layer attn_wq, attn_wk, attn_wv, attn_wo, mlp_fc1,
-     mlp_fc2), row by row;
-  3. training draws nothing: step s (from 0) trains on docs[s % len(docs)], 1000 steps, Adam
-     (lr 0.01, beta1 0.85, beta2 0.99, eps 1e-8) with lr_t = lr * (1 - s / 1000);
-  4. the 20 samples at temperature 0.5: random.choices with softmax(logits / 0.5) as weights,
-     from the generator exactly where step 2 left it.
-Its vocabulary is sorted(set(''.join(docs))) with BOS = len(vocabulary), which is what
-CharTokenizer.from_docs builds; its gpt() is ours (initial rmsnorm, rmsnorm eps 1e-5, no
-final norm, scores / sqrt(head_dim)), built there from basic ops where ours uses fused nodes:
-the two agree to float rounding (tests/test_original.py checks a port of the original loop
-against this module and our training, loss by loss, name by name).
-
-`prepare(docs)` does steps 1 and 2 with one random.Random(42), the same stream as the
-original's random.seed(42); `sample_original` does step 4 with the generator it returns.
-Pure standard library, like the rest of microgpt/.
+The original seeds one generator with 42 and draws everything from it, in this order: the
+documents shuffled once (no held-out split); the weights, gauss(0, 0.08) matrix by matrix in
+state_dict order, row by row; nothing while training (step s trains docs[s % len(docs)], 1000
+steps, Adam with lr 0.01 decayed linearly, betas 0.85 and 0.99, eps 1e-8); then 20 samples at
+temperature 0.5 from the generator where the weights left it. `prepare(docs)` does the first
+two, `sample_original` the last; tests/test_original.py checks a port of the original loop
+against them, loss by loss, name by name.
 """
 
 import random

@@ -1,32 +1,10 @@
 """
-What makes a training run safe to stop, resume and repeat, kept out of the training loop's way.
-The reading guide's appendix, "What makes a run safe", walks through it.
-
-    with Output.of_run(flags) as output:           # --out checked and locked
-        ckpt = output.read(flags, given)           # the checkpoint --resume or --init starts from
-        ...                                        # settings settled; data, model and trainer built
-        with Run(settings, output, trainer, data.fingerprint, start, ckpt) as run:   # signals caught
-            for step in ...:
-                run.log_step(step, loss, lr)       # the JSON-lines log; stops a diverged run
-                if run.evaluation_due(step): run.log_validation(step, val_loss, held_out)
-                if run.save_due(step): run.save(step, trainer)
-                if run.stop_signal: return run.stopped(step)
-
-What it guarantees, so the loop need not think about it:
-  * --out is checked before anything starts (a .json or .safetensors name that can be written,
-    not the data, not the --init checkpoint, not someone else's file, not a trained model
-    unless --force) and locked, through the log beside the file actually written, before the
-    checkpoint it guards is read (runlog.py);
-  * the checkpoint is only ever replaced whole (files.write_atomic); a failed save is one line
-    saying the last good checkpoint is intact; a loss that is not finite, or beyond what a log
-    may hold (limits.MAX_LOSS), stops the run before anything is saved, and a loss far above
-    ln(vocab_size) is reported as diverging;
-  * Ctrl-C, SIGTERM (kill, a job scheduler), SIGHUP (a closed terminal) and a closed stdout
-    (`train.py | head`) end the step in progress, save it and print the command that resumes;
-    a resumed run's log is the log an uninterrupted run would have written;
-  * under torchrun (`--engine torch`), rank 0 alone prints, logs, validates and saves, and a
-    signal to any rank stops every rank after the same step (torchgpt/distributed.py).
-Standard library only, like the rest of microgpt/.
+What makes a training run safe to stop, resume and repeat, kept out of the loop's way:
+Output checks and locks --out before the checkpoint it guards is read, and replaces it whole at
+each save; Run logs every step, stops a diverged run, and on Ctrl-C, SIGTERM, SIGHUP or a
+closed stdout ends the step, saves it and prints the command that resumes. Under torchrun, rank
+0 alone writes, and every rank stops after the same step. The reading guide's appendix, "What
+makes a run safe", says where each guarantee lives.
 """
 
 import collections
@@ -132,10 +110,7 @@ def check_out(out, fresh, force, protected=(), what='--out'):
                             f"or choose another {what}") from None
     except ValueError:
         raise UserError(f"{what} {out!r} contains a NUL character: choose another {what}") from None
-    try:
-        target = os.path.realpath(out)  # a symlink is written through to its target
-    except OSError as e:  # the working directory was deleted under us
-        raise UserError(f"cannot resolve {what} {out}: {describe_os_error(e)}") from None
+    target = os.path.realpath(out)  # a symlink is written through to its target
     for path, kind in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
         for other, whose in protected:
             if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):

@@ -1,18 +1,9 @@
 """
-The log beside a checkpoint: its name, its lock, and what a line of it may hold.
-
-    log = open_locked_log(log_path_for('out/model.json'), 'out/model.json')  # out/model.log.jsonl
-    log.trim(resume_step)   # a fresh run empties it; a resumed one keeps its lines up to that step
-    log.write({'step': 1, 'loss': 3.3, 'lr': 0.01})   # one JSON line
-    log.close()             # the lock goes with it
-
-train.py writes one JSON line per step, {"step", "loss", "lr"}, and one per evaluation,
-{"step", "val_loss", "train_loss"} (the training loss measured as the validation loss is, on as
-many tokens of the training data); `lab loss` and the web lab's Training page read them. The log is also
-the lock on its checkpoint: a run holds it, through flock, for as long as it writes, so a
-second run on the same checkpoint (by any of its names: a symlinked --out's log is its
-target's) is refused. log_record_problem is the one rule for a line, which `lab loss` and
---resume both apply. Part of the bookkeeping that makes a run safe (microgpt/programs/run.py).
+The log beside a checkpoint (out/model.json -> out/model.log.jsonl): its name, its lock, and
+what a line may hold. train.py writes a JSON line per step, {"step", "loss", "lr"}, and per
+evaluation, {"step", "val_loss", "train_loss"}; `lab loss` and the Training page read them. The
+log is also the lock on its checkpoint: a run holds it (flock) while it writes, so a second run
+on the same checkpoint, by any of its names, is refused.
 """
 
 import json
@@ -31,18 +22,16 @@ except ImportError:  # Windows: runs are not locked against each other there
 
 
 def log_path_for(out):
-    """out/model.json -> out/model.log.jsonl, beside the file actually written: a symlinked
-    --out's log is its target's, so every name of one checkpoint shares one log (and one lock),
-    and two checkpoints never do (checkpoint_format refuses a name without its extension)."""
+    """The log beside the file actually written: every name of one checkpoint (a link's is its
+    target's) shares one log and one lock, and two checkpoints never do."""
     path = os.path.realpath(out) if os.path.islink(out) else out
     stem, ext = os.path.splitext(path)
     return (stem if ext == '.json' else path) + '.log.jsonl'
 
 
 def log_record_problem(record):
-    """What is wrong with one parsed log line, as the end of a sentence starting "line N", or
-    None if it is a record train.py writes: {"step", "loss", "lr"} or {"step", "val_loss"}.
-    `lab loss` refuses what this refuses; --resume drops it."""
+    """What is wrong with one parsed log line (the end of a sentence starting "line N"), or None
+    for a record train.py writes. `lab loss` refuses what this refuses; --resume drops it."""
     if not isinstance(record, dict):
         return " is not a JSON object: not a train.py log line"
     if 'step' not in record:
@@ -65,10 +54,9 @@ def log_record_problem(record):
 
 
 def open_locked_log(path, out):
-    """The log beside --out, locked for this run (a second run on the same checkpoint, by any
-    name, is refused), opened for appending and not yet truncated: Log.trim does that once
-    the resumed step is known. A log that is a device (a link to /dev/null, to silence it) is
-    written to but never read, truncated or locked; a pipe or socket is refused."""
+    """The log at `path`, locked for this run and opened for appending (Log.trim empties it once
+    the resumed step is known). A device (a link to /dev/null) is written to but never read,
+    trimmed or locked; a pipe or socket is refused."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -101,15 +89,14 @@ def open_locked_log(path, out):
 
 
 class Log:
-    """The run's JSON-lines log: the locked file, text lines written to it."""
+    """The run's JSON-lines log, locked."""
 
     def __init__(self, f, path, created, regular):
         self.f, self.path, self.created, self.regular = f, path, created, regular
 
     def trim(self, resume_step):
-        """A fresh run starts the log empty; a resumed one keeps only the lines up to the resumed
-        step (later ones were never saved in a checkpoint) that `lab loss` would read, and drops
-        the rest (damaged, cut short by a crash, or not train.py's)."""
+        """Keep the lines up to the resumed step that `lab loss` would read (later ones were never
+        saved; a crash may have cut one short); a fresh run starts empty."""
         if not self.regular:
             return
         kept = []

@@ -3,25 +3,15 @@ Generate names, or running text, from a trained checkpoint.
 
     python sample.py                              # 20 names from out/model.json
     python sample.py --num 5 --temperature 0.8 --prompt ma
-    python sample.py --engine scalar              # same names, computed by the Value gpt()
-    python sample.py --temperature 0              # greedy: the most likely character, every time
     python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
     python sample.py --ckpt out/shakespeare.json --length 500 --prompt "ROMEO:"   # running text
 
-main() reads as three stages: settle the flags, read the checkpoint (one record: it carries its
-own config, vocabulary and data mode, so nothing else is needed), generate. For a names model,
-sampling is microgpt's loop (microgpt/sampling.py): feed BOS and the prompt, draw the next
-character from softmax(logits / temperature) with a generator seeded by --seed, stop at BOS or
-when the block is full. For a running-text model (train.py --data-mode text), generate.py
-draws --length characters after the prompt, which may be of any length: past the block the
-model sees the last block_size characters (a sliding window).
-
-The same checkpoint, seed, temperature, top-k and prompt give the same text with either engine,
-so the engine is only a matter of speed: by default the Value engine for a model as small as
-train.py's default (it is the lesson, and as fast there), the numpy port for anything larger.
---temperature 0 is greedy decoding (argmax: the same text for every seed); --top-k K draws only
-among the K most likely characters. Everything is printed as soon as it is made (running text
-character by character), so Ctrl-C keeps what was already printed.
+main() reads as three stages: settle the flags, read the checkpoint (one record: config,
+vocabulary and data mode), generate with microgpt/sampling.py, names that end at BOS or text
+of any length through a sliding window. Either engine gives the same text for the same seed,
+so the engine is a matter of speed: the Value engine for a model as small as train.py's
+default (it is the lesson, and as fast there), the numpy port above. Each name or character is
+printed as soon as it is made, so Ctrl-C keeps what was already printed.
 """
 
 import random
@@ -34,9 +24,8 @@ from ..edge.checkpoint import read_checkpoint
 from ..edge.checks import check_prompt, check_sampling, encode
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
-from ..sampling import iter_names
+from ..sampling import generate, iter_names
 from . import cli
-from .generate import generate
 
 DEFAULT_LENGTH = 500     # running text: a screenful
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would

@@ -1,24 +1,12 @@
 """
-A training run's settings: every flag of train.py declared once, and `settle`, which turns the
-command line (and, on --resume, the run being continued) into one frozen record.
+A training run's settings: every flag of train.py declared once, on a frozen record, and
+`settle`, which turns the command line (and, on --resume, the run being continued) into it.
 
-    flags, given = parse_args(argv)              # --help is printed from the declarations below
-    settings = settle(flags, given, ckpt)        # every default, resume rule and refusal, in order
-    settings.steps, settings.engine, ...         # all the trainers and the loop ever read
-
-Each field of `Settings` is a flag: its default (what --help shows), its group, its help, the
-values it may take (checked on the command line and in a saved run alike), and its rule on
---resume, ON_RESUME's column:
-
-    kept        decides the losses: the run's value; a different one is refused
-    may grow    --steps: the run's total unless a larger one is given (the learning rate's
-                decay is then spread over the new total, and train.py says so)
-    the run's unless given   how the run is computed, evaluated and saved, not its losses
-    the checkpoint's         the model's size, with --resume and --init; a different one is refused
-
-A fresh run takes each flag as given, or its default. `settle` reads nothing but the record of
-the checkpoint it is handed; nothing writes to the parsed flags, and nothing changes the record
-after it (it is frozen). Part of the reading guide's appendix, "What makes a run safe".
+Each field of `Settings` is a flag: its default (what --help shows), group, help, the values it
+may take (checked on the command line and in a saved run alike), and its rule on --resume,
+ON_RESUME's: kept (it decides the losses; a different one is refused), may grow (--steps),
+the run's unless given (how it is computed and saved), the checkpoint's (the model's size, with
+--resume and --init). Nothing writes to the parsed flags, and nothing changes the record.
 """
 
 import argparse

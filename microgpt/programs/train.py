@@ -2,35 +2,22 @@
 Train a tiny GPT on names (or any text) and save it as one self-sufficient checkpoint.
 
     python train.py                          # 1000 steps on the bundled census first names
-    python train.py --data my_names.txt --steps 3000 --n-layer 2
     python train.py --engine numpy --batch-size 32 ...   # the hand-derived numpy path, batched
-    python train.py --engine torch --device cuda ...     # PyTorch (src/torchgpt), on a GPU
+    python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
     torchrun --nproc_per_node 2 train.py --engine torch --batch-size 8 ...   # data-parallel
     python train.py --resume                 # continue the run saved at --out, exactly
-    python train.py --data-mode text --data input.txt --engine numpy --dtype float32 ...
-                                             # running text: the file as one stream (README's recipe)
 
-The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], loss = mean
+The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], the mean
 cross-entropy of each next token, backward, one Adam update with a learning rate that decays
-linearly to 0. main() reads as the run's stages, each a call with a name:
-
-  1. lock:   --out is checked and locked, and the checkpoint it continues is read (run.Output);
-             the lock comes first because a resumed run's settings come from that checkpoint
-  2. settle: the flags, the resumed run and the engine's rules become one frozen record
-             (settings.py); nothing after this reads a flag
-  3. build:  the data, the model's first weights, the engine that trains it
-  4. loop:   one batch per step, logged, validated, saved; a signal saves and stops
-  5. sample: a few names (or lines of text) from the trained model
-
-Whichever engine computes a step (ScalarTrainer below, on the Value engine, backprop.Trainer,
-on numpy arrays, or torchgpt.Trainer, in PyTorch) the loop is the same; what makes a run safe
-to stop and resume is run.py's. It prints the resolved configuration, a live progress line and
-the validation loss every --eval-every steps, and writes a log of JSON lines beside the
-checkpoint (out/model.log.jsonl) that `python -m microgpt.lab loss` plots.
+linearly to 0. main() reads as the run's stages: lock --out (first, because a resumed run's
+settings come from the checkpoint it guards), settle the settings, build the data and the
+engine, loop, sample. The loop is the same whichever engine computes a step; what makes a run
+safe to stop and resume is run.py's (the reading guide's appendix walks through it).
 """
 
 import itertools
 import math
+import os
 from typing import NamedTuple
 
 from ..edge import text
@@ -80,6 +67,7 @@ def build(settings, ckpt):
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
                          n_head=settings.n_head, block_size=settings.block_size)
     check_fits(settings.out, config)  # a checkpoint too large to read back is refused before any work
+    check_memory(settings, config, data.longest)
     # --reproduce-original: its weights, and its samples after training, come from the one
     # generator that shuffled its data (resumed too: the samples need the generator's state)
     recipe = original.prepare(data.docs) if settings.reproduce_original else None
@@ -137,6 +125,53 @@ class ScalarTrainer:
         self.optimizer.load_state(state)
 
 
+# Bytes one number of a step takes, by engine: a float of the numpy and torch engines (its
+# itemsize), or a Value of the scalar engine with its float, children and local gradients.
+VALUE_BYTES, UNFUSED = 250, 15  # --unfused builds about 15x the fused graph's nodes
+
+
+def check_memory(settings, config, T):
+    """Refuse, before any work, a run whose one step cannot fit in this machine's free memory.
+
+    A rough count of what a step keeps alive, per predicted token and layer: about 17 n_embd
+    numbers (the residual stream, its norms, q, k, v, the MLP's 4 n_embd twice) and 2 n_head T
+    (each head's scores and weights), the vocab_size logits, held once forward and about
+    once more by the backward; then 4 numbers per weight (itself, its gradient, Adam's m and v).
+    T: the longest sequence a step holds (the block, or the longest name + 1).
+    """
+    if settings.device != 'cpu':
+        return  # a GPU's memory is its own; PyTorch says when it is short
+    c, tokens = config, settings.batch_size * T
+    numbers = 2 * tokens * (c.n_layer * (17 * c.n_embd + 2 * c.n_head * T) + 3 * c.vocab_size)
+    weights = 4 * parameter_count(c)
+    if settings.engine == 'scalar':
+        need = VALUE_BYTES * (numbers * (UNFUSED if settings.unfused else 1) + weights)
+    else:
+        need = (4 if settings.dtype != 'float64' else 8) * (numbers + weights)
+    free = available_memory()
+    if free is not None and need > free:
+        raise UserError(f"one training step of this run needs about {need / 2**30:,.1f} GiB ({settings.batch_size} x "
+                        f"{T} positions, {c.n_layer} layers of width {c.n_embd}, on the {settings.engine} engine), "
+                        f"more than the {free / 2**30:,.1f} GiB this machine has free: lower --batch-size or "
+                        "--block-size (or n_layer, --n-embd)")
+
+
+def available_memory():
+    """Bytes of memory free for a new program (Linux's MemAvailable), else the machine's total,
+    else None where neither can be read."""
+    try:
+        with open('/proc/meminfo', encoding='ascii') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def make_trainer(settings, config, weights, tokenizer):
     """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
     if settings.engine == 'torch':
@@ -175,6 +210,7 @@ class Names:
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
         self.held_out = f"{len(self.val_docs)} held-out names"
+        self.longest = min(max(len(doc) for doc in docs) + 1, settings.block_size)  # the longest batch row
 
     def describe(self):
         note = long_docs_note(self.docs, self.settings.block_size)
@@ -225,6 +261,7 @@ class RunningText:
         self.train_sample = text.spread_windows(self.train_ids, len(val_text), settings.block_size)
         self.n_chars, self.n_val = len(whole), len(val_text)
         self.held_out = f"{self.n_val:,} held-out characters"
+        self.longest = settings.block_size
 
     def describe(self):
         chars = ''.join(self.tokenizer.chars)

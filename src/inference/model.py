@@ -19,9 +19,9 @@ for lessons. With L = n_layer, H = n_head, D = head_dim:
     mlp_pre_relu       (L, T, 4 * n_embd)  the MLP's hidden layer before the ReLU
     logits             (T, vocab_size)     the output, scores for the token after each position
 
-forward() is the reference, written for reading; forward_vectorized() computes the same
-logits with attention as one masked softmax per head, about 15x quicker, and is what loss(),
-evaluate() and sampling use.
+forward() is the reference, written for reading; forward_batch() computes the same logits for
+a batch of sequences with attention as one masked softmax per head, about 15x quicker for one
+sequence, and is what loss(), evaluate() and sampling use.
 
 Both forwards stop at the first overflow with DivergedModelError, a one-line UserError: a
 checkpoint of a diverged run (huge or non-finite weights) fails the same way for every reader.
@@ -199,44 +199,16 @@ class NumpyGPT:
         return logits, captures
 
     @finite_forward
-    def forward_vectorized(self, token_ids):
-        """The same logits (T, vocab_size) with attention as one masked softmax per head.
-
-        Steps 1, 3 and 4 are forward()'s; only step 2 differs: instead of looping over query
-        positions, every (i, j) pair is scored and the future pairs are masked to -inf.
-        """
-        cfg, sd = self.config, self.weights
-        ids = self._check_ids(token_ids)
-        T = len(ids)
-
-        # 1) token plus position
-        x = rmsnorm(sd['wte'][ids] + sd['wpe'][:T])  # (T, n_embd)
-        for li in range(cfg.n_layer):
-            # 2) attention, all positions and heads at once
-            x_residual = x
-            x = rmsnorm(x)  # (T, n_embd)
-            q = split_heads(linear(x, sd[f'layer{li}.attn_wq']), cfg.n_head)  # (n_head, T, head_dim)
-            k = split_heads(linear(x, sd[f'layer{li}.attn_wk']), cfg.n_head)  # (n_head, T, head_dim)
-            v = split_heads(linear(x, sd[f'layer{li}.attn_wv']), cfg.n_head)  # (n_head, T, head_dim)
-            out, _ = masked_attention(q, k, v)  # (n_head, T, head_dim)
-            x_attn = merge_heads(out)           # (T, n_embd)
-            x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual  # (T, n_embd)
-            # 3) MLP
-            x_residual = x
-            x = np.maximum(linear(rmsnorm(x), sd[f'layer{li}.mlp_fc1']), 0.0)  # (T, 4 * n_embd)
-            x = linear(x, sd[f'layer{li}.mlp_fc2']) + x_residual              # (T, n_embd)
-        # 4) logits
-        return linear(x, sd['lm_head'])  # (T, vocab_size)
-
-    @finite_forward
     def forward_batch(self, idx):
-        """forward_vectorized for B sequences of one length T at once: logits (B, T, vocab_size).
+        """The same logits as forward(), for B sequences of one length T at once, with attention
+        as one masked softmax per head: logits (B, T, vocab_size).
 
-        idx: (B, T) token ids, T <= block_size. Every line is forward_vectorized's with a
-        leading batch axis; attention scores each sequence's own positions only.
+        idx: (B, T) token ids, T <= block_size. Steps 1, 3 and 4 are forward()'s with a leading
+        batch axis; step 2 scores every (i, j) pair and masks the future ones to -inf instead of
+        looping over query positions, and each sequence attends to its own positions only.
         """
         cfg, sd = self.config, self.weights
-        idx = np.asarray(idx)          # (B, T)
+        idx = np.asarray([self._check_ids(row) for row in idx])  # (B, T), each row checked
         B, T = idx.shape
         H, D = cfg.n_head, cfg.head_dim
 
@@ -274,7 +246,7 @@ class NumpyGPT:
             raise UserError(f"a loss needs at least 2 tokens (one to read, one to predict), "
                             f"got {len(token_ids)}")
         n = num_predictions(token_ids, self.config.block_size)
-        logits = self.forward_vectorized(token_ids[:n])  # (n, vocab_size)
+        logits = self.forward_batch([token_ids[:n]])[0]  # (n, vocab_size)
         targets = np.asarray(token_ids[1:n + 1])         # (n,): the token after each position
         return float(cross_entropy(logits, targets).mean())
 
@@ -286,8 +258,8 @@ class NumpyGPT:
         a few numpy calls. (The loop forward() would give the same names, only slower.)
         """
         def next_logits(token_ids):
-            # an overflow is a one-line DivergedModelError, raised by forward_vectorized itself
-            logits = self.forward_vectorized(token_ids)  # (T, vocab_size)
+            # an overflow is a one-line DivergedModelError, raised by forward_batch itself
+            logits = self.forward_batch([token_ids])[0]  # (T, vocab_size)
             return logits[-1].tolist()
         return next_logits
 

@@ -6,8 +6,8 @@
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
-const MAX_TOKENS = 6;
 let boxes = null;   // what the boxes hold: {tokens, q, k, v, w_o}; null until the first answer
+let maxTokens = 1;  // how many tokens the server takes (its answer says: limits.MAX_HAND_TOKENS)
 
 function num(x, digits = 3, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, Lab.fmt(x, digits));
@@ -38,6 +38,7 @@ async function draw() {
       if (boxes.w_o) body.w_o = boxes.w_o;
     }
     const r = await Lab.api('/api/byhand', body);
+    maxTokens = r.max_tokens;
     if (!boxes) {
       boxes = {tokens: r.tokens, ...r.inputs};
       drawBoxes();
@@ -157,7 +158,7 @@ function resize(T) {
   draw();
 }
 
-Lab.on('add', 'click', () => { if (boxes && boxes.k.length < MAX_TOKENS) resize(boxes.k.length + 1); });
+Lab.on('add', 'click', () => { if (boxes && boxes.k.length < maxTokens) resize(boxes.k.length + 1); });
 Lab.on('remove', 'click', () => { if (boxes && boxes.k.length > 1) resize(boxes.k.length - 1); });
 Lab.on('preset', 'click', () => { boxes = null; $('query').value = ''; $('n_head').value = ''; draw(); });
 for (const id of ['query', 'n_head', 'scale', 'bytes']) Lab.on(id, 'change', draw);

@@ -10,7 +10,13 @@ const RUN_CLASSES = 6;  // lab.css colours runs run0 .. run5, in order: a run's 
 const others = new Set();  // the ids of the other checkpoints ticked
 
 async function draw() {
-  const ids = [Lab.ckpt(), ...Lab.config.checkpoints.map(c => c.id).filter(id => others.has(id) && id !== Lab.ckpt())];
+  if (!Lab.info().log) {  // the listing says: no log beside it (a converted checkpoint has none)
+    for (const id of ['loss-chart', 'stretches', 'best', 'legend', 'compare']) $(id).replaceChildren();
+    $('source').textContent = 'This checkpoint has no training log beside it (train.py writes one ' +
+      'there; a converted checkpoint has none): there are no curves to draw.';
+    return;
+  }
+  const ids = [Lab.ckpt(), ...Lab.config.checkpoints.filter(c => c.log && others.has(c.id) && c.id !== Lab.ckpt()).map(c => c.id)];
   drawCompare();
   await Lab.guard(async () => {
     const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined});
@@ -33,7 +39,7 @@ async function draw() {
 
 // the other checkpoints, each a box to tick: its run drawn beside this one's
 function drawCompare() {
-  const list = Lab.config.checkpoints.filter(c => c.id !== Lab.ckpt());
+  const list = Lab.config.checkpoints.filter(c => c.id !== Lab.ckpt() && c.log);  // those with a log to draw
   $('compare').replaceChildren(...(list.length ? ['draw beside it: ', ...list.map(c => el('label', {class: 'inline-check'},
     el('input', {type: 'checkbox', 'data-id': c.id, checked: others.has(c.id),
                  onchange: e => { e.target.checked ? others.add(c.id) : others.delete(c.id); draw(); }}), ` ${c.label}`))] : []));

@@ -240,12 +240,18 @@ function drawNumbers() {
 // ---------------------------------------------------------------------------- the code
 function drawCode() {
   const c = view.code;
+  if (c.error) {  // model.py could not be read as Python: the numbers stand, the code box says why
+    $('code-title').textContent = c.error;
+    $('code').replaceChildren();
+    return;
+  }
   $('code-title').textContent = `${c.file}, gpt(), lines ${c.first}..${c.first + c.lines.length - 1}, read from the file just now`;
   $('code').replaceChildren(...c.lines.map((text, k) => el('div', {'data-line': c.first + k},
     el('span', {class: 'ln'}, c.first + k), text)));
 }
 
 function highlight() {
+  if (view.code.error) return;
   const lines = new Set(view.code.phases[view.phases[phase].id]);
   let first = null;
   for (const div of $('code').children) {

@@ -38,7 +38,7 @@ function num(x, text, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
-// On a large model (the server says which: api.STEP_NUMPY_FIRST_ABOVE), two answers per input,
+// On a large model (the server says which: registry.STEP_NUMPY_FIRST_ABOVE), two answers per input,
 // asked for at once: the numpy training path's step (milliseconds, the same numbers to 1e-12),
 // drawn as soon as it comes, and the scalar engine's own (a second on a 4x64 model), which adds
 // the graph's size and the other engines' check of its gradients and replaces it. Each goes to

@@ -1,0 +1,28 @@
+"""
+Learn by doing: exercises that make the learner the author of the engine and of the GPT.
+
+    python -m microgpt.lab exercises start          # ./exercises: one stub per exercise
+    python -m microgpt.lab exercises check 1        # then 2, 3, ... (or `check` for all, in order)
+    python -m microgpt.lab exercises status         # the path, with what passes
+    python -m microgpt.lab exercises train          # microgpt trained with YOUR engine, beside its own
+    python -m microgpt.lab exercises quiz           # the lessons' exercises and questions
+    python -m microgpt.lab serve --exercises exercises   # the web lab's Exercises page, with results
+
+Twenty functions in the reading guide's order (docs/reading-guide.md, "Learn by doing"): the
+engine's local derivatives, topological order and backward(); dot, linear, softmax, rmsnorm, one
+attention head over the KV cache, gpt(), the loss of a name, Adam, temperature; and on the numpy
+rung, masked attention and three backwards derived by hand.
+
+The files, in the order they are used:
+  catalog.py      the exercises, declared once; files/ holds each one's stub and solution
+  workspace.py    the learner's folder: start, the checks of what is handed in, results, reset
+  checker.py      starts runner.py in a subprocess, with time limits, and answers for it
+  runner.py       the subprocess: loads the learner's files, runs the checks, reports
+  harness.py      calling learner code safely, comparing, and the report of a failed case
+  checks_engine.py, checks_model.py, checks_numpy.py   one check per exercise
+  trainer.py      `train`: the learner's Value, blocks, gpt() and Adam beside microgpt's
+  quiz.py, lessons.py   the lessons' questions and numbers
+  report.py, cli.py, web.py   the words printed, the command line, the Exercises page's routes
+No learner code ever runs in the process of the command line or of the web server: only in the
+checker's subprocess (the house style's rule 19).
+"""

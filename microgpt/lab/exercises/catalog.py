@@ -1,0 +1,181 @@
+"""
+The exercises, declared once: their order, files, functions, the reading they follow, the lab
+page that shows each idea, and which of the learner's other exercises each one calls.
+
+The command line (cli.py), the checker (checker.py, runner.py), the web lab's Exercises page
+(web.py) and the reading guide's "Learn by doing" table (checked by tests/test_exercises.py)
+are all read from EXERCISES below. Each exercise's text lives in files/STEM.py: the module the
+learner gets, with its reference solution between the lines `# solution` and `# end solution`.
+`stub_text` replaces those lines with a `raise NotImplementedError`; `solution_text` keeps them.
+One file gives both, so a stub and its solution never drift apart.
+
+This file imports only the standard library: `exercises start` and `status` never load numpy.
+"""
+
+import os
+import re
+from dataclasses import dataclass
+
+# The version of this set of exercises, written into every workspace (workspace.py). Raise it
+# when a stub is added, removed or renamed, or a function's signature changes: a workspace
+# made by another version is then refused with the way to move on, never checked wrongly.
+VERSION = 1
+
+FILES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
+SOLUTION_START = '# solution'
+SOLUTION_END = '# end solution'
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: int
+    stem: str          # the file is STEM.py, in the package's files/ and in the workspace
+    function: str      # the one function the learner writes
+    signature: str     # its parameters, as the stub's def line has them
+    title: str         # what it computes, in a few words
+    rung: str          # 'engine', 'model' (on Values) or 'numpy' (on arrays)
+    reading: str       # where docs/reading-guide.md reads the idea
+    real: str          # the project's own code for that piece
+    page: str          # the web lab's page that shows the idea (a name of registry.pages())
+    command: str       # the lab command that shows it in a terminal
+    lesson: str = ''   # the lesson whose numbers the check uses, if any
+    uses: tuple = ()   # the learner's other exercises it calls
+    budget: float = 30.0  # seconds the whole check may take before the checker stops it
+
+    @property
+    def filename(self):
+        return self.stem + '.py'
+
+    @property
+    def label(self):
+        """'exercise 4 (log)': how every message names it."""
+        return f"exercise {self.number} ({self.function})"
+
+
+ENGINE = "docs/reading-guide.md section 1, file 1"
+EXERCISES = [
+    Exercise(1, 'ex01_mul', 'mul', 'a, b', "the local derivatives of a * b", 'engine', ENGINE,
+             "microgpt/engine.py, Value.__mul__", 'autograd',
+             'python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10'),
+    Exercise(2, 'ex02_power', 'power', 'x, n', "the local derivative of x ** n", 'engine', ENGINE,
+             "microgpt/engine.py, Value.__pow__", 'autograd',
+             'python -m microgpt.lab autograd "a / b" a=1 b=4'),
+    Exercise(3, 'ex03_exp', 'exp', 'x', "the local derivative of exp", 'engine', ENGINE,
+             "microgpt/engine.py, Value.exp", 'autograd', 'python -m microgpt.lab autograd "exp(a)" a=1'),
+    Exercise(4, 'ex04_log', 'log', 'x', "the local derivative of ln", 'engine', ENGINE,
+             "microgpt/engine.py, Value.log", 'autograd', 'python -m microgpt.lab autograd "log(a)" a=4'),
+    Exercise(5, 'ex05_relu', 'relu', 'x', "the local derivative of ReLU", 'engine', ENGINE,
+             "microgpt/engine.py, Value.relu", 'autograd',
+             'python -m microgpt.lab autograd "relu(x * w + b)" x=1 w=-2 b=0.5'),
+    Exercise(6, 'ex06_topological_order', 'topological_order', 'root',
+             "a graph's nodes, children before parents", 'engine',
+             "docs/reading-guide.md section 1, files 1 and 2", "microgpt/engine.py, topological_order",
+             'autograd', 'python -m microgpt.lab autograd "a * a + a" a=3'),
+    Exercise(7, 'ex07_backward', 'backward', 'root', "backward(): the chain rule, gradients added",
+             'engine', "docs/reading-guide.md section 1, file 1; section 2, autograd",
+             "microgpt/engine.py, Value.backward", 'autograd',
+             'python -m microgpt.lab autograd "a * a + a" a=3', uses=(6,)),
+    Exercise(8, 'ex08_dot', 'dot', 'a, b', "a dot product of Values", 'model',
+             "docs/reading-guide.md section 1, file 5", "microgpt/ops.py, dot", 'attention',
+             'python -m microgpt.lab attention anna'),
+    Exercise(9, 'ex09_linear', 'linear', 'x, w', "a linear layer, w @ x", 'model',
+             "docs/reading-guide.md section 1, files 5 and 6", "microgpt/ops.py, linear", 'phases',
+             'python -m microgpt.lab phases anna', uses=(8,)),
+    Exercise(10, 'ex10_softmax', 'softmax', 'logits', "softmax, with the max subtracted", 'model',
+             "docs/reading-guide.md section 1, file 5", "microgpt/ops.py, softmax", 'byhand',
+             'python -m microgpt.lab scaling', lesson="the Czech lesson, step 4"),
+    Exercise(11, 'ex11_rmsnorm', 'rmsnorm', 'x, eps=1e-5', "rmsnorm", 'model',
+             "docs/reading-guide.md section 1, files 5 and 6", "microgpt/ops.py, rmsnorm", 'step',
+             'python -m microgpt.lab step anna'),
+    Exercise(12, 'ex12_attention_head', 'attention_head', 'q, keys, values',
+             "one head of causal attention over the KV cache", 'model',
+             "docs/reading-guide.md section 1, file 6; section 2, attention",
+             "microgpt/model.py, gpt() step 2 (the head loop)", 'byhand',
+             'python -m microgpt.lab attention anna', lesson="the Czech lesson, steps 2 to 6 and exercise 1",
+             uses=(8, 10)),
+    Exercise(13, 'ex13_gpt', 'gpt', 'token_id, pos_id, keys, values, state_dict, config',
+             "gpt(): one position end to end", 'model', "docs/reading-guide.md section 1, file 6",
+             "microgpt/model.py, GPT.gpt", 'phases', 'python -m microgpt.lab phases anna',
+             uses=(9, 11, 12), budget=60.0),
+    Exercise(14, 'ex14_name_loss', 'name_loss', 'tokens, state_dict, config',
+             "the cross-entropy of a name", 'model', "docs/reading-guide.md section 1, file 7",
+             "microgpt/training.py, doc_loss", 'overview', 'python -m microgpt.lab overview anna',
+             uses=(10, 13), budget=60.0),
+    Exercise(15, 'ex15_adam', 'adam_step', 'params, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8',
+             "one Adam update, with bias correction", 'model',
+             "docs/reading-guide.md section 1, file 8; section 5", "microgpt/optim.py, Adam.step", 'step',
+             'python -m microgpt.lab step anna'),
+    Exercise(16, 'ex16_probabilities', 'probabilities', 'logits, temperature',
+             "temperature: logits to the probabilities to draw from", 'model',
+             "docs/reading-guide.md section 1, file 9; section 6", "microgpt/sampling.py, probabilities",
+             'sampling', 'python -m microgpt.lab sample'),
+    Exercise(17, 'ex17_masked_attention', 'masked_attention', 'q, k, v',
+             "one causal head over a whole sequence, masked", 'numpy',
+             "docs/reading-guide.md section 1, file 13", "src/inference/attention.py, masked_attention",
+             'attention', 'python -m microgpt.lab attention anna --query 2',
+             lesson="the Czech lesson, steps 4 to 6 and exercise 1"),
+    Exercise(18, 'ex18_linear_backward', 'linear_backward', 'dy, x, w', "a linear layer's backward",
+             'numpy', "docs/reading-guide.md section 9, file 1", "src/backprop/layers.py, linear_backward",
+             'step', 'python -m microgpt.lab step anna --engine numpy'),
+    Exercise(19, 'ex19_softmax_backward', 'softmax_backward', 'dp, p', "a softmax's backward", 'numpy',
+             "docs/reading-guide.md section 9, file 1",
+             "src/backprop/layers.py, attention_backward (the softmax lines)", 'scaling',
+             'python -m microgpt.lab scaling'),
+    Exercise(20, 'ex20_attention_backward', 'attention_backward', 'dout, q, k, v',
+             "one attention head's backward", 'numpy', "docs/reading-guide.md section 9, file 1",
+             "src/backprop/layers.py, attention_backward", 'step',
+             'python -m microgpt.lab step anna --engine numpy', uses=(17, 19)),
+]
+
+# What `exercises train` substitutes for the project's own: your Value (1-7), blocks (8-12),
+# gpt() (13), loss (14), Adam (15) and sampling (16).
+TRAIN_USES = tuple(range(1, 17))
+RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
+         'numpy': "the numpy rung (src/inference, src/backprop)"}
+STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
+
+
+def get(number):
+    return EXERCISES[number - 1]
+
+
+def by_stem():
+    return {e.stem: e for e in EXERCISES}
+
+
+def source(number):
+    """files/STEM.py, the stub and its solution in one."""
+    with open(os.path.join(FILES_DIR, get(number).filename), encoding='utf-8') as f:
+        return f.read()
+
+
+def _solution_lines(text):
+    """(start, end) line indexes of the `# solution` and `# end solution` marker lines."""
+    lines = text.split('\n')
+    start = next(i for i, line in enumerate(lines) if line.strip() == SOLUTION_START)
+    end = next(i for i, line in enumerate(lines) if line.strip() == SOLUTION_END)
+    return lines, start, end
+
+
+def stub_text(number):
+    """The file a learner starts from: the solution's lines replaced by one raise."""
+    e = get(number)
+    lines, start, end = _solution_lines(source(number))
+    indent = lines[start][:len(lines[start]) - len(lines[start].lstrip())]
+    todo = (f'{indent}raise NotImplementedError("exercise {e.number}: write {e.function}() here, then '
+            f'run: python -m microgpt.lab exercises check {e.number}")')
+    return '\n'.join(lines[:start] + [todo] + lines[end + 1:])
+
+
+def solution_text(number):
+    """The whole reference file, markers removed: what a workspace with it solved holds."""
+    lines, start, end = _solution_lines(source(number))
+    return '\n'.join(lines[:start] + lines[start + 1:end] + lines[end + 1:])
+
+
+def solution_body(number):
+    """The lines between the markers, dedented: what `exercises solution N` prints."""
+    lines, start, end = _solution_lines(source(number))
+    body = lines[start + 1:end]
+    indent = min(len(l) - len(l.lstrip()) for l in body if l.strip())
+    return '\n'.join(l[indent:] for l in body)

@@ -1,0 +1,330 @@
+"""
+The exercises' command line: `python -m microgpt.lab exercises COMMAND` (or `microgpt-exercises
+COMMAND`, installed).
+
+    start [DIR]       write the stubs into DIR (default ./exercises), never overwriting a file
+    check [N]         check exercise N, or all in order, stopping at the first not passed
+    status            the path, with what passes
+    train             train microgpt with your engine and model, beside microgpt's own
+    quiz [ID [ANSWER]]  the lessons' exercises and questions
+    solution N        a reference solution (only when asked)
+    reset N           put exercise N's stub back (after asking)
+
+Every command that reads a workspace takes --dir DIR. A learner's code runs only in the
+checker's subprocess (checker.py); this process checks what was typed and prints. Bad input
+(a path that is a file, a folder not writable or inside the package, a workspace of another
+version, a number out of range) is one line `error: ...` naming the fix, exit status 2, with
+nothing of the learner's changed. `check` exits 0 when everything it checked passes, else 1.
+"""
+
+import os
+import sys
+import time
+
+from ...edge.errors import UserError
+from ...programs import cli
+from . import catalog, quiz, report
+from .workspace import COMMAND, DEFAULT_DIR, Workspace, dir_flag, shown, start
+
+TRAIN_STEPS = 300     # the payoff's default: enough for names that read like names, a minute or so
+MAX_TRAIN_STEPS = 10_000
+N = len(catalog.EXERCISES)
+
+
+def add_commands(parser):
+    """The subcommands, on `parser` (the lab's `exercises` subparser, or microgpt-exercises')."""
+    commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
+    number = cli.int_in(1, N)
+
+    def with_dir(c):
+        c.add_argument('--dir', default=DEFAULT_DIR, metavar='DIR',
+                       help=f"the folder of your exercises (default ./{DEFAULT_DIR})")
+        return c
+    c = commands.add_parser('start', help="write the exercise stubs into DIR (nothing is ever overwritten)",
+                            description="Writes one file per exercise into DIR, each a function with its "
+                                        "docstring and a body that raises NotImplementedError. A second start "
+                                        "adds only what is missing.")
+    c.add_argument('dir', nargs='?', default=DEFAULT_DIR, metavar='DIR',
+                   help=f"the folder to write them into (default ./{DEFAULT_DIR}; created if missing)")
+    c = with_dir(commands.add_parser('check', help="check one exercise, or all of them in order",
+                                     description="Runs your function on fixed cases, then random ones, against "
+                                                 "microgpt's own and an independent oracle; the first case that "
+                                                 "fails is shown with a hint."))
+    c.add_argument('number', nargs='?', type=number, metavar='N', help=f"the exercise, 1..{N} (default: all, "
+                   "in order, stopping at the first not passed)")
+    with_dir(commands.add_parser('status', help="the path of exercises, with what passes (checks them all)"))
+    c = with_dir(commands.add_parser('train', help="train microgpt with your own engine and model",
+                                     description="Trains train.py's default model on the bundled names with "
+                                                 "your Value, blocks, gpt(), loss and Adam, beside microgpt's own "
+                                                 "from the same seed; says where the two part, if they do; then "
+                                                 "samples names from your model."))
+    c.add_argument('--steps', type=cli.int_in(1, MAX_TRAIN_STEPS), default=TRAIN_STEPS,
+                   help=f"training steps, one name each (default {TRAIN_STEPS}; 1..{MAX_TRAIN_STEPS:,})")
+    c.add_argument('--seed', type=cli.int_in(0, 2 ** 31 - 1), default=42,
+                   help="the seed of the weights, the names' order and the sampling (default 42)")
+    c.add_argument('--lr', type=cli.float_in(0, 1, above=True), default=0.01,
+                   help="peak learning rate, decaying linearly to 0 (default 0.01, train.py's)")
+    c.add_argument('--num-samples', type=cli.int_in(0, 100), default=10,
+                   help="names to sample from your model at the end (default 10; 0..100)")
+    c.add_argument('--temperature', type=cli.float_in(0, 10), default=0.5,
+                   help="sampling temperature (default 0.5; 0 = greedy)")
+    c.add_argument('--every', type=cli.int_in(1, MAX_TRAIN_STEPS), default=None, metavar='K',
+                   help="print the losses every K steps (default: about 12 lines in all)")
+    c = commands.add_parser('quiz', help="the lessons' exercises and questions, checked",
+                            description="Asks each question of the lessons (in English, citing the lesson), "
+                                        "says right or wrong with the lesson's reasoning and the lab command "
+                                        "that shows it. With ID and ANSWER, grades that one answer.")
+    c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
+    c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
+    c.add_argument('--list', action='store_true', help="list the questions and stop")
+    c = commands.add_parser('solution', help="show a reference solution (only what you ask for)")
+    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    c = with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking"))
+    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    c.add_argument('--yes', action='store_true', help="do not ask (your version of the file is lost)")
+
+
+def run(args, out=None, ask=None):
+    """Run the parsed command; returns the exit status. out: where to print (default stdout)."""
+    out, ask = out or sys.stdout, ask or input
+
+    def say(text=''):
+        print(text, file=out, flush=True)
+    command = args.exercise_command
+    if command == 'start':
+        return cmd_start(args, say)
+    if command == 'solution':
+        return cmd_solution(args, say)
+    if command == 'quiz':
+        return cmd_quiz(args, say, ask)
+    ws = Workspace.open(args.dir)
+    if command == 'reset':
+        return cmd_reset(args, say, ws, ask)
+    return {'check': cmd_check, 'status': cmd_status, 'train': cmd_train}[command](args, say, ws)
+
+
+# ---------------------------------------------------------------------------- start
+def cmd_start(args, say):
+    written, kept = start(args.dir)
+    where = shown(os.path.abspath(args.dir))
+    first, last = catalog.EXERCISES[0], catalog.EXERCISES[-1]
+    if written and not kept:
+        say(f"wrote {len(written)} exercises into {where}/ ({first.filename} .. {last.filename})")
+    elif written:
+        say(f"added {len(written)} missing: {', '.join(written)}; kept the {len(kept)} already there "
+            "(a file in the folder is never overwritten)")
+    else:
+        say(f"{where}/ has all {N} exercises: nothing written (a file in the folder is never overwritten)")
+    say(f"next: open {where}/{first.filename}, write {first.function}(), then run\n"
+        f"    {COMMAND} check 1{dir_flag(args.dir)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- check and status
+def cmd_check(args, say, ws):
+    from .checker import check
+    numbers = [args.number] if args.number else list(range(1, N + 1))
+    shown_ws = shown(ws.path)
+
+    def printed(workspace, number, result):
+        e = catalog.get(number)
+        say(report.one_line(e, result) if result['status'] == 'pass' else report.full(e, result, shown_ws))
+    results = {n: r for (_, n), r in check([(ws.path, numbers, True)], on_event=printed).items()}
+    note = ws.record(results)
+    if note:
+        say(note)
+    bad = [n for n in numbers if n in results and results[n]['status'] != 'pass']
+    if not bad:
+        if args.number:
+            nxt = args.number + 1
+            say(f"next: exercise {nxt}, {catalog.get(nxt).filename}" if nxt <= N else
+                f"that was the last: now `{COMMAND} train{dir_flag(ws.path)}`")
+        else:
+            say(f"all {N} exercises pass: now see your engine train microgpt, `{COMMAND} train{dir_flag(ws.path)}`")
+        return 0
+    if not args.number:
+        ahead = f" (`check {bad[0] + 1}` jumps ahead)" if bad[0] < N else ''
+        say(f"stopped at exercise {bad[0]}: fix it and run `{COMMAND} check{dir_flag(ws.path)}` again{ahead}")
+    return 1
+
+
+def cmd_status(args, say, ws):
+    from .checker import check
+    results = {n: r for (_, n), r in check([(ws.path, list(range(1, N + 1)), False)]).items()}
+    note = ws.record(results)
+    passed = sum(r['status'] == 'pass' for r in results.values())
+    say(f"microgpt's exercises in {shown(ws.path)}/: {passed} of {N} pass")
+    say(report.status_table(results))
+    if note:
+        say(note)
+    todo = next((n for n in range(1, N + 1) if results.get(n, {}).get('status') != 'pass'), None)
+    say(f"next: {COMMAND} check {todo}{dir_flag(ws.path)}" if todo else
+        f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`")
+    return 0
+
+
+# ---------------------------------------------------------------------------- train
+def cmd_train(args, say, ws):
+    from .checker import check, train
+    say(f"checking your exercises 1 to {max(catalog.TRAIN_USES)} first (train uses them) ...")
+    results = {n: r for (_, n), r in check([(ws.path, list(catalog.TRAIN_USES), False)]).items()}
+    ws.record(results)
+    todo = [n for n in catalog.TRAIN_USES if results[n]['status'] == 'todo']
+    if todo:
+        e = catalog.get(todo[0])
+        raise UserError(f"train needs your exercises 1 to {max(catalog.TRAIN_USES)}, and {e.label} is not written "
+                        f"yet: write it in {shown(ws.path)}/{e.filename}, then `{COMMAND} check {e.number}"
+                        f"{dir_flag(ws.path)}`")
+    failing = [n for n in catalog.TRAIN_USES if results[n]['status'] != 'pass']
+    if failing:
+        say(f"  not passing: {', '.join(catalog.get(n).label for n in failing)}; training anyway: where your run "
+            "parts from microgpt's shows what that changes")
+    else:
+        say("  all pass")
+    every = args.every or max(1, args.steps // 12)
+    run = {'losses': [], 'project': [], 'parted': None, 'names': None, 'failed': None}
+
+    def on_event(event):
+        kind = event['event']
+        if kind == 'train-start':
+            c = event['config']
+            say(f"training train.py's default model (n_layer {c['n_layer']}, n_embd {c['n_embd']}, n_head "
+                f"{c['n_head']}, block_size {c['block_size']}; {event['parameters']:,} weights) on the bundled "
+                f"names ({event['names']:,}), {event['steps']} steps, seed {event['seed']}, your engine beside "
+                "microgpt's own:")
+            say(f"  {'step':>5}  {'name':<12} {'your loss':>18} {'microgpt':>18} {'difference':>11}")
+        elif kind == 'step':
+            run['losses'].append(event['loss'])
+            run['project'].append(event['project'])
+            step = event['step']
+            if step == 1 or step % every == 0 or step == args.steps:
+                say(f"  {step:>5}  {event['name']:<12} {event['loss']:>18.12f} {event['project']:>18.12f} "
+                    f"{abs(event['loss'] - event['project']):>11.2g}")
+            if step == 1:
+                run['start'] = time.monotonic()
+            elif step == 2 and args.steps > 2:  # step 1's time includes the start: the pace is step 2's
+                pace = time.monotonic() - run['start']
+                say(f"  (about {pace:.2f} s a step on this machine: {pace * (args.steps - 2):.0f} s more)")
+        elif kind == 'parted':
+            run['parted'] = event
+            say(f"  where they part: step {event['step']}, {event['quantity']}: yours {event['yours']:.10g}, "
+                f"microgpt's {event['project']:.10g} (difference {event['difference']:.3g})\n"
+                f"  that is {event['where']}")
+        elif kind == 'names':
+            run['names'] = event
+        elif kind == 'failed':
+            run['failed'] = event['line']
+        elif kind == 'stopped' or (kind == 'ended' and event['status']):
+            run['failed'] = run['failed'] or (f"the training process was stopped after {event.get('seconds', 0):.0f} s "
+                                              "without a word" if kind == 'stopped' else
+                                              f"the training process ended (exit status {event['status']})"
+                                              + (f": {event['stderr']}" if event.get('stderr') else ''))
+    train(ws.path, steps=args.steps, seed=args.seed, lr=args.lr, num_samples=args.num_samples,
+          temperature=args.temperature, on_event=on_event)
+    if run['losses']:
+        worst = max(abs(a - b) for a, b in zip(run['losses'], run['project']))
+        last = run['losses'][-50:]
+        say(f"after {len(run['losses'])} steps: your mean loss over the last {len(last)} steps "
+            f"{sum(last) / len(last):.4f}, microgpt's {sum(run['project'][-50:]) / len(last):.4f}; the largest "
+            f"difference of a step's loss over the run: {worst:.3g}")
+    if run['failed']:
+        say(f"  stopped: {run['failed']}")
+        return 1
+    if run['parted'] is None:
+        say("  the two runs agree to rounding at every step: your engine IS microgpt's")
+    names = run['names']
+    if names:
+        say(f"names from your model (temperature {args.temperature:g}, seed {args.seed}):")
+        say('  ' + ', '.join(n or '(empty)' for n in names['yours']))
+        same = names['yours'] == names['project']
+        say("microgpt's own, same seed: " + ("the same names" if same else ', '.join(n or '(empty)' for n in names['project'])))
+    return 0
+
+
+# ---------------------------------------------------------------------------- quiz, solution, reset
+def cmd_quiz(args, say, ask):
+    if args.list:
+        for q in quiz.QUESTIONS:
+            say(f"{q.id:<20} {q.lesson}: {q.text}")
+        return 0
+    if args.id is not None:
+        q = quiz.get(args.id)
+        if q is None:
+            raise UserError(f"no question {args.id!r}: `{COMMAND} quiz --list` lists them "
+                            f"({quiz.QUESTIONS[0].id} .. {quiz.QUESTIONS[-1].id})")
+        say(quiz.ask_text(q))
+        text = args.answer if args.answer is not None else read_answer(ask)
+        if text is None:
+            return 1
+        right, understood = quiz.grade(q, text)
+        say(quiz.verdict_text(q, right, understood))
+        return 0 if right else 1
+    score = asked = 0
+    for i, q in enumerate(quiz.QUESTIONS, start=1):
+        say(quiz.ask_text(q, i))
+        text = read_answer(ask)
+        if text is None:
+            break
+        asked += 1
+        if not text.strip():
+            say(f"  skipped: the lesson's answer is {quiz.right_answer(q)}\n  see it: {q.see}")
+            continue
+        right, understood = quiz.grade(q, text)
+        score += right
+        say(quiz.verdict_text(q, right, understood))
+    say(f"{score} of {asked} right")
+    return 0
+
+
+def read_answer(ask):
+    try:
+        return ask('  your answer: ')
+    except EOFError:
+        return None
+
+
+def cmd_solution(args, say):
+    e = catalog.get(args.number)
+    body = catalog.solution_body(e.number).replace('\n', '\n    ')
+    say(f"{e.label}, a reference solution (microgpt's own is {e.real}):\n")
+    say(f"def {e.function}({e.signature}):\n    {body}\n")
+    say(f"It replaces the `raise NotImplementedError(...)` line of {e.filename}; `{COMMAND} reset {e.number}` "
+        "puts the stub back.")
+    return 0
+
+
+def cmd_reset(args, say, ws, ask):
+    e = catalog.get(args.number)
+    path = shown(ws.file(e.number))
+    if ws.is_stub(e.number):
+        say(f"{path} is the stub already: nothing to reset")
+        return 0
+    if not args.yes:
+        try:
+            answer = ask(f"replace {path}, your version of {e.function}(), with the stub? Your code in it is "
+                         "lost. [y/N] ")
+        except EOFError:
+            answer = ''
+        if answer.strip().lower() not in ('y', 'yes'):
+            say(f"{path} left as it was")
+            return 1
+    ws.reset(e.number)
+    say(f"{path} is the stub again")
+    return 0
+
+
+# ---------------------------------------------------------------------------- the console script
+def parse_args(argv=None):
+    p = cli.ArgumentParser(prog='microgpt-exercises', description="microgpt's exercises: write the engine and "
+                           "the GPT yourself, checked offline against microgpt's own.")
+    add_commands(p)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    return run(parse_args(argv))
+
+
+def command():
+    """`microgpt-exercises` (installed); `python -m microgpt.lab exercises` is the same."""
+    cli.run(main)

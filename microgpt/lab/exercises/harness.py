@@ -1,0 +1,371 @@
+"""
+The checker's half that runs beside the learner's code, in the subprocess runner.py starts.
+
+It loads the learner's files, calls their functions one case at a time under a time limit with
+their printing bounded, compares what comes back with the project's own answer and with an
+independent oracle, and turns whatever happens (a wrong number, an exception, an endless loop,
+a flood of prints, a string where a list was due) into a Report: one line, and for a wrong
+answer the case's inputs, the expected and the learner's values, their largest difference and a
+hint. Nothing the learner's code does ends in a traceback of the checker.
+
+A check (checks_*.py) reads like a test:
+    t.case('x = 0.5', 'x = 0.5')
+    out, grads = t.call(learner, 0.5)                  # time limit, bounded output, errors reported
+    t.compare('d out/d x', grads[0], 2.0, hint=..., oracle=('finite differences', fd))
+and the first comparison that fails raises the Report that ends the exercise.
+"""
+
+import contextlib
+import importlib
+import io
+import math
+import os
+import reprlib
+import signal
+import sys
+import traceback
+
+CASE_SECONDS = 2.0     # one call of a learner's function, at most: a right answer takes milliseconds
+OUTPUT_LIMIT = 100_000  # characters one call may print; more is a flood, and the call is stopped
+OUTPUT_SHOWN = 600     # characters of what a failed case printed, shown with its report
+CLOSE = 1e-9           # agreement with the project's own: |got - want| <= CLOSE * max(1, |want|)
+FD_STEP = 1e-5         # the step h of central finite differences, (f(x + h) - f(x - h)) / 2h
+FD_CLOSE = 1e-5        # their agreement: the error is about h^2 f''' plus rounding / h
+
+
+class TimeLimit(BaseException):
+    """Raised inside the learner's code when its time is up (a BaseException, so that an
+    `except Exception:` in their loop does not swallow it)."""
+
+
+class OutputFlood(BaseException):
+    """Raised inside the learner's print() past OUTPUT_LIMIT characters."""
+
+
+class Report(Exception):
+    """The end of an exercise's check: status 'fail' or 'todo', one line, and the details of
+    the first failed case (label and text pairs, in the order they print)."""
+
+    def __init__(self, status, line, details=(), hint=''):
+        super().__init__(line)
+        self.status, self.line, self.details, self.hint = status, line, list(details), hint
+
+
+# ---------------------------------------------------------------------------- printing, bounded
+class Bounded(io.TextIOBase):
+    """A stdout for the learner's code: keeps the first OUTPUT_SHOWN characters, counts the rest,
+    and stops the call (OutputFlood) past OUTPUT_LIMIT."""
+
+    def __init__(self):
+        self.kept, self.size = [], 0  # the characters kept to show; all the characters written
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.size < OUTPUT_SHOWN:  # everything written so far is kept, so size counts it
+            self.kept.append(text[:OUTPUT_SHOWN - self.size])
+        self.size += len(text)
+        if self.size > OUTPUT_LIMIT:
+            raise OutputFlood()
+        return len(text)
+
+    def text(self):
+        shown = ''.join(self.kept)
+        return shown + (f"... ({self.size:,} characters in all)" if self.size > len(shown) else '')
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """TimeLimit raised in whatever runs after `seconds` of wall time (POSIX: SIGALRM). Where
+    there is no alarm, the runner's parent still stops the whole process (checker.py)."""
+    if not hasattr(signal, 'setitimer'):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeLimit()
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------- describing things
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 40, 40, 6, 6
+BUILTIN = (int, float, str, bytes, list, tuple, dict, set, bool, type(None), complex)
+
+
+def kind_of(obj):
+    """'a str ('hello')', 'a list of 3 items', 'a Value (data=0.5)': what came back, without
+    calling any method the learner wrote (a repr of theirs could loop for ever)."""
+    name = type(obj).__name__
+    article = 'an' if name[:1].lower() in 'aeiou' else 'a'
+    if obj is None:
+        return 'None'
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return f"{article} {name} of {len(obj)} item{'s' * (len(obj) != 1)}"
+    if type(obj) in BUILTIN:
+        return f"{article} {name} ({_short.repr(obj)})"
+    if type(obj).__name__ == 'ndarray' and type(obj).__module__ == 'numpy':
+        return f"an array of shape {tuple(obj.shape)} ({obj.dtype})"
+    if hasattr(type(obj), 'data') or name == 'Value':
+        data = getattr(obj, 'data', None)
+        return f"a {name}" + (f" (data={data:.6g})" if type(data) in (int, float) else '')
+    return f"{article} {name}"
+
+
+def fmt_number(x):
+    if type(x) is float or type(x) is int:
+        return f"{x:.10g}"
+    return kind_of(x)
+
+
+def fmt(value, most=8):
+    """A number, a (nested) list of numbers or an array, compact: what a report prints."""
+    if type(value).__name__ == 'ndarray':
+        import numpy as np
+        with np.printoptions(precision=6, threshold=40, edgeitems=3, linewidth=100, suppress=True):
+            return np.array2string(value, separator=', ').replace('\n', '\n' + ' ' * 12)
+    if isinstance(value, (list, tuple)):
+        items = [fmt(v, most) for v in value[:most]]
+        more = f", ... ({len(value)} in all)" if len(value) > most else ''
+        return '[' + ', '.join(items) + more + ']'
+    return fmt_number(value)
+
+
+def where_in(exc, workspace):
+    """' (ex04_log.py line 12: return math.log(x), (1 / x,))': the learner's line an exception
+    came from, the last frame in a workspace file; '' if none."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.dirname(os.path.abspath(f.filename)) == workspace]
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.dirname(os.path.abspath(exc.filename)) == workspace:
+        return f" ({os.path.basename(exc.filename)} line {exc.lineno})"
+    if not frames:
+        return ''
+    f = frames[-1]
+    code = f" `{f.line.strip()[:70]}`" if f.line else ''
+    return f" ({os.path.basename(f.filename)} line {f.lineno}{code})"
+
+
+def exception_line(exc):
+    text = str(exc).split('\n')[0][:160]
+    return type(exc).__name__ + (f": {text}" if text else '')
+
+
+# ---------------------------------------------------------------------------- loading
+def clear_modules():
+    """Forget every learner module imported before (the runner checks many workspaces)."""
+    for name in [n for n in sys.modules if n[:2] == 'ex' and n[2:4].isdigit()]:
+        del sys.modules[name]
+
+
+def load(exercise, workspace, seconds=CASE_SECONDS):
+    """The learner's function of `exercise`, imported from `workspace` (and whatever of their
+    files it imports), or a Report saying why it cannot be: a syntax error, an exception or an
+    endless loop at import, a function renamed away."""
+    sink = Bounded()
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = sink
+    try:
+        with time_limit(seconds * 5):
+            module = importlib.import_module(exercise.stem)
+    except TimeLimit:
+        raise Report('fail', f"{exercise.filename} did not finish loading in {seconds * 5:g} s: "
+                             "is there an endless loop outside the function?") from None
+    except OutputFlood:
+        raise Report('fail', f"{exercise.filename} printed more than {OUTPUT_LIMIT:,} characters while "
+                             "loading: remove the print outside the function") from None
+    except BaseException as e:  # noqa: B902: the learner's file may raise anything, SystemExit too
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        raise Report('fail', f"{exercise.filename} does not load: {exception_line(e)}{where_in(e, workspace)}") from None
+    finally:
+        sys.stdout, sys.stderr = saved
+    fn = getattr(module, exercise.function, None)
+    if not callable(fn):
+        raise Report('fail', f"{exercise.filename} has no function {exercise.function}(): keep the stub's "
+                             f"line `def {exercise.function}({exercise.signature}):`")
+    return fn
+
+
+# ---------------------------------------------------------------------------- the check's tools
+class Check:
+    """One exercise's check in progress: the current case, and the tools to call the learner's
+    function and compare what it returns. The first failure raises a Report."""
+
+    def __init__(self, exercise, workspace, seconds=CASE_SECONDS):
+        self.exercise, self.workspace, self.seconds = exercise, workspace, seconds
+        self.label, self.inputs = '', ''
+        self.fixed = self.random = 0
+        self.printed = ''
+
+    # ---- cases
+    def case(self, label, inputs, fixed=True):
+        """Start a case: its label ('fixed 2' or 'random 3'), and its inputs as the report prints them."""
+        self.label, self.inputs, self.printed = label, inputs, ''
+        if fixed:
+            self.fixed += 1
+        else:
+            self.random += 1
+
+    @property
+    def cases(self):
+        return self.fixed + self.random
+
+    def summary(self):
+        return f"{self.cases} cases ({self.fixed} fixed, then {self.random} random)"
+
+    # ---- calling the learner
+    def call(self, fn, *args, name=None, hint=''):
+        """fn(*args) under the time limit, its prints kept aside; any failure is a Report (with
+        `hint` if it raised: what this case's exception usually means)."""
+        name = name or self.exercise.function
+        sink = Bounded()
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = sink
+        try:
+            with time_limit(self.seconds):
+                return fn(*args)
+        except TimeLimit:
+            self.fail_line(f"your {name}() did not finish within {self.seconds:g} s (an endless loop?)",
+                           hint="Look for a loop whose condition never changes, or one that walks a "
+                                "graph without remembering the nodes it has seen.")
+        except OutputFlood:
+            self.fail_line(f"your {name}() printed more than {OUTPUT_LIMIT:,} characters, and was stopped",
+                           hint="A print inside a loop: the check runs many cases, so remove it or "
+                                "print only while you debug one case.")
+        except NotImplementedError as e:
+            where = where_in(e, self.workspace)
+            if self.exercise.filename in where or not where:
+                raise Report('todo', f"not written yet: {self.exercise.filename} still raises "
+                                     "NotImplementedError") from None
+            self.fail_line(f"your {name}() calls an exercise not written yet{where}",
+                           hint="Write that exercise first: this one builds on it.")
+        except RecursionError as e:
+            self.fail_line(f"your {name}() raised RecursionError{where_in(e, self.workspace)}",
+                           hint="Python stops a function that calls itself about 1000 deep: keep "
+                                "your own stack in a list and loop, instead of recursing.")
+        except BaseException as e:  # noqa: B902: SystemExit from the learner is a failure too
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            self.fail_line(f"your {name}() raised {exception_line(e)}{where_in(e, self.workspace)}", hint=hint)
+        finally:
+            sys.stdout, sys.stderr = saved
+            self.printed = sink.text()
+
+    # ---- failing
+    def where(self):
+        return f"case {self.label!r}" if self.label else "loading"
+
+    def fail_line(self, line, hint=''):
+        """A failure said in one line (an exception, a wrong type), with the case's inputs."""
+        details = [('inputs', self.inputs)] if self.inputs else []
+        if self.printed:
+            details.append(('printed', self.printed))
+        raise Report('fail', f"{self.where()}: {line}", details, hint)
+
+    def fail(self, what, expected, got, difference=None, hint='', oracle=None, source=None):
+        """A wrong answer: the case's inputs, expected, got, largest difference, hint."""
+        source = source or self.exercise.real
+        details = [('inputs', self.inputs), ('compared', what),
+                   ('expected', f"{fmt(expected)}  (microgpt's own: {source})")]
+        if oracle is not None:
+            details.append(('oracle', f"{fmt(oracle[1])}  ({oracle[0]})"))
+        details.append(('yours', fmt(got)))
+        if difference is not None:
+            details.append(('largest difference', f"{difference:.3g}"))
+        if self.printed:
+            details.append(('printed', self.printed))
+        raise Report('fail', f"{self.where()}: {what} differs", details, hint)
+
+    # ---- checking what came back
+    def expect(self, ok, got, wanted, hint=''):
+        """Fail in one line unless `ok`: the learner returned `got` where `wanted` was due."""
+        if not ok:
+            self.fail_line(f"your {self.exercise.function}() returned {kind_of(got)}, expected {wanted}",
+                           hint=hint or "See the docstring for what to return.")
+
+    def number(self, got, wanted='a number'):
+        self.expect(is_number(got), got, wanted)
+        return float(got)
+
+    def numbers(self, got, n, wanted):
+        """A list or tuple of n plain numbers, as floats."""
+        self.expect(type(got) in (list, tuple) and len(got) == n and all(map(is_number, got)), got, wanted)
+        return [float(x) for x in got]
+
+    def compare(self, what, got, want, hint='', mistakes=(), oracle=None, tol=CLOSE, source=None):
+        """got against the project's `want` (and an oracle's (name, value[, tol])): numbers,
+        lists of them or arrays of the same shape. Fails with the hint of the first of
+        `mistakes` (label, value, hint) that got matches, else with `hint`."""
+        difference = largest_difference(got, want)
+        if difference is None or difference > tol * max(1.0, magnitude(want)):
+            hint = next((h for _, value, h in mistakes if agrees(got, value, tol)), hint)
+            self.fail(what, want, got, difference, hint, oracle, source)
+        if oracle is not None:
+            name, value = oracle[:2]
+            oracle_tol = oracle[2] if len(oracle) > 2 else FD_CLOSE
+            difference = largest_difference(got, value)
+            if difference is None or difference > oracle_tol * max(1.0, magnitude(value)):
+                hint = next((h for _, v, h in mistakes if agrees(got, v, tol)), hint)
+                self.fail(f"{what} (against {name})", want, got, difference, hint, oracle, source)
+
+
+def is_number(x):
+    return type(x) in (int, float) or (type(x).__module__ == 'numpy' and type(x).__name__.startswith('float'))
+
+
+def flat(value):
+    """(shape, [floats]) of a number, a nested list of numbers or an array; None if neither."""
+    if type(value).__name__ == 'ndarray':
+        return tuple(value.shape), [float(x) for x in value.ravel()]
+    if is_number(value):
+        return (), [float(value)]
+    if isinstance(value, (list, tuple)):
+        parts = [flat(v) for v in value]
+        if any(p is None for p in parts) or len({p[0] for p in parts}) > 1:
+            return None
+        return (len(value),) + (parts[0][0] if parts else ()), [x for p in parts for x in p[1]]
+    return None
+
+
+def largest_difference(got, want):
+    """max |got - want| over the entries; None if the shapes differ; inf where one is nan."""
+    g, w = flat(got), flat(want)
+    if g is None or w is None or g[0] != w[0]:
+        return None
+    most = 0.0
+    for a, b in zip(g[1], w[1]):
+        if a == b:  # equal infinities too
+            continue
+        d = abs(a - b)
+        most = max(most, d if d == d else math.inf)
+    return most
+
+
+def magnitude(value):
+    w = flat(value)
+    return max((abs(x) for x in w[1] if math.isfinite(x)), default=0.0) if w else 0.0
+
+
+def agrees(got, want, tol=CLOSE):
+    d = largest_difference(got, want)
+    return d is not None and d <= tol * max(1.0, magnitude(want))
+
+
+def fd_step(x):
+    """The step for x: FD_STEP relative to x's size (a step of 1e-5 is 1% of x = 0.001)."""
+    return FD_STEP * max(abs(x), 1e-2)
+
+
+def central_difference(f, x, h=None):
+    """(f(x + h) - f(x - h)) / 2h, the oracle for every derivative."""
+    h = fd_step(x) if h is None else h
+    return (f(x + h) - f(x - h)) / (2 * h)

@@ -1,0 +1,491 @@
+"""
+The exercises (microgpt/lab/exercises/, issue 29): the stubs, the checker, the workspace.
+
+What is proven here:
+  - every exercise file is a stub and a solution of the function its catalog entry names, in
+    the reading guide's order, linking a page of the web lab;
+  - the reference solutions pass every check (one subprocess for all twenty);
+  - for every exercise, a typical wrong solution written here fails on the case it should,
+    with the hint written for that slip (twenty workspaces, one subprocess);
+  - a learner's function that loops for ever, raises, prints a million lines, returns a string,
+    ends Python, or will not give way to the time limit is reported in one line, and the checker
+    carries on (status) or stops (check) as documented;
+  - start never overwrites a file, reset asks first, status says what passes;
+  - bad input (a path that is a file, not writable, inside the package; a number out of range;
+    a workspace of another version: a stub missing, renamed or extra) is one line, exit 2, and
+    changes nothing in the folder.
+"""
+
+import ast
+import os
+import sys
+import time
+
+import pytest
+
+from microgpt.lab import registry
+from microgpt.lab.__main__ import main as lab_main
+from microgpt.lab.exercises import catalog, checker, workspace
+from microgpt.programs import cli
+
+N = len(catalog.EXERCISES)
+
+
+# ---------------------------------------------------------------------------- helpers
+def make_workspace(path, solved=range(1, N + 1), files=None):
+    """A started workspace with the reference solutions of `solved` and `files` ({n: text})."""
+    workspace.start(str(path))
+    for n in solved:
+        (path / catalog.get(n).filename).write_text(catalog.solution_text(n))
+    for n, text in (files or {}).items():
+        (path / catalog.get(n).filename).write_text(text)
+    return str(path)
+
+
+def with_body(n, body):
+    """Exercise n's file with `body` (unindented lines) in place of the stub's raise."""
+    stub = catalog.stub_text(n)
+    raise_line = next(line for line in stub.split('\n') if 'raise NotImplementedError("' in line)
+    indent = raise_line[:len(raise_line) - len(raise_line.lstrip())]
+    return stub.replace(raise_line, '\n'.join(indent + line for line in body.strip('\n').split('\n')))
+
+
+def replaced(n, old, new):
+    """Exercise n's solution with one piece of it changed: a typical slip."""
+    text = catalog.solution_text(n)
+    assert old in text, f"exercise {n}'s solution no longer has {old!r}: update the test's slip"
+    return text.replace(old, new)
+
+
+def lab(argv, capsys, answers=None, monkeypatch=None):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, run in this process as
+    cli.run runs it (its learner code still runs in the checker's subprocess)."""
+    if answers is not None:  # what the learner types, then the end of input (Ctrl-D)
+        replies = iter(answers)
+
+        def typed(prompt=''):
+            print(prompt, end='')
+            try:
+                return next(replies)
+            except StopIteration:
+                raise EOFError from None
+        monkeypatch.setattr('builtins.input', typed)
+    with pytest.raises(SystemExit) as e:
+        cli.run(lab_main, ['exercises', *argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def snapshot(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+# ---------------------------------------------------------------------------- the catalog and its files
+@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
+def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
+    source = catalog.source(e.number)
+    assert e.filename == f'ex{e.number:02d}_{e.stem[5:]}.py' and catalog.STEM_PATTERN.match(e.filename)
+    assert source.startswith(f'"""\nExercise {e.number}') or source.startswith(f'"""\nExercise {e.number} ')
+    assert f"def {e.function}({e.signature}):" in source
+    assert f"exercises check {e.number}" in source  # the docstring says how to check it
+    stub, solution = catalog.stub_text(e.number), catalog.solution_text(e.number)
+    for text in (stub, solution):
+        tree = ast.parse(text)
+        assert [f.name for f in tree.body if isinstance(f, ast.FunctionDef)] == [e.function]
+        assert ast.get_docstring(tree.body[-1])  # the function says what it computes
+    assert 'raise NotImplementedError("' in stub and 'raise NotImplementedError("' not in solution
+    assert catalog.SOLUTION_START not in solution and catalog.SOLUTION_END not in stub
+    # the learner's file imports the standard library, numpy, and earlier exercises that it uses
+    for node in ast.walk(ast.parse(stub)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            name = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if name.startswith('ex'):
+                assert int(name[2:4]) in e.uses, f"{e.filename} imports {name}, not in its uses"
+            else:
+                assert name in ('math', 'numpy'), f"{e.filename} imports {name}"
+    assert all(d < e.number for d in e.uses)
+    assert e.page in dict(registry.pages()), f"{e.label} links /{e.page}, not a page of the lab"
+
+
+def test_the_path_follows_the_reading_guide():
+    """Engine, then the model on Values, then the numpy rung; train uses the first sixteen."""
+    rungs = [e.rung for e in catalog.EXERCISES]
+    assert rungs == sorted(rungs, key=['engine', 'model', 'numpy'].index)
+    assert N >= 15 and [e.number for e in catalog.EXERCISES] == list(range(1, N + 1))
+    functions = [e.function for e in catalog.EXERCISES]
+    for needed in ('mul', 'power', 'exp', 'log', 'relu', 'topological_order', 'backward', 'dot', 'linear',
+                   'softmax', 'rmsnorm', 'attention_head', 'gpt', 'name_loss', 'adam_step', 'probabilities',
+                   'linear_backward', 'softmax_backward', 'attention_backward'):
+        assert needed in functions
+    assert catalog.TRAIN_USES == tuple(range(1, 17))
+
+
+# ---------------------------------------------------------------------------- the reference solutions
+def test_the_reference_solutions_pass_every_check(tmp_path, measured):
+    ws = make_workspace(tmp_path / 'solved')
+    start = time.monotonic()
+    results = checker.check([(ws, list(range(1, N + 1)), False)])
+    seconds = time.monotonic() - start
+    failed = {n: r['line'] for (_, n), r in results.items() if r['status'] != 'pass'}
+    assert len(results) == N and not failed, failed
+    assert all(r['cases'] >= 4 for r in results.values())
+    measured(f"\n  `check` of all {N} reference solutions, one subprocess: {seconds:.2f} s")
+
+
+# ---------------------------------------------------------------------------- a typical slip per exercise
+# exercise -> (the wrong file, the case it must fail on, words of the hint it must give)
+SLIPS = {
+    1: (replaced(1, 'return a * b, (b, a)', 'return a * b, (a, b)'), "fixed 1", "swapped"),
+    2: (replaced(2, '(n * x ** (n - 1),)', '(n * x ** n,)'), "fixed 1", "drops by one"),
+    3: (replaced(3, 'return out, (out,)', 'return out, (1.0,)'), "fixed 2", "not 1"),
+    4: (replaced(4, '(1.0 / x,)', '(1.0,)'), "fixed 2", "A missing 1/x"),
+    5: (replaced(5, 'float(x > 0)', 'float(x >= 0)'), "fixed 3", "at exactly 0 microgpt picks 0"),
+    6: (with_body(6, '''
+order, seen = [], set()
+def visit(node):
+    if node not in seen:
+        seen.add(node)
+        for child in node._children:
+            visit(child)
+        order.append(node)
+visit(root)
+return order'''), "a chain of 3000", "keep your own stack"),
+    7: (replaced(7, 'child.grad += local * node.grad', 'child.grad = local * node.grad'), "a diamond",
+        "assigned instead of added"),
+    8: (replaced(8, 'sum(ai * bi for', 'sum(ai.data * bi.data for'), "fixed 1", "has no graph"),
+    9: (replaced(9, '[dot(w_row, x) for w_row in w]', '[dot([row[i] for row in w], x) for i in range(len(x))]'),
+        "fixed 1", "ROW o of w"),
+    10: (replaced(10, '(z - max_val).exp()', 'z.exp()'), "large logits", "Subtract the largest logit"),
+    11: (replaced(11, '(ms + eps) ** -0.5', 'ms ** -0.5'), "fixed 1", "Add eps inside the square root"),
+    12: (replaced(12, 'scale = len(q) ** -0.5', 'scale = 1.0'), "the Czech lesson", "sqrt(head_dim)"),
+    13: (replaced(13, "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]\n    x = rmsnorm(x)",
+                  "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]"),
+         "1 layer, 2 heads", "the embedding is normalised once"),
+    14: (replaced(14, 'return sum(losses) * (1.0 / n)', 'return sum(losses)'), "a name of 4 letters",
+         "MEAN over its positions"),
+    15: (replaced(15, 'bias1 = 1 - beta1 ** t\n    bias2 = 1 - beta2 ** t', 'bias1 = bias2 = 1.0'),
+         "one weight, 3 steps", "bias correction forgotten"),
+    16: (replaced(16, 'math.exp((l - top) / temperature)', 'math.exp(l / temperature)'), "large logits",
+         "largest logit subtracted first"),
+    17: (with_body(17, '''
+T, head_dim = q.shape
+weights = np.exp(q @ k.T * head_dim ** -0.5)
+weights /= weights.sum(axis=-1, keepdims=True)
+weights[np.triu(np.ones((T, T), dtype=bool), k=1)] = 0.0
+return weights @ v, weights'''), "the Czech lesson", "mask applied after the softmax"),
+    18: (replaced(18, 'return dy @ w, dy.T @ x', 'return dy @ w, x.T @ dy'), "one row", "dw has w's shape"),
+    19: (replaced(19, 'return p * (dp - (dp * p).sum(axis=-1, keepdims=True))', 'return p * dp'), "one row of 3",
+         "missing its row sum"),
+    20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
+         "the Czech lesson", "multiplied by"),
+}
+
+
+@pytest.fixture(scope='module')
+def slip_results(tmp_path_factory):
+    """Each exercise's slip in a workspace of its own (the reference solutions elsewhere), all
+    checked by one subprocess."""
+    jobs = []
+    for n, (text, _, _) in SLIPS.items():
+        folder = tmp_path_factory.mktemp(f'slip{n}')
+        jobs.append((make_workspace(folder, files={n: text}), [n], True))
+    return {n: r for (_, n), r in checker.check(jobs).items()}
+
+
+@pytest.mark.parametrize('n', sorted(SLIPS))
+def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, n):
+    _, case, hint = SLIPS[n]
+    result = slip_results[n]
+    assert result['status'] == 'fail', result
+    assert result['line'].startswith('case ') and case in result['line'].split(':')[0], result['line']
+    assert hint in result['hint'], (result['line'], result['hint'])
+    if result['line'].endswith('differs'):  # a wrong answer shows the case as the issue asks
+        labels = [label for label, _ in result['details']]
+        assert {'inputs', 'expected', 'yours', 'largest difference'} <= set(labels), labels
+
+
+def test_every_exercise_has_a_slip_and_the_checks_are_not_all_passing(slip_results):
+    """Negative control of the reference test: the same checker says no to each slip."""
+    assert sorted(slip_results) == list(range(1, N + 1))
+
+
+def test_a_second_classic_slip_of_the_order_and_of_rmsnorm(tmp_path):
+    order = with_body(6, '''
+seen, order, stack = set(), [], [root]
+while stack:
+    node = stack.pop()
+    if node not in seen:
+        seen.add(node)
+        order.append(node)
+        stack.extend(node._children)
+return order''')  # parents before children
+    rmsnorm = replaced(11, 'ms = sum(xi * xi for xi in x) / len(x)',
+                       'ms = sum(xi.data * xi.data for xi in x) / len(x)')  # the scale from .data
+    jobs = [(make_workspace(tmp_path / 'order', files={6: order}), [6], True),
+            (make_workspace(tmp_path / 'rms', files={11: rmsnorm}), [11], True)]
+    results = {n: r for (_, n), r in checker.check(jobs).items()}
+    assert "comes before its child" in results[6]['line'] and "Children before parents" in results[6]['hint']
+    assert "the gradient of x" in results[11]['line'] and "not from their .data" in results[11]['hint']
+
+
+# ---------------------------------------------------------------------------- hostile learner code
+HOSTILE_SECONDS = 1.0  # the time limit of one call, in these tests (2 s by default)
+HOSTILE = {
+    'loops': 'while True:\n    pass',
+    'raises': 'raise ValueError("boom")',
+    'floods': 'for i in range(1_000_000):\n    print("line", i)\nreturn a * b, (b, a)',
+    'a string': 'return "a * b"',
+    'exits': 'import os\nos._exit(3)',
+    'will not stop': 'import time\nwhile True:\n    try:\n        time.sleep(10)\n    except BaseException:\n        pass',
+}
+
+
+@pytest.fixture(scope='module')
+def hostile(tmp_path_factory):
+    """Each hostile mul() in its own workspace, with exercise 2 solved after it: status mode,
+    so the checker must carry on to exercise 2 whatever exercise 1 did."""
+    jobs, names = [], {}
+    for name, body in HOSTILE.items():
+        folder = tmp_path_factory.mktemp(name.replace(' ', '-'))
+        ws = make_workspace(folder, solved=[2], files={1: with_body(1, body)})
+        jobs.append((ws, [1, 2], False))
+        names[ws] = name
+    start = time.monotonic()
+    results = checker.check(jobs, seconds=HOSTILE_SECONDS, budget=2)
+    return {(names[w], n): r for (w, n), r in results.items()}, time.monotonic() - start
+
+
+@pytest.mark.parametrize('name, words', [
+    ('loops', f"did not finish within {HOSTILE_SECONDS:g} s"),
+    ('raises', "raised ValueError: boom (ex01_mul.py line"),
+    ('floods', "printed more than 100,000 characters"),
+    ('a string', "returned a str ('a * b')"),
+    ('exits', "the checking process ended while your mul() ran (exit status 3)"),
+    ('will not stop', "stopped after 2 s"),
+])
+def test_hostile_code_is_one_line_and_the_checker_carries_on(hostile, name, words):
+    results, _ = hostile
+    one = results[(name, 1)]
+    assert one['status'] == 'fail' and words in one['line'], one['line']
+    assert '\n' not in one['line'] and 'Traceback' not in one['line']
+    assert results[(name, 2)]['status'] == 'pass'  # status carries on
+
+
+def test_hostile_checks_take_their_time_limits_not_more(hostile, measured):
+    _, seconds = hostile
+    assert seconds < 30
+    measured(f"\n  six hostile mul()s, each followed by a passing exercise 2: {seconds:.1f} s")
+
+
+def test_a_thread_the_learner_leaves_running_does_not_hold_the_checker(tmp_path):
+    body = 'import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\nreturn a * b, (b, a)'
+    ws = make_workspace(tmp_path / 'w', solved=[2], files={1: with_body(1, body)})
+    start = time.monotonic()
+    results = checker.check([(ws, [1, 2], True)])
+    assert [r['status'] for r in results.values()] == ['pass', 'pass'] and time.monotonic() - start < 20
+
+
+def test_check_stops_at_the_first_exercise_not_passed(tmp_path, capsys):
+    ws = make_workspace(tmp_path / 'w', solved=[1, 3], files={2: with_body(2, 'raise KeyError("x")')})
+    status, out, err = lab(['check', '--dir', ws], capsys)
+    assert status == 1 and err == ''
+    assert '✓ exercise 1 (mul): passed' in out
+    assert "✗ exercise 2 (power): case 'fixed 1': your power() raised KeyError: 'x' (ex02_power.py line" in out
+    assert 'exercise 3' not in out.replace('check 3', '') and 'stopped at exercise 2' in out
+
+
+def test_a_file_that_does_not_load_is_one_line(tmp_path):
+    ws = make_workspace(tmp_path / 'w', files={1: catalog.stub_text(1).replace('def mul(a, b):', 'def mul(a, b)'),
+                                               2: catalog.solution_text(2).replace('def power(', 'def pow_('),
+                                               3: 'import math\nprint("hello")\nraise SystemExit(4)\n'})
+    results = {n: r for (_, n), r in checker.check([(ws, [1, 2, 3], False)]).items()}
+    line = catalog.stub_text(1).split('\n').index('def mul(a, b):') + 1
+    assert results[1]['line'].startswith('ex01_mul.py does not load: SyntaxError')
+    assert results[1]['line'].endswith(f'(ex01_mul.py line {line})')
+    assert results[2]['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
+    assert results[3]['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
+
+
+def test_a_slip_in_an_exercise_it_calls_is_named(tmp_path):
+    ws = make_workspace(tmp_path / 'w', files={8: SLIPS[8][0]})
+    result = checker.check([(ws, [9], True)])[(ws, 9)]
+    assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
+
+
+# ---------------------------------------------------------------------------- start, reset, status
+def test_start_writes_the_stubs_and_never_overwrites(tmp_path, capsys):
+    folder = tmp_path / 'ex'
+    status, out, _ = lab(['start', str(folder)], capsys)
+    assert status == 0 and f'wrote {N} exercises into' in out
+    assert sorted(os.listdir(folder)) == sorted([e.filename for e in catalog.EXERCISES] + [workspace.MANIFEST])
+    assert (folder / 'ex04_log.py').read_text() == catalog.stub_text(4)
+    (folder / 'ex04_log.py').write_text('# my log\n')
+    (folder / 'ex05_relu.py').unlink()
+    status, out, _ = lab(['start', str(folder)], capsys)
+    assert status == 0 and 'added 1 missing: ex05_relu.py' in out and f'kept the {N - 1}' in out
+    assert (folder / 'ex04_log.py').read_text() == '# my log\n'
+    status, out, _ = lab(['start', str(folder)], capsys)
+    assert 'nothing written' in out and (folder / 'ex04_log.py').read_text() == '# my log\n'
+    assert oct((folder / 'ex05_relu.py').stat().st_mode & 0o777) != oct(0o600)  # a plain file's permissions
+
+
+def test_reset_restores_only_after_confirmation(tmp_path, capsys, monkeypatch):
+    ws = make_workspace(tmp_path / 'w', solved=[3])
+    status, out, _ = lab(['reset', '3', '--dir', ws], capsys, answers=['n'], monkeypatch=monkeypatch)
+    assert status == 1 and 'left as it was' in out
+    assert (tmp_path / 'w' / 'ex03_exp.py').read_text() == catalog.solution_text(3)
+    status, out, _ = lab(['reset', '3', '--dir', ws], capsys, answers=['y'], monkeypatch=monkeypatch)
+    assert status == 0 and 'is the stub again' in out
+    assert (tmp_path / 'w' / 'ex03_exp.py').read_text() == catalog.stub_text(3)
+    status, out, _ = lab(['reset', '3', '--dir', ws], capsys)
+    assert status == 0 and 'is the stub already' in out
+    (tmp_path / 'w' / 'ex03_exp.py').write_text(catalog.solution_text(3))
+    assert lab(['reset', '3', '--dir', ws, '--yes'], capsys)[0] == 0
+    assert (tmp_path / 'w' / 'ex03_exp.py').read_text() == catalog.stub_text(3)
+
+
+def test_status_reflects_what_passes(tmp_path, capsys):
+    ws = make_workspace(tmp_path / 'w', solved=[1, 2, 3, 5], files={4: SLIPS[4][0]})
+    status, out, _ = lab(['status', '--dir', ws], capsys)
+    assert status == 0 and f'4 of {N} pass' in out
+    lines = {line.split()[1]: line for line in out.split('\n') if line.startswith('    ')}
+    assert all(lines[str(n)].lstrip().startswith('✓') for n in (1, 2, 3, 5))
+    assert lines['4'].lstrip().startswith('✗') and "case 'fixed 2'" in lines['4']
+    assert lines['6'].lstrip().startswith('·') and 'not written yet' in lines['6']
+    assert 'next: python -m microgpt.lab exercises check 4' in out
+    saved = workspace.Workspace.open(ws).results()  # what the web lab's page shows
+    assert saved['1']['status'] == 'pass' and saved['4']['status'] == 'fail' and saved['6']['status'] == 'todo'
+
+
+def test_solution_is_shown_only_when_asked(tmp_path, capsys):
+    status, out, _ = lab(['solution', '4'], capsys)
+    assert status == 0 and 'def log(x):\n    return math.log(x), (1.0 / x,)' in out
+    assert 'microgpt/engine.py, Value.log' in out
+    ws = make_workspace(tmp_path / 'w', solved=[])
+    status, out, _ = lab(['check', '4', '--dir', ws], capsys)
+    assert 'not written yet' in out and '1.0 / x' not in out  # a check never gives the answer away
+
+
+# ---------------------------------------------------------------------------- bad input
+def unwritable_folder(tmp_path):
+    """A folder this process cannot write in: read-only for a user; /sys/kernel for root, whom
+    permissions do not stop."""
+    if os.geteuid() == 0:
+        return '/sys/kernel'
+    folder = tmp_path / 'ro'
+    folder.mkdir()
+    folder.chmod(0o500)
+    return str(folder)
+
+
+def test_bad_places_are_one_line_and_exit_2(tmp_path, capsys):
+    a_file = tmp_path / 'notes.txt'
+    a_file.write_text('mine\n')
+    package = os.path.join(os.path.dirname(workspace.PACKAGE_DIR), 'microgpt', 'lab', 'my-exercises')
+    cases = [(['start', str(a_file)], 'is a file, not a folder'),
+             (['check', '--dir', str(a_file)], 'is a file, not a folder'),
+             (['start', package], 'is inside the microgpt package'),
+             (['start', unwritable_folder(tmp_path)], 'cannot write in'),
+             (['status', '--dir', str(tmp_path / 'none')], 'no exercises at'),
+             (['check', '--dir', str(tmp_path)], 'is not a folder of microgpt\'s exercises')]
+    for argv, words in cases:
+        status, out, err = lab(argv, capsys)
+        assert status == 2 and out == '' and err.startswith('error: ') and words in err, (argv, err)
+        assert err.count('\n') == 1, err
+    assert a_file.read_text() == 'mine\n' and not os.path.exists(package)
+
+
+@pytest.mark.parametrize('argv', [['check', '0'], ['check', str(N + 1)], ['solution', '99'], ['reset', '-1']])
+def test_a_number_out_of_range_is_one_line(argv, capsys):
+    status, out, err = lab(argv, capsys)
+    assert status == 2 and f'give an integer from 1 to {N}' in err and err.count('\n') == 1
+
+
+@pytest.mark.parametrize('change, words', [
+    ('missing', "ex07_backward.py is missing: run `python -m microgpt.lab exercises start"),
+    ('renamed', "ex07_my_backward.py looks like ex07_backward.py renamed: rename it back"),
+    ('extra', "ex21_gelu.py is not one of this version's exercises"),
+    ('version', "was made by another version of microgpt's exercises (version 0; this microgpt has version"),
+    ('damaged', "is not valid JSON (column 1): delete it and run `python -m microgpt.lab exercises start"),
+])
+def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, capsys, change, words):
+    folder = tmp_path / 'w'
+    ws = make_workspace(folder, solved=[1, 7])
+    if change == 'missing':
+        (folder / 'ex07_backward.py').unlink()
+    elif change == 'renamed':
+        (folder / 'ex07_backward.py').rename(folder / 'ex07_my_backward.py')
+    elif change == 'extra':
+        (folder / 'ex21_gelu.py').write_text('def gelu(x): ...\n')
+    elif change == 'version':
+        manifest = (folder / workspace.MANIFEST).read_text().replace(f'"version": {catalog.VERSION}', '"version": 0')
+        (folder / workspace.MANIFEST).write_text(manifest)
+    else:
+        (folder / workspace.MANIFEST).write_text('half a record')
+    before = snapshot(folder)
+    commands = [['check', '--dir', ws], ['status', '--dir', ws], ['train', '--dir', ws], ['reset', '1', '--dir', ws]]
+    if change != 'missing':
+        commands.append(['start', ws])  # start adds what is missing; it refuses the rest
+    for argv in commands:
+        status, out, err = lab(argv, capsys)
+        assert status == 2 and err.startswith('error: ') and words in err and err.count('\n') == 1, (argv, err)
+    assert snapshot(folder) == before
+
+
+def test_the_console_script_is_the_same_command(tmp_path):
+    import subprocess
+    script = os.path.join(os.path.dirname(sys.executable), 'microgpt-exercises')
+    if not os.path.exists(script):
+        pytest.skip("microgpt-exercises is not installed in this environment (pip install -e .)")
+    done = subprocess.run([script, 'start', str(tmp_path / 'w')], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and 'wrote 20 exercises' in done.stdout
+    done = subprocess.run([script, 'check', '99'], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith('error: ')
+
+
+# ---------------------------------------------------------------------------- the web lab's routes
+def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
+    from labserver import request
+    status, got, _ = request(server, 'POST', '/api/exercises', {})
+    assert status == 200 and got['workspace'] is None and len(got['exercises']) == N
+    assert all(e['result'] is None and e['page'] in dict(registry.pages()) for e in got['exercises'])
+    status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': 1})
+    assert status == 400 and 'started without --exercises DIR' in got['error']
+    status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': N + 1})
+    assert status == 400 and got['error'] == f"'number' is {N + 1}: give an integer in 1..{N}"
+
+
+def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ckpt, names_file, tmp_path):
+    from labserver import SHARED_POOL
+    from microgpt.edge.errors import UserError
+    from microgpt.lab.serve import make_server
+    with pytest.raises(UserError, match='no exercises at'):
+        make_server(tiny_ckpt, port=0, runs_dir=str(tmp_path / 'runs'), data=names_file, pool=SHARED_POOL,
+                    exercises=str(tmp_path / 'none'))
+
+
+# ---------------------------------------------------------------------------- documented
+def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
+    from conftest import REPO_DIR
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        guide = f.read()
+    section = guide.split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]
+    rows = [line for line in section.split('\n') if line.startswith('| ') and line[2:3].isdigit()]
+    assert len(rows) == N
+    for e, row in zip(catalog.EXERCISES, rows):
+        cells = [c.strip() for c in row.strip('|').split('|')]
+        assert cells[0] == str(e.number) and cells[1] == f'`{e.filename}`' and cells[2].startswith(f'`{e.function}(')
+        assert e.real.split(',')[0] in cells[3], (e.label, cells[3])
+        assert dict(registry.pages())[e.page] in cells[6], (e.label, cells[6])
+    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    assert 'python -m microgpt.lab exercises start' in readme and 'python -m microgpt.lab exercises check 1' in readme
+
+
+@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
+def test_each_exercise_points_at_a_lab_command_that_exists(e):
+    import shlex
+    from microgpt.lab.__main__ import parse_args
+    words = shlex.split(e.command)
+    assert words[:3] == ['python', '-m', 'microgpt.lab']
+    parse_args(words[3:])  # argparse exits (and fails the test) on a command or flag that is not there

@@ -1,0 +1,82 @@
+"""
+The web lab's Exercises page in a real browser (Playwright driving /usr/bin/chromium, as
+test_lab_browser.py does; its routes alone are tested in test_exercises.py).
+
+Without --exercises the page lists the path, each exercise linking the page that shows its idea,
+and runs nothing. With `serve --exercises DIR` it shows the results the
+command line saved in DIR, and its check button runs the checker (in its subprocess) and draws
+the report: the failing case, the hint. Skipped where Playwright or Chromium is missing.
+"""
+
+import threading
+from contextlib import contextmanager
+
+import pytest
+
+from chromium import quiet, skip_without_a_browser
+from labserver import SHARED_POOL
+from microgpt.lab import registry
+from microgpt.lab.exercises import catalog, checker, workspace
+from microgpt.lab.serve import make_server
+from test_exercises import SLIPS, make_workspace
+
+N = len(catalog.EXERCISES)
+
+
+@contextmanager
+def exercises_server(ckpt, runs_dir, data, exercises):
+    """The lab's server as `serve --exercises DIR` starts it, on a free port, in a thread."""
+    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, pool=SHARED_POOL, exercises=exercises)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.lab.runs.shutdown()
+        server.shutdown()
+        server.server_close()
+
+
+skip_without_a_browser()
+
+
+def test_the_page_lists_the_path_with_a_link_to_each_idea(server, window):
+    page = window(1280, 900)
+    page.goto(server.url + 'exercises')
+    page.wait_for_selector('body[data-drawn]', state='attached')
+    quiet(page)
+    rows = page.locator('#path tr[data-number]')
+    assert rows.count() == N
+    pages = dict(registry.pages())
+    links = page.locator('#path a.idea').evaluate_all('as => as.map(a => [a.getAttribute("href"), a.textContent])')
+    assert links == [[f'/{e.page}', pages[e.page]] for e in catalog.EXERCISES]
+    assert page.locator('button.check').count() == 0 and page.locator('#no-workspace').is_visible()
+    assert 'python -m microgpt.lab exercises start' in page.inner_text('#start')
+    assert page.errors == []  # (each linked page loads: test_lab_browser.py opens every page of the registry)
+
+
+def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_ckpt, names_file, tmp_path, window):
+    folder = tmp_path / 'mine'
+    ws = make_workspace(folder, solved=[1, 2, 3], files={4: SLIPS[4][0]})
+    saved = workspace.Workspace.open(ws)
+    saved.record({n: r for (_, n), r in checker.check([(ws, [1, 2], True)]).items()})  # as `check` leaves them
+    before = (folder / 'ex04_log.py').read_text()
+    with exercises_server(tiny_ckpt, tmp_path / 'runs', names_file, ws) as server:
+        page = window(1280, 900)
+        page.goto(server.url + 'exercises')
+        page.wait_for_selector('body[data-drawn]', state='attached')
+        status = page.locator('#path td.result').evaluate_all('tds => tds.map(td => td.dataset.status)')
+        assert status == ['pass', 'pass'] + ['none'] * (N - 2)
+        assert 'mine' in page.inner_text('#workspace')
+        page.click('button.check[data-number="4"]')
+        page.wait_for_selector('#report-row[data-number="4"][data-status="fail"]')
+        report = page.inner_text('#report')
+        assert "exercise 4 (log): case 'fixed 2': d out/d x differs" in report and 'A missing 1/x' in report
+        assert page.get_attribute('#path tr[data-number="4"] td.result', 'data-status') == 'fail'
+        page.click('button.check[data-number="5"]')
+        page.wait_for_selector('#report-row[data-number="5"][data-status]')
+        assert page.locator('#report-row').count() == 1  # the last check's report only, under its row
+        assert page.get_attribute('#path tr[data-number="5"] td.result', 'data-status') == 'todo'
+        assert page.errors == []
+    assert (folder / 'ex04_log.py').read_text() == before  # the page reads the learner's files, never writes them
+    assert workspace.Workspace.open(ws).results()['4']['status'] == 'fail'  # the command line sees it too

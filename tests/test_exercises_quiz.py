@@ -1,0 +1,88 @@
+"""
+The quiz (microgpt/lab/exercises/quiz.py): the lessons' exercises and questions accept the lessons'
+own answers, with their rounding and the way they write numbers, and refuse wrong ones.
+
+The right answers are computed here again where they are computed numbers (the softmax of the
+Czech lesson's scores, the cost ratio), so the quiz's constants are checked, not trusted.
+"""
+
+import math
+
+import pytest
+
+from microgpt.lab.exercises import quiz
+from microgpt.lab.exercises.lessons import CZECH_KEYS, CZECH_Q, CZECH_VALUES
+from test_exercises import lab
+
+# question -> (answers the lesson itself gives or would accept, wrong answers)
+ANSWERS = {
+    'czech-1': (['0.2, 0.8, 0.0, 0.1', '[0,2; 0,8; 0; 0,1]', '0.2 0.8 0 0.1'], ['0.309, 0.356, 0.444, 0.189', '0.2, 0.8']),
+    'czech-weights': (['0.309, 0.297, 0.394', '0.309, 0.297, 0.395', '[0,309; 0,297; 0,394]'],
+                      ['0.31, 0.30, 0.40', '0.485, 0.445, 0.730', '0.333, 0.333, 0.333']),
+    'czech-out3': (['0.309, 0.356, 0.444, 0.189'], ['0.309, 0.356, 0.444, 0.2', '0.2, 0.8, 0, 0.1']),
+    'czech-2': (['0.051', '0,051', '0.0506', '0.05'], ['0.297', '0.075', '0.06', 'six times']),
+    'czech-2b': (['0.874', '0,874'], ['0.395', '0.9']),
+    'czech-3': (['33554432', '33,554,432', '33 554 432'], ['33554431', '4096', '1048576']),
+    'czech-3b': (['64', '64 MiB', '64MiB'], ['128', '0.0625', '32']),
+    'czech-why-sqrt': (['b', 'B', 'b)', '(b)'], ['a', 'c', 'd', '']),
+    'czech-mask': (['b'], ['a']),
+    'czech-wo': (['c'], ['a', 'b']),
+    'russian-variance': (['64', '64.0'], ['8', '1']),
+    'russian-spread': (['32'], ['1024', '31.9']),
+    'russian-entropy': (['3', '3 bits'], ['8', '2.295']),
+    'russian-widget': (['a'], ['c']),
+    'russian-cost': (['0.67', '0,67', '0.667'], ['0.6', '0.7', '1.5']),
+    'russian-crossover': (['1536', '1,536', '1 536'], ['768', '1024']),
+    'russian-einsum': (['49152', '49,152'], ['3145728', '4096']),
+    'russian-einsum-macs': (['3,145,728', '3145728'], ['49152']),
+    '3d-first': (['1', '1.0', '1,0'], ['0', '0.5']),
+    '3d-heads': (['b'], ['a']),
+    '3d-mask': (['1'], ['0.5', '0']),
+}
+
+
+def test_every_question_is_tested_and_cites_its_lesson():
+    assert sorted(ANSWERS) == sorted(q.id for q in quiz.QUESTIONS)
+    for q in quiz.QUESTIONS:
+        assert any(q.lesson.startswith(lesson) for lesson in (quiz.CZECH, quiz.RUSSIAN, quiz.TUTORIAL))
+        assert q.see and q.why and ('python -m microgpt.lab' in q.see or 'web lab' in q.see)
+        assert (q.kind == 'choice') == bool(q.choices)
+
+
+@pytest.mark.parametrize('qid', sorted(ANSWERS))
+def test_the_lessons_answers_are_right_and_wrong_ones_are_not(qid):
+    q = quiz.get(qid)
+    right, wrong = ANSWERS[qid]
+    for answer in right:
+        assert quiz.grade(q, answer)[0], (qid, answer)
+    for answer in wrong:
+        assert not quiz.grade(q, answer)[0], (qid, answer)
+
+
+def test_the_computed_answers_are_what_the_lessons_numbers_give():
+    def softmax(z):
+        e = [math.exp(x - max(z)) for x in z]
+        return [x / sum(e) for x in e]
+    scores = [sum(a * b for a, b in zip(CZECH_Q[2], k)) / 2 for k in CZECH_KEYS]
+    weights = softmax(scores)
+    assert quiz.get('czech-weights').answer == pytest.approx(weights, abs=1e-8)
+    out3 = [sum(w * v[d] for w, v in zip(weights, CZECH_VALUES)) for d in range(4)]
+    assert quiz.get('czech-out3').answer == pytest.approx(out3, abs=1e-8)
+    ten = softmax([10 * s for s in [0.97 / 2, 0.89 / 2, 1.46 / 2]])  # the lesson's rounded scores, x10
+    assert quiz.get('czech-2').answer == pytest.approx(min(ten)) and quiz.get('czech-2b').answer == pytest.approx(max(ten))
+    assert quiz.get('czech-3').answer == 32 * 1024 * 1024 and quiz.get('czech-3b').answer * 2 ** 20 == 32 * 1024 * 1024 * 2
+    assert quiz.get('russian-cost').answer == pytest.approx(1024 / (2 * 768))
+    assert quiz.get('russian-einsum').answer * 64 == quiz.get('russian-einsum-macs').answer == 12 * 64 ** 3
+
+
+def test_the_quiz_command_grades_one_answer_and_asks_them_all(capsys, monkeypatch):
+    status, out, _ = lab(['quiz', 'czech-2', '0,051'], capsys)
+    assert status == 0 and 'right.' in out and 'why: ' in out and 'scaling' in out
+    status, out, _ = lab(['quiz', 'czech-2', '0.297'], capsys)
+    assert status == 1 and "not quite (read as 0.297): the lesson's answer is 0.051" in out
+    status, _, err = lab(['quiz', 'no-such'], capsys)
+    assert status == 2 and err.startswith("error: no question 'no-such'")
+    first = ANSWERS[quiz.QUESTIONS[0].id][0][0]
+    status, out, _ = lab(['quiz'], capsys, answers=[first, 'wrong', ''], monkeypatch=monkeypatch)
+    assert status == 0 and out.count('right.') == 1 and 'not quite' in out and 'skipped' in out
+    assert out.rstrip().endswith('1 of 3 right')  # the answers ran out: the quiz ends with the score

@@ -1,0 +1,95 @@
+"""
+`exercises train`, the payoff (microgpt/lab/exercises/trainer.py): microgpt trained with the
+learner's Value, blocks, gpt(), loss and Adam, beside its own engine.
+
+With the reference solutions, the learner's losses are the project engine's to 1e-12 for the same
+seed: checked against a run of microgpt's own training.train_step in this process, an oracle the
+subprocess never sees. With a wrong local derivative of log, the forward still agrees, so the
+first quantity that differs is a gradient at step 1, and that is what train says.
+A few steps each: the comparison is per step, so a few show it (300 steps is the command's default).
+"""
+
+import pytest
+
+from microgpt import training
+from microgpt.edge.data import load_docs, split_docs
+from microgpt.lab.exercises import catalog, checker
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.sampling import sample_names
+from microgpt.tokenizer import CharTokenizer
+from test_exercises import SLIPS, lab, make_workspace, with_body
+
+STEPS = 4
+SAME = 1e-12
+
+
+def events_of(ws, steps=STEPS, num_samples=0):
+    events = []
+    checker.train(ws, steps=steps, seed=42, lr=0.01, num_samples=num_samples, temperature=0.5,
+                  on_event=events.append)
+    return events
+
+
+def project_run(steps, seed=42, num_samples=0):
+    """microgpt's own run, in this process: the losses of training.train_step, and its names."""
+    docs = load_docs(None)
+    train_docs, _ = split_docs(docs, seed=seed)
+    tokenizer = CharTokenizer.from_docs(docs)
+    model = GPT(GPTConfig(tokenizer.vocab_size), seed=seed, tokenizer=tokenizer)
+    adam = Adam(model.params)
+    losses = [training.train_step(model, adam, training.doc_tokens(tokenizer, train_docs[s % len(train_docs)]),
+                                  training.learning_rate(0.01, s, steps)) for s in range(steps)]
+    return losses, sample_names(model, num_samples, 0.5, seed)
+
+
+def test_the_reference_solutions_train_exactly_as_microgpt(tmp_path):
+    events = events_of(make_workspace(tmp_path / 'w'), num_samples=3)
+    steps = [e for e in events if e['event'] == 'step']
+    losses, names = project_run(STEPS, num_samples=3)
+    assert [e['step'] for e in steps] == list(range(1, STEPS + 1))
+    assert max(abs(e['loss'] - want) for e, want in zip(steps, losses)) <= SAME
+    assert max(abs(e['project'] - want) for e, want in zip(steps, losses)) <= SAME
+    assert not [e for e in events if e['event'] in ('parted', 'failed')]
+    sampled = next(e for e in events if e['event'] == 'names')
+    assert sampled['yours'] == sampled['project'] == names
+
+
+def test_a_wrong_log_derivative_parts_at_step_1_in_a_gradient(tmp_path):
+    events = events_of(make_workspace(tmp_path / 'w', files={4: SLIPS[4][0]}), steps=2)
+    parted = [e for e in events if e['event'] == 'parted']
+    assert len(parted) == 1 and parted[0]['step'] == 1
+    assert parted[0]['quantity'].startswith('the gradient of ') and 'backward pass' in parted[0]['where']
+    steps = [e for e in events if e['event'] == 'step']
+    assert abs(steps[0]['loss'] - steps[0]['project']) <= SAME  # the forward is right: the loss agrees at step 1
+    assert abs(steps[1]['loss'] - steps[1]['project']) > 1e-6    # then the weights differ
+
+
+def test_a_wrong_adam_parts_in_the_weights(tmp_path):
+    events = events_of(make_workspace(tmp_path / 'w', files={15: SLIPS[15][0]}), steps=1)
+    parted = next(e for e in events if e['event'] == 'parted')
+    assert parted['step'] == 1 and parted['quantity'].endswith('after the update') and 'adam_step' in parted['where']
+
+
+def test_learner_code_that_fails_mid_run_is_one_line(tmp_path):
+    body = "raise ZeroDivisionError('my mistake')"
+    events = events_of(make_workspace(tmp_path / 'w', files={14: with_body(14, body)}), steps=2)
+    failed = [e for e in events if e['event'] == 'failed']
+    assert len(failed) == 1 and failed[0]['line'].startswith(
+        'step 1: your name_loss() raised ZeroDivisionError: my mistake (ex14_name_loss.py line')
+
+
+def test_the_train_command_prints_where_the_runs_part(tmp_path, capsys):
+    ws = make_workspace(tmp_path / 'w', files={4: SLIPS[4][0]})
+    status, out, err = lab(['train', '--dir', ws, '--steps', '2', '--num-samples', '2'], capsys)
+    assert status == 0 and err == ''
+    assert 'not passing: exercise 4 (log)' in out and 'training anyway' in out
+    assert 'where they part: step 1, the gradient of ' in out and 'names from your model' in out
+
+
+def test_train_needs_every_exercise_it_uses_written(tmp_path, capsys):
+    ws = make_workspace(tmp_path / 'w', solved=[n for n in range(1, 21) if n != 9])
+    status, out, err = lab(['train', '--dir', ws, '--steps', '1'], capsys)
+    assert status == 2 and err.startswith('error: train needs your exercises 1 to 16, and exercise 9 (linear) '
+                                          'is not written yet')
+    assert catalog.TRAIN_USES[-1] == 16
