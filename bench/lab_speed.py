@@ -70,7 +70,8 @@ def main():
         if os.path.exists(text):
             label, flags = TEXT_MODEL
             ckpt = os.path.join(tmp, 'text.json')
-            train.main(['--data', text, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0', *flags])
+            train.main(['--data', text, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0',
+                        *flags])
             server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
             threading.Thread(target=server.serve_forever, daemon=True).start()
             try:

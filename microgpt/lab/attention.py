@@ -10,7 +10,8 @@ and the Czech lesson's hand computation (docs/lessons.md says what each lesson s
 
 The model reads [BOS] + TEXT (a name), or TEXT itself, without BOS, for a model of running text
 (train.py --data-mode text: a window of up to block_size + 1 characters, of which it reads the
-first block_size). For the chosen query position i it prints, in the order the model computes them (microgpt/model.py, step 2 of gpt()):
+first block_size). For the chosen query position i it prints, in the order the model computes
+them (microgpt/model.py, step 2 of gpt()):
   1. q_i . k_j as head_dim products, one per dimension, for every visible key j <= i;
   2. the raw score, the score divided by sqrt(head_dim), the causal mask (a future key
      j > i is never scored, so it never gets a weight), and the softmax weights;

@@ -59,13 +59,14 @@ def compute(model, neighbours=3, ckpt=None):
     wte = model.weights['wte'][:n]                                # (n, n_embd): the rows read
     wpe = model.weights['wpe']                                    # (block_size, n_embd)
     labels = [token_label(tok, i) for i in range(n)]
-    coords, share = principal_components(wte)                     # (vocab_size, 2), (2,)
-    sim = cosine_matrix(wte)                                      # (vocab_size, vocab_size)
+    coords, share = principal_components(wte)                     # (n, 2), (2,)
+    sim = cosine_matrix(wte)                                      # (n, n)
     near = []
     for i in range(len(labels)):
         order = [j for j in np.argsort(-sim[i], kind='stable') if j != i][:neighbours]
         near.append([(labels[j], float(sim[i, j])) for j in order])
-    return {'n_embd': model.config.n_embd, 'data_mode': data_mode(ckpt), 'labels': labels, 'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
+    return {'n_embd': model.config.n_embd, 'data_mode': data_mode(ckpt), 'labels': labels,
+            'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
             'neighbours': near, 'wte_cosine': sim, 'wpe_cosine': cosine_matrix(wpe)}
 
 

@@ -9,12 +9,13 @@ Training runs started from the web lab's Training page: train.py in a subprocess
 The run is the learner's own `python train.py --out ...`, so the page watches the very program
 the terminal runs: on names (the server's --data, else the bundled ones), or on running text
 (--data-mode text on the server's --text file, else the text the checkpoint given at start was
-trained on), in windows of block_size + 1 characters, a batch of them a step. Progress comes from the JSON-lines log train.py writes beside the checkpoint
-({"step", "loss", "lr"} per step, {"step", "val_loss"} per evaluation), read from where the
-page last stopped reading. train.py saves the checkpoint every tenth of the run; each time
-it changes, a few names (or a line or two of running text) are sampled from it with sample.py's
-sampler, so the page can watch them improve. When the run ends (finished, or stopped with Stop) its checkpoint is added to
-the server's list, and the other pages can open it by its id, `run<n>`.
+trained on), in windows of block_size + 1 characters, a batch of them a step. Progress comes
+from the JSON-lines log train.py writes beside the checkpoint ({"step", "loss", "lr"} per step,
+{"step", "val_loss", "train_loss"} per evaluation), read from where the page last stopped
+reading. train.py saves the checkpoint every tenth of the run; each time it changes, a few names
+(or a line or two of running text) are sampled from it with sample.py's sampler, so the page can
+watch them improve. When the run ends (finished, or stopped with Stop) its checkpoint is added
+to the server's list, and the other pages can open it by its id, `run<n>`.
 
 RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
 apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
@@ -296,7 +297,8 @@ class RunManager:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
             model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
             if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
-                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, context(model, '', 'text')))}
+                start = context(model, '', 'text')
+                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, start))}
             else:
                 sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
         except UserError:

@@ -19,8 +19,8 @@ every seed. The web lab's Sampling page draws the same `compute`; `render` is th
 A model of running text (train.py --data-mode text) reads no BOS: the distribution is of the
 character after the prompt's last block_size characters (after a newline for an empty prompt,
 as sample.py starts), over the characters alone (BOS is never drawn in running text), and each
-setting draws --num continuations of --length characters through sampling.generate's sliding window:
-exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
+setting draws --num continuations of --length characters through sampling.generate's sliding
+window: exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
 import functools
