@@ -30,9 +30,11 @@ bench: $(VENV)/.installed
 	$(PY) bench/shakespeare.py
 	$(PY) bench/lab_speed.py
 
-# The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium).
+# The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium); and,
+# where README's running-text recipe has left out/shakespeare.json, its model's as lab-text-*.png.
 screenshots: $(VENV)/.installed-test
 	$(PY) tools/screenshots.py
+	if [ -f out/shakespeare.json ]; then $(PY) tools/screenshots.py --ckpt out/shakespeare.json --prefix lab-text; fi
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

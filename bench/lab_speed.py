@@ -9,7 +9,9 @@ training), served by `lab serve`'s own server in this process with its two worke
 warmed up as `lab serve` warms them, and driven by Playwright in Debian's Chromium: for each
 input (tests/labtimes.py lists them) the time from the input to the page's redraw, the page's
 pause for typing included. Prints, never asserts. The default model's share also runs in the
-test suite (tests/test_lab_pages_browser.py); the recipe's model takes tens of seconds.
+test suite (tests/test_lab_pages_browser.py); the recipe's model takes tens of seconds. Last,
+where ../shared/data/tinyshakespeare.txt is, a model of the Shakespeare recipe's shape: a
+prompt typed on the Sampling page, until its distribution and then its continuations are drawn.
 Data: ../shared/data/names.txt beside the checkout; skipped (exit 0) when it, Playwright or
 Chromium is absent.
 """
@@ -26,6 +28,11 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), os.path.join(REPO_DIR, 
 MODELS = [("train.py's default model", []),
           ("the names recipe's model (n_layer 4, n_embd 64)",
            ['--engine', 'numpy', '--n-layer', '4', '--n-embd', '64', '--n-head', '4'])]
+# README's running-text recipe's shape (4 x 128, block 64, 66 tokens: 811,520 weights) on tiny
+# shakespeare, for the pages that read running text; skipped where the text is absent
+TEXT_MODEL = ("the Shakespeare recipe's model of running text (n_layer 4, n_embd 128, block 64)",
+              ['--engine', 'numpy', '--data-mode', 'text', '--n-layer', '4', '--n-embd', '128', '--n-head', '4',
+               '--block-size', '64', '--batch-size', '12', '--val-size', '2000'])
 
 
 def main():
@@ -59,6 +66,23 @@ def main():
             finally:
                 server.shutdown()
                 server.server_close()
+        text = os.path.join(REPO_DIR, '..', 'shared', 'data', 'tinyshakespeare.txt')
+        if os.path.exists(text):
+            label, flags = TEXT_MODEL
+            ckpt = os.path.join(tmp, 'text.json')
+            train.main(['--data', text, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0',
+                        *flags])
+            server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            try:
+                for f in server.lab.pool.warm(ckpt):
+                    f.result()
+                print(labtimes.report(label, labtimes.interaction_times(server, browser, labtimes.ON_TEXT)))
+            finally:
+                server.shutdown()
+                server.server_close()
+        else:
+            print(f"\nlab_speed: no {text}: the model of running text is skipped")
         browser.close()
     return 0
 

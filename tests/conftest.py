@@ -122,3 +122,46 @@ def tiny_ckpt(tmp_path_factory, names_file):
                          '--eval-every', '0', '--num-samples', '0'])
     assert status == 0
     return str(out)
+
+
+# Running text with every character of tiny shakespeare's 65 (a newline among them), a few lines
+# of a play in its own layout: enough to train a model of running text on for a few steps.
+PLAY = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+        "SECOND CITIZEN:\nWould you proceed especially against Caius Marcius?\n\n"
+        "MENENIUS:\nWhy, masters, my good friends; mine honest neighbours, will you undo yourselves?\n"
+        "Quick: jolly zebras vex 3 big dwarfs & $kings; OXEN, YAK, JAY, QUIZ, VOW; HUGE PLUMB FIGHT!\n\n"
+        "ROMEO:\nWell-met, quoth the citizen's wife.\n\n")
+
+
+@pytest.fixture(scope='session')
+def play_file(tmp_path_factory):
+    """A UTF-8 file of PLAY, repeated: running text of 65 distinct characters."""
+    path = tmp_path_factory.mktemp('play') / 'play.txt'
+    path.write_text(PLAY * 12, encoding='utf-8')
+    return str(path)
+
+
+def train_text(out, data, block_size, *flags):
+    """A checkpoint of running text trained by train.py in a second or two (numpy engine)."""
+    from microgpt.programs import train
+    assert train.main(['--engine', 'numpy', '--data', data, '--data-mode', 'text', '--block-size',
+                       str(block_size), '--num-samples', '0', '--out', str(out), *flags]) == 0
+    return str(out)
+
+
+@pytest.fixture(scope='session')
+def text_ckpt(tmp_path_factory, play_file):
+    """A model of running text (--data-mode text), block_size 16, trained 30 steps on PLAY:
+    for checking that the lab reads it as train.py trained it."""
+    return train_text(tmp_path_factory.mktemp('text') / 'play.json', play_file, 16, '--steps', '30',
+                      '--n-embd', '16', '--n-head', '2', '--batch-size', '4', '--eval-every', '10')
+
+
+@pytest.fixture(scope='session')
+def wide_text_ckpt(tmp_path_factory, play_file):
+    """A model of running text at the Shakespeare recipe's block (64 positions), its vocabulary
+    (66 tokens) and its 4 heads, trained 3 steps: for the pages' layout, which depends on these
+    sizes, not on the training; narrow (n_embd 16, one layer), so that the Step page's scalar
+    engine takes a 63-position step in a fraction of a second."""
+    return train_text(tmp_path_factory.mktemp('wide') / 'play.json', play_file, 64, '--steps', '3',
+                      '--n-layer', '1', '--n-embd', '16', '--n-head', '4', '--eval-every', '0')

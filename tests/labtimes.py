@@ -5,7 +5,9 @@ test_lab_pages_browser.test_interaction_times prints it on a model of train.py's
 bench/lab_speed.py on that and on the names recipe's 4x64 model. A single change (a name
 pasted, a box set) is drawn at once, with no pause (lab.js's `debounced`); a name typed key by
 key is timed from its last key, which the page draws once the learner pauses. The Step page
-draws the numpy engine's step first, then the scalar engine's: both are timed.
+draws the numpy engine's step first, then the scalar engine's: both are timed; on a model of
+running text the Sampling page draws a typed prompt's distribution first, then its
+continuations: both are timed too.
 """
 
 import json
@@ -43,17 +45,26 @@ def phase_moved(p):
     return lambda: p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
 
 
-def typed(text, delay_ms=80):
-    """The learner types TEXT into #text, a key every delay_ms (a quick typist), after clearing
-    it; the time is counted from its last key (returned: the typing is the learner's own time)."""
+def typed(text, delay_ms=80, box='#text'):
+    """The learner types TEXT into the box (#text, or the Sampling page's #prompt), a key every
+    delay_ms (a quick typist), after clearing it; the time is counted from its last key
+    (returned: the typing is the learner's own time)."""
     def act(p):
-        p.fill('#text', '')
-        p.locator('#text').press_sequentially(text[:-1], delay=delay_ms)
+        p.fill(box, '')
+        p.locator(box).press_sequentially(text[:-1], delay=delay_ms)
         p.wait_for_timeout(delay_ms)
         start = time.perf_counter()
-        p.locator('#text').press(text[-1])
+        p.locator(box).press(text[-1])
         return start
     return act
+
+
+def continued(prompt):
+    """The Sampling page showing running text's continuations of PROMPT, none of an earlier
+    input's left greyed: the page settled."""
+    test = ("() => !document.getElementById('drawn').classList.contains('stale') && "
+            f"document.querySelector('#names pre.sample b')?.textContent === {json.dumps(prompt)}")
+    return lambda p: lambda: p.wait_for_function(test, timeout=120_000)
 
 
 def stepped(text):
@@ -96,6 +107,16 @@ def steps(on_the_model=False):
             for step in INPUTS.get(name, ())]
 
 
+# a model of running text (the Shakespeare recipe's; bench/lab_speed.py): the pages whose time
+# grows with it; the Sampling page draws the distribution for a typed prompt first, then its
+# continuations
+ON_TEXT = [('overview', "typed 'ROMEO:'", typed('ROMEO:'), shown('.position[data-position="5"] h3', 'reads :'), None),
+           ('attention', 'a text', lambda p: p.fill('#text', 'ROMEO:\nWhat say you?'), redraw(), None),
+           ('sampling', "typed 'ROMEO:'", typed('ROMEO:', box='#prompt'), shown('#context', 'ROMEO:'),
+            continued('ROMEO:'))]
+THEN = {'step': "then the scalar engine's step", 'sampling': 'then the continuations'}  # what follows a redraw
+
+
 def interaction_times(server, browser, steps):
     """[(page, what, seconds to the redraw, seconds to what follows it or None)]: from the input
     (a typed name's last key) to the redraw."""
@@ -121,6 +142,6 @@ def report(label, times):
     """The times as lines of text, for a printout."""
     lines = [f"\ninteraction times on {label}: from the input (a typed name's last key) to the redraw, in ms"]
     for name, what, drawn, then in times:
-        after = f"   then the scalar engine's step {then * 1000:5.0f}" if then is not None else ''
+        after = f"   {THEN[name]} {then * 1000:5.0f}" if then is not None else ''
         lines.append(f"  {name:<11} {what:<18} {drawn * 1000:6.0f}{after}")
     return '\n'.join(lines)

@@ -7,6 +7,7 @@ The attention numbers are checked against the port's captured arrays (another pa
 the same model) and the overview's loss against the scalar engine's training loss.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -190,6 +191,30 @@ def test_loss_reads_the_training_log(tiny_ckpt, capsys):
     assert main(['loss', log_of(tiny_ckpt), '--width', '30', '--height', '6']) == 0
     out = capsys.readouterr().out
     assert '60 training steps' in out and 'last validation loss' in out
+
+
+def test_each_evaluation_brings_its_training_loss_estimate(tiny_ckpt):
+    """train.py logs {step, val_loss, train_loss}: the training loss measured as the validation
+    loss is; lab loss keeps it beside the validation loss (None in a log written before it)."""
+    _, val = loss.read_log(log_of(tiny_ckpt))
+    records = [json.loads(line) for line in open(log_of(tiny_ckpt)) if 'val_loss' in line]
+    assert val == [(r['step'], r['val_loss'], r['train_loss']) for r in records]
+
+
+def test_several_logs_on_one_picture(tiny_ckpt, text_ckpt, tmp_path, capsys):
+    old = tmp_path / 'old.log.jsonl'  # a log of before the estimate: validation alone
+    old.write_text('{"step": 1, "loss": 3.0, "lr": 0.01}\n{"step": 2, "loss": 2.5, "lr": 0.01}\n'
+                   '{"step": 2, "val_loss": 2.9}\n')
+    d = loss.compute([log_of(tiny_ckpt), log_of(text_ckpt), str(old)], width=40, height=8)
+    assert [r['path'] for r in d['runs']] == [log_of(tiny_ckpt), log_of(text_ckpt), str(old)]
+    assert d['runs'][2]['val'] == [(2, 2.9, None)] and len(d['runs'][1]['val']) == 3  # every 10 of 30 steps
+    assert main(['loss', log_of(tiny_ckpt), log_of(text_ckpt), '--width', '40', '--height', '8']) == 0
+    out = capsys.readouterr().out
+    for path, (train, val, estimate) in zip((log_of(tiny_ckpt), log_of(text_ckpt)), loss.MARKS):
+        assert f"{path}: {train} training loss" in out and f"{val} validation loss" in out
+        assert f"{estimate} training loss measured alike" in out
+    status, _, err = run_lab(['loss', *[str(old)] * (len(loss.MARKS) + 1)], capsys)
+    assert status == 2 and f'at most {len(loss.MARKS)} on one picture' in err
 
 
 def test_running_mean_against_numpy():

@@ -16,7 +16,8 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 from labserver import live_server, post
-from chromium import skip_without_a_browser
+from chromium import quiet, skip_without_a_browser
+from pagelayout import check_layout
 from test_lab_browser import DRAWN, PAGES
 
 skip_without_a_browser()
@@ -63,6 +64,21 @@ def test_every_page_fits_its_window_and_the_header_is_whole(server, window, widt
         for part in ('nav a:last-child', '#config', '#ckpt'):  # nothing of it cut off at the right
             box = p.locator(part).evaluate(BOX)
             assert box[0] >= 0 and box[0] + box[2] <= width + 0.5, (name, part, box)
+    assert p.errors == []
+
+
+@pytest.mark.parametrize('width', [390, 1280])
+def test_no_table_is_cut_and_no_labels_overlap(server, window, width):
+    """tests/pagelayout.py's rules on every page of the default names model (the Step page's
+    section 6 headers ran together, '(scalar)numpy − scalar'); a 64-position model of running
+    text is tests/test_lab_text_browser.py's."""
+    p = window(width)
+    for name in PAGES:
+        open_page(p, server, name)
+        if name == 'step':
+            p.wait_for_selector('#result[data-engine="scalar"] #engines')
+        quiet(p)
+        check_layout(p, name, width)
     assert p.errors == []
 
 

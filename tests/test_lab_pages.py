@@ -352,7 +352,7 @@ def test_the_phases_printout_names_the_lines(model):
 
 # ---------------------------------------------------------------------------- the routes
 def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
-    from labserver import post
+    from labserver import post, request
     from microgpt.lab import embeddings, loss
     from microgpt.lab.workers import jsonable
     from microgpt.programs.run import log_path_for
@@ -366,7 +366,11 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     assert got['code']['lines'][0].lstrip().startswith('def gpt(')
     assert post(server, '/api/embeddings', {'neighbours': 2}) == jsonable(embeddings.compute(model, 2))
     want = jsonable(loss.compute(log_path_for(tiny_ckpt)))
-    assert post(server, '/api/loss', {}) == want and len(want['train']) == 60
+    assert post(server, '/api/loss', {}) == want and len(want['runs'][0]['train']) == 60
+    # the Loss page's other checkpoints, by id, drawn beside the chosen one: their logs, in order
+    assert post(server, '/api/loss', {'also': ['start']})['runs'] == want['runs'] * 2
+    status, answer, _ = request(server, 'POST', '/api/loss', {'also': ['run99']})
+    assert status == 404 and 'no checkpoint' in answer['error']
 
 
 @pytest.mark.parametrize('route, body, words', [

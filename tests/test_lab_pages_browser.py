@@ -278,12 +278,14 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
     assert page.locator('#near-table tr[data-label]').first.locator('td').count() == 3  # the char and 2
     assert page.errors == []
     open_page(page, server, 'loss')
-    want = post(server, '/api/loss', {})
+    want = post(server, '/api/loss', {})['runs'][0]
     assert page.get_attribute('#loss-chart', 'data-train-points') == str(len(want['train'])) == '60'
     assert page.locator('#stretch-table tr').count() == len(want['stretches']) + 1
     assert page.get_attribute('#loss-chart', 'data-val-points') == str(len(want['val'])) == '1'  # the last step's
     assert page.inner_text('#last-val') == f"{want['val'][-1][1]:.4f}"
-    assert values(page, '#loss-chart circle.val') == [v for _, v in want['val']]
+    assert values(page, '#loss-chart circle.val') == [v for _, v, _ in want['val']]
+    # each evaluation's training loss, measured alike, drawn beside its validation loss
+    assert values(page, '#loss-chart path.estimate') == [t for _, _, t in want['val']]
     assert page.errors == []
 
 

@@ -179,7 +179,7 @@ def test_a_training_run_streams_its_log_and_its_checkpoint_opens(server):
     path = server.lab.checkpoints.path(ckpt_id)
     train, val = loss.read_log(path[:-len('.json')] + '.log.jsonl')
     assert [(r['step'], r['loss'], r['lr']) for r in records if 'loss' in r] == train
-    assert [(r['step'], r['val_loss']) for r in records if 'val_loss' in r] == val and val
+    assert [(r['step'], r['val_loss'], r['train_loss']) for r in records if 'val_loss' in r] == val and val
     # the smoothed curve is lab loss's running mean, however the log was cut into polls
     assert smooth == [[s, m] for (s, _, _), m in
                       zip(train, loss.running_mean([l for _, l, _ in train], loss.smoothing_window(30)))]
@@ -283,7 +283,7 @@ def test_broken_requests_get_a_json_4xx_and_the_server_goes_on(server, method, p
     ({'text': TEXT, 'head': 7}, 'out of range'),
     ({'text': TEXT, 'query': 99}, 'out of range'),
     ({'text': TEXT, 'temperature': 0}, "'temperature'"),
-    ({'text': 'e' * 500}, 'characters long'),
+    ({'text': 'e' * 2000}, 'characters long'),
     ({}, "needs the field 'text'"),
 ])
 def test_bad_attention_requests_get_the_lab_message(server, body, words):

@@ -67,6 +67,12 @@ MAX_MANY = 16               # values of a list parameter (--temperatures) in one
 MAX_TOP = 1000              # most likely characters per position: more bars than any screen shows
 MAX_LAB_NAMES = 100         # names `lab sample` and the Sampling page draw per setting (sample.py's
                             # own --num goes to MAX_NAMES: a file of names, not a table)
+MAX_WINDOW = 1025           # characters of a window of running text (or a prompt) in a request: a
+                            # block of up to 1024 positions and its next character (a name: MAX_TEXT)
+MAX_LAB_LENGTH = 2000       # characters of one continuation `lab sample` draws (sample.py's --length
+                            # goes to MAX_LENGTH: a stream to read, not a page)
+MAX_LAB_CHARACTERS = 10_000  # characters of running text one `lab sample` draws in all: about 20 s
+                             # of the Shakespeare recipe's model, one character a forward pass
 MAX_LR = 1e3                # one step's learning rate (lab step); above about 1 the loss goes up,
                             # and the page says so
 MAX_VECTOR = 200            # characters of one typed vector (by hand): eight numbers with room to spare
@@ -86,6 +92,9 @@ RUN_LIMITS = {
     'batch_size': (1, 256, 1),   # names per step; more than one is the numpy engine's strength
 }
 RUN_LR_LIMITS = (1e-5, 1.0, 0.01)  # the same for --lr; the default is train.py's
+# A run of running text may be as large as README's Shakespeare recipe (4 x 128, block 64, batch
+# 12: a minute or two for 1000 steps on the numpy engine)
+TEXT_RUN_LIMITS = {**RUN_LIMITS, 'n_embd': (2, 128, 16), 'block_size': (2, 256, 16)}
 
 
 def parameter_count(config):

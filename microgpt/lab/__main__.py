@@ -61,7 +61,8 @@ def add_sandbox(commands, s):
         if p.cli and p.positional:
             add_param(c, p)
     if s.model == 'log':
-        c.add_argument('logfile', metavar='LOGFILE', help="a training log, e.g. out/model.log.jsonl")
+        c.add_argument('logfile', metavar='LOGFILE', nargs='+',
+                       help="a training log, e.g. out/model.log.jsonl; several are drawn side by side")
     if s.model in ('numpy', 'scalar'):
         g = c.add_argument_group('model')
         g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
@@ -106,6 +107,10 @@ def add_serve(commands):
                    help="folder for the page's runs, one numbered subfolder each (default out/lab-runs)")
     g.add_argument('--data', metavar='PATH',
                    help="names to train on, one per line (default: the bundled census first names)")
+    g.add_argument('--text', metavar='PATH',
+                   help="running text to train on in the page's text mode, e.g. tinyshakespeare.txt "
+                        "(default: the text the --ckpt model was trained on, if it is a model of "
+                        "running text and the file is still there)")
     c.add_argument_group('exercises (the Exercises page)').add_argument(
         '--exercises', metavar='DIR',
         help="your folder of exercises (`lab exercises start DIR`): the page shows their last results and "
@@ -163,7 +168,9 @@ def run_sandbox(s, args):
         else:
             data = module.compute(model, ckpt=ckpt, **params)
     elif s.model == 'log':
-        data, source = module.compute(args.logfile, **params), f"training log {args.logfile}"
+        params.pop('also', None)  # the web page's: the command line names its logs itself
+        data = module.compute(args.logfile, **params)
+        source = f"training log {args.logfile[0]}" if len(args.logfile) == 1 else "training logs"
     else:
         data, source = module.compute(**params), s.name
     text = '\n'.join(head + [module.render(data)])

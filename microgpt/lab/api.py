@@ -27,7 +27,7 @@ from ..edge.errors import UserError
 from ..edge.limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
 from ..programs.run import log_path_for
 from . import registry
-from .loading import trained_lr
+from .loading import example_text, trained_lr
 from .workers import MODELS, ApiError, Pool
 
 
@@ -170,6 +170,7 @@ class Checkpoints:
             c = model.config
             entry = {'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
                      'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
+                     'example': example_text(ckpt),  # what the pages' text box starts with
                      # a converted checkpoint has no log beside it: the Loss page says so, asking nothing
                      'log': os.path.isfile(log_path_for(path)),
                      'config': {k: getattr(c, k) for k in
@@ -230,6 +231,8 @@ class Lab:
         if s.model is not None:
             ckpt_id = read_param(body, registry.Param('ckpt', str, 'start'))
             path, n_head = self.checkpoints.path(ckpt_id), self.checkpoints.head_count(ckpt_id)
+        if s.model == 'log':  # the chosen checkpoint's log, and those of the others asked beside it
+            path = [path] + [self.checkpoints.path(other) for other in params.pop('also', ())]
         with self.turn(name) if s.waits_its_turn(params) else nullcontext(), slot():
             return self.pool.compute(name, path, n_head, params)
 

@@ -8,8 +8,10 @@ and the Czech lesson's hand computation (docs/lessons.md says what each lesson s
     python -m microgpt.lab attention anna --no-scale         # what if q.k were not / sqrt(d)?
     python -m microgpt.lab attention anna --png heads.png    # a heatmap per head
 
-The model reads [BOS] + TEXT. For the chosen query position i it prints, in the order the
-model computes them (microgpt/model.py, step 2 of gpt()):
+The model reads [BOS] + TEXT (a name), or TEXT itself, without BOS, for a model of running text
+(train.py --data-mode text: a window of up to block_size + 1 characters, of which it reads the
+first block_size). For the chosen query position i it prints, in the order the model computes
+them (microgpt/model.py, step 2 of gpt()):
   1. q_i . k_j as head_dim products, one per dimension, for every visible key j <= i;
   2. the raw score, the score divided by sqrt(head_dim), the causal mask (a future key
      j > i is never scored, so it never gets a weight), and the softmax weights;
@@ -25,7 +27,7 @@ itself against the weights the port's forward pass captured.
 import numpy as np
 
 from ..edge.errors import UserError
-from .loading import text_tokens
+from .loading import data_mode, text_tokens
 from .render import MASKED, bar, number, shade, table, token_label
 from .rowstats import row_statistics, softmax
 
@@ -94,7 +96,7 @@ def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0)
     }
 
 
-def check_choice(model, token_ids, layer, head, query):
+def check_choice(model, token_ids, layer, head, query, mode='lines'):
     """The query position (default: the last), after checking every choice is in range."""
     c, T = model.config, len(token_ids)
     if not 0 <= layer < c.n_layer:
@@ -106,8 +108,9 @@ def check_choice(model, token_ids, layer, head, query):
     if query is None:
         return T - 1
     if not 0 <= query < T:
-        raise UserError(f"--query {query} is out of range: [BOS] + TEXT has positions 0..{T - 1} "
-                        "(0 is BOS)")
+        what = "TEXT has" if mode == 'text' else "[BOS] + TEXT has"
+        raise UserError(f"--query {query} is out of range: {what} positions 0..{T - 1}"
+                        + ("" if mode == 'text' else " (0 is BOS)"))
     return query
 
 
@@ -127,8 +130,9 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
     statistics without and with the scaling: what the printout and the web page both show."""
     if not (np.isfinite(temperature) and temperature > 0):
         raise UserError(f"--temperature must be a finite number > 0, got {temperature}")
-    token_ids = text_tokens(model, text)
-    query = check_choice(model, token_ids, layer, head, query)
+    mode = data_mode(ckpt)
+    token_ids = text_tokens(model, text, mode)
+    query = check_choice(model, token_ids, layer, head, query, mode)
     view = head_view(model, token_ids, layer, head, query, scale, temperature)
     head_dim = model.config.head_dim
     row_statistics(view['raw'])  # the model's own scores must fit a float's arithmetic (see run)
@@ -137,7 +141,7 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
         # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
         with np.errstate(invalid='ignore', over='ignore'):
             stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
-    view.update(text=text, layer=layer, head=head, query=query, scale=scale, temperature=temperature,
+    view.update(text=text, data_mode=mode, layer=layer, head=head, query=query, scale=scale, temperature=temperature,
                 head_dim=head_dim, n_head=model.config.n_head,
                 scaled=view['raw'] * (head_dim ** -0.5 if scale else 1.0),  # (t,)
                 labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
@@ -152,7 +156,9 @@ def render(view):
     T, t, head_dim = len(labels), query + 1, view['head_dim']
     dims = [f'd{d}' for d in range(head_dim)]
 
-    lines = [f"text {text!r}: {T} position{'s' * (T != 1)}, the model reads BOS first",
+    reads = ("running text, no BOS: the model reads its characters" if view.get('data_mode') == 'text'
+             else "the model reads BOS first")
+    lines = [f"text {text!r}: {T} position{'s' * (T != 1)}, {reads}",
              table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
              f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): "
              f"{_keys(0, query)} visible, " + (f"{_keys(query + 1, T - 1)} in the future" if t < T else

@@ -10,16 +10,18 @@ most, found with an SVD of the centred rows) and drawn as a terminal scatter plo
 marked: a trained model tends to put characters that can stand in the same places near each
 other. Then each character's nearest neighbours by cosine similarity, in all n_embd
 dimensions (the plot's two may mislead), and the cosine similarity of every pair of wpe
-rows: neighbouring positions tend to get similar embeddings.
+rows: neighbouring positions tend to get similar embeddings. A model of running text never reads
+BOS (train.py --data-mode text), so its row, still as initialised, is left out.
 
 `embedding_view` computes and returns the numbers; `render` prints them.
 """
 
 import numpy as np
 
+from .loading import data_mode
 from .render import number, table, token_label
 
-VOWELS = set('aeiouy')  # y counted as a vowel, as it mostly is at the end of names
+VOWELS = set('aeiouyAEIOUY')  # y counted as a vowel, as it mostly is at the end of names
 VOWEL_MARK = '°'
 
 
@@ -53,16 +55,18 @@ def compute(model, neighbours=3, ckpt=None):
     """What the command shows, for a NumpyGPT: the wte projection, each row's nearest
     `neighbours` rows by cosine similarity, and the wte and wpe similarity matrices."""
     tok = model.tokenizer
-    wte = model.weights['wte']                                    # (vocab_size, n_embd)
+    n = tok.bos if data_mode(ckpt) == 'text' else model.config.vocab_size  # running text: no BOS row
+    wte = model.weights['wte'][:n]                                # (n, n_embd): the rows read
     wpe = model.weights['wpe']                                    # (block_size, n_embd)
-    labels = [token_label(tok, i) for i in range(model.config.vocab_size)]
-    coords, share = principal_components(wte)                     # (vocab_size, 2), (2,)
-    sim = cosine_matrix(wte)                                      # (vocab_size, vocab_size)
+    labels = [token_label(tok, i) for i in range(n)]
+    coords, share = principal_components(wte)                     # (n, 2), (2,)
+    sim = cosine_matrix(wte)                                      # (n, n)
     near = []
     for i in range(len(labels)):
         order = [j for j in np.argsort(-sim[i], kind='stable') if j != i][:neighbours]
         near.append([(labels[j], float(sim[i, j])) for j in order])
-    return {'n_embd': model.config.n_embd, 'labels': labels, 'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
+    return {'n_embd': model.config.n_embd, 'data_mode': data_mode(ckpt), 'labels': labels,
+            'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
             'neighbours': near, 'wte_cosine': sim, 'wpe_cosine': cosine_matrix(wpe)}
 
 
@@ -84,7 +88,8 @@ def scatter(labels, coords, vowel, width=64, height=22):
 def render(v):
     lines = [f"wte: {len(v['labels'])} rows of {v['n_embd']} numbers, projected on their two "
              f"principal components (they hold {v['share'][0]:.0%} and {v['share'][1]:.0%} of the spread)",
-             f"  → pc1, ↑ pc2; {VOWEL_MARK} marks a vowel, ^ is BOS", '']
+             f"  → pc1, ↑ pc2; {VOWEL_MARK} marks a vowel" + (
+                 " (running text: BOS, never read, is left out)" if v.get('data_mode') == 'text' else ", ^ is BOS"), '']
     lines += scatter(v['labels'], v['coords'], v['vowel'])
     lines += ['', "nearest neighbours by cosine similarity, in all dimensions"]
     rows = [[label + (VOWEL_MARK if is_vowel else '')] +

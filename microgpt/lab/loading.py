@@ -5,9 +5,11 @@ The trained model the lab looks at, and the text a learner hands it.
 how it was trained), and builds from it the numpy port (src/inference, kind 'numpy'), whose
 forward pass can return every intermediate array, or microgpt's own GPT of Values (kind
 'scalar'), which `step` trains. A sandbox's compute() gets the model, and the record as `ckpt`
-where it needs to know more than the weights. `text_tokens` turns TEXT into the token ids the
-model reads, [BOS] + the characters, with one-line errors for what the model cannot read. Every
-model command starts here; attention.py and overview.py run their arithmetic under `no_overflow`.
+where it needs to know more than the weights. `read_text` turns TEXT into what the model reads
+and what it should predict at each position, as train.py trained it (a name: [BOS] + the
+characters, then BOS; running text: a window of the stream, no BOS anywhere), with one-line errors
+for what the model cannot read. Every model command starts here; attention.py and overview.py
+run their arithmetic under `no_overflow`.
 """
 
 import contextlib
@@ -16,6 +18,7 @@ from typing import NamedTuple
 
 from ..edge.checks import encode, is_finite_number, short
 from ..edge.errors import UserError
+from ..edge.files import read_head
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 
@@ -83,16 +86,63 @@ def describe(path, model):
             f"head_dim={c.head_dim} block_size={c.block_size} vocab_size={c.vocab_size}")
 
 
-def text_tokens(model, text):
-    """[BOS] + TEXT's ids, which must fit in the model's block of positions.
+def data_mode(ckpt):
+    """'lines' (names, one a line) or 'text' (running text): what the model was trained on. A
+    sandbox called without its record (a test, a script) reads names, the lab's first subject."""
+    return 'lines' if ckpt is None else ckpt.data_mode
 
-    The model reads BOS first, exactly as in training, so position 0 is BOS and the text's
-    first character is position 1.
+
+class Reading(NamedTuple):
+    ids: list      # what the model reads, position by position
+    targets: list  # the true next token at each position; None where the text ends first
+
+
+def read_text(model, text, mode='lines'):
+    """TEXT as train.py trained this model on it: what the model reads and what comes next.
+
+    A name ('lines'): [BOS] + its characters, and at each position the next one, BOS after the
+    last (the name ends); at most block_size - 1 characters. Running text ('text'): a window of
+    the stream, at most block_size + 1 characters, no BOS anywhere: the model reads the first
+    block_size and at each position the target is the next character; a window shorter than
+    that leaves its last position without a target (what comes next is not in the text).
     """
     ids = encode(model.tokenizer, text)  # an unknown character is a UserError naming it
-    limit = model.config.block_size - 1  # one position goes to BOS
+    block_size = model.config.block_size
+    if mode == 'text':
+        if not ids:
+            raise UserError("TEXT is empty: give at least one character of running text")
+        if len(ids) > block_size + 1:
+            raise UserError(f"TEXT has {len(ids)} characters, but a window of this model holds at most "
+                            f"block_size + 1 = {block_size + 1}: it reads {block_size} and predicts the "
+                            "character after each")
+        return Reading(ids[:block_size], ids[1:] + [None] * (len(ids) <= block_size))
+    limit = block_size - 1  # one position goes to BOS
     if len(ids) > limit:
         raise UserError(f"TEXT {short(text)} has {len(ids)} characters, but this model's block of "
-                        f"{model.config.block_size} positions (one of them BOS) leaves room for "
-                        f"at most {limit}")
-    return [model.tokenizer.bos] + ids
+                        f"{block_size} positions (one of them BOS) leaves room for at most {limit}")
+    return Reading([model.tokenizer.bos] + ids, ids + [model.tokenizer.bos])
+
+
+def example_text(ckpt, default='anna'):
+    """What the pages put in their text box to start: `default` (a name) for a names model; for
+    a model of running text, the first lines of its training data that fit one window (block_size
+    + 1 characters: "First Citizen:\nBefore we proceed any further, hear me speak.\n\n" for
+    tiny shakespeare), read from the file the checkpoint names; where that cannot be read, the
+    default if the model knows its characters, else its first characters."""
+    tok, window = ckpt.tokenizer, ckpt.config.block_size + 1
+    if ckpt.data_mode != 'text':
+        return default
+    run = (ckpt.train_state or {}).get('run')
+    data = run.get('data') if isinstance(run, dict) else None
+    head = read_head(data, 4 * window) if isinstance(data, str) else None  # UTF-8: 4 bytes a character at most
+    text = head.decode('utf-8', errors='ignore').replace('\r\n', '\n')[:window] if head else ''
+    if '\n' in text[:-1] and len(text) == window:
+        text = text[:text.rindex('\n', 0, window) + 1]  # whole lines, as many as fit
+    if text and all(ch in tok.stoi for ch in text):
+        return text
+    return default if all(ch in tok.stoi for ch in default) else ''.join(tok.chars[:8])
+
+
+def text_tokens(model, text, mode='lines'):
+    """What the model reads of TEXT (read_text's ids): [BOS] + a name, or a window of text."""
+    return read_text(model, text, mode).ids

@@ -1,15 +1,20 @@
 """
-The training and validation loss curves of a run, from the log train.py writes.
+The training and validation loss curves of a run, or of several side by side, from the logs
+train.py writes.
 
     python -m microgpt.lab loss out/model.log.jsonl
     python -m microgpt.lab loss out/model.log.jsonl --png loss.png
+    python -m microgpt.lab loss out/a.log.jsonl out/b.log.jsonl   # two runs on one picture
 
 train.py appends one JSON line per step, {"step": s, "loss": l, "lr": r}, and one per
-evaluation, {"step": s, "val_loss": v}. Each training loss is measured on ONE name, so the
-raw curve is noisy; the chart therefore shows a running mean over about a twentieth of the
-run, and the table the mean over equal tenths of it, beside the learning rate and the
-validation loss measured in that stretch.
-A falling training loss with a validation loss that stops falling (or rises) is overfitting.
+evaluation, {"step": s, "val_loss": v, "train_loss": t}: the validation loss, and the training
+loss measured the same way on as many tokens of the training data (older logs have no
+train_loss). Each step's loss is measured on one batch, so the raw curve is noisy; the chart
+therefore shows a running mean over about a twentieth of the run, and the table the mean over
+equal tenths of it, beside the learning rate and the losses measured in that stretch.
+A training loss that goes on falling while the validation loss stops (or rises) is overfitting:
+the evaluation's two numbers, measured alike, show the gap without the running mean's lag.
+Several logs are drawn on one picture, each with its own marks and its name.
 """
 
 import math
@@ -21,11 +26,14 @@ from ..edge.files import parse_json
 from ..programs.runlog import log_path_for, log_record_problem
 from .render import line_chart, table
 
-TRAIN, VAL = '•', 'o'  # chart markers; validation is drawn last, so it stays visible
+# chart markers of each run (its running mean, its validation loss, its training-loss estimate),
+# the first run's first; validation is drawn last, so it stays visible
+MARKS = [('•', 'o', '^'), ('+', 'x', 'v'), ('·', '#', '>'), ('-', '@', '<'), (':', '%', '*'), ('~', '&', '=')]
 
 
 def read_log(path):
-    """(train [(step, loss, lr)], val [(step, val_loss)]) from a train.py log, checked.
+    """(train [(step, loss, lr)], val [(step, val_loss, train_loss or None)]) from a train.py
+    log, checked.
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it. Every number
@@ -54,7 +62,8 @@ def read_log(path):
             train.append((record['step'], float(record['loss']),
                           float(record['lr']) if 'lr' in record else None))
         else:
-            val.append((record['step'], float(record['val_loss'])))
+            estimate = record.get('train_loss')  # the training loss measured as val_loss is
+            val.append((record['step'], float(record['val_loss']), None if estimate is None else float(estimate)))
     if not train:
         raise UserError(f"{path} holds no training steps: train for a few steps first")
     return train, val
@@ -92,7 +101,7 @@ def stretches(train, val, n=10):
     for start in range(0, len(train), size):
         chunk = train[start:start + size]
         first, last = chunk[0][0], chunk[-1][0]
-        in_range = [v for s, v in val if first <= s <= last]
+        in_range = [v for s, v, _ in val if first <= s <= last]
         rows.append((first, last, sum(l for _, l, _ in chunk) / len(chunk), chunk[-1][2],
                      in_range[-1] if in_range else None))
     return rows
@@ -101,36 +110,61 @@ def stretches(train, val, n=10):
 MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
 
 
-def compute(path, width=60, height=12):
-    """The log's records, the running mean the chart draws, and the table of tenths."""
+def compute(paths, width=60, height=12):
+    """Each log's records, the running mean the chart draws and the table of tenths: {'runs':
+    [{'path', 'train', 'val', 'window', 'smooth', 'stretches'}], 'width', 'height'}, in the order
+    given (one path, or a list of up to len(MARKS): a set of marks each)."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
                         f"or more (got {width} x {height})")
-    train, val = read_log(path)
-    window = smoothing_window(len(train))
-    return {'path': path, 'train': train, 'val': val, 'window': window,
-            'smooth': running_mean([l for _, l, _ in train], window),
-            'stretches': stretches(train, val), 'width': width, 'height': height}
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    if len(paths) > len(MARKS):
+        raise UserError(f"{len(paths)} logs: at most {len(MARKS)} on one picture (a set of marks each)")
+    runs = []
+    for path in paths:
+        train, val = read_log(path)
+        window = smoothing_window(len(train))
+        runs.append({'path': path, 'train': train, 'val': val, 'window': window,
+                     'smooth': running_mean([l for _, l, _ in train], window),
+                     'stretches': stretches(train, val)})
+    return {'runs': runs, 'width': width, 'height': height}
 
 
 def render(d):
-    train, val = d['train'], d['val']
-    series = [(TRAIN, [s for s, _, _ in train], d['smooth']), (VAL, [s for s, _ in val], [v for _, v in val])]
-    lines = [f"log {d['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
-             f"{len(val)} validation measurements", '',
-             f"  {TRAIN} training loss, running mean of {d['window']} steps   "
-             f"{VAL} validation loss (held-out data)"]
+    runs, series, legend = d['runs'], [], []
+    for r, (train_mark, val_mark, estimate_mark) in zip(runs, MARKS):
+        estimates = [(s, t) for s, _, t in r['val'] if t is not None]
+        series += [(train_mark, [s for s, _, _ in r['train']], r['smooth']),
+                   (estimate_mark, [s for s, _ in estimates], [t for _, t in estimates]),
+                   (val_mark, [s for s, _, _ in r['val']], [v for _, v, _ in r['val']])]
+        name = f"{r['path']}: " if len(runs) > 1 else ''
+        legend.append(f"  {name}{train_mark} training loss, running mean of {r['window']} steps   "
+                      f"{val_mark} validation loss (held-out data)"
+                      + (f"   {estimate_mark} training loss measured alike" if estimates else ''))
+    # the validation marks last of all, so that no run's curve hides another's
+    series = [x for k in (0, 1, 2) for x in series[k::3]]
+    lines = []
+    for r in runs:
+        train = r['train']
+        lines.append(f"log {r['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
+                     f"{len(r['val'])} validation measurement{'s' * (len(r['val']) != 1)}")
+    lines += [''] + legend
     lines += line_chart(series, width=d['width'], height=d['height'], y_label='loss')
-    rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
-            for a, b, m, lr, v in d['stretches']]
-    lines += ['', table(('steps', 'mean training loss', 'learning rate', 'validation loss'), rows)]
-    if val:
-        best = min(val, key=lambda sv: sv[1])
-        lines.append(f"\n  last validation loss {val[-1][1]:.4f} at step {val[-1][0]}; "
-                     f"lowest {best[1]:.4f} at step {best[0]}")
+    for r in runs:
+        rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
+                for a, b, m, lr, v in r['stretches']]
+        lines += [''] + ([f"  {r['path']}"] if len(runs) > 1 else []) + [
+            table(('steps', 'mean training loss', 'learning rate', 'validation loss'), rows)]
+        val = r['val']
+        if val:
+            best = min(val, key=lambda sv: sv[1])
+            last = val[-1]
+            lines.append(f"\n  last validation loss {last[1]:.4f} at step {last[0]}"
+                         + (f" (training loss measured alike {last[2]:.4f})" if last[2] is not None else '')
+                         + f"; lowest {best[1]:.4f} at step {best[0]}")
     return '\n'.join(lines)
 
 
 def picture(path, d, source):
     from .plot import loss_curves
-    loss_curves(path, d['train'], d['val'], d['smooth'], d['window'], source)
+    loss_curves(path, d['runs'], source)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .attention import check_choice
-from .loading import text_tokens
+from .loading import data_mode, text_tokens
 from .render import token_label
 
 # (id, name, what it shows): the 3D tutorial's phases, in the order gpt() computes them
@@ -48,7 +48,7 @@ MODEL_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 
 
 # ---------------------------------------------------------------------------- the numbers
-def phase_view(model, text, layer=0, head=0, query=None):
+def phase_view(model, text, layer=0, head=0, query=None, mode='lines'):
     """Every number the phases show, for head `head` of layer `layer` at query `query`.
 
     Returns {'labels', 'query', 'layer', 'head', 'head_dim',
@@ -62,8 +62,8 @@ def phase_view(model, text, layer=0, head=0, query=None):
     """
     import inference
 
-    token_ids = text_tokens(model, text)
-    query = check_choice(model, token_ids, layer, head, query)
+    token_ids = text_tokens(model, text, mode)  # [BOS] + a name, or a window of running text
+    query = check_choice(model, token_ids, layer, head, query, mode)
     _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'head_output'))
     c = model.config
     t = query + 1
@@ -77,7 +77,7 @@ def phase_view(model, text, layer=0, head=0, query=None):
     q, k, v = caps['q'][layer, head], caps['k'][layer, head], caps['v'][layer, head]  # (T, head_dim) each
     concat = np.concatenate([o for o, _, _ in per_head])                 # (n_embd,): heads side by side
     return {
-        'labels': [token_label(model.tokenizer, i) for i in token_ids], 'query': query,
+        'labels': [token_label(model.tokenizer, i) for i in token_ids], 'query': query, 'data_mode': mode,
         'layer': layer, 'head': head, 'head_dim': c.head_dim, 'n_head': c.n_head,
         'q': q, 'k': k, 'v': v,
         'raw': k[:t] @ q[query],                                         # (t,): before 1/sqrt(head_dim)
@@ -199,7 +199,7 @@ def phase_lines(func):
 def compute(model, text, layer=0, head=0, query=None, ckpt=None):
     """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now (or, where
     model.py cannot give them, {'file', 'error'}: the page and the printout say why)."""
-    out = phase_view(model, text, layer, head, query)
+    out = phase_view(model, text, layer, head, query, data_mode(ckpt))
     out['phases'] = [{'id': i, 'name': n, 'about': a} for i, n, a in PHASES]
     try:
         out['code'] = gpt_source(MODEL_FILE)

@@ -83,7 +83,7 @@ def probability_bars(path, rows, title):
         r = rows[k]
         chars = [c for c, _ in r['top']]
         probs = [p for _, p in r['top']]
-        if r['target'] not in chars:  # keep the true character in view, whatever its rank
+        if r['target'] is not None and r['target'] not in chars:  # the true one in view, whatever its rank
             chars.append(r['target'])
             probs.append(r['p'])
         colors = ['tab:orange' if c == r['target'] else 'tab:blue' for c in chars]
@@ -91,6 +91,9 @@ def probability_bars(path, rows, title):
         ax.set_yticks(range(len(chars)), chars)
         ax.invert_yaxis()  # most likely on top
         ax.set_xlim(0, 1)
+        if r['target'] is None:  # running text: the last position's next is not in the text
+            ax.set_title(f"pos {r['position']} reads {r['reads']}: next not in the text", fontsize=9)
+            continue
         mark = '' if r['hit'] else '  ✗'
         ax.set_title(f"pos {r['position']} reads {r['reads']}: loss {r['loss']:.2f}{mark}", fontsize=9)
     fig.suptitle(title + '  (orange = the true next character)')
@@ -98,22 +101,34 @@ def probability_bars(path, rows, title):
     _save(fig, path)
 
 
-def loss_curves(path, train, val, smooth, window, title):
-    """Training loss per step (light), its running mean (dark), and the validation loss."""
+def loss_curves(path, runs, title):
+    """Each run's training loss per step (light), its running mean (dark), its validation loss
+    (circles) and the training loss measured alike at each evaluation (triangles), one colour
+    a run, named by its log where there are several."""
     plt = require_matplotlib()
-    steps = [s for s, _, _ in train]
-    losses = [l for _, l, _ in train]
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(steps, losses, color='tab:blue', alpha=0.25, linewidth=0.8, label='training loss (each step)')
-    ax.plot(steps, smooth, color='tab:blue', linewidth=2,
-            label=f'training loss, running mean of {window} steps')
-    if val:
-        ax.plot([s for s, _ in val], [v for _, v in val], 'o-', color='tab:orange',
-                label='validation loss (held-out data)')
+    colours = plt.rcParams['axes.prop_cycle'].by_key()['color']
+    for k, r in enumerate(runs):
+        colour, name = colours[k % len(colours)], (f"{r['path']}: " if len(runs) > 1 else '')
+        # one run: validation orange and the estimate green, as the Loss page draws them
+        val_colour, estimate_colour = (colour, colour) if len(runs) > 1 else ('tab:orange', 'tab:green')
+        steps = [s for s, _, _ in r['train']]
+        ax.plot(steps, [l for _, l, _ in r['train']], color=colour, alpha=0.2, linewidth=0.8,
+                label=None if len(runs) > 1 else 'training loss (each step)')
+        ax.plot(steps, r['smooth'], color=colour, linewidth=2,
+                label=f"{name}training loss, running mean of {r['window']} steps")
+        estimates = [(s, t) for s, _, t in r['val'] if t is not None]
+        if estimates:
+            ax.plot([s for s, _ in estimates], [t for _, t in estimates], '^--', color=estimate_colour, markersize=5,
+                    label=f'{name}training loss measured alike')
+        if r['val']:
+            ax.plot([s for s, _, _ in r['val']], [v for _, v, _ in r['val']], 'o-', color=val_colour,
+                    markerfacecolor='white' if len(runs) > 1 else colour,
+                    label=f'{name}validation loss (held-out data)')
     ax.set_xlabel('step')
     ax.set_ylabel('loss (mean cross-entropy, nats)')
     ax.set_title(title)
-    ax.legend()
+    ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field as dataclass_field
 
 from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_NAMES,
-                           MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED, MAX_TEMPERATURE,
-                           MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR, MAX_VOCAB_SIZE,
-                           parameter_count)
+from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENGTH,
+                           MAX_LAB_NAMES, MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
+                           MAX_TEMPERATURE, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR,
+                           MAX_VOCAB_SIZE, MAX_WINDOW, parameter_count)
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,9 @@ class Sandbox:
 
 
 # ---------------------------------------------------------------------------- shared parameters
-def _text(help_text="a name, in characters the model was trained on (e.g. anna)"):
-    return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_TEXT)
+def _text(help_text="a name, in characters the model was trained on (e.g. anna); on a model of running "
+                    "text, a window of it: at most block_size + 1 characters, no BOS"):
+    return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_WINDOW)
 
 
 SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed (default 42)", group='sampling')
@@ -156,7 +157,8 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
          Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
                group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
          Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
-               help="query position, 0 (BOS)..len(TEXT) (default: the last)"))
+               help="query position, 0..(positions - 1): 0 is BOS for a name, the first character "
+                    "of running text (default: the last)"))
 
 
 # ---------------------------------------------------------------------------- the Step page's sizes
@@ -168,19 +170,32 @@ STEP_NUMPY_FIRST_ABOVE = 15_000
 # the largest model whose GPT of Values a worker builds before the Step page asks for it: about
 # 220 bytes a weight (200,000 weights at n_layer 4, n_embd 64: 0.7 s and 45 MB, tracemalloc)
 WARM_SCALAR_MAX = 500_000
+# The scalar engine's step is a graph of Values over every weight at every position: the names
+# recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past this many
+# weight-positions (a few seconds, half a GB) it is refused (step.py) and the page asks the numpy
+# engine alone, which gives the same numbers: tiny shakespeare's 811,520 weights allow 7 positions
+SCALAR_STEP_WORK = 6_000_000
+
+
+def scalar_step_positions(config):
+    """The most positions the scalar engine's step takes on a model of this config."""
+    return max(1, SCALAR_STEP_WORK // parameter_count(config))
 
 
 def step_about_model(config):
-    """The Step page's one question about a checkpoint: ask the numpy engine's step first?"""
-    return {'step_numpy_first': parameter_count(config) > STEP_NUMPY_FIRST_ABOVE}
+    """The Step page's questions about a checkpoint: ask the numpy engine's step first? how long
+    a text may the scalar engine's step take?"""
+    return {'step_numpy_first': parameter_count(config) > STEP_NUMPY_FIRST_ABOVE,
+            'step_scalar_positions': scalar_step_positions(config)}
 
 
 # ---------------------------------------------------------------------------- the sandboxes
 SANDBOXES = [
     Sandbox('overview', 'Overview',
             help="next-character probabilities, loss and a sample for TEXT",
-            description="For every position of [BOS] + TEXT: the model's most likely next characters, "
-                        "the true one, its probability and loss; then one sampled continuation.",
+            description="For every position of [BOS] + TEXT (a name) or of TEXT (a window of running "
+                        "text): the model's most likely next characters, the true one, its probability "
+                        "and loss; then one sampled continuation.",
             png="the probability bars",
             params=(_text(),
                     Param('top', int, 5, 1, MAX_TOP, metavar='K', group='display',
@@ -303,31 +318,47 @@ SANDBOXES = [
                           help="index: sizes of the indices b h q k d t c e, e.g. h=12 (default: the "
                                "lesson's b=1 h=12 q=k=d=64)"))),
     Sandbox('loss', 'Loss', model='log', numpy=False,
-            help="training and validation loss curves from a training log",
-            description="Reads the JSON-lines log train.py writes beside the checkpoint.",
+            help="training and validation loss curves from training logs, several side by side",
+            description="Reads the JSON-lines logs train.py writes beside the checkpoint (one or more: "
+                        "several runs are drawn on one picture, each with its own marks).",
             png="the curves",
-            params=(Param('width', int, 60, 20, 1000, group='display',
+            params=(Param('also', str, (), many=True, cli=False, metavar='ID', high=MAX_TEXT,
+                          help="the web page's other checkpoints (by id) whose logs are drawn beside "
+                               "the chosen one's"),
+                    Param('width', int, 60, 20, 1000, group='display',
                           help="chart width in characters (default 60)"),
                     Param('height', int, 12, 5, 500, group='display',
                           help="chart height in lines (default 12)"))),
+    # drawing names or text takes its turn, and a request still waiting when a newer comes is left
+    # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
+    # take seconds, queues one draw at most; the distribution alone (num 0) never waits
     Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
+            one_at_a_time=lambda params: params['num'] != 0,
             warm_up=WarmUp(then='training_names'),  # its marks: the names it trained on, read once
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
-                        "each setting, marked as in the training data or new.",
+                        "each setting, marked as in the training data or new. On a model of running "
+                        "text: after PROMPT, no BOS, and continuations of --length characters.",
             extra={'page': 'sampling'},
-            params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_TEXT,
-                          help="how the names start (default: empty, the first character is drawn too)"),
+            params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_WINDOW,
+                          help="how the names start (default: empty, the first character is drawn too); "
+                               "running text: what the continuations follow, any length (the model sees "
+                               "its last block_size characters; empty: after a newline)"),
                     Param('temperatures', float, (0.0, 0.5, 1.0, 2.0), 0, MAX_TEMPERATURE, many=True,
                           metavar='T', group='sampling',
                           help="temperatures to compare, 0 = greedy (default 0 0.5 1 2)"),
                     Param('top_k', int, 5, 1, MAX_VOCAB_SIZE, at_most='vocab_size', metavar='K',
                           group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
-                    Param('num', int, 5, 1, MAX_LAB_NAMES, metavar='N', group='sampling',
-                          help="names per setting (default 5)"),
+                    Param('num', int, None, 0, MAX_LAB_NAMES, metavar='N', group='sampling',
+                          help="names (running text: continuations) per setting, 0 for the distribution "
+                               "alone (default 5 names, 1 continuation)"),
+                    Param('length', int, None, 1, MAX_LAB_LENGTH, metavar='N', group='sampling',
+                          help="running-text models: characters per continuation, as sample.py --length "
+                               "(default 200)"),
                     Param('names_at', float, (), 0, MAX_TEMPERATURE, many=True, metavar='T', group='sampling',
-                          help="draw the names at these temperatures only (default: at each one compared)"),
+                          help="draw the names (or continuations) at these temperatures only (default: "
+                               "at each one compared)"),
                     SEED,
                     Param('data', str, None, metavar='PATH', group='sampling', web=False,
                           help="the training names, to mark samples as seen or new (default: the data "

@@ -7,12 +7,15 @@ Training runs started from the web lab's Training page: train.py in a subprocess
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
 The run is the learner's own `python train.py --out ...`, so the page watches the very program
-the terminal runs. Progress comes from the JSON-lines log train.py writes beside the checkpoint
-({"step", "loss", "lr"} per step, {"step", "val_loss"} per evaluation), read from where the
-page last stopped reading. train.py saves the checkpoint every tenth of the run; each time
-it changes, a few names are sampled from it with microgpt.sampling, so the page can watch the
-names improve. When the run ends (finished, or stopped with Stop) its checkpoint is added to
-the server's list, and the other pages can open it by its id, `run<n>`.
+the terminal runs: on names (the server's --data, else the bundled ones), or on running text
+(--data-mode text on the server's --text file, else the text the checkpoint given at start was
+trained on), in windows of block_size + 1 characters, a batch of them a step. Progress comes
+from the JSON-lines log train.py writes beside the checkpoint ({"step", "loss", "lr"} per step,
+{"step", "val_loss", "train_loss"} per evaluation), read from where the page last stopped
+reading. train.py saves the checkpoint every tenth of the run; each time it changes, a few names
+(or a line or two of running text) are sampled from it with sample.py's sampler, so the page can
+watch them improve. When the run ends (finished, or stopped with Stop) its checkpoint is added
+to the server's list, and the other pages can open it by its id, `run<n>`.
 
 RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
 apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
@@ -28,6 +31,7 @@ stopped, while one that ended unwatched is shown as its files say it ended.
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -36,12 +40,13 @@ import time
 
 from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
-from ..edge.limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS
+from ..edge.limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
 from ..programs.run import log_path_for
 from ..programs.settings import ENGINES as TRAIN_ENGINES
-from ..sampling import sample_names
+from ..sampling import generate, sample_names
 from . import loss, runrecord
 from .api import ApiError, field, only_known
+from .sampler import context
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
@@ -50,7 +55,9 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 # train.py's engines a run may use: the Value graph, or src/backprop's arrays. Not PyTorch: an
 # optional extra, which a page offering it would have to say is missing.
 ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
+DATA_MODES = ('lines', 'text')   # train.py --data-mode: names, one a line, or running text
 NUM_SAMPLES = 5                  # names shown after each save
+TEXT_SAMPLE = 120                # characters of running text sampled after each save
 
 
 class RunProcess:
@@ -85,10 +92,11 @@ class RunManager:
     """The Training page's runs: starts one at a time, reports on it, stops it, and at the
     server's end stops the one still going."""
 
-    def __init__(self, runs_dir, checkpoints, data=None):
+    def __init__(self, runs_dir, checkpoints, data=None, text=None):
         self.runs_dir = os.path.abspath(runs_dir)
         self.checkpoints = checkpoints
         self.data = None if data is None else os.path.abspath(data)
+        self.text = None if text is None else os.path.abspath(text)  # running text, or None: names only
         self.lock = threading.Lock()
         self.run = None
         self.news = []  # what recover() found, for the server to print after its address
@@ -97,14 +105,23 @@ class RunManager:
 
     def options(self):
         """What the Training page offers: whether train.py is here, the engines, the limits."""
-        return {'available': True, 'engines': list(ENGINES),
+        return {'available': True, 'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
                 'limits': {**RUN_LIMITS, 'lr': RUN_LR_LIMITS},
-                'data': self.data}  # the file of names the runs train on; None: the bundled names
+                'text_limits': {**TEXT_RUN_LIMITS, 'lr': RUN_LR_LIMITS},
+                'data': self.data,  # the file of names the runs train on; None: the bundled names
+                'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
         """The run's settings from the request, each range-checked; train.py's flags for them."""
-        only_known(body, [*RUN_LIMITS, 'lr', 'engine'])
-        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in RUN_LIMITS.items()}
+        only_known(body, [*RUN_LIMITS, 'lr', 'engine', 'data_mode'])
+        mode = field(body, 'data_mode', str, 'lines')
+        if mode not in DATA_MODES:
+            raise ApiError(400, f"data_mode {mode!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
+        if mode == 'text' and self.text is None:
+            raise ApiError(400, "this server has no running text to train on: start it with `lab serve --text FILE`")
+        limits = TEXT_RUN_LIMITS if mode == 'text' else RUN_LIMITS
+        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in limits.items()}
+        p['data_mode'] = mode
         p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
@@ -115,6 +132,10 @@ class RunManager:
                  '--n-head', p['n_head'], '--block-size', p['block_size'], '--lr', p['lr'],
                  '--eval-every', max(1, p['steps'] // 10), '--save-every', max(1, p['steps'] // 10),
                  '--num-samples', 0, '--engine', p['engine'], '--batch-size', p['batch_size']]
+        if mode == 'text':
+            flags += ['--data-mode', 'text', '--data', self.text]
+        elif self.data:
+            flags += ['--data', self.data]
         return p, [str(f) for f in flags]
 
     def start(self, body):
@@ -131,8 +152,6 @@ class RunManager:
                 raise ApiError(500, f"cannot make a run folder in {self.runs_dir}: {e.strerror}: "
                                     "start the server with another --runs-dir") from None
             argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, 'model.json'), *flags]
-            if self.data:
-                argv += ['--data', self.data]
             env = dict(os.environ)
             # microgpt/ and, in a source checkout, `inference` in src/: found even when the project
             # is not installed (installed, they are on the path already)
@@ -263,7 +282,8 @@ class RunManager:
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
-        """Sample a few names from the run's checkpoint whenever it has been saved anew."""
+        """Sample a few names (or a line or two of running text) from the run's checkpoint
+        whenever it has been saved anew."""
         try:
             mtime = os.stat(run.out).st_mtime_ns
         except OSError:
@@ -276,13 +296,17 @@ class RunManager:
         try:
             ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
             model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
-            names = sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)
+            if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
+                start = context(model, '', 'text')
+                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, start))}
+            else:
+                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
         except UserError:
             return  # a diverged model: the log shows it
         step = (ckpt.train_state or {}).get('step')
         with self.lock:
             if not any(s['step'] == step for s in run.samples):
-                run.samples.append({'step': step, 'names': names})
+                run.samples.append({'step': step, **sample})
 
     def shutdown(self, timeout=30):
         """Stop a run that is still going (as Ctrl-C would) and wait for it to save.

@@ -4,6 +4,7 @@ The sampling sandbox (`python -m microgpt.lab sample`): temperature and top-k, s
     python -m microgpt.lab sample                  # what the first character could be
     python -m microgpt.lab sample ma --top-k 3     # after "ma"
     python -m microgpt.lab sample --temperatures 0 0.3 1 3 --num 8
+    python -m microgpt.lab sample "ROMEO:" --ckpt out/shakespeare.json --length 200
 
 (This file is sampler.py, not sample.py, so it never reads as the top-level sample.py.)
 
@@ -14,23 +15,53 @@ spreads it. Then what a top-k cut keeps at T = 1 (the k most likely, renormalise
 names drawn at every setting with sample.py's own sampler (microgpt/sampling.py), each marked
 as a name of the training data (trained on or held out) or new. Greedy names are the same for
 every seed. The web lab's Sampling page draws the same `compute`; `render` is the printout.
+
+A model of running text (train.py --data-mode text) reads no BOS: the distribution is of the
+character after the prompt's last block_size characters (after a newline for an empty prompt,
+as sample.py starts), over the characters alone (BOS is never drawn in running text), and each
+setting draws --num continuations of --length characters through sampling.generate's sliding
+window: exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
 import functools
 import math
 import os
+import random
 
-from ..edge.checks import check_prompt
+from ..edge.checks import check_prompt, encode
 from ..edge.data import load_docs
-from ..sampling import probabilities, sample_names
+from ..edge.errors import UserError
+from ..edge.limits import MAX_LAB_CHARACTERS
+from ..programs.sample import TEXT_START
+from ..sampling import generate, probabilities, sample_names
+from .loading import data_mode
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
 
+DEFAULT_NUM = {'lines': 5, 'text': 1}  # names, or continuations, per setting
+DEFAULT_LENGTH = 200   # characters of a continuation of running text: a few lines of a play
 
-def distribution(model, prompt, temperatures, top_k):
-    """The next-character distribution after [BOS] + prompt at each temperature, and top-k's cut."""
-    ids = check_prompt(model.tokenizer, model.config.block_size, prompt)
-    logits = model.next_logits_fn()([model.tokenizer.bos] + ids)  # vocab_size floats
+
+def context(model, prompt, mode='lines'):
+    """The token ids the model reads before the next character: [BOS] + PROMPT (a name's start,
+    at most block_size - 1 characters), or for running text the PROMPT's ids (any length: the
+    sliding window shows the model its last block_size; an empty prompt starts after a newline,
+    or at the first character of a text that has none, as sample.py starts)."""
+    tok = model.tokenizer
+    if mode != 'text':
+        return [tok.bos] + check_prompt(tok, model.config.block_size, prompt)
+    ids = encode(tok, prompt)  # an unknown character: one line naming it
+    return ids or tok.encode(TEXT_START if TEXT_START in tok.stoi else tok.chars[0])
+
+
+def distribution(model, prompt, temperatures, top_k, mode='lines'):
+    """The next-character distribution after [BOS] + prompt (or running text's prompt) at each
+    temperature, and top-k's cut. Running text's is over the characters alone: BOS, never in
+    the text, is left out of the draw (sampling.generate)."""
+    ids = context(model, prompt, mode)[-model.config.block_size:]
+    logits = model.next_logits_fn()(ids)  # vocab_size floats
+    if mode == 'text':
+        logits = logits[:model.tokenizer.bos]  # the characters' logits: BOS is the last id
     by_t = {t: probabilities(logits, t) for t in temperatures}
     cut = probabilities(logits, 1.0, top_k)
     full = probabilities(logits, 1.0)
@@ -50,7 +81,11 @@ def distribution(model, prompt, temperatures, top_k):
 
 def training_names(ckpt, data=None):
     """(every name of the training data, held-out ones too, as a set; where they came from),
-    or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
+    or (None, why not). data: a file of names (--data), else the one the checkpoint names. A
+    model of running text has no names: its continuations are not marked (and lab serve's
+    warm-up, which calls this, does not read a whole play as names)."""
+    if ckpt is not None and ckpt.data_mode == 'text':
+        return None, "running text: continuations are not marked"
     if data is None:
         run = ((ckpt.train_state if ckpt is not None else None) or {}).get('run')
         if not isinstance(run, dict):  # the tutorial's export, or a damaged training state
@@ -70,33 +105,71 @@ def names_of(data, stamp):
     return frozenset(load_docs(data))
 
 
+def settings_of(temperatures, top_k, n_tokens):
+    """[(temperature, top_k or None)]: each temperature without a cut, and with top-k's where it
+    cuts something (greedy is already the top-1 cut, and k >= the tokens drawn from cuts nothing)."""
+    return [(t, k) for t in temperatures for k in (None, top_k)
+            if k is None or (t != 0 and k < n_tokens)]
+
+
 def draws(model, prompt, temperatures, top_k, num, seed):
     """{(temperature, top_k or None): [names]}, drawn with sample.py's sampler."""
+    return {(t, k): sample_names(model, num=num, temperature=t, seed=seed, prompt=prompt, top_k=k)
+            for t, k in settings_of(temperatures, top_k, model.config.vocab_size)}
+
+
+def continuations(model, prompt, temperatures, top_k, num, length, seed):
+    """{(temperature, top_k or None): [texts]}: at each setting `num` continuations of `length`
+    characters after the prompt, each setting from a generator seeded afresh with `seed`, one
+    after the other through sampling.generate's sliding window: sample.py's own texts."""
+    ids = context(model, prompt, 'text')
     out = {}
-    for t in temperatures:
-        for k in (None, top_k):
-            if k is not None and (t == 0 or k >= model.config.vocab_size):
-                continue  # greedy is already the top-1 cut, and k >= vocab_size cuts nothing
-            out[(t, k)] = sample_names(model, num=num, temperature=t, seed=seed, prompt=prompt, top_k=k)
+    for t, k in settings_of(temperatures, top_k, model.tokenizer.bos):  # BOS is never drawn
+        rng = random.Random(seed)
+        out[(t, k)] = [''.join(generate(model, length, rng, t, ids, k)) for _ in range(num)]
     return out
 
 
-def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5, names_at=(), seed=42,
-            data=None, ckpt=None):
+def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=None, names_at=(), seed=42,
+            data=None, length=None, ckpt=None):
     """The next-character distribution after [BOS] + PROMPT at each temperature with its
     entropy, top-k's cut at T = 1, and `num` names drawn at every setting (at the temperatures
     `names_at` only, where given: the Sampling page shows its own), each marked as a name of
-    the training data or new."""
+    the training data or new. A model of running text reads no BOS, and draws `num`
+    continuations of `length` characters at each setting instead of names (unmarked)."""
+    mode = data_mode(ckpt)
+    num = DEFAULT_NUM[mode] if num is None else num
     temperatures = sorted({float(t) for t in temperatures})
-    d = distribution(model, prompt, temperatures, top_k)
-    chars = [token_label(model.tokenizer, i) for i in range(model.config.vocab_size)]
-    known, source = training_names(ckpt, data)
-    settings = []
     at = sorted({float(t) for t in names_at}) if names_at else temperatures
-    for (t, k), names in draws(model, prompt, at, top_k, num, seed).items():
-        settings.append({'temperature': t, 'top_k': k, 'names': names,
-                         'known': None if known is None else [n in known for n in names]})
-    return {'prompt': prompt, 'chars': chars, 'logits': d['logits'], 'temperatures': temperatures,
+    if mode != 'text' and length is not None:
+        raise UserError("--length is for running-text models: a names model ends each name at its end "
+                        "token; use --num for how many names")
+    if mode == 'text':
+        length = DEFAULT_LENGTH if length is None else length
+        total = num * length * len(settings_of(at, top_k, model.tokenizer.bos))
+        if total > MAX_LAB_CHARACTERS:
+            raise UserError(f"{num} continuation(s) of {length} characters at each of these settings are "
+                            f"{total:,} characters: at most {MAX_LAB_CHARACTERS:,} in one call; ask for fewer "
+                            "or shorter ones")
+    d = distribution(model, prompt, temperatures, top_k, mode)
+    n_shown = model.tokenizer.bos if mode == 'text' else model.config.vocab_size  # no BOS in running text
+    chars = [token_label(model.tokenizer, i) for i in range(n_shown)]
+    settings = []
+    if num == 0:  # the distribution alone (the Sampling page asks for its draws apart)
+        known, source = None, "nothing drawn (num 0)"
+    elif mode == 'text':
+        known, source = training_names(ckpt, data)  # (None, why: running text is not marked)
+        for (t, k), texts in continuations(model, prompt, at, top_k, num, length, seed).items():
+            settings.append({'temperature': t, 'top_k': k, 'texts': texts})
+    else:
+        known, source = training_names(ckpt, data)
+        for (t, k), names in draws(model, prompt, at, top_k, num, seed).items():
+            settings.append({'temperature': t, 'top_k': k, 'names': names,
+                             'known': None if known is None else [n in known for n in names]})
+    reads = context(model, prompt, mode)[-model.config.block_size:]
+    return {'prompt': prompt, 'data_mode': mode, 'length': length,
+            'context': [token_label(model.tokenizer, i) for i in reads],
+            'chars': chars, 'logits': d['logits'], 'temperatures': temperatures,
             'probs': [d['probs'][t] for t in temperatures], 'entropy': [d['entropy'][t] for t in temperatures],
             'top_k': top_k, 'top_k_probs': d['top_k_probs'], 'full_probs': d['full_probs'],
             'top_k_kept': [chars[i] for i in d['top_k_kept']], 'top_k_kept_ids': d['top_k_kept'],
@@ -106,7 +179,12 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=5,
 
 def render(d):
     temps, chars = d['temperatures'], d['chars']
-    lines = [f"after [BOS] + {d['prompt']!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
+    if d['data_mode'] == 'text':
+        lines = [f"after {d['prompt']!r} (running text, no BOS; the model reads "
+                 f"{''.join(d['context'])!r}): the next character, p = softmax(logits / T) over the "
+                 "characters (BOS is never drawn in running text); T = 0 is greedy", '']
+    else:
+        lines = [f"after [BOS] + {d['prompt']!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
     order = sorted(range(len(d['logits'])), key=lambda i: -d['logits'][i])
     rows = []
     for i in order:
@@ -132,6 +210,17 @@ def render(d):
         lines.append(f"  the {k} kept held {d['top_k_mass']:.3f} of the probability; entropy "
                      f"{d['top_k_entropy']:.3f} bits")
     lines.append('')
+    if not d['num']:
+        return '\n'.join(lines[:-1])
+    if d['data_mode'] == 'text':
+        lines.append(f"{d['num']} continuation{'s' * (d['num'] != 1)} of {d['length']} characters drawn at each "
+                     "setting after the prompt, newlines kept (as sample.py --length draws them)")
+        for s in d['draws']:
+            t, kk = s['temperature'], s['top_k']
+            label = f"T={t:g}" + (f" top-k {kk}" if kk else '') + (' (greedy)' if t == 0 else '')
+            for text in s['texts']:
+                lines += ['', f"  {label}:", d['prompt'] + text]
+        return '\n'.join(lines)
     lines.append("names drawn at each setting" + (f", * = a name of the training data ({d['source']}; trained on "
                                                   "or held out)" if d['marked'] else f" ({d['source']})"))
     for s in d['draws']:

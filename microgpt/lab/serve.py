@@ -378,20 +378,28 @@ def is_loopback(host):
 
 
 def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
-                pool=None, exercises=None):
+                pool=None, exercises=None, text=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
     damaged checkpoint, a port taken or out of range, each a one-line UserError (a current
-    folder deleted since is cli.run's, for every program)."""
+    folder deleted since is cli.run's, for every program). text: the running text the Training
+    page trains on (default: the one a running-text checkpoint given at start was trained on,
+    where it is still a file)."""
     if not 0 <= port <= 65535:
         raise UserError(f"--port {port} is out of range: use 1..65535 (or 0 for any free port)")
     if data is not None and not os.path.isfile(data):
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
-    load(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
+    if text is not None and not os.path.isfile(text):
+        raise UserError(f"--text {text} is not a file: give a UTF-8 text file (a play, a book, code)")
+    record = load(ckpt, n_head=n_head).ckpt  # a missing or damaged checkpoint fails here, before serving
+    if text is None and record.data_mode == 'text':
+        run = (record.train_state or {}).get('run')
+        trained_on = run.get('data') if isinstance(run, dict) else None
+        text = trained_on if isinstance(trained_on, str) and os.path.isfile(trained_on) else None
     exercise_page = ExercisesPage(exercises)  # and a folder that is not a workspace of exercises
     checkpoints = Checkpoints(ckpt, n_head=n_head)
     # the processes the sandboxes compute in: the server's own (stopped with it), unless given
     own = pool is None
-    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data), Pool(WORKERS) if own else pool,
+    lab = Lab(checkpoints, RunManager(runs_dir, checkpoints, data=data, text=text), Pool(WORKERS) if own else pool,
               exercises=exercise_page)
     try:
         return LabServer((host, port), lab, own_pool=own)
@@ -408,7 +416,7 @@ def stop_like_ctrl_c(signum, frame):
 
 def run(args):
     server = make_server(args.ckpt, args.host, args.port, args.runs_dir, args.data, args.n_head,
-                         exercises=args.exercises)
+                         exercises=args.exercises, text=args.text)
     if not server.local_only:
         print(f"warning: listening on {args.host}: anyone who can reach port {server.server_address[1]} "
               "can use this lab, including starting training runs"

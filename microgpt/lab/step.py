@@ -4,6 +4,11 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
     python -m microgpt.lab step anna
     python -m microgpt.lab step anna --lr 0.001 --param 'layer0.attn_wq[3][5]' --png step.png
     python -m microgpt.lab step christopher --engine numpy   # the same numbers, in milliseconds
+    python -m microgpt.lab step "ROMEO:" --ckpt out/shakespeare.json --engine numpy
+
+On a model of running text (train.py --data-mode text) TEXT is one training window, as train.py
+draws them: no BOS, the model reads all but the last character and predicts the next one at
+every position (at most block_size + 1 characters). The rest is the same as for a name.
 
 It does to a trained checkpoint what train.py does once per name, with the same code:
 training.doc_loss's forward through the scalar GPT on a Tape, backward(), and one update of
@@ -44,10 +49,12 @@ from backprop.optim import AdamArrays
 from ..engine import Tape, zero_grad
 from ..edge.checks import short
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
+from ..edge.limits import parameter_count
 from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import probabilities
 from ..training import doc_losses, mean_loss
-from .loading import text_tokens, trained_lr
+from .loading import data_mode, read_text, trained_lr
+from .registry import scalar_step_positions
 from .render import bar, number, table, token_label
 
 DEFAULT_LR = 0.01      # train.py's default peak learning rate
@@ -195,18 +202,26 @@ def matrices(model, flat):
 
 
 # ---------------------------------------------------------------------------- one step
-def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar'):
+def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', mode='lines'):
     """Everything the printout shows, for one training step on TEXT, computed by `engine`:
     'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path). The model
-    is left as it was: the weights after the step are returned ('weights_after')."""
+    is left as it was: the weights after the step are returned ('weights_after'). mode: the
+    model's data mode, 'lines' (TEXT is a name) or 'text' (TEXT is a window of running text)."""
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
     if engine not in ENGINES:
         raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
-    ids = text_tokens(model, text)                  # [BOS] + TEXT, checked against the block
-    tokens = ids + [tok.bos]                        # + the end marker: what training reads
+    ids, targets = read_text(model, text, mode)     # [BOS] + a name, or a window: checked against the block
+    tokens = ids + targets[-1:] if targets[-1] is not None else ids  # + the last target: what training reads
     n = len(tokens) - 1
+    if n < 1:
+        raise UserError("a step needs two characters of running text at least: one to read, one to predict")
+    if engine == 'scalar' and n > scalar_step_positions(model.config):
+        raise UserError(f"the scalar engine's step on {n} positions of this {parameter_count(model.config):,}-weight "
+                        f"model is a graph of too many Values: take it with --engine numpy (the same numbers "
+                        f"in milliseconds), or give a text of at most {scalar_step_positions(model.config)} "
+                        "positions")
     chosen = parse_param(param, model) if param else None
     before = np.array([p.data for p in model.params])  # (n_params,): every weight, in GPT.params order
     weights = matrices(model, before)                  # {name: (n_out, n_in)}
@@ -236,7 +251,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar'):
     wpe_rows = np.flatnonzero(grads['wpe'].any(axis=1)).tolist()
     # the other engines' opinion of the scalar engine's gradients, at the weights before the update
     engines = engine_gradients(model, weights, tokens, grads) if engine == 'scalar' else {'numpy': None, 'torch': None}
-    census = zero_gradient_census(model, weights, tokens, grads, s['hidden'])
+    census = zero_gradient_census(model, weights, tokens, grads, s['hidden'], 'text' if mode == 'text' else 'name')
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step. On the arrays: AdamArrays
     # is optim.Adam's arithmetic in its order, the same floats bit for bit
@@ -277,7 +292,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar'):
         pos['p_after'] = p
 
     return {
-        'text': text, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
+        'text': text, 'data_mode': mode, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
         'engine': engine, 'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
         'loss_before': s['loss'], 'loss_after': loss_after, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
@@ -304,7 +319,7 @@ def forward_after(model, weights, tokens):
 
 
 # ---------------------------------------------------------------------------- weights without a gradient
-def zero_gradient_census(model, weights, tokens, grads, hidden):
+def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
     """Why each weight with a gradient of exactly 0 has none, counted.
 
     Two reasons: an embedding row the name never uses (wte: a token not read; wpe: a position
@@ -330,7 +345,7 @@ def zero_gradient_census(model, weights, tokens, grads, hidden):
                     for li in range(cfg.n_layer))
     c = {'zeros': zeros, 'unused_rows': unused, 'dead_units': dead, 'dead_unit_weights': dead_weights,
          'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed}
-    c['text'] = without_grad_text(c)
+    c['text'] = without_grad_text(c, word)
     return c
 
 
@@ -373,7 +388,7 @@ def compute(model, text, lr=None, param=None, engine='scalar', ckpt=None):
     collector_was_on = gc.isenabled()
     gc.disable()
     try:
-        r = step_report(model, text, lr=lr, param=param, engine=engine)
+        r = step_report(model, text, lr=lr, param=param, engine=engine, mode=data_mode(ckpt))
     finally:
         if collector_was_on:
             gc.enable()
@@ -422,9 +437,11 @@ def render(r):
     wpe = f"{r['wpe_rows'][0]}..{r['wpe_rows'][-1]}" if r['wpe_rows'] else 'none'
     lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows']) or 'none'} "
                  f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {wpe} ({len(r['wpe_rows'])} of {block_size})")
-    lines.append("  why: an embedding row enters the graph only when its token is READ (BOS and the name's "
-                 "letters; the final BOS is only a target) or its position is used; every other row is "
-                 "not in the graph, so backward() never reaches it: its gradient is exactly 0")
+    read = ("the window's characters but its last, which is only a target" if r.get('data_mode') == 'text'
+            else "BOS and the name's letters; the final BOS is only a target")
+    lines.append(f"  why: an embedding row enters the graph only when its token is READ ({read}) or its "
+                 "position is used; every other row is not in the graph, so backward() never reaches it: "
+                 "its gradient is exactly 0")
     lines.append('')
 
     a = r['adam']
@@ -446,7 +463,7 @@ def render(r):
     lines.append("  " + r['without_grad']['text'])
     lines.append('')
 
-    lines.append("5) after the update: the same name again")
+    lines.append(f"5) after the update: the same {'window' if r.get('data_mode') == 'text' else 'name'} again")
     lines.append(table(['pos', 'next', 'p before', 'p after', 'change'],
                        [[p['position'], p['target'], f"{p['p_before']:.4f}", f"{p['p_after']:.4f}",
                          number(p['p_after'] - p['p_before'], '+.4f')] for p in r['positions']]))
@@ -485,14 +502,15 @@ def fixed(x, sign=''):
     return number(x, f'{sign}.6f' if abs(x) < 1e9 else f'{sign}.6g')
 
 
-def without_grad_text(c):
-    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them."""
+def without_grad_text(c, word='name'):
+    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them
+    (word: what was trained on, a 'name' or a window of 'text')."""
     dead = sum(len(u) for u in c['dead_units'])
     per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
     text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "
-            f"are embedding rows this name never uses (wte {c['unused_rows']['wte']}, wpe "
+            f"are embedding rows this {word} never uses (wte {c['unused_rows']['wte']}, wpe "
             f"{c['unused_rows']['wpe']}); {c['dead_unit_weights']} belong to {dead} MLP hidden units whose "
-            f"ReLU is 0 at every position of this name ({per_layer}), so no gradient passes them: "
+            f"ReLU is 0 at every position of this {word} ({per_layer}), so no gradient passes them: "
             "their row of mlp_fc1 and column of mlp_fc2")
     if c['other']:
         text += f"; {c['other']} others are 0 for another reason (a zero weight on their path, or terms that cancel)"

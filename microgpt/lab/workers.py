@@ -106,8 +106,8 @@ def answer(name, path, n_head, params):
         module = importlib.import_module(s.module_name)
         if s.model is None:
             return 'ok', public(module.compute(**params))
-        if s.model == 'log':
-            return 'ok', public(module.compute(log_path_for(path), **params))
+        if s.model == 'log':  # path: the checkpoints whose logs are drawn (api.Lab.sandbox)
+            return 'ok', public(module.compute([log_path_for(p) for p in path], **params))
         ckpt, model = MODELS.get(s.model, path, n_head)
         registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
         # the numpy port's arithmetic overflows as one line; the scalar step says so itself
@@ -198,10 +198,17 @@ class Pool:
 
 def start_worker(server_pid):
     """A worker's first act: leave Ctrl-C and a closed terminal to the server (which stops the
-    pool, so the worker ends when its work is done), and watch that the server is alive."""
+    pool, so the worker ends when its work is done), watch that the server is alive, and take
+    one BLAS thread (unless OPENBLAS_NUM_THREADS says otherwise): WORKERS processes already share
+    the cores, and OpenBLAS's default of a thread per core in each of them leaves threads
+    spinning while they wait for each other (backprop/threads.py: as in training, on a busy
+    machine, several times slower)."""
     for name in ('SIGINT', 'SIGHUP'):
         if hasattr(signal, name):  # Windows has no SIGHUP
             signal.signal(getattr(signal, name), signal.SIG_IGN)
+    from backprop.threads import set_threads, user_threads
+    if user_threads()[0] is None:
+        set_threads(1)
     threading.Thread(target=exit_with, args=(server_pid,), daemon=True).start()
 
 

@@ -26,7 +26,7 @@ async function draw() {
     view = await Lab.api('/api/attention', {
       ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
       head: Number($('head').value), query, scale: $('scale').checked, temperature: temperature()});
-    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
+    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);  // (an option holds text alone)
     $('query').value = view.query;
     if (key !== null && key > view.query) key = null;
     drawHeads();
@@ -36,26 +36,68 @@ async function draw() {
   }, ['heads', 'detail', 'stats', 'row']);
 }
 
-// a cell's width for T positions: the page's usual 2rem up to 8, narrower for longer names, so
-// that two heads of a 16-position model fit side by side in a 1280 px window
+// A cell's size for T positions. Up to COMPACT_ABOVE positions each cell shows its weight and
+// each axis its tokens: 2rem a cell up to 8, narrower up to 16, so that two heads of a
+// 16-position model fit side by side in a 1280 px window. Past that (64 positions: the
+// Shakespeare recipe) the weights are colour alone, the cells square and as large as the box
+// allows, two heads a row where they fit, the axes marked every TICK positions, and a cell's
+// numbers are read by hovering (the read-out line) or clicking it (the breakdown).
+const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
+
 function cellSize(T) {
   return T <= 8 ? ['2rem', '0.65rem'] : T <= 12 ? ['1.7rem', '0.62rem'] : ['1.45rem', '0.58rem'];
 }
 
+// the compact cell's side in px: the heads two a row when each still gets 6 px a cell, else one
+function compactCell(T, nHead) {
+  const width = $('heads').clientWidth, axis = 46;  // the row marks' column, 'i \ j' and its padding
+  const perRow = Math.min(nHead, width >= 2 * (axis + 6 * T) + 16 ? 2 : 1);
+  const room = (width - 16 * (perRow - 1)) / perRow - axis - 4;
+  return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / T)));
+}
+
 function drawHeads() {
-  const head = Number($('head').value), labels = view.labels;
-  const [size, font] = cellSize(labels.length);
-  $('heads').style.setProperty('--cell', size);
-  $('heads').style.setProperty('--cell-font', font);
-  const maps = view.all_heads.map((weights, h) => el('div', {class: 'head'}, el('table', {class: 'heatmap', 'data-head': h},
-    el('caption', {}, `head ${h}`),
-    el('tr', {}, el('th', {}, 'i \\ j'), labels.map((l, j) => el('th', {}, `${j} ${l}`))),
-    weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
-      el('th', {}, `${i} ${labels[i]}`),
-      row.map((w, j) => w === null
-        ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
-        : cell(w, h, i, j)))))));
+  const head = Number($('head').value), labels = view.labels, T = labels.length;
+  const compact = T > COMPACT_ABOVE;
+  if (compact) {
+    $('heads').style.setProperty('--cell', `${compactCell(T, view.n_head)}px`);
+  } else {
+    const [size, font] = cellSize(T);
+    $('heads').style.setProperty('--cell', size);
+    $('heads').style.setProperty('--cell-font', font);
+  }
+  // the axes: every position's token, or a mark every TICK positions spanning them
+  const ticks = () => Array.from({length: Math.ceil(T / TICK)}, (_, k) =>
+    el('th', {class: 'tick', colspan: Math.min(TICK, T - k * TICK)}, `${k * TICK}`));
+  const rowHead = i => compact
+    ? (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, T - i)}, `${i}`))
+    : el('th', {}, `${i} `, Lab.tok(labels[i]));
+  const maps = view.all_heads.map((weights, h) => el('div', {class: 'head'},
+    el('table', {class: compact ? 'heatmap compact' : 'heatmap', 'data-head': h},
+      el('caption', {}, `head ${h}`),
+      el('tr', {}, el('th', {}, 'i \\ j'),
+        compact ? ticks() : labels.map((l, j) => el('th', {}, `${j} `, Lab.tok(l)))),
+      weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
+        rowHead(i),
+        row.map((w, j) => w === null
+          ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
+          : cell(w, h, i, j, compact)))))));
   $('heads').replaceChildren(...maps);
+  $('readout').hidden = !compact;
+  $('readout').textContent = 'hover a cell for its numbers; click it to take its score apart';
+}
+
+// the read-out line of a compact heatmap: the hovered cell's head, query, key and weight
+function readout(e) {
+  const td = e.target.closest('td.cell');
+  if (!td || !view || !$('heads').contains(td)) return;
+  if (td.classList.contains('blank')) {
+    $('readout').textContent = 'a future key: masked, never scored';
+    return;
+  }
+  const {head, query, key, value} = td.dataset, labels = view.labels;
+  $('readout').replaceChildren(`head ${head} · query ${query} (`, Lab.tok(labels[query]), `) · key ${key} (`,
+    Lab.tok(labels[key]), ') · weight ', el('b', {}, Lab.fmt(Number(value), 4)));
 }
 
 // the breakdown of a picked cell goes right under the row of heads holding that cell (the heads
@@ -71,11 +113,11 @@ function placeDetail() {
   sameRow[sameRow.length - 1].after(detail);
 }
 
-function cell(w, h, i, j) {
+function cell(w, h, i, j, compact = false) {
   const chosen = h === Number($('head').value) && i === view.query && j === key;
   const td = el('td', {class: `cell filled${chosen ? ' chosen' : ''}`, 'data-head': h, 'data-query': i,
                        'data-key': j, 'data-value': w, title: `head ${h}, query ${i}, key ${j}: ${w}`,
-                       onclick: () => pick(h, i, j)}, Lab.fmt(w, 2));
+                       onclick: () => pick(h, i, j)}, compact ? null : Lab.fmt(w, 2));
   td.style.background = Lab.shade(w);
   if (w > 0.6) td.style.color = 'white';
   return td;
@@ -101,7 +143,7 @@ function drawDetail() {
   } else {
     const j = key, dims = Array.from({length: d}, (_, n) => n);
     detail.replaceChildren(
-      el('h3', {}, `head ${head}, query ${i} (${labels[i]}) · key ${j} (${labels[j]})`),
+      el('h3', {}, `head ${head}, query ${i} (`, Lab.tok(labels[i]), `) · key ${j} (`, Lab.tok(labels[j]), ')'),
       el('table', {class: 'data', id: 'products'},
         el('tr', {}, el('th', {class: 'l'}, ''), dims.map(n => el('th', {}, `d${n}`)), el('th', {}, 'sum')),
         el('tr', {}, el('th', {class: 'l'}, `q_${i}[d]`), view.q.map(x => numCell(x, 3))),
@@ -118,11 +160,11 @@ function drawDetail() {
           numCell(view.weights[j], 4, {id: 'detail-weight'}))));
   }
   const rows = view.raw.map((_, j) => el('tr', {class: j === key ? 'picked' : null},
-    el('td', {class: 'l'}, `${j} ${labels[j]}`), numCell(view.raw[j]), numCell(view.scaled[j]),
+    el('td', {class: 'l'}, `${j} `, Lab.tok(labels[j])), numCell(view.raw[j]), numCell(view.scaled[j]),
     numCell(view.scores[j]), numCell(view.weights[j]), el('td', {class: 'l'}, Lab.el('span', {class: 'bar'}))));
   rows.forEach((tr, j) => { tr.lastChild.firstChild.style.width = `${(view.weights[j] * 8).toFixed(2)}rem`; });
   const masked = labels.slice(i + 1).map((l, n) => el('tr', {},
-    el('td', {class: 'l'}, `${i + 1 + n} ${l}`), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
+    el('td', {class: 'l'}, `${i + 1 + n} `, Lab.tok(l)), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
     el('td', {}, '·'), el('td', {class: 'l muted'}, 'masked: future key')));
   $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys`),
     el('table', {class: 'data'},
@@ -154,4 +196,7 @@ Lab.on('form', 'submit', draw);
 Lab.on('text', 'input', Lab.debounced(newName));
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);
+Lab.on('heads', 'mouseover', readout);
+// a compact heatmap's cells are sized to the window: drawn again when it changes
+window.addEventListener('resize', Lab.debounced(() => { if (view) { drawHeads(); placeDetail(); } }, 150));
 Lab.start(draw);

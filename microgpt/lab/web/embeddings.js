@@ -16,6 +16,26 @@ async function draw() {
   }, ['scatter', 'near', 'wpe']);
 }
 
+// Each label near its point, nudged where it would cover another: the first of OFFSETS (in
+// the picture's units) at which its box meets no label placed before it, a thin line back to
+// the point when it moved. Running text's 65 characters crowd where names' 27 did not.
+const OFFSETS = [[0, 0], [0, -16], [0, 16], [11, 0], [-11, 0], [11, -16], [-11, -16], [11, 16], [-11, 16],
+                 [0, -32], [0, 32], [22, 0], [-22, 0], [22, -16], [-22, -16], [22, 16], [-22, 16],
+                 [33, 0], [-33, 0], [0, -48], [0, 48]];
+const CHAR_W = 8.5, LABEL_H = 16;  // a label's box at the picture's 13 px monospace font, its line's height
+
+function place(points) {
+  const placed = [];
+  return points.map(([x, y, text]) => {
+    const w = CHAR_W * [...text].length + 2;
+    const box = ([dx, dy]) => [x + dx - w / 2, y + dy - LABEL_H + 4, w, LABEL_H];  // y is the baseline
+    const free = b => placed.every(([x0, y0, w0, h0]) => b[0] + b[2] <= x0 || x0 + w0 <= b[0] || b[1] + b[3] <= y0 || y0 + h0 <= b[1]);
+    const offset = OFFSETS.find(o => free(box(o))) || OFFSETS[0];
+    placed.push(box(offset));
+    return offset;
+  });
+}
+
 function scatter(e) {
   const W = 520, H = 400, pad = 34;
   const xs = e.coords.map(c => c[0]), ys = e.coords.map(c => c[1]);
@@ -23,6 +43,8 @@ function scatter(e) {
   const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
   const X = x => pad + (x - x0) / span(x0, x1) * (W - 2 * pad);
   const Y = y => H - pad - (y - y0) / span(y0, y1) * (H - 2 * pad);
+  const shown = e.labels.map(l => (l === '<BOS>' ? 'BOS' : l));
+  const offsets = place(e.coords.map(([cx, cy], i) => [X(cx), Y(cy), shown[i]]));
   const s = $('scatter');
   s.setAttribute('viewBox', `0 0 ${W} ${H}`);
   s.setAttribute('width', W);
@@ -34,12 +56,18 @@ function scatter(e) {
       `principal component 1 (${(e.share[0] * 100).toFixed(0)} % of the spread)`),
     svg('text', {class: 'tick', x: 12, y: H / 2, transform: `rotate(-90 12 ${H / 2})`, 'text-anchor': 'middle'},
       `component 2 (${(e.share[1] * 100).toFixed(0)} %)`),
-    ...e.labels.map((label, i) => svg('text', {x: X(e.coords[i][0]), y: Y(e.coords[i][1]), 'text-anchor': 'middle',
-      class: e.vowel[i] ? 'vowel' : 'consonant', 'data-label': label, 'data-x': e.coords[i][0], 'data-y': e.coords[i][1]},
-      svg('title', {}, `${label}: (${Lab.fmt(e.coords[i][0], 3)}, ${Lab.fmt(e.coords[i][1], 3)})`),
-      label === '<BOS>' ? 'BOS' : label)));
+    ...e.labels.flatMap((label, i) => {
+      const [px, py] = [X(e.coords[i][0]), Y(e.coords[i][1])], [dx, dy] = offsets[i];
+      const moved = dx || dy;
+      return [moved ? svg('line', {class: 'leader', x1: px, y1: py - 4, x2: px + dx, y2: py + dy - 4}) : null,
+        svg('text', {x: px + dx, y: py + dy, 'text-anchor': 'middle',
+          class: `${e.vowel[i] ? 'vowel' : 'consonant'}${['⏎', '␣', '⇥'].includes(label) ? ' glyph' : ''}`,
+          'data-label': label, 'data-x': e.coords[i][0], 'data-y': e.coords[i][1]},
+          svg('title', {}, `${label}: (${Lab.fmt(e.coords[i][0], 3)}, ${Lab.fmt(e.coords[i][1], 3)})`), shown[i])];
+    }));
   $('share').textContent = `wte: ${e.labels.length} rows of ${e.n_embd} numbers. The two components hold ` +
-    `${(e.share[0] * 100).toFixed(0)} % and ${(e.share[1] * 100).toFixed(0)} % of how the rows differ.`;
+    `${(e.share[0] * 100).toFixed(0)} % and ${(e.share[1] * 100).toFixed(0)} % of how the rows differ.` +
+    (e.data_mode === 'text' ? ' (Running text never reads BOS: its row is left out.)' : '');
 }
 
 function neighbours(e) {
@@ -47,26 +75,49 @@ function neighbours(e) {
   $('near').replaceChildren(el('h3', {}, 'nearest neighbours, by cosine similarity'),
     el('table', {class: 'data', id: 'near-table'},
       el('tr', {}, el('th', {class: 'l'}, 'char'), Array.from({length: k}, (_, n) => el('th', {class: 'l'}, `#${n + 1}`))),
-      e.labels.map((label, i) => el('tr', {'data-label': label}, el('td', {class: `l mono ${e.vowel[i] ? 'miss' : ''}`}, label),
-        e.neighbours[i].map(([other, sim]) => el('td', {class: 'l mono'}, `${other} `,
+      e.labels.map((label, i) => el('tr', {'data-label': label}, el('td', {class: `l mono ${e.vowel[i] ? 'miss' : ''}`}, Lab.tok(label)),
+        e.neighbours[i].map(([other, sim]) => el('td', {class: 'l mono'}, Lab.tok(other), ' ',
           el('span', {class: 'num muted', 'data-value': sim}, Lab.fmt(sim, 2))))))));
 }
 
+// Up to COMPACT_ABOVE positions each cell shows its similarity; past that (64: the Shakespeare
+// recipe) colour alone in square cells sized to the panel, the axes marked every TICK positions,
+// and a hovered cell's numbers in the read-out line
+const COMPACT_ABOVE = 16, TICK = 8;
+
 function wpe(e) {
-  const c = e.wpe_cosine, n = c.length;
+  const c = e.wpe_cosine, n = c.length, compact = n > COMPACT_ABOVE;
+  const size = Math.max(4, Math.min(14, Math.floor(($('wpe').clientWidth - 60) / n)));
+  const ticks = () => Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
+    el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`));
+  const rowHead = i => compact ? (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, i))
+                               : el('th', {}, i);
+  const table = el('table', {class: compact ? 'heatmap compact' : 'heatmap', id: 'wpe-table'},
+    el('tr', {}, el('th', {}, 'i \\ j'), compact ? ticks() : Array.from({length: n}, (_, j) => el('th', {}, j))),
+    c.map((row, i) => el('tr', {}, rowHead(i), row.map((x, j) => {
+      const td = el('td', {class: 'cell', 'data-value': x, 'data-i': i, 'data-j': j, title: `positions ${i} and ${j}: ${x}`},
+        compact ? null : Lab.fmt(x, 1));
+      td.style.background = x >= 0 ? Lab.shade(x) : `rgba(232, 89, 12, ${Math.min(1, -x).toFixed(3)})`;
+      if (x > 0.6) td.style.color = 'white';
+      return td;
+    }))));
+  if (compact) table.style.setProperty('--cell', `${size}px`);
   $('wpe').replaceChildren(el('h3', {}, 'wpe: cosine similarity of position i (rows) and position j'),
-    el('div', {class: 'scroll'}, el('table', {class: 'heatmap', id: 'wpe-table'},
-      el('tr', {}, el('th', {}, 'i \\ j'), Array.from({length: n}, (_, j) => el('th', {}, j))),
-      c.map((row, i) => el('tr', {}, el('th', {}, i), row.map((x, j) => {
-        const td = el('td', {class: 'cell', 'data-value': x, title: `positions ${i} and ${j}: ${x}`}, Lab.fmt(x, 1));
-        td.style.background = x >= 0 ? Lab.shade(x) : `rgba(232, 89, 12, ${Math.min(1, -x).toFixed(3)})`;
-        if (x > 0.6) td.style.color = 'white';
-        return td;
-      }))))),
+    el('p', {class: 'mono small readout', id: 'wpe-readout', hidden: !compact}, 'hover a cell for its numbers'),
+    el('div', {class: 'scroll'}, table),
     el('p', {class: 'muted small'}, 'Blue: alike (1 on the diagonal); orange: pointing apart. Neighbouring positions ' +
       'tend to get similar embeddings.'));
 }
 
+// the read-out line of a compact wpe map: the hovered cell's positions and similarity
+function readout(ev) {
+  const td = ev.target.closest('#wpe-table td.cell');
+  if (!td) return;
+  $('wpe-readout').replaceChildren(`positions ${td.dataset.i} and ${td.dataset.j}: cosine similarity `,
+    el('b', {}, Lab.fmt(Number(td.dataset.value), 3)));
+}
+
 Lab.on('neighbours', 'input', Lab.debounced(draw));
+Lab.on('wpe', 'mouseover', readout);
 Lab.on('form', 'submit', () => {});
 Lab.start(draw);

@@ -95,10 +95,25 @@ const Lab = (() => {
     return node;
   }
 
+  // A token label as the server writes it (render.token_label: ⏎ a newline, ␣ a space, ⇥ a
+  // tab): an invisible character's sign is set large enough to read
+  const GLYPHS = new Set(['⏎', '␣', '⇥', '↵']);
+  function tok(label) {
+    return GLYPHS.has(label) ? el('span', {class: 'glyph'}, label) : label;
+  }
+
+  // running text as it reads, its newlines kept as line breaks, each marked with a faint ⏎;
+  // `prefix` (the prompt it follows) in bold before it
+  function textBlock(text, prefix = '', attrs = {}) {
+    const lines = s => String(s).split('\n').flatMap((line, i) => i ? [el('span', {class: 'glyph nl'}, '⏎'), '\n', line] : [line]);
+    return el('pre', {class: 'text-block', ...attrs}, prefix ? el('b', {}, lines(prefix)) : null, lines(text));
+  }
+
   // a number for display; null (NaN or a masked cell on the server) shows as a dot
   function fmt(x, digits = 4) {
     if (x === null || x === undefined) return '·';
-    return Number(x).toFixed(digits);
+    const text = Number(x).toFixed(digits);
+    return Number(text) === 0 ? (0).toFixed(digits) : text;  // never '-0.000': it reads as another number
   }
 
   // a weight in [0, 1] as a background colour, white to deep blue
@@ -182,10 +197,40 @@ const Lab = (() => {
         el('span', {id: 'config'},
           `n_layer=${c.n_layer} n_embd=${c.n_embd} n_head=${c.n_head} head_dim=${c.head_dim} ` +
           `block_size=${c.block_size} vocab_size=${c.vocab_size}`)));
-    // a model of running text reads text, not a name: the pages' input says which
-    const word = ckptInfo().data_mode === 'text' ? 'text' : 'name';
-    for (const w of document.querySelectorAll('.input-word')) w.textContent = word;
+    applyMode();
   }
+
+  // A model of running text reads text, not a name: body[data-mode] says which ('text' or
+  // 'lines'), so lab.css shows a page's .text-only or .lines-only words; the input says 'text'
+  // or 'name'; its box (a textarea.text-input) takes newlines for text and grows to three
+  // lines, while for a name it is one line and Enter draws, as a form's text box does
+  function applyMode() {
+    const text = isText();
+    document.body.dataset.mode = text ? 'text' : 'lines';
+    for (const w of document.querySelectorAll('.input-word')) w.textContent = text ? 'text' : 'name';
+    for (const box of document.querySelectorAll('textarea.text-input')) {
+      box.rows = text ? 3 : 1;
+      // the text to start with: the model's own example (a name, or its data's first lines), in
+      // place of the page's default or of the last checkpoint's example, never of the learner's
+      if (box.id === 'text' && (box.value === box.defaultValue || box.value === box.dataset.example)) {
+        box.value = box.dataset.example = ckptInfo().example ?? box.defaultValue;
+      }
+    }
+  }
+
+  function isText() {
+    return ckptInfo().data_mode === 'text';
+  }
+
+  // Enter in a one-line (names) box submits its form; in running text it is a newline
+  // (Ctrl+Enter submits there)
+  document.addEventListener('keydown', e => {
+    const box = e.target;
+    if (e.key !== 'Enter' || !box.matches?.('textarea.text-input') || !box.form) return;
+    if (config && isText() && !e.ctrlKey && !e.metaKey) return;
+    e.preventDefault();
+    box.form.requestSubmit();
+  });
 
   // called once by each page: draws the header, then the page (and again on a new checkpoint)
   async function start(draw) {
@@ -210,6 +255,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, start, on, debounced, fillSelect, guard, showError, selectCkpt, refreshConfig,
-          ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
+  return {api, el, svg, fmt, shade, tok, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+          refreshConfig, isText, ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

@@ -1,58 +1,95 @@
-// The Loss page: the chosen checkpoint's training log as curves and a table of tenths. Every
-// number comes from POST /api/loss (microgpt/lab/loss.py's compute on the log beside the
-// checkpoint); this file only scales them to the chart.
+// The Loss page: the chosen checkpoint's training log as curves and a table of tenths, and the
+// logs of other checkpoints ticked beside it, on the same picture. Every number comes from POST
+// /api/loss (microgpt/lab/loss.py's compute on the logs beside the checkpoints, in the order
+// asked: the chosen one first); this file only scales them to the chart.
 'use strict';
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
+const RUN_CLASSES = 6;  // lab.css colours runs run0 .. run5, in order: a run's marks share its class
+const others = new Set();  // the ids of the other checkpoints ticked
 
 async function draw() {
   if (!Lab.info().log) {  // the listing says: no log beside it (a converted checkpoint has none)
-    for (const id of ['loss-chart', 'stretches', 'best']) $(id).replaceChildren();
+    for (const id of ['loss-chart', 'stretches', 'best', 'legend', 'compare']) $(id).replaceChildren();
     $('source').textContent = 'This checkpoint has no training log beside it (train.py writes one ' +
       'there; a converted checkpoint has none): there are no curves to draw.';
     return;
   }
+  const ids = [Lab.ckpt(), ...Lab.config.checkpoints.filter(c => c.log && others.has(c.id) && c.id !== Lab.ckpt()).map(c => c.id)];
+  drawCompare();
   await Lab.guard(async () => {
-    const d = await Lab.api('/api/loss', {ckpt: Lab.ckpt()});
-    const train = d.train, val = d.val;
-    $('source').textContent = `${d.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
-      `${val.length} validation measurements; running mean of ${d.window} steps`;
-    chart(d);
+    const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined});
+    const label = id => Lab.config.checkpoints.find(c => c.id === id).label;
+    const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: `run${k % RUN_CLASSES}`}));
+    const main = runs[0], train = main.train, val = main.val;
+    $('source').textContent = `${main.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
+      `${val.length} validation measurements; running mean of ${main.window} steps`;
+    chart(runs);
     $('stretches').replaceChildren(el('h3', {}, 'the run in ten stretches'),
       el('table', {class: 'data', id: 'stretch-table'},
         el('tr', {}, ['steps', 'mean training loss', 'learning rate', 'validation loss'].map(h => el('th', {}, h))),
-        d.stretches.map(([a, b, mean, lr, v]) => el('tr', {}, el('td', {}, `${a}..${b}`),
+        main.stretches.map(([a, b, mean, lr, v]) => el('tr', {}, el('td', {}, `${a}..${b}`),
           el('td', {class: 'num', 'data-value': mean}, Lab.fmt(mean, 4)),
           el('td', {class: 'num'}, lr === null ? '' : Number(lr).toPrecision(3)),
           el('td', {class: 'num', 'data-value': v}, v === null ? '' : Lab.fmt(v, 4))))));
-    if (val.length) {
-      const best = val.reduce((a, b) => (b[1] < a[1] ? b : a));
-      const last = val[val.length - 1];
-      $('best').replaceChildren(el('p', {}, `last validation loss `, el('span', {class: 'num', id: 'last-val'}, Lab.fmt(last[1], 4)),
-        ` at step ${last[0]}`), el('p', {}, `lowest `, el('span', {class: 'num'}, Lab.fmt(best[1], 4)), ` at step ${best[0]}`));
-    } else {
-      $('best').replaceChildren(el('p', {class: 'muted'}, 'This run measured no validation loss (--eval-every 0).'));
-    }
-  }, ['loss-chart', 'stretches', 'best']);
+    $('best').replaceChildren(...runs.flatMap(r => best(r, runs.length > 1)));
+  }, ['loss-chart', 'stretches', 'best', 'legend']);
 }
 
-function chart(d) {
+// the other checkpoints, each a box to tick: its run drawn beside this one's
+function drawCompare() {
+  const list = Lab.config.checkpoints.filter(c => c.id !== Lab.ckpt() && c.log);  // those with a log to draw
+  $('compare').replaceChildren(...(list.length ? ['draw beside it: ', ...list.map(c => el('label', {class: 'inline-check'},
+    el('input', {type: 'checkbox', 'data-id': c.id, checked: others.has(c.id),
+                 onchange: e => { e.target.checked ? others.add(c.id) : others.delete(c.id); draw(); }}), ` ${c.label}`))] : []));
+}
+
+// a run's last and lowest validation loss, with the training loss measured alike at the last
+function best(r, named) {
+  const val = r.val;
+  const name = named ? [el('b', {class: r.colour}, r.label), ': '] : [];
+  if (!val.length) return [el('p', {class: 'muted'}, ...name, 'this run measured no validation loss (--eval-every 0).')];
+  const low = val.reduce((a, b) => (b[1] < a[1] ? b : a)), last = val[val.length - 1];
+  return [el('p', {}, ...name, 'last validation loss ', el('span', {class: 'num', 'data-run': r.id, id: named ? null : 'last-val'},
+      Lab.fmt(last[1], 4)), ` at step ${last[0]}`,
+    last[2] === null ? '' : el('span', {}, ' (training loss measured alike ', el('span', {class: 'num', 'data-run': r.id,
+      'data-kind': 'train-estimate'}, Lab.fmt(last[2], 4)), ')'),
+    '; lowest ', el('span', {class: 'num'}, Lab.fmt(low[1], 4)), ` at step ${low[0]}`)];
+}
+
+function chart(runs) {
   const W = 760, H = 320, L = 50, R = 16, T = 14, B = 36;
-  const steps = d.train.map(r => r[0]), losses = d.train.map(r => r[1]);
-  const all = losses.concat(d.val.map(v => v[1]));
-  const [s0, s1] = [steps[0], Math.max(steps[steps.length - 1], ...d.val.map(v => v[0]))];
+  const steps = runs.flatMap(r => r.train.map(x => x[0]).concat(r.val.map(v => v[0])));
+  const all = runs.flatMap(r => r.train.map(x => x[1]).concat(r.val.map(v => v[1]), r.val.filter(v => v[2] !== null).map(v => v[2])));
+  const [s0, s1] = [Math.min(...steps), Math.max(...steps)];
   const [l0, l1] = [Math.min(...all), Math.max(...all)];
   const X = s => L + (s - s0) / ((s1 - s0) || 1) * (W - L - R);
   const Y = l => T + (l1 - l) / ((l1 - l0) || 1) * (H - T - B);
   const line = (xs, ys) => xs.map((x, i) => `${i ? 'L' : 'M'}${X(x).toFixed(1)},${Y(ys[i]).toFixed(1)}`).join('');
   const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);
-  const c = $('loss-chart');
+  const c = $('loss-chart'), one = runs.length === 1;
+  c.classList.toggle('many', !one);  // several runs: each in its own colour (lab.css)
   c.setAttribute('viewBox', `0 0 ${W} ${H}`);
   c.setAttribute('width', W);
   c.setAttribute('height', H);
-  c.dataset.trainPoints = d.train.length;
-  c.dataset.valPoints = d.val.length;
+  c.dataset.trainPoints = runs[0].train.length;
+  c.dataset.valPoints = runs[0].val.length;
+  c.dataset.runs = runs.length;
+  const curves = runs.map(r => {
+    const ss = r.train.map(x => x[0]);
+    return svg('g', {class: `run ${r.colour}`, 'data-run': r.id},
+      svg('path', {class: 'train', d: line(ss, r.train.map(x => x[1]))}),
+      svg('path', {class: 'smooth', d: line(ss, r.smooth)}));
+  });
+  // the evaluations last, above every run's curves: the training loss measured alike, then validation
+  const marks = runs.flatMap(r => [
+    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => svg('path', {'data-step': s, 'data-value': t,
+      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, class: `estimate ${r.colour}`},
+      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: training loss measured alike ${t}`))),
+    ...r.val.map(([s, v]) => svg('circle', {class: `val ${r.colour}`, cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
+      'data-run': r.id},
+      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: validation loss ${v}`)))]);
   c.replaceChildren(
     svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
     svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}),
@@ -60,10 +97,14 @@ function chart(d) {
     svg('text', {x: L, y: H - B + 16}, `step ${s0}`),
     svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
     svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, 'step'),
-    svg('path', {class: 'train', d: line(steps, losses)}),
-    svg('path', {class: 'smooth', d: line(steps, d.smooth)}),
-    ...d.val.map(([s, v]) => svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v},
-      svg('title', {}, `step ${s}: validation loss ${v}`))));
+    ...curves, ...marks);
+  // the legend: what each mark is, and with several runs each one's colour and name
+  $('legend').replaceChildren(...(one
+    ? [el('span', {class: 'key smooth'}), ' training loss, running mean  ', el('span', {class: 'key val'}),
+       ' validation loss  ', el('span', {class: 'key estimate'}), ' training loss measured alike']
+    : [...runs.flatMap(r => [el('span', {class: `key smooth ${r.colour}`}), ' ',
+         el('b', {'data-run': r.id}, r.label), '   ']),
+       el('br'), 'line: training loss, running mean; ○ validation loss; ▲ training loss measured alike']));
 }
 
 Lab.start(draw);

@@ -1,13 +1,14 @@
-// The Overview page: for [BOS] + the name, each position's most likely next characters as
-// bars, the true one, its probability and loss, the mean loss, and one sampled continuation.
-// Everything drawn comes from POST /api/overview (lab/overview.py's predictions and continuation).
+// The Overview page: for [BOS] + the name (or a window of running text), each position's most
+// likely next characters as bars, the true one, its probability and loss, the mean loss, and one
+// sampled continuation. Everything drawn comes from POST /api/overview (lab/overview.py's
+// predictions and continuation).
 'use strict';
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
 
 function barRow(char, p, isTrue) {
-  return [el('span', {class: isTrue ? 'hit' : null}, char),
+  return [el('span', {class: isTrue ? 'hit' : null}, Lab.tok(char)),
           el('span', {}, barOf(p, isTrue)),
           el('span', {class: 'num'}, Lab.fmt(p))];
 }
@@ -26,31 +27,39 @@ async function draw() {
     const cards = data.positions.map(r => {
       const bars = r.top.flatMap(([char, p]) => barRow(char, p, char === r.target));
       if (r.rank > r.top.length) bars.push(...barRow(r.target, r.p, true));
+      const scored = r.target !== null;  // running text: the last position's next is not in the text
       return el('div', {class: 'position', 'data-position': r.position},
-        el('h3', {}, `pos ${r.position} reads ${r.reads} → next ${r.target}`),
+        el('h3', {}, `pos ${r.position} reads `, Lab.tok(r.reads), ' → next ', scored ? Lab.tok(r.target) : '?'),
         el('div', {class: 'bars'}, bars),
-        el('p', {class: 'mono'}, `p = ${Lab.fmt(r.p)}  loss = ${Lab.fmt(r.loss, 3)} `,
-          el('span', {class: r.hit ? 'hit' : 'miss'}, r.hit ? '✓' : `✗ (rank ${r.rank})`)));
+        scored ? el('p', {class: 'mono'}, `p = ${Lab.fmt(r.p)}  loss = ${Lab.fmt(r.loss, 3)} `,
+                    el('span', {class: r.hit ? 'hit' : 'miss'}, r.hit ? '✓' : `✗ (rank ${r.rank})`))
+               : el('p', {class: 'muted small'}, 'the next character is not in the text: not scored'));
     });
     $('positions').replaceChildren(...cards);
-    const rest = data.continuation.slice(data.text.length);
+    const rest = data.continuation.slice(data.text.length), text = data.data_mode === 'text';
+    const what = text ? 'predicted characters' : 'positions';
     $('summary').replaceChildren(
-      el('p', {class: 'mono', id: 'mean-loss', 'data-value': data.mean_loss},
-        `mean loss over ${data.positions.length} positions: ${Lab.fmt(data.mean_loss)}` +
-        `   (uniform guess over ${data.vocab_size} tokens: ln ${data.vocab_size} = ${Lab.fmt(data.uniform_loss)})`),
-      el('p', {class: 'mono', id: 'continuation'},
-        `continuation (temperature ${data.temperature}, seed ${data.seed}): `,
-        el('b', {}, data.text), rest || ' (the model ends the name right there)'));
-    drawLosses(data.positions);
+      el('p', {class: 'mono', id: 'mean-loss', 'data-value': data.mean_loss}, data.mean_loss === null
+        ? 'no position has its next character in the text: type a second character for a loss'
+        : `mean loss over ${data.scored} ${what}: ${Lab.fmt(data.mean_loss)}` +
+          `   (uniform guess over ${data.vocab_size} tokens: ln ${data.vocab_size} = ${Lab.fmt(data.uniform_loss)})`),
+      text ? el('div', {id: 'continuation'},
+               el('p', {class: 'mono'}, `continuation of ${rest.length} characters (temperature ${data.temperature}, ` +
+                 `seed ${data.seed}; the text in bold, newlines kept):`),
+               Lab.textBlock(rest, data.text))
+           : el('p', {class: 'mono', id: 'continuation'},
+               `continuation (temperature ${data.temperature}, seed ${data.seed}): `,
+               el('b', {}, data.text), rest || ' (the model ends the name right there)'));
+    drawLosses(data.positions.filter(r => r.target !== null));
   }, ['summary', 'losses', 'positions']);
 }
 
 // the loss at each position as a column chart
 function drawLosses(rows) {
   const max = Math.max(...rows.map(r => r.loss), 1e-9);
-  const table = el('table', {class: 'data'},
+  const table = el('table', {class: 'data', id: 'loss-table'},
     el('tr', {}, el('th', {class: 'l'}, 'position'), rows.map(r => el('th', {}, `${r.position}`))),
-    el('tr', {}, el('th', {class: 'l'}, 'next'), rows.map(r => el('td', {}, r.target))),
+    el('tr', {}, el('th', {class: 'l'}, 'next'), rows.map(r => el('td', {}, Lab.tok(r.target)))),
     el('tr', {}, el('th', {class: 'l'}, 'loss = −ln p'),
       rows.map(r => el('td', {class: 'num loss', 'data-value': r.loss}, Lab.fmt(r.loss, 3)))),
     el('tr', {}, el('th', {class: 'l'}, ''), rows.map(r => {

@@ -1,36 +1,54 @@
-// The Sampling page: `python -m microgpt.lab sample` in the browser. After [BOS] + the prompt,
-// the model's distribution of the next character at this temperature, and names drawn with the
-// seeded sampler of sample.py, each marked as a name of the training data or new; beside them
-// the same distribution at T = 0 (greedy), 0.5, 1, 2 and this page's temperature side by side,
-// with each one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
+// The Sampling page: `python -m microgpt.lab sample` in the browser. After [BOS] + the prompt
+// (running text: the prompt, no BOS), the model's distribution of the next character at this
+// temperature, and names (running text: continuations of the length asked for) drawn with the
+// seeded sampler of sample.py, names marked as in the training data or new; beside them the same
+// distribution at T = 0 (greedy), 0.5, 1, 2 and this page's temperature side by side, with each
+// one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
 // (microgpt/lab/sampler.py's compute); this file only draws.
+//
+// It asks for what it shows, in two requests: the distributions alone (num 0: one forward pass,
+// drawn at once), and the draws at this page's temperature only (running text's take seconds on
+// a large model: the server computes one at a time and leaves uncomputed one overtaken by a
+// newer, so typing a prompt queues one at most, and the earlier ones stay on screen, greyed).
 'use strict';
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
 const COMPARE = [0, 0.5, 1, 2];  // the temperatures `lab sample` compares by default
+const NUM = {lines: 10, text: 1};  // names, or continuations, a setting starts with
 
 async function draw() {
   const own = Number($('temperature').value);
   $('temperature-value').textContent = $('temperature').value;
-  await Lab.guard(async () => {
-    // the distribution at every temperature compared, the names at this page's only (it shows those)
-    const body = {ckpt: Lab.ckpt(), prompt: $('prompt').value, temperatures: [...COMPARE, own], names_at: [own],
-                  num: Number($('num').value), seed: Number($('seed').value), top_k: Number($('top_k').value)};
-    const data = await Lab.api('/api/sample', body);
+  const text = Lab.isText();
+  const common = {ckpt: Lab.ckpt(), prompt: $('prompt').value, top_k: Number($('top_k').value)};
+  const distribution = Lab.guard(async () => {
+    const data = await Lab.api('/api/sample?part=distribution', {...common, temperatures: [...COMPARE, own], num: 0});
     const k = data.temperatures.indexOf(own);
-    $('context').textContent = `[BOS]${data.prompt}`;
+    $('context').replaceChildren(...data.context.map(Lab.tok));
     const most = Math.max(...data.probs[k]);
-    $('distribution').replaceChildren(...data.chars.flatMap((char, i) => {
-      const p = data.probs[k][i];
+    // a vocabulary of names fits in full; a larger one (running text's 65 characters) shows those
+    // above HIDE at this temperature, and says how many it leaves out
+    const shown = data.chars.map((_, i) => i).filter(i => data.chars.length <= FULL_LIST || data.probs[k][i] >= HIDE);
+    const left = data.chars.length - shown.length;
+    $('distribution').replaceChildren(...shown.flatMap(i => {
+      const char = data.chars[i], p = data.probs[k][i];
       const bar = el('span', {class: 'bar'});
       bar.style.width = `${(p / most * 10).toFixed(2)}rem`;  // the likeliest character: 10rem
-      return [el('span', {}, char), el('span', {}, bar),
+      return [el('span', {}, Lab.tok(char)), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
-    }));
+    }), left ? el('span', {class: 'muted small whole-row'},
+                  `${left} more characters below ${HIDE}`) : '');
     $('sandbox').replaceChildren(sandbox(data, own));
-    $('names').replaceChildren(...names(data, own));
-  }, ['distribution', 'sandbox', 'names']);
+  }, ['distribution', 'sandbox']);
+  $('drawn').classList.add('stale');  // until this input's draws come
+  const drawn = Lab.guard(async () => {
+    const data = await Lab.api('/api/sample?part=draws', {...common, temperatures: [own], names_at: [own],
+      num: Number($('num').value), seed: Number($('seed').value), ...(text ? {length: Number($('length').value)} : {})});
+    $('names').replaceChildren(...(text ? continuations(data, own) : names(data, own)));
+    $('drawn').classList.remove('stale');
+  }, ['names'], false);
+  await Promise.all([distribution, drawn]);
 }
 
 // the names drawn at this page's temperature, without and with the top-k cut
@@ -50,8 +68,20 @@ function names(data, own) {
   return [marks, ...lists];
 }
 
+// running text: each continuation after the prompt (in bold), its newlines kept
+function continuations(data, own) {
+  const about = el('p', {class: 'muted small', id: 'marks'}, `${data.num} continuation${data.num === 1 ? '' : 's'} ` +
+    `of ${data.length} characters at each setting, seed ${data.seed}, as sample.py --length draws them`);
+  const lists = data.draws.filter(d => d.temperature === own).map(d =>
+    el('div', {class: 'draw', 'data-top-k': d.top_k ?? 'none'},
+      el('h4', {}, d.top_k ? `top-k ${d.top_k}` : (own === 0 ? 'greedy' : 'no cut')),
+      d.texts.map(t => Lab.textBlock(t, data.prompt, {class: 'text-block sample'}))));
+  return [about, ...lists];
+}
+
 // one column of bars per temperature; a character is left out when it is below HIDE at every one
-const HIDE = 0.005;
+// (and, in a vocabulary of more than FULL_LIST, from the distribution at this temperature)
+const HIDE = 0.005, FULL_LIST = 30;
 
 function sandbox(s, own) {
   const most = Math.max(...s.probs.flat(), 1e-12);
@@ -88,8 +118,15 @@ function sandbox(s, own) {
     table);
 }
 
+// how many to draw, to start with: ten names, or one continuation (each takes a forward pass a
+// character); set again when a checkpoint of the other kind is picked, unless the learner chose
+function startingNum() {
+  const mode = Lab.isText() ? 'text' : 'lines', other = mode === 'text' ? 'lines' : 'text';
+  if ($('num').value === String(NUM[other]) || $('num').value === $('num').defaultValue) $('num').value = NUM[mode];
+}
+
 Lab.on('form', 'submit', draw);
 Lab.on('temperature', 'input', draw);
 const later = Lab.debounced(draw);  // as the learner types: once they pause
-for (const id of ['prompt', 'num', 'seed', 'top_k']) Lab.on(id, 'input', later);
-Lab.start(draw);
+for (const id of ['prompt', 'num', 'seed', 'top_k', 'length']) Lab.on(id, 'input', later);
+Lab.start(() => { startingNum(); return draw(); });

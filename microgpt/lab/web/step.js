@@ -46,9 +46,19 @@ function num(x, text, attrs = {}) {
 // the older input's of the same engine (Lab.api drops it). The server computes one scalar step
 // at a time, and one still waiting for its turn when a newer comes is not computed
 // (api.Lab.turn): a learner typing a name waits for one step at most.
+// On a model of many weights a long text would make the scalar engine's graph too large (the
+// server says how many positions it takes: step.scalar_positions): the numpy step alone is asked
+// then, and section 6 says why.
 async function draw() {
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
-  const numpyFirst = Lab.info().step_numpy_first;  // else a small model: the scalar step answers at once
+  const info = Lab.info(), chars = [...body.text].length;
+  // the positions the step reads: [BOS] + the name, or the window's characters but its last
+  const positions = Lab.isText() ? Math.min(chars - 1, info.config.block_size) : chars + 1;
+  if (positions > info.step_scalar_positions) {
+    await Lab.guard(async () => show(await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'}), false), ['result']);
+    return;
+  }
+  const numpyFirst = info.step_numpy_first;  // else a small model: the scalar step answers at once
   let scalarShown = false;
   // with the numpy step first, no busy sign over the page for the scalar one: the numbers shown
   // are already this input's
@@ -66,22 +76,25 @@ async function draw() {
   await scalar;
 }
 
-function show(data) {
+// data: an answer; scalarComing: whether the scalar engine's step was asked too (and follows)
+function show(data, scalarComing = true) {
   $('result').replaceChildren(
     summary(data),
     el('div', {class: 'row'}, positions(data), topGrads(data)),
     el('div', {class: 'row'}, wayBack(data), adam(data)),
-    graph(data));
+    graph(data, scalarComing));
   $('result').dataset.engine = data.engine;  // who computed what is on screen: the tests wait for 'scalar'
 }
 
 function summary(d) {
-  const change = d.loss_after - d.loss_before;
+  const change = d.loss_after - d.loss_before, text = d.data_mode === 'text';
   const labels = [...d.positions.map(p => p.reads), d.positions[d.n - 1].target];  // the n + 1 tokens
   return el('div', {class: 'panel', id: 'summary'},
-    el('p', {class: 'mono'}, `one training step on '${d.text}': tokens ${labels.join(' ')}, ${d.n} positions, ` +
+    el('p', {class: 'mono'}, text ? `one training step on the window '${d.text.replace(/\n/g, '⏎')}' of running text (no BOS): tokens `
+                                  : `one training step on '${d.text}': tokens `,
+      labels.flatMap(l => [Lab.tok(l), ' ']), `${d.n} positions, ` +
       `lr ${d.lr}, a fresh Adam (its first step); the checkpoint file is not changed`),
-    el('p', {class: 'big mono'}, "the name's loss L  ",
+    el('p', {class: 'big mono'}, text ? "the window's loss L  " : "the name's loss L  ",
       num(d.loss_before, Lab.fmt(d.loss_before, 6), {id: 'loss-before'}), '  →  ',
       num(d.loss_after, Lab.fmt(d.loss_after, 6), {id: 'loss-after'}), '  ',
       el('span', {class: change < 0 ? 'hit' : 'miss'}, `(${signed(change, 6)})`),
@@ -93,11 +106,12 @@ function summary(d) {
 function positions(d) {
   const head = ['pos', 'reads', 'next', 'loss', 'p before', 'p after', 'change'];
   return el('div', {class: 'panel fit'},
-    el('h3', {}, '1) forward, and 5) the same name after the update'),
+    el('h3', {}, `1) forward, and 5) the same ${d.data_mode === 'text' ? 'window' : 'name'} after the update`),
     el('table', {class: 'data', id: 'positions'},
       el('tr', {}, head.map((h, i) => el('th', {class: i < 3 ? 'l' : null}, h))),
       d.positions.map(p => el('tr', {'data-position': p.position},
-        el('td', {class: 'l'}, p.position), el('td', {class: 'l mono'}, p.reads), el('td', {class: 'l mono'}, p.target),
+        el('td', {class: 'l'}, p.position), el('td', {class: 'l mono'}, Lab.tok(p.reads)),
+        el('td', {class: 'l mono'}, Lab.tok(p.target)),
         el('td', {}, num(p.loss, Lab.fmt(p.loss, 4))),
         el('td', {class: 'l'}, bar(p.p_before, 2.5), ' ', num(p.p_before, Lab.fmt(p.p_before, 4))),
         el('td', {class: 'l'}, bar(p.p_after, 2.5, 'bar true'), ' ', num(p.p_after, Lab.fmt(p.p_after, 4))),
@@ -110,9 +124,9 @@ function positions(d) {
 function topGrads(d) {
   const largest = Math.max(...d.top_grads.flat().map(([, g]) => Math.abs(g)), 1e-12);
   const rows = d.top_grads.map((entries, i) => el('tr', {'data-position': i},
-    el('th', {class: 'l mono'}, `${i} → ${d.positions[i].target}`),
+    el('th', {class: 'l mono'}, `${i} → `, Lab.tok(d.positions[i].target)),
     entries.flatMap(([char, g, p, isTrue]) => [
-      el('td', {class: isTrue ? 'mono char hit' : 'mono char', title: `p = ${p}`}, char),
+      el('td', {class: isTrue ? 'mono char hit' : 'mono char', title: `p = ${p}`}, Lab.tok(char)),
       el('td', {class: 'l'}, diverging(g, largest)),
       el('td', {}, num(g, signed(g), {class: isTrue ? 'num hit' : 'num'}))])));
   return el('div', {class: 'panel'},
@@ -147,9 +161,11 @@ function wayBack(d) {
     el('p', {class: 'mono small', id: 'embedding-rows'},
       `wte rows with a gradient: ${d.wte_rows.map(r => names[r] ?? `#${r}`).join(', ')} ` +
       `(${d.wte_rows.length} of ${c.vocab_size}); wpe rows: ${wpe} (${d.wpe_rows.length} of ${c.block_size})`),
-    el('p', {class: 'muted small'}, "why: a row of wte enters the graph only when its token is read (BOS " +
-      "and the name's letters; the final BOS is only a target), a row of wpe only when its position is " +
-      "used; backward() never reaches the others, so their gradient is exactly 0"));
+    el('p', {class: 'muted small'}, "why: a row of wte enters the graph only when its token is read (" +
+      (d.data_mode === 'text' ? "the window's characters but its last, which is only a target"
+                              : "BOS and the name's letters; the final BOS is only a target") +
+      "), a row of wpe only when its position is used; backward() never reaches the others, so their " +
+      "gradient is exactly 0"));
 }
 
 // 4) Adam's first step on one weight, and what that means for every weight
@@ -189,7 +205,14 @@ function withoutGrad(c) {
 }
 
 // 6) the graph's size, and the same step through the numpy path and PyTorch, matrix by matrix
-function graph(d) {
+function graph(d, scalarComing = true) {
+  if (d.engine === 'numpy' && !scalarComing) {
+    return el('div', {class: 'panel', id: 'graph-size'},
+      el('p', {class: 'mono small', id: 'numpy-only'},
+        `6) these numbers are the numpy training path's (src/backprop), the same as the scalar engine's ` +
+        `to 1e-12: on this model the scalar engine's graph takes at most ${Lab.info().step_scalar_positions} ` +
+        `positions, and this step has ${d.n} (a shorter text shows its graph and the engines' check)`));
+  }
   if (d.engine === 'numpy') {
     return el('div', {class: 'panel', id: 'graph-size'},
       el('p', {class: 'mono small', id: 'scalar-coming'}, el('span', {class: 'busy'}, 'computing… '),
@@ -202,14 +225,14 @@ function graph(d) {
     d[e] ? `${what}: the same gradients, largest difference ${d[e].max_diff.toExponential(1)}`
          : `${what} is not installed: no opinion from it`));
   const rows = d.matrix_norms.map(([name, n]) => el('tr', {},
-    el('td', {}, name), el('td', {}, num(n, n.toExponential(4))),
+    el('td', {class: 'l'}, name), el('td', {}, num(n, n.toExponential(4))),
     ...shown.map(e => el('td', {}, num(d[e].matrices[name], d[e].matrices[name].toExponential(1))))));
-  const head = el('tr', {}, el('th', {}, 'matrix'), el('th', {}, '|grad| (scalar)'),
+  const head = el('tr', {}, el('th', {class: 'l'}, 'matrix'), el('th', {}, '|grad| (scalar)'),
     ...shown.map(e => el('th', {}, `${e} − scalar`)));
   return el('div', {class: 'panel', id: 'graph-size'},
     el('p', {class: 'mono small'}, `6) the graph of this step on the scalar engine: ${d.graph_nodes} nodes ` +
       `recorded on the tape (plus the ${d.n_params} weights, its leaves)`),
-    ...lines, shown.length ? el('table', {class: 'mono small', id: 'engines'}, head, ...rows) : null);
+    ...lines, shown.length ? el('table', {class: 'data mono small', id: 'engines'}, head, ...rows) : null);
 }
 
 // the lr box starts at the learning rate the checkpoint was trained with, as `lab step` does

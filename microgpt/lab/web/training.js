@@ -1,14 +1,18 @@
 // The Training page: start train.py on the server, watch its log stream in (the training loss
-// of every step, the validation loss of every evaluation), a few names sampled from each saved
-// checkpoint, and Stop (Ctrl-C for the run). POST /api/train/start, /stop and /status
-// (lab/runs.py); this file draws the points it is sent, nothing more.
+// of every step, the validation loss of every evaluation and the training loss measured beside
+// it), a few names (or a line or two of running text) sampled from each saved checkpoint, and
+// Stop (Ctrl-C for the run). POST /api/train/start, /stop and /status (lab/runs.py); this file
+// draws the points it is sent, nothing more.
 'use strict';
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
 const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'batch_size', 'lr'];  // the form's numbers
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
-let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, batch = 1, announced = null;
+let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
+let mode = 'lines', announced = null;
+// running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine)
+const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004};
 
 function setup() {
   const options = Lab.config.features.training;
@@ -19,18 +23,44 @@ function setup() {
     $(name).max = high;
   }
   $('start').disabled = !options.available;
-  $('data').textContent = options.data
-    ? `It trains on ${options.data} (the server's --data): one name per line.`
-    : "It trains on the census first names bundled with microgpt (start the server with --data FILE for your own).";
+  $('data_mode').querySelector('option[value=text]').disabled = !options.text;
+  if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
+    $('data_mode').value = 'text';
+    chooseMode();
+  }
+  describeData();
   poll();
+}
+
+// what the run will train on, as the server was told
+function describeData() {
+  const options = Lab.config.features.training;
+  if ($('data_mode').value === 'text') {
+    $('data').textContent = `It trains on ${options.text} as running text (the server's --text): windows of ` +
+      'block_size + 1 characters drawn at random from its first 90%, the last 10% held out.';
+  } else {
+    $('data').textContent = (options.data
+      ? `It trains on ${options.data} (the server's --data): one name per line.`
+      : "It trains on the census first names bundled with microgpt (start the server with --data FILE for your own).") +
+      (options.text ? '' : ' For running text, start the server with --text FILE (or on a model of running text).');
+  }
+}
+
+// running text starts from the recipe's settings on the numpy engine; names from the page's own
+function chooseMode() {
+  const text = $('data_mode').value === 'text';
+  for (const [name, value] of Object.entries(TEXT_START)) $(name).value = text ? value : $(name).defaultValue;
+  $('engine').value = text ? 'numpy' : 'scalar';
+  describeData();
 }
 
 async function start() {
   const body = Object.fromEntries(FIELDS.map(f => [f, Number($(f).value)]));
   body.engine = $('engine').value;
+  body.data_mode = $('data_mode').value;
   await Lab.guard(async () => {
     await Lab.api('/api/train/start', body);
-    train = []; smooth = []; val = []; offset = 0; run = null;
+    train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
     $('samples').replaceChildren();
     $('finished').replaceChildren();
     poll();
@@ -48,14 +78,17 @@ async function poll() {
   if (!status) return;
   if (status.run !== run) {  // another run than drawn: its log is read from its start
     const stale = offset !== 0;  // this answer is from the old run's offset in the new log
-    train = []; smooth = []; val = []; run = status.run; offset = 0;
+    train = []; smooth = []; val = []; estimates = []; run = status.run; offset = 0;
     if (stale) { poll(); return; }
   }
   offset = status.offset;
   smooth.push(...status.smooth);
   for (const r of status.records) {
     if ('loss' in r) train.push([r.step, r.loss]);
-    else if ('val_loss' in r) val.push([r.step, r.val_loss]);
+    else if ('val_loss' in r) {
+      val.push([r.step, r.val_loss]);
+      if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
+    }
   }
   const going = status.state === 'running' || status.state === 'stopping';
   $('start').disabled = going || !Lab.config.features.training.available;
@@ -63,14 +96,16 @@ async function poll() {
   if (status.state === 'idle') return;
   total = status.params.steps;
   batch = status.params.batch_size || 1;
+  mode = status.params.data_mode || 'lines';
   const last = train.length ? train[train.length - 1] : null;
   $('status').textContent = `run ${status.run}: ${status.state}` +
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
     (val.length ? `, val loss ${Lab.fmt(val[val.length - 1][1])}` : '') +
     (status.error ? ` — ${status.error}` : '');
   drawChart();
-  $('samples').replaceChildren(...status.samples.map(s =>
-    el('li', {}, `step ${s.step}: ${s.names.join(', ')}`)));
+  $('samples').replaceChildren(...status.samples.map(s => s.text !== undefined
+    ? el('li', {}, `step ${s.step}:`, Lab.textBlock(s.text))
+    : el('li', {}, `step ${s.step}: ${s.names.join(', ')}`)));
   if (going || status.records.length) {  // more to come, or more of the log to read
     timer = setTimeout(poll, going ? 400 : 50);
   } else if (status.ckpt && announced !== status.ckpt) {
@@ -90,7 +125,7 @@ function drawChart() {
   const chart = $('chart');
   chart.dataset.trainPoints = train.length;
   chart.dataset.valPoints = val.length;
-  const losses = [...train, ...val].map(p => p[1]);
+  const losses = [...train, ...val, ...estimates].map(p => p[1]);
   if (!losses.length) { chart.replaceChildren(); return; }
   let lo = Math.min(...losses), hi = Math.max(...losses);
   if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
@@ -103,14 +138,18 @@ function drawChart() {
     svg('text', {x: LEFT - 5, y: H - BOTTOM, 'text-anchor': 'end'}, lo.toFixed(2)),
     svg('text', {x: LEFT, y: H - 12}, 'step 1'),
     svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
-    svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'},
-      `training loss: each step (${batch === 1 ? 'one name' : `mean of ${batch} names`}), running mean · ` +
-      'validation loss (held-out names)'),
+    svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'}, mode === 'text'
+      ? `training loss: each step (mean of ${batch} window${batch === 1 ? '' : 's'}), running mean · ` +
+        'validation loss (held-out characters) · ▲ training loss measured alike'
+      : `training loss: each step (${batch === 1 ? 'one name' : `mean of ${batch} names`}), running mean · ` +
+        'validation loss (held-out names)' + (estimates.length ? ' · ▲ training loss measured alike' : '')),
     svg('polyline', {class: 'train', points: line(train, x, y)}),
     svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
+    ...estimates.map(([s, l]) => svg('path', {class: 'estimate', d: `M${x(s).toFixed(1)},${(y(l) - 4.5).toFixed(1)}l4.5,8h-9z`})),
     ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));
 }
 
 Lab.on('form', 'submit', start);
+Lab.on('data_mode', 'change', chooseMode);
 Lab.on('stop', 'click', stop);
 Lab.start(setup);

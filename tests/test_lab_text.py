@@ -1,0 +1,168 @@
+"""
+The lab on a model of running text (train.py --data-mode text): every sandbox reads TEXT as
+train.py trained the model, a window of the stream with no BOS anywhere and every target the
+next character, and its losses are train.py's for the same window.
+
+The oracles are the training code's own: inference.evaluate_windows (what train.py's numpy
+engine validates with), microgpt/edge/text.py's scalar `evaluate` (its reference), and
+sample.py's stream_text for the continuations. The model is conftest's text_ckpt: block_size 16,
+trained 30 steps on a few lines of a play.
+"""
+
+import io
+import math
+
+import pytest
+
+import inference
+from microgpt.edge.errors import UserError
+from microgpt.edge.text import evaluate
+from microgpt.lab import attention, embeddings, overview, phases, sampler, step
+from microgpt.lab.loading import load
+from microgpt.lab.render import BOS_LABEL
+from microgpt.programs.sample import stream_text
+
+TOL = 1e-10  # the port against the scalar engine, and a loss against another path's
+WINDOW = "Speak, speak.\n\nSECOND"  # 21 characters: the first 17 are a whole window of block 16
+
+
+@pytest.fixture(scope='module')
+def text_model(text_ckpt):
+    return load(text_ckpt, 'numpy')
+
+
+def window_ids(model, text):
+    return model.tokenizer.encode(text)
+
+
+@pytest.mark.parametrize('length', [17, 9, 2])  # a whole window (block_size + 1), shorter ones
+def test_overview_scores_the_window_as_train_py_does(text_model, length):
+    ckpt, model = text_model
+    text = WINDOW[:length]
+    d = overview.compute(model, text, ckpt=ckpt)
+    ids = window_ids(model, text)
+    want = inference.evaluate_windows(model, [ids])  # train.py's validation loss of this window
+    assert d['scored'] == length - 1
+    assert abs(d['mean_loss'] - want) < TOL
+    assert abs(d['mean_loss'] - evaluate(ckpt.model(), [ids])) < TOL  # the scalar engine's
+    assert d['uniform_loss'] == math.log(model.config.vocab_size)
+    rows = d['positions']
+    assert [r['reads'] for r in rows][0] == text[0]  # position 0 reads the first character: no BOS
+    assert all(BOS_LABEL not in (r['reads'], r['target']) for r in rows)
+    # a window shorter than block_size + 1: the last position reads the last character, unscored
+    assert len(rows) == min(length, 16) and (rows[-1]['loss'] is None) == (length <= 16)
+
+
+def test_overview_continues_running_text_through_the_sliding_window(text_model):
+    ckpt, model = text_model
+    d = overview.compute(model, WINDOW[:17], temperature=0.8, seed=3, ckpt=ckpt)
+    out = io.StringIO()  # sample.py's own text for the same prompt, length and seed
+    stream_text(model, WINDOW[:17], 1, overview.CONTINUATION, 0.8, None, 3, out=out)
+    assert d['continuation'] == out.getvalue()[:-1]  # sample.py ends with a newline of its own
+    text = overview.render(d)
+    assert 'name' not in text and BOS_LABEL not in text and 'predicted characters' in text
+
+
+def test_attention_and_phases_read_no_bos(text_model):
+    ckpt, model = text_model
+    a = attention.compute(model, 'ROMEO:\nWell', query=3, ckpt=ckpt)
+    p = phases.compute(model, 'ROMEO:\nWell', query=3, ckpt=ckpt)
+    assert a['labels'] == p['labels'] == ['R', 'O', 'M', 'E', 'O', ':', '⏎', 'W', 'e', 'l', 'l']
+    assert abs(a['weights'] - p['weights']).max() == 0
+    # a whole window: the model reads its first block_size characters
+    assert len(attention.compute(model, WINDOW[:17], ckpt=ckpt)['labels']) == 16
+    with pytest.raises(UserError, match='positions 0..10$'):
+        attention.compute(model, 'ROMEO:\nWell', query=11, ckpt=ckpt)
+
+
+@pytest.mark.parametrize('engine, length', [('numpy', 17), ('scalar', 6)])  # (the scalar graph: short)
+def test_a_step_trains_the_window_as_train_py_does(text_ckpt, engine, length):
+    ckpt, model = load(text_ckpt, 'scalar')
+    r = step.compute(model, WINDOW[:length], engine=engine, ckpt=ckpt)
+    ids = window_ids(model, WINDOW[:length])
+    assert r['tokens'] == ids and r['n'] == length - 1 and BOS_LABEL not in r['labels']
+    port = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
+    assert abs(r['loss_before'] - inference.evaluate_windows(port, [ids])) < TOL
+    text = step.render(r)
+    assert 'name' not in text.replace('names', '') and "the window's characters but its last" in text
+
+
+def test_a_step_needs_a_character_to_predict(text_model, text_ckpt):
+    ckpt, model = load(text_ckpt, 'scalar')
+    with pytest.raises(UserError, match='two characters'):
+        step.compute(model, 'R', engine='numpy', ckpt=ckpt)
+
+
+def test_the_sampler_draws_sample_pys_continuations(text_model):
+    ckpt, model = text_model
+    d = sampler.compute(model, 'ROMEO:', temperatures=(0.5, 1.0), top_k=3, num=2, length=40, seed=7, ckpt=ckpt)
+    assert BOS_LABEL not in d['chars'] and len(d['chars']) == model.config.vocab_size - 1
+    assert d['context'] == list('ROMEO:')
+    assert [(s['temperature'], s['top_k']) for s in d['draws']] == [(0.5, None), (0.5, 3), (1.0, None), (1.0, 3)]
+    for s in d['draws']:
+        out = io.StringIO()
+        stream_text(model, 'ROMEO:', 2, 40, s['temperature'], s['top_k'], 7, out=out)
+        assert out.getvalue() == 'ROMEO:' + s['texts'][0] + '\n\nROMEO:' + s['texts'][1] + '\n'
+    assert all(abs(sum(p) - 1) < 1e-12 for p in d['probs'])  # over the characters alone
+    text = sampler.render(d)
+    assert 'name' not in text and '2 continuations of 40 characters' in text
+
+
+def test_the_sampler_starts_running_text_after_a_newline(text_model):
+    ckpt, model = text_model
+    d = sampler.compute(model, '', temperatures=(0.0,), num=1, length=10, ckpt=ckpt)
+    assert d['context'] == ['⏎']
+
+
+def test_a_names_model_refuses_a_length(tiny_ckpt):
+    ckpt, model = load(tiny_ckpt, 'numpy')
+    with pytest.raises(UserError, match='--length is for running-text models'):
+        sampler.compute(model, 'a', length=10, ckpt=ckpt)
+
+
+def test_too_much_text_in_one_call_is_refused(text_model):
+    ckpt, model = text_model
+    with pytest.raises(UserError, match='at most 10,000'):
+        sampler.compute(model, '', num=100, length=2000, ckpt=ckpt)
+
+
+@pytest.mark.parametrize('text, message', [
+    ('', 'give at least one character'),
+    (WINDOW[:18], 'at most block_size \\+ 1 = 17'),
+])
+def test_a_window_the_model_cannot_read_is_one_line(text_model, text, message):
+    ckpt, model = text_model
+    with pytest.raises(UserError, match=message):
+        overview.compute(model, text, ckpt=ckpt)
+
+
+def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
+    ckpt, model = text_model
+    e = embeddings.compute(model, ckpt=ckpt)
+    assert ckpt.data_mode == 'text'
+    assert BOS_LABEL not in e['labels'] and len(e['labels']) == model.config.vocab_size - 1
+
+
+def test_the_scalar_step_is_refused_past_its_graphs_size(text_ckpt, monkeypatch):
+    """The scalar engine's graph grows with weights x positions: past registry.SCALAR_STEP_WORK
+    the step names the numpy engine (the same numbers) instead of taking seconds and gigabytes."""
+    from microgpt.edge.limits import parameter_count
+    from microgpt.lab import registry
+    ckpt, model = load(text_ckpt, 'scalar')
+    monkeypatch.setattr(registry, 'SCALAR_STEP_WORK', 5 * parameter_count(model.config))  # 5 positions
+    assert registry.scalar_step_positions(model.config) == 5
+    with pytest.raises(UserError, match='take it with --engine numpy'):
+        step.compute(model, WINDOW[:7], engine='scalar', ckpt=ckpt)  # 6 positions
+    assert step.compute(model, WINDOW[:7], engine='numpy', ckpt=ckpt)['n'] == 6
+
+
+def test_the_training_page_trains_running_text_only_where_it_has_one(tmp_path, play_file):
+    from microgpt.lab.runs import RunManager
+    from microgpt.lab.serve import make_server
+    from microgpt.lab.workers import ApiError
+    with pytest.raises(ApiError, match='--text FILE'):
+        RunManager(str(tmp_path), None).params({'data_mode': 'text'})
+    _, flags = RunManager(str(tmp_path), None, text=play_file).params({'data_mode': 'text', 'block_size': 64})
+    assert flags[-4:] == ['--data-mode', 'text', '--data', play_file] and '64' in flags
+    with pytest.raises(UserError, match='--text .* is not a file'):
+        make_server(play_file, port=0, text=str(tmp_path / 'none.txt'))
