@@ -16,20 +16,37 @@ n_tokens (every rank knows the batch, so nobody has to ask), and then the shares
 to the one-process loss and gradient, however the names' lengths fall. Averaging the ranks'
 own means would weight a rank of short names like one of long names.
 
-Stopping (microgpt/programs/run.py): a signal reaches the ranks at different moments; `agree` takes the
-largest signal number any rank has seen after each step, so every rank stops after the same one.
+What keeps the ranks in step, besides the gradients:
+  * meeting: under torchrun its agents have gathered every machine's processes before they
+    start. Ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set in each
+    shell) meet in `meet`, which Ctrl-C stops and which ends after JOIN_TIMEOUT_S naming the
+    ranks that never arrived;
+  * stopping (microgpt/programs/run.py): a signal reaches the ranks at different moments;
+    `agree` takes the largest signal number any rank has seen after each step, so every rank
+    stops after the same one.
 """
 
 import atexit
 import datetime
 import os
+import socket
+import sys
+import time
 
 import torch
 import torch.distributed as dist
 
+from microgpt.edge.checks import short
+from microgpt.edge.errors import UserError
+
 # How long a rank waits for the others at a collective before it gives up. torchrun stops the
 # remaining ranks when one fails, so this is only the backstop for a rank that hangs.
 TIMEOUT_S = 120
+# Ranks started by hand: how long each waits for the others to start (time to type the command on
+# a second machine). Ctrl-C stops the wait at once.
+JOIN_TIMEOUT_S = 300
+POLL_S = 0.1          # how often a waiting rank looks again (and so how soon Ctrl-C is seen)
+SAY_AFTER_S = 2.0     # a wait longer than this is said on stderr, with what it waits for
 
 
 class World:
@@ -37,11 +54,15 @@ class World:
 
     def __init__(self, device):
         self.device = device
+        self.rank, self.size = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])  # settings.py checked them
         backend = 'nccl' if device.type == 'cuda' else 'gloo'
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=TIMEOUT_S))  # from the env
-        self.rank, self.size = dist.get_rank(), dist.get_world_size()
+        timeout = datetime.timedelta(seconds=TIMEOUT_S)
+        if 'TORCHELASTIC_RUN_ID' in os.environ:  # torchrun: its agents gathered every rank already
+            dist.init_process_group(backend, timeout=timeout)  # where to meet: from the environment
+        else:  # started by hand: meet first, in a wait that Ctrl-C stops and that names who is missing
+            store = meet(self.rank, self.size, os.environ['MASTER_ADDR'], os.environ['MASTER_PORT'])
+            dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.size, timeout=timeout)
         atexit.register(dist.destroy_process_group)  # leave the group cleanly however train.py ends
-
     def shard(self, batch):
         """This rank's consecutive slice of the batch; the slices of all ranks make the batch."""
         start, end = (len(batch) * r // self.size for r in (self.rank, self.rank + 1))
@@ -57,7 +78,91 @@ class World:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return int(t.item()) or None
 
-
 def local_rank():
     """Which of this machine's GPUs this rank drives: torchrun's LOCAL_RANK (0 without torchrun)."""
     return int(os.environ.get('LOCAL_RANK', '0'))
+
+
+# ---------------------------------------------------------------------------- ranks started by hand
+def meet(rank, size, addr, port):
+    """The store every rank started by hand meets at: a small key-value server that rank 0 runs
+    at MASTER_ADDR:MASTER_PORT. Each rank writes that it arrived and waits until all have, at
+    most JOIN_TIMEOUT_S, looking every POLL_S seconds, so that Ctrl-C stops it at once. Rank 0
+    decides when the wait is over, and says why in the store, so that every rank can say it."""
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        raise UserError(f"MASTER_PORT={short(port)} is not a port number: give one from 1 to 65535")
+    where, since = f"{addr}:{port} (MASTER_ADDR:MASTER_PORT)", time.monotonic()
+    store = _open_store(rank, addr, int(port), where, since)
+    store.set(f'microgpt.arrived.{rank}', '1')
+    try:
+        _wait_for_all(store, rank, size, where, since)
+    except KeyboardInterrupt:  # tell the others, so that none waits on for a rank that left
+        if rank == 0:
+            store.set('microgpt.gave_up', "rank 0 was interrupted")
+        else:
+            store.delete_key(f'microgpt.arrived.{rank}')
+        raise
+    store.set_timeout(datetime.timedelta(seconds=TIMEOUT_S))  # init_process_group's own waits
+    return store
+
+
+def _open_store(rank, addr, port, where, since):
+    """Rank 0 starts the store; the others connect once something answers there. They knock
+    with a plain socket first: a TCPStore client left to retry logs a C++ trace each time."""
+    if rank == 0:
+        try:
+            return dist.TCPStore(addr, port, is_master=True, wait_for_workers=False,
+                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))
+        except dist.DistError as e:
+            raise UserError(f"rank 0 cannot open {where}: {short(str(e), 120)}: choose a free MASTER_PORT, "
+                            "and a MASTER_ADDR of this machine") from None
+    said = False
+    while True:
+        try:
+            socket.create_connection((addr, port), timeout=1).close()
+            break
+        except socket.gaierror as e:
+            raise UserError(f"MASTER_ADDR {short(addr)} is not an address: {e.strerror}: give rank 0's "
+                            "machine's address or name") from None
+        except OSError:  # nothing listens there yet
+            if time.monotonic() > since + JOIN_TIMEOUT_S:
+                raise UserError(f"rank 0 never arrived: nothing answered at {where} for {JOIN_TIMEOUT_S:g} s: start "
+                                "rank 0 with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE") from None
+            said = said or _say(rank, "rank 0", where, since)
+            time.sleep(POLL_S)
+    return dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=TIMEOUT_S))
+
+
+def _wait_for_all(store, rank, size, where, since):
+    """Until every rank has arrived, or rank 0 gives up (after JOIN_TIMEOUT_S, or Ctrl-C)."""
+    said = False
+    while True:
+        try:
+            if store.check(['microgpt.gave_up']):
+                raise UserError(store.get('microgpt.gave_up').decode())
+            missing = [r for r in range(size) if not store.check([f'microgpt.arrived.{r}'])]
+        except dist.DistError:  # rank 0, and its store, went away without a word (killed)
+            raise UserError(f"rank 0 left {where} before every rank arrived: start all of them again") from None
+        if not missing:
+            return
+        if rank == 0 and time.monotonic() > since + JOIN_TIMEOUT_S:
+            why = (f"{_ranks(missing)} never arrived at {where} within {JOIN_TIMEOUT_S:g} s: start "
+                   f"{'it' if len(missing) == 1 else 'them'} with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE")
+            store.set('microgpt.gave_up', why)
+            time.sleep(10 * POLL_S)  # time for the ranks that came to read it before the store goes
+            raise UserError(why)
+        said = said or _say(rank, _ranks(missing), where, since)
+        time.sleep(POLL_S)
+
+
+def _say(rank, whom, where, since):
+    """After SAY_AFTER_S of waiting, one line on stderr: who waits for whom, and for how long."""
+    if time.monotonic() < since + SAY_AFTER_S:
+        return False
+    print(f"rank {rank}: waiting for {whom} at {where}, at most {JOIN_TIMEOUT_S:g} s (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    return True
+
+
+def _ranks(ranks):
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"

@@ -1,0 +1,95 @@
+"""
+Ranks that cannot train together: they say so in one line and stop, and nothing of the user's
+is lost.
+
+Needs PyTorch (skipped without it). Each case starts real processes, each bounded by
+LAUNCH_TIMEOUT: torchrun with two ranks (test_torch_distributed.torchrun), or ranks started by
+hand with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT, as a user without torchrun
+would. They run tests/rank_child.py, train.py with what a test must change inside the child (a
+short wait for the others). Processes that can run side by side do: a torch start-up is a few
+seconds each.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_DIR
+from microgpt.programs import train
+from test_run import train_args
+from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env
+
+torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
+
+CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')
+JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
+INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory, names_file):
+    """A run of 3 steps at batch 4 saved with its log, which a test copies and resumes."""
+    out = tmp_path_factory.mktemp('saved') / 'model.json'
+    assert train.main(train_args(names_file, out, '--steps', '3', '--batch-size', '4', '--engine', 'torch')) == 0
+    return out
+
+
+def copy_of(saved, folder):
+    """The saved run copied into folder: (checkpoint path, {path: bytes} of it and its log)."""
+    folder.mkdir()
+    for name in ('model.json', 'model.log.jsonl'):
+        shutil.copy(saved.parent / name, folder / name)
+    return folder / 'model.json', {p: p.read_bytes() for p in folder.iterdir()}
+
+
+def by_hand(rank, size, port, args, **env):
+    """One rank started by hand, as RANK=... WORLD_SIZE=... python train.py ... in a shell."""
+    env = rank_env({'RANK': str(rank), 'WORLD_SIZE': str(size), 'MASTER_ADDR': '127.0.0.1',
+                    'MASTER_PORT': str(port), **env})
+    return subprocess.Popen([sys.executable, CHILD, '--engine', 'torch', *args], cwd=REPO_DIR, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def ended(p):
+    """(exit status, stderr's lines) of a process started by by_hand, none of it left behind."""
+    err = p.communicate(timeout=LAUNCH_TIMEOUT)[1]
+    assert_no_process_left(p)
+    return p.returncode, err.splitlines()
+
+
+# ---------------------------------------------------------------------------- meeting (by hand)
+def test_ranks_started_by_hand_name_who_never_arrived_and_stop_at_ctrl_c(tmp_path, saved):
+    """A rank whose peers never come: Ctrl-C stops it at once, and the wait ends after
+    JOIN_TIMEOUT_S with one line naming the ranks that never arrived (or rank 0, where nothing
+    answers), the run's files as they were. Four cases side by side."""
+    resume = ['--resume', '--steps', '6']
+    files = {case: copy_of(saved, tmp_path / case) for case in ('alone0', 'alone1', 'of3', 'ctrl_c')}
+    port_alone, port_of3, port_ctrl_c = free_port(), free_port(), free_port()
+    alone = by_hand(1, 2, port_alone, ['--out', str(files['alone1'][0]), *resume], TEST_JOIN_S=str(JOIN_S))
+    of3 = [by_hand(rank, 3, port_of3, ['--out', str(files['of3'][0]), *resume], TEST_JOIN_S=str(JOIN_S))
+           for rank in (0, 2)]  # rank 1 never comes
+    waiting = by_hand(0, 2, port_ctrl_c, ['--out', str(files['ctrl_c'][0]), *resume])  # the default limit
+    line = waiting.stderr.readline()  # said once it has waited a moment
+    assert line.startswith(f"rank 0: waiting for rank 1 at 127.0.0.1:{port_ctrl_c} (MASTER_ADDR:MASTER_PORT)"), line
+    t0 = time.monotonic()
+    os.killpg(waiting.pid, signal.SIGINT)  # Ctrl-C in its terminal
+    code, err = ended(waiting)
+    assert (code, err) == (130, ['', 'interrupted']) and time.monotonic() - t0 < INTERRUPT_S
+
+    code, err = ended(alone)
+    assert code == 2 and err[-1] == (
+        f"error: rank 0 never arrived: nothing answered at 127.0.0.1:{port_alone} (MASTER_ADDR:MASTER_PORT) "
+        f"for {JOIN_S} s: start rank 0 with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE"), err
+    for p in of3:  # rank 0 decides that the wait is over, and both say why
+        code, err = ended(p)
+        assert code == 2 and err[-1] == (
+            f"error: rank 1 never arrived at 127.0.0.1:{port_of3} (MASTER_ADDR:MASTER_PORT) within {JOIN_S} s: "
+            "start it with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE"), err
+        assert all(': waiting for rank 1 at' in line for line in err[:-1])  # and nothing else
+    for out, before in files.values():
+        assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # byte for byte, nothing added
