@@ -1,13 +1,13 @@
 """
 Ranks that cannot train together: they say so in one line and stop, and nothing of the user's
-is lost.
+is lost; rank 0's own work is waited for, however long it takes.
 
 Needs PyTorch (skipped without it). Each case starts real processes, each bounded by
 LAUNCH_TIMEOUT: torchrun with two ranks (test_torch_distributed.torchrun), or ranks started by
 hand with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT, as a user without torchrun
 would. They run tests/rank_child.py, train.py with what a test must change inside the child (a
-short wait for the others). Processes that can run side by side do: a torch start-up is a few
-seconds each.
+small backstop, a slow validation, one rank's own flags). Processes that can run side by side
+do: a torch start-up is a few seconds each.
 """
 
 import os
@@ -20,13 +20,16 @@ import time
 import pytest
 
 from conftest import REPO_DIR
+from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.programs import train
+from test_cli import log_of, losses
 from test_run import train_args
-from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env
+from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env, torchrun
 
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 
 CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')
+BACKSTOP_S = 5     # the children's TIMEOUT_S: above any rank's lag at a step here, even on a busy machine
 JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
 INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
 
@@ -62,6 +65,15 @@ def ended(p):
     return p.returncode, err.splitlines()
 
 
+def our_traceback(text):
+    """A traceback through the project's code (a rank's, which torchrun prefixes with [rank1]:),
+    a C++ one, or an abort: anything but torchrun's own report of a rank that failed or of a
+    signal it got, whose traceback runs through the library alone."""
+    ours = [os.path.join(REPO_DIR, part) for part in ('microgpt', 'src', 'train.py', CHILD)]
+    return (any('File "' in line and any(path in line for path in ours) for line in text.splitlines())
+            or any(s in text for s in ('frame #', 'terminate called', 'SIGABRT')))
+
+
 # ---------------------------------------------------------------------------- meeting (by hand)
 def test_ranks_started_by_hand_name_who_never_arrived_and_stop_at_ctrl_c(tmp_path, saved):
     """A rank whose peers never come: Ctrl-C stops it at once, and the wait ends after
@@ -93,3 +105,30 @@ def test_ranks_started_by_hand_name_who_never_arrived_and_stop_at_ctrl_c(tmp_pat
         assert all(': waiting for rank 1 at' in line for line in err[:-1])  # and nothing else
     for out, before in files.values():
         assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # byte for byte, nothing added
+
+
+# ---------------------------------------------------------------------------- rank 0's own work, stopping
+def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_file):
+    """Rank 0 validates and saves alone while the other rank waits. With the backstop set to
+    BACKSTOP_S and a first validation that takes longer, the run goes on past it (it died there
+    while that wait was timed by the backstop). Then SIGHUP to the launcher (its terminal
+    closed): torchrun sends it on, every rank stops after the same step, rank 0 alone says so
+    (each rank did), and no rank leaves before rank 0 has saved (one that left first had
+    torchrun stop rank 0, and could abort at exit)."""
+    out, log = tmp_path / 'model.json', tmp_path / 'model.log.jsonl'
+    args = ['--steps', '400', '--batch-size', '4', '--eval-every', '2', '--save-every', '0']
+    p = torchrun(train_args(names_file, out, *args), program=CHILD,
+                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 3)})
+    deadline = time.time() + LAUNCH_TIMEOUT
+    while not (log.exists() and log.read_text().count('"loss"') >= 5):  # well past the slow validation
+        assert p.poll() is None and time.time() < deadline, "the run ended or never started"
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGHUP)  # the launcher alone, as a closed terminal's shell sends it
+    output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
+    assert_no_process_left(p)
+    assert output.count('step 2: val loss') == 1 and not our_traceback(output), output
+    assert output.count('the terminal closed after step') == 1, output
+    step = read_checkpoint(str(out)).train_state['step']
+    assert f'the terminal closed after step {step}; saved {out}' in output
+    assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))
+    assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(2, step + 1, 2))

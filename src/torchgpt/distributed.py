@@ -21,6 +21,9 @@ What keeps the ranks in step, besides the gradients:
     start. Ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set in each
     shell) meet in `meet`, which Ctrl-C stops and which ends after JOIN_TIMEOUT_S naming the
     ranks that never arrived;
+  * waiting for rank 0: it alone validates and saves, for as long as that takes, while the
+    others wait at a barrier with no time limit (`rank0_works_alone`, `wait_for_rank0`);
+    TIMEOUT_S only bounds the collectives of a step, which every rank computes alike;
   * stopping (microgpt/programs/run.py): a signal reaches the ranks at different moments;
     `agree` takes the largest signal number any rank has seen after each step, so every rank
     stops after the same one.
@@ -39,14 +42,16 @@ import torch.distributed as dist
 from microgpt.edge.checks import short
 from microgpt.edge.errors import UserError
 
-# How long a rank waits for the others at a collective before it gives up. torchrun stops the
-# remaining ranks when one fails, so this is only the backstop for a rank that hangs.
+# How long a rank waits for the others at a step's collective before it gives up. torchrun stops
+# the remaining ranks when one fails, so this is only the backstop for a rank that hangs. Rank 0's
+# validation and saving are never timed by it (wait_for_rank0).
 TIMEOUT_S = 120
 # Ranks started by hand: how long each waits for the others to start (time to type the command on
 # a second machine). Ctrl-C stops the wait at once.
 JOIN_TIMEOUT_S = 300
 POLL_S = 0.1          # how often a waiting rank looks again (and so how soon Ctrl-C is seen)
 SAY_AFTER_S = 2.0     # a wait longer than this is said on stderr, with what it waits for
+NO_LIMIT = datetime.timedelta(days=3650)  # the barrier where the others wait for rank 0's own work
 
 
 class World:
@@ -63,6 +68,17 @@ class World:
             store = meet(self.rank, self.size, os.environ['MASTER_ADDR'], os.environ['MASTER_PORT'])
             dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.size, timeout=timeout)
         atexit.register(dist.destroy_process_group)  # leave the group cleanly however train.py ends
+        # a second group, of plain CPU barriers, for waiting on rank 0's own work without a limit
+        self._patient = dist.new_group(backend='gloo', timeout=NO_LIMIT)
+        self._rank0_alone = False
+        # The tensors of the latest collective, held until the next. A gloo worker thread drops its
+        # own reference to them just after the collective returns; were it the last, that thread
+        # would need the GIL to free them, and while Python exits it cannot have it: the process
+        # aborts ("terminate called without an active exception"). The group's threads outlive
+        # destroy_process_group once torch.optim is imported, so a rank that left right after its
+        # last step sometimes did (a core dump showed the thread freeing the step's tensors).
+        self._in_flight = None
+
     def shard(self, batch):
         """This rank's consecutive slice of the batch; the slices of all ranks make the batch."""
         start, end = (len(batch) * r // self.size for r in (self.rank, self.rank + 1))
@@ -70,13 +86,32 @@ class World:
 
     def all_reduce_sum(self, flat):
         """flat becomes, in place, the sum of every rank's flat (the same result on each)."""
+        self._catch_up()
+        self._in_flight = flat
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
 
     def agree(self, signum):
         """The signal any rank has caught (the largest number), or None if none has."""
-        t = torch.tensor([signum or 0], device=self.device)
+        self._catch_up()
+        t = self._in_flight = torch.tensor([signum or 0], device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return int(t.item()) or None
+
+    # ------------------------------------------------------------------ rank 0's own work
+    def rank0_works_alone(self):
+        """Said by every rank after a step where rank 0 then validates or saves (run.py knows
+        when): the next collective first waits for rank 0 at the barrier without a limit, so
+        that a validation or a save of any length never trips the backstop, TIMEOUT_S."""
+        self._rank0_alone = True
+
+    def wait_for_rank0(self):
+        """Every rank waits here, for as long as it takes, until rank 0 arrives too."""
+        dist.barrier(group=self._patient)
+        self._rank0_alone = False
+
+    def _catch_up(self):
+        if self._rank0_alone:
+            self.wait_for_rank0()
 
 def local_rank():
     """Which of this machine's GPUs this rank drives: torchrun's LOCAL_RANK (0 without torchrun)."""
