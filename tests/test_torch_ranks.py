@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-from conftest import REPO_DIR
+from conftest import REPO_DIR, TINY_NAMES
 from microgpt.edge.checkpoint import read_checkpoint
+from microgpt.edge.data import fingerprint, load_docs
 from microgpt.programs import train
 from test_cli import log_of, losses
 from test_run import train_args
@@ -105,6 +106,46 @@ def test_ranks_started_by_hand_name_who_never_arrived_and_stop_at_ctrl_c(tmp_pat
         assert all(': waiting for rank 1 at' in line for line in err[:-1])  # and nothing else
     for out, before in files.values():
         assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # byte for byte, nothing added
+
+
+# ---------------------------------------------------------------------------- agreeing
+def test_ranks_that_disagree_on_the_run_stop_at_start_with_one_line(tmp_path, names_file):
+    """Every rank checks that it trains what rank 0 trains: a different --seed (under torchrun,
+    once per terminal), a different file with the same characters, different characters.
+    Each stops every rank before the first step with one line naming what differs and both
+    values; nothing is written."""
+    same_chars = tmp_path / 'reversed.txt'
+    same_chars.write_text('\n'.join(reversed(TINY_NAMES)) + '\n', encoding='utf-8')
+    other_chars = tmp_path / 'upper.txt'
+    other_chars.write_text('\n'.join(TINY_NAMES).upper() + '\n', encoding='utf-8')
+    outs = {case: tmp_path / case / 'model.json' for case in ('seed', 'data', 'chars')}
+    args = ['--batch-size', '2', '--steps', '3']
+    seeds = torchrun(train_args(names_file, outs['seed'], *args), program=CHILD, env={'TEST_RANK_ARGS': '1 --seed 7'})
+    pairs = {}
+    for case, theirs in (('data', same_chars), ('chars', other_chars)):
+        port = free_port()
+        pairs[case] = [by_hand(0, 2, port, train_args(names_file, outs[case], *args)),
+                       by_hand(1, 2, port, train_args(names_file, outs[case], *args, '--data', str(theirs)))]
+
+    output = seeds.communicate(timeout=LAUNCH_TIMEOUT)[0]
+    assert_no_process_left(seeds)
+    assert seeds.returncode != 0  # torchrun's own report of the ranks' status 2 follows our line
+    assert [line for line in output.splitlines() if line.startswith('error')] == [
+        "error: rank 1 has seed 7, rank 0 has 42: start every rank with the same flags"], output
+    assert 'exitcode  : 2' in output and not our_traceback(output), output
+
+    ours, theirs = (fingerprint(load_docs(str(f)))[:16] for f in (names_file, same_chars))
+    want = {'data': f"error: rank 1 has data (sha256) '{theirs}', rank 0 has '{ours}': give every rank the same "
+                    "--data (on several machines, a copy of the same file on each)",
+            'chars': "error: rank 1 has vocabulary 'ABCDEFGHIJKLMNOPRSTUVWXYZ', rank 0 has "
+                     "'abcdefghijklmnoprstuvwxyz': give every rank the same --data (on several machines, a copy "
+                     "of the same file on each)"}
+    for case, ranks in pairs.items():
+        for p in ranks:  # each started in a shell of its own: each says it
+            code, err = ended(p)
+            assert (code, err) == (2, [want[case]]), err
+    for out in outs.values():
+        assert not out.exists()  # no step was taken, nothing saved
 
 
 # ---------------------------------------------------------------------------- rank 0's own work, stopping

@@ -21,6 +21,8 @@ What keeps the ranks in step, besides the gradients:
     start. Ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set in each
     shell) meet in `meet`, which Ctrl-C stops and which ends after JOIN_TIMEOUT_S naming the
     ranks that never arrived;
+  * agreeing on the run: `check_same` stops every rank, with one line, unless each is about
+    to train what rank 0 trains (the settings, data, vocabulary and starting weights);
   * waiting for rank 0: it alone validates and saves, for as long as that takes, while the
     others wait at a barrier with no time limit (`rank0_works_alone`, `wait_for_rank0`);
     TIMEOUT_S only bounds the collectives of a step, which every rank computes alike;
@@ -31,6 +33,7 @@ What keeps the ranks in step, besides the gradients:
 
 import atexit
 import datetime
+import hashlib
 import os
 import socket
 import sys
@@ -112,6 +115,51 @@ class World:
     def _catch_up(self):
         if self._rank0_alone:
             self.wait_for_rank0()
+
+    # ------------------------------------------------------------------ the same run on every rank
+    def check_same(self, values):
+        """Stop every rank unless each holds rank 0's `values` ({what: value}, in the order to
+        compare): one line naming the first that differs, the rank and both values. Each
+        machine's first rank (LOCAL_RANK 0) says it; the others leave with the same status,
+        so that a terminal shows it once."""
+        every = [None] * self.size
+        dist.all_gather_object(every, values)
+        for what, ours in every[0].items():
+            for rank, theirs in enumerate(every):
+                if theirs.get(what) != ours:
+                    self.wait_for_rank0()  # all leave together: torchrun stops those left when one leaves
+                    if local_rank() != 0:
+                        raise SystemExit(2)
+                    theirs, ours = _shown_pair(theirs.get(what), ours)
+                    raise UserError(f"rank {rank} has {what} {theirs}, rank 0 has {ours}: "
+                                    f"{FIXES.get(what, FIXES['settings'])}")
+
+
+# What to do when the ranks disagree, by what differs (check_same's names; any other is a setting).
+FIXES = {'settings': "start every rank with the same flags",
+         'data (sha256)': "give every rank the same --data (on several machines, a copy of the same file on each)",
+         'vocabulary': "give every rank the same --data (on several machines, a copy of the same file on each)",
+         'starting weights (sha256)': "start every rank from the same --init or --resume checkpoint (or none)",
+         "Adam's state (sha256)": "start every rank from the same --resume checkpoint"}
+
+
+def _shown_pair(a, b):
+    """Two values that differ, as a message quotes them: bounded, and two long strings (two
+    vocabularies) from shortly before where they part, so that the difference shows."""
+    if isinstance(a, str) and isinstance(b, str):
+        same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        if same > 10:
+            a, b = '...' + a[same - 5:], '...' + b[same - 5:]
+    return short(a), short(b)
+
+
+def digest(tensors):
+    """A short sha256 of tensors' values, the same on every rank that holds the same numbers."""
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().to('cpu', torch.float64).contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
 
 def local_rank():
     """Which of this machine's GPUs this rank drives: torchrun's LOCAL_RANK (0 without torchrun)."""
