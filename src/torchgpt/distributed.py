@@ -55,6 +55,7 @@ JOIN_TIMEOUT_S = 300
 POLL_S = 0.1          # how often a waiting rank looks again (and so how soon Ctrl-C is seen)
 SAY_AFTER_S = 2.0     # a wait longer than this is said on stderr, with what it waits for
 NO_LIMIT = datetime.timedelta(days=3650)  # the barrier where the others wait for rank 0's own work
+EXIT_GRACE_S = 0.1    # at exit, the GIL left free this long for gloo's threads (World._leave)
 
 
 class World:
@@ -70,17 +71,10 @@ class World:
         else:  # started by hand: meet first, in a wait that Ctrl-C stops and that names who is missing
             store = meet(self.rank, self.size, os.environ['MASTER_ADDR'], os.environ['MASTER_PORT'])
             dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.size, timeout=timeout)
-        atexit.register(dist.destroy_process_group)  # leave the group cleanly however train.py ends
+        atexit.register(self._leave)  # leave the group cleanly however train.py ends
         # a second group, of plain CPU barriers, for waiting on rank 0's own work without a limit
         self._patient = dist.new_group(backend='gloo', timeout=NO_LIMIT)
         self._rank0_alone = False
-        # The tensors of the latest collective, held until the next. A gloo worker thread drops its
-        # own reference to them just after the collective returns; were it the last, that thread
-        # would need the GIL to free them, and while Python exits it cannot have it: the process
-        # aborts ("terminate called without an active exception"). The group's threads outlive
-        # destroy_process_group once torch.optim is imported, so a rank that left right after its
-        # last step sometimes did (a core dump showed the thread freeing the step's tensors).
-        self._in_flight = None
 
     def shard(self, batch):
         """This rank's consecutive slice of the batch; the slices of all ranks make the batch."""
@@ -90,15 +84,23 @@ class World:
     def all_reduce_sum(self, flat):
         """flat becomes, in place, the sum of every rank's flat (the same result on each)."""
         self._catch_up()
-        self._in_flight = flat
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
 
     def agree(self, signum):
         """The signal any rank has caught (the largest number), or None if none has."""
         self._catch_up()
-        t = self._in_flight = torch.tensor([signum or 0], device=self.device)
+        t = torch.tensor([signum or 0], device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return int(t.item()) or None
+
+    def _leave(self):
+        """At exit: a moment without the GIL for the groups' worker threads, then leave. A
+        worker lets go of a collective's tensors just after it returns, and needs the GIL for
+        that; one still waiting for it when Python finalizes aborts the process ("terminate
+        called without an active exception"), which a rank leaving at once after its last step
+        sometimes did. The threads outlive destroy_process_group once torch.optim is imported."""
+        time.sleep(EXIT_GRACE_S)
+        dist.destroy_process_group()
 
     # ------------------------------------------------------------------ rank 0's own work
     def rank0_works_alone(self):
