@@ -30,7 +30,8 @@ from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 
 CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')
-BACKSTOP_S = 5     # the children's TIMEOUT_S: above any rank's lag at a step here, even on a busy machine
+BACKSTOP_S = 5     # the children's TIMEOUT_S: above any lag between ranks here, even on a busy machine;
+                   # the slow validation outlasts it by 1 s (the old code then died at its first)
 JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
 INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
 
@@ -159,7 +160,7 @@ def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_f
     out, log = tmp_path / 'model.json', tmp_path / 'model.log.jsonl'
     args = ['--steps', '400', '--batch-size', '4', '--eval-every', '2', '--save-every', '0']
     p = torchrun(train_args(names_file, out, *args), program=CHILD,
-                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 3)})
+                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 1)})
     deadline = time.time() + LAUNCH_TIMEOUT
     while not (log.exists() and log.read_text().count('"loss"') >= 5):  # well past the slow validation
         assert p.poll() is None and time.time() < deadline, "the run ended or never started"
