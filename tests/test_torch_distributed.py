@@ -37,16 +37,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torchrun(args, **popen):
-    """A torchrun of train.py with two ranks on the loopback interface, in its own session
-    (so the test can tell afterwards whether any of its processes survived)."""
+def torchrun(args, program=os.path.join(REPO_DIR, 'train.py'), env=(), **popen):
+    """A torchrun of train.py (or `program`, with train.py's flags) with two ranks on the loopback
+    interface, in its own session (so the test can tell afterwards whether any of its processes
+    survived). env: variables added to the ranks' environment."""
     cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--nnodes', '1',
-           '--master_addr', '127.0.0.1', '--master_port', str(free_port()),
-           os.path.join(REPO_DIR, 'train.py'), '--engine', 'torch', *args]
-    env = {**os.environ, 'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1',
-           'PYTHONPATH': os.path.join(REPO_DIR, 'src')}
-    return subprocess.Popen(cmd, cwd=REPO_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+           '--master_addr', '127.0.0.1', '--master_port', str(free_port()), program, '--engine', 'torch', *args]
+    return subprocess.Popen(cmd, cwd=REPO_DIR, env=rank_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, **popen)
+
+
+def rank_env(extra=()):
+    """What every rank's environment adds: gloo on the loopback interface, one thread, src/."""
+    return {**os.environ, 'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1',
+            'PYTHONPATH': os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]), **dict(extra)}
 
 
 def assert_no_process_left(p):

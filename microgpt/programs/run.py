@@ -190,6 +190,8 @@ class Run:
             # rank's number was sent; `caught` keeps it for the next step's agreement (writing the
             # answer over it lost it, and the ranks then trained on to the end)
             self._agreed = self.world.agree(self.caught)
+            if self._evaluates(step) or self._saves(step):  # rank 0 then works alone, for as long as it takes
+                self.world.rank0_works_alone()
         self._write({'step': step, 'loss': loss, 'lr': lr})
         self.recent.append(loss)
         if len(self.recent) == RECENT or step == self.settings.steps:
@@ -198,8 +200,11 @@ class Run:
         self.progress.update(step, loss, force=step == self.settings.steps)
 
     def evaluation_due(self, step):  # rank 0 alone validates
+        return self.settings.rank == 0 and self._evaluates(step)
+
+    def _evaluates(self, step):
         every = self.settings.eval_every
-        return self.settings.rank == 0 and (step == self.settings.steps or bool(every and step % every == 0))
+        return step == self.settings.steps or bool(every and step % every == 0)
 
     def log_validation(self, step, val_loss, held_out, train_loss=None):
         """The validation loss after `step` (and the training loss measured alike, on as many
@@ -214,10 +219,12 @@ class Run:
                  + (f", train loss {train_loss:.4f} (as many training tokens)" if train_loss is not None else ""))
         self._check_diverging(val_loss, "the validation loss", step)
 
-    def save_due(self, step):
+    def save_due(self, step):  # rank 0 alone saves
+        return self.settings.rank == 0 and self._saves(step)
+
+    def _saves(self, step):
         every = self.settings.save_every
-        return self.settings.rank == 0 and (step == self.settings.steps or self.stop_signal is not None
-                                            or bool(every and step % every == 0))
+        return step == self.settings.steps or self.stop_signal is not None or bool(every and step % every == 0)
 
     def save(self, step, trainer):
         """Replace the checkpoint at --out, whole, with the state after `step`."""
@@ -238,7 +245,13 @@ class Run:
 
     def stopped(self, step):
         """The message after a signal or a closed stdout, and the exit status (128 + the signal).
-        A closed terminal or pipe cannot show it: it goes to stderr then."""
+        A closed terminal or pipe cannot show it: it goes to stderr then. Under torchrun every
+        rank waits here until rank 0 has saved (a rank that left first would have torchrun stop
+        the others, rank 0 in the middle of its save), and rank 0 alone says it."""
+        if self.world is not None:
+            self.world.wait_for_rank0()
+            if self.settings.rank != 0:
+                return 128 + self.stop_signal
         text = (f"{STOPS[self.stop_signal]} after step {step}; saved {self.settings.out}. Resume with:\n"
                 f"  {self.resume_command()}")
         if self.stop_signal in (signal.SIGINT, signal.SIGTERM):

@@ -82,6 +82,8 @@ def build(settings, ckpt):
     if settings.resume:
         trainer.load_optimizer_state(ckpt.optimizer)
         start = ckpt.train_state['step']
+    if settings.world_size is not None:  # torchrun: every rank trains what rank 0 trains, or none starts
+        trainer.check_ranks_agree(settings.saved(), data.fingerprint)
     threads = None
     if settings.engine == 'numpy':  # BLAS threads: the user's, or the faster count measured on this model
         from backprop.threads import choose_threads

@@ -103,6 +103,22 @@ class Trainer:
         self.optimizer.step()
         return flat[-1].item()
 
+    def check_ranks_agree(self, run, data_sha256):
+        """Under torchrun, stop every rank with one line unless it is about to train what rank 0
+        trains: the run's settings (`run`: Settings.saved(), less the data's path, which may
+        differ between machines), the model's size, the vocabulary, the data's sha256, and the
+        weights and Adam state it starts from. Ranks that disagree would otherwise train on,
+        each on its own numbers, and the checkpoint record only rank 0's."""
+        if self.world is None:
+            return
+        from .distributed import digest
+        adam = [t for s in self._optimizer.state.values() for t in s.values()] if self._optimizer else []  # resumed
+        self.world.check_same({
+            **{name: value for name, value in run.items() if name != 'data'},
+            **{name: getattr(self.config, name) for name in ('n_layer', 'n_embd', 'n_head', 'block_size')},
+            'vocabulary': ''.join(self.tokenizer.chars), 'data (sha256)': data_sha256[:16],
+            'starting weights (sha256)': digest(self.params), "Adam's state (sha256)": digest(adam)})
+
     def loss_and_grads(self, batch):
         """(loss, {name: gradient array}) at the current weights, without updating anything."""
         for p in self.params:

@@ -1,0 +1,176 @@
+"""
+Ranks that cannot train together: they say so in one line and stop, and nothing of the user's
+is lost; rank 0's own work is waited for, however long it takes.
+
+Needs PyTorch (skipped without it). Each case starts real processes, each bounded by
+LAUNCH_TIMEOUT: torchrun with two ranks (test_torch_distributed.torchrun), or ranks started by
+hand with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT, as a user without torchrun
+would. They run tests/rank_child.py, train.py with what a test must change inside the child (a
+small backstop, a slow validation, one rank's own flags). Processes that can run side by side
+do: a torch start-up is a few seconds each.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_DIR, TINY_NAMES
+from microgpt.edge.checkpoint import read_checkpoint
+from microgpt.edge.data import fingerprint, load_docs
+from microgpt.programs import train
+from test_cli import log_of, losses
+from test_run import train_args
+from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env, torchrun
+
+torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
+
+CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')
+BACKSTOP_S = 5     # the children's TIMEOUT_S: above any lag between ranks here, even on a busy machine;
+                   # the slow validation outlasts it by 1 s (the old code then died at its first)
+JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
+INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory, names_file):
+    """A run of 3 steps at batch 4 saved with its log, which a test copies and resumes."""
+    out = tmp_path_factory.mktemp('saved') / 'model.json'
+    assert train.main(train_args(names_file, out, '--steps', '3', '--batch-size', '4', '--engine', 'torch')) == 0
+    return out
+
+
+def copy_of(saved, folder):
+    """The saved run copied into folder: (checkpoint path, {path: bytes} of it and its log)."""
+    folder.mkdir()
+    for name in ('model.json', 'model.log.jsonl'):
+        shutil.copy(saved.parent / name, folder / name)
+    return folder / 'model.json', {p: p.read_bytes() for p in folder.iterdir()}
+
+
+def by_hand(rank, size, port, args, **env):
+    """One rank started by hand, as RANK=... WORLD_SIZE=... python train.py ... in a shell."""
+    env = rank_env({'RANK': str(rank), 'WORLD_SIZE': str(size), 'MASTER_ADDR': '127.0.0.1',
+                    'MASTER_PORT': str(port), **env})
+    return subprocess.Popen([sys.executable, CHILD, '--engine', 'torch', *args], cwd=REPO_DIR, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def ended(p):
+    """(exit status, stderr's lines) of a process started by by_hand, none of it left behind."""
+    err = p.communicate(timeout=LAUNCH_TIMEOUT)[1]
+    assert_no_process_left(p)
+    return p.returncode, err.splitlines()
+
+
+def our_traceback(text):
+    """A traceback through the project's code (a rank's, which torchrun prefixes with [rank1]:),
+    a C++ one, or an abort: anything but torchrun's own report of a rank that failed or of a
+    signal it got, whose traceback runs through the library alone."""
+    ours = [os.path.join(REPO_DIR, part) for part in ('microgpt', 'src', 'train.py', CHILD)]
+    return (any('File "' in line and any(path in line for path in ours) for line in text.splitlines())
+            or any(s in text for s in ('frame #', 'terminate called', 'SIGABRT')))
+
+
+# ---------------------------------------------------------------------------- meeting (by hand)
+def test_ranks_started_by_hand_name_who_never_arrived_and_stop_at_ctrl_c(tmp_path, saved):
+    """A rank whose peers never come: Ctrl-C stops it at once, and the wait ends after
+    JOIN_TIMEOUT_S with one line naming the ranks that never arrived (or rank 0, where nothing
+    answers), the run's files as they were. Four cases side by side."""
+    resume = ['--resume', '--steps', '6']
+    files = {case: copy_of(saved, tmp_path / case) for case in ('alone0', 'alone1', 'of3', 'ctrl_c')}
+    port_alone, port_of3, port_ctrl_c = free_port(), free_port(), free_port()
+    alone = by_hand(1, 2, port_alone, ['--out', str(files['alone1'][0]), *resume], TEST_JOIN_S=str(JOIN_S))
+    of3 = [by_hand(rank, 3, port_of3, ['--out', str(files['of3'][0]), *resume], TEST_JOIN_S=str(JOIN_S))
+           for rank in (0, 2)]  # rank 1 never comes
+    waiting = by_hand(0, 2, port_ctrl_c, ['--out', str(files['ctrl_c'][0]), *resume])  # the default limit
+    line = waiting.stderr.readline()  # said once it has waited a moment
+    assert line.startswith(f"rank 0: waiting for rank 1 at 127.0.0.1:{port_ctrl_c} (MASTER_ADDR:MASTER_PORT)"), line
+    t0 = time.monotonic()
+    os.killpg(waiting.pid, signal.SIGINT)  # Ctrl-C in its terminal
+    code, err = ended(waiting)
+    assert (code, err) == (130, ['', 'interrupted']) and time.monotonic() - t0 < INTERRUPT_S
+
+    code, err = ended(alone)
+    assert code == 2 and err[-1] == (
+        f"error: rank 0 never arrived: nothing answered at 127.0.0.1:{port_alone} (MASTER_ADDR:MASTER_PORT) "
+        f"for {JOIN_S} s: start rank 0 with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE"), err
+    for p in of3:  # rank 0 decides that the wait is over, and both say why
+        code, err = ended(p)
+        assert code == 2 and err[-1] == (
+            f"error: rank 1 never arrived at 127.0.0.1:{port_of3} (MASTER_ADDR:MASTER_PORT) within {JOIN_S} s: "
+            "start it with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE"), err
+        assert all(': waiting for rank 1 at' in line for line in err[:-1])  # and nothing else
+    for out, before in files.values():
+        assert {p: p.read_bytes() for p in out.parent.iterdir()} == before  # byte for byte, nothing added
+
+
+# ---------------------------------------------------------------------------- agreeing
+def test_ranks_that_disagree_on_the_run_stop_at_start_with_one_line(tmp_path, names_file):
+    """Every rank checks that it trains what rank 0 trains: a different --seed (under torchrun,
+    once per terminal), a different file with the same characters, different characters.
+    Each stops every rank before the first step with one line naming what differs and both
+    values; nothing is written."""
+    same_chars = tmp_path / 'reversed.txt'
+    same_chars.write_text('\n'.join(reversed(TINY_NAMES)) + '\n', encoding='utf-8')
+    other_chars = tmp_path / 'upper.txt'
+    other_chars.write_text('\n'.join(TINY_NAMES).upper() + '\n', encoding='utf-8')
+    outs = {case: tmp_path / case / 'model.json' for case in ('seed', 'data', 'chars')}
+    args = ['--batch-size', '2', '--steps', '3']
+    seeds = torchrun(train_args(names_file, outs['seed'], *args), program=CHILD, env={'TEST_RANK_ARGS': '1 --seed 7'})
+    pairs = {}
+    for case, theirs in (('data', same_chars), ('chars', other_chars)):
+        port = free_port()
+        pairs[case] = [by_hand(0, 2, port, train_args(names_file, outs[case], *args)),
+                       by_hand(1, 2, port, train_args(names_file, outs[case], *args, '--data', str(theirs)))]
+
+    output = seeds.communicate(timeout=LAUNCH_TIMEOUT)[0]
+    assert_no_process_left(seeds)
+    assert seeds.returncode != 0  # torchrun's own report of the ranks' status 2 follows our line
+    assert [line for line in output.splitlines() if line.startswith('error')] == [
+        "error: rank 1 has seed 7, rank 0 has 42: start every rank with the same flags"], output
+    assert 'exitcode  : 2' in output and not our_traceback(output), output
+
+    ours, theirs = (fingerprint(load_docs(str(f)))[:16] for f in (names_file, same_chars))
+    want = {'data': f"error: rank 1 has data (sha256) '{theirs}', rank 0 has '{ours}': give every rank the same "
+                    "--data (on several machines, a copy of the same file on each)",
+            'chars': "error: rank 1 has vocabulary 'ABCDEFGHIJKLMNOPRSTUVWXYZ', rank 0 has "
+                     "'abcdefghijklmnoprstuvwxyz': give every rank the same --data (on several machines, a copy "
+                     "of the same file on each)"}
+    for case, ranks in pairs.items():
+        for p in ranks:  # each started in a shell of its own: each says it
+            code, err = ended(p)
+            assert (code, err) == (2, [want[case]]), err
+    for out in outs.values():
+        assert not out.exists()  # no step was taken, nothing saved
+
+
+# ---------------------------------------------------------------------------- rank 0's own work, stopping
+def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_file):
+    """Rank 0 validates and saves alone while the other rank waits. With the backstop set to
+    BACKSTOP_S and a first validation that takes longer, the run goes on past it (it died there
+    while that wait was timed by the backstop). Then SIGHUP to the launcher (its terminal
+    closed): torchrun sends it on, every rank stops after the same step, rank 0 alone says so
+    (each rank did), and no rank leaves before rank 0 has saved (one that left first had
+    torchrun stop rank 0, and could abort at exit)."""
+    out, log = tmp_path / 'model.json', tmp_path / 'model.log.jsonl'
+    args = ['--steps', '400', '--batch-size', '4', '--eval-every', '2', '--save-every', '0']
+    p = torchrun(train_args(names_file, out, *args), program=CHILD,
+                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 1)})
+    deadline = time.time() + LAUNCH_TIMEOUT
+    while not (log.exists() and log.read_text().count('"loss"') >= 5):  # well past the slow validation
+        assert p.poll() is None and time.time() < deadline, "the run ended or never started"
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGHUP)  # the launcher alone, as a closed terminal's shell sends it
+    output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
+    assert_no_process_left(p)
+    assert output.count('step 2: val loss') == 1 and not our_traceback(output), output
+    assert output.count('the terminal closed after step') == 1, output
+    step = read_checkpoint(str(out)).train_state['step']
+    assert f'the terminal closed after step {step}; saved {out}' in output
+    assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))
+    assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(2, step + 1, 2))
