@@ -18,6 +18,7 @@ torch.autocast). device: cpu, cuda or mps. world: a torchgpt.distributed.World u
 
 import math
 
+import numpy as np
 import torch
 
 from backprop import make_batch
@@ -137,15 +138,10 @@ class Trainer:
         return {name: p.detach().double().cpu().tolist() for name, p in self.model.named_parameters()}
 
     def load_weights(self, weights):
-        """Copy {name: [[float]] or array} into the parameters, every shape checked first."""
-        tensors = {}
-        for name, shape in parameter_shapes(self.config).items():
-            if name not in weights:
-                raise UserError(f"weights missing for {name}: give the model's full state_dict")
-            tensors[name] = torch.as_tensor(weights[name], dtype=torch.float64)  # (n_out, n_in)
-            if tuple(tensors[name].shape) != tuple(shape):
-                raise UserError(f"{name} should be {shape[0]}x{shape[1]} for this config, "
-                                f"got {tuple(tensors[name].shape)}")
+        """Copy {name: [[float]] or array} into the parameters (the checkpoint's reader, or the
+        model they come from, has checked every name and shape)."""
+        tensors = {name: torch.from_numpy(np.asarray(weights[name], dtype=np.float64))  # (n_out, n_in)
+                   for name in parameter_shapes(self.config)}
         self.model.load_state_dict(tensors)  # copies, converting to the model's dtype and device
 
     def optimizer_state(self):
