@@ -24,7 +24,7 @@ async function draw() {
     const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: `run${k % RUN_CLASSES}`}));
     const main = runs[0], train = main.train, val = main.val;
     $('source').textContent = `${main.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
-      `${val.length} validation measurements; running mean of ${main.window} steps`;
+      `${val.length} validation measurement${val.length === 1 ? '' : 's'}; running mean of ${main.window} steps`;
     chart(runs);
     $('stretches').replaceChildren(el('h3', {}, 'the run in ten stretches'),
       el('table', {class: 'data', id: 'stretch-table'},
