@@ -18,7 +18,10 @@ steps of a side in a row, then as many of its products alone. (A side's steps on
 between the other sides', ran every one of them on caches the others had just filled with their
 own arrays: 34.6 against 30.8 ms for the one-thread numpy step on a quiet machine, 27.7 against
 19.3 ms for the split one; a training run does its steps in a row. The medians keep the first
-step of a block, which pays for that, out of the figures.)
+step of a block, which pays for that, out of the figures.) Between sides, a pause of SPIN (0.3 s):
+OpenBLAS's threads keep spinning for about 0.1 s after a product that used them, and PyTorch's
+OpenMP threads after theirs, on the very core a split numpy step's second part needs (without
+it, the split step measured 23.5 ms against 19.3 alone).
   * a full training step (forward, backward, Adam) of each side: at 1 thread the numpy engine and
     PyTorch; at N threads the numpy engine two ways, its batch split into N parts on N Python
     threads of one BLAS thread each (Trainer(workers=N), backprop/parallel.py) and one pass with
@@ -62,6 +65,7 @@ CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU s
 BATCH = 12
 MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 BLOCK = 4          # steps of one side in a row, then as many of its products alone, before the next side
+SPIN = 0.3         # s between sides: OpenBLAS's threads spin ~0.1 s after their last product, OpenMP's too
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -286,6 +290,7 @@ def child(args):
                      for name, *_ in sides}}
     for first in range(4, 4 + args.steps, BLOCK):
         for name, set_up, train, products in sides:
+            time.sleep(SPIN)  # the last side's BLAS or OpenMP threads stop spinning first
             set_up()
             side = out['sides'][name]
             for step in range(first, min(first + BLOCK, 4 + args.steps)):  # BLOCK steps, then BLOCK products

@@ -59,6 +59,8 @@ class Trainer:
     def use_workers(self, workers):
         """Run each step's batch as `workers` parts at once, a thread each (parallel.py), or
         in one piece (1). The BLAS threads are threads.py's to set: one per worker pays."""
+        if self.split is not None and self.split.workers == workers:
+            return  # already so: keep the threads and the parts' gradient arrays
         if self.split is not None:
             self.split.pool.shutdown()
         self.split = Split(self, workers) if workers > 1 else None
