@@ -343,8 +343,10 @@ def processor():
     """lscpu's model name, or platform's, for the line above the figures."""
     try:
         out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
-        return next(line.split(':', 1)[1].strip() for line in out.splitlines() if line.startswith('Model name'))
-    except (OSError, StopIteration):
+        field = {k.strip(): v.strip() for k, _, v in (line.partition(':') for line in out.splitlines())}
+        avx512 = ', AVX-512' if 'avx512f' in field.get('Flags', '').split() else ''
+        return f"{field['Model name']} (family {field.get('CPU family', '?')} model {field.get('Model', '?')}{avx512})"
+    except (OSError, KeyError):
         import platform
         return platform.processor() or 'unknown'
 
