@@ -43,7 +43,10 @@ OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and wit
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET for the child only (this machine sets them to
 work around old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls here).
 Peak memory (VmHWM, getrusage's maxrss): of each timing child, and of the numpy engine alone, in a
-child that trains 20 steps and does nothing else (one pass, and split on two workers). The processor
+child that trains 20 steps and does nothing else (one pass, and split on two workers). Last, in a
+child of its own, where a one-thread numpy step's time goes: each of backprop/model.py's layer
+functions and Adam timed (CPU seconds), the attention's products apart from its passes over
+arrays; and the split step's phases on two workers, beside one part alone. The processor
 (lscpu's model name) and the load average before and after are printed: the machine is shared,
 so the numbers are noisy. Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped
 (exit 0) when absent.
@@ -235,6 +238,106 @@ def memory_child(args):
     return {'before': before, 'peak': peak_rss_bytes()}
 
 
+def breakdown(args):
+    """Where the numpy step's time goes: each of backprop/model.py's layer functions timed (CPU
+    seconds, one BLAS thread) over args.steps steps, the products inside them apart from the
+    passes over arrays; then the split step's phases (wall time, two workers)."""
+    import numpy as np
+    import backprop
+    from backprop import model, optim, parallel, threads
+    from microgpt import text
+    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.tokenizer import CharTokenizer
+    with open(args.data, encoding='utf-8') as f:
+        whole = f.read()
+    tokenizer = CharTokenizer.from_docs([whole])
+    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
+    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+    r = np.random.default_rng(0)
+    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    threads.set_threads(1)
+    batches = [text.train_windows(ids, config.block_size, BATCH, 42, step) for step in range(1, args.steps + 4)]
+    spent = {}
+
+    def timing(module, name, clock):
+        f = getattr(module, name)
+
+        def timed(*a, **k):
+            t0 = clock()
+            out = f(*a, **k)
+            spent[name] = spent.get(name, 0.0) + clock() - t0
+            return out
+        setattr(module, name, timed)
+        return lambda: setattr(module, name, f)
+    layer_functions = [n for n in dir(model) if n.endswith(('_forward', '_backward')) and n not in
+                       ('model_forward', 'model_backward')] + ['stacked_qkv']
+    undo = [timing(model, n, time.thread_time) for n in layer_functions] + [timing(optim.AdamArrays, 'step', time.thread_time)]
+    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32')
+    step_time = []
+    for i, batch in enumerate(batches):
+        if i == 3:
+            spent.clear()
+        t0 = time.thread_time()
+        trainer.step(batch, 1e-3)
+        step_time.append(time.thread_time() - t0)
+    for u in undo:
+        u()
+    n = len(batches) - 3
+    per_step = {k: 1e3 * v / n for k, v in spent.items()}
+    # the products inside attention_forward/backward: the same products alone, on the same shapes
+    H, T, hd = config.n_head, config.block_size, config.n_embd // config.n_head
+    q, k, v, d = (r.standard_normal((H, BATCH, T, hd)).astype(np.float32) for _ in range(4))
+    att = r.standard_normal((H, BATCH, T, T)).astype(np.float32)
+    t0 = time.thread_time()
+    for _ in range(n * config.n_layer):
+        q @ k.swapaxes(-1, -2), att @ v, att.swapaxes(-1, -2) @ d, d @ v.swapaxes(-1, -2), att @ k, att.swapaxes(-1, -2) @ q
+    attention_products = 1e3 * (time.thread_time() - t0) / n
+    t0 = time.thread_time()
+    for _ in range(n * config.n_layer):
+        np.fmax.reduce(att, axis=-1, keepdims=True)
+    row_maxima = 1e3 * (time.thread_time() - t0) / n
+    # the split step's phases, two workers
+    split = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=2)
+    undo = [timing(parallel.Split, 'loss_and_grad', time.perf_counter), timing(optim.AdamArrays, 'step', time.perf_counter)]
+    spent_split, whole_split, half = {}, [], []
+    for i, batch in enumerate(batches):
+        if i == 3:
+            spent.clear()
+        t0 = time.perf_counter()
+        split.step(batch, 1e-3)
+        whole_split.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        trainer.gradient(batch[:BATCH // 2])  # one part alone, here, the other core idle
+        half.append(time.perf_counter() - t0)
+    spent_split.update(spent)
+    for u in undo:
+        u()
+    return {'step': 1e3 * statistics.median(step_time[3:]), 'per_step': per_step,
+            'attention_products': attention_products, 'row_maxima': row_maxima,
+            'split': 1e3 * statistics.median(whole_split[3:]), 'half': 1e3 * statistics.median(half[3:]),
+            'split_parts': 1e3 * spent_split['loss_and_grad'] / n, 'split_adam': 1e3 * spent_split['step'] / n}
+
+
+def report_breakdown(b):
+    per = b['per_step']
+    linear = per['linear_forward'] + per['linear_backward']
+    attention = per['attention_forward'] + per['attention_backward'] - b['attention_products']
+    named = {'linear products': linear, 'attention products (the same, alone)': b['attention_products'],
+             'attention: softmax and its backward, the rest': attention,
+             'rmsnorm': per['rmsnorm_forward'] + per['rmsnorm_backward'], 'Adam': per['step'],
+             'relu': per['relu_forward'] + per['relu_backward'],
+             'embeddings, residual adds, loss, stacking q k v':
+                 sum(per[k] for k in per if k.startswith(('embedding', 'residual', 'cross_entropy', 'stacked')))}
+    named['Python and the rest'] = b['step'] - sum(named.values())
+    print(f"\n\nwhere a one-thread numpy step's {b['step']:.1f} ms go (CPU seconds, each layer function timed, medians "
+          "and sums over the steps):")
+    for k, v in named.items():
+        print(f"  {k:60s} {v:6.2f} ms")
+    print(f"  (of the attention's: the softmax's row maxima alone {b['row_maxima']:.2f} ms)")
+    print(f"split on two workers: {b['split']:.1f} ms a step (wall): the two parts side by side {b['split_parts']:.1f} ms "
+          f"(one part alone, the other core idle: {b['half']:.1f}), Adam on both cores {b['split_adam']:.1f} ms")
+
+
 def child(args):
     import numpy as np
     import backprop
@@ -358,6 +461,7 @@ def main(argv=None):
     p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
     p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
+    p.add_argument('--breakdown', action='store_true', help="internal: where the numpy step's time goes")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("text_speed: tinyshakespeare.txt not found (../shared/data/): skipped; get it with "
@@ -368,6 +472,9 @@ def main(argv=None):
         return 0
     if args.memory:
         print(json.dumps(memory_child(args)))
+        return 0
+    if args.breakdown:
+        print(json.dumps(breakdown(args)))
         return 0
     print(f"config {CONFIG}, batch {BATCH}, {args.steps} steps a side, {BLOCK} in a row, sides in turn; "
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
@@ -391,7 +498,14 @@ def main(argv=None):
             print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
                   f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
                   f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
-    print(f"\n\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    cmd = [sys.executable, os.path.abspath(__file__), '--breakdown', '--steps', str(args.steps), '--data', args.data]
+    env = {k: v for k, v in os.environ.items() if k not in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')}
+    result = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, OPENBLAS_NUM_THREADS='1'))
+    if result.returncode == 0:
+        report_breakdown(json.loads(result.stdout.strip().splitlines()[-1]))
+    else:
+        print(f"\nthe breakdown child failed:\n{result.stderr}")
+    print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
