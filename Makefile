@@ -18,7 +18,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-# About eight minutes: each script prints measurements side by side, never a verdict. The PyTorch
+# About five minutes: each script prints measurements side by side, never a verdict. The PyTorch
 # peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py

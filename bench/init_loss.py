@@ -22,7 +22,9 @@ engine's, in float32.
 
 One name alone is no measure: its first loss moves by about 4% (one standard deviation) from
 one draw of the weights or one name to the next, at every size, microgpt's own default model
-included (printed at the end); a batch averages that out.
+included (printed at the end); a batch averages that out. Last, the time init_weights takes to
+draw the running-text recipe's initial weights, beside building the scalar GPT of Values and
+reading them back.
 """
 
 import argparse
@@ -118,7 +120,22 @@ def main(argv=None):
             print(f"  {C:6d}          " + "".join(f"{c:>32s}" for c in cells), flush=True)
     print(f"\nworst first loss over the grid: {worst_all:.1f}% from ln(vocab_size) (target: within {100 * TARGET:.0f}%)")
     single_names(args)
+    drawing_time()
     return 0
+
+
+def drawing_time():
+    """init_weights against building the scalar GPT, for the running-text recipe's model."""
+    import time
+    from microgpt.model import GPT, init_weights
+    config = GPTConfig(66, n_layer=4, n_embd=128, n_head=4, block_size=64)
+    t0 = time.perf_counter()
+    init_weights(config, 42)
+    t1 = time.perf_counter()
+    GPT(config, seed=42).weights()
+    t2 = time.perf_counter()
+    print(f"drawing the recipe's 811,520 initial weights: init_weights {t1 - t0:.2f} s, "
+          f"GPT(config).weights() {t2 - t1:.2f} s (the same numbers, as Values first)")
 
 
 def single_names(args):

@@ -12,8 +12,16 @@ nn.Module of nn.Embedding and nn.Linear(bias=False) layers, F.rms_norm, F.scaled
 Both start from the same weights (microgpt's init_weights(config, 42)) and train on the same
 batches (microgpt/edge/text.py's windows of tinyshakespeare, seed 42).
 
-What each round times, one after the other (so that a load spike from the other developers'
-processes on this shared machine hits every column alike), each with perf_counter:
+What each round times, side after side (so that a load spike from the other developers'
+processes on this shared machine hits every column alike), each with perf_counter: BLOCK (4)
+steps of a side in a row, then as many of its products alone. (A side's steps one at a time,
+between the other sides', ran every one of them on caches the others had just filled with their
+own arrays: 34.6 against 30.8 ms for the one-thread numpy step on a quiet machine, 27.7 against
+19.3 ms for the split one; a training run does its steps in a row. The medians keep the first
+step of a block, which pays for that, out of the figures.) Between sides, a pause of SPIN (0.3 s):
+OpenBLAS's threads keep spinning for about 0.1 s after a product that used them, and PyTorch's
+OpenMP threads after theirs, on the very core a split numpy step's second part needs (without
+it, the split step measured 23.5 ms against 19.3 alone).
   * a full training step (forward, backward, Adam) of each side: at 1 thread the numpy engine and
     PyTorch; at N threads the numpy engine two ways, its batch split into N parts on N Python
     threads of one BLAS thread each (Trainer(workers=N), backprop/parallel.py) and one pass with
@@ -35,7 +43,10 @@ OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and wit
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET for the child only (this machine sets them to
 work around old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls here).
 Peak memory (VmHWM, getrusage's maxrss): of each timing child, and of the numpy engine alone, in a
-child that trains 20 steps and does nothing else (one pass, and split on two workers). The processor
+child that trains 20 steps and does nothing else (one pass, and split on two workers). Last, in a
+child of its own, where a one-thread numpy step's time goes: each of backprop/model.py's layer
+functions and Adam timed (CPU seconds), the attention's products apart from its passes over
+arrays; and the split step's phases on two workers, beside one part alone. The processor
 (lscpu's model name) and the load average before and after are printed: the machine is shared,
 so the numbers are noisy. Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped
 (exit 0) when absent.
@@ -56,6 +67,8 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
 MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
+BLOCK = 4          # steps of one side in a row, then as many of its products alone, before the next side
+SPIN = 0.3         # s between sides: OpenBLAS's threads spin ~0.1 s after their last product, OpenMP's too
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -225,6 +238,106 @@ def memory_child(args):
     return {'before': before, 'peak': peak_rss_bytes()}
 
 
+def breakdown(args):
+    """Where the numpy step's time goes: each of backprop/model.py's layer functions timed (CPU
+    seconds, one BLAS thread) over args.steps steps, the products inside them apart from the
+    passes over arrays; then the split step's phases (wall time, two workers)."""
+    import numpy as np
+    import backprop
+    from backprop import model, optim, parallel, threads
+    from microgpt import text
+    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.tokenizer import CharTokenizer
+    with open(args.data, encoding='utf-8') as f:
+        whole = f.read()
+    tokenizer = CharTokenizer.from_docs([whole])
+    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
+    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+    r = np.random.default_rng(0)
+    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    threads.set_threads(1)
+    batches = [text.train_windows(ids, config.block_size, BATCH, 42, step) for step in range(1, args.steps + 4)]
+    spent = {}
+
+    def timing(module, name, clock):
+        f = getattr(module, name)
+
+        def timed(*a, **k):
+            t0 = clock()
+            out = f(*a, **k)
+            spent[name] = spent.get(name, 0.0) + clock() - t0
+            return out
+        setattr(module, name, timed)
+        return lambda: setattr(module, name, f)
+    layer_functions = [n for n in dir(model) if n.endswith(('_forward', '_backward')) and n not in
+                       ('model_forward', 'model_backward')] + ['stacked_qkv']
+    undo = [timing(model, n, time.thread_time) for n in layer_functions] + [timing(optim.AdamArrays, 'step', time.thread_time)]
+    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32')
+    step_time = []
+    for i, batch in enumerate(batches):
+        if i == 3:
+            spent.clear()
+        t0 = time.thread_time()
+        trainer.step(batch, 1e-3)
+        step_time.append(time.thread_time() - t0)
+    for u in undo:
+        u()
+    n = len(batches) - 3
+    per_step = {k: 1e3 * v / n for k, v in spent.items()}
+    # the products inside attention_forward/backward: the same products alone, on the same shapes
+    H, T, hd = config.n_head, config.block_size, config.n_embd // config.n_head
+    q, k, v, d = (r.standard_normal((H, BATCH, T, hd)).astype(np.float32) for _ in range(4))
+    att = r.standard_normal((H, BATCH, T, T)).astype(np.float32)
+    t0 = time.thread_time()
+    for _ in range(n * config.n_layer):
+        q @ k.swapaxes(-1, -2), att @ v, att.swapaxes(-1, -2) @ d, d @ v.swapaxes(-1, -2), att @ k, att.swapaxes(-1, -2) @ q
+    attention_products = 1e3 * (time.thread_time() - t0) / n
+    t0 = time.thread_time()
+    for _ in range(n * config.n_layer):
+        np.fmax.reduce(att, axis=-1, keepdims=True)
+    row_maxima = 1e3 * (time.thread_time() - t0) / n
+    # the split step's phases, two workers
+    split = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=2)
+    undo = [timing(parallel.Split, 'loss_and_grad', time.perf_counter), timing(optim.AdamArrays, 'step', time.perf_counter)]
+    spent_split, whole_split, half = {}, [], []
+    for i, batch in enumerate(batches):
+        if i == 3:
+            spent.clear()
+        t0 = time.perf_counter()
+        split.step(batch, 1e-3)
+        whole_split.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        trainer.gradient(batch[:BATCH // 2])  # one part alone, here, the other core idle
+        half.append(time.perf_counter() - t0)
+    spent_split.update(spent)
+    for u in undo:
+        u()
+    return {'step': 1e3 * statistics.median(step_time[3:]), 'per_step': per_step,
+            'attention_products': attention_products, 'row_maxima': row_maxima,
+            'split': 1e3 * statistics.median(whole_split[3:]), 'half': 1e3 * statistics.median(half[3:]),
+            'split_parts': 1e3 * spent_split['loss_and_grad'] / n, 'split_adam': 1e3 * spent_split['step'] / n}
+
+
+def report_breakdown(b):
+    per = b['per_step']
+    linear = per['linear_forward'] + per['linear_backward']
+    attention = per['attention_forward'] + per['attention_backward'] - b['attention_products']
+    named = {'linear products': linear, 'attention products (the same, alone)': b['attention_products'],
+             'attention: softmax and its backward, the rest': attention,
+             'rmsnorm': per['rmsnorm_forward'] + per['rmsnorm_backward'], 'Adam': per['step'],
+             'relu': per['relu_forward'] + per['relu_backward'],
+             'embeddings, residual adds, loss, stacking q k v':
+                 sum(per[k] for k in per if k.startswith(('embedding', 'residual', 'cross_entropy', 'stacked')))}
+    named['Python and the rest'] = b['step'] - sum(named.values())
+    print(f"\n\nwhere a one-thread numpy step's {b['step']:.1f} ms go (CPU seconds, each layer function timed, medians "
+          "and sums over the steps):")
+    for k, v in named.items():
+        print(f"  {k:60s} {v:6.2f} ms")
+    print(f"  (of the attention's: the softmax's row maxima alone {b['row_maxima']:.2f} ms)")
+    print(f"split on two workers: {b['split']:.1f} ms a step (wall): the two parts side by side {b['split_parts']:.1f} ms "
+          f"(one part alone, the other core idle: {b['half']:.1f}), Adam on both cores {b['split_adam']:.1f} ms")
+
+
 def child(args):
     import numpy as np
     import backprop
@@ -278,19 +391,21 @@ def child(args):
     out = {'threads': n, 'peak': peak_matmul(n), 'flops': model_flops(config, BATCH, T), 'tokens': BATCH * T,
            'sides': {name: {'step': [], 'products': [], 'loss': [], 'step_cpu': [], 'products_cpu': []}
                      for name, *_ in sides}}
-    for step in range(4, 4 + args.steps):
+    for first in range(4, 4 + args.steps, BLOCK):
         for name, set_up, train, products in sides:
+            time.sleep(SPIN)  # the last side's BLAS or OpenMP threads stop spinning first
             set_up()
             side = out['sides'][name]
-            c0, t0 = time.process_time(), time.perf_counter()
-            side['loss'].append(train(batch_of(step), lr_of(step)))
-            c1, t1 = time.process_time(), time.perf_counter()
-            products()
-            c2, t2 = time.process_time(), time.perf_counter()
-            side['step'].append(t1 - t0)
-            side['products'].append(t2 - t1)
-            side['step_cpu'].append(c1 - c0)
-            side['products_cpu'].append(c2 - c1)
+            for step in range(first, min(first + BLOCK, 4 + args.steps)):  # BLOCK steps, then BLOCK products
+                c0, t0 = time.process_time(), time.perf_counter()
+                side['loss'].append(train(batch_of(step), lr_of(step)))
+                side['step'].append(time.perf_counter() - t0)
+                side['step_cpu'].append(time.process_time() - c0)
+            for _ in range(first, min(first + BLOCK, 4 + args.steps)):
+                c0, t0 = time.process_time(), time.perf_counter()
+                products()
+                side['products'].append(time.perf_counter() - t0)
+                side['products_cpu'].append(time.process_time() - c0)
     out['rss'] = peak_rss_bytes()
     return out
 
@@ -331,19 +446,22 @@ def processor():
     """lscpu's model name, or platform's, for the line above the figures."""
     try:
         out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
-        return next(line.split(':', 1)[1].strip() for line in out.splitlines() if line.startswith('Model name'))
-    except (OSError, StopIteration):
+        field = {k.strip(): v.strip() for k, _, v in (line.partition(':') for line in out.splitlines())}
+        avx512 = ', AVX-512' if 'avx512f' in field.get('Flags', '').split() else ''
+        return f"{field['Model name']} (family {field.get('CPU family', '?')} model {field.get('Model', '?')}{avx512})"
+    except (OSError, KeyError):
         import platform
         return platform.processor() or 'unknown'
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="numpy float32 against PyTorch at nanoGPT's CPU shakespeare_char config.")
-    p.add_argument('--steps', type=int, default=40, help="timed rounds (default 40, after 3 warm-up)")
+    p.add_argument('--steps', type=int, default=40, help=f"timed steps per side (default 40, after 3 warm-up), {BLOCK} in a row")
     p.add_argument('--threads', type=int, action='append', help="thread counts (default: 1 and 2)")
     p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
     p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
+    p.add_argument('--breakdown', action='store_true', help="internal: where the numpy step's time goes")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("text_speed: tinyshakespeare.txt not found (../shared/data/): skipped; get it with "
@@ -355,7 +473,10 @@ def main(argv=None):
     if args.memory:
         print(json.dumps(memory_child(args)))
         return 0
-    print(f"config {CONFIG}, batch {BATCH}, {args.steps} rounds (every column once a round); "
+    if args.breakdown:
+        print(json.dumps(breakdown(args)))
+        return 0
+    print(f"config {CONFIG}, batch {BATCH}, {args.steps} steps a side, {BLOCK} in a row, sides in turn; "
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
           f"unset; load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for n in args.threads or [1, 2]:
@@ -377,7 +498,14 @@ def main(argv=None):
             print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
                   f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
                   f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
-    print(f"\n\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    cmd = [sys.executable, os.path.abspath(__file__), '--breakdown', '--steps', str(args.steps), '--data', args.data]
+    env = {k: v for k, v in os.environ.items() if k not in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')}
+    result = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, OPENBLAS_NUM_THREADS='1'))
+    if result.returncode == 0:
+        report_breakdown(json.loads(result.stdout.strip().splitlines()[-1]))
+    else:
+        print(f"\nthe breakdown child failed:\n{result.stderr}")
+    print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -9,7 +9,9 @@ Read it after the scalar engine (microgpt/engine.py, model.py, optim.py) and the
 (src/inference/), in this order: layers.py (each layer's forward and backward, the backward's
 derivation in its docstring), model.py (the whole GPT on a padded batch: loss and one gradient
 per weight, under microgpt's names), optim.py (Adam on one flat array, the scalar Adam's order),
-trainer.py (Trainer, what train.py's `--engine numpy` drives). It lives in src/backprop/ and is
+trainer.py (Trainer, what train.py's `--engine numpy` drives); then the machinery of speed:
+memory.py (freed memory kept for the next step), parallel.py (the batch split across cores),
+threads.py (which way to use the cores, measured). It lives in src/backprop/ and is
 installed under the name `backprop`, as `inference` is; it reuses the port's forward pieces, and
 the port stays inference only. tests/test_backprop_*.py prove it equal to the scalar engine
 (and to finite differences, and to PyTorch when installed); bench/backprop_speed.py times it.

@@ -7,8 +7,8 @@ which numpy allocates through on Linux, serves every block of over 128 KiB to 32
 fresh mmap, or gives the freed top of its heap back to the operating system once more than
 about twice that is free. Either way the next step's arrays are new pages, and the first write
 to each 4 KiB page is a page fault: on the recipe's model (n_layer 4, n_embd 128, batch 12,
-float32) that was 9 to 16 ms of a 40 to 46 ms step on this project's 2-core machine (the same
-steps timed with glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set and unset).
+float32) that was 9 ms of a 40 ms step on this project's 2-core machine, quiet (the same steps
+timed with glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set and unset).
 
 `keep_freed_memory()` tells malloc, through its own mallopt(), to serve blocks up to 32 MiB from
 its heap and to keep up to 256 MiB of freed memory there, so that every step after the first

@@ -8,7 +8,11 @@ relu, Adam) runs on one core whatever BLAS does. So `Split` runs the step the ot
 the batch's B windows or names are cut into `workers` parts, and each part's forward and
 backward runs in its own Python thread with ONE BLAS thread, on its own core. numpy lets go of
 Python's interpreter lock inside every matrix product and every pass over an array, which is
-nearly all of a step, so the threads run side by side.
+nearly all of a step, so the threads run side by side: not quite at full speed, as each of
+numpy's many short calls takes the lock back for its Python part, and the parts share the
+caches (two parts side by side took 1.3 to 1.6 times one part alone on the project's 2-core
+machine: bench/text_speed.py's last lines). threads.py measures whether it pays for the run's
+own model, against one thread and against every core for BLAS, and keeps the fastest.
 
 The parts add up to the whole batch exactly in the math, and to rounding in floats:
   * the loss is the mean over the batch's predicted tokens, so each part's token losses are

@@ -30,6 +30,10 @@ import time
 import numpy as np
 
 
+# OpenBLAS's threads keep spinning for about 0.1 s after their last product (2^28 cycles, its
+# THREAD_TIMEOUT), on the cores the next pass would use: the passes are this far apart
+SPIN = 0.15
+
 # openblas_set_num_threads under the names the builds of OpenBLAS that numpy ships with use
 SETTERS = ('scipy_openblas_set_num_threads64_', 'scipy_openblas_set_num_threads',
            'openblas_set_num_threads64_', 'openblas_set_num_threads')
@@ -88,14 +92,19 @@ def user_threads(requested=None):
 
 def time_passes(trainer, batch, ways, repeats):
     """Seconds of each of `repeats` forward-and-backward passes each way, interleaved (1, 2, 3,
-    1, 2, 3, ...) so that a change of load hits all alike. ways: {name: function that sets it up}."""
+    1, 2, 3, ...) so that a change of load hits all alike. ways: {name: function that sets it up}.
+    Each timed pass follows an untimed one the same way, as in training, where every pass
+    follows one like it: a pass right after another way's would find the caches full of that
+    way's arrays (on the recipe's model that made the split look 10% slower than one thread)."""
     times = {name: [] for name in ways}
     for _ in range(repeats):
         for name, set_up in ways.items():
             set_up()
+            trainer.gradient(batch)
             t0 = time.perf_counter()
             trainer.gradient(batch)
             times[name].append(time.perf_counter() - t0)
+            time.sleep(SPIN)
     return times
 
 

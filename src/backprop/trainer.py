@@ -21,6 +21,10 @@ wide running-text models train about twice as fast; its losses agree with float6
 1e-5 relative over tens of steps (tests/test_backprop_float32.py). A checkpoint is the same
 either way: weights() and optimizer_state() hand back Python floats, and a float32 run resumes
 on float64 or on the scalar engine (every float32 number is exactly a float64 one).
+
+workers: 1 (the default) runs each batch in one piece; N runs it as N parts at once, one thread
+each (parallel.py), the same loss to rounding; threads.choose_threads picks it when it measures
+faster.
 """
 
 import math
@@ -59,6 +63,8 @@ class Trainer:
     def use_workers(self, workers):
         """Run each step's batch as `workers` parts at once, a thread each (parallel.py), or
         in one piece (1). The BLAS threads are threads.py's to set: one per worker pays."""
+        if self.split is not None and self.split.workers == workers:
+            return  # already so: keep the threads and the parts' gradient arrays
         if self.split is not None:
             self.split.pool.shutdown()
         self.split = Split(self, workers) if workers > 1 else None
