@@ -22,7 +22,7 @@ the kernel's high-water mark of resident memory, everything included).
            beside it (equal within ~1e-9: both do the same work). Skipped without torch; install
            it with `.venv/bin/pip install torch==2.13.0`.
 3. ckpt    The recipe's model (bench/recipe.py's RECIPE): the mean step time and the time of one
-           microgpt.edge.checkpoint.save_checkpoint with the Adam state, so the share of a run spent
+           microgpt.edge.checkpoint.write_checkpoint with the Adam state, so the share of a run spent
            writing checkpoints every --save-every steps is save / (save_every * step + save).
            (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
 
@@ -192,7 +192,7 @@ def child_ckpt(args):
     import tempfile
 
     import backprop
-    from microgpt.edge.checkpoint import save_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, write_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
     config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
@@ -209,7 +209,8 @@ def child_ckpt(args):
             step_times.append(time.perf_counter() - t0)
             if step % 5 == 4:
                 t0 = time.perf_counter()
-                save_checkpoint(path, trainer, {'step': step + 1, 'adam': trainer.optimizer_state()})
+                state = {'step': step + 1, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+                write_checkpoint(path, Checkpoint.of(trainer, optimizer=trainer.optimizer_state(), train_state=state))
                 save_times.append(time.perf_counter() - t0)
         size = os.path.getsize(path)
     return {'step_times': step_times, 'save_times': save_times, 'size': size,

@@ -26,7 +26,7 @@ machines do not set them).
              The two cannot share one process, so they alternate, --rounds times, each round
              printed with the load average: on a machine shared with other work the spread shows.
 3. ckpt      The 8-layer n_embd 256 model (6.3M parameters) with Adam's moments: checkpoint size,
-             save and load times (save_checkpoint, read_checkpoint with all its checks), JSON
+             save and load times (write_checkpoint, read_checkpoint with all its checks), JSON
              against safetensors.
 4. cuda      With a CUDA device (torch.cuda.is_available()), the torch engine's step time on it
              at n_layer 4, n_embd 64, batch 32, against the CPU; without one it says it skipped.
@@ -176,9 +176,8 @@ def child_ranks(args):
 def child_ckpt(args):
     """[3]: a random 8 x 256 model with Adam's moments, saved and read back in both formats."""
     import random
-    from types import SimpleNamespace
 
-    from microgpt.edge.checkpoint import read_checkpoint, save_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
     from microgpt.model import GPTConfig, parameter_shapes
     from microgpt.tokenizer import CharTokenizer
     tokenizer = CharTokenizer(list('abcdefghijklmnopqrstuvwxyz'))
@@ -188,18 +187,18 @@ def child_ckpt(args):
                for name, (n_out, n_in) in parameter_shapes(config).items()}
     n = sum(a * b for a, b in parameter_shapes(config).values())
     adam = {'t': 100, 'm': [rng.gauss(0, 1e-3) for _ in range(n)], 'v': [rng.random() * 1e-6 for _ in range(n)]}
-    state = {'step': 100, 'adam': adam}
-    model = SimpleNamespace(config=config, tokenizer=tokenizer, weights=lambda: weights)
+    state = {'step': 100, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+    ckpt = Checkpoint(config, tuple(tokenizer.chars), weights, optimizer=adam, train_state=state)
     out = {'params': n}
     with tempfile.TemporaryDirectory() as folder:
         for ext in ('.safetensors', '.json'):
             path = os.path.join(folder, 'model' + ext)
             t0 = time.perf_counter()
-            save_checkpoint(path, model, state)
+            write_checkpoint(path, ckpt)
             t1 = time.perf_counter()
-            back = read_checkpoint(path)
+            back = read_checkpoint(path, training=True)
             t2 = time.perf_counter()
-            assert back['state_dict']['layer7.mlp_fc2'][-1] == weights['layer7.mlp_fc2'][-1]  # read back whole
+            assert list(back.weights['layer7.mlp_fc2'][-1]) == weights['layer7.mlp_fc2'][-1]  # read back whole
             out[ext] = {'bytes': os.path.getsize(path), 'save': t1 - t0, 'load': t2 - t1}
             os.remove(path)
             del back

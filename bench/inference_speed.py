@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402  (after the path set-up above)
 import inference  # noqa: E402
 from microgpt.edge.checkpoint import load_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
-from microgpt.sampling import sample_names, scalar_next_logits  # noqa: E402
+from microgpt.sampling import sample_names  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 
 
@@ -102,13 +102,10 @@ def main(argv=None):
         print(f"  {label:<36} {t * 1e3:9.3f} ms  {ratio:6.1f}x faster")
 
     # 2) names per second, each engine through the same sampling loop
-    def names_with(make_next_logits):
-        return sample_names(make_next_logits, scalar.tokenizer, cfg.block_size, num=args.num_names,
-                            temperature=args.temperature, seed=args.seed)
-    t_scalar_names, names_scalar = best_time(lambda: names_with(lambda: scalar_next_logits(scalar)),
-                                             max(1, args.repeats // 2))
-    t_port_names, names_port = best_time(lambda: names_with(port.next_logits_fn),
-                                         max(1, args.repeats // 2))
+    def names_with(model):
+        return sample_names(model, num=args.num_names, temperature=args.temperature, seed=args.seed)
+    t_scalar_names, names_scalar = best_time(lambda: names_with(scalar), max(1, args.repeats // 2))
+    t_port_names, names_port = best_time(lambda: names_with(port), max(1, args.repeats // 2))
     mean_len = sum(map(len, names_scalar)) / max(1, len(names_scalar))
     print(f"\nnames per second ({args.num_names} names, mean length {mean_len:.1f}; "
           f"identical names: {'yes' if names_scalar == names_port else 'NO'})")

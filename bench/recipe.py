@@ -13,7 +13,7 @@ and reports the wall time of the whole process (imports, data, training, validat
 checkpoint saves, the closing samples), the validation loss it logged last, and the share of the
 run spent writing checkpoints: the saves the run made (every --save-every steps and at the end),
 each timed afresh by saving the run's own final checkpoint (weights and Adam moments, the same
-file) with microgpt.edge.checkpoint.save_checkpoint. Peak memory is the child's (ru_maxrss).
+file) with microgpt.edge.checkpoint.write_checkpoint. Peak memory is the child's (ru_maxrss).
 
 Threads: OpenBLAS runs two threads on 2 cores. On a quiet machine that is fastest (44 s here);
 when other processes keep the cores busy, the spinning second thread made steps several times
@@ -68,7 +68,7 @@ def main(argv=None):
         print(f"recipe: {args.data} not found; get makemore's names.txt and pass --data")
         return 0
 
-    from microgpt.edge.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 
     env = dict(os.environ)
     if args.threads:
@@ -86,12 +86,12 @@ def main(argv=None):
             vals = [json.loads(line) for line in f if 'val_loss' in line]
 
         # the run's saves, timed afresh on its own final checkpoint (the same size of file)
-        model, state = load_checkpoint(out), read_checkpoint(out).train_state
+        ckpt = read_checkpoint(out, training=True)
         steps, every = RECIPE['steps'], RECIPE['save_every']
         saves = steps // every + (steps % every != 0)
         t = time.perf_counter()
         for _ in range(3):
-            save_checkpoint(out, model, state)
+            write_checkpoint(out, ckpt)
         save = (time.perf_counter() - t) / 3
     print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']}; whole run {total:.1f} s "
           f"(threads: {env.get('OPENBLAS_NUM_THREADS', 'as OpenBLAS chooses')}); "

@@ -245,7 +245,7 @@ def breakdown(args):
     import numpy as np
     import backprop
     from backprop import model, optim, parallel, threads
-    from microgpt import text
+    from microgpt.edge import text
     from microgpt.model import GPTConfig, parameter_shapes
     from microgpt.tokenizer import CharTokenizer
     with open(args.data, encoding='utf-8') as f:

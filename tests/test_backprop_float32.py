@@ -93,18 +93,43 @@ def test_a_float32_run_saves_the_same_format_and_resumes_on_float64_and_scalar(t
 
 def test_threads_are_the_users_when_set_and_measured_otherwise(monkeypatch):
     trainer, ids = make('float32')
-    batch = text.train_windows(ids, 16, 2, seed=0, step=1)
     monkeypatch.setenv('OPENBLAS_NUM_THREADS', '1')
-    assert threads.choose_threads(trainer, batch) == '1 (OPENBLAS_NUM_THREADS)'
-    assert threads.choose_threads(trainer, batch, requested=2) == '2 (--threads)'
+    assert threads.choose_threads(trainer, 2) == (trainer, '1 (OPENBLAS_NUM_THREADS)')
+    assert threads.choose_threads(trainer, 2, requested=2) == (trainer, '2 (--threads)')
     monkeypatch.delenv('OPENBLAS_NUM_THREADS')
     monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
-    chosen = threads.choose_threads(trainer, batch, repeats=2)
     if threads._openblas() is None:
         pytest.skip("this numpy's BLAS is not OpenBLAS: its threads cannot be set")
-    count = int(chosen.split()[0])
-    assert count in (1, threads.cores()) and 'measured' in chosen or threads.cores() == 1
+    if threads.cores() == 1:
+        pytest.skip("one core: nothing to choose")
+    trial, said = threads.choose_threads(trainer, 2)
+    assert isinstance(trial, threads.Trial) and said.startswith(f'timed on the first {len(trial.schedule)} steps')
+    for step in range(1, len(trial.schedule) + 1):
+        assert trial.chosen is None  # decided after the last step of the schedule, not before
+        trial.step(text.train_windows(ids, 16, 2, seed=0, step=step), LR)
+    count = int(trial.chosen.split()[1])
+    assert trial.chosen.startswith('threads: ') and 'measured' in trial.chosen and count in (1, threads.cores())
     _, get = threads._openblas()
-    assert get() == count  # what it said is what OpenBLAS now runs with
+    assert get() == (1 if 'in each of' in trial.chosen else count)  # what it said is what OpenBLAS now runs with
+    assert trainer.workers == (threads.cores() if 'in each of' in trial.chosen else 1)
+    assert trial.weights() is not None and trial.config is trainer.config  # the trainer, to the loop
     threads.set_threads(1)
+    trainer.use_workers(1)
     assert get() == 1
+
+
+def test_a_trial_trains_the_float64_losses_of_one_thread(monkeypatch):
+    """The first steps, tried three ways, are real steps: the same losses as one thread to 1e-12
+    (the split adds the same numbers in another order), and so are the steps after."""
+    monkeypatch.delenv('OPENBLAS_NUM_THREADS', raising=False)
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    if threads._openblas() is None or threads.cores() == 1:
+        pytest.skip("no OpenBLAS threads to set, or one core")
+    one, ids = make('float64')
+    trial, _ = threads.choose_threads(make('float64')[0], 4)
+    threads.set_threads(1)
+    expected = [one.step(text.train_windows(ids, 16, 4, seed=0, step=s), LR) for s in range(1, 32)]
+    got = [trial.step(text.train_windows(ids, 16, 4, seed=0, step=s), LR) for s in range(1, 32)]
+    threads.set_threads(1)
+    trial.use_workers(1)
+    assert got == pytest.approx(expected, rel=1e-12)

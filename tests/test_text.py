@@ -97,6 +97,7 @@ def test_the_validation_loss_equals_a_direct_computation_over_the_validation_par
     n_val = 45
     windows = text.validation_windows(ids, n_val, config.block_size)
     got = inference.evaluate_windows(port, windows, batch_size=2)
+    assert inference.evaluate_windows(port, windows, batch_size=2, workers=2) == got  # to the last bit
     # direct: character p of the validation part, from the context its window starts at
     cut = len(ids) - n_val
     losses = []

@@ -4,7 +4,7 @@ trained checkpoint.
 
     python -m microgpt.lab overview anna
     python -m microgpt.lab overview anna --top 8 --temperature 1 --png anna.png
-    python -m microgpt.lab overview "ROMEO:" --ckpt out/shakespeare.json
+    python -m microgpt.lab overview "ROMEO:" --ckpt out/shakespeare.safetensors
 
 A names model reads [BOS] + TEXT and at every position predicts the character that comes next;
 after the last character the right answer is BOS, "the name ends here". A model of running text

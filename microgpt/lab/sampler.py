@@ -4,7 +4,7 @@ The sampling sandbox (`python -m microgpt.lab sample`): temperature and top-k, s
     python -m microgpt.lab sample                  # what the first character could be
     python -m microgpt.lab sample ma --top-k 3     # after "ma"
     python -m microgpt.lab sample --temperatures 0 0.3 1 3 --num 8
-    python -m microgpt.lab sample "ROMEO:" --ckpt out/shakespeare.json --length 200
+    python -m microgpt.lab sample "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
 
 (This file is sampler.py, not sample.py, so it never reads as the top-level sample.py.)
 

@@ -4,7 +4,7 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
     python -m microgpt.lab step anna
     python -m microgpt.lab step anna --lr 0.001 --param 'layer0.attn_wq[3][5]' --png step.png
     python -m microgpt.lab step christopher --engine numpy   # the same numbers, in milliseconds
-    python -m microgpt.lab step "ROMEO:" --ckpt out/shakespeare.json --engine numpy
+    python -m microgpt.lab step "ROMEO:" --ckpt out/shakespeare.safetensors --engine numpy
 
 On a model of running text (train.py --data-mode text) TEXT is one training window, as train.py
 draws them: no BOS, the model reads all but the last character and predicts the next one at

@@ -4,7 +4,7 @@ Generate names, or running text, from a trained checkpoint.
     python sample.py                              # 20 names from out/model.json
     python sample.py --num 5 --temperature 0.8 --prompt ma
     python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
-    python sample.py --ckpt out/shakespeare.json --length 500 --prompt "ROMEO:"   # running text
+    python sample.py --ckpt out/shakespeare.safetensors --length 500 --prompt "ROMEO:"   # running text
 
 main() reads as three stages: settle the flags, read the checkpoint (one record: config,
 vocabulary and data mode), generate with microgpt/sampling.py, names that end at BOS or text

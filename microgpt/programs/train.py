@@ -56,7 +56,7 @@ class Built(NamedTuple):
     data: object          # Names or RunningText: batches, validation, what to print
     trainer: object       # ScalarTrainer, backprop.Trainer or torchgpt.Trainer
     start: int            # steps already done (--resume), else 0
-    threads: str          # the numpy engine's BLAS threads, as chosen (None for the others)
+    threads: str          # the numpy engine's BLAS threads, as chosen or to be timed (None for the others)
     recipe: object        # --reproduce-original's generator, which samples after training
 
 
@@ -85,9 +85,9 @@ def build(settings, ckpt):
     if settings.world_size is not None:  # torchrun: every rank trains what rank 0 trains, or none starts
         trainer.check_ranks_agree(settings.saved(), data.fingerprint)
     threads = None
-    if settings.engine == 'numpy':  # BLAS threads: the user's, or the faster count measured on this model
+    if settings.engine == 'numpy':  # BLAS threads: the user's, or the fastest way, timed on the first steps
         from backprop.threads import choose_threads
-        threads = choose_threads(trainer, data.batch(start + 1), settings.threads)
+        trainer, threads = choose_threads(trainer, settings.batch_size, settings.threads)
     return Built(data, trainer, start, threads, recipe)
 
 
@@ -312,7 +312,11 @@ def validation_loss(trainer, docs=None, windows=None):
     dtype = 'float32' if str(getattr(trainer, 'dtype', '')) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     try:
-        return inference.evaluate_windows(port, windows) if windows is not None else inference.evaluate(port, docs)
+        if windows is not None:  # a batch of windows on each core at once, one BLAS thread each
+            from backprop.threads import blas_threads, cores
+            with blas_threads(1):
+                return inference.evaluate_windows(port, windows, workers=cores())
+        return inference.evaluate(port, docs)
     except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
         return math.nan
 
@@ -325,6 +329,9 @@ def loop(settings, built, run):
         lr_t = learning_rate(settings.lr, step - 1, settings.steps)
         loss = trainer.step(data.batch(step), lr_t)
         run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
+        if getattr(trainer, 'chosen', None):  # the numpy engine's threads, timed on the first steps
+            run.say(trainer.chosen)
+            trainer.chosen = None
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:

@@ -9,12 +9,13 @@ machine this project is developed on, 400 names steps took 30.4 s with the defau
 under load and 7.7 s with one). So train.py's numpy engine decides:
 
   * --threads N, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS in the environment: the user's count;
-  * otherwise `choose_threads` times a few forward-and-backward passes of the run's own model
-    on its first batch three ways, interleaved: one thread; every core for BLAS; and the batch
-    split into one part per core, each part in its own Python thread with one BLAS thread
-    (parallel.py: that uses the cores for the elementwise work too, which BLAS threads never do).
-    It keeps the fastest (the median of each; a tie goes to one thread, which leaves a core to
-    everything else).
+  * otherwise the run's first steps are its measurement (`Trial`): they are trained three
+    ways in turn, timed: one thread; every core for BLAS; and the batch split into one part per
+    core, each part in its own Python thread with one BLAS thread (parallel.py: that uses the
+    cores for the elementwise work too, which BLAS threads never do). From then on the run keeps
+    the fastest (the median of each; a tie goes to one thread, which leaves a core to everything
+    else). Timing real steps costs the run nothing but the slower ways' few steps, and the first
+    step starts at once (timing passes before it took 3.2 s of the Shakespeare recipe's start).
 
 The count is set through OpenBLAS's own openblas_set_num_threads, found in the library numpy
 loaded (its name differs between builds: scipy-openblas in numpy's wheels, plain OpenBLAS in
@@ -22,6 +23,7 @@ a distribution's numpy). Where it cannot be found (another BLAS), nothing is cha
 resolved config line says so.
 """
 
+import contextlib
 import ctypes
 import os
 import statistics
@@ -31,7 +33,7 @@ import numpy as np
 
 
 # OpenBLAS's threads keep spinning for about 0.1 s after their last product (2^28 cycles, its
-# THREAD_TIMEOUT), on the cores the next pass would use: the passes are this far apart
+# THREAD_TIMEOUT), on the cores the next way would use: the way after them waits this long
 SPIN = 0.15
 
 # openblas_set_num_threads under the names the builds of OpenBLAS that numpy ships with use
@@ -71,6 +73,21 @@ def set_threads(n):
     return True
 
 
+@contextlib.contextmanager
+def blas_threads(n):
+    """OpenBLAS at n threads inside the `with`, and as it was after (unchanged where this
+    numpy's BLAS cannot be told): for work that spreads itself over Python threads."""
+    blas = _openblas()
+    before = blas[1]() if blas else None
+    if blas:
+        blas[0](n)
+    try:
+        yield
+    finally:
+        if blas:
+            blas[0](before)
+
+
 def cores():
     """The cores this process may run on."""
     try:
@@ -90,57 +107,79 @@ def user_threads(requested=None):
     return None, None
 
 
-def time_passes(trainer, batch, ways, repeats):
-    """Seconds of each of `repeats` forward-and-backward passes each way, interleaved (1, 2, 3,
-    1, 2, 3, ...) so that a change of load hits all alike. ways: {name: function that sets it up}.
-    Each timed pass follows an untimed one the same way, as in training, where every pass
-    follows one like it: a pass right after another way's would find the caches full of that
-    way's arrays (on the recipe's model that made the split look 10% slower than one thread)."""
-    times = {name: [] for name in ways}
-    for _ in range(repeats):
-        for name, set_up in ways.items():
-            set_up()
-            trainer.gradient(batch)
-            t0 = time.perf_counter()
-            trainer.gradient(batch)
-            times[name].append(time.perf_counter() - t0)
-            time.sleep(SPIN)
-    return times
+def choose_threads(trainer, batch_size, requested=None):
+    """Set the BLAS threads the user asked for and return (trainer, what to print): the trainer
+    itself, or a Trial that measures the ways to use the cores on the run's first steps.
 
-
-def choose_threads(trainer, batch, requested=None, repeats=5):
-    """Set and describe the BLAS threads (and the trainer's workers) for training `trainer` on
-    batches like `batch`.
-
-    Returns the text train.py prints in its resolved config, e.g. '1 in each of 2 workers
-    (measured: 1 thread 27 ms/pass, 2 threads 27 ms/pass, 2 workers 15 ms/pass)' or
-    '1 (OPENBLAS_NUM_THREADS)'; it starts with the BLAS thread count now set.
+    The text is what train.py prints in its resolved config, e.g. '1 (OPENBLAS_NUM_THREADS)' or
+    'timed on the first 27 steps: 1 thread, 2 threads, 2 workers'.
     """
     n, source = user_threads(requested)
     blas = _openblas()
     if blas is None:
-        return f"{n} ({source})" if n else "as the BLAS library chooses (not OpenBLAS: cannot set it)"
+        return trainer, (f"{n} ({source})" if n else "as the BLAS library chooses (not OpenBLAS: cannot set it)")
     set_to, _ = blas
     if n:
         set_to(n)
         trainer.use_workers(1)
-        return f"{n} ({source})"
+        return trainer, f"{n} ({source})"
     most = cores()
     if most == 1:
         set_to(1)
-        return "1 (one core)"
+        return trainer, "1 (one core)"
     ways = {'1 thread': lambda: (set_to(1), trainer.use_workers(1)),
-            f'{most} threads': lambda: (set_to(most), trainer.use_workers(1)),
-            f'{most} workers': lambda: (set_to(1), trainer.use_workers(most))}
-    if len(batch) < 2:
-        del ways[f'{most} workers']  # one name: nothing to split
-    for set_up in ways.values():  # warm up: first-touch allocations, the workers' threads
-        set_up()
-        trainer.gradient(batch)
-    times = time_passes(trainer, batch, ways, repeats)
-    median = {k: statistics.median(v) for k, v in times.items()}
-    best = min(median, key=lambda k: (median[k], k != '1 thread'))  # a tie keeps one thread
-    ways[best]()
-    measured = ', '.join(f"{k} {1e3 * median[k]:.1f} ms/pass" for k in median)
-    chosen = f"1 in each of {most} workers" if best.endswith('workers') else best.split()[0]
-    return f"{chosen} (measured: {measured})"
+            f'{most} threads': lambda: (set_to(most), trainer.use_workers(1))}
+    if batch_size > 1:  # one name: nothing to split
+        ways[f'{most} workers'] = lambda: (set_to(1), trainer.use_workers(most))
+    trial = Trial(trainer, ways)
+    return trial, f"timed on the first {len(trial.schedule)} steps: {', '.join(trial.ways)}"
+
+
+class Trial:
+    """The numpy trainer, trying each way to use the cores on the run's first steps, then
+    keeping the fastest. It is the trainer to the loop (every method but step is the trainer's),
+    and each step is a real one: only the thread counts change, and with them the order in
+    which the numbers are added (float64 losses to 1e-12, tests/test_backprop_parallel.py).
+
+    The ways take turns in runs of RUN steps, ROUNDS times, so that a change of load hits all
+    alike. Only a run's last RUN - 1 steps are timed: its first finds the caches full of the
+    previous way's arrays (on the recipe's model that made the split look 10% slower than one
+    thread). After the BLAS threads' way the next waits SPIN, for those threads to stop.
+    """
+    RUN, ROUNDS = 3, 3
+
+    def __init__(self, trainer, ways):
+        self.trainer, self.ways = trainer, ways
+        self.schedule = [way for _ in range(self.ROUNDS) for way in ways for _ in range(self.RUN)]
+        self.times = {way: [] for way in ways}
+        self.steps = 0
+        self.chosen = None  # the line to print once the trial has decided, then None again
+
+    def __getattr__(self, name):  # weights(), optimizer_state(), config, ... are the trainer's
+        return getattr(self.trainer, name)
+
+    def step(self, batch, lr):
+        if self.steps >= len(self.schedule):
+            return self.trainer.step(batch, lr)
+        way, first = self.schedule[self.steps], self.steps % self.RUN == 0
+        if first:
+            if self.steps and self.schedule[self.steps - 1].endswith(' threads'):
+                time.sleep(SPIN)
+            self.ways[way]()
+        t0 = time.perf_counter()
+        loss = self.trainer.step(batch, lr)
+        if not first:
+            self.times[way].append(time.perf_counter() - t0)
+        self.steps += 1
+        if self.steps == len(self.schedule):
+            self.chosen = self.choose()
+        return loss
+
+    def choose(self):
+        """Keep the fastest way; the line that says so."""
+        median = {way: statistics.median(t) for way, t in self.times.items()}
+        best = min(median, key=lambda way: (median[way], way != '1 thread'))  # a tie keeps one thread
+        self.ways[best]()
+        measured = ', '.join(f"{way} {1e3 * median[way]:.1f} ms/step" for way in median)
+        chosen = f"1 in each of {best.split()[0]} workers" if best.endswith('workers') else best.split()[0]
+        return f"threads: {chosen} from step {self.steps + 1} (measured: {measured})"
