@@ -31,10 +31,10 @@ bench: $(VENV)/.installed
 	$(PY) bench/lab_speed.py
 
 # The web lab's pages as small PNGs in docs/img/ for the README (needs /usr/bin/chromium); and,
-# where README's running-text recipe has left out/shakespeare.json, its model's as lab-text-*.png.
+# where README's running-text recipe has left out/shakespeare.safetensors, its model's as lab-text-*.png.
 screenshots: $(VENV)/.installed-test
 	$(PY) tools/screenshots.py
-	if [ -f out/shakespeare.json ]; then $(PY) tools/screenshots.py --ckpt out/shakespeare.json --prefix lab-text; fi
+	if [ -f out/shakespeare.safetensors ]; then $(PY) tools/screenshots.py --ckpt out/shakespeare.safetensors --prefix lab-text; fi
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

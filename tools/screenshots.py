@@ -4,7 +4,7 @@ each page at 1280 px wide (lab-NAME.png) and at a phone's 390 px (lab-NAME-390.p
 
     python tools/screenshots.py                       # trains a checkpoint first (about 10 s)
     python tools/screenshots.py --ckpt out/model.json
-    python tools/screenshots.py --ckpt out/shakespeare.json --prefix lab-text   # README's text recipe
+    python tools/screenshots.py --ckpt out/shakespeare.safetensors --prefix lab-text   # README's text recipe
 
 A model of running text (train.py --data-mode text) is shown on its own text: the pages start
 with the first lines of its training data (64 positions for the Shakespeare recipe), Attention
