@@ -15,11 +15,13 @@ run spent writing checkpoints: the saves the run made (every --save-every steps 
 each timed afresh by saving the run's own final checkpoint (weights and Adam moments, the same
 file) with microgpt.edge.checkpoint.write_checkpoint. Peak memory is the child's (ru_maxrss).
 
-Threads: OpenBLAS runs two threads on 2 cores. On a quiet machine that is fastest (44 s here);
-when other processes keep the cores busy, the spinning second thread made steps several times
-slower (one thread: 59 s whatever the load). --threads N sets OPENBLAS_NUM_THREADS for the
-child; by default it is left as the machine has it. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are
-left as set, as a user's run would have them where they are set.
+Threads: train.py times its first 27 steps three ways (one BLAS thread, two, the batch split on
+two workers) and keeps the fastest; its `threads:` line is printed here. --threads N sets
+OPENBLAS_NUM_THREADS for the child instead. The child runs with OPENBLAS_CORETYPE and
+OPENBLAS_L2_SIZE UNSET (this machine sets them for old OpenBLAS bugs; users' machines do not,
+and they slow numpy's matrix products). --keep DIR keeps the checkpoint and log (README's curve:
+python -m microgpt.lab loss DIR/names.log.jsonl --png docs/img/recipe-loss.png), and the
+closing names are printed with a * on those not in the data.
 """
 
 import argparse
@@ -40,6 +42,11 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout,
 #   2x64 lr 0.01 3000 steps 2.055 | 2x64 lr 0.005 5000 steps 1.974 | 2x64 lr 0.005 8000 1.966
 #   2x64 lr 0.003 8000 steps 1.958 | 2x64 lr 0.002 8000 steps 1.969 | 3x64 lr 0.003 6000 1.954
 #   3x64 lr 0.003 7500 steps 1.955 | 4x64 lr 0.003 5500 steps 1.934
+# Again with the width- and depth-scaled initial weights (2026-12-02, AMD EPYC, 2 cores):
+#   4x64 lr 0.003 5500 steps 1.9616 (42-56 s) | 7500 steps 1.9521 (58 s) | float32 9000 steps
+#   1.9517 (40 s) | float32 batch 64 lr 0.004 5000 steps 1.9556 | float32 4x96 6000 steps 1.9593.
+#   The training loss measured alike reaches 1.78: past ~1.95 the model memorizes (no weight decay,
+#   no dropout here), so more steps in the minute do not buy a lower validation loss.
 RECIPE = dict(n_layer=4, n_embd=64, n_head=4, block_size=16, batch_size=32, lr=0.003, steps=5500,
               save_every=2000, eval_every=2000)
 
@@ -62,7 +69,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Run README's numpy training recipe through train.py and measure it.")
     p.add_argument('--data', default=default_data(),
                    help="makemore's names.txt (default: ../shared/data/names.txt beside the checkout)")
-    p.add_argument('--threads', type=int, help="OPENBLAS_NUM_THREADS for the run (default: as set)")
+    p.add_argument('--threads', type=int, help="OPENBLAS_NUM_THREADS for the run (default: train.py times them)")
+    p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR")
     args = p.parse_args(argv)
     if not os.path.exists(args.data):
         print(f"recipe: {args.data} not found; get makemore's names.txt and pass --data")
@@ -71,19 +79,26 @@ def main(argv=None):
     from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 
     env = dict(os.environ)
+    env.pop('OPENBLAS_CORETYPE', None)  # for the child only, as the docstring says
+    env.pop('OPENBLAS_L2_SIZE', None)
     if args.threads:
         env['OPENBLAS_NUM_THREADS'] = str(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, 'model.json')
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+        out = os.path.join(args.keep or tmp, 'names.json')
         command = [sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', args.data,
-                   *recipe_flags(), '--out', out]
+                   *recipe_flags(), '--out', out, '--force']
         print('recipe: ' + ' '.join(command[1:]), flush=True)
         t0 = time.perf_counter()
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+        result = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
         total = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MiB
         with open(out[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
             vals = [json.loads(line) for line in f if 'val_loss' in line]
+        lines = result.stdout.splitlines()
+        threads = next((l for l in lines if l.startswith('threads: ')), f"threads: {args.threads} (--threads)")
+        names = [l.strip() for l in lines[lines.index('samples:') + 1:]] if 'samples:' in lines else []
 
         # the run's saves, timed afresh on its own final checkpoint (the same size of file)
         ckpt = read_checkpoint(out, training=True)
@@ -91,12 +106,16 @@ def main(argv=None):
         saves = steps // every + (steps % every != 0)
         t = time.perf_counter()
         for _ in range(3):
-            write_checkpoint(out, ckpt)
+            write_checkpoint(os.path.join(tmp, 'copy.json'), ckpt)
         save = (time.perf_counter() - t) / 3
-    print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']}; whole run {total:.1f} s "
-          f"(threads: {env.get('OPENBLAS_NUM_THREADS', 'as OpenBLAS chooses')}); "
-          f"{saves} checkpoint saves of {1e3 * save:.0f} ms each = {100 * saves * save / total:.1f}% of the run; "
-          f"peak memory {peak:.0f} MiB; load average {os.getloadavg()[0]:.2f}")
+    with open(args.data, encoding='utf-8') as f:
+        known = {line.strip() for line in f}
+    print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']} (every logged: "
+          f"{', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)}); whole run {total:.1f} s")
+    print(threads)
+    print(f"{saves} checkpoint saves of {1e3 * save:.0f} ms each = {100 * saves * save / total:.1f}% of the run; "
+          f"peak memory {peak:.0f} MiB; load average {os.getloadavg()[0]:.2f} (2 cores)")
+    print("names (* not in the data): " + ', '.join(n + ('' if n in known else '\\*') for n in names))
     return 0
 
 

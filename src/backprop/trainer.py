@@ -23,8 +23,8 @@ either way: weights() and optimizer_state() hand back Python floats, and a float
 on float64 or on the scalar engine (every float32 number is exactly a float64 one).
 
 workers: 1 (the default) runs each batch in one piece; N runs it as N parts at once, one thread
-each (parallel.py), the same loss to rounding; threads.choose_threads picks it when it measures
-faster.
+each (parallel.py), the same loss to rounding; threads.Trial keeps it when the run's first steps
+measure it faster.
 """
 
 import math
