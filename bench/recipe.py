@@ -41,7 +41,7 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout,
 # val after the whole run (linear decay):
 #   2x64 lr 0.01 3000 steps 2.055 | 2x64 lr 0.005 5000 steps 1.974 | 2x64 lr 0.005 8000 1.966
 #   2x64 lr 0.003 8000 steps 1.958 | 2x64 lr 0.002 8000 steps 1.969 | 3x64 lr 0.003 6000 1.954
-#   3x64 lr 0.003 7500 steps 1.955 | 4x64 lr 0.003 5500 steps 1.934
+#   3x64 lr 0.003 7500 steps 1.955 | 4x64 lr 0.003 5500 steps 1.934 (with a fixed 0.08 init std)
 # Again with the width- and depth-scaled initial weights (2026-12-02, AMD EPYC, 2 cores):
 #   4x64 lr 0.003 5500 steps 1.9616 (42-56 s) | 7500 steps 1.9521 (58 s) | float32 9000 steps
 #   1.9517 (40 s) | float32 batch 64 lr 0.004 5000 steps 1.9556 | float32 4x96 6000 steps 1.9593.
