@@ -14,8 +14,9 @@ under load and 7.7 s with one). So train.py's numpy engine decides:
     core, each part in its own Python thread with one BLAS thread (parallel.py: that uses the
     cores for the elementwise work too, which BLAS threads never do). From then on the run keeps
     the fastest (the median of each; a tie goes to one thread, which leaves a core to everything
-    else). Timing real steps costs the run nothing but the slower ways' few steps, and the first
-    step starts at once (timing passes before it took 3.2 s of the Shakespeare recipe's start).
+    else). Timing real steps costs the run only the slower ways' few steps and at most three
+    pauses of SPIN, and the first step starts at once (timing passes of their own before it
+    took 3.2 s of the Shakespeare recipe's start).
 
 The count is set through OpenBLAS's own openblas_set_num_threads, found in the library numpy
 loaded (its name differs between builds: scipy-openblas in numpy's wheels, plain OpenBLAS in
