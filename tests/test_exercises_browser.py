@@ -8,33 +8,15 @@ command line saved in DIR, and its check button runs the checker (in its subproc
 the report: the failing case, the hint. Skipped where Playwright or Chromium is missing.
 """
 
-import threading
-from contextlib import contextmanager
-
 import pytest
 
 from chromium import quiet, skip_without_a_browser
-from labserver import SHARED_POOL
+from labserver import live_server
 from microgpt.lab import registry
 from microgpt.lab.exercises import catalog, checker, workspace
-from microgpt.lab.serve import make_server
 from test_exercises import SLIPS, make_workspace
 
 N = len(catalog.EXERCISES)
-
-
-@contextmanager
-def exercises_server(ckpt, runs_dir, data, exercises):
-    """The lab's server as `serve --exercises DIR` starts it, on a free port, in a thread."""
-    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, pool=SHARED_POOL, exercises=exercises)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.lab.runs.shutdown()
-        server.shutdown()
-        server.server_close()
 
 
 skip_without_a_browser()
@@ -61,7 +43,7 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
     saved = workspace.Workspace.open(ws)
     saved.record({n: r for (_, n), r in checker.check([(ws, [1, 2], True)]).items()})  # as `check` leaves them
     before = (folder / 'ex04_log.py').read_text()
-    with exercises_server(tiny_ckpt, tmp_path / 'runs', names_file, ws) as server:
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
         page = window(1280, 900)
         page.goto(server.url + 'exercises')
         page.wait_for_selector('body[data-drawn]', state='attached')
