@@ -215,22 +215,30 @@ def products_alone(config, B, T, torch=None):
     return products
 
 
-def memory_child(args):
-    """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
-    else (its weights from numpy's generator: init_weights' Python floats would count too)."""
+def recipe_data(path):
+    """(config, tokenizer, the training part's ids, random weights std 0.02) for nanoGPT's shape
+    on the text at path: what the memory and breakdown children train."""
     import numpy as np
-    import backprop
     from microgpt.edge import text
     from microgpt.model import GPTConfig, parameter_shapes
     from microgpt.tokenizer import CharTokenizer
-    from train_speed import peak_rss_bytes
-    with open(args.data, encoding='utf-8') as f:
+    with open(path, encoding='utf-8') as f:
         whole = f.read()
     tokenizer = CharTokenizer.from_docs([whole])
     config = GPTConfig(tokenizer.vocab_size, **CONFIG)
     ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
     r = np.random.default_rng(0)
     weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    return config, tokenizer, ids, weights
+
+
+def memory_child(args):
+    """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
+    else (its weights from numpy's generator: init_weights' Python floats would count too)."""
+    import backprop
+    from microgpt.edge import text
+    from train_speed import peak_rss_bytes
+    config, tokenizer, ids, weights = recipe_data(args.data)
     before = peak_rss_bytes()
     trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=args.memory)
     for step in range(1, MEMORY_STEPS + 1):
@@ -246,15 +254,7 @@ def breakdown(args):
     import backprop
     from backprop import model, optim, parallel, threads
     from microgpt.edge import text
-    from microgpt.model import GPTConfig, parameter_shapes
-    from microgpt.tokenizer import CharTokenizer
-    with open(args.data, encoding='utf-8') as f:
-        whole = f.read()
-    tokenizer = CharTokenizer.from_docs([whole])
-    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
-    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
-    r = np.random.default_rng(0)
-    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
+    config, tokenizer, ids, weights = recipe_data(args.data)
     threads.set_threads(1)
     batches = [text.train_windows(ids, config.block_size, BATCH, 42, step) for step in range(1, args.steps + 4)]
     spent = {}
@@ -286,6 +286,7 @@ def breakdown(args):
     per_step = {k: 1e3 * v / n for k, v in spent.items()}
     # the products inside attention_forward/backward: the same products alone, on the same shapes
     H, T, hd = config.n_head, config.block_size, config.n_embd // config.n_head
+    r = np.random.default_rng(0)
     q, k, v, d = (r.standard_normal((H, BATCH, T, hd)).astype(np.float32) for _ in range(4))
     att = r.standard_normal((H, BATCH, T, T)).astype(np.float32)
     t0 = time.thread_time()
