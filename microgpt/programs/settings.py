@@ -112,7 +112,8 @@ class Settings:
                                     "0.5, all from one generator seeded 42 (no held-out split; refuses flags "
                                     "that would change it)", SAME, SWITCH)
     threads: Optional[int] = flag(None, 'engine', "numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if "
-                                  "set, else the count a short measurement at start finds fastest for this model)",
+                                  "set, else the fastest of 1 thread, every core, or the batch split over the cores, timed on "
+                                  "the run's first steps)",
                                   kind=ints(1, limits.MAX_THREADS), metavar='N')
     unfused: bool = flag(False, 'engine', "scalar engine only: build the graph from microgpt/ops.py's composed "
                          "blocks as microgpt does, instead of fused.py's (same losses, about 6x slower: "
