@@ -133,3 +133,24 @@ def test_a_trial_trains_the_float64_losses_of_one_thread(monkeypatch):
     threads.set_threads(1)
     trial.use_workers(1)
     assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_running_text_is_evaluated_on_the_cores_the_user_gave(tmp_path, capsys, monkeypatch):
+    """Evaluation spreads its windows over every core, one BLAS thread each, unless --threads or
+    OPENBLAS_NUM_THREADS says how many the run may use."""
+    import inference
+    used, evaluate_windows = [], inference.evaluate_windows
+    monkeypatch.setattr(inference, 'evaluate_windows', lambda port, windows, **options: (
+        used.append(options['workers']), evaluate_windows(port, windows, **options))[1])
+    monkeypatch.delenv('OPENBLAS_NUM_THREADS', raising=False)
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    data = tmp_path / 'prose.txt'
+    data.write_text(PROSE, encoding='utf-8')
+    flags = ['--data-mode', 'text', '--data', str(data), '--n-embd', '16', '--n-head', '2', '--block-size', '16',
+             '--batch-size', '2', '--steps', '2', '--eval-every', '2', '--num-samples', '0', '--engine', 'numpy']
+    for extra, workers in ((['--threads', '1'], 1), ([], threads.cores())):
+        code, _, err = run([*flags, *extra, '--out', str(tmp_path / f'{workers}{len(extra)}.json')], capsys)
+        assert code == 0, err
+        assert used == [workers, workers]  # the validation part, then the training estimate
+        used.clear()
+    threads.set_threads(1)

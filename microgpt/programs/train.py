@@ -227,7 +227,7 @@ class Names:
         """(validation loss, training loss on as many tokens), or None without held-out names."""
         if not self.val_docs:
             return None
-        return validation_loss(trainer, docs=self.val_docs), validation_loss(trainer, docs=self.train_sample)
+        return validation_losses(trainer, [self.val_docs, self.train_sample])
 
 
 def batch_at(train_tokens, step, batch_size):
@@ -279,7 +279,8 @@ class RunningText:
         """(validation loss, training loss on as many characters), or None without a validation part."""
         if not self.val_windows:
             return None
-        return validation_loss(trainer, windows=self.val_windows), validation_loss(trainer, windows=self.train_sample)
+        return validation_losses(trainer, [self.val_windows, self.train_sample], windows=True,
+                                 threads=self.settings.threads)
 
 
 def _vocabulary(settings, ckpt, docs):
@@ -297,27 +298,38 @@ def _vocabulary(settings, ckpt, docs):
     return digest, tokenizer
 
 
-def validation_loss(trainer, docs=None, windows=None):
-    """Mean loss per predicted token on the held-out names (or running-text windows), computed
-    by the numpy port in the trainer's dtype: the number microgpt.training.evaluate gives with
-    the scalar engine (the tests check that), found much faster, because no graph is built.
-    inf or nan means divergence. Where numpy is not installed, the scalar engine computes it."""
+def validation_losses(trainer, parts, windows=False, threads=None):
+    """Mean loss per predicted token on each of parts (lists of names, or with windows=True of
+    running-text windows), computed by the numpy port in the trainer's dtype, built once for
+    all: the number microgpt.training.evaluate gives with the scalar engine (the tests check
+    that), found much faster, because no graph is built. inf or nan means divergence. Where
+    numpy is not installed, the scalar engine computes it. threads: --threads, the cores running
+    text is evaluated on (default: OPENBLAS_NUM_THREADS, else every core)."""
     try:
         import inference
     except ImportError:
-        try:
-            return text.evaluate(trainer.model, windows) if windows is not None else evaluate(trainer.model, docs)
-        except OverflowError:
-            return math.nan
+        return [_scalar_loss(trainer.model, part, windows) for part in parts]
     dtype = 'float32' if str(getattr(trainer, 'dtype', '')) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
+    if not windows:
+        return [_port_loss(inference.evaluate, port, part) for part in parts]
+    from backprop.threads import blas_threads, cores, user_threads
+    workers = user_threads(threads)[0] or cores()  # a batch of windows on each core, one BLAS thread each
+    with blas_threads(1):
+        return [_port_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]
+
+
+def _port_loss(evaluate_with, port, part, **options):
     try:
-        if windows is not None:  # a batch of windows on each core at once, one BLAS thread each
-            from backprop.threads import blas_threads, cores
-            with blas_threads(1):
-                return inference.evaluate_windows(port, windows, workers=cores())
-        return inference.evaluate(port, docs)
+        return evaluate_with(port, part, **options)
     except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
+        return math.nan
+
+
+def _scalar_loss(model, part, windows):
+    try:
+        return text.evaluate(model, part) if windows else evaluate(model, part)
+    except OverflowError:
         return math.nan
 
 
