@@ -203,11 +203,12 @@ class Names:
         self.train_tokens = [doc_tokens(self.tokenizer, doc) for doc in self.train_docs]
         # the training loss at an evaluation is measured on the first training names that hold
         # as many tokens as the held-out ones: the same measurement, on data the model has seen
-        val_tokens, self.train_sample = sum(len(doc) + 1 for doc in self.val_docs), []
+        val_tokens, self.train_sample, tokens = sum(len(doc) + 1 for doc in self.val_docs), [], 0
         for doc in self.train_docs:
-            if sum(len(d) + 1 for d in self.train_sample) >= val_tokens:
+            if tokens >= val_tokens:
                 break
             self.train_sample.append(doc)
+            tokens += len(doc) + 1
         if settings.batch_size > len(self.train_tokens):
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
