@@ -359,7 +359,7 @@ def _optimizer(path, adam, config):
             and all(isinstance(adam.get(k), (list, array)) and len(adam[k]) == n_params
                     and all(is_finite_number(x) for x in adam[k]) for k in ('m', 'v'))
             and min(adam['v'], default=0.0) >= 0):
-        _damaged(path, "its Adam moments are missing, the wrong size, or not finite")
+        damaged(path, "its Adam moments are missing, the wrong size, or not finite")
     return {'t': adam['t'], 'm': adam['m'], 'v': adam['v']}
 
 
@@ -367,16 +367,17 @@ def _train_state(path, state):
     """The training state's own fields (the run's settings are checked by programs/settings.py,
     which declares them)."""
     if not is_int_in(state.get('step'), 0):
-        _damaged(path, "its step is not a count")
+        damaged(path, "its step is not a count")
     if not isinstance(state.get('run'), dict):
-        _damaged(path, "its run settings are missing")
+        damaged(path, "its run settings are missing")
     if not (isinstance(state.get('data_sha256'), str) and len(state['data_sha256']) == 64):
-        _damaged(path, "its data fingerprint is missing")
+        damaged(path, "its data fingerprint is missing")
     if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
-        _damaged(path, "its validation loss is not a number")
+        damaged(path, "its validation loss is not a number")
 
 
-def _damaged(path, problem):
+def damaged(path, problem):
+    """Refuse to resume from path, whose training state has `problem` (read here and by settings.py)."""
     raise UserError(f"{path} has a damaged training state ({problem}): it cannot be resumed; "
                     f"start a new run with --init {path}")
 

@@ -25,7 +25,7 @@ MAX_PARAMETERS = 100_000_000  # numbers in all matrices together, whatever reads
                               # (checkpoint.check_fits, before step 1): weights and Adam's two
                               # moments must fit the reader's cap, about 13.7M parameters as JSON
                               # (MAX_FILE_BYTES, ~78 bytes each) and 89M as .safetensors
-                              # (safetensors.MAX_BYTES, 24 bytes each)
+                              # (MAX_SAFETENSORS_BYTES, 24 bytes each)
 
 CONFIG_CAPS = {'vocab_size': MAX_VOCAB_SIZE, 'n_layer': MAX_N_LAYER, 'n_embd': MAX_N_EMBD,
                'n_head': MAX_N_HEAD, 'block_size': MAX_BLOCK_SIZE}

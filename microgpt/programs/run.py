@@ -206,17 +206,16 @@ class Run:
         every = self.settings.eval_every
         return step == self.settings.steps or bool(every and step % every == 0)
 
-    def log_validation(self, step, val_loss, held_out, train_loss=None):
-        """The validation loss after `step` (and the training loss measured alike, on as many
-        tokens of the training data), logged and printed."""
-        for loss in (val_loss, train_loss if train_loss is not None else 0.0):
+    def log_validation(self, step, val_loss, train_loss, held_out):
+        """The validation loss after `step` and the training loss measured alike, on as many
+        tokens of the training data, logged and printed."""
+        for loss in (val_loss, train_loss):
             if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
                 self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
         self.val_loss = val_loss
-        measured = {'val_loss': val_loss} if train_loss is None else {'val_loss': val_loss, 'train_loss': train_loss}
-        self._write({'step': step, **measured})
-        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out})"
-                 + (f", train loss {train_loss:.4f} (as many training tokens)" if train_loss is not None else ""))
+        self._write({'step': step, 'val_loss': val_loss, 'train_loss': train_loss})
+        self.say(f"step {step}: val loss {val_loss:.4f} ({held_out}), train loss {train_loss:.4f} "
+                 "(as many training tokens)")
         self._check_diverging(val_loss, "the validation loss", step)
 
     def save_due(self, step):  # rank 0 alone saves

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..edge import limits
-from ..edge.checkpoint import DATA_MODES
+from ..edge.checkpoint import DATA_MODES, damaged
 from ..edge.checks import is_finite_number, is_int_in, short
 from ..edge.errors import UserError
 from . import cli, original
@@ -297,15 +297,10 @@ def _saved_run(out, train_state):
         required = name in ('data', 'val_size', 'shuffle', 'seed', 'lr', 'steps')
         kind = FLAGS[name]['kind']
         if (name in run or required) and not (name in run and kind.holds(run[name])):
-            _damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
+            damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
     if train_state['step'] > run['steps']:
-        _damaged(out, f"its step {short(train_state['step'])} is past its {run['steps']} steps")
+        damaged(out, f"its step {short(train_state['step'])} is past its {run['steps']} steps")
     return {'data_mode': 'lines', **run}  # a run saved before running text read names
-
-
-def _damaged(out, problem):
-    raise UserError(f"{out} has a damaged training state ({problem}): it cannot be resumed; "
-                    f"start a new run with --init {out}")
 
 
 def _check_engine(values, given, world_size):

@@ -348,7 +348,7 @@ def loop(settings, built, run):
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:
-                run.log_validation(step, *losses[:1], data.held_out, train_loss=losses[1])
+                run.log_validation(step, *losses, data.held_out)  # validation, then training
         if run.save_due(step):
             run.save(step, trainer)
         if run.stop_signal:  # Ctrl-C, SIGTERM, SIGHUP or a closed stdout: the step is saved
