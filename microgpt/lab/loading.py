@@ -23,12 +23,17 @@ from ..edge.files import read_head
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 
 
+def trained_with(ckpt, setting):
+    """The run setting ('lr', 'data', ...) the checkpoint says it was trained with, or None where
+    it does not say (no checkpoint, the tutorial's export, a damaged training state)."""
+    run = (ckpt.train_state or {}).get('run') if ckpt is not None else None
+    return run.get(setting) if isinstance(run, dict) else None
+
+
 def trained_lr(ckpt):
     """The learning rate the checkpoint says it was trained with, or None if it does not say
-    (the tutorial's export, a damaged training state, a value that is not a positive number):
-    where the Step page and `lab step` start."""
-    run = (ckpt.train_state or {}).get('run') if ckpt is not None else None
-    lr = run.get('lr') if isinstance(run, dict) else None
+    (or says something that is not a positive number): where the Step page and `lab step` start."""
+    lr = trained_with(ckpt, 'lr')
     return lr if is_finite_number(lr) and lr > 0 else None
 
 
@@ -132,8 +137,7 @@ def example_text(ckpt, default='anna'):
     tok, window = ckpt.tokenizer, ckpt.config.block_size + 1
     if ckpt.data_mode != 'text':
         return default
-    run = (ckpt.train_state or {}).get('run')
-    data = run.get('data') if isinstance(run, dict) else None
+    data = trained_with(ckpt, 'data')
     head = read_head(data, 4 * window) if isinstance(data, str) else None  # UTF-8: 4 bytes a character at most
     text = head.decode('utf-8', errors='ignore').replace('\r\n', '\n')[:window] if head else ''
     if '\n' in text[:-1] and len(text) == window:

@@ -46,6 +46,7 @@ from ..programs.settings import ENGINES as TRAIN_ENGINES
 from ..sampling import generate, sample_names
 from . import loss, runrecord
 from .api import ApiError, field, only_known
+from .loading import load
 from .sampler import context
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
@@ -292,10 +293,8 @@ class RunManager:
             if mtime == run.sampled_mtime:
                 return
             run.sampled_mtime = mtime
-        import inference
         try:
-            ckpt = read_checkpoint(run.out)  # also gives the step it was saved at
-            model = inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer)
+            ckpt, model = load(run.out)  # the numpy port; the record gives the step it was saved at
             if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
                 start = context(model, '', 'text')
                 sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, start))}

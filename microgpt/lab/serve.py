@@ -49,7 +49,7 @@ from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .exercises.web import ExercisesPage
-from .loading import load
+from .loading import load, trained_with
 from .runs import RunManager
 from .workers import WORKERS, Pool
 
@@ -392,8 +392,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--text {text} is not a file: give a UTF-8 text file (a play, a book, code)")
     record = load(ckpt, n_head=n_head).ckpt  # a missing or damaged checkpoint fails here, before serving
     if text is None and record.data_mode == 'text':
-        run = (record.train_state or {}).get('run')
-        trained_on = run.get('data') if isinstance(run, dict) else None
+        trained_on = trained_with(record, 'data')
         text = trained_on if isinstance(trained_on, str) and os.path.isfile(trained_on) else None
     exercise_page = ExercisesPage(exercises)  # and a folder that is not a workspace of exercises
     checkpoints = Checkpoints(ckpt, n_head=n_head)

@@ -67,7 +67,7 @@ class Models:
     def __init__(self, keep=KEEP_MODELS):
         self.keep = keep
         self.lock = threading.Lock()
-        self.kept = collections.OrderedDict()  # key -> (the file's mtime and size, Loaded, its weights)
+        self.kept = collections.OrderedDict()  # key -> (the file's mtime and size, Loaded)
 
     def get(self, kind, path, n_head=None):
         try:
@@ -81,14 +81,14 @@ class Models:
                 self.kept.move_to_end(key)
         if kept is None or kept[0] != stamp:
             loaded = load(path, kind, n_head)
-            kept = (stamp, loaded, loaded.ckpt.weights if kind == 'scalar' else None)
+            kept = (stamp, loaded)
             with self.lock:
                 self.kept[key] = kept
                 while len(self.kept) > self.keep:
                     self.kept.popitem(last=False)
-        _, loaded, weights = kept
-        if kind == 'scalar':  # as the file has it, whatever the last step did to it
-            loaded.model.load_weights(weights)
+        _, loaded = kept
+        if kind == 'scalar':  # as the file has it (the record's), whatever the last step did to it
+            loaded.model.load_weights(loaded.ckpt.weights)
             zero_grad(loaded.model.params)
         return loaded
 
