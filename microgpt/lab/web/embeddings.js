@@ -61,7 +61,7 @@ function scatter(e) {
       const moved = dx || dy;
       return [moved ? svg('line', {class: 'leader', x1: px, y1: py - 4, x2: px + dx, y2: py + dy - 4}) : null,
         svg('text', {x: px + dx, y: py + dy, 'text-anchor': 'middle',
-          class: `${e.vowel[i] ? 'vowel' : 'consonant'}${['⏎', '␣', '⇥'].includes(label) ? ' glyph' : ''}`,
+          class: `${e.vowel[i] ? 'vowel' : 'consonant'}${Lab.isGlyph(label) ? ' glyph' : ''}`,
           'data-label': label, 'data-x': e.coords[i][0], 'data-y': e.coords[i][1]},
           svg('title', {}, `${label}: (${Lab.fmt(e.coords[i][0], 3)}, ${Lab.fmt(e.coords[i][1], 3)})`), shown[i])];
     }));

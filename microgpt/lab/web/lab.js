@@ -96,10 +96,12 @@ const Lab = (() => {
   }
 
   // A token label as the server writes it (render.token_label: ⏎ a newline, ␣ a space, ⇥ a
-  // tab): an invisible character's sign is set large enough to read
+  // tab, ↵ a carriage return): an invisible character's sign is set large enough to read, in
+  // HTML (tok) and in the pages' SVG pictures (isGlyph for the class)
   const GLYPHS = new Set(['⏎', '␣', '⇥', '↵']);
+  const isGlyph = label => GLYPHS.has(label);
   function tok(label) {
-    return GLYPHS.has(label) ? el('span', {class: 'glyph'}, label) : label;
+    return isGlyph(label) ? el('span', {class: 'glyph'}, label) : label;
   }
 
   // running text as it reads, its newlines kept as line breaks, each marked with a faint ⏎;
@@ -255,6 +257,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, tok, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+  return {api, el, svg, fmt, shade, tok, isGlyph, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
           refreshConfig, isText, ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();

@@ -133,7 +133,7 @@ function drawStage() {
     const cls = `chip${j === i ? ' query' : ''}${future(j) && masked ? ' future' : ''}`;
     parts.push(svg('g', {class: cls, 'data-position': j, 'data-label': v.labels[j]},
       svg('rect', {x: x(j) - 28, y: CHIP_Y - 14, width: 56, height: 28, rx: 5}),
-      svg('text', {x: x(j), y: CHIP_Y + 5, 'text-anchor': 'middle', class: glyph(v.labels[j]) ? 'glyph' : null}, v.labels[j]),
+      svg('text', {x: x(j), y: CHIP_Y + 5, 'text-anchor': 'middle', class: Lab.isGlyph(v.labels[j]) ? 'glyph' : null}, v.labels[j]),
       svg('text', {class: 'small', x: x(j), y: CHIP_Y + 27, 'text-anchor': 'middle'}, j === i ? `query ${j}` : `${j}`)));
   }
   if (lo > 0) {  // the keys left of the window: in the tables, and on the block below
@@ -200,7 +200,6 @@ function drawStage() {
   stage.replaceChildren(...parts);
 }
 
-const glyph = label => ['⏎', '␣', '⇥'].includes(label);
 
 // ---------------------------------------------------------------------------- the numbers
 function vec(xs, digits = 3) {
