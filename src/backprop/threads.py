@@ -26,6 +26,7 @@ resolved config line says so.
 
 import contextlib
 import ctypes
+import functools
 import os
 import statistics
 import time
@@ -44,8 +45,10 @@ GETTERS = ('scipy_openblas_get_num_threads64_', 'scipy_openblas_get_num_threads'
            'openblas_get_num_threads64_', 'openblas_get_num_threads')
 
 
+@functools.cache
 def _openblas():
-    """(set, get) functions of the OpenBLAS numpy loaded, or None."""
+    """(set, get) functions of the OpenBLAS numpy loaded, or None (looked for once: each
+    evaluation and each way the trial tries sets the threads)."""
     np.ones((2, 2)) @ np.ones((2, 2))  # make sure the library is loaded
     try:
         with open('/proc/self/maps') as f:
