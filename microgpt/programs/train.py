@@ -364,16 +364,16 @@ def closing_samples(settings, built):
     same text (sample.model_for)."""
     if settings.num_samples == 0:
         return
-    trainer = built.trainer
-    if settings.data_mode == 'text':
-        model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer,
-                                 positions=sample.text_positions(1, TEXT_SAMPLE_LENGTH, trainer.config.block_size))
+    trainer, text_mode = built.trainer, settings.data_mode == 'text'
+    block = trainer.config.block_size
+    positions = (sample.text_positions(1, TEXT_SAMPLE_LENGTH, block) if text_mode
+                 else settings.num_samples * block)  # what model_for weighs the engines by
+    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer, positions=positions)
+    if text_mode:
         print("sample:")
         sample.stream_text(model, length=TEXT_SAMPLE_LENGTH, seed=settings.seed)
         return
     print("samples:")
-    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer,
-                             positions=settings.num_samples * trainer.config.block_size)
     if built.recipe is not None:  # drawn from the original's generator, where training left it
         names = itertools.islice(original.sample_original(model, built.recipe.rng), settings.num_samples)
     else:
