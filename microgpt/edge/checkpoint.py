@@ -142,15 +142,15 @@ def checkpoint_bytes(path, config):
 def check_fits(path, config):
     """Refuse, in one line, a model whose checkpoint at `path` (with its training state) could be
     larger than its format's reader accepts. train.py calls it before building the model."""
-    size = checkpoint_bytes(path, config)
-    _, cap, named = FORMATS[checkpoint_format(path)]
+    size, fmt = checkpoint_bytes(path, config), checkpoint_format(path)
+    _, cap, named = FORMATS[fmt]
     if size > cap:
         binary = checkpoint_bytes(os.path.splitext(path)[0] + safetensors.EXTENSION, config)
         other = (f", or save it as .safetensors (at most {binary / 1e9:.1f} GB, which fits)"
-                 if checkpoint_format(path) == '.json' and binary <= MAX_SAFETENSORS_BYTES else "")
+                 if fmt == '.json' and binary <= MAX_SAFETENSORS_BYTES else "")
         raise UserError(f"a model of {parameter_count(config):,} parameters makes a checkpoint of up to "
                         f"{size / 1e9:.1f} GB with its Adam moments, more than the {cap >> 20:,} MiB microgpt "
-                        f"reads back as {checkpoint_format(path)} ({named}): make the model smaller{other}")
+                        f"reads back as {fmt} ({named}): make the model smaller{other}")
 
 
 # ---------------------------------------------------------------------------- reading
