@@ -19,7 +19,7 @@ from ... import ops, optim, sampling, training
 from ...engine import Value
 from ...model import GPT, GPTConfig
 from .harness import central_difference, fmt
-from .lessons import CZECH_KEYS, CZECH_OUT3, CZECH_Q, CZECH_VALUES, CZECH_WEIGHTS, LESSON_ROUNDING
+from .lessons import CZECH_KEYS, CZECH_OUT3, CZECH_Q, CZECH_SCORES, CZECH_VALUES, CZECH_WEIGHTS, LESSON_ROUNDING
 
 RANDOM_CASES = 6
 FD_SAMPLES = 3  # weights of a model whose gradient finite differences measure, per case
@@ -168,7 +168,7 @@ SOFTMAX_MAX = ("Subtract the largest logit before exp(): exp(1000) overflows, an
 
 def check_softmax(t, fn):
     rng = random.Random(110)
-    cases = [('the Czech lesson, step 4', [0.485, 0.445, 0.730]),
+    cases = [('the Czech lesson, step 4', CZECH_SCORES),
              ('a saturated row (the Czech lesson, step 3)', [10.0, 2.0, 1.0]),
              ('large logits', [1000.0, 999.0, 0.0]),
              ('very negative logits', [-1000.0, -1001.0, -1002.0]),
