@@ -127,9 +127,9 @@ EXERCISES = [
              'python -m microgpt.lab step anna --engine numpy', uses=(17, 19)),
 ]
 
-# What `exercises train` substitutes for the project's own: your Value (1-7), blocks (8-12),
-# gpt() (13), loss (14), Adam (15) and sampling (16).
-TRAIN_USES = tuple(range(1, 17))
+# What `exercises train` substitutes for the project's own: every exercise but the numpy rung's,
+# your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16).
+TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung != 'numpy')
 RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
          'numpy': "the numpy rung (src/inference, src/backprop)"}
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
@@ -137,10 +137,6 @@ STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise fil
 
 def get(number):
     return EXERCISES[number - 1]
-
-
-def by_stem():
-    return {e.stem: e for e in EXERCISES}
 
 
 def source(number):

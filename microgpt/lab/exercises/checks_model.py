@@ -193,9 +193,9 @@ def check_rmsnorm(t, fn):
     rng = random.Random(111)
     cases = [[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0], [3.0], [-1.0, 1.0]]
     cases += [vectors(rng, rng.randint(2, 8), -3, 3) for _ in range(RANDOM_CASES)]
-    eps = 1e-5
+    eps = ops.RMS_EPS  # microgpt's, the stub's default
     for k, x in enumerate(cases):
-        t.case(f"fixed {k + 1}" if k < 4 else f"random {k - 3}", f"x = {fmt(x)} (eps = 1e-5, the default)", k < 4)
+        t.case(f"fixed {k + 1}" if k < 4 else f"random {k - 3}", f"x = {fmt(x)} (eps = {eps:g}, the default)", k < 4)
         n = len(x)
         ss = math.fsum(v * v for v in x)
         mistakes = [('no eps', [v / math.sqrt(ss / n) for v in x] if ss else None,
@@ -294,7 +294,7 @@ def float_gpt(weights, config, tokens, slip=None):
         return [math.fsum(a * b for a, b in zip(row, x)) for row in w]
 
     def rms(x):
-        s = (math.fsum(v * v for v in x) / len(x) + 1e-5) ** -0.5
+        s = (math.fsum(v * v for v in x) / len(x) + ops.RMS_EPS) ** -0.5
         return [v * s for v in x]
     norm = (lambda x: x) if slip == 'no first norm' else rms
     hd = config.n_embd // config.n_head

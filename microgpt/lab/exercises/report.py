@@ -34,7 +34,7 @@ def full(e, result, workspace_path=None):
     return '\n'.join(lines)
 
 
-def status_table(results, edited=()):
+def status_table(results):
     """The path with each exercise's mark, grouped by rung; results: {number: result or None}."""
     lines, rung = [], None
     for e in catalog.EXERCISES:
@@ -45,6 +45,5 @@ def status_table(results, edited=()):
         mark = MARKS.get(r['status'], '?') if r else ' '
         what = (f"not written yet ({e.title})" if r and r['status'] == 'todo' else
                 r['line'] if r and r['status'] != 'pass' else e.title)
-        changed = '  (edited since)' if e.number in edited else ''
-        lines.append(f"    {mark} {e.number:>2} {e.function:<18} {what}{changed}")
+        lines.append(f"    {mark} {e.number:>2} {e.function:<18} {what}")
     return '\n'.join(lines)

@@ -3,10 +3,11 @@ The learner's folder of exercises: made by `start`, read by every other command,
 place that writes in it.
 
 A workspace is a folder of the 20 stub files (catalog.EXERCISES) and one file of ours,
-.microgpt-exercises.json: the version of the exercises that made it, the stub each file started
-as (a hash, so `reset` knows an edited file from an untouched one), and each exercise's last
-result (what `status` and the web lab's Exercises page show). Nothing ever overwrites a file
-the learner may have edited: `start` adds only what is missing, `reset` asks first.
+.microgpt-exercises.json: the version of the exercises that made it and each exercise's last
+result (what `status` and the web lab's Exercises page show). A file whose text is still its
+stub's (catalog.stub_text) is untouched, and `reset` says there is nothing to do. Nothing ever
+overwrites a file the learner may have edited: `start` adds only what is missing, `reset` asks
+first.
 
 Everything a learner hands in is checked here before anything is written, each problem one
 UserError naming the fix: a path that is a file, a folder that cannot be written, a folder
@@ -218,13 +219,11 @@ def start(path):
     except OSError as e:
         raise UserError(f"cannot write in {shown(path)} ({e.strerror}): give a folder you can write to, "
                         f"e.g. {COMMAND} start ~/microgpt-exercises") from None
-    manifest = manifest or {'version': catalog.VERSION, 'stubs': {}, 'results': {}}
+    manifest = manifest or {'version': catalog.VERSION, 'results': {}}
     try:
         for e in catalog.EXERCISES:
             if e.filename in missing:
-                text = catalog.stub_text(e.number)
-                write_text(os.path.join(path, e.filename), text)
-                manifest.setdefault('stubs', {})[e.filename] = digest(text)
+                write_text(os.path.join(path, e.filename), catalog.stub_text(e.number))
         write_manifest(path, manifest)
     except OSError as e:  # a disk that filled up meanwhile: what was written is whole, and kept
         raise UserError(f"cannot write in {shown(path)} ({e.strerror}): free some space, then run "
