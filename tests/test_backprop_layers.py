@@ -12,6 +12,7 @@ import pytest
 
 from backprop import layers
 from backprop.model import loss_and_grads, make_batch, model_forward
+from inference.model import merge_heads
 from microgpt.model import GPTConfig, parameter_shapes
 from microgpt.training import num_predictions
 
@@ -174,13 +175,19 @@ def test_attention_keeps_the_names_apart():
     assert max_diff(out[:T], out2[:T]) > WRONG_MIN
 
 
+def heads_to_rows(h, rows):
+    """(n_head, B, T, head_dim) -> (R, n_embd): the heads side by side again, real rows only."""
+    n_head, B, T, head_dim = h.shape
+    return merge_heads(h.reshape(n_head, B * T, head_dim))[rows]  # (R, n_embd)
+
+
 def test_attention_negative_control_without_softmax_correction_is_caught():
     rows, B, T, n_head, q, k, v, R = attention_case()
     _, (qh, kh, vh, att, *_) = layers.attention_forward(q, k, v, rows, B, T, n_head)
     dout = layers.rows_to_heads(R, rows, B, T, n_head)  # (n_head, B, T, head_dim)
     datt = dout @ vh.swapaxes(-1, -2)                   # (n_head, B, T, T)
     dz_wrong = att * datt * qh.shape[-1] ** -0.5  # forgets the softmax's "- sum_j' da_ij' a_ij'"
-    dq_wrong = layers.heads_to_rows(dz_wrong @ kh, rows)  # (R, n_embd)
+    dq_wrong = heads_to_rows(dz_wrong @ kh, rows)  # (R, n_embd)
 
     def loss():
         return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())

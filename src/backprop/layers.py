@@ -4,10 +4,9 @@ Every layer of microgpt's GPT as a forward / backward pair on numpy arrays, grad
 Read this after microgpt/engine.py and src/inference/model.py. The scalar engine finds each
 gradient by walking a graph of Values; here every layer's gradient is derived once, on paper,
 in its backward's docstring, and written as a few array operations. The forward pieces are the
-port's own (inference.model.linear, split_heads, merge_heads, cross_entropy and
-inference.attention.softmax, causal_mask), or its arithmetic operation for operation where the
-backward keeps a piece of it (rmsnorm's scale) or where an array is written in place: the math is
-the same, float for float, only the batch is new.
+port's own (inference.model.linear, rms_scale, split_heads, cross_entropy and
+inference.attention.softmax, causal_mask), or its arithmetic operation for operation where an
+array is written in place: the math is the same, float for float, only the batch is new.
 
 Speed. Most of a step is its matrix products; what is left is passes over arrays, each bounded by
 memory: so the large arrays are changed in place where nothing else reads them (the attention
@@ -39,7 +38,7 @@ import functools
 import numpy as np
 
 from inference.attention import causal_mask, softmax
-from inference.model import cross_entropy, linear, merge_heads, split_heads
+from inference.model import cross_entropy, linear, rms_scale, split_heads
 from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
 
@@ -81,11 +80,10 @@ def one_hot(ids, n, dtype):
 
 # ---------------------------------------------------------------------------- rmsnorm
 def rmsnorm_forward(x):
-    """y = x * s row by row, s = (mean(x^2) + eps)^(-1/2): the port's rmsnorm, operation for
-    operation (so the same floats), keeping y and s for the backward."""
-    ms = (x * x).mean(axis=-1, keepdims=True)  # (R, 1): each row's mean square
-    s = (ms + RMS_EPS) ** -0.5                 # (R, 1)
-    y = x * s                                  # (R, n) with n = n_embd
+    """y = x * s row by row, s = (mean(x^2) + eps)^(-1/2): the port's rmsnorm (so the same
+    floats), keeping y and s for the backward."""
+    s = rms_scale(x, RMS_EPS)  # (R, 1)
+    y = x * s                  # (R, n) with n = n_embd
     return y, (y, s)
 
 
@@ -192,13 +190,6 @@ def rows_to_heads(x, rows, B, T, n_head):
         padded = np.zeros((B * T, x.shape[1]), dtype=x.dtype)  # (B*T, n_embd)
         padded[rows] = x
     return split_heads(padded, n_head).reshape(n_head, B, T, -1)  # (n_head, B, T, head_dim)
-
-
-def heads_to_rows(h, rows):
-    """(n_head, B, T, head_dim) -> (R, n_embd): the heads side by side again, real rows only."""
-    n_head, B, T, head_dim = h.shape
-    merged = merge_heads(h.reshape(n_head, B * T, head_dim))  # (B*T, n_embd)
-    return merged if len(rows) == B * T else merged[rows]      # (R, n_embd)
 
 
 def heads_of(merged, n_head, B, T):

@@ -64,8 +64,14 @@ def linear(x, w):
 
 def rmsnorm(x, eps=RMS_EPS):
     """Scale each row of x to root-mean-square 1, as ops.rmsnorm (and fused.rmsnorm) does for one vector."""
+    return x * rms_scale(x, eps)  # (T, n_embd)
+
+
+def rms_scale(x, eps=RMS_EPS):
+    """What rmsnorm multiplies each row of x by, (mean(x^2) + eps)^(-1/2): (T, 1). (backprop's
+    rmsnorm keeps it for its backward.)"""
     ms = (x * x).mean(axis=-1, keepdims=True)  # (T, 1): each position's mean square
-    return x * (ms + eps) ** -0.5              # (T, n_embd)
+    return (ms + eps) ** -0.5                  # (T, 1)
 
 
 def split_heads(x, n_head):
