@@ -11,6 +11,7 @@ loop over floats for the forward; central finite differences of the forward for 
 import random
 
 import numpy as np
+from inference.attention import causal_mask, softmax
 
 from .checks_model import float_attention
 from .harness import central_difference, fmt
@@ -55,11 +56,10 @@ def numpy_attention(q, k, v, mask='before', scale=True, triangle='future'):
     """One causal head in numpy, with the usual slips on request."""
     T, hd = q.shape
     z = q @ k.T * (hd ** -0.5 if scale else 1.0)                             # (T, T)
-    hide = np.triu(np.ones((T, T), bool), 1) if triangle == 'future' else np.tril(np.ones((T, T), bool), -1)
+    hide = causal_mask(T) if triangle == 'future' else np.tril(np.ones((T, T), bool), -1)  # (T, T)
     if mask == 'before':
         z = np.where(hide, -np.inf, z)                                       # (T, T)
-    w = np.exp(z - z.max(axis=-1, keepdims=True))
-    w /= w.sum(axis=-1, keepdims=True)                                       # (T, T)
+    w = softmax(z)                                                           # (T, T)
     if mask == 'after':
         w = np.where(hide, 0.0, w)                                           # rows no longer sum to 1
     return w @ v, w                                                          # (T, hd), (T, T)
@@ -146,9 +146,9 @@ def fd_grad(f, a):
 
 
 # ---------------------------------------------------------------------------- 19. softmax_backward
-def softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def softmax_backward(dp, p):
+    """dz for p = softmax(z), row by row: src/backprop/layers.py attention_backward's two softmax lines."""
+    return p * (dp - (dp * p).sum(axis=-1, keepdims=True))
 
 
 def check_softmax_backward(t, fn):
@@ -161,9 +161,7 @@ def check_softmax_backward(t, fn):
         t.case(label, show(p=p, dp=dp) + f" (p = softmax(z), z = {fmt(z)})", k < 4)
         dz = read_arrays(t, t.call(fn, dp.copy(), p.copy()), [shape], ['dz'],
                          hint="dz has the shape of p.")[0]
-        # the project's: src/backprop/layers.py attention_backward's two softmax lines
-        want = dp - (dp * p).sum(axis=-1, keepdims=True)
-        want *= p
+        want = softmax_backward(dp, p)  # the project's
         mistakes = [('no row sum', p * dp, "The softmax backward is missing its row sum: dz = p * (dp - "
                                            "sum_j dp_j p_j), every output depends on every input."),
                     ('whole sum', p * (dp - (dp * p).sum()),
@@ -183,7 +181,7 @@ def numpy_attention_backward(dout, q, k, v, slip=None):
     s = hd ** -0.5
     out, a = numpy_attention(q, k, v)
     dv = a.T @ dout
-    dz = a * ((dout @ v.T) - ((dout @ v.T) * a).sum(axis=-1, keepdims=True))
+    dz = softmax_backward(dout @ v.T, a)
     s_back = 1.0 if slip == 'no scale' else s
     dq = dz @ k * s_back
     dk = (dz @ q if slip == 'no transpose' else dz.T @ q) * s_back
