@@ -96,6 +96,20 @@ def time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+
+@contextlib.contextmanager
+def guarded(sink, seconds):
+    """Run the learner's code inside the `with`: its prints go to `sink` (a Bounded: OutputFlood
+    past OUTPUT_LIMIT), and TimeLimit stops it after `seconds`. What it raised is the caller's
+    to put in words (load, Check.call, trainer.Learner.call)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = sink
+    try:
+        with time_limit(seconds):
+            yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
 # ---------------------------------------------------------------------------- describing things
 _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 40, 40, 6, 6
@@ -170,11 +184,8 @@ def load(exercise, workspace, seconds=CASE_SECONDS):
     """The learner's function of `exercise`, imported from `workspace` (and whatever of their
     files it imports), or a Report saying why it cannot be: a syntax error, an exception or an
     endless loop at import, a function renamed away."""
-    sink = Bounded()
-    saved = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = sink
     try:
-        with time_limit(seconds * 5):
+        with guarded(Bounded(), seconds * 5):
             module = importlib.import_module(exercise.stem)
     except TimeLimit:
         raise Report('fail', f"{exercise.filename} did not finish loading in {seconds * 5:g} s: "
@@ -186,8 +197,6 @@ def load(exercise, workspace, seconds=CASE_SECONDS):
         if isinstance(e, KeyboardInterrupt):
             raise
         raise Report('fail', f"{exercise.filename} does not load: {exception_line(e)}{where_in(e, workspace)}") from None
-    finally:
-        sys.stdout, sys.stderr = saved
     fn = getattr(module, exercise.function, None)
     if not callable(fn):
         raise Report('fail', f"{exercise.filename} has no function {exercise.function}(): keep the stub's "
@@ -228,10 +237,8 @@ class Check:
         `hint` if it raised: what this case's exception usually means)."""
         name = name or self.exercise.function
         sink = Bounded()
-        saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = sink
         try:
-            with time_limit(self.seconds):
+            with guarded(sink, self.seconds):
                 return fn(*args)
         except TimeLimit:
             self.fail_line(f"your {name}() did not finish within {self.seconds:g} s (an endless loop?)",
@@ -257,7 +264,6 @@ class Check:
                 raise
             self.fail_line(f"your {name}() raised {exception_line(e)}{where_in(e, self.workspace)}", hint=hint)
         finally:
-            sys.stdout, sys.stderr = saved
             self.printed = sink.text()
 
     # ---- failing

@@ -19,7 +19,6 @@ with the same seed: the learner's through their gpt() and probabilities() (16).
 
 import math
 import random
-import sys
 
 from ... import sampling, training
 from ...edge.data import load_docs, split_docs
@@ -106,11 +105,8 @@ class Learner:
 
     def call(self, what, fn, *args):
         """fn(*args) under a time limit with its printing bounded; Failed in one line otherwise."""
-        sink = harness.Bounded()
-        saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = sink
         try:
-            with harness.time_limit(STEP_SECONDS):
+            with harness.guarded(harness.Bounded(), STEP_SECONDS):
                 return fn(*args)
         except harness.TimeLimit:
             raise Failed(f"{what} did not finish within {STEP_SECONDS:g} s") from None
@@ -120,8 +116,6 @@ class Learner:
             if isinstance(e, KeyboardInterrupt):
                 raise
             raise Failed(f"{what} raised {harness.exception_line(e)}{harness.where_in(e, self.workspace)}") from None
-        finally:
-            sys.stdout, sys.stderr = saved
 
 
 def first_difference(mine, theirs):
