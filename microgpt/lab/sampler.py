@@ -28,11 +28,11 @@ import math
 import os
 import random
 
-from ..edge.checks import check_prompt, encode
+from ..edge.checks import check_prompt
 from ..edge.data import load_docs
 from ..edge.errors import UserError
 from ..edge.limits import MAX_LAB_CHARACTERS
-from ..programs.sample import TEXT_START
+from ..programs.sample import text_prompt_ids
 from ..sampling import generate, probabilities, sample_names
 from .loading import data_mode
 from .render import bar, number, table, token_label
@@ -50,8 +50,7 @@ def context(model, prompt, mode='lines'):
     tok = model.tokenizer
     if mode != 'text':
         return [tok.bos] + check_prompt(tok, model.config.block_size, prompt)
-    ids = encode(tok, prompt)  # an unknown character: one line naming it
-    return ids or tok.encode(TEXT_START if TEXT_START in tok.stoi else tok.chars[0])
+    return text_prompt_ids(tok, prompt)
 
 
 def distribution(model, prompt, temperatures, top_k, mode='lines'):

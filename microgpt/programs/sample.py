@@ -141,6 +141,14 @@ def _announce(model, positions, faster):
               f"gives the same text in seconds: {faster}", file=sys.stderr, flush=True)
 
 
+def text_prompt_ids(tokenizer, prompt):
+    """The ids running text is continued from (here and in the lab): the prompt's, any length,
+    an unknown character one line naming it; for an empty prompt, a newline, or a text's first
+    character where it has none."""
+    ids = encode(tokenizer, prompt)
+    return ids or tokenizer.encode(TEXT_START if TEXT_START in tokenizer.stoi else tokenizer.chars[0])
+
+
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5, top_k=None, seed=42,
                 out=None):
     """`num` samples of `length` characters after the prompt, each character printed at once.
@@ -151,10 +159,7 @@ def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5,
     """
     out = out or sys.stdout
     check_sampling(temperature, top_k, model.config.vocab_size)
-    prompt_ids = encode(model.tokenizer, prompt)  # an unknown character: one line naming it
-    if not prompt_ids:
-        prompt_ids = model.tokenizer.encode(TEXT_START if TEXT_START in model.tokenizer.stoi
-                                            else model.tokenizer.chars[0])
+    prompt_ids = text_prompt_ids(model.tokenizer, prompt)
     rng = random.Random(seed)
     try:
         for i in range(num):
