@@ -36,13 +36,12 @@ async function draw() {
   }, ['heads', 'detail', 'stats', 'row']);
 }
 
-// A cell's size for T positions. Up to COMPACT_ABOVE positions each cell shows its weight and
-// each axis its tokens: 2rem a cell up to 8, narrower up to 16, so that two heads of a
+// A cell's size for T positions. Up to 16 positions (Lab.heatmap.compact) each cell shows its
+// weight and each axis its tokens: 2rem a cell up to 8, narrower up to 16, so that two heads of a
 // 16-position model fit side by side in a 1280 px window. Past that (64 positions: the
 // Shakespeare recipe) the weights are colour alone, the cells square and as large as the box
-// allows, two heads a row where they fit, the axes marked every TICK positions, and a cell's
+// allows, two heads a row where they fit, the axes marked every few positions, and a cell's
 // numbers are read by hovering (the read-out line) or clicking it (the breakdown).
-const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
 
 function cellSize(T) {
   return T <= 8 ? ['2rem', '0.65rem'] : T <= 12 ? ['1.7rem', '0.62rem'] : ['1.45rem', '0.58rem'];
@@ -53,12 +52,12 @@ function compactCell(T, nHead) {
   const width = $('heads').clientWidth, axis = 46;  // the row marks' column, 'i \ j' and its padding
   const perRow = Math.min(nHead, width >= 2 * (axis + 6 * T) + 16 ? 2 : 1);
   const room = (width - 16 * (perRow - 1)) / perRow - axis - 4;
-  return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / T)));
+  return Lab.heatmap.cell(room, T);
 }
 
 function drawHeads() {
   const head = Number($('head').value), labels = view.labels, T = labels.length;
-  const compact = T > COMPACT_ABOVE;
+  const compact = Lab.heatmap.compact(T);
   if (compact) {
     $('heads').style.setProperty('--cell', `${compactCell(T, view.n_head)}px`);
   } else {
@@ -66,17 +65,13 @@ function drawHeads() {
     $('heads').style.setProperty('--cell', size);
     $('heads').style.setProperty('--cell-font', font);
   }
-  // the axes: every position's token, or a mark every TICK positions spanning them
-  const ticks = () => Array.from({length: Math.ceil(T / TICK)}, (_, k) =>
-    el('th', {class: 'tick', colspan: Math.min(TICK, T - k * TICK)}, `${k * TICK}`));
-  const rowHead = i => compact
-    ? (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, T - i)}, `${i}`))
-    : el('th', {}, `${i} `, Lab.tok(labels[i]));
+  // the axes: every position's token, or a mark every few positions spanning them
+  const rowHead = i => compact ? Lab.heatmap.rowTick(T, i) : el('th', {}, `${i} `, Lab.tok(labels[i]));
   const maps = view.all_heads.map((weights, h) => el('div', {class: 'head'},
     el('table', {class: compact ? 'heatmap compact' : 'heatmap', 'data-head': h},
       el('caption', {}, `head ${h}`),
       el('tr', {}, el('th', {}, 'i \\ j'),
-        compact ? ticks() : labels.map((l, j) => el('th', {}, `${j} `, Lab.tok(l)))),
+        compact ? Lab.heatmap.ticks(T) : labels.map((l, j) => el('th', {}, `${j} `, Lab.tok(l)))),
       weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
         rowHead(i),
         row.map((w, j) => w === null

@@ -80,20 +80,15 @@ function neighbours(e) {
           el('span', {class: 'num muted', 'data-value': sim}, Lab.fmt(sim, 2))))))));
 }
 
-// Up to COMPACT_ABOVE positions each cell shows its similarity; past that (64: the Shakespeare
-// recipe) colour alone in square cells sized to the panel, the axes marked every TICK positions,
-// and a hovered cell's numbers in the read-out line
-const COMPACT_ABOVE = 16, TICK = 8;
-
+// Up to 16 positions (Lab.heatmap.compact) each cell shows its similarity; past that (64: the
+// Shakespeare recipe) colour alone in square cells sized to the panel, the axes marked every few
+// positions, and a hovered cell's numbers in the read-out line
 function wpe(e) {
-  const c = e.wpe_cosine, n = c.length, compact = n > COMPACT_ABOVE;
-  const size = Math.max(4, Math.min(14, Math.floor(($('wpe').clientWidth - 60) / n)));
-  const ticks = () => Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
-    el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`));
-  const rowHead = i => compact ? (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, i))
-                               : el('th', {}, i);
+  const c = e.wpe_cosine, n = c.length, compact = Lab.heatmap.compact(n);
+  const size = Lab.heatmap.cell($('wpe').clientWidth - 60, n);
+  const rowHead = i => compact ? Lab.heatmap.rowTick(n, i) : el('th', {}, i);
   const table = el('table', {class: compact ? 'heatmap compact' : 'heatmap', id: 'wpe-table'},
-    el('tr', {}, el('th', {}, 'i \\ j'), compact ? ticks() : Array.from({length: n}, (_, j) => el('th', {}, j))),
+    el('tr', {}, el('th', {}, 'i \\ j'), compact ? Lab.heatmap.ticks(n) : Array.from({length: n}, (_, j) => el('th', {}, j))),
     c.map((row, i) => el('tr', {}, rowHead(i), row.map((x, j) => {
       const td = el('td', {class: 'cell', 'data-value': x, 'data-i': i, 'data-j': j, title: `positions ${i} and ${j}: ${x}`},
         compact ? null : Lab.fmt(x, 1));

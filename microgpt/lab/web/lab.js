@@ -104,6 +104,19 @@ const Lab = (() => {
     return isGlyph(label) ? el('span', {class: 'glyph'}, label) : label;
   }
 
+  // A heatmap of n positions (the Attention and Embeddings pages): up to COMPACT_ABOVE each
+  // cell shows its number and each axis its tokens; past that (64: the Shakespeare recipe) the
+  // cells are colour alone, square, 4 to 14 px a side as their room allows, and the axes marked
+  // every TICK positions, each mark spanning them
+  const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
+  const heatmap = {
+    compact: n => n > COMPACT_ABOVE,
+    cell: (room, n) => Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / n))),
+    ticks: n => Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
+      el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`)),
+    rowTick: (n, i) => i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`),
+  };
+
   // running text as it reads, its newlines kept as line breaks, each marked with a faint ⏎;
   // `prefix` (the prompt it follows) in bold before it
   function textBlock(text, prefix = '', attrs = {}) {
@@ -257,6 +270,6 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, tok, isGlyph, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+  return {api, el, svg, fmt, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
           refreshConfig, isText, ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
 })();
