@@ -183,12 +183,14 @@ def flat_views(flat, shapes):
     return views
 
 
-def loss_and_grads(weights, config, batch):
+def loss_and_grads(weights, config, batch, n_tokens=None, out=None):
     """(loss, {name: gradient}) for a list of token lists: microgpt's names, [n_out, n_in] each.
 
     weights: {name: float64 or float32 array (n_out, n_in)}. The loss is the mean over every predicted
-    token of the batch; for one name it is microgpt.training.doc_loss.
+    token of the batch; for one name it is microgpt.training.doc_loss. n_tokens and out are
+    model_forward's and model_backward's: a part of a split batch passes the whole batch's
+    token count, and the trainer its gradient views to write into.
     """
     idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
-    loss, caches = model_forward(weights, config, idx, targets, mask)
-    return loss, model_backward(weights, config, caches)
+    loss, caches = model_forward(weights, config, idx, targets, mask, n_tokens)
+    return loss, model_backward(weights, config, caches, out=out)

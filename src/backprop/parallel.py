@@ -29,7 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .model import flat_views, make_batch, model_backward, model_forward
+from microgpt.training import num_predictions
+
+from .model import flat_views, loss_and_grads
 
 
 class Split:
@@ -59,13 +61,10 @@ class Split:
         size = len(batch)
         parts = [batch[i * size // self.workers:(i + 1) * size // self.workers] for i in range(self.workers)]
         parts = [part for part in parts if part]  # a batch smaller than the workers: fewer parts
-        padded = [make_batch(part, t.config.block_size, t.config.vocab_size) for part in parts]
-        n_tokens = sum(int(mask.sum()) for _, _, mask in padded)  # the whole batch's predicted tokens
+        n_tokens = sum(num_predictions(tokens, t.config.block_size) for tokens in batch)  # the whole batch's
 
-        def part_gradient(i):
-            loss, caches = model_forward(t.params, t.config, *padded[i], n_tokens)
-            model_backward(t.params, t.config, caches, out=self.views[i])  # written into self.grads[i]
-            return loss
+        def part_gradient(i):  # written into self.grads[i]
+            return loss_and_grads(t.params, t.config, parts[i], n_tokens, out=self.views[i])[0]
 
         loss = sum(self.pool.map(part_gradient, range(len(parts))))
 

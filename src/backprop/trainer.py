@@ -35,7 +35,7 @@ from microgpt.edge.limits import parameter_count
 from microgpt.model import parameter_shapes
 
 from .memory import keep_freed_memory
-from .model import flat_views, loss_and_grads, make_batch, model_backward, model_forward
+from .model import flat_views, loss_and_grads
 from .parallel import Split
 from .optim import AdamArrays
 
@@ -89,9 +89,7 @@ class Trainer:
         order), and whether every number of it is finite."""
         if self.split is not None:
             return self.split.loss_and_grad(batch)
-        idx, targets, mask = make_batch(batch, self.config.block_size, self.config.vocab_size)
-        loss, caches = model_forward(self.params, self.config, idx, targets, mask)
-        model_backward(self.params, self.config, caches, out=self.grads)  # written into self.grad
+        loss, _ = loss_and_grads(self.params, self.config, batch, out=self.grads)  # written into self.grad
         return loss, bool(np.isfinite(self.grad).all())
 
     def loss_and_grads(self, batch):
