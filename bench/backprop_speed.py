@@ -49,6 +49,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
+from common import child_env, shared_data  # noqa: E402
 from train_speed import peak_rss_bytes  # noqa: E402  (VmHWM, measured as train_speed.py does)
 
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
@@ -218,12 +219,9 @@ def child_ckpt(args):
 
 
 # ---------------------------------------------------------------------------- the parent
-def child_env(args):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    if not args.keep_openblas_env:
-        env.pop('OPENBLAS_CORETYPE', None)  # unset for the children only, as the docstring says
-        env.pop('OPENBLAS_L2_SIZE', None)
-    return env
+def threads_env(args):  # without this machine's OpenBLAS settings unless kept, as the docstring says
+    threads = dict(OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    return dict(os.environ, **threads) if args.keep_openblas_env else child_env(**threads)
 
 
 def run_child(args, which):
@@ -231,7 +229,7 @@ def run_child(args, which):
            '--torch-steps', str(args.torch_steps), '--threads', str(args.threads)]
     if args.data:
         cmd += ['--data', args.data]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(args))
+    result = subprocess.run(cmd, capture_output=True, text=True, env=threads_env(args))
     if result.returncode != 0:
         print(f"  the {which} child failed:\n{result.stderr}")
         return None
@@ -288,9 +286,7 @@ def main(argv=None):
         from recipe import RECIPE
         args.save_every = RECIPE['save_every']
     if args.data is None:
-        from recipe import default_data
-        path = default_data()
-        args.data = path if os.path.exists(path) else None
+        args.data = shared_data('names.txt')
     if args.child:
         result = {'scalar': child_scalar, 'torch': child_torch, 'ckpt': child_ckpt}[args.child](args)
         print(json.dumps(result))
@@ -311,7 +307,7 @@ def main(argv=None):
         print("\n[4] the recipe, bench/recipe.py with its defaults, in the children's environment:",
               flush=True)
         subprocess.run([sys.executable, os.path.join(BENCH_DIR, 'recipe.py')]
-                       + (['--data', args.data] if args.data else []), env=child_env(args))
+                       + (['--data', args.data] if args.data else []), env=threads_env(args))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -50,6 +50,8 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
+from common import child_env, shared_data  # noqa: E402
+
 TORCH_HINT = "pip install -e '.[torch]'"
 SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
          'text': dict(n_layer=4, n_embd=128, batch=12, block_size=64, text=True)}
@@ -90,8 +92,7 @@ def text_setup(n_layer, n_embd, block_size, n_windows=2000):
     import random
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
-    from text_speed import shakespeare_path
-    with open(shakespeare_path(), encoding='utf-8') as f:
+    with open(shared_data('tinyshakespeare.txt'), encoding='utf-8') as f:
         text = f.read()
     tokenizer = CharTokenizer(sorted(set(text)))
     ids = tokenizer.encode(text)
@@ -226,11 +227,8 @@ def child_cuda(args):
 
 
 # ---------------------------------------------------------------------------- the parent
-def child_env(args):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    env.pop('OPENBLAS_CORETYPE', None)  # unset for the children only, as the docstring says
-    env.pop('OPENBLAS_L2_SIZE', None)
-    return env
+def threads_env(args):  # without this machine's OpenBLAS settings, as the docstring says
+    return child_env(OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
 
 
 def run_child(args, which, torchrun=False):
@@ -244,7 +242,7 @@ def run_child(args, which, torchrun=False):
             port = s.getsockname()[1]
         cmd = ['-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
                '--master_port', str(port), *cmd]
-    env = dict(child_env(args), GLOO_SOCKET_IFNAME='lo') if torchrun else child_env(args)
+    env = dict(threads_env(args), GLOO_SOCKET_IFNAME='lo') if torchrun else threads_env(args)
     result = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, env=env, timeout=3600)
     lines = [line for line in result.stdout.splitlines() if line.startswith('{')]
     if result.returncode != 0 or not lines:
@@ -314,8 +312,7 @@ def report_cuda(r):
 def main(argv=None):
     args = parse_args(argv)
     if args.data is None:
-        from recipe import default_data
-        path = default_data()
+        path = shared_data('names.txt') or 'names.txt'
         args.data = path if os.path.exists(path) else None
     if args.child:
         which, _, size = args.child.partition(':')
@@ -326,9 +323,8 @@ def main(argv=None):
         return 0
     print(f"data: {args.data or 'bundled census names'}; children: {args.threads} thread(s), "
           f"OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; load average {os.getloadavg()[0]:.2f}", flush=True)
-    from text_speed import shakespeare_path
     for size in SIZES:
-        if SIZES[size].get('text') and shakespeare_path() is None:
+        if SIZES[size].get('text') and shared_data('tinyshakespeare.txt') is None:
             print("\n[1] the running-text recipe's size: SKIPPED, tinyshakespeare.txt is not in ../shared/data")
             continue
         r = run_child(args, f'engines:{size}')

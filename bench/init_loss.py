@@ -43,7 +43,7 @@ from backprop.model import make_batch, model_forward  # noqa: E402
 from microgpt.model import GPTConfig, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens  # noqa: E402
-from text_speed import shakespeare_path  # noqa: E402
+from common import shared_data  # noqa: E402
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 DEPTHS = (1, 2, 4, 6, 8, 12)
@@ -95,9 +95,9 @@ def data(args):
 def main(argv=None):
     p = argparse.ArgumentParser(description="The first loss against ln(vocab_size), n_embd 16-512 x n_layer 1-12.")
     p.add_argument('--seeds', type=int, default=3, help="draws of the weights per size (default 3)")
-    p.add_argument('--names', default=os.path.join(os.path.dirname(shakespeare_path() or ''), 'names.txt'),
+    p.add_argument('--names', default=shared_data('names.txt'),
                    help="names.txt (default ../shared/data/)")
-    p.add_argument('--text', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
+    p.add_argument('--text', default=shared_data('tinyshakespeare.txt'), help="tinyshakespeare.txt (default ../shared/data/)")
     args = p.parse_args(argv)
     worst_all = 0.0
     for title, tok, block, batch in data(args):

@@ -36,8 +36,8 @@ TEXT_MODEL = ("the Shakespeare recipe's model of running text (n_layer 4, n_embd
 
 
 def main():
-    from recipe import default_data  # ../shared/data/names.txt, else 'names.txt' here
-    data = default_data() if os.path.exists(default_data()) else None
+    from common import shared_data
+    data = shared_data('names.txt')
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -66,8 +66,8 @@ def main():
             finally:
                 server.shutdown()
                 server.server_close()
-        text = os.path.join(REPO_DIR, '..', 'shared', 'data', 'tinyshakespeare.txt')
-        if os.path.exists(text):
+        text = shared_data('tinyshakespeare.txt')
+        if text:
             label, flags = TEXT_MODEL
             ckpt = os.path.join(tmp, 'text.json')
             train.main(['--data', text, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0',

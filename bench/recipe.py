@@ -35,7 +35,9 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout, installed or not
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout, installed or not
+
+from common import child_env, shared_data  # noqa: E402
 
 # The recipe: makemore's Transformer shape, 4 x 64. What was tried on the way, all batch 32,
 # val after the whole run (linear decay):
@@ -56,18 +58,9 @@ def recipe_flags():
                                     for arg in (f"--{name.replace('_', '-')}", str(value))]
 
 
-def default_data():
-    """makemore's names.txt beside the checkout (../shared/data) or beside a worktree's parent."""
-    for up in (('..',), ('..', '..')):
-        path = os.path.join(REPO_DIR, *up, 'shared', 'data', 'names.txt')
-        if os.path.exists(path):
-            return os.path.normpath(path)
-    return 'names.txt'
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description="Run README's numpy training recipe through train.py and measure it.")
-    p.add_argument('--data', default=default_data(),
+    p.add_argument('--data', default=shared_data('names.txt') or 'names.txt',
                    help="makemore's names.txt (default: ../shared/data/names.txt beside the checkout)")
     p.add_argument('--threads', type=int, help="OPENBLAS_NUM_THREADS for the run (default: train.py times them)")
     p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR")
@@ -78,11 +71,7 @@ def main(argv=None):
 
     from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 
-    env = dict(os.environ)
-    env.pop('OPENBLAS_CORETYPE', None)  # for the child only, as the docstring says
-    env.pop('OPENBLAS_L2_SIZE', None)
-    if args.threads:
-        env['OPENBLAS_NUM_THREADS'] = str(args.threads)
+    env = child_env(**({'OPENBLAS_NUM_THREADS': str(args.threads)} if args.threads else {}))  # as the docstring says
     with tempfile.TemporaryDirectory() as tmp:
         if args.keep:
             os.makedirs(args.keep, exist_ok=True)

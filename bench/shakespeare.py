@@ -34,7 +34,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
-from text_speed import shakespeare_path  # noqa: E402
+from common import child_env, shared_data  # noqa: E402
 
 # nanoGPT's shape and batch; lr and steps are this model's (no warm-up, linear decay to 0).
 # Tried (float32, train.py's exact validation loss, the width- and depth-scaled initial weights):
@@ -54,7 +54,7 @@ def recipe_flags():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="Run README's tiny-shakespeare recipe through train.py and measure it.")
-    p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
+    p.add_argument('--data', default=shared_data('tinyshakespeare.txt'), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--threads', type=int, help="pass --threads N to train.py (default: it measures)")
     p.add_argument('--steps', type=int, help=f"override the recipe's steps ({RECIPE['steps']})")
     p.add_argument('--lr', type=float, help=f"override the recipe's lr ({RECIPE['lr']})")
@@ -66,9 +66,7 @@ def main(argv=None):
         return 0
     from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 
-    env = dict(os.environ)
-    env.pop('OPENBLAS_CORETYPE', None)  # for the child only, as the docstring says
-    env.pop('OPENBLAS_L2_SIZE', None)
+    env = child_env()  # without this machine's OpenBLAS settings, as the docstring says
     flags = recipe_flags()
     for name in ('steps', 'lr'):
         if getattr(args, name) is not None:

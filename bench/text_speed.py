@@ -64,21 +64,14 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
+from common import child_env, shared_data  # noqa: E402
+
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
 MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 BLOCK = 4          # steps of one side in a row, then as many of its products alone, before the next side
 SPIN = 0.3         # s between sides: OpenBLAS's threads spin ~0.1 s after their last product, OpenMP's too
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
-
-
-def shakespeare_path():
-    """../shared/data/tinyshakespeare.txt beside the checkout (or beside a worktree's parent)."""
-    for up in (('..',), ('..', '..')):
-        path = os.path.join(REPO_DIR, *up, 'shared', 'data', 'tinyshakespeare.txt')
-        if os.path.exists(path):
-            return os.path.normpath(path)
-    return None
 
 
 def model_flops(config, B, T):
@@ -459,7 +452,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="numpy float32 against PyTorch at nanoGPT's CPU shakespeare_char config.")
     p.add_argument('--steps', type=int, default=40, help=f"timed steps per side (default 40, after 3 warm-up), {BLOCK} in a row")
     p.add_argument('--threads', type=int, action='append', help="thread counts (default: 1 and 2)")
-    p.add_argument('--data', default=shakespeare_path(), help="tinyshakespeare.txt (default ../shared/data/)")
+    p.add_argument('--data', default=shared_data('tinyshakespeare.txt'), help="tinyshakespeare.txt (default ../shared/data/)")
     p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
     p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
     p.add_argument('--breakdown', action='store_true', help="internal: where the numpy step's time goes")
@@ -481,9 +474,7 @@ def main(argv=None):
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
           f"unset; load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for n in args.threads or [1, 2]:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
-        env.pop('OPENBLAS_CORETYPE', None)
-        env.pop('OPENBLAS_L2_SIZE', None)
+        env = child_env(OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
         cmd = [sys.executable, os.path.abspath(__file__), '--child', str(n), '--steps', str(args.steps),
                '--data', args.data]
         result = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -493,15 +484,14 @@ def main(argv=None):
         report(json.loads(result.stdout.strip().splitlines()[-1]))
     for workers in (1, 2):
         cmd = [sys.executable, os.path.abspath(__file__), '--memory', str(workers), '--data', args.data]
-        result = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS='1'))
+        result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS='1'))
         if result.returncode == 0:
             m = json.loads(result.stdout.strip().splitlines()[-1])
             print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
                   f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
                   f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
     cmd = [sys.executable, os.path.abspath(__file__), '--breakdown', '--steps', str(args.steps), '--data', args.data]
-    env = {k: v for k, v in os.environ.items() if k not in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')}
-    result = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, OPENBLAS_NUM_THREADS='1'))
+    result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS='1'))
     if result.returncode == 0:
         report_breakdown(json.loads(result.stdout.strip().splitlines()[-1]))
     else:
