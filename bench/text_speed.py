@@ -209,20 +209,24 @@ def products_alone(config, B, T, torch=None):
 
 
 def recipe_data(path):
-    """(config, tokenizer, the training part's ids, random weights std 0.02) for nanoGPT's shape
-    on the text at path: what the memory and breakdown children train."""
-    import numpy as np
+    """(config, tokenizer, the training part's ids) for nanoGPT's shape on the text at path:
+    what every child trains."""
     from microgpt.edge import text
-    from microgpt.model import GPTConfig, parameter_shapes
+    from microgpt.model import GPTConfig
     from microgpt.tokenizer import CharTokenizer
     with open(path, encoding='utf-8') as f:
         whole = f.read()
     tokenizer = CharTokenizer.from_docs([whole])
     config = GPTConfig(tokenizer.vocab_size, **CONFIG)
-    ids = tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+    return config, tokenizer, tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
+
+
+def random_weights(config):
+    """Weights drawn by numpy at std 0.02, fast to make: the memory and breakdown children's."""
+    import numpy as np
+    from microgpt.model import parameter_shapes
     r = np.random.default_rng(0)
-    weights = {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
-    return config, tokenizer, ids, weights
+    return {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
 
 
 def memory_child(args):
@@ -231,7 +235,8 @@ def memory_child(args):
     import backprop
     from microgpt.edge import text
     from train_speed import peak_rss_bytes
-    config, tokenizer, ids, weights = recipe_data(args.data)
+    config, tokenizer, ids = recipe_data(args.data)
+    weights = random_weights(config)
     before = peak_rss_bytes()
     trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=args.memory)
     for step in range(1, MEMORY_STEPS + 1):
@@ -247,7 +252,8 @@ def breakdown(args):
     import backprop
     from backprop import model, optim, parallel, threads
     from microgpt.edge import text
-    config, tokenizer, ids, weights = recipe_data(args.data)
+    config, tokenizer, ids = recipe_data(args.data)
+    weights = random_weights(config)
     threads.set_threads(1)
     batches = [text.train_windows(ids, config.block_size, BATCH, 42, step) for step in range(1, args.steps + 4)]
     spent = {}
@@ -333,21 +339,14 @@ def report_breakdown(b):
 
 
 def child(args):
-    import numpy as np
     import backprop
     from backprop import threads
     from microgpt.edge import text
-    from microgpt.model import GPTConfig, init_weights
-    from microgpt.tokenizer import CharTokenizer
+    from microgpt.model import init_weights
     from microgpt.training import learning_rate
     from train_speed import peak_rss_bytes
     n = args.child
-    with open(args.data, encoding='utf-8') as f:
-        whole = f.read()
-    tokenizer = CharTokenizer.from_docs([whole])
-    config = GPTConfig(tokenizer.vocab_size, **CONFIG)
-    train_text, _ = text.split_text(whole, None, config.block_size)
-    ids = tokenizer.encode(train_text)
+    config, tokenizer, ids = recipe_data(args.data)
     weights = init_weights(config, seed=42)
     T = config.block_size
     batch_of = lambda step: text.train_windows(ids, T, BATCH, 42, step)  # noqa: E731
