@@ -40,7 +40,7 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
 from backprop.model import make_batch, model_forward  # noqa: E402
-from microgpt.model import GPTConfig, parameter_shapes  # noqa: E402
+from microgpt.model import GPTConfig, init_stds, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens  # noqa: E402
 from common import shared_data  # noqa: E402
@@ -51,11 +51,9 @@ TARGET = 0.05  # the issue's: within 5% of ln(vocab_size)
 
 
 def stds(config, depth_rule=True):
-    """model.py's initial std for each matrix (without depth_rule: the width rule alone)."""
-    width = 0.08 * (16 / config.n_embd) ** 0.5
-    adds = config.n_layer ** -0.5 if depth_rule else 1.0
-    return {name: width * adds if name.endswith(('attn_wo', 'mlp_fc2')) else width
-            for name in parameter_shapes(config)}
+    """model.py's initial std for each matrix (without depth_rule: the width rule alone, wte's
+    std, which no depth factor touches, for every matrix)."""
+    return init_stds(config) if depth_rule else init_stds(config, init_std=init_stds(config)['wte'])
 
 
 def first_loss(config, batch, seed, depth_rule=True):

@@ -71,13 +71,16 @@ def init_weights(config, seed=42, init_std=None):
     init_std: one std for every matrix instead (the original microgpt.py's recipe).
     """
     rng = random.Random(seed)
+    stds = init_stds(config, init_std)
+    return {name: [[rng.gauss(0, stds[name]) for _ in range(n_in)] for _ in range(n_out)]
+            for name, (n_out, n_in) in parameter_shapes(config).items()}
+
+
+def init_stds(config, init_std=None):
+    """{name: the std init_weights draws that matrix with}, by the rule above."""
     std = init_std or 0.08 * (16 / config.n_embd) ** 0.5
     depth = 1.0 if init_std else config.n_layer ** -0.5
-    weights = {}
-    for name, (n_out, n_in) in parameter_shapes(config).items():
-        s = std * depth if name.endswith(('attn_wo', 'mlp_fc2')) else std
-        weights[name] = [[rng.gauss(0, s) for _ in range(n_in)] for _ in range(n_out)]
-    return weights
+    return {name: std * depth if name.endswith(('attn_wo', 'mlp_fc2')) else std for name in parameter_shapes(config)}
 
 
 # ---------------------------------------------------------------------------- the model
