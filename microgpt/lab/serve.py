@@ -44,12 +44,13 @@ from contextlib import contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
 from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .exercises.web import ExercisesPage
-from .loading import load, trained_with
+from .loading import require_checkpoint, trained_with
 from .runs import RunManager
 from .workers import WORKERS, Pool
 
@@ -390,7 +391,8 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
         raise UserError(f"--data {data} is not a file: give a text file of names, one per line")
     if text is not None and not os.path.isfile(text):
         raise UserError(f"--text {text} is not a file: give a UTF-8 text file (a play, a book, code)")
-    record = load(ckpt, n_head=n_head).ckpt  # a missing or damaged checkpoint fails here, before serving
+    require_checkpoint(ckpt)
+    record = read_checkpoint(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     if text is None and record.data_mode == 'text':
         trained_on = trained_with(record, 'data')
         text = trained_on if isinstance(trained_on, str) and os.path.isfile(trained_on) else None
