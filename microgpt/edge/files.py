@@ -152,7 +152,7 @@ def write_atomic(path, write):
         make_folders(folder)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix='.tmp', dir=folder)
         with os.fdopen(fd, 'wb') as f:
-            os.fchmod(f.fileno(), _mode_for(target))  # mkstemp makes 0600
+            os.fchmod(f.fileno(), mode_for(target))  # mkstemp makes 0600
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -242,8 +242,9 @@ def make_folders(folder):
         raise
 
 
-def _mode_for(target):
-    """The permission bits a new file gets: the old file's, or those the umask leaves."""
+def mode_for(target):
+    """The permission bits a new file at target gets: the old file's, or those the umask leaves
+    (write_atomic's, and the exercises workspace's)."""
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:

@@ -22,7 +22,7 @@ import os
 import tempfile
 
 from ...edge.errors import UserError
-from ...edge.files import parse_json, read_user_file
+from ...edge.files import mode_for, parse_json, read_user_file
 from . import catalog, report
 
 MANIFEST = '.microgpt-exercises.json'
@@ -175,19 +175,15 @@ def check_files(path, missing_ok):
     return missing
 
 
-_UMASK = os.umask(0o022)  # read once (the only way to read it is to set it), and put back
-os.umask(_UMASK)
-
-
 def write_text(path, text):
     """path's new content, whole or not at all: a temporary file beside it, then a rename; with
-    the permissions a plain open() would give it (mkstemp's are the owner's only)."""
+    the permissions the file had, or a plain open() would give it (mkstemp's are the owner's only)."""
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='.part')
     try:
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
             f.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.chmod(tmp, mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
