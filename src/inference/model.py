@@ -220,7 +220,7 @@ class NumpyGPT:
         looping over query positions, and each sequence attends to its own positions only.
         """
         cfg, sd = self.config, self.weights
-        idx = np.asarray([self._check_ids(row) for row in idx])  # (B, T), each row checked
+        idx = self._check_ids(idx, batch=True)  # (B, T), every row checked
         B, T = idx.shape
         H, D = cfg.n_head, cfg.head_dim
 
@@ -275,16 +275,19 @@ class NumpyGPT:
             return logits[-1].tolist()
         return next_logits
 
-    def _check_ids(self, token_ids):
-        """token_ids as an int array (T,), or a one-line UserError saying what is wrong."""
+    def _check_ids(self, token_ids, batch=False):
+        """token_ids as an int array (T,), or with batch=True (B, T), each row checked in the one
+        array; or a one-line UserError saying what is wrong."""
         cfg = self.config
-        ids = np.asarray(token_ids)  # (T,)
-        if ids.ndim != 1 or len(ids) == 0:
-            raise UserError(f"token_ids must be a non-empty list of ints, got shape {ids.shape}")
+        ids = np.asarray(token_ids)  # (T,), or (B, T)
+        if ids.ndim != (2 if batch else 1) or ids.size == 0:
+            raise UserError(f"token_ids must be a non-empty list of ints{' per row' if batch else ''}, "
+                            f"got shape {ids.shape}")
         if not np.issubdtype(ids.dtype, np.integer):
             raise UserError(f"token_ids must be ints, got {ids.dtype}")
-        if len(ids) > cfg.block_size:
-            raise UserError(f"{len(ids)} tokens do not fit the block of {cfg.block_size} positions: "
+        T = ids.shape[-1]
+        if T > cfg.block_size:
+            raise UserError(f"{T} tokens do not fit the block of {cfg.block_size} positions: "
                             f"give at most {cfg.block_size}")
         bad = ids[(ids < 0) | (ids >= cfg.vocab_size)]  # (number of bad ids,)
         if len(bad):
