@@ -16,7 +16,7 @@ under load and 7.7 s with one). So train.py's numpy engine decides:
     the fastest (the median of each; a tie goes to one thread, which leaves a core to everything
     else). Timing real steps costs the run only the slower ways' few steps and at most three
     pauses of SPIN, and the first step starts at once (timing passes of their own before it
-    took 3.2 s of the Shakespeare recipe's start).
+    took 3.2 s of the Shakespeare recipe's start on an AMD EPYC).
 
 The count is set through OpenBLAS's own openblas_set_num_threads, found in the library numpy
 loaded (its name differs between builds: scipy-openblas in numpy's wheels, plain OpenBLAS in
