@@ -5,7 +5,8 @@ of the repository. Installed with pip, the same program is the `microgpt-sample`
 `python -m microgpt.sample`.
 """
 
-from microgpt.programs.sample import command
-
 if __name__ == '__main__':
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C while it imports: a quiet end, no traceback
+    from microgpt.programs.sample import command
     command()

@@ -4,7 +4,8 @@ there); this file only lets a source checkout run it from the top of the reposit
 with pip, the same program is the `microgpt-train` command, or `python -m microgpt.train`.
 """
 
-from microgpt.programs.train import command
-
 if __name__ == '__main__':
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C while it imports: a quiet end, no traceback
+    from microgpt.programs.train import command
     command()

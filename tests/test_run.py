@@ -148,6 +148,7 @@ def test_a_save_that_fails_mid_run_is_one_line_and_keeps_the_last_good_checkpoin
                                      f'python train.py --out {out} --resume')
     assert read_checkpoint(str(out)).train_state['step'] == 2
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']
+    assert [e['step'] for e in log_of(out)] == [1, 2]  # the log tells no step the checkpoint lacks
     monkeypatch.undo()
     code, _, err = run(train.main, ['--out', str(out), '--resume'], capsys)  # the advice works
     assert code == 0, err
@@ -627,7 +628,7 @@ def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys)
     from microgpt.programs.runlog import MAX_LOG_LINE, _lines
     import io
     pieces = list(_lines(io.BytesIO(b'a\n' + b'\0' * 3_000_000 + b'\nb\n' + b'c' * 10)))
-    assert pieces == [b'a\n', b'b\n', b'c' * 10 + b'\n']
+    assert pieces == [(0, b'a\n', 2), (3_000_003, b'b\n', 3_000_005), (3_000_005, b'c' * 10 + b'\n', 3_000_015)]
     log = finished.parent / 'model.log.jsonl'
     good = log.read_bytes()
     log.write_bytes(good + b'\0' * (4 * MAX_LOG_LINE + 7))

@@ -174,3 +174,23 @@ def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_f
     assert f'the terminal closed after step {step}; saved {out}' in output
     assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))
     assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(2, step + 1, 2))
+
+
+def test_a_peer_killed_mid_run_ends_rank_0_with_one_line_and_its_checkpoint_whole(tmp_path, names_file):
+    """Rank 1 is SIGKILLed while the two ranks train, started by hand (torchrun would stop rank 0
+    itself): rank 0's next collective finds the connection closed and it ends with one line,
+    no traceback (gloo's error came out whole), its last save readable."""
+    out, log = tmp_path / 'model.json', tmp_path / 'model.log.jsonl'
+    port, args = free_port(), train_args(names_file, out, '--steps', '3000', '--batch-size', '4',
+                                         '--save-every', '5')
+    ranks = [by_hand(rank, 2, port, args) for rank in (0, 1)]
+    deadline = time.time() + LAUNCH_TIMEOUT
+    while not (log.exists() and log.read_text().count('"loss"') >= 10):
+        assert ranks[0].poll() is None and time.time() < deadline, "the run ended or never started"
+        time.sleep(0.05)
+    os.killpg(ranks[1].pid, signal.SIGKILL)
+    ranks[1].wait(timeout=LAUNCH_TIMEOUT)
+    code, err = ended(ranks[0])
+    assert code == 2 and err[-1].startswith("error: rank 0: another rank left while the ranks"), err
+    assert not our_traceback('\n'.join(err)) and 'Traceback' not in '\n'.join(err), err
+    assert read_checkpoint(str(out)).train_state['step'] % 5 == 0

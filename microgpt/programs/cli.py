@@ -66,6 +66,7 @@ def run(main, argv=None):
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         except ValueError:  # not the main thread: signal handlers cannot be changed there
             pass
+    _end_on_stop_signals()
     try:
         try:
             os.getcwd()
@@ -83,6 +84,22 @@ def run(main, argv=None):
         sys.stderr.close()
         status = 0
     sys.exit(status or 0)
+
+
+def _end_on_stop_signals():
+    """Until a run sets its own handlers (run.Run saves on them), SIGTERM and SIGHUP end the
+    program as Ctrl-C does: through its `with` blocks, so that a log made a moment ago and never
+    written is removed, and a lock is let go. Ctrl-C gets Python's handler back (the entry
+    scripts give it its default, a quiet end, while they import: there it would be a traceback)."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for name in ('SIGTERM', 'SIGHUP'):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), stop)
+    except ValueError:  # not the main thread (a test calling main): the caller's handlers stay
+        pass
 
 
 # ---------------------------------------------------------------------------- optional parts

@@ -78,17 +78,21 @@ class Output:
 
     def read(self, flags, given):
         """The Checkpoint --resume continues (with its training state) or --init starts from,
-        or None; the log is trimmed to the step the run resumes from. --n-head, where given,
-        tells the tutorial's export (which does not record it) how many heads it has."""
-        ckpt = None
+        or None. Nothing at --out changes here: the run may still be refused. --n-head, where
+        given, tells the tutorial's export (which does not record it) how many heads it has."""
         if flags.resume and not flags.init:
-            ckpt = read_checkpoint(flags.out, training=True)
-        elif flags.init:
-            ckpt = read_checkpoint(flags.init, n_head=flags.n_head if 'n_head' in given else None)
+            return read_checkpoint(flags.out, training=True)
+        if flags.init:
+            return read_checkpoint(flags.init, n_head=flags.n_head if 'n_head' in given else None)
+        return None
+
+    def begin(self, start):
+        """The run is settled and built, its first step next: only now does anything at --out
+        change. The log keeps the lines up to the step resumed from (none for a fresh run), and
+        a save cut short by SIGKILL has its temporary file removed."""
         if self.log is not None:
-            self.log.trim(ckpt.train_state['step'] if flags.resume and ckpt and ckpt.train_state else 0)
-            remove_stale_temporaries(flags.out)  # a save cut short by SIGKILL left one behind
-        return ckpt
+            self.log.trim(start)
+            remove_stale_temporaries(self.out)
 
     def write(self, ckpt):
         write_checkpoint(self.out, ckpt)
@@ -116,6 +120,10 @@ def check_out(out, fresh, force, protected=(), what='--out'):
             if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
                 raise UserError(f"{what} {out} would overwrite {whose} {other} with the {kind}: "
                                 f"choose another {what}")
+    log = os.path.realpath(log_path_for(out))
+    if log == target or (os.path.exists(log) and os.path.exists(target) and os.path.samefile(log, target)):
+        raise UserError(f"the log path {log_path_for(out)} leads to the checkpoint {out} itself (a link?): "
+                        f"writing the log would destroy it; remove that link or choose another {what}")
     checkpoint_format(target, f"{what} {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
     if os.path.isdir(log_path_for(out)):
         raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another {what}")
@@ -144,6 +152,7 @@ class Run:
         self.vocab_size, self.fingerprint = trainer.config.vocab_size, fingerprint
         resumed = ckpt.train_state if settings.resume else None
         self.val_loss = resumed and resumed.get('val_loss')  # the last one measured, until the next
+        self.start = start         # the step --out holds before this run's first save
         self.saved_step = None     # the step the checkpoint at --out holds, once we saved
         self.caught = None         # a signal caught, or a closed stdout: a key of STOPS
         self._agreed = None        # under torchrun: the one the ranks agreed on (log_step)
@@ -153,6 +162,7 @@ class Run:
         self._previous_handlers = {}
 
     def __enter__(self):
+        self.output.begin(self.start)  # every refusal is behind us: the log is this run's now
         # A signal only raises a flag; the loop checks it between steps, so the checkpoint always
         # holds a whole step. A second one quits at once (the last saved checkpoint stays whole).
         for signum in STOPS:
@@ -235,6 +245,7 @@ class Run:
             self.output.write(ckpt)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
             self.progress.end_line()
+            self._log_back_to_checkpoint()
             if self.saved_step:
                 advice = f"it holds step {self.saved_step}; fix that, then resume: {self.resume_command()}"
             else:
@@ -258,6 +269,15 @@ class Run:
         else:
             _print_quietly(text, sys.stderr)
         return 128 + self.stop_signal
+
+    def _log_back_to_checkpoint(self):
+        """After a failed save, the log keeps only the steps the checkpoint at --out holds, so
+        that the two tell one story (a truncation: it needs no space on a full disk)."""
+        try:
+            if self.output.log is not None:
+                self.output.log.trim(self.saved_step or self.start)
+        except UserError:  # said already by the save's own message: the next --resume trims it
+            pass
 
     def resume_command(self):
         return f"python train.py --out {shlex.quote(self.settings.out)} --resume"

@@ -96,10 +96,12 @@ class Log:
 
     def trim(self, resume_step):
         """Keep the lines up to the resumed step that `lab loss` would read (later ones were never
-        saved; a crash may have cut one short); a fresh run starts empty."""
+        saved; a crash may have cut one short); a fresh run starts empty. Where the kept lines
+        are the file's first ones, as they are unless a crash garbled one, the file is only cut
+        short: nothing is written, so a full disk or `ulimit -f` cannot leave it half-made."""
         if not self.regular:
             return
-        kept = []
+        kept, end, leading = [], 0, True  # leading: every kept line so far starts where the last ended
         if resume_step:
             size = os.fstat(self.f.fileno()).st_size
             if size > MAX_FILE_BYTES:
@@ -107,11 +109,18 @@ class Log:
                                 "microgpt reads: move it away, then resume (a new log starts)")
             with open(self.f.fileno(), 'rb', closefd=False) as reader:
                 reader.seek(0)
-                kept = [line for line in _lines(reader) if _kept(line, resume_step)]
+                for start, line, stop in _lines(reader):
+                    if _kept(line, resume_step):
+                        kept.append(line)
+                        leading = leading and start == end and stop - start == len(line)  # not mended
+                        end = stop
         try:
-            self.f.truncate(0)
-            self.f.writelines(kept)
-            self.f.flush()
+            if leading:
+                self.f.truncate(end)
+            else:  # a garbled line among the kept ones: the file is written anew
+                self.f.truncate(0)
+                self.f.writelines(kept)
+                self.f.flush()
         except OSError as e:
             raise UserError(f"could not write the log {self.path}: {describe_os_error(e)}: "
                             "choose another --out") from None
@@ -136,9 +145,11 @@ class Log:
 
 
 def _lines(f):
-    """f's lines, each with its newline; a line longer than MAX_LOG_LINE is skipped without
-    being held in memory whole (a crash can leave gigabytes of NUL bytes)."""
+    """(start, line, stop) for each of f's lines: its bytes with a newline (added to a last line
+    cut short), and where in the file it starts and stops. A line longer than MAX_LOG_LINE is
+    skipped without being held in memory whole (a crash can leave gigabytes of NUL bytes)."""
     while True:
+        start = f.tell()
         line = f.readline(MAX_LOG_LINE)
         if not line:
             return
@@ -146,7 +157,7 @@ def _lines(f):
             while line and not line.endswith(b'\n'):
                 line = f.readline(MAX_LOG_LINE)
             continue
-        yield line if line.endswith(b'\n') else line + b'\n'
+        yield start, (line if line.endswith(b'\n') else line + b'\n'), f.tell()
 
 
 def _kept(line, resume_step):

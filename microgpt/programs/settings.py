@@ -220,6 +220,9 @@ def settle(flags, given, ckpt=None, environ=None):
     if values['resume'] and values['init']:
         raise UserError("--resume and --init cannot be combined: --resume continues --out, "
                         "--init starts a new run from another checkpoint")
+    if values['resume'] and values['force']:
+        raise UserError("--resume and --force cannot be combined: --resume continues the run at --out, "
+                        "--force starts a new one over it; drop one")
 
     # 1. The run being resumed: its settings, each checked as the command line checks it.
     if values['resume']:

@@ -32,6 +32,7 @@ What keeps the ranks in step, besides the gradients:
 """
 
 import atexit
+import contextlib
 import datetime
 import hashlib
 import os
@@ -83,15 +84,28 @@ class World:
 
     def all_reduce_sum(self, flat):
         """flat becomes, in place, the sum of every rank's flat (the same result on each)."""
-        self._catch_up()
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        with self._together('added up a step\'s gradients'):
+            self._catch_up()
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
 
     def agree(self, signum):
         """The signal any rank has caught (the largest number), or None if none has."""
-        self._catch_up()
-        t = torch.tensor([signum or 0], device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return int(t.item()) or None
+        with self._together('agreed on whether to stop'):
+            self._catch_up()
+            t = torch.tensor([signum or 0], device=self.device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            return int(t.item()) or None
+
+    @contextlib.contextmanager
+    def _together(self, what):
+        """A collective whose peer went away (killed, its machine lost: gloo reads a closed
+        connection) ends this rank with one line; rank 0's checkpoint holds its last save."""
+        try:
+            yield
+        except (RuntimeError, dist.DistError) as e:
+            reason = 'a peer closed its connection' if 'peer' in str(e).lower() else short(str(e).splitlines()[0], 100)
+            raise UserError(f"rank {self.rank}: another rank left while the ranks {what} ({reason}): the "
+                            "checkpoint holds the last step saved; start every rank again with --resume") from None
 
     def _leave(self):
         """At exit: a moment without the GIL for the groups' worker threads, then leave. A
@@ -111,7 +125,8 @@ class World:
 
     def wait_for_rank0(self):
         """Every rank waits here, for as long as it takes, until rank 0 arrives too."""
-        dist.barrier(group=self._patient)
+        with self._together('waited for rank 0'):
+            dist.barrier(group=self._patient)
         self._rank0_alone = False
 
     def _catch_up(self):
