@@ -193,7 +193,7 @@ def child_ckpt(args):
     import tempfile
 
     import backprop
-    from microgpt.edge.checkpoint import Checkpoint, write_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, TrainState, write_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
     config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
@@ -210,7 +210,7 @@ def child_ckpt(args):
             step_times.append(time.perf_counter() - t0)
             if step % 5 == 4:
                 t0 = time.perf_counter()
-                state = {'step': step + 1, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+                state = TrainState(step + 1, {}, '0' * 64)
                 write_checkpoint(path, Checkpoint.of(trainer, optimizer=trainer.optimizer_state(), train_state=state))
                 save_times.append(time.perf_counter() - t0)
         size = os.path.getsize(path)

@@ -22,7 +22,7 @@ from .engine import Value
 
 
 # ---------------------------------------------------------------------------- configuration
-@dataclass
+@dataclass(frozen=True)  # one model's size, passed on and never changed
 class GPTConfig:
     vocab_size: int      # number of token ids: the characters plus BOS
     n_layer: int = 1     # transformer blocks stacked; 1-2 is plenty for names

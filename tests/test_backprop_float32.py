@@ -87,7 +87,7 @@ def test_a_float32_run_saves_the_same_format_and_resumes_on_float64_and_scalar(t
         copy.write_bytes(out.read_bytes())
         code, stdout, err = run(['--out', str(copy), '--resume', '--steps', '6', *engine_flags], capsys)
         assert code == 0, err
-        assert read_checkpoint(str(copy)).train_state['step'] == 6
+        assert read_checkpoint(str(copy)).train_state.step == 6
         assert 'start_step=4' in stdout
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import inference
 from backprop import Trainer
-from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, TrainState, read_checkpoint, write_checkpoint
 from microgpt.engine import Tape
 from microgpt.fused import vsum
 from microgpt.edge.errors import UserError
@@ -79,7 +79,7 @@ def test_resume_from_a_saved_state_is_exact(tmp_path):
     for step in range(5):
         trainer.step(tokens[step:step + 2], 0.01)
     path = str(tmp_path / 'model.json')
-    state = {'step': 5, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+    state = TrainState(5, {}, '0' * 64)
     write_checkpoint(path, Checkpoint.of(trainer, optimizer=trainer.optimizer_state(), train_state=state))
     ckpt = read_checkpoint(path, training=True)
     resumed = Trainer(ckpt.config, ckpt.weights, ckpt.tokenizer)
@@ -99,7 +99,7 @@ def test_a_checkpoint_holds_what_the_scalar_engine_would_write(tmp_path):
     paths = {}
     for who, obj, adam in (('scalar', model, optimizer.state()), ('numpy', trainer, trainer.optimizer_state())):
         paths[who] = str(tmp_path / f'{who}.json')
-        state = {'step': 1, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+        state = TrainState(1, {}, '0' * 64)
         write_checkpoint(paths[who], Checkpoint.of(obj, optimizer=adam, train_state=state))
     files = {who: json.load(open(path)) for who, path in paths.items()}
     assert files['numpy'].keys() == files['scalar'].keys()

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from microgpt import load_checkpoint
-from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, TrainState, read_checkpoint, write_checkpoint
 from microgpt.edge.files import WriteError
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
@@ -75,7 +75,7 @@ def test_save_load_save_is_byte_identical_and_keeps_the_train_state(tmp_path):
     model = trained_model()
     n = sum(len(row) for m in model.weights().values() for row in m)
     adam = {'t': 8, 'm': [0.1] * n, 'v': [0.2] * n}
-    state = {'step': 8, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+    state = TrainState(8, {}, '0' * 64)
     first, second = tmp_path / 'a.json', tmp_path / 'b.json'
     write_checkpoint(str(first), Checkpoint.of(model, optimizer=adam, train_state=state))
     loaded = read_checkpoint(str(first), training=True)

@@ -74,7 +74,7 @@ def test_a_server_killed_with_sigkill_leaves_its_runs_to_the_next_one(tiny_ckpt,
         assert not runrecord.is_alive(record['pid'], record['process'])
         after = runrecord.read(str(tmp_path / '2'))
         assert after['state'] == 'stopped' and after['step'] == \
-            read_checkpoint(str(tmp_path / '2' / 'model.json')).train_state['step']
+            read_checkpoint(str(tmp_path / '2' / 'model.json')).train_state.step
     finally:
         kill_recorded_runs(tmp_path)
 
@@ -98,7 +98,7 @@ def test_it_is_shown_going_then_stopped_when_asked(tiny_ckpt, names_file, tmp_pa
             final, records, _ = wait_for_run(server)
             assert final['state'] == 'stopped' and final['ckpt'] == 'run1'
             steps = [r['step'] for r in records if 'loss' in r]
-            saved = read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state['step']
+            saved = read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state.step
             assert saved == steps[-1] < 20000  # Ctrl-C's save: the last whole step
             labels = {c['id']: c['label'] for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
             assert labels['run1'] == f'run 1: step {saved} of 20000 (stopped)'
@@ -143,7 +143,7 @@ def test_a_run_that_ended_unwatched_is_shown_as_its_checkpoint_says(tiny_ckpt, t
     """Recorded as running, its process gone: finished if its checkpoint holds every step,
     stopped (at the step it holds) if fewer; a folder without a record still lists its checkpoint."""
     import shutil
-    step = read_checkpoint(tiny_ckpt).train_state['step']  # 60
+    step = read_checkpoint(tiny_ckpt).train_state.step  # 60
     for number, steps in ((1, step), (2, 1000)):
         fake_record(tmp_path / str(number), 2 ** 22 + 7, None, steps=steps)  # no such process
         shutil.copy(tiny_ckpt, tmp_path / str(number) / 'model.json')

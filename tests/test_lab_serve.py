@@ -157,7 +157,7 @@ def test_step_route_equals_the_lab_step(server, tiny_ckpt):
 
 def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):
     from microgpt.edge.checkpoint import read_checkpoint
-    trained = read_checkpoint(tiny_ckpt).train_state['run']['lr']
+    trained = read_checkpoint(tiny_ckpt).train_state.run['lr']
     got = post(server, '/api/step', {'text': TEXT})
     assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
     start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
@@ -203,7 +203,7 @@ def test_stop_saves_the_last_whole_step_as_ctrl_c_does(server):
     assert final['state'] == 'stopped' and final['exit_code'] == 130
     from microgpt.edge.checkpoint import read_checkpoint
     saved = read_checkpoint(server.lab.checkpoints.path(final['ckpt']))
-    assert saved.train_state['step'] == max(r['step'] for r in records) < 20000
+    assert saved.train_state.step == max(r['step'] for r in records) < 20000
     status, body, _ = request(server, 'POST', '/api/train/stop', {})
     assert status == 409  # nothing left to stop
 
@@ -246,7 +246,7 @@ def test_a_numpy_engine_run_with_batches_trains_and_opens(server):
     assert final['state'] == 'finished' and final['exit_code'] == 0
     assert [r['step'] for r in records if 'loss' in r] == list(range(1, 13))
     from microgpt.edge.checkpoint import read_checkpoint
-    run = read_checkpoint(server.lab.checkpoints.path(final['ckpt'])).train_state['run']
+    run = read_checkpoint(server.lab.checkpoints.path(final['ckpt'])).train_state.run
     assert (run['engine'], run['batch_size']) == ('numpy', 4)
 
 def test_the_pages_and_their_files_answer(server):
@@ -514,7 +514,7 @@ def test_ctrl_c_stops_the_server_and_saves_the_run_going(tiny_ckpt, names_file, 
     assert 'run 1 stopped (exit status 130)' in out
     from microgpt.edge.checkpoint import read_checkpoint
     steps = [json.loads(line)['step'] for line in log.read_text().splitlines()]
-    assert read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state['step'] == steps[-1] < 20000
+    assert read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state.step == steps[-1] < 20000
 
 
 def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):

@@ -97,7 +97,7 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
              '--engine', 'numpy', '--dtype', 'float32', *TINY, '--num-samples', '0']
     assert train.main(first) == 0
     ckpt = read_checkpoint(str(out), training=True)
-    saved = ckpt.train_state['run']
+    saved = ckpt.train_state.run
     resumed = settled(['--out', str(out), '--resume', '--steps', '6'], ckpt)
     if rule == settings.MODEL:
         assert getattr(resumed, name) == getattr(ckpt.config, name)
@@ -171,7 +171,7 @@ def test_a_link_is_written_in_its_targets_format_and_resumes(text_ckpt, tmp_path
     code, _, err = run(train.main, ['--out', str(link), '--resume', '--steps', '6', *QUIET], capsys)
     assert code == 0, err
     assert target.read_bytes().startswith(b'{"format": "microgpt"') and link.is_symlink()
-    assert read_checkpoint(str(link), training=True).train_state['step'] == 6
+    assert read_checkpoint(str(link), training=True).train_state.step == 6
 
 
 def test_a_text_without_a_newline_trains_and_samples_from_its_first_character(tmp_path, capsys):
@@ -244,3 +244,21 @@ def test_a_step_that_cannot_fit_in_memory_is_refused_before_it_starts(tmp_path, 
                                     '--engine', engine, *sizes], capsys)
     assert_one_line_error(code, err, 'GiB this machine has free: lower --batch-size or --block-size')
     assert not out.exists()
+
+
+def test_the_training_state_and_the_model_config_are_frozen_records(tmp_path, names_file):
+    """A checkpoint's training state is one frozen TrainState, read and written by
+    edge/checkpoint.py alone: the programs read its fields, and nothing patches it; the same
+    for GPTConfig, the model's size."""
+    from microgpt.edge.checkpoint import TrainState
+    out = tmp_path / 'm.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--val-size', '6',
+                       *TINY, '--num-samples', '0']) == 0
+    ckpt = read_checkpoint(str(out), training=True)
+    state = ckpt.train_state
+    assert isinstance(state, TrainState) and state.step == 3 and state.run['steps'] == 3
+    for record, field in ((state, 'step'), (ckpt.config, 'n_embd'), (ckpt, 'train_state')):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, field, 0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        GPTConfig(vocab_size=5).n_layer = 2

@@ -137,7 +137,7 @@ def test_a_file_the_library_wrote_resumes_in_place(trained, tmp_path, capsys):
     shutil.copy(trained['.safetensors'] + '.log.jsonl', str(path) + '.log.jsonl')
     code, _, err = run(train.main, ['--out', str(path), '--resume', '--steps', '14', '--num-samples', '0'], capsys)
     assert code == 0, err
-    assert read_checkpoint(str(path), training=True).train_state['step'] == 14
+    assert read_checkpoint(str(path), training=True).train_state.step == 14
 
 
 def test_we_read_what_the_safetensors_library_writes(trained, tmp_path):

@@ -92,7 +92,7 @@ def test_ctrl_c_to_torchrun_stops_both_ranks_and_saves_once_resumably(tmp_path, 
     output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
     assert_no_process_left(p)
     assert output.count('interrupted after step') == 1, output  # rank 0 alone says it
-    step = read_checkpoint(str(out)).train_state['step']
+    step = read_checkpoint(str(out)).train_state.step
     assert 5 <= step < SIGINT_STEPS
     assert sorted(os.listdir(out.parent)) == ['model.json', 'model.log.jsonl']
     assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))

@@ -170,7 +170,7 @@ def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_f
     assert_no_process_left(p)
     assert output.count('step 2: val loss') == 1 and not our_traceback(output), output
     assert output.count('the terminal closed after step') == 1, output
-    step = read_checkpoint(str(out)).train_state['step']
+    step = read_checkpoint(str(out)).train_state.step
     assert f'the terminal closed after step {step}; saved {out}' in output
     assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))
     assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(2, step + 1, 2))
@@ -193,4 +193,4 @@ def test_a_peer_killed_mid_run_ends_rank_0_with_one_line_and_its_checkpoint_whol
     code, err = ended(ranks[0])
     assert code == 2 and err[-1].startswith("error: rank 0: another rank left while the ranks"), err
     assert not our_traceback('\n'.join(err)) and 'Traceback' not in '\n'.join(err), err
-    assert read_checkpoint(str(out)).train_state['step'] % 5 == 0
+    assert read_checkpoint(str(out)).train_state.step % 5 == 0

@@ -78,7 +78,7 @@ def test_a_run_moves_scalar_then_torch_then_numpy_as_if_it_never_switched(tmp_pa
     code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', 'torch', '--num-samples', '0'],
                           capsys)
     monkeypatch.undo()
-    assert code == 130 and 'engine=torch' in stdout and read_checkpoint(str(out)).train_state['step'] == 12
+    assert code == 130 and 'engine=torch' in stdout and read_checkpoint(str(out)).train_state.step == 12
     code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', 'numpy', '--num-samples', '0'],
                           capsys)
     assert code == 0 and 'engine=numpy' in stdout

@@ -38,6 +38,20 @@ ADAM_TENSORS = ('adam.m', 'adam.v')  # Adam's moments in a .safetensors file, fl
 
 
 @dataclass(frozen=True)
+class TrainState:
+    """Where a run stands, saved beside its weights so that --resume continues it exactly. Read
+    (checked) and written here only; the run's settings inside are checked by settings.py, which
+    declares them."""
+    step: int                        # the steps done, counted from 1
+    run: dict                        # the run's settings, as settings.Settings.saved() records them
+    data_sha256: str                 # the data's fingerprint: a resumed run must read the very same data
+    val_loss: Optional[float] = None  # the last validation loss measured (None before the first)
+
+    def as_json(self):
+        return {'step': self.step, 'run': self.run, 'data_sha256': self.data_sha256, 'val_loss': self.val_loss}
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     """A trained model and what it was trained with: one value, whatever file it came from."""
     config: GPTConfig
@@ -45,7 +59,7 @@ class Checkpoint:
     weights: dict                    # {name: rows}, every matrix [n_out][n_in] of floats
     data_mode: str = 'lines'         # 'lines': names, one a line; 'text': running text
     optimizer: Optional[dict] = None   # Adam's {'t', 'm', 'v'}, flat in GPT.params order
-    train_state: Optional[dict] = None  # {'step', 'run', 'data_sha256', 'val_loss'}: --resume's
+    train_state: Optional[TrainState] = None  # where the run stands: --resume's
     format: str = 'json'             # how it was read: 'json', 'safetensors' or 'tutorial'
 
     @classmethod
@@ -75,7 +89,7 @@ def write_checkpoint(path, ckpt):
     """Write the record to `path` atomically, in the format its real target's name says (a link
     named .safetensors to a .json file writes JSON, which is what the file is called)."""
     training = ckpt.train_state is not None and ckpt.optimizer is not None  # the one without the other cannot resume
-    train_state = {**ckpt.train_state, 'adam': ckpt.optimizer} if training else None
+    train_state = {**ckpt.train_state.as_json(), 'adam': ckpt.optimizer} if training else None
     fields = {'format': FORMAT, 'version': VERSION, 'data_mode': ckpt.data_mode,
               'config': {k: getattr(ckpt.config, k) for k in CONFIG_FIELDS}, 'vocab': list(ckpt.vocab)}
     if checkpoint_format(os.path.realpath(path)) == '.json':
@@ -343,12 +357,11 @@ def _split_train_state(path, train_state, training):
     state = dict(train_state)
     adam = state.pop('adam', None)
     try:
-        _train_state(path, state)
+        return _train_state(path, state), adam
     except UserError:
         if training:
             raise
         return None, None
-    return state, adam
 
 
 def _optimizer(path, adam, config):
@@ -364,8 +377,8 @@ def _optimizer(path, adam, config):
 
 
 def _train_state(path, state):
-    """The training state's own fields (the run's settings are checked by programs/settings.py,
-    which declares them)."""
+    """The TrainState of the file's dict, its own fields checked (the run's settings are checked
+    by programs/settings.py, which declares them)."""
     if not is_int_in(state.get('step'), 0):
         damaged(path, "its step is not a count")
     if not isinstance(state.get('run'), dict):
@@ -374,6 +387,7 @@ def _train_state(path, state):
         damaged(path, "its data fingerprint is missing")
     if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
         damaged(path, "its validation loss is not a number")
+    return TrainState(state['step'], state['run'], state['data_sha256'], state.get('val_loss'))
 
 
 def damaged(path, problem):

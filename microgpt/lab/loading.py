@@ -26,7 +26,7 @@ DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
 def trained_with(ckpt, setting):
     """The run setting ('lr', 'data', ...) the checkpoint says it was trained with, or None where
     it does not say (no checkpoint, the tutorial's export, a damaged training state)."""
-    run = (ckpt.train_state or {}).get('run') if ckpt is not None else None
+    run = ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
     return run.get(setting) if isinstance(run, dict) else None
 
 

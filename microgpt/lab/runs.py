@@ -302,7 +302,7 @@ class RunManager:
                 sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
         except UserError:
             return  # a diverged model: the log shows it
-        step = (ckpt.train_state or {}).get('step')
+        step = ckpt.train_state and ckpt.train_state.step
         with self.lock:
             if not any(s['step'] == step for s in run.samples):
                 run.samples.append({'step': step, **sample})
@@ -409,10 +409,10 @@ def save_record(run):
 def saved_step(path):
     """The step the checkpoint at path holds, or None if there is none that reads."""
     try:
-        step = (read_checkpoint(path).train_state or {}).get('step')
+        state = read_checkpoint(path).train_state
     except (OSError, UserError):
         return None
-    return step if isinstance(step, int) else None
+    return state.step if state is not None else None
 
 
 def ended_as(step, steps):

@@ -86,7 +86,7 @@ def training_names(ckpt, data=None):
     if ckpt is not None and ckpt.data_mode == 'text':
         return None, "running text: continuations are not marked"
     if data is None:
-        run = ((ckpt.train_state if ckpt is not None else None) or {}).get('run')
+        run = ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
         if not isinstance(run, dict):  # the tutorial's export, or a damaged training state
             return None, "the checkpoint does not say what it was trained on (pass --data)"
         data = run.get('data')  # None: the bundled names

@@ -137,7 +137,7 @@ class Settings:
     world_size: Optional[int] = None
 
     def saved(self):
-        """What a checkpoint's training state records of the run (train_state['run']): every
+        """What a checkpoint's training state records of the run (TrainState.run): every
         setting with a rule but the model's size, the data as an absolute path (so that
         --resume works from any folder)."""
         run = {name: getattr(self, name) for name in SAVED}
@@ -241,7 +241,7 @@ def settle(flags, given, ckpt=None, environ=None):
                           else _shown(saved[name]))
                 raise UserError(f"{given_as} differs from the run being resumed ({theirs}): "
                                 "drop the flag to resume exactly")
-        done = ckpt.train_state['step']
+        done = ckpt.train_state.step
         if done >= values['steps']:
             raise UserError(f"{values['out']} is already trained for {done} steps: pass --steps "
                             f"greater than {done} to train further")
@@ -295,14 +295,14 @@ ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n
 def _saved_run(out, train_state):
     """A saved run's settings, each checked against its flag's declaration (fields added in
     later versions may be absent: such a run resumes with their defaults)."""
-    run = train_state['run']
+    run = train_state.run
     for name in SAVED:
         required = name in ('data', 'val_size', 'shuffle', 'seed', 'lr', 'steps')
         kind = FLAGS[name]['kind']
         if (name in run or required) and not (name in run and kind.holds(run[name])):
             damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
-    if train_state['step'] > run['steps']:
-        damaged(out, f"its step {short(train_state['step'])} is past its {run['steps']} steps")
+    if train_state.step > run['steps']:
+        damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
     return {'data_mode': 'lines', **run}  # a run saved before running text read names
 
 
