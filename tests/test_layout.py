@@ -31,9 +31,9 @@ LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
 # microgpt's single file, and the engine in fewer than micrograd's 94-line engine.py.
 CORE_CODE_LINES, ENGINE_CODE_LINES = 450, 80
 # What runs and guards the programs stays in proportion to the lesson it protects: its code at
-# most about 4.8 times the core's (nanoGPT's train.py, with DDP and checkpointing, is 336
+# most about 4.8 times the core's budget (nanoGPT's train.py, with DDP and checkpointing, is 336
 # lines); counted in code lines for the core's reason, so that no explanation is cut to fit.
-PROGRAM_CODE_LINES = 2100
+PROGRAM_CODE_LINES = 2160
 
 
 def project_modules():

@@ -162,3 +162,10 @@ def test_ctrl_c_while_train_py_imports_ends_without_a_traceback(tmp_path, delay)
     _, err = p.communicate(timeout=60)
     assert 'Traceback' not in err, err
     assert p.returncode in (-signal.SIGINT, 130), (p.returncode, err)
+
+
+def test_a_refused_run_leaves_no_folder_it_made_for_its_out(tmp_path, capsys):
+    out = tmp_path / 'new' / 'deeper' / 'm.json'
+    code, _, err = run(['--out', str(out), '--device', 'cuda', *TINY], capsys)
+    assert code == 2 and '--device cuda is for --engine torch' in err, err
+    assert os.listdir(tmp_path) == []

@@ -82,7 +82,7 @@ def test_a_fresh_run_over_a_trained_model_is_refused_unless_forced(tmp_path, nam
                                      '--resume, write this run elsewhere with another --out, or replace it with --force')
     assert stdout == '' and {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
     assert run(train.main, train_args(names_file, out, '--steps', '3', '--force'), capsys)[0] == 0
-    assert read_checkpoint(str(out)).train_state['step'] == 3
+    assert read_checkpoint(str(out)).train_state.step == 3
     assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3]
 
 
@@ -110,7 +110,7 @@ def test_a_symlinked_out_is_written_through_with_normal_permissions(tmp_path, na
     finally:
         os.umask(old_umask)
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert read_checkpoint(str(target)).train_state['step'] == 2
+    assert read_checkpoint(str(target)).train_state.step == 2
     assert stat.S_IMODE(target.stat().st_mode) == 0o644  # what a new file gets under umask 022
     # the log goes beside the file written, so every name of one checkpoint shares one log and lock
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'real']
@@ -146,7 +146,7 @@ def test_a_save_that_fails_mid_run_is_one_line_and_keeps_the_last_good_checkpoin
     assert_one_line_error(code, err, f'after step 4: could not write {out}: the disk is full; the previous '
                                      f'{out} is intact; it holds step 2; fix that, then resume: '
                                      f'python train.py --out {out} --resume')
-    assert read_checkpoint(str(out)).train_state['step'] == 2
+    assert read_checkpoint(str(out)).train_state.step == 2
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']
     assert [e['step'] for e in log_of(out)] == [1, 2]  # the log tells no step the checkpoint lacks
     monkeypatch.undo()
@@ -193,7 +193,7 @@ def test_sigterm_saves_like_ctrl_c(tmp_path, names_file):
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert 'Traceback' not in stderr
-    saved = read_checkpoint(str(out)).train_state['step']
+    saved = read_checkpoint(str(out)).train_state.step
     assert saved >= 5 and losses(log_of(out))[-1]['step'] == saved
     assert f'terminated after step {saved}; saved {out}' in stdout
 
@@ -283,7 +283,7 @@ def test_resume_accepts_the_same_data_at_a_new_path(tmp_path, names_file, capsys
     assert_one_line_error(code, err, f'the run\'s data file {data} is gone: if it moved, pass --data')
     code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '5', '--data', str(moved)], capsys)
     assert code == 0, err
-    assert read_checkpoint(str(out)).train_state['run']['data'] == str(moved)
+    assert read_checkpoint(str(out)).train_state.run['data'] == str(moved)
 
 
 # ---------------------------------------------------------------------------- batches and engines
@@ -374,7 +374,7 @@ def test_a_checkpoint_from_one_engine_resumes_on_the_other(tmp_path, names_file,
             monkeypatch.setattr(backprop.Trainer, 'step', step_then_ctrl_c)
         code, _, _ = run(train.main, train_args(names_file, out, '--steps', '12', '--engine', first), capsys)
         monkeypatch.undo()
-        assert code == 130 and read_checkpoint(str(out)).train_state['step'] == 6
+        assert code == 130 and read_checkpoint(str(out)).train_state.step == 6
         code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', second,
                                            '--num-samples', '0'], capsys)
         assert code == 0 and f'engine={second}' in stdout
@@ -485,7 +485,7 @@ def stop_a_run(tmp_path, names_file, how, **popen):
 
 
 def assert_saved_and_resumable(out, stderr, words):
-    saved = read_checkpoint(str(out)).train_state['step']
+    saved = read_checkpoint(str(out)).train_state.step
     assert saved >= 2 and losses(log_of(out))[-1]['step'] == saved  # 5 lines logged: 2 steps at least
     assert 'Traceback' not in stderr
     assert f'{words} after step {saved}; saved {out}. Resume with:\n  python train.py --out {out} --resume' in stderr
@@ -541,7 +541,7 @@ def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, na
 def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
     """checkpoint_bytes is an upper bound: a checkpoint of the longest floats repr() writes, with
     its training state, and the longest escaped characters, stays within it (and near it)."""
-    from microgpt.edge.checkpoint import Checkpoint, checkpoint_bytes, write_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, TrainState, checkpoint_bytes, write_checkpoint
     from microgpt.model import parameter_shapes
     worst = -2.2250738585072014e-308  # 24 characters
     config = GPTConfig(vocab_size=40, n_layer=2, n_embd=8, n_head=2, block_size=5)
@@ -549,7 +549,7 @@ def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
     for p in model.params:
         p.data = worst
     n = sum(a * b for a, b in parameter_shapes(config).values())
-    state = {'step': 1, 'run': {}, 'data_sha256': '0' * 64, 'val_loss': None}
+    state = TrainState(1, {}, '0' * 64)
     path = tmp_path / 'model.json'
     write_checkpoint(str(path), Checkpoint.of(model, optimizer={'t': 1, 'm': [worst] * n, 'v': [worst] * n},
                                               train_state=state))
@@ -582,7 +582,7 @@ def test_a_file_size_limit_on_the_log_is_one_line(tmp_path, names_file):
                             capture_output=True, text=True, timeout=120)
     assert_one_line_error(result.returncode, result.stderr, 'the file would exceed the file-size limit (ulimit -f); '
                                                             f'{out} holds step ')
-    saved = read_checkpoint(str(out)).train_state['step']
+    saved = read_checkpoint(str(out)).train_state.step
     assert saved % 20 == 0 and f'holds step {saved}: resume with' in result.stderr
 
 
@@ -593,7 +593,7 @@ def test_a_log_linked_to_dev_null_is_written_to_and_left_a_link(tmp_path, names_
     (tmp_path / 'model.log.jsonl').symlink_to('/dev/null')
     assert run(train.main, train_args(names_file, out, '--steps', '3'), capsys)[0] == 0
     assert run(train.main, ['--out', str(out), '--resume', '--steps', '5'], capsys)[0] == 0
-    assert read_checkpoint(str(out)).train_state['step'] == 5
+    assert read_checkpoint(str(out)).train_state.step == 5
     assert os.readlink(tmp_path / 'model.log.jsonl') == '/dev/null'
 
 
@@ -644,7 +644,7 @@ def test_a_thousand_folders_deep_out_is_made_and_a_deeper_one_is_one_line(tmp_pa
     out = 'a/' * 1000 + 'model.json'
     try:
         assert run(train.main, train_args(names_file, out, '--steps', '2'), capsys)[0] == 0
-        assert read_checkpoint(out).train_state['step'] == 2
+        assert read_checkpoint(out).train_state.step == 2
         deeper = 'b/' * 2100 + 'model.json'
         code, stdout, err = run(train.main, train_args(names_file, deeper, '--steps', '2'), capsys)
         assert_one_line_error(code, err, 'the file name is too long: choose another --out')
@@ -776,7 +776,7 @@ def test_a_reproduce_original_run_resumes_with_more_steps(tmp_path, names_file, 
     assert code == 0, err
     assert "note: the original microgpt.py trains 1000 steps: from step 4 this is no longer the original's run" in stdout
     assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3, 4, 5]
-    assert read_checkpoint(str(out)).train_state['run']['reproduce_original'] is True
+    assert read_checkpoint(str(out)).train_state.run['reproduce_original'] is True
 
 
 def test_edited_data_with_new_characters_says_the_data_changed(tmp_path, capsys):
@@ -851,7 +851,7 @@ def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tm
     built = build(settings, None)
     built.trainer.world = OneRank()  # as torchgpt's trainer holds its World
     built.trainer.world.calls = []
-    with Output.of_run(flags) as output, Run(settings, output, built.trainer, 'data', 0) as run:
+    with Output.of_run(flags) as output, Run(settings, output, built) as run:
         run.log_step(1, 3.0, 0.01)
         assert run.stop_signal is None  # the ranks sent None at step 1: none stops there
         run.log_step(2, 3.0, 0.01)

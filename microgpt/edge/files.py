@@ -219,7 +219,7 @@ def remove_stale_temporaries(path):
 
 def make_folders(folder):
     """os.makedirs(folder, exist_ok=True) without its recursion (a path 1,000 folders deep
-    ended in RecursionError); on failure the folders it made are removed again."""
+    ended in RecursionError), returning the folders it made; on failure they are removed again."""
     missing = []
     while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         missing.append(folder)
@@ -234,12 +234,19 @@ def make_folders(folder):
                 if not os.path.isdir(path):
                     raise
     except OSError:
-        for path in reversed(made):
-            try:
-                os.rmdir(path)
-            except OSError:
-                break
+        remove_empty_folders(made)
         raise
+    return made
+
+
+def remove_empty_folders(made):
+    """Remove the folders make_folders made (its list), deepest first, as long as each is
+    empty: a refused or failed run leaves no folder of its own behind."""
+    for path in reversed(made):
+        try:
+            os.rmdir(path)
+        except OSError:
+            break
 
 
 def mode_for(target):

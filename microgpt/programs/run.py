@@ -16,10 +16,11 @@ import signal
 import sys
 import time
 
-from ..edge.checkpoint import (Checkpoint, checkpoint_format, is_our_checkpoint, read_checkpoint,
+from ..edge.checkpoint import (Checkpoint, TrainState, checkpoint_format, is_our_checkpoint, read_checkpoint,
                                write_checkpoint)
 from ..edge.errors import UserError
-from ..edge.files import describe_os_error, make_folders, probe_writable, remove_stale_temporaries
+from ..edge.files import (describe_os_error, make_folders, probe_writable, remove_empty_folders,
+                          remove_stale_temporaries)
 from ..edge.limits import MAX_LOSS
 from ..training import learning_rate
 from . import original
@@ -55,9 +56,9 @@ class Output:
     def __init__(self, out, fresh, force, protected=(), what='--out'):
         self.out, self.rank = out, torchrun_place(os.environ)[0]
         self.log_path = log_path_for(out)
-        self.log = None
+        self.log, self.made = None, []
         if self.rank == 0:
-            check_out(out, fresh, force, protected, what)
+            self.made = check_out(out, fresh, force, protected, what)  # the folders it made for --out
             self.log = open_locked_log(self.log_path, out)  # the lock first, then read what it guards
 
     @classmethod
@@ -74,6 +75,7 @@ class Output:
     def __exit__(self, *exc):
         if self.log is not None:
             self.log.close()  # also releases the lock
+        remove_empty_folders(self.made)  # a refused run leaves no folder it made
         return False
 
     def read(self, flags, given):
@@ -101,7 +103,7 @@ class Output:
 def check_out(out, fresh, force, protected=(), what='--out'):
     """Fail now, not after an hour of training, if the checkpoint cannot or must not be written.
     protected: (path, whose) pairs it must never overwrite. convert checks its target here too
-    (what='target')."""
+    (what='target'). Returns the folders it made for the checkpoint."""
     if not out:
         raise UserError(f"{what} is empty: give a file name such as out/model.json")
     if out.endswith(os.sep) or os.path.isdir(out):
@@ -127,10 +129,12 @@ def check_out(out, fresh, force, protected=(), what='--out'):
     checkpoint_format(target, f"{what} {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
     if os.path.isdir(log_path_for(out)):
         raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another {what}")
+    made = []
     try:
-        make_folders(os.path.dirname(target))
+        made = make_folders(os.path.dirname(target))
         probe_writable(target)
     except OSError as e:
+        remove_empty_folders(made)
         raise UserError(f"cannot write the checkpoint to {out}: {describe_os_error(e)}: "
                         f"choose another {what}") from None
     if os.path.exists(target) and not is_our_checkpoint(target):
@@ -140,6 +144,7 @@ def check_out(out, fresh, force, protected=(), what='--out'):
         ways = ("continue it with --resume, write this run elsewhere with another --out"
                 if what == '--out' else "choose another target")
         raise UserError(f"{what} {out} already holds a trained model: {ways}, or replace it with --force")
+    return made
 
 
 # ---------------------------------------------------------------------------- the run, step by step
@@ -147,11 +152,13 @@ class Run:
     """One training run's bookkeeping from its first step to its last save: the log, saving,
     and stopping on a signal. Made once everything it needs is known."""
 
-    def __init__(self, settings, output, trainer, fingerprint, start, ckpt=None):
-        self.settings, self.output, self.world = settings, output, getattr(trainer, 'world', None)
-        self.vocab_size, self.fingerprint = trainer.config.vocab_size, fingerprint
-        resumed = ckpt.train_state if settings.resume else None
-        self.val_loss = resumed and resumed.get('val_loss')  # the last one measured, until the next
+    def __init__(self, settings, output, built, ckpt=None):
+        """settings: the settled record; built: train.build's (the trainer, the data's
+        fingerprint, the step it starts after); ckpt: the checkpoint resumed, if any."""
+        trainer, start = built.trainer, built.start
+        self.settings, self.output, self.world = settings, output, trainer.world
+        self.vocab_size, self.fingerprint = trainer.config.vocab_size, built.data.fingerprint
+        self.val_loss = ckpt.train_state.val_loss if settings.resume else None  # the last measured, until the next
         self.start = start         # the step --out holds before this run's first save
         self.saved_step = None     # the step the checkpoint at --out holds, once we saved
         self.caught = None         # a signal caught, or a closed stdout: a key of STOPS
@@ -239,8 +246,7 @@ class Run:
         """Replace the checkpoint at --out, whole, with the state after `step`."""
         s = self.settings
         ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(),
-                             train_state={'step': step, 'run': s.saved(), 'data_sha256': self.fingerprint,
-                                          'val_loss': self.val_loss})
+                             train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss))
         try:
             self.output.write(ckpt)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
@@ -315,9 +321,9 @@ def resume_notes(settings, ckpt):
     """What a resumed run says before its first step: a resume with more steps spreads the
     learning rate's decay over the new total (with the jump it makes), and a reproduction of
     the original goes past the original's run."""
-    if not settings.resume or settings.steps == ckpt.train_state['run']['steps']:
+    if not settings.resume or settings.steps == ckpt.train_state.run['steps']:
         return []
-    run, start = ckpt.train_state['run'], ckpt.train_state['step']
+    run, start = ckpt.train_state.run, ckpt.train_state.step
     notes = [f"note: the learning rate now decays to 0 over {settings.steps} steps instead of {run['steps']}: "
              f"step {start} trained at lr {learning_rate(run['lr'], start - 1, run['steps']):.3g}, "
              f"step {start + 1} trains at {learning_rate(run['lr'], start, settings.steps):.3g}"]

@@ -42,7 +42,7 @@ def main(argv=None):
         ckpt = output.read(flags, given)
         settings = settle(flags, given, ckpt)          # 2. settle: one frozen record of the run
         built = build(settings, ckpt)                  # 3. build: data, first weights, engine
-        with Run(settings, output, built.trainer, built.data.fingerprint, built.start, ckpt) as run:
+        with Run(settings, output, built, ckpt) as run:
             for line in report(settings, built) + resume_notes(settings, ckpt):
                 run.say(line)
             status = loop(settings, built, run)        # 4. loop
@@ -81,7 +81,7 @@ def build(settings, ckpt):
     start = 0
     if settings.resume:
         trainer.load_optimizer_state(ckpt.optimizer)
-        start = ckpt.train_state['step']
+        start = ckpt.train_state.step
     if settings.world_size is not None:  # torchrun: every rank trains what rank 0 trains, or none starts
         trainer.check_ranks_agree(settings.saved(), data.fingerprint)
     threads = None
@@ -102,13 +102,18 @@ def report(settings, built):
 
 class ScalarTrainer:
     """The Value engine behind the loop: a GPT of Values and its Adam. The numpy and torch
-    engines (backprop.Trainer, torchgpt.Trainer) have the same methods, so the loop does not
-    care which one it drives: step(batch, lr) -> loss; weights() and optimizer_state() for the
-    checkpoint."""
+    engines (backprop.Trainer, torchgpt.Trainer) have the same interface, so the loop does not
+    care which one it drives: step(batch, lr) -> loss; news(), a line to say once or None;
+    weights() and optimizer_state() for the checkpoint; config, tokenizer, dtype (the weights'
+    precision, a name) and world (torchrun's ranks, or None)."""
+    dtype, world = 'float64', None
 
     def __init__(self, model, optimizer):
         self.model, self.optimizer = model, optimizer
         self.config, self.tokenizer = model.config, model.tokenizer
+
+    def news(self):
+        return None
 
     def step(self, batch, lr):
         """One update on a batch of tokenized names; nan if an exp() overflowed (divergence)."""
@@ -288,7 +293,7 @@ def _vocabulary(settings, ckpt, docs):
     """(the data's fingerprint, the tokenizer): the data's characters, or the checkpoint's, which
     must cover the data; a resumed run's data must be the very data it was saved with."""
     digest = fingerprint(docs)
-    if settings.resume and ckpt.train_state['data_sha256'] != digest:
+    if settings.resume and ckpt.train_state.data_sha256 != digest:
         raise UserError(f"the data ({settings.data or 'bundled names'}) changed since {settings.out} was "
                         "saved: resuming would train on a different order; start a new run")
     if ckpt is None:
@@ -310,7 +315,7 @@ def validation_losses(trainer, parts, windows=False, threads=None):
         import inference
     except ImportError:
         return [_scalar_loss(trainer.model, part, windows) for part in parts]
-    dtype = 'float32' if str(getattr(trainer, 'dtype', '')) == 'float32' else 'float64'  # bfloat16: float64
+    dtype = 'float32' if str(trainer.dtype) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     if not windows:
         return [_port_loss(inference.evaluate, port, part) for part in parts]
@@ -342,9 +347,9 @@ def loop(settings, built, run):
         lr_t = learning_rate(settings.lr, step - 1, settings.steps)
         loss = trainer.step(data.batch(step), lr_t)
         run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
-        if getattr(trainer, 'chosen', None):  # the numpy engine's threads, timed on the first steps
-            run.say(trainer.chosen)
-            trainer.chosen = None
+        news = trainer.news()  # e.g. the numpy engine's threads, once timed on the first steps
+        if news:
+            run.say(news)
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:

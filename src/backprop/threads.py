@@ -157,10 +157,15 @@ class Trial:
         self.schedule = [way for _ in range(self.ROUNDS) for way in ways for _ in range(self.RUN)]
         self.times = {way: [] for way in ways}
         self.steps = 0
-        self.chosen = None  # the line to print once the trial has decided, then None again
+        self.chosen = None  # the line to print once the trial has decided, until news() says it
 
     def __getattr__(self, name):  # weights(), optimizer_state(), config, ... are the trainer's
         return getattr(self.trainer, name)
+
+    def news(self):
+        """The way chosen, once the trial has decided (said once), else None."""
+        news, self.chosen = self.chosen, None
+        return news
 
     def step(self, batch, lr):
         if self.steps >= len(self.schedule):

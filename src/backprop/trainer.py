@@ -42,7 +42,9 @@ from .optim import AdamArrays
 
 class Trainer:
     """Trains microgpt's GPT on numpy arrays. config: GPTConfig; weights: {name: [[float]]};
-    dtype: 'float64' (default, exact) or 'float32' (fast)."""
+    dtype: 'float64' (default, exact) or 'float32' (fast). The loop drives it as it drives
+    programs/train.py's ScalarTrainer: the same methods, one process (world None)."""
+    world = None
 
     def __init__(self, config, weights, tokenizer, dtype='float64', workers=1):
         self.config = config
@@ -69,6 +71,9 @@ class Trainer:
             self.split.pool.shutdown()
         self.split = Split(self, workers) if workers > 1 else None
         self.workers = workers
+
+    def news(self):  # nothing to say between steps (threads.Trial, wrapping it, says what it chose)
+        return None
 
     def step(self, batch, lr):
         """One forward, backward and Adam update on `batch` (B token lists); the mean loss.

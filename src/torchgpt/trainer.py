@@ -59,6 +59,9 @@ class Trainer:
         self.load_weights(weights)
         self._optimizer = None
 
+    def news(self):  # the loop asks each engine between steps; this one has nothing to say
+        return None
+
     @property
     def optimizer(self):
         """torch.optim.Adam with microgpt's betas and eps, made when first used: making one
