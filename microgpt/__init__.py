@@ -10,8 +10,16 @@ The order to read the files in is docs/reading-guide.md's (it starts with engine
 file is only the front door: it imports the few names a script needs.
 """
 
-from .edge.checkpoint import load_checkpoint
 from .engine import Value
 from .model import GPT, GPTConfig
 
 __all__ = ['Value', 'GPT', 'GPTConfig', 'load_checkpoint']
+
+
+def __getattr__(name):
+    """load_checkpoint comes from the edge layer (edge/checkpoint.py, which checks every file it
+    reads), imported when first asked for: importing the lesson's files loads none of the edge."""
+    if name == 'load_checkpoint':
+        from .edge.checkpoint import load_checkpoint
+        return load_checkpoint
+    raise AttributeError(f"module 'microgpt' has no attribute {name!r}")

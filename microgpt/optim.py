@@ -50,6 +50,5 @@ class Adam:
         return {'t': self.t, 'm': list(self.m), 'v': list(self.v)}
 
     def load_state(self, state):
-        if len(state['m']) != len(self.params) or len(state['v']) != len(self.params):
-            raise ValueError("optimizer state does not match the number of parameters")
+        """state: one of state()'s, whose sizes the checkpoint reader has checked."""
         self.t, self.m, self.v = state['t'], list(state['m']), list(state['v'])

@@ -14,6 +14,7 @@ and no module, and no layer, imports another that imports it back.
 import ast
 import io
 import os
+import subprocess
 import sys
 import tokenize
 
@@ -216,3 +217,19 @@ def test_the_reading_guides_line_counts_are_true():
         with open(os.path.join(REPO_DIR, path), encoding='utf-8') as f:
             actual = sum(1 for _ in f)
         assert abs(actual - stated) <= 0.1 * stated, f"the guide says {path} has about {stated} lines: {actual}"
+
+
+def test_importing_the_lesson_loads_no_module_of_the_edge_layer():
+    """The core trusts its arguments and reads alone: `import microgpt.engine` (and the package's
+    front door, which every import of it passes) loads the lesson's files only; load_checkpoint,
+    from edge/, is imported when first asked for."""
+    code = ("import sys, microgpt.engine, microgpt.model, microgpt.optim, microgpt.sampling, microgpt.training\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('microgpt.'))))\n"
+            "from microgpt import load_checkpoint\n"
+            "print(load_checkpoint.__module__)")
+    out = subprocess.run([sys.executable, '-c', code], cwd=REPO_DIR, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    loaded = out[0].split()
+    assert 'microgpt.engine' in loaded and not [m for m in loaded if m.startswith(('microgpt.edge', 'microgpt.programs',
+                                                                                 'microgpt.lab'))], loaded
+    assert out[1] == 'microgpt.edge.checkpoint'
