@@ -26,6 +26,7 @@ import random
 
 from .model import GPT
 
+TEMPERATURE = 0.5  # microgpt's: typical names with a little invention (train.py's samples, sample.py's default)
 
 def probabilities(logits, temperature, top_k=None):
     """softmax(logits / temperature) as plain floats, optionally cut to the top_k tokens.

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..edge.errors import UserError
 from ..model import GPTConfig, parameter_shapes
-from ..sampling import iter_names
+from ..sampling import TEMPERATURE, iter_names
 from ..tokenizer import CharTokenizer
 
 # Every setting of the original script; train.py refuses flags that would change them.
@@ -34,7 +34,7 @@ ORIGINAL = {
     'eps': 1e-8,           # eps_adam
     'batch_size': 1,       # one document per step
     'val_size': 0,         # no held-out split
-    'temperature': 0.5,
+    'temperature': TEMPERATURE,  # 0.5: microgpt's, which sampling.py declares
     'num_samples': 20,
 }
 

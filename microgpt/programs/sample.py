@@ -24,7 +24,7 @@ from ..edge.checkpoint import read_checkpoint
 from ..edge.checks import check_prompt, check_sampling, encode
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
-from ..sampling import generate, iter_names
+from ..sampling import TEMPERATURE, generate, iter_names
 from . import cli
 
 DEFAULT_LENGTH = 500     # running text: a screenful
@@ -58,9 +58,9 @@ def parse_args(argv=None):
                    help=f"running-text models: characters to generate after the prompt, "
                         f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
                         "name at its end token")
-    g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=0.5,
+    g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=TEMPERATURE,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
-                        "inventive, 0 = greedy (always the most likely character) (default 0.5)")
+                        "inventive, 0 = greedy (always the most likely character) (default %(default)s)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
                    help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
     g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
@@ -149,7 +149,7 @@ def text_prompt_ids(tokenizer, prompt):
     return ids or tokenizer.encode(TEXT_START if TEXT_START in tokenizer.stoi else tokenizer.chars[0])
 
 
-def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=0.5, top_k=None, seed=42,
+def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMPERATURE, top_k=None, seed=42,
                 out=None):
     """`num` samples of `length` characters after the prompt, each character printed at once.
 

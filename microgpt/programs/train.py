@@ -28,7 +28,7 @@ from ..edge.errors import UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
 from ..model import GPT, init_weights
 from ..optim import Adam
-from ..sampling import iter_names
+from ..sampling import TEMPERATURE, iter_names
 from ..tokenizer import CharTokenizer
 from ..training import batch_step, doc_tokens, evaluate, learning_rate
 from . import cli, original, sample
@@ -364,7 +364,7 @@ def loop(settings, built, run):
 
 # ---------------------------------------------------------------------------- 5. sample
 def closing_samples(settings, built):
-    """A few names at temperature 0.5 (the original's 20, from its own generator), or a few
+    """A few names at microgpt's temperature (the original's 20, from its own generator), or a few
     lines of running text, from the trained weights, by the fastest engine that gives the
     same text (sample.model_for)."""
     if settings.num_samples == 0:
@@ -382,7 +382,7 @@ def closing_samples(settings, built):
     if built.recipe is not None:  # drawn from the original's generator, where training left it
         names = itertools.islice(original.sample_original(model, built.recipe.rng), settings.num_samples)
     else:
-        names = iter_names(model, num=settings.num_samples, temperature=0.5, seed=settings.seed)
+        names = iter_names(model, num=settings.num_samples, temperature=TEMPERATURE, seed=settings.seed)
     for name in names:
         print(' ', name, flush=True)
 
