@@ -26,12 +26,12 @@ from ..edge.errors import UserError
 
 class ShowDefaults(argparse.HelpFormatter):
     """--help ends each flag's help with its default, where it has a value to show (not a
-    switch, not None: such a flag's help says what its absence means)."""
+    switch, not None or empty: such a flag's help says what its absence means)."""
 
     def _get_help_string(self, action):
         text = action.help or ''
         default = action.default
-        shown = not (default is None or isinstance(default, bool) or default == argparse.SUPPRESS)
+        shown = not (default in (None, '') or isinstance(default, bool) or default == argparse.SUPPRESS)
         if shown and '%(default)' not in text:
             text += ' (default %(default)s)'
         return text

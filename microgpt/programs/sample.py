@@ -26,6 +26,7 @@ from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
 from ..sampling import TEMPERATURE, generate, iter_names
 from . import cli
+from .settings import Settings
 
 DEFAULT_LENGTH = 500     # running text: a screenful
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
@@ -37,12 +38,11 @@ SLOW = 10.0              # seconds: a slower scalar run is announced, with how t
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(prog=cli.program_name('sample.py'),
+    p = cli.ArgumentParser(prog=cli.program_name('sample.py'), formatter_class=cli.ShowDefaults,
                            description="Generate names (or running text) from a trained microgpt checkpoint.")
     g = p.add_argument_group('model')
-    g.add_argument('--ckpt', default='out/model.json', metavar='PATH',
-                   help="checkpoint written by train.py, or the 3D tutorial's weights export "
-                        "(default out/model.json)")
+    g.add_argument('--ckpt', default=Settings.out, metavar='PATH',  # where train.py writes
+                   help="checkpoint written by train.py, or the 3D tutorial's weights export")
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
                         "them; default 4)")
@@ -60,14 +60,14 @@ def parse_args(argv=None):
                         "name at its end token")
     g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=TEMPERATURE,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
-                        "inventive, 0 = greedy (always the most likely character) (default %(default)s)")
+                        "inventive, 0 = greedy (always the most likely character)")
     g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
                    help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
-    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=42,
-                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same text (default 42)")
+    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=Settings.seed,
+                   help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same text")
     g.add_argument('--prompt', default='',
                    help="how every name (or the text) starts, normalized to NFC as train.py's data is; "
-                        "its characters must be in the vocabulary; for running text any length (default: empty)")
+                        "its characters must be in the vocabulary; for running text any length (default: none)")
     return p.parse_args(argv)
 
 
