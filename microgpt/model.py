@@ -196,3 +196,10 @@ class GPT:
             for row, new_row in zip(matrix, weights[name]):
                 for p, x in zip(row, new_row):
                     p.data = float(x)
+
+    @classmethod
+    def from_weights(cls, config, weights, tokenizer=None, fused=True):
+        """A GPT holding trained weights (a checkpoint's) in place of freshly drawn ones."""
+        model = cls(config, tokenizer=tokenizer, fused=fused)
+        model.load_weights(weights)
+        return model

@@ -74,9 +74,7 @@ class Checkpoint:
 
     def model(self):
         """A GPT of Values (microgpt/model.py) holding these weights."""
-        model = GPT(self.config, tokenizer=self.tokenizer)
-        model.load_weights(self.weights)
-        return model
+        return GPT.from_weights(self.config, self.weights, self.tokenizer)
 
 
 def load_checkpoint(path, n_head=None):

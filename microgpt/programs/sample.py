@@ -121,8 +121,7 @@ def model_for(config, weights, tokenizer, engine=None, positions=0):
     if engine == 'numpy':
         inference = cli.import_optional('inference', "--engine numpy")
         return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
-    model = GPT(config, tokenizer=tokenizer)
-    model.load_weights(weights)
+    model = GPT.from_weights(config, weights, tokenizer)
     if n_params > SCALAR_UP_TO and positions:
         _announce(model, positions, faster)
     return model

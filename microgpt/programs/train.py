@@ -188,8 +188,7 @@ def make_trainer(settings, config, weights, tokenizer):
     if settings.engine == 'numpy':
         backprop = cli.import_optional('backprop', "--engine numpy")
         return backprop.Trainer(config, weights, tokenizer, dtype=settings.dtype)
-    model = GPT(config, tokenizer=tokenizer, fused=not settings.unfused)
-    model.load_weights(weights)
+    model = GPT.from_weights(config, weights, tokenizer, fused=not settings.unfused)
     return ScalarTrainer(model, Adam(model.params))
 
 
