@@ -18,6 +18,7 @@ ever runs in their own process.
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,93 +30,116 @@ from .harness import CASE_SECONDS
 STARTUP = 30.0               # seconds for a fresh Python to import the checker (and numpy) on a busy machine
 SILENCE = 60.0               # seconds without a report between exercises, or between training steps
 OUTPUT_FILE_BYTES = 16 * 2 ** 20  # what the learner's code may write to its stdout and stderr files
-REPORT_BYTES = 8 * 2 ** 20   # what the process may report in all (a report is a few KB)
+MEMORY_BYTES = 2 * 2 ** 30   # the address space of the learner's process (numpy and a check need ~0.5 GiB)
+REPORT_BYTES = 96 * 2 ** 20  # what the process may report in all (the calls of all twenty checks: ~12 MB)
+EVENT_BYTES = 32 * 2 ** 20   # one event, at most (gpt()'s recorded calls: ~3 MB)
+TRAIN_SECONDS = 6 * 3600.0  # `exercises train`, at most (its default run takes minutes)
+STATUSES = ('pass', 'fail', 'todo', 'error')
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SANDBOX = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sandbox.py')
+BOOT = ("import sys; sys.path[:0] = [p for p in {paths!r} if p not in sys.path]; "
+        "from microgpt.lab.exercises.runner import main; sys.exit(main(sys.argv[1:]))")
 
 
 def child_environment():
-    """The parent's environment, with the project importable, no bytecode written into the
-    learner's folder, and one BLAS thread (checks are small; results then never depend on it)."""
+    """The parent's environment, with no bytecode written into the learner's folder, and one
+    BLAS thread (checks are small; results then never depend on it). Python runs with -I, so
+    the PYTHON* variables do not reach it: its sys.path is given in BOOT."""
     env = dict(os.environ)
-    paths = [PACKAGE_ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]
-    paths += [p for p in sys.path if p and os.path.isdir(p) and p not in paths]
-    env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONDONTWRITEBYTECODE='1', OPENBLAS_NUM_THREADS='1',
-               OMP_NUM_THREADS='1', PYTHONIOENCODING='utf-8')
+    env.update(PYTHONDONTWRITEBYTECODE='1', OPENBLAS_NUM_THREADS='1', OMP_NUM_THREADS='1',
+               PYTHONIOENCODING='utf-8')
     return env
 
 
-def limit_child():
-    """Runs in the child before Python starts: a write past OUTPUT_FILE_BYTES fails (EFBIG)."""
-    try:
-        import resource
-        import signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_BYTES, OUTPUT_FILE_BYTES))
-    except (ImportError, ValueError, OSError):
-        pass
+def import_paths(workspace):
+    """Where the runner finds microgpt (and src/, where the tests put it): this process's own
+    sys.path without its current folder or the workspace, microgpt's folder first."""
+    skip = {'', os.getcwd(), workspace}
+    return [PACKAGE_ROOT] + [p for p in sys.path if p not in skip and os.path.isdir(p)]
 
 
 class Child:
-    """One runner process: start(request), then events() until it ends or is stopped."""
+    """One runner process, behind sandbox.py: start(request), then events() until it ends or is
+    stopped. `seconds`: a hard limit on the whole process, whatever it reports."""
 
-    def __init__(self, request, cwd):
+    def __init__(self, request, cwd, seconds):
         self.read_fd, write_fd = os.pipe()
         self.output = tempfile.TemporaryFile()
         request = dict(request, report_fd=write_fd)
+        command = [sys.executable, '-I', '-c', BOOT.format(paths=import_paths(cwd)), json.dumps(request)]
+        config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd], 'memory': MEMORY_BYTES,
+                  'file_size': OUTPUT_FILE_BYTES, 'seconds': seconds + 10}
         self.proc = subprocess.Popen(
-            [sys.executable, '-m', 'microgpt.lab.exercises.runner', json.dumps(request)],
+            [sys.executable, '-I', SANDBOX, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
-            env=child_environment(), pass_fds=(write_fd,),
-            preexec_fn=limit_child if os.name == 'posix' else None)
+            env=child_environment(), pass_fds=(write_fd,), start_new_session=True)
         os.close(write_fd)
+        self.deadline = time.monotonic() + seconds
         self.buffer, self.received, self.killed = b'', 0, False
 
     def events(self, deadline_of):
-        """Yield each event as it comes. deadline_of(last event or None) -> the monotonic time by
-        which the next must come; past it the process is killed and ('stopped', seconds) yielded."""
-        last, since = None, time.monotonic()
+        """Yield ('event', dict) for each line that is a JSON object, ('bad', why) for one that
+        is not (the last thing yielded), ('stopped', seconds[, why]) past the hard limit or
+        deadline_of(last event or None, since) -> monotonic time, ('ended', status, stderr)."""
+        last, since, began = None, time.monotonic(), time.monotonic()
         try:
             while True:
-                wait = deadline_of(last, since) - time.monotonic()
+                wait = min(deadline_of(last, since), self.deadline) - time.monotonic()
                 if wait <= 0:
                     self.stop()
-                    yield {'event': 'stopped', 'seconds': time.monotonic() - since}
+                    yield ('stopped', time.monotonic() - began if time.monotonic() >= self.deadline
+                           else time.monotonic() - since)
                     return
                 ready, _, _ = select.select([self.read_fd], [], [], min(wait, 1.0))
                 if not ready:
                     continue
-                chunk = os.read(self.read_fd, 65536)
+                chunk = os.read(self.read_fd, 1 << 20)
                 if not chunk:
                     self.proc.wait()
-                    yield {'event': 'ended', 'status': self.proc.returncode, 'stderr': self.stderr_tail()}
+                    yield ('ended', self.proc.returncode, self.stderr_tail())
                     return
                 self.received += len(chunk)
-                if self.received > REPORT_BYTES:
-                    self.stop()
-                    yield {'event': 'stopped', 'seconds': time.monotonic() - since, 'why': 'too much output'}
-                    return
                 self.buffer += chunk
+                if self.received > REPORT_BYTES or len(self.buffer) > EVENT_BYTES:
+                    self.stop()
+                    yield ('bad', "more than the checker's report may hold")
+                    return
                 *lines, self.buffer = self.buffer.split(b'\n')
                 for line in lines:
                     try:
                         event = json.loads(line)
-                    except ValueError:
-                        continue
+                    except (ValueError, RecursionError):
+                        event = None
+                    if type(event) is not dict or type(event.get('event')) is not str:
+                        self.stop()
+                        yield ('bad', "a line that is not one of its events")
+                        return
                     last, since = event, time.monotonic()
-                    yield event
+                    yield ('event', event)
         finally:
             self.close()
 
     def stop(self):
+        """The sandbox kills the runner and what it left (SIGTERM); then the whole group, in any case."""
         if self.proc.poll() is None:
-            self.proc.kill()
             self.killed = True
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the runner, if the learner's code ended the sandbox
+        except OSError:
+            pass
         self.proc.wait()
 
     def close(self):
         self.stop()
-        os.close(self.read_fd)
-        self.output.close()
+        if self.read_fd is not None:
+            os.close(self.read_fd)
+            self.output.close()
+            self.read_fd = None
 
     def stderr_tail(self):
         """The last line the process wrote on stderr (the learner's, or a crash's): for a report."""
@@ -126,56 +150,123 @@ class Child:
         return lines[-1][:200] if lines else ''
 
 
+def expected(pending):
+    """The (workspace, number, stop) of each exercise the runner will report, in order."""
+    for workspace, numbers, stop in pending:
+        for n in numbers:
+            yield workspace, n, stop
+
+
+def short(text, most):
+    return text if type(text) is str and len(text) <= most else None
+
+
+def well_formed(event):
+    """The result an event reports, copied field by field, or None if it is not one."""
+    result = {'status': event.get('status'), 'line': short(event.get('line'), 2000),
+              'cases': event.get('cases')}
+    if result['status'] not in STATUSES or result['line'] is None or type(result['cases']) is not int:
+        return None
+    details = event.get('details', [])
+    if details is not None:
+        if (type(details) is not list or len(details) > 40 or
+                any(type(d) is not list or len(d) != 2 or any(short(x, 20000) is None for x in d) for d in details)):
+            return None
+        result['details'] = [tuple(d) for d in details]
+    for key in ('hint', 'note'):
+        if event.get(key) not in (None, '') and short(event.get(key), 2000) is None:
+            return None
+        if event.get(key):
+            result[key] = event[key]
+    return result
+
+
+def interfered(e, why):
+    return {'status': 'fail', 'cases': 0,
+            'line': f"not passed: code in your files wrote {why} to the checker's report while your "
+                    f"{e.function}() was checked, so nothing that process said is believed"}
+
+
 def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
     """Check exercises in a subprocess: jobs = [(workspace, [numbers], stop_at_first_failure)].
     Returns {(workspace, number): result} for every exercise checked (a stopped run's last
     exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
     limit of one call of a learner's function; budget: of one exercise's whole check (default:
-    its catalog budget)."""
+    its catalog budget). The runner's events are believed only in their form and order: a
+    pass is the verdict of transcript.replay here, on the values it recorded."""
+    from . import runner, transcript
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
     while pending:
         request = {'mode': 'check', 'seconds': seconds, 'jobs': pending}
-        child = Child(request, cwd=pending[0][0])
-        current = None
+        hard = STARTUP + sum(budget or catalog.get(n).budget for _, n, _ in expected(pending)) + SILENCE
+        child = Child(request, cwd=pending[0][0], seconds=hard)
+        order = expected(pending)
+        nxt = next(order, None)
+        current, heard, ended = None, False, None
 
         def deadline_of(last, since):
             if last is None:
                 return since + STARTUP
-            if last['event'] == 'begin':
-                return since + (budget or catalog.get(last['n']).budget)
+            if current is not None:
+                return since + (budget or catalog.get(current[1]).budget)
             return since + SILENCE
-        ended = None
-        for event in child.events(deadline_of):
-            if event['event'] == 'done':
+        for kind, *what in child.events(deadline_of):
+            if kind != 'event':
+                ended = (kind, *what)
+                break
+            event, heard = what[0], True
+            name = event['event']
+            if name == 'begin' and current is None and nxt is not None and \
+                    event.get('n') == nxt[1] and event.get('workspace') == nxt[0]:
+                current = nxt
+                continue
+            if name == 'result' and current is not None and \
+                    event.get('n') == current[1] and event.get('workspace') == current[0]:
+                result = well_formed(event)
+                if result is None:
+                    ended = ('bad', "a malformed result")
+                    break
+                if result['status'] == 'pass':
+                    result = transcript.replay(current[1], event.get('calls'), runner.checks_for)
+                finish(results, current[:2], result, on_event)
+                workspace, _, stop = current
+                current, nxt = None, next(order, None)
+                if stop and result['status'] != 'pass':
+                    while nxt is not None and nxt[0] == workspace:
+                        nxt = next(order, None)
+                continue
+            if name == 'done' and current is None and nxt is None:
                 break  # everything asked is reported (a thread the learner left running is stopped with it)
-            if event['event'] == 'begin':
-                current = (event['workspace'], event['n'])
-            elif event['event'] == 'result':
-                result = {k: v for k, v in event.items() if k not in ('event', 'workspace', 'n')}
-                finish(results, current, result, on_event)
-                current = None
-            elif event['event'] in ('stopped', 'ended'):
-                ended = event
+            ended = ('bad', f"an event out of place ({name[:20]!r})")
+            break
+        child.close()
         if ended is None:
             break  # every job done
-        if current is None:  # the process did not even start checking: say so, for the first one
-            current = (pending[0][0], pending[0][1][0])
-            why = ended.get('stderr') or f"no answer within {STARTUP:g} s"
-            finish(results, current, {'status': 'error', 'cases': 0,
-                                      'line': f"the checking process did not start ({why})"}, on_event)
+        if not heard and ended[0] != 'bad':  # the process did not even start checking: say so, for the first one
+            first = (pending[0][0], pending[0][1][0])
+            why = (ended[2] if ended[0] == 'ended' else '') or f"no answer within {STARTUP:g} s"
+            finish(results, first, {'status': 'error', 'cases': 0,
+                                    'line': f"the checking process did not start ({why})"}, on_event)
             break
-        e = catalog.get(current[1])
-        if ended['event'] == 'stopped':
-            line = (f"stopped after {ended['seconds']:.0f} s: your {e.function}() (or a function it calls) "
-                    "ran past the time limit and did not give way; is there an endless loop that "
-                    "catches every exception?")
+        at = current or nxt
+        if at is None:
+            break  # all reported; what came after does not change it
+        e = catalog.get(at[1])
+        if ended[0] == 'bad':
+            result = interfered(e, ended[1])
+        elif ended[0] == 'stopped':
+            result = {'status': 'fail', 'cases': 0,
+                      'line': (f"stopped after {ended[1]:.0f} s: your {e.function}() (or a function it calls) "
+                               "ran past the time limit and did not give way; is there an endless loop that "
+                               "catches every exception?")}
         else:
-            line = (f"the checking process ended while your {e.function}() ran (exit status "
-                    f"{ended['status']}): does your code call os._exit() or crash Python itself?"
-                    + (f" Its last words: {ended['stderr']}" if ended['stderr'] else ''))
-        finish(results, current, {'status': 'fail', 'line': line, 'cases': 0}, on_event)
-        pending = remaining(pending, current)
+            result = {'status': 'fail', 'cases': 0,
+                      'line': (f"the checking process ended while your {e.function}() ran (exit status "
+                               f"{ended[1]}): does your code call os._exit() or crash Python itself?"
+                               + (f" Its last words: {ended[2]}" if ended[2] else ''))}
+        finish(results, at[:2], result, on_event)
+        pending = remaining(pending, at[:2])
     return results
 
 
@@ -199,8 +290,13 @@ def train(workspace, steps, seed, lr, num_samples, temperature, on_event, second
     then a 'stopped' event if it fell silent for SILENCE seconds, or 'ended' with its exit status."""
     request = {'mode': 'train', 'workspace': os.path.abspath(workspace), 'steps': steps, 'seed': seed,
                'lr': lr, 'num_samples': num_samples, 'temperature': temperature, 'seconds': seconds}
-    child = Child(request, cwd=os.path.abspath(workspace))
-    for event in child.events(lambda last, since: since + (STARTUP if last is None else SILENCE)):
-        if event['event'] == 'done':
+    child = Child(request, cwd=os.path.abspath(workspace), seconds=TRAIN_SECONDS)
+    for kind, *what in child.events(lambda last, since: since + (STARTUP if last is None else SILENCE)):
+        if kind == 'event' and what[0]['event'] == 'done':
             break
-        on_event(event)
+        if kind == 'event' and what[0]['event'] in ('stopped', 'ended'):
+            kind, what = 'bad', ["an event of the checker's own"]
+        on_event(what[0] if kind == 'event' else
+                 {'event': 'stopped', 'seconds': what[0]} if kind == 'stopped' else
+                 {'event': 'ended', 'status': what[0], 'stderr': what[1]} if kind == 'ended' else
+                 {'event': 'failed', 'line': f"code in your files wrote {what[0]} to the training's report"})

@@ -116,15 +116,28 @@ _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 40, 40, 6, 
 BUILTIN = (int, float, str, bytes, list, tuple, dict, set, bool, type(None), complex)
 
 
+class Opaque:
+    """A learner's object that is not plain data, as the checker's process sees it: its kind only."""
+    __slots__ = ('kind',)
+
+    def __init__(self, kind):
+        self.kind = kind
+
+
 def kind_of(obj):
     """'a str ('hello')', 'a list of 3 items', 'a Value (data=0.5)': what came back, without
-    calling any method the learner wrote (a repr of theirs could loop for ever)."""
+    calling any method the learner wrote (a repr of theirs could loop for ever). On a learner's
+    own object it reads .data: called inside the time limit (transcript.py) or on plain data."""
+    if type(obj) is Opaque:
+        return obj.kind
     name = type(obj).__name__
     article = 'an' if name[:1].lower() in 'aeiou' else 'a'
     if obj is None:
         return 'None'
     if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
         return f"{article} {name} of {len(obj)} item{'s' * (len(obj) != 1)}"
+    if type(obj) is int and obj.bit_length() > 1000:
+        return f"an int of about {obj.bit_length() * 30103 // 100000 + 1} digits"
     if type(obj) in BUILTIN:
         return f"{article} {name} ({_short.repr(obj)})"
     if type(obj).__name__ == 'ndarray' and type(obj).__module__ == 'numpy':
@@ -136,7 +149,7 @@ def kind_of(obj):
 
 
 def fmt_number(x):
-    if type(x) is float or type(x) is int:
+    if type(x) is float or (type(x) is int and is_number(x)):
         return f"{x:.10g}"
     return kind_of(x)
 
@@ -209,8 +222,9 @@ class Check:
     """One exercise's check in progress: the current case, and the tools to call the learner's
     function and compare what it returns. The first failure raises a Report."""
 
-    def __init__(self, exercise, workspace, seconds=CASE_SECONDS):
-        self.exercise, self.workspace, self.seconds = exercise, workspace, seconds
+    def __init__(self, exercise, workspace, seconds=CASE_SECONDS, calls=None):
+        """calls: a list to record each call of the learner's function in (transcript.py), or None."""
+        self.exercise, self.workspace, self.seconds, self.calls = exercise, workspace, seconds, calls
         self.label, self.inputs = '', ''
         self.fixed = self.random = 0
         self.printed = ''
@@ -232,14 +246,19 @@ class Check:
         return f"{self.cases} cases ({self.fixed} fixed, then {self.random} random)"
 
     # ---- calling the learner
-    def call(self, fn, *args, name=None, hint=''):
+    def call(self, fn, *args, name=None, hint='', graph=True):
         """fn(*args) under the time limit, its prints kept aside; any failure is a Report (with
-        `hint` if it raised: what this case's exception usually means)."""
+        `hint` if it raised: what this case's exception usually means). What comes back is the
+        plain copy transcript.py writes down (inside the time limit, as every read of the
+        learner's objects is): the rest of the check works on numbers, never on their objects.
+        graph=False: only the numbers of the Values it returns are kept (finite differences)."""
+        from . import transcript
         name = name or self.exercise.function
         sink = Bounded()
         try:
             with guarded(sink, self.seconds):
-                return fn(*args)
+                recorder = transcript.Recorder(args, graph)
+                entry = recorder.entry(args, fn(*args))
         except TimeLimit:
             self.fail_line(f"your {name}() did not finish within {self.seconds:g} s (an endless loop?)",
                            hint="Look for a loop whose condition never changes, or one that walks a "
@@ -265,6 +284,9 @@ class Check:
             self.fail_line(f"your {name}() raised {exception_line(e)}{where_in(e, self.workspace)}", hint=hint)
         finally:
             self.printed = sink.text()
+        if self.calls is not None:
+            self.calls.append(entry)
+        return transcript.Decoder(recorder.known, entry).apply(args)
 
     # ---- failing
     def where(self):
@@ -325,7 +347,14 @@ class Check:
 
 
 def is_number(x):
-    return type(x) in (int, float) or (type(x).__module__ == 'numpy' and type(x).__name__.startswith('float'))
+    """A float, an int a float can hold, or numpy's own float (an exact type: a class of the
+    learner's that names itself numpy.float64 is not one)."""
+    if type(x) is int:
+        return abs(x) <= sys.float_info.max
+    if type(x) is float:
+        return True
+    np = sys.modules.get('numpy')
+    return np is not None and type(x) in (np.float64, np.float32, np.float16)
 
 
 def flat(value):

@@ -1,5 +1,7 @@
 """
-The process the learner's code runs in: `python -m microgpt.lab.exercises.runner REQUEST`.
+The process the learner's code runs in: started by checker.py, through sandbox.py, as
+`python -I -c BOOT REQUEST` (checker.BOOT puts microgpt on sys.path and calls main: the
+workspace is never the first place Python looks for a module of the checker's).
 
 checker.py starts it (never the learner) with one JSON argument, and reads what it reports as
 JSON lines on a pipe of its own (the learner's prints never reach that pipe: harness.Bounded
@@ -11,7 +13,10 @@ which is `exercises train` (trainer.py). Several workspaces in one process (the 
 solutions, one workspace each) save a start of Python and numpy each.
 
 Events, one JSON object a line: {"event": "begin", "n"}, {"event": "result", "n", "status",
-"line", "details", "hint", "note", "cases"}, train's own (trainer.py), and {"event": "done"}.
+"line", "details", "hint", "note", "cases"[, "calls"]}, train's own (trainer.py), and
+{"event": "done"}. The learner's code runs in this process and could write any of them: the
+checker believes none of it blindly (it checks each event's form and order, and for a pass
+it replays the recorded calls, transcript.py, and decides itself).
 A learner's function that hangs is stopped by harness.time_limit; one that escapes it (or ends
 Python itself) is stopped, or noticed, by checker.py, which then reports it in one line.
 """
@@ -41,11 +46,12 @@ def check_one(number, workspace, seconds, cache):
     if number in cache:
         return cache[number]
     e = catalog.get(number)
-    t = harness.Check(e, workspace, seconds)
+    calls = []
+    t = harness.Check(e, workspace, seconds, calls)
     try:
         fn = harness.load(e, workspace, seconds)
         checks_for(number)(t, fn)
-        result = {'status': 'pass', 'line': f"passed: {t.summary()}", 'cases': t.cases}
+        result = {'status': 'pass', 'line': f"passed: {t.summary()}", 'cases': t.cases, 'calls': calls}
     except harness.Report as r:
         result = {'status': r.status, 'line': r.line, 'details': r.details, 'hint': r.hint, 'cases': t.cases}
     except Exception as exc:  # a bug of the checker's own: said in one line, the next one checked
@@ -53,7 +59,7 @@ def check_one(number, workspace, seconds, cache):
         result = {'status': 'error', 'cases': t.cases,
                   'line': f"the checker itself failed ({type(exc).__name__}: {str(exc)[:120]}, "
                           f"{os.path.basename(where.filename)} line {where.lineno}): a bug in microgpt, "
-                          "not in your code"}
+                          "unless your code changes microgpt's or the checker's own objects"}
     if result['status'] == 'fail':
         behind = [d for d in e.uses if check_one(d, workspace, seconds, cache)['status'] != 'pass']
         if behind:
@@ -73,13 +79,36 @@ def checks_for(number):
     return rung.CHECKS[number]
 
 
+class Stems:
+    """Finds the exercises' modules (ex01_mul, ...) as the files STEM.py of the workspace being
+    checked, by path: an ex01_mul/ folder beside ex01_mul.py stands in for nothing."""
+
+    def __init__(self):
+        self.workspace = None
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.util
+        if path is None and self.workspace and name in STEMS:
+            return importlib.util.spec_from_file_location(name, os.path.join(self.workspace, name + '.py'))
+        return None
+
+
+STEMS = set()
+stems = Stems()
+
+
 def use_workspace(workspace):
-    """Import the learner's files from `workspace` (and from no workspace checked before)."""
+    """Import the learner's files from `workspace` (and from no workspace checked before). The
+    workspace comes last on sys.path, after the standard library, numpy and microgpt itself:
+    a learner's random.py or microgpt/ folder shadows none of them."""
+    from . import catalog
     from .harness import clear_modules
     clear_modules()
-    sys.path[:] = [p for p in sys.path if p != use_workspace.current]
-    sys.path.insert(0, workspace)
-    use_workspace.current = workspace
+    STEMS.update(e.stem for e in catalog.EXERCISES)
+    if stems not in sys.meta_path:
+        sys.meta_path.insert(0, stems)
+    sys.path[:] = [p for p in sys.path if p != use_workspace.current] + [workspace]
+    stems.workspace = use_workspace.current = workspace
 
 
 use_workspace.current = None
