@@ -1,18 +1,24 @@
 """
-The checker's parent half: starts runner.py in a subprocess, reads its reports, and answers
-for it when the learner's code takes the process down or past its time.
+The checker's parent half: starts runner.py in a subprocess, reads its reports, decides what
+passed, and answers for it when the learner's code takes the process down or past its time.
 
     results = check([(workspace, [1, 2, 3], True)])   # -> {(workspace, n): result dict}
 
-The subprocess gets the learner's code, nothing else of ours to break: its stdin is empty, its
-stdout and stderr go to a file of at most OUTPUT_FILE_BYTES (RLIMIT_FSIZE: a write past it fails
-in the learner's code instead of filling the disk), its reports come on a pipe of their own.
+The subprocess runs under sandbox.py (the learner's parent is the sandbox, never this process):
+its own process group, killed whole at the end, with whatever it detached; a memory cap; its
+stdout and stderr to a file of at most OUTPUT_FILE_BYTES (RLIMIT_FSIZE: a write past it fails
+in the learner's code instead of filling the disk); `python -I` with the workspace last on its
+sys.path. Its reports come on a pipe of their own, but the learner's code runs in that process
+and can write to the pipe too, so nothing it says is taken on trust: an event must be a JSON
+object of a known kind, for the exercise due next, in order and bounded in size (anything
+else ends that exercise as "not passed" in one line), and a pass is decided here
+(verdict.replay), by the check run again on the values the learner's functions returned.
 Each exercise has its catalog budget of seconds (harness.CASE_SECONDS per call already stops an
-endless loop inside the process); past the budget, or at a silence longer than SILENCE, the
-process is killed and the exercise reported as stopped, in one line; in a run that does not
-stop at the first failure (status), a fresh process carries on with the next exercise.
-The command line, the web lab and `exercises train` all check through here: no learner code
-ever runs in their own process.
+endless loop inside the process); past the budget, or at a silence longer than SILENCE, or past
+the hard limit of the whole request that no event moves, the process is killed and the exercise
+reported as stopped, in one line; in a run that does not stop at the first failure (status), a
+fresh process carries on with the next exercise. The command line, the web lab and `exercises
+train` all check through here.
 """
 
 import json
@@ -193,8 +199,8 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
     exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
     limit of one call of a learner's function; budget: of one exercise's whole check (default:
     its catalog budget). The runner's events are believed only in their form and order: a
-    pass is the verdict of transcript.replay here, on the values it recorded."""
-    from . import runner, transcript
+    pass is the verdict of verdict.replay here, on the values it recorded."""
+    from . import runner, verdict
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
     while pending:
@@ -228,7 +234,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                     ended = ('bad', "a malformed result")
                     break
                 if result['status'] == 'pass':
-                    result = transcript.replay(current[1], event.get('calls'), runner.checks_for)
+                    result = verdict.replay(current[1], event.get('calls'), runner.checks_for)
                 finish(results, current[:2], result, on_event)
                 workspace, _, stop = current
                 current, nxt = None, next(order, None)

@@ -25,6 +25,8 @@ import signal
 import sys
 import traceback
 
+from .transcript import Decoder, Opaque, Recorder
+
 CASE_SECONDS = 2.0     # one call of a learner's function, at most: a right answer takes milliseconds
 OUTPUT_LIMIT = 100_000  # characters one call may print; more is a flood, and the call is stopped
 OUTPUT_SHOWN = 600     # characters of what a failed case printed, shown with its report
@@ -114,14 +116,6 @@ def guarded(sink, seconds):
 _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 40, 40, 6, 6
 BUILTIN = (int, float, str, bytes, list, tuple, dict, set, bool, type(None), complex)
-
-
-class Opaque:
-    """A learner's object that is not plain data, as the checker's process sees it: its kind only."""
-    __slots__ = ('kind',)
-
-    def __init__(self, kind):
-        self.kind = kind
 
 
 def kind_of(obj):
@@ -252,12 +246,11 @@ class Check:
         plain copy transcript.py writes down (inside the time limit, as every read of the
         learner's objects is): the rest of the check works on numbers, never on their objects.
         graph=False: only the numbers of the Values it returns are kept (finite differences)."""
-        from . import transcript
         name = name or self.exercise.function
         sink = Bounded()
         try:
             with guarded(sink, self.seconds):
-                recorder = transcript.Recorder(args, graph)
+                recorder = Recorder(args, graph, kind_of)
                 entry = recorder.entry(args, fn(*args))
         except TimeLimit:
             self.fail_line(f"your {name}() did not finish within {self.seconds:g} s (an endless loop?)",
@@ -286,7 +279,7 @@ class Check:
             self.printed = sink.text()
         if self.calls is not None:
             self.calls.append(entry)
-        return transcript.Decoder(recorder.known, entry).apply(args)
+        return Decoder(recorder.known, entry).apply(args)
 
     # ---- failing
     def where(self):

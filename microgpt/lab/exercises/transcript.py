@@ -7,18 +7,17 @@ an Adam step moves .data, gpt() appends to its caches), written down as numbers,
 strings by `Recorder`, inside the call's time limit (every attribute read of a learner's object,
 and a kind_of() that names one, happens there). That process's word is never the verdict: for
 an exercise it says passed, the checker's own process (checker.py) runs the same check again
-with `Replay`, whose call() hands back the recorded values instead of running anything, and
+with verdict.Replay, whose call() hands back the recorded values instead of running anything, and
 microgpt's own answers and the oracles are computed there, where no learner code ever ran. A
 transcript that lies can only put numbers in the learner's name, and they are judged as theirs.
 
     calls = []                                   # in runner.py, per exercise
     t = harness.Check(e, workspace, seconds, calls)
     ...
-    result = replay(number, calls)               # in checker.py: the verdict
+    result = verdict.replay(number, calls, ...)  # in checker.py: the verdict
 """
 
 from ...engine import Value
-from . import catalog, harness
 
 MAX_NUMBERS = 2_000_000  # numbers one call may hand back (a gpt() forward on Values is ~20,000 nodes)
 MAX_TEXT = 200           # characters kept of a str the learner returned (a report shows 40)
@@ -28,8 +27,12 @@ class Unreadable(Exception):
     """A returned value too large to write down: it is reported as the learner's."""
 
 
-class Mismatch(Exception):
-    """The transcript does not fit the check (a forged or damaged report)."""
+class Opaque:
+    """A learner's object that is not plain data, as the checker's process sees it: its kind only."""
+    __slots__ = ('kind',)
+
+    def __init__(self, kind):
+        self.kind = kind
 
 
 def values_in(args):
@@ -61,10 +64,11 @@ class Recorder:
     """Writes one call down: the Values of its arguments are numbered before it runs (known);
     the Values it made are a table of new nodes; a Value is coded i >= 0 (known) or -(j + 1)."""
 
-    def __init__(self, args, graph=True):
+    def __init__(self, args, graph, describe):
         """graph=False: a new Value is written down as its numbers alone, without the graph
-        under it (a finite difference reads only .data: the check says so, in both processes)."""
-        self.graph = graph
+        under it (a finite difference reads only .data: the check says so, in both processes).
+        describe(obj): the words for an object that is not plain data (harness.kind_of)."""
+        self.graph, self.describe = graph, describe
         self.known = values_in(args)
         self.index = {id(v): i for i, v in enumerate(self.known)}
         self.before = [(v.data, v.grad) for v in self.known]
@@ -99,7 +103,7 @@ class Recorder:
 
     def scalar_or_kind(self, x):
         s = self.scalar(x)
-        return s if s is not None else {'o': harness.kind_of(x)}
+        return s if s is not None else {'o': self.describe(x)}
 
     def encode(self, x):
         self.spend()
@@ -130,7 +134,7 @@ class Recorder:
                 return {'a': list(x.shape), 'dt': x.dtype.name, 'x': x.ravel().tolist()}
             if kind in numpy_scalars(np):
                 return self.scalar(x)
-        return {'o': harness.kind_of(x)}
+        return {'o': self.describe(x)}
 
     def value(self, root):
         """The code of a Value, its new nodes written first (children before parents, no recursion)."""
@@ -148,12 +152,12 @@ class Recorder:
                 stack.append((v, True))
                 for c in children:
                     if type(c) is not Value:
-                        raise Unreadable(f"a child that is {harness.kind_of(c)}")
+                        raise Unreadable(f"a child that is {self.describe(c)}")
                     stack.append((c, False))
                 continue
             data, grad, grads = self.scalar(v.data), self.scalar(v.grad), [self.scalar(g) for g in local]
             if data is None or grad is None or any(g is None for g in grads):
-                raise Unreadable(f"a node whose data or gradient is {harness.kind_of(v.data)}")
+                raise Unreadable(f"a node whose data or gradient is {self.describe(v.data)}")
             self.spend(3 + 2 * len(children))
             op = v._op if type(v._op) is str else ''
             self.nodes.append([data, grad, op[:20], [self.code(c) for c in children], grads])
@@ -176,26 +180,6 @@ def numpy_scalars(np):
 
 
 # ---------------------------------------------------------------------------- in the checker's process
-class Replay(harness.Check):
-    """A Check whose call() gives back the recorded values: the check runs as it did beside the
-    learner's code, and every comparison is made here."""
-
-    def __init__(self, exercise, calls):
-        super().__init__(exercise, workspace='', seconds=0)
-        self.calls, self.at = calls, 0
-
-    def call(self, fn, *args, name=None, hint='', graph=True):
-        if self.at >= len(self.calls):
-            raise Mismatch(f"{self.at} calls recorded, the check makes more")
-        entry = self.calls[self.at]
-        self.at += 1
-        known = values_in(args)
-        try:
-            return Decoder(known, entry).apply(args)
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError) as e:
-            raise Mismatch(f"call {self.at}: {type(e).__name__}") from None
-
-
 class Decoder:
     def __init__(self, known, entry):
         self.known = known
@@ -242,7 +226,7 @@ class Decoder:
 
     def number_or_kind(self, x):
         if type(x) is dict and set(x) == {'o'}:
-            return harness.Opaque(str(x['o']))
+            return Opaque(str(x['o']))
         return self.number(x)
 
     def decode(self, x):
@@ -262,7 +246,7 @@ class Decoder:
         if 'v' in x:
             return self.node(x['v'])
         if 'o' in x:
-            return harness.Opaque(str(x['o']))
+            return Opaque(str(x['o']))
         if 'a' in x:
             import numpy as np
             shape = tuple(int(n) for n in x['a'])
@@ -283,30 +267,3 @@ def merge(mine, theirs):
             mine[k] = merge(mine[k], theirs[k])
         return mine
     return theirs
-
-
-def replay(number, calls, checks_for):
-    """The verdict on a check the learner's process says was passed, from its transcript:
-    a result dict, 'pass' only if every comparison holds here and at least one case ran."""
-    e = catalog.get(number)
-    interfered = {'status': 'fail', 'cases': 0,
-                  'line': f"not passed: the report of your {e.function}() does not match its check "
-                          "(code in your files wrote to the checker's report, or changed the checker)"}
-    if type(calls) is not list:
-        return interfered
-    t = Replay(e, calls)
-    try:
-        checks_for(number)(t, None)
-    except harness.Report as r:
-        return {'status': r.status if r.status in ('fail', 'todo') else 'fail', 'line': r.line,
-                'details': r.details, 'hint': r.hint, 'cases': t.cases}
-    except Mismatch:
-        return interfered
-    except Exception as exc:  # a value of theirs that microgpt's code cannot use (the values are all theirs)
-        return {'status': 'fail', 'cases': t.cases,
-                'line': f"{t.where()}: the values your {e.function}() returned cannot be compared "
-                        f"({harness.exception_line(exc)}): they are yours, check what it returns"}
-    if t.at != len(calls) or t.cases == 0:
-        return interfered
-    return {'status': 'pass', 'line': f"passed: {t.summary()}", 'cases': t.cases}
-
