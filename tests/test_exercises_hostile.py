@@ -53,6 +53,15 @@ HOSTILE = {
         EVERY_FD, f"to_every_fd(json.dumps(dict(json.loads({FAKE_PASS}), calls=[])) + '\\n')\n{WRONG}"),
     'a result of an unknown status': module_with(
         EVERY_FD, f"to_every_fd(json.dumps(dict(json.loads({FAKE_PASS}), status='great')) + '\\n')\nos._exit(0)"),
+    'pings the checker': module_with(EVERY_FD + '''
+import signal, threading, time
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+def ping():
+    while True:
+        to_every_fd('{"event": "ping"}\\n')
+        time.sleep(0.05)
+threading.Thread(target=ping, daemon=True).start()
+''', "while True:\n    pass"),
     'exits 0 at once': with_body(1, "import os\nos._exit(0)"),
     'patches the comparison': module_with('''
 from microgpt.engine import Value
@@ -125,6 +134,7 @@ def test_no_lie_of_the_learners_code_is_a_pass_and_each_is_one_line(hostile, nam
     ('a fake pass, then exit 0', "not passed: "),
     ('a fake pass with no calls', "not passed: "),
     ('a result of an unknown status', "wrote a malformed result"),
+    ('pings the checker', "an event out of place ('ping')"),
     ('exits 0 at once', "ended while your mul() ran (exit status 0)"),
     ('patches the comparison', "d out/d a differs"),
     ('a fake numpy float', "your mul() returned a float64, expected"),  # a class of theirs is no number
