@@ -271,10 +271,11 @@ def test_bad_input_is_one_line_error(tiny_ckpt, tmp_path, capsys, monkeypatch):
         (['autograd', 'a * b', 'a=1'], 'no value for b'),
         (['loss', str(tmp_path / 'none.log.jsonl')], 'does not exist: train.py writes one beside the checkpoint'),
         (['loss', log_of(tiny_ckpt), '--width', '5'], '5 is out of range: give an integer from 20 to 1,000'),
-        (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'no' / 'x.dot')], 'cannot write --dot'),
+        (['autograd', 'a', 'a=1', '--dot', str(tmp_path / 'a-file' / 'x.dot')], '--dot: could not write'),
         (['scaling', '--samples', '0'], '0 is out of range: give an integer from 2 to 1,000,000'),
         ([], 'required'),
     ]
+    (tmp_path / 'a-file').write_text('a file, where the --dot path wants a folder\n')
     monkeypatch.chdir(tmp_path)  # so that the default checkpoint path does not exist
     for argv, message in cases:
         status, out, err = run_lab(argv, capsys)
@@ -328,6 +329,6 @@ def test_png_pictures(tiny_ckpt, tmp_path, capsys):
 
 def test_png_to_an_unwritable_place(tiny_ckpt, tmp_path, capsys):
     pytest.importorskip('matplotlib')
-    status, out, err = run_lab(['loss', log_of(tiny_ckpt), '--png',
-                                str(tmp_path / 'no' / 'such' / 'dir.png')], capsys)
-    assert status == 2 and err.startswith('error: cannot write --png')
+    (tmp_path / 'a-file').write_text('a file, where the picture path wants a folder\n')
+    status, out, err = run_lab(['loss', log_of(tiny_ckpt), '--png', str(tmp_path / 'a-file' / 'dir.png')], capsys)
+    assert status == 2 and err.startswith('error: --png: could not write')

@@ -18,7 +18,7 @@ import importlib
 
 from ..programs import cli
 from ..edge.limits import MAX_N_HEAD
-from . import registry
+from . import pictures, registry
 from .loading import DEFAULT_CKPT
 
 
@@ -78,10 +78,14 @@ def add_sandbox(commands, s):
                 groups[p.group] = c.add_argument_group(p.group)
             add_param(groups[p.group], p)
     if s.png:
-        c.add_argument_group('picture').add_argument(
+        picture = c.add_argument_group('picture')
+        picture.add_argument(
             s.picture_flag, dest='picture', metavar='FILE',
             help=f"also draw {s.png} into this file" +
                  (" (needs matplotlib: the plot extra)" if s.picture_flag == '--png' else ''))
+        picture.add_argument(
+            '--force', action='store_true',
+            help=f"replace a file at {s.picture_flag} FILE that is not a picture (never the files the command reads)")
 
 
 def add_serve(commands):
@@ -161,6 +165,7 @@ def run_sandbox(s, args):
         from .loading import describe, load, no_overflow
         ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
         registry.check_against_model(s, params, model.config, spell=flag_of)
+        check_picture(s, args, pictures.read_by(args.ckpt, ckpt))
         head, source = [describe(args.ckpt, model)], args.ckpt
         if s.model == 'numpy':
             with no_overflow():
@@ -169,9 +174,11 @@ def run_sandbox(s, args):
             data = module.compute(model, ckpt=ckpt, **params)
     elif s.model == 'log':
         params.pop('also', None)  # the web page's: the command line names its logs itself
+        check_picture(s, args, pictures.read_by(logs=args.logfile))
         data = module.compute(args.logfile, **params)
         source = f"training log {args.logfile[0]}" if len(args.logfile) == 1 else "training logs"
     else:
+        check_picture(s, args, [])
         data, source = module.compute(**params), s.name
     text = '\n'.join(head + [module.render(data)])
     # the picture before the printout: a file that cannot be written fails before any output
@@ -180,6 +187,14 @@ def run_sandbox(s, args):
     if picture:
         print(written or f"\nwrote {picture}")
     return 0
+
+
+def check_picture(s, args, protected):
+    """The picture's path checked before the work: never a file the command reads, never a
+    file that is not a picture without --force (pictures.check_target)."""
+    picture = getattr(args, 'picture', None)
+    if picture is not None:
+        pictures.check_target(picture, s.picture_flag, protected, force=args.force)
 
 
 def main(argv=None):

@@ -18,7 +18,6 @@ a * b**-1, exactly as in micrograd, so those appear as extra nodes.
 
 import ast
 import math
-import os
 import shutil
 import subprocess
 import warnings
@@ -28,7 +27,7 @@ from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
 from ..graph import graph_rows, graph_table, to_dot
-from . import registry
+from . import pictures, registry
 from .render import number as format_number  # (number() here parses a literal)
 
 # The whole language. Anything not named here is an error.
@@ -317,20 +316,17 @@ def picture(path, d, source):
 
 def write_dot(path, dot_text):
     """Write the DOT file; render it to PNG beside it when Graphviz's `dot` is installed."""
-    try:
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(dot_text)
-    except OSError as e:
-        raise UserError(f"cannot write --dot {path}: {e.strerror}") from None
+    pictures.write(path, dot_text.encode('utf-8'), '--dot')
     lines = [f"wrote {path} (Graphviz DOT)"]
     dot = shutil.which('dot')
-    picture = os.path.splitext(path)[0] + '.png'
+    picture = pictures.beside(path)
     if dot is None:
         lines.append(f"Graphviz is not installed, so it was not rendered; with it: "
                      f"dot -Tpng {path} -o {picture}")
         return lines
-    done = subprocess.run([dot, '-Tpng', path, '-o', picture], capture_output=True, text=True)
+    done = subprocess.run([dot, '-Tpng', path], capture_output=True)  # the PNG on stdout, written whole
     if done.returncode != 0:
-        raise UserError(f"dot could not render {path}: {done.stderr.strip() or 'no message'}")
+        raise UserError(f"dot could not render {path}: {done.stderr.decode(errors='replace').strip() or 'no message'}")
+    pictures.write(picture, done.stdout, '--png')
     lines.append(f"rendered {picture}")
     return lines

@@ -46,8 +46,8 @@ def predictions(model, text, top=5, mode='lines'):
     probs = softmax(logits)                    # (T, vocab_size): each row sums to 1
     scored = [i for i, t in enumerate(targets) if t is not None]
     losses = np.full(len(token_ids), np.nan)   # (T,): NaN where nothing is scored
-    # -ln p at the positions with a target, found without p underflowing
-    losses[scored] = cross_entropy(logits[scored], np.array([targets[i] for i in scored]))
+    if scored:  # -ln p at the positions with a target (none in one character of running text), without underflow
+        losses[scored] = cross_entropy(logits[scored], np.array([targets[i] for i in scored]))
     rows = []
     for i, (reads, target) in enumerate(zip(token_ids, targets)):
         order = np.argsort(-probs[i], kind='stable')  # (vocab_size,): most likely first

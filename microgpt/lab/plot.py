@@ -8,11 +8,13 @@ blank), next-character probabilities as bars, loss curves as lines, a training s
 gradient norms and p(true next) before and after, the embeddings' projection and wpe cosines.
 """
 
+import io
 import math
 
 import numpy as np
 
 from ..edge.errors import UserError
+from . import pictures
 
 INSTALL_HINT = ("--png needs matplotlib, the optional plot extra: install it with "
                 "`pip install -e '.[plot]'` (or `.venv/bin/pip install matplotlib`)")
@@ -30,13 +32,14 @@ def require_matplotlib():
 
 
 def _save(fig, path):
+    """Draw into memory, then write the file whole (pictures.write)."""
     plt = require_matplotlib()
+    buffer = io.BytesIO()
     try:
-        fig.savefig(path, format='png', dpi=110, bbox_inches='tight')
-    except OSError as e:
-        raise UserError(f"cannot write --png {path}: {e.strerror}") from None
+        fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
     finally:
         plt.close(fig)
+    pictures.write(path, buffer.getvalue(), '--png')
 
 
 def attention_heatmaps(path, weights, labels, query, title):
