@@ -6,7 +6,8 @@ What is proven here:
   - code in a learner's file that writes lists, strings, fake begins, fake results or fake
     "passed" lines to every file descriptor it can reach, ends its process early with status 0,
     monkeypatches the checker's comparison or microgpt's own Value, or returns objects that
-    pretend to be numpy's floats, raise, loop or are too large for a float: exercise 1 is "not
+    pretend to be numpy's floats, raise, loop or are too large for a float, or fills the disk
+    with files each under the per-file cap: exercise 1 is "not
     passed" (or stopped at its time limit) in one line, with no traceback, and never blamed on
     microgpt; a correct solution checked in the same run still passes;
   - a learner's random.py or microgpt/ folder shadows nothing, and an ex01_mul/ package beside
@@ -16,6 +17,7 @@ What is proven here:
   - through the web lab: such a check answers "fail" and the server keeps answering.
 """
 
+import os
 import time
 
 import pytest
@@ -97,6 +99,11 @@ class Node:
             pass
 ''', "return Node(), (b, a)"),
     'too much memory': with_body(1, "x = bytearray(8 * 2 ** 30)\nreturn a * b, (b, a)"),
+    'fills the disk': with_body(1, "import os\nfor i in range(40):\n"  # 640 MiB, in files under the per-file cap
+                                   "    fd = os.open(f'fill-{i}', os.O_CREAT | os.O_WRONLY)\n"
+                                   "    os.posix_fallocate(fd, 0, 16 * 2 ** 20 - 1)\n"
+                                   "    os.close(fd)\n"
+                                   "return a * b, (b, a)"),
     'kills its parent': module_with('import os, signal\nos.kill(os.getppid(), signal.SIGKILL)', WRONG),
 }
 
@@ -111,6 +118,10 @@ def hostile(tmp_path_factory):
         names[ws] = name
     start = time.monotonic()
     results = checker.check(jobs, seconds=0.5, budget=3)
+    for ws, _, _ in jobs:  # what 'fills the disk' left in its workspace
+        for name in os.listdir(ws):
+            if name.startswith('fill-'):
+                os.remove(os.path.join(ws, name))
     # then a correct one, in a fresh process (in one process a learner's monkeypatch outlives
     # its workspace, and a workspace is one learner's: at worst their own later checks fail)
     good = make_workspace(tmp_path_factory.mktemp('good'), solved=[1])
@@ -143,6 +154,7 @@ def test_no_lie_of_the_learners_code_is_a_pass_and_each_is_one_line(hostile, nam
     ('a data property that raises', "raised RuntimeError: data is not here"),
     ('a data property that loops', "did not finish within 0.5 s"),
     ('too much memory', "raised MemoryError"),
+    ('fills the disk', "wrote more than 256 MiB to the disk"),
     ('kills its parent', "d out/d a differs"),  # it ended the sandbox: the check went on
 ])
 def test_each_lie_is_named_for_what_it_is(hostile, name, words):

@@ -37,6 +37,8 @@ STARTUP = 30.0               # seconds for a fresh Python to import the checker 
 SILENCE = 60.0               # seconds without a report between exercises, or between training steps
 OUTPUT_FILE_BYTES = 16 * 2 ** 20  # what the learner's code may write to its stdout and stderr files
 MEMORY_BYTES = 2 * 2 ** 30   # the address space of the learner's process (numpy and a check need ~0.5 GiB)
+DISK_BYTES = 256 * 2 ** 20   # what the learner's code may take of the disk while it runs, in all its files
+DISK_STATUS = 125            # the sandbox's exit status when it stopped the runner for taking more
 REPORT_BYTES = 96 * 2 ** 20  # what the process may report in all (the calls of all twenty checks: ~12 MB)
 EVENT_BYTES = 32 * 2 ** 20   # one event, at most (gpt()'s recorded calls: ~3 MB)
 TRAIN_SECONDS = 6 * 3600.0  # `exercises train`, at most (its default run takes minutes)
@@ -74,7 +76,8 @@ class Child:
         request = dict(request, report_fd=write_fd)
         command = [sys.executable, '-I', '-c', BOOT.format(paths=import_paths(cwd)), json.dumps(request)]
         config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd], 'memory': MEMORY_BYTES,
-                  'file_size': OUTPUT_FILE_BYTES, 'seconds': seconds + 10}
+                  'file_size': OUTPUT_FILE_BYTES, 'disk': DISK_BYTES, 'disk_status': DISK_STATUS,
+                  'seconds': seconds + 10}
         self.proc = subprocess.Popen(
             [sys.executable, '-I', SANDBOX, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
@@ -266,6 +269,10 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                       'line': (f"stopped after {ended[1]:.0f} s: your {e.function}() (or a function it calls) "
                                "ran past the time limit and did not give way; is there an endless loop that "
                                "catches every exception?")}
+        elif ended[1] == DISK_STATUS:
+            result = {'status': 'fail', 'cases': 0,
+                      'line': (f"stopped while your {e.function}() ran: your code wrote more than "
+                               f"{DISK_BYTES >> 20} MiB to the disk, the most a check allows")}
         else:
             result = {'status': 'fail', 'cases': 0,
                       'line': (f"the checking process ended while your {e.function}() ran (exit status "

@@ -9,7 +9,9 @@ the process that imports the learner's files, so that:
     (RLIMIT_FSIZE), in this process group, which the checker kills whole at the end;
   - what the learner's code starts and detaches (a fork that calls setsid() leaves the group)
     is re-parented here (PR_SET_CHILD_SUBREAPER, Linux) and killed when the check ends;
-  - past CONFIG's deadline everything is killed, even if the checker itself is gone.
+  - past CONFIG's deadline everything is killed, even if the checker itself is gone;
+  - the disk the learner's code fills is watched (its free space, every POLL_S): past CONFIG's
+    'disk' bytes in all, everything is killed and the exit status is CONFIG's 'disk_status'.
 It imports nothing of the project (and runs with -I: no script folder or user site on its
 path), so no file of the learner's can stand in for a module of it.
 """
@@ -22,6 +24,15 @@ import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+POLL_S = 0.02  # how often the deadline and the disk are looked at (a disk written at 1 GB/s: 20 MB past the cap)
+
+
+def free_bytes(folder):
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def become_subreaper():
@@ -96,14 +107,19 @@ def main(argv):
                               preexec_fn=limits(config['memory'], config['file_size']))
     signal.signal(signal.SIGTERM, lambda *_: (kill_all(runner), os._exit(143)))
     deadline = time.monotonic() + config['seconds']
+    free_at_start = free_bytes(config['cwd'])
     while True:
         try:
-            status = runner.wait(timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+            status = runner.wait(timeout=max(0.005, min(POLL_S, deadline - time.monotonic())))
             break
         except subprocess.TimeoutExpired:
             if time.monotonic() > deadline:
                 status = -signal.SIGKILL
                 break
+            free = free_bytes(config['cwd'])
+            if free_at_start is not None and free is not None and free_at_start - free > config['disk']:
+                kill_all(runner)
+                return config['disk_status']
     kill_all(runner)
     return status if status >= 0 else 128 - status
 
