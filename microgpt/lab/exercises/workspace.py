@@ -21,6 +21,7 @@ import json
 import os
 import tempfile
 
+from ...edge.checks import short
 from ...edge.errors import UserError
 from ...edge.files import mode_for, parse_json, read_user_file
 from . import catalog, report
@@ -147,8 +148,8 @@ def read_manifest(path):
 
 def check_version(path, manifest):
     version = manifest.get('version')
-    if version != catalog.VERSION:
-        raise UserError(f"{shown(path)} was made by another version of microgpt's exercises (version {version}; "
+    if type(version) is not int or version != catalog.VERSION:  # true == 1 in Python, and 1.0 too: neither is a version
+        raise UserError(f"{shown(path)} was made by another version of microgpt's exercises (version {short(version)}; "
                         f"this microgpt has version {catalog.VERSION}): start a new folder with "
                         f"`{COMMAND} start NEWDIR` and copy your functions into its files")
 
