@@ -224,3 +224,18 @@ def test_through_the_web_lab_a_lie_fails_and_the_server_keeps_answering(tiny_ckp
         status, body, _ = request(server, 'POST', '/api/exercises', {})
         assert status == 200 and body['exercises'][0]['result']['status'] == 'fail'
     assert workspace.Workspace.open(ws).results()['1']['status'] == 'fail'  # and so says `status`
+
+
+def test_a_learners_code_that_changes_microgpts_own_files_has_no_result_believed(tmp_path, monkeypatch):
+    """Appending to an oracle (checks_engine.py, say) would change every later check: any
+    change to microgpt's sources while the learner's code runs makes its results fails that say
+    so. Here the watched sources are a stand-in folder, so that the test changes no real file."""
+    watched = tmp_path / 'microgpt'
+    watched.mkdir()
+    oracle = watched / 'checks_engine.py'
+    oracle.write_text('CHECKS = {}\n')
+    monkeypatch.setattr(checker, 'WATCHED', str(watched))
+    prelude = f"open({str(oracle)!r}, 'a').write('# the learner was here\\n')"
+    ws = make_workspace(tmp_path / 'w', solved=[], files={1: module_with(prelude, 'return a * b, (b, a)')})
+    result = checker.check([(ws, [1], False)])[(ws, 1)]
+    assert result['status'] == 'fail' and "your code changed microgpt's own file microgpt/checks_engine.py" in result['line']

@@ -44,6 +44,7 @@ EVENT_BYTES = 32 * 2 ** 20   # one event, at most (gpt()'s recorded calls: ~3 MB
 TRAIN_SECONDS = 6 * 3600.0  # `exercises train`, at most (its default run takes minutes)
 STATUSES = ('pass', 'fail', 'todo', 'error')
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+WATCHED = os.path.join(PACKAGE_ROOT, 'microgpt')  # microgpt's own sources, which no learner's code may change
 SANDBOX = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sandbox.py')
 BOOT = ("import sys; sys.path[:0] = [p for p in {paths!r} if p not in sys.path]; "
         "from microgpt.lab.exercises.runner import main; sys.exit(main(sys.argv[1:]))")
@@ -206,6 +207,10 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
     from . import runner, verdict
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
+    for _, numbers, _ in pending:  # the oracles, imported before any learner's code runs
+        for n in numbers:
+            _import_checks(runner, n)
+    before = package_files()
     while pending:
         request = {'mode': 'check', 'seconds': seconds, 'jobs': pending}
         hard = STARTUP + sum(budget or catalog.get(n).budget for _, n, _ in expected(pending)) + SILENCE
@@ -238,7 +243,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                     break
                 if result['status'] == 'pass':
                     result = verdict.replay(current[1], event.get('calls'), runner.checks_for)
-                finish(results, current[:2], result, on_event)
+                finish_checked(results, current[:2], result, on_event, before)
                 workspace, _, stop = current
                 current, nxt = None, next(order, None)
                 if stop and result['status'] != 'pass':
@@ -255,8 +260,9 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
         if not heard and ended[0] != 'bad':  # the process did not even start checking: say so, for the first one
             first = (pending[0][0], pending[0][1][0])
             why = (ended[2] if ended[0] == 'ended' else '') or f"no answer within {STARTUP:g} s"
-            finish(results, first, {'status': 'error', 'cases': 0,
-                                    'line': f"the checking process did not start ({why})"}, on_event)
+            finish_checked(results, first, {'status': 'error', 'cases': 0,
+                                            'line': f"the checking process did not start ({why})"},
+                           on_event, before)
             break
         at = current or nxt
         if at is None:
@@ -278,9 +284,45 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                       'line': (f"the checking process ended while your {e.function}() ran (exit status "
                                f"{ended[1]}): does your code call os._exit() or crash Python itself?"
                                + (f" Its last words: {ended[2]}" if ended[2] else ''))}
-        finish(results, at[:2], result, on_event)
+        finish_checked(results, at[:2], result, on_event, before)
         pending = remaining(pending, at[:2])
     return results
+
+
+def _import_checks(runner, number):
+    try:
+        runner.checks_for(number)
+    except ImportError:  # numpy missing: the numpy rung's checks say so where they run
+        pass
+
+
+def package_files():
+    """{path: (size, mtime)} of microgpt's own source files: a learner's code that changes one
+    (an oracle appended to, say) has every result of its check refused."""
+    found = {}
+    for folder, _, names in os.walk(WATCHED):
+        for name in names:
+            if name.endswith('.py'):
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                found[path] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def finish_checked(results, current, result, on_event, before):
+    """finish(), unless microgpt's own files changed since the check began (package_files):
+    then the result is a fail that says so, whatever the replay found."""
+    after = package_files()
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    if changed:
+        result = {'status': 'fail', 'cases': 0,
+                  'line': (f"your code changed microgpt's own file {os.path.relpath(changed[0], os.path.dirname(WATCHED))}"
+                           f"{f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''}: no result is "
+                           "believed; restore microgpt's files (git checkout, or reinstall) and check again")}
+    finish(results, current, result, on_event)
 
 
 def finish(results, current, result, on_event):
