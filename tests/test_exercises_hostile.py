@@ -24,7 +24,8 @@ import pytest
 
 from labserver import live_server, request
 from microgpt.lab.exercises import checker, workspace
-from test_exercises import make_workspace, with_body
+from microgpt.lab.exercises.catalog import solution_text as solution
+from test_exercises import lab, make_workspace, with_body
 
 WRONG = 'return a * b, (a, b)'  # the slopes swapped: a wrong mul() every lie below tries to pass
 EVERY_FD = '''
@@ -239,3 +240,12 @@ def test_a_learners_code_that_changes_microgpts_own_files_has_no_result_believed
     ws = make_workspace(tmp_path / 'w', solved=[], files={1: module_with(prelude, 'return a * b, (b, a)')})
     result = checker.check([(ws, [1], False)])[(ws, 1)]
     assert result['status'] == 'fail' and "your code changed microgpt's own file microgpt/checks_engine.py" in result['line']
+
+
+def test_train_with_events_of_the_wrong_form_is_one_line(tmp_path, capsys):
+    fake = ("to_every_fd(json.dumps({'event': 'step', 'step': 1, 'loss': 'low'}) + '\\n' + "
+            "json.dumps({'event': 'names', 'yours': 3, 'project': None}) + '\\n')")
+    ws = make_workspace(tmp_path / 'w', files={14: EVERY_FD + '\n' + fake + '\n' + solution(14)})
+    status, out, err = lab(['train', '--dir', ws, '--steps', '1'], capsys)
+    assert status == 1 and 'Traceback' not in out + err
+    assert "stopped: code in your files wrote to the training's report (an event 'step' of the wrong form)" in out

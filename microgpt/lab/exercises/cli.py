@@ -185,6 +185,19 @@ def cmd_train(args, say, ws):
     run = {'losses': [], 'project': [], 'parted': None, 'names': None, 'failed': None}
 
     def on_event(event):
+        """The learner's code runs in the process that reports, and may write anything there:
+        an event of the wrong form stops the run's story in one line, never in a traceback."""
+        try:
+            show(event)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            run['failed'] = run['failed'] or ("code in your files wrote to the training's report (an event "
+                                              f"{str(event.get('event'))[:20]!r} of the wrong form), so "
+                                              "nothing it reports after it is believed")
+            run['bad'] = True
+
+    def show(event):
+        if run.get('bad'):
+            return
         kind = event['event']
         if kind == 'train-start':
             c = event['config']
@@ -194,9 +207,11 @@ def cmd_train(args, say, ws):
                 "microgpt's own:")
             say(f"  {'step':>5}  {'name':<12} {'your loss':>18} {'microgpt':>18} {'difference':>11}")
         elif kind == 'step':
-            run['losses'].append(event['loss'])
-            run['project'].append(event['project'])
-            step = event['step']
+            step, loss, project = event['step'], event['loss'], event['project']
+            if type(step) is not int or not all(type(x) in (int, float) for x in (loss, project)):
+                raise TypeError('a step of the wrong form')
+            run['losses'].append(loss)
+            run['project'].append(project)
             if step == 1 or step % every == 0 or step == args.steps:
                 say(f"  {step:>5}  {event['name']:<12} {event['loss']:>18.12f} {event['project']:>18.12f} "
                     f"{abs(event['loss'] - event['project']):>11.2g}")
@@ -211,9 +226,11 @@ def cmd_train(args, say, ws):
                 f"microgpt's {event['project']:.10g} (difference {event['difference']:.3g})\n"
                 f"  that is {event['where']}")
         elif kind == 'names':
+            if not all(type(event[k]) is list and all(type(n) is str for n in event[k]) for k in ('yours', 'project')):
+                raise TypeError('names of the wrong form')
             run['names'] = event
         elif kind == 'failed':
-            run['failed'] = event['line']
+            run['failed'] = str(event['line'])[:2000]
         elif kind == 'stopped' or (kind == 'ended' and event['status']):
             run['failed'] = run['failed'] or (f"the training process was stopped after {event.get('seconds', 0):.0f} s "
                                               "without a word" if kind == 'stopped' else
