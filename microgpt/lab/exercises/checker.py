@@ -7,8 +7,9 @@ passed, and answers for it when the learner's code takes the process down or pas
 The subprocess runs under sandbox.py (the learner's parent is the sandbox, never this process):
 its own process group, killed whole at the end, with whatever it detached; a memory cap; its
 stdout and stderr to a file of at most OUTPUT_FILE_BYTES (RLIMIT_FSIZE: a write past it fails
-in the learner's code instead of filling the disk); `python -I` with the workspace last on its
-sys.path. Its reports come on a pipe of their own, but the learner's code runs in that process
+in the learner's code instead of filling the disk); at most DISK_BYTES taken of the disk in all
+(the sandbox watches the free space while the code runs, and this process looks again at each
+result); `python -I` with the workspace last on its sys.path. Its reports come on a pipe of their own, but the learner's code runs in that process
 and can write to the pipe too, so nothing it says is taken on trust: an event must be a JSON
 object of a known kind, for the exercise due next, in order and bounded in size (anything
 else ends that exercise as "not passed" in one line), and a pass is decided here
@@ -32,6 +33,7 @@ import time
 
 from . import catalog
 from .harness import CASE_SECONDS
+from .sandbox import free_bytes
 
 STARTUP = 30.0               # seconds for a fresh Python to import the checker (and numpy) on a busy machine
 SILENCE = 60.0               # seconds without a report between exercises, or between training steps
@@ -84,6 +86,7 @@ class Child:
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
             env=child_environment(), pass_fds=(write_fd,), start_new_session=True)
         os.close(write_fd)
+        self.cwd, self.free_at_start = cwd, free_bytes(cwd)
         self.deadline = time.monotonic() + seconds
         self.buffer, self.received, self.killed = b'', 0, False
 
@@ -128,6 +131,13 @@ class Child:
                     yield ('event', event)
         finally:
             self.close()
+
+    def took_the_disk(self):
+        """Whether the disk has lost more than DISK_BYTES since the process started. The sandbox
+        watches it while the learner's code runs; this is asked again at each result, since a
+        few fast writes (posix_fallocate) can fall between two of the sandbox's looks."""
+        free = free_bytes(self.cwd)
+        return None not in (free, self.free_at_start) and self.free_at_start - free > DISK_BYTES
 
     def stop(self):
         """The sandbox kills the runner and what it left (SIGTERM); then the whole group, in any case."""
@@ -240,6 +250,10 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                 result = well_formed(event)
                 if result is None:
                     ended = ('bad', "a malformed result")
+                    break
+                if child.took_the_disk():
+                    child.stop()
+                    ended = ('ended', DISK_STATUS, '')
                     break
                 if result['status'] == 'pass':
                     result = verdict.replay(current[1], event.get('calls'), runner.checks_for)
