@@ -84,6 +84,22 @@ def test_save_load_save_is_byte_identical_and_keeps_the_train_state(tmp_path):
     assert first.read_bytes() == second.read_bytes()
 
 
+@pytest.mark.parametrize('change', [
+    lambda adam: adam['m'].pop(),               # one moment short of the model's parameters
+    lambda adam: adam['v'].append(0.2),         # one too many
+    lambda adam: adam['v'].__setitem__(0, -1.0),  # a mean of squares below zero
+    lambda adam: adam.__setitem__('t', -1),
+], ids=['m-short', 'v-long', 'v-negative', 't-negative'])
+def test_adam_state_that_does_not_fit_the_model_is_a_one_line_error(tmp_path, change):
+    model = trained_model()
+    n = sum(len(row) for m in model.weights().values() for row in m)
+    adam = {'t': 8, 'm': [0.1] * n, 'v': [0.2] * n}
+    change(adam)
+    path = tmp_path / 'model.json'
+    write_checkpoint(str(path), Checkpoint.of(model, optimizer=adam, train_state=TrainState(8, {}, '0' * 64)))
+    assert 'Adam moments' in one_line_error(path, training=True)
+
+
 def test_checkpoint_layout(tmp_path):
     model = trained_model()
     path = tmp_path / 'model.json'

@@ -186,7 +186,9 @@ def test_a_training_step_does_not_depend_on_grads_left_from_earlier_steps():
     assert fresh.weights() == kept.weights()
 
 
-def test_adam_state_round_trips_and_rejects_a_wrong_size():
+def test_adam_state_round_trips():
+    # a state of the wrong size is refused where a state is read, by edge/checkpoint.py
+    # (tests/test_checkpoint.py), so that the lesson's Adam stays three lines of arithmetic
     params = [Value(0.1), Value(0.2)]
     opt = Adam(params)
     params[0].grad, params[1].grad = 0.3, -0.4
@@ -194,8 +196,6 @@ def test_adam_state_round_trips_and_rejects_a_wrong_size():
     other = Adam([Value(0.1), Value(0.2)])
     other.load_state(opt.state())
     assert other.state() == opt.state() and other.t == 1
-    with pytest.raises(ValueError, match='number of parameters'):
-        Adam([Value(0.0)]).load_state(opt.state())
 
 
 def test_learning_rate_decays_linearly_to_zero():
