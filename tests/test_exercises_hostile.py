@@ -248,4 +248,5 @@ def test_train_with_events_of_the_wrong_form_is_one_line(tmp_path, capsys):
     ws = make_workspace(tmp_path / 'w', files={14: EVERY_FD + '\n' + fake + '\n' + solution(14)})
     status, out, err = lab(['train', '--dir', ws, '--steps', '1'], capsys)
     assert status == 1 and 'Traceback' not in out + err
-    assert "stopped: code in your files wrote to the training's report (an event 'step' of the wrong form)" in out
+    assert ("stopped: code in your files wrote a loss that is not a number to the training's report, so nothing "
+            "it reported after it is believed") in out

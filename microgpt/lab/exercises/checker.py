@@ -355,17 +355,38 @@ def remaining(pending, current):
 
 
 def train(workspace, steps, seed, lr, num_samples, temperature, on_event, seconds=CASE_SECONDS):
-    """`exercises train` in a subprocess (trainer.py): on_event(event) for each event it reports,
-    then a 'stopped' event if it fell silent for SILENCE seconds, or 'ended' with its exit status."""
+    """`exercises train`: the learner's side in a subprocess (trainer.run), microgpt's here
+    (trainer.Project), which judges each step the subprocess reports. on_event(event) for each
+    event to show (trainer.Project.follow's), then a 'failed' event if the subprocess reported
+    something out of form or order, 'stopped' if it fell silent for SILENCE seconds, or 'ended'
+    with its exit status."""
+    from . import trainer
+    project = trainer.Project(steps, seed, lr, num_samples, temperature)
+    on_event(project.start())
     request = {'mode': 'train', 'workspace': os.path.abspath(workspace), 'steps': steps, 'seed': seed,
                'lr': lr, 'num_samples': num_samples, 'temperature': temperature, 'seconds': seconds}
     child = Child(request, cwd=os.path.abspath(workspace), seconds=TRAIN_SECONDS)
     for kind, *what in child.events(lambda last, since: since + (STARTUP if last is None else SILENCE)):
-        if kind == 'event' and what[0]['event'] == 'done':
-            break
-        if kind == 'event' and what[0]['event'] in ('stopped', 'ended'):
-            kind, what = 'bad', ["an event of the checker's own"]
-        on_event(what[0] if kind == 'event' else
-                 {'event': 'stopped', 'seconds': what[0]} if kind == 'stopped' else
+        if kind == 'event':
+            if what[0]['event'] == 'done':
+                break
+            try:
+                shown = project.follow(what[0])
+            except trainer.Malformed as e:
+                kind, what = 'bad', [str(e)]
+            else:
+                for event in shown:
+                    on_event(event)
+                continue
+        if kind == 'ended' and what[0] == 0:
+            break  # ended without its 'done': judged below, as a run cut short if it is one
+        on_event({'event': 'stopped', 'seconds': what[0]} if kind == 'stopped' else
                  {'event': 'ended', 'status': what[0], 'stderr': what[1]} if kind == 'ended' else
-                 {'event': 'failed', 'line': f"code in your files wrote {what[0]} to the training's report"})
+                 {'event': 'failed', 'line': f"code in your files wrote {what[0]} to the training's report, "
+                                             "so nothing it reported after it is believed"})
+        if kind == 'bad':
+            child.stop()
+        return
+    if not project.finished():  # 'done' (or a status 0) before every step and the names: a run cut short
+        on_event({'event': 'failed', 'line': f"the training process stopped after {project.done} of {steps} "
+                                             "steps without saying why, so no verdict is given"})
