@@ -1,10 +1,19 @@
 """
-README's Python examples run as written: each ```python block, in a fresh interpreter, in a
-folder holding a freshly trained out/model.json (what `make run` leaves behind).
-
-The blocks are the project's own text, run as a learner would paste them.
+README and the manual in docs/ say what the code does, and keep saying it:
+  - their Python examples run as written, each ```python block in a fresh interpreter, in a
+    folder holding a freshly trained out/model.json (what `make run` leaves behind);
+  - their commands, typed in a shell without the environment, work or name the fix in one line;
+  - every flag of every command they show is in that program's --help;
+  - every relative link resolves, to a file and to a heading of it;
+  - the log lines and the checkpoint they show are what train.py writes;
+  - Reliability's counts of hostile cases are what pytest collects.
+Each checker is also run on a deliberately stale text, to show that it can fail.
 """
 
+import contextlib
+import glob
+import io
+import json
 import os
 import re
 import shlex
@@ -15,8 +24,15 @@ import pytest
 
 from conftest import REPO_DIR, TINY_NAMES
 
-with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
-    BLOCKS = re.findall(r'```python\n(.*?)```', f.read(), flags=re.S)
+TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
+
+
+def read(name):
+    with open(os.path.join(REPO_DIR, name), encoding='utf-8') as f:
+        return f.read()
+
+
+BLOCKS = [block for name in TEXTS for block in re.findall(r'```python\n(.*?)```', read(name), flags=re.S)]
 
 
 @pytest.fixture(scope='module')
@@ -31,7 +47,7 @@ def trained_folder(tmp_path_factory):
     return folder
 
 
-def test_readme_has_python_examples():
+def test_the_docs_have_python_examples():
     assert len(BLOCKS) >= 2
 
 
@@ -40,21 +56,25 @@ def test_each_python_example_runs_as_written(trained_folder, index):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
     result = subprocess.run([sys.executable, '-c', BLOCKS[index]], cwd=trained_folder, env=env,
                             capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, f"README block {index} failed:\n{BLOCKS[index]}\n{result.stderr}"
+    assert result.returncode == 0, f"python block {index} failed:\n{BLOCKS[index]}\n{result.stderr}"
+
+
+def shell_lines(text):
+    """The lines of a text's ```bash blocks, continuation lines joined, comments dropped."""
+    lines = []
+    for block in re.findall(r'```bash\n(.*?)```', text, flags=re.S):
+        for line in block.replace('\\\n', ' ').split('\n'):
+            line = re.split(r'\s#\s', line)[0].strip()
+            if line:
+                lines.append(line)
+    return lines
 
 
 def readme_commands():
-    """Every `python ...` command of README's shell blocks, continuation lines joined, comments
-    dropped; those with a `...` placeholder left out."""
-    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
-        blocks = re.findall(r'```bash\n(.*?)```', f.read(), flags=re.S)
-    commands = []
-    for block in blocks:
-        for line in block.replace('\\\n', ' ').split('\n'):
-            line = re.split(r'\s#\s', line)[0].strip()
-            if line.startswith('python ') and '...' not in line:
-                commands.append(line)
-    return commands
+    """Every `python ...` command of README's and the docs' shell blocks; those with a `...`
+    placeholder left out."""
+    return [line for name in TEXTS for line in shell_lines(read(name))
+            if line.startswith('python ') and '...' not in line]
 
 
 @pytest.fixture(scope='module')
@@ -76,13 +96,19 @@ def checkout(tmp_path_factory):
 
 
 def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout):
-    """Issue 27.5: typed in a fresh shell that has not activated .venv, README's commands ended in
-    ModuleNotFoundError tracebacks (`inference`). Run here with a Python that sees none of the
+    """Typed in a fresh shell that has not activated .venv, a command must not end in a
+    ModuleNotFoundError traceback (`inference`, say). Run here with a Python that sees none of the
     environment's packages (no numpy, no `names`, no src/ on its path), each one either works or
     says in one line what is missing and how to get it (or, for `exercises check`, reports on
     stdout an exercise not yet passed, exit status 1)."""
     commands = readme_commands()
     assert len(commands) > 20
+    # one command per program (and lab subcommand): a Python without the environment stops each
+    # where the program starts, whatever its flags
+    firsts = {}
+    for command in commands:
+        firsts.setdefault(tuple(program_of(command)[0]) if program_of(command) else command, command)
+    commands = list(firsts.values())
     bare = [sys.executable, '-S', '-s', '-E']  # no site-packages, no user site, no PYTHON* variables
     for command in commands:
         argv = bare + shlex.split(command)[1:]
@@ -115,9 +141,168 @@ def collected_cases(module):
     ('test_exercises_hostile', "(`tests/test_exercises_hostile.py`, {cases} cases)"),
 ])
 def test_reliabilitys_counts_of_hostile_cases_are_the_tests(module, words):
-    """Reliability's figure for each hostile test file is the number of cases it collects."""
+    """docs/reliability.md's figure for each hostile test file is the number of cases it collects."""
     import importlib
     cases = collected_cases(importlib.import_module(module))
-    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
-        text = ' '.join(f.read().split())
+    text = ' '.join(read(os.path.join('docs', 'reliability.md')).split())
     assert words.format(cases=cases) in text
+
+
+# ---------------------------------------------------------------------------- flags
+def inline_commands(text):
+    """`python ...` commands written inline in the prose, as `python -m microgpt.lab loss X`."""
+    return [span for span in re.findall(r'`([^`\n]+)`', text) if span.startswith('python ') and '...' not in span]
+
+
+def program_of(line):
+    """(the program's words, its argv after them) of a shell line that runs one of ours, or None:
+    `python train.py ...`, `torchrun ... train.py ...`, `RANK=1 ... python -m microgpt.lab step ...`."""
+    words = shlex.split(line)
+    for i, word in enumerate(words):
+        if word in ('train.py', 'sample.py') or word.startswith(('bench/', 'tools/')):
+            return [word], words[i + 1:]
+        if word == '-m' and i + 1 < len(words) and words[i + 1].startswith('microgpt'):
+            module, rest = words[i + 1], words[i + 2:]
+            if module == 'microgpt.lab':
+                depth = 2 if rest[:1] == ['exercises'] else 1
+                return [module] + rest[:depth], rest[depth:]
+            return [module], rest
+    return None
+
+
+HELP = {}
+
+
+def help_text(program):
+    """The --help of a program (in this process for microgpt's own, a child for a script)."""
+    key = tuple(program)
+    if key not in HELP:
+        parsers = {'train.py': 'microgpt.programs.settings', 'microgpt.train': 'microgpt.programs.settings',
+                   'sample.py': 'microgpt.programs.sample', 'microgpt.sample': 'microgpt.programs.sample',
+                   'microgpt.convert': 'microgpt.programs.convert', 'microgpt.lab': 'microgpt.lab.__main__'}
+        if program[0] in parsers:
+            import importlib
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+                importlib.import_module(parsers[program[0]]).parse_args(program[1:] + ['--help'])
+            HELP[key] = out.getvalue()
+        else:
+            result = subprocess.run([sys.executable, program[0], '--help'], cwd=REPO_DIR, capture_output=True,
+                                    text=True, timeout=120)
+            HELP[key] = result.stdout
+    return HELP[key]
+
+
+def unknown_flags(lines):
+    """(line, flag) for each --flag of a line that its program's --help does not list."""
+    found = []
+    for line in lines:
+        run = program_of(line)
+        if run is None:
+            continue
+        program, argv = run
+        listed = set(re.findall(r'(?<![\w-])(--[a-z][\w-]*)', help_text(program)))
+        for word in argv:
+            flag = word.split('=')[0]
+            if flag.startswith('--') and flag not in listed:
+                found.append((line, flag))
+    return found
+
+
+def test_every_flag_the_docs_show_is_in_its_programs_help():
+    lines = [line for name in TEXTS for line in shell_lines(read(name)) + inline_commands(read(name))]
+    assert len([line for line in lines if program_of(line)]) > 80
+    assert unknown_flags(lines) == []
+
+
+def test_the_flag_check_finds_a_flag_that_is_gone():
+    stale = ['python train.py --steps 10 --learning-rate 0.01', 'python -m microgpt.lab exercises check 1 --fast']
+    assert unknown_flags(stale) == [(stale[0], '--learning-rate'), (stale[1], '--fast')]
+
+
+# ---------------------------------------------------------------------------- links
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def broken_links(name, text):
+    """Each relative link of `text` (a file at `name`) whose file or heading is not there."""
+    broken = []
+    folder = os.path.dirname(os.path.join(REPO_DIR, name))
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'[a-z]+:', target):
+            continue  # a web address: not ours to check offline
+        path, _, anchor = target.partition('#')
+        full = os.path.normpath(os.path.join(folder, path)) if path else os.path.join(REPO_DIR, name)
+        if not os.path.exists(full):
+            broken.append(target)
+        elif anchor and full.endswith('.md'):
+            with open(full, encoding='utf-8') as f:
+                headings = re.findall(r'^#+ (.*)$', re.sub(r'```.*?```', '', f.read(), flags=re.S), flags=re.M)
+            if anchor not in {slug(h) for h in headings}:
+                broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize('name', TEXTS)
+def test_every_relative_link_resolves(name):
+    assert broken_links(name, read(name)) == []
+
+
+def test_the_link_check_finds_a_moved_file_and_a_renamed_heading():
+    stale = ('[the guide](docs/reading-guide.md#1-the-reading-order) [gone](docs/gone.md) '
+             '[renamed](docs/training.md#the-numpy-recipe) ![a picture](docs/img/lab-overview.png)')
+    assert broken_links('README.md', stale) == ['docs/gone.md', 'docs/training.md#the-numpy-recipe']
+
+
+def test_every_docs_file_is_one_click_from_readme():
+    linked = {os.path.normpath(t.split('#')[0]) for t in re.findall(r'\]\((docs/[^)\s]+)\)', read('README.md'))}
+    assert {name for name in TEXTS if name.startswith('docs')} <= linked
+
+
+def test_readme_is_a_front_door():
+    assert read('README.md').count('\n') <= 250
+
+
+# ---------------------------------------------------------------------------- formats
+def shown_fields(text):
+    """The key lists of the log lines training.md shows: `{"step", "loss", "lr"}` and the like."""
+    return [re.findall(r'"(\w+)"', group) for group in re.findall(r'`\{("\w+"(?:, "\w+")*)\}`', text)]
+
+
+def test_the_log_lines_shown_are_what_train_py_writes(trained_folder):
+    subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', 'names.txt', '--steps', '2',
+                    '--eval-every', '2', '--val-size', '2', '--num-samples', '0', '--out', 'logged.json'],
+                   cwd=trained_folder, capture_output=True, text=True, timeout=120, check=True)
+    with open(trained_folder / 'logged.log.jsonl', encoding='utf-8') as f:
+        written = {tuple(json.loads(line)) for line in f}
+    shown = shown_fields(read(os.path.join('docs', 'training.md')))
+    assert {tuple(fields) for fields in shown} == written
+    assert shown_fields('`{"step", "val_loss"}` per evaluation') != [list(k) for k in written]  # a stale copy differs
+
+
+def checkpoint_example(text):
+    """The keys, in order, of the checkpoint training.md shows: top level, then train_state."""
+    example = text.split('The checkpoint is one JSON file')[1].split('```json\n')[1].split('```')[0]
+    first, *others = example.strip().split('\n')  # the first line's keys, then one key a line
+    top = re.findall(r'"(\w+)":', first) + [re.match(r'\s*"(\w+)":', line).group(1) for line in others]
+    state = re.findall(r'"(\w+)":', example.split('"train_state": {')[1].split('"adam"')[0]) + ['adam']
+    return top, state
+
+
+def test_the_checkpoint_shown_is_what_train_py_writes(trained_folder):
+    with open(trained_folder / 'out' / 'model.json', encoding='utf-8') as f:
+        written = json.load(f)
+    top, state = checkpoint_example(read(os.path.join('docs', 'training.md')))
+    assert top == list(written)
+    assert state == list(written['train_state'])
+    assert sorted(re.findall(r'"(\w+)": \d', read(os.path.join('docs', 'training.md')).split('"config": {')[1]
+                             .split('}')[0])) == sorted(written['config'])
+
+
+def test_the_checkpoint_check_finds_a_field_left_out():
+    stale = ('The checkpoint is one JSON file:\n```json\n{"format": "microgpt", "version": 1,\n "config": {},\n'
+             ' "vocab": [],\n "state_dict": {},\n "train_state": {"step": 1, "run": {}, "adam": {}}}\n```\n')
+    assert checkpoint_example(stale) == (['format', 'version', 'config', 'vocab', 'state_dict', 'train_state'],
+                                         ['step', 'run', 'adam'])
