@@ -36,6 +36,9 @@ TEXT_MODEL = ("the Shakespeare recipe's model of running text (n_layer 4, n_embd
 
 
 def main():
+    import argparse
+    argparse.ArgumentParser(description="Time the web lab's pages in Chromium, from an input to its redraw, "
+                                        "on three models (prints, never asserts).").parse_args()
     from common import shared_data
     data = shared_data('names.txt')
     try:

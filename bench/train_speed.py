@@ -24,7 +24,8 @@ other, and sends back its losses, step times and peak memory as JSON. Sharing on
 make each trainer pay for the other's garbage: Python's cyclic garbage collector is global, and
 the baseline's graphs are only freed by it (as in the original, backward's recursive helper is a
 closure that refers to itself, a reference cycle holding the graph), so collections it triggers
-land in our steps. Both run with the collector on, as the original does.
+land in our steps. The baseline runs with the collector on, as the original does; ours pauses
+it during each step, as microgpt/training.py's train_step does (its graph holds no cycles).
 
 Peak memory is VmHWM from /proc/self/status: the kernel's high-water mark of the child's resident
 memory, everything included (interpreter, imports, parameters, the largest graph of any step),
