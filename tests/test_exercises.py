@@ -353,6 +353,8 @@ def test_status_reflects_what_passes(tmp_path, capsys):
     assert lines['4'].lstrip().startswith('✗') and "case 'fixed 2'" in lines['4']
     assert lines['6'].lstrip().startswith('·') and 'not written yet' in lines['6']
     assert 'next: python -m microgpt.lab exercises check 4' in out
+    unwritten = ', '.join(str(n) for n in range(6, 17))  # what `train` still needs written
+    assert f'train (microgpt trained with your engine) uses 1 to 16: 11 of them not written yet ({unwritten})' in out
     saved = workspace.Workspace.open(ws).results()  # what the web lab's page shows
     assert saved['1']['status'] == 'pass' and saved['4']['status'] == 'fail' and saved['6']['status'] == 'todo'
 

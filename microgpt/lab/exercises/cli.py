@@ -157,6 +157,10 @@ def cmd_status(args, say, ws):
     say(report.status_table(results))
     if note:
         say(note)
+    unwritten = [n for n in catalog.TRAIN_USES if results.get(n, {}).get('status') == 'todo']
+    say(f"train (microgpt trained with your engine) uses 1 to {max(catalog.TRAIN_USES)}: " +
+        (f"{len(unwritten)} of them not written yet ({', '.join(map(str, unwritten))})" if unwritten else
+         f"ready, `{COMMAND} train{dir_flag(ws.path)}`"))
     todo = next((n for n in range(1, N + 1) if results.get(n, {}).get('status') != 'pass'), None)
     say(f"next: {COMMAND} check {todo}{dir_flag(ws.path)}" if todo else
         f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`")
