@@ -28,6 +28,7 @@ from .model import GPT
 
 TEMPERATURE = 0.5  # microgpt's: typical names with a little invention (train.py's samples, sample.py's default)
 
+
 def probabilities(logits, temperature, top_k=None):
     """softmax(logits / temperature) as plain floats, optionally cut to the top_k tokens.
 
@@ -63,7 +64,7 @@ def draw(probs, rng, temperature):
     return rng.choices(range(len(probs)), weights=probs)[0]
 
 
-def sample_name(model, rng, temperature=0.5, prompt_ids=(), top_k=None):
+def sample_name(model, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=None):
     """One name: the prompt plus what the model draws after it, until BOS or a full block."""
     bos, block_size = model.tokenizer.bos, model.config.block_size
     next_logits = model.next_logits_fn()
@@ -77,7 +78,7 @@ def sample_name(model, rng, temperature=0.5, prompt_ids=(), top_k=None):
     return model.tokenizer.decode(token_ids[1:])
 
 
-def iter_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, rng=None):
+def iter_names(model, num=20, temperature=TEMPERATURE, seed=42, prompt='', top_k=None, rng=None):
     """Yield `num` names, each as soon as it is made, from one seeded generator.
 
     rng: an existing random.Random to draw from instead of a fresh one seeded with `seed`
@@ -89,7 +90,7 @@ def iter_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, r
         yield sample_name(model, rng, temperature, prompt_ids, top_k)
 
 
-def sample_names(model, num=20, temperature=0.5, seed=42, prompt='', top_k=None, rng=None):
+def sample_names(model, num=20, temperature=TEMPERATURE, seed=42, prompt='', top_k=None, rng=None):
     """`num` names from one seeded generator: the same arguments give the same names."""
     return list(iter_names(model, num, temperature, seed, prompt, top_k, rng))
 
@@ -126,7 +127,7 @@ def window_logits_fn(model):
     return window_next_logits(model) if isinstance(model, GPT) else model.next_logits_fn()
 
 
-def generate(model, length, rng, temperature=0.5, prompt_ids=(), top_k=None, stop_at_bos=False):
+def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=None, stop_at_bos=False):
     """Yield up to `length` characters drawn after prompt_ids, one at a time, as each is made.
 
     The model sees the last block_size tokens of prompt + text so far (prompt_ids: at least

@@ -14,6 +14,7 @@ the same methods as the numpy engine's, so its loop is the same for every engine
 
 import gc
 import math
+from contextlib import contextmanager
 
 from .engine import Tape, zero_grad
 
@@ -83,14 +84,7 @@ def batch_step(model, optimizer, batch, lr):
     is returned. An exp() too large to compute raises OverflowError before any weight changed;
     train.py's ScalarTrainer turns that into nan too, and decides what to do.
     """
-    # note: Python's cycle collector is paused for the step. A graph holds no reference cycles
-    # (children never point back to parents), so reference counting frees it as soon as the
-    # next step drops it; the collector would only search the fresh objects in vain (3,419
-    # Values for a 7-letter name at the default config, with their tuples about three times as
-    # many objects: `python bench/train_speed.py --nodes`).
-    collector_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         with Tape() as tape:  # records the graph as it is built: backward needs no search
             loss = batch_loss(model, batch)
         loss.backward(tape)  # adds to the grad of every weight the batch uses; Adam zeroes them after use
@@ -100,10 +94,23 @@ def batch_step(model, optimizer, batch, lr):
             zero_grad(optimizer.params)
             return math.nan
         optimizer.step(lr)
-    finally:
-        if collector_was_on:
-            gc.enable()
     return loss.data
+
+
+@contextmanager
+def collector_paused():
+    """Python's cycle collector off for a step, then as it was. A graph holds no reference
+    cycles (children never point back to parents), so reference counting frees it as soon as the
+    next step drops it; the collector would only search the fresh objects in vain (3,419 Values
+    for a 7-letter name at the default config, with their tuples about three times as many
+    objects: `python bench/train_speed.py --nodes`)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def evaluate(model, docs):

@@ -132,11 +132,12 @@ def test_every_page_has_its_files(tmp_path):
 
 
 def test_one_name_one_meaning():
-    """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name."""
+    """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name, in its own file."""
     from microgpt.edge import limits
-    assert limits.MAX_LAB_NAMES < limits.MAX_NAMES
+    from microgpt.lab import limits as lab_limits
+    assert lab_limits.MAX_LAB_NAMES < limits.MAX_NAMES
     assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
-    assert registry.get('sample').param('num').high == limits.MAX_LAB_NAMES
+    assert registry.get('sample').param('num').high == lab_limits.MAX_LAB_NAMES
     assert registry.get('overview').param('seed').high == limits.MAX_SEED
 
 
@@ -182,21 +183,97 @@ def test_the_packages_examples_name_every_command():
     assert shown == [s.name for s in registry.SANDBOXES] + ['serve', 'exercises']
 
 
-def test_the_labs_caps_and_engines_are_declared_once():
-    """Issue 25: every cap lives in edge/limits.py, and train.py's ENGINES once, in
-    programs/settings.py: no module of the lab declares a MAX_ of its own, and its two lists
-    of engines are taken from settings'."""
+def test_the_labs_caps_are_the_labs_own():
+    """Every cap of the lab's (a flag's or a request's) is declared in lab/limits.py, beside the
+    shared ones of edge/limits.py: no other module of the lab declares a MAX_ of its own."""
     import ast
     import os
-    from microgpt.lab import runs, step
-    from microgpt.programs import settings
     folder = os.path.dirname(registry.__file__)
     for name in sorted(os.listdir(folder)):
-        if name.endswith('.py'):
+        if name.endswith('.py') and name != 'limits.py':
             tree = ast.parse(open(os.path.join(folder, name), encoding='utf-8').read())
             for node in tree.body:
                 for target in getattr(node, 'targets', []):
                     assert not getattr(target, 'id', '').startswith('MAX_'), (name, target.id)
-                    if getattr(target, 'id', '') == 'ENGINES':
-                        assert not isinstance(node.value, ast.Tuple), f"{name}: ENGINES written out again"
-    assert set(step.ENGINES) < set(settings.ENGINES) and set(runs.ENGINES) < set(settings.ENGINES)
+
+
+# Where each constant that several programs use is declared: (file, what) of its one literal.
+HOMES = {('microgpt/programs/settings.py', 'engines'), ('microgpt/edge/checkpoint.py', 'data modes'),
+         ('microgpt/sampling.py', 'TEMPERATURE'),
+         ('microgpt/lab/registry.py', 'engines')}  # Sandbox.reads_a_checkpoint: compute()'s 'numpy'/'scalar' models
+
+
+def copied_constants(root):
+    """(file, line, what) for each literal in microgpt's sources that writes out a shared constant
+    again: a tuple of train.py's engines or the data modes, a default lr of train.py's value, or
+    a default temperature of sampling.TEMPERATURE (as a parameter's default, a keyword, a flag's
+    default or a module constant)."""
+    import ast
+    import os
+    from microgpt.edge.checkpoint import DATA_MODES
+    from microgpt.programs.settings import ENGINES, flag_default
+    from microgpt.sampling import TEMPERATURE
+    shared = {'lr': flag_default('lr'), 'temperature': TEMPERATURE}
+    found = []
+    for folder, _, names in os.walk(root):
+        if os.sep + 'files' in folder or '__pycache__' in folder:
+            continue  # the exercises' stubs are the learner's to write
+        for name in names:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(folder, name)
+            where = os.path.relpath(path, os.path.dirname(root))
+            for node in ast.walk(ast.parse(open(path, encoding='utf-8').read())):
+                if isinstance(node, (ast.Tuple, ast.List)) and node.elts and all(
+                        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                    values = {e.value for e in node.elts}
+                    if len(values) >= 2 and values <= set(ENGINES):
+                        found.append((where, node.lineno, 'engines'))
+                    if values == set(DATA_MODES):
+                        found.append((where, node.lineno, 'data modes'))
+                pairs = []
+                if isinstance(node, ast.FunctionDef) and node.args.defaults:
+                    pairs += zip([a.arg for a in node.args.args[-len(node.args.defaults):]], node.args.defaults)
+                if isinstance(node, ast.Call):
+                    pairs += [(k.arg, k.value) for k in node.keywords if k.arg]
+                    flag = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+                    if isinstance(flag, str) and flag.startswith('--'):
+                        pairs += [(flag[2:], k.value) for k in node.keywords if k.arg == 'default']
+                if isinstance(node, ast.Assign):
+                    pairs += [(getattr(t, 'id', '').lower(), node.value) for t in node.targets]
+                for key, value in pairs:
+                    for what, number in shared.items():
+                        if (what in key and isinstance(value, ast.Constant) and type(value.value) is float
+                                and value.value == number):
+                            found.append((where, value.lineno, what.upper() if key == what else what))
+    return found
+
+
+def test_each_shared_constant_is_written_once():
+    """train.py's engines, the data modes, train.py's lr and microgpt's sampling temperature are
+    each written once, in their home, and imported everywhere else; the scan compares values,
+    not names, so a copy under another name is found too."""
+    import os
+    from conftest import REPO_DIR
+    copies = [(f, what) for f, _, what in copied_constants(os.path.join(REPO_DIR, 'microgpt'))]
+    assert sorted(set(copies)) == sorted(HOMES), copies
+
+
+def test_the_scan_finds_a_constant_copied_under_another_name(tmp_path):
+    package = tmp_path / 'microgpt'
+    package.mkdir()
+    (package / 'page.py').write_text("STARTING_LR = 0.01\nMODES = ['text', 'lines']\n"
+                                     "def draw(model, temperature=0.5):\n    return run(engines=('numpy', 'torch'))\n")
+    assert sorted(copied_constants(str(package))) == [('microgpt/page.py', 1, 'lr'), ('microgpt/page.py', 2, 'data modes'),
+                                                       ('microgpt/page.py', 3, 'TEMPERATURE'), ('microgpt/page.py', 4, 'engines')]
+
+
+def test_every_help_shows_the_declared_default():
+    """A sandbox's --help states each parameter's declared default, which no help text retypes."""
+    from microgpt.lab.__main__ import parse_args
+    for s in registry.SANDBOXES:
+        for p in s.params:
+            shown = p.shown_default()
+            if shown is not None:
+                assert p.help_text().endswith(f"(default {shown})"), (s.name, p.name)
+                assert '(default' not in p.help, (s.name, p.name, p.help)

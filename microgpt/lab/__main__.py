@@ -31,7 +31,7 @@ def flag_of(p):
 
 def add_param(group, p):
     """One registry Param as an argparse argument, its range named in its help."""
-    help_text = p.help + (f"; {p.range_text()}" if p.kind in (int, float) else '')
+    help_text = p.help_text() + (f"; {p.range_text()}" if p.kind in (int, float) else '')
     kw = {'help': help_text}
     if p.kind is bool:
         kw['action'] = 'store_false' if p.default else 'store_true'
@@ -63,7 +63,7 @@ def add_sandbox(commands, s):
     if s.model == 'log':
         c.add_argument('logfile', metavar='LOGFILE', nargs='+',
                        help="a training log, e.g. out/model.log.jsonl; several are drawn side by side")
-    if s.model in ('numpy', 'scalar'):
+    if s.reads_a_checkpoint:
         g = c.add_argument_group('model')
         g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                        help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
@@ -161,7 +161,7 @@ def run_sandbox(s, args):
         require_matplotlib()  # before the work, so a missing extra is the first thing said
     module = importlib.import_module(s.module_name)
     head = []
-    if s.model in ('numpy', 'scalar'):
+    if s.reads_a_checkpoint:
         from .loading import describe, load, no_overflow
         ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
         registry.check_against_model(s, params, model.config, spell=flag_of)

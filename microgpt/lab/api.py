@@ -24,10 +24,10 @@ from contextlib import contextmanager, nullcontext
 
 from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
 from ..programs.run import log_path_for
 from . import registry
 from .loading import example_text, trained_lr
+from .limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
 from .workers import MODELS, ApiError, Pool
 
 

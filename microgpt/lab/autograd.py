@@ -25,9 +25,9 @@ import warnings
 from ..engine import Value
 from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
 from ..graph import graph_rows, graph_table, to_dot
 from . import pictures, registry
+from .limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
 from .render import number as format_number  # (number() here parses a literal)
 
 # The whole language. Anything not named here is an error.

@@ -25,7 +25,7 @@ matrix, for sizes a learner picks.
 import numpy as np
 
 from ..edge.errors import UserError
-from ..edge.limits import MAX_HAND_ABS, MAX_HAND_DIM, MAX_HAND_TOKENS
+from .limits import MAX_HAND_ABS, MAX_HAND_DIM, MAX_HAND_TOKENS
 from .scaling import CZECH_KEYS, CZECH_Q3, CZECH_VALUES, score_matrix_size
 
 # The Czech lesson's tokens ("kočka spí venku") and vectors. It gives q1 and q3 only: q2 is ours

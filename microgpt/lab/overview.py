@@ -28,7 +28,7 @@ import numpy as np
 
 from inference.model import cross_entropy
 
-from ..sampling import generate, sample_names
+from ..sampling import TEMPERATURE, generate, sample_names
 from .loading import data_mode, read_text
 from .render import bar, token_label
 from .rowstats import softmax
@@ -63,7 +63,7 @@ def predictions(model, text, top=5, mode='lines'):
     return rows
 
 
-def continuation(model, text, temperature=0.5, seed=42, mode='lines'):
+def continuation(model, text, temperature=TEMPERATURE, seed=42, mode='lines'):
     """TEXT and what the model draws after it, with sample.py's sampler: one whole name, or
     CONTINUATION characters of running text through the sliding window (sample.py --length)."""
     if mode == 'text':
@@ -72,7 +72,7 @@ def continuation(model, text, temperature=0.5, seed=42, mode='lines'):
     return sample_names(model, num=1, temperature=temperature, seed=seed, prompt=text)[0]
 
 
-def compute(model, text, top=5, temperature=0.5, seed=42, ckpt=None):
+def compute(model, text, top=5, temperature=TEMPERATURE, seed=42, ckpt=None):
     """The sandbox's numbers: predictions at every position, the mean loss of those with a
     target (None: none has), one continuation."""
     mode = data_mode(ckpt)

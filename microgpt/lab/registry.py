@@ -38,10 +38,12 @@ from dataclasses import dataclass, field as dataclass_field
 
 from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import (MAX_BLOCK_SIZE, MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENGTH,
-                           MAX_LAB_NAMES, MAX_LR, MAX_N_HEAD, MAX_N_LAYER, MAX_ROW_NUMBERS, MAX_SEED,
-                           MAX_TEMPERATURE, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR,
-                           MAX_VOCAB_SIZE, MAX_WINDOW, parameter_count)
+from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_SEED, MAX_TEMPERATURE, MAX_VOCAB_SIZE,
+                           parameter_count)
+from ..programs.settings import flag_default
+from ..sampling import TEMPERATURE
+from .limits import (MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENGTH, MAX_LAB_NAMES, MAX_LR,
+                     MAX_ROW_NUMBERS, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR, MAX_WINDOW)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,19 @@ class Param:
     metavar: str = None
     cli: bool = True
     web: bool = True
+
+    def shown_default(self):
+        """The declared default as a flag takes it ('0 0.5 1 2' for a list), or None when there is
+        none to show (None, an empty list, a bool switch, or a help that explains its own)."""
+        if self.default in (None, ()) or self.kind is bool or '(default' in self.help:
+            return None
+        values = self.default if self.many else [self.default]
+        return ' '.join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+    def help_text(self):
+        """The help, then the declared default, so that no help text retypes it."""
+        shown = self.shown_default()
+        return self.help + (f" (default {shown})" if shown is not None else '')
 
     def range_text(self):
         if self.low is None:
@@ -136,6 +151,12 @@ class Sandbox:
         m = self.module or '.' + self.name
         return 'microgpt.lab' + m if m.startswith('.') else m
 
+    @property
+    def reads_a_checkpoint(self):
+        """Whether compute() is given the checkpoint's model (the numpy port's or the GPT of
+        Values), so that the command takes --ckpt and the server reads it for the page."""
+        return self.model in ('numpy', 'scalar')
+
     def param(self, name):
         return next(p for p in self.params if p.name == name)
 
@@ -150,12 +171,12 @@ def _text(help_text="a name, in characters the model was trained on (e.g. anna);
     return Param('text', str, required=True, positional=True, metavar='TEXT', help=help_text, high=MAX_WINDOW)
 
 
-SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed (default 42)", group='sampling')
+SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed", group='sampling')
 # which attention to look at: the attention sandboxes share these three
 WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
-               group='what to look at', help="transformer block, 0..n_layer-1 (default 0)"),
+               group='what to look at', help="transformer block, 0..n_layer-1"),
          Param('head', int, 0, 0, MAX_N_HEAD - 1, metavar='H',
-               group='what to look at', help="attention head, 0..n_head-1 (default 0)"),
+               group='what to look at', help="attention head, 0..n_head-1"),
          Param('query', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='I', group='what to look at',
                help="query position, 0..(positions - 1): 0 is BOS for a name, the first character "
                     "of running text (default: the last)"))
@@ -199,14 +220,14 @@ SANDBOXES = [
             png="the probability bars",
             params=(_text(),
                     Param('top', int, 5, 1, MAX_TOP, metavar='K', group='display',
-                          help="how many most likely characters to show per position (default 5)"),
-                    Param('temperature', float, 0.5, 0, MAX_TEMPERATURE, group='sampling the continuation '
+                          help="how many most likely characters to show per position"),
+                    Param('temperature', float, TEMPERATURE, 0, MAX_TEMPERATURE, group='sampling the continuation '
                           '(as in sample.py; the bars are always at temperature 1)',
                           help="for the continuation only (0 = greedy); below 1 safer, above 1 more "
-                               "inventive (default 0.5)"),
+                               "inventive"),
                     Param('seed', int, 42, 0, MAX_SEED, group='sampling the continuation (as in sample.py; '
                           'the bars are always at temperature 1)',
-                          help="random seed for the continuation (default 42)"))),
+                          help="random seed for the continuation"))),
     Sandbox('attention', 'Attention',
             help="every step of one head's attention for one query of TEXT",
             description="q.k per dimension, scores, scaling, the causal mask, softmax, the weighted sum "
@@ -219,7 +240,7 @@ SANDBOXES = [
                           help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen"),
                     Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
                           group='what if (the model itself scales and uses temperature 1)',
-                          help="divide the scores by this before the softmax (default 1)"))),
+                          help="divide the scores by this before the softmax"))),
     Sandbox('byhand', 'By hand', model=None,
             help="attention on q, k, v typed by hand: the Czech lesson's worked example, step by step",
             description="For the query token: q.k per dimension, the division by sqrt(d), e^score and their "
@@ -239,21 +260,21 @@ SANDBOXES = [
                           group='the tokens (one vector per token, e.g. "0.9, 0.8, 0.2, 0.1")',
                           help="their names, for the printout (default: the lesson's kočka spí venku)"),
                     Param('query', int, 3, 1, MAX_HAND_TOKENS, metavar='I', group='the computation',
-                          help="the query token, counted from 1 as the lesson counts (default 3)"),
+                          help="the query token, counted from 1 as the lesson counts"),
                     Param('n_head', int, 1, 1, MAX_HAND_DIM, metavar='H', group='the computation',
-                          help="heads, each on its slice of d / H dimensions (default 1, the lesson's)"),
+                          help="heads, each on its slice of d / H dimensions; the default is the lesson's"),
                     Param('w_o', str, (), many=True, high=MAX_VECTOR, metavar='ROW', group='the computation',
                           help="W_O's rows, d of them, stored [n_out][n_in] (default: the identity)"),
                     Param('scale', bool, True, flag='--no-scale', group='the computation',
                           help="do not divide by sqrt(d): the lesson's exercise 2"),
                     Param('batch', int, 1, 1, 4096, metavar='B', group='the shapes table',
-                          help="sequences in a batch (default 1)"),
+                          help="sequences in a batch"),
                     Param('length', int, 1024, 1, 10 ** 6, metavar='T', group='the shapes table',
-                          help="tokens per sequence (default 1024, the lesson's exercise 3)"),
+                          help="tokens per sequence; the default is the lesson's exercise 3"),
                     Param('d_model', int, 4096, 1, 10 ** 6, metavar='D', group='the shapes table',
-                          help="model width (default 4096)"),
+                          help="model width"),
                     Param('n_heads', int, 32, 1, 4096, metavar='H', group='the shapes table',
-                          help="heads (default 32)"),
+                          help="heads"),
                     Param('bytes', int, 2, 1, 8, metavar='N', group='the shapes table',
                           help="bytes per number: 2 for fp16 (default), 4 for fp32"))),
     Sandbox('phases', 'In phases',
@@ -285,13 +306,13 @@ SANDBOXES = [
                         "shows one of the Scaling page's widgets instead.",
             png="Var(q.k), one row without and with scaling, saturation against d and the cost ratio",
             params=(Param('samples', int, 50_000, 2, 1_000_000, metavar='N', group='sampling',
-                          help="dot products drawn per d for the variance (default 50000; the "
-                               "standard error shrinks like 1/sqrt(N))"),
+                          help="dot products drawn per d for the variance; the standard error shrinks "
+                               "like 1/sqrt(N)"),
                     Param('draws', int, 2000, 1, 100_000, metavar='N', group='sampling',
-                          help="random rows for the medians of the row statistics (default 2000)"),
+                          help="random rows for the medians of the row statistics"),
                     Param('row_d', int, 64, 1, 4096, metavar='D', group='sampling',
                           help=f"head size of the random row in section 4, with --draws x --row-d at "
-                               f"most {MAX_ROW_NUMBERS:,} (default 64, the lesson's; try 256 to watch "
+                               f"most {MAX_ROW_NUMBERS:,}; the default is the lesson's (try 256 to watch "
                                "the unscaled row saturate)"),
                     SEED,
                     Param('part', str, 'all', metavar='PART', group='one widget of the Scaling page',
@@ -301,17 +322,17 @@ SANDBOXES = [
                           help="row: do not divide the scores by sqrt(d)"),
                     Param('temperature', float, 1.0, 0, MAX_TEMPERATURE, above=True,
                           group='one widget of the Scaling page',
-                          help="row: divide the scores by this before the softmax (default 1)"),
+                          help="row: divide the scores by this before the softmax"),
                     Param('keys', int, 8, 2, 16, group='one widget of the Scaling page',
-                          help="row: keys in the random row (default 8, the lesson's)"),
+                          help="row: keys in the random row; the default is the lesson's"),
                     Param('scores', float, (), -1e6, 1e6, many=True, metavar='S',
                           group='one widget of the Scaling page',
                           help="row: these unscaled scores q.k instead of a random row (the page sends "
                                "a model's)"),
                     Param('n', int, 1024, 1, 10 ** 7, group='one widget of the Scaling page',
-                          help="cost: sequence length n (default 1024)"),
+                          help="cost: sequence length n"),
                     Param('D', int, 768, 1, 10 ** 6, group='one widget of the Scaling page',
-                          help="cost: model width D = n_head x head_dim (default 768, the lesson's)"),
+                          help="cost: model width D = n_head x head_dim; the default is the lesson's"),
                     Param('tab', str, 'scores', group='one widget of the Scaling page',
                           help="index: scores (bhqd,bhkd->bhqk, default), output or projection"),
                     Param('sizes', 'values', {}, 1, 10 ** 6, positional=True, metavar='INDEX=SIZE',
@@ -326,9 +347,9 @@ SANDBOXES = [
                           help="the web page's other checkpoints (by id) whose logs are drawn beside "
                                "the chosen one's"),
                     Param('width', int, 60, 20, 1000, group='display',
-                          help="chart width in characters (default 60)"),
+                          help="chart width in characters"),
                     Param('height', int, 12, 5, 500, group='display',
-                          help="chart height in lines (default 12)"))),
+                          help="chart height in lines"))),
     # drawing names or text takes its turn, and a request still waiting when a newer comes is left
     # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
     # take seconds, queues one draw at most; the distribution alone (num 0) never waits
@@ -347,9 +368,9 @@ SANDBOXES = [
                                "its last block_size characters; empty: after a newline)"),
                     Param('temperatures', float, (0.0, 0.5, 1.0, 2.0), 0, MAX_TEMPERATURE, many=True,
                           metavar='T', group='sampling',
-                          help="temperatures to compare, 0 = greedy (default 0 0.5 1 2)"),
+                          help="temperatures to compare, 0 = greedy"),
                     Param('top_k', int, 5, 1, MAX_VOCAB_SIZE, at_most='vocab_size', metavar='K',
-                          group='sampling', help="the top-k cut to show, 1..vocab_size (default 5)"),
+                          group='sampling', help="the top-k cut to show, 1..vocab_size"),
                     Param('num', int, None, 0, MAX_LAB_NAMES, metavar='N', group='sampling',
                           help="names (running text: continuations) per setting, 0 for the distribution "
                                "alone (default 5 names, 1 continuation)"),
@@ -376,7 +397,7 @@ SANDBOXES = [
             params=(_text(),
                     Param('lr', float, None, 0, MAX_LR, above=True, metavar='LR', group='the step',
                           help="learning rate (default: the one the checkpoint was trained with, "
-                               "else 0.01)"),
+                               f"else train.py's {flag_default('lr'):g})"),
                     Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
                           help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
                                "(quote it; default: the weight with the largest gradient)"),
@@ -391,7 +412,7 @@ SANDBOXES = [
                         "similarity; the cosine similarity of the position embeddings.",
             png="the scatter plot and the wpe similarity matrix",
             params=(Param('neighbours', int, 3, 1, MAX_VOCAB_SIZE, metavar='K', group='display',
-                          help="nearest neighbours listed per character (default 3)"),)),
+                          help="nearest neighbours listed per character"),)),
 ]
 
 # Pages that are not sandboxes: their routes live in api.py (the Training page's runs; the

@@ -26,7 +26,7 @@ import time
 
 from ..edge.checkpoint import write_json_atomic
 from ..edge.errors import UserError
-from ..edge.limits import MAX_RUN_RECORD
+from .limits import MAX_RUN_RECORD
 
 NAME = 'run.json'
 POLL = 0.2            # seconds between looks at a process that is not this server's child

@@ -38,14 +38,14 @@ import sys
 import threading
 import time
 
-from ..edge.checkpoint import read_checkpoint
+from ..edge.checkpoint import DATA_MODES, read_checkpoint
 from ..edge.errors import UserError
-from ..edge.limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
 from ..programs.run import log_path_for
-from ..programs.settings import ENGINES as TRAIN_ENGINES
-from ..sampling import generate, sample_names
+from ..programs.settings import CORE_ENGINES as ENGINES, flag_default, flag_name
+from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss, runrecord
 from .api import ApiError, field, only_known
+from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
 from .loading import load
 from .sampler import context
 
@@ -53,10 +53,9 @@ from .sampler import context
 # checkout, src/ beside it) whether or not the project is installed.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# train.py's engines a run may use: the Value graph, or src/backprop's arrays. Not PyTorch: an
-# optional extra, which a page offering it would have to say is missing.
-ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
-DATA_MODES = ('lines', 'text')   # train.py --data-mode: names, one a line, or running text
+# A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
+# not PyTorch: an optional extra, which a page offering it would have to say is missing. Its data
+# mode is one of the checkpoint's DATA_MODES: names, one a line, or running text.
 NUM_SAMPLES = 5                  # names shown after each save
 TEXT_SAMPLE = 120                # characters of running text sampled after each save
 
@@ -126,18 +125,16 @@ class RunManager:
         p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
-        p['engine'] = field(body, 'engine', str, 'scalar')
+        p['engine'] = field(body, 'engine', str, flag_default('engine'))
         if p['engine'] not in ENGINES:
             raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
-        flags = ['--steps', p['steps'], '--n-layer', p['n_layer'], '--n-embd', p['n_embd'],
-                 '--n-head', p['n_head'], '--block-size', p['block_size'], '--lr', p['lr'],
-                 '--eval-every', max(1, p['steps'] // 10), '--save-every', max(1, p['steps'] // 10),
-                 '--num-samples', 0, '--engine', p['engine'], '--batch-size', p['batch_size']]
+        run = {**{name: p[name] for name in (*limits, 'lr', 'engine')}, 'num_samples': 0,
+               'eval_every': max(1, p['steps'] // 10), 'save_every': max(1, p['steps'] // 10)}
         if mode == 'text':
-            flags += ['--data-mode', 'text', '--data', self.text]
+            run.update(data_mode='text', data=self.text)
         elif self.data:
-            flags += ['--data', self.data]
-        return p, [str(f) for f in flags]
+            run['data'] = self.data
+        return p, [str(word) for name, value in run.items() for word in (flag_name(name), value)]
 
     def start(self, body):
         params, flags = self.params(body)
@@ -297,9 +294,9 @@ class RunManager:
             ckpt, model = load(run.out)  # the numpy port; the record gives the step it was saved at
             if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
                 start = context(model, '', 'text')
-                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), 0.5, start))}
+                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
             else:
-                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=0.5, seed=42)}
+                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
         except UserError:
             return  # a diverged model: the log shows it
         step = ckpt.train_state and ckpt.train_state.step

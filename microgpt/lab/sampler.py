@@ -31,10 +31,10 @@ import random
 from ..edge.checks import check_prompt
 from ..edge.data import load_docs
 from ..edge.errors import UserError
-from ..edge.limits import MAX_LAB_CHARACTERS
 from ..programs.sample import text_prompt_ids
 from ..sampling import generate, probabilities, sample_names
 from .loading import data_mode
+from .limits import MAX_LAB_CHARACTERS
 from .render import bar, number, table, token_label
 from .rowstats import entropy_bits
 

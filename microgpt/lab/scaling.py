@@ -31,9 +31,9 @@ import numpy as np
 
 from ..edge.checks import short
 from ..edge.errors import UserError
-from ..edge.limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .render import table
 from .attention import temper
+from .limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .rowstats import batch_statistics, row_statistics, softmax
 
 # ---------------------------------------------------------------------------- the lessons' numbers

@@ -46,10 +46,10 @@ from urllib.parse import urlsplit
 
 from ..edge.checkpoint import read_checkpoint
 from ..edge.errors import UserError
-from ..edge.limits import MAX_BODY
 from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .exercises.web import ExercisesPage
+from .limits import MAX_BODY
 from .loading import require_checkpoint, trained_with
 from .runs import RunManager
 from .workers import WORKERS, Pool

@@ -38,7 +38,6 @@ The web lab's Step page draws that answer first and the scalar engine's when it 
 the Step page draws; `render` turns it into text.
 """
 
-import gc
 import importlib.util
 import math
 import re
@@ -50,17 +49,16 @@ from ..engine import Tape, zero_grad
 from ..edge.checks import short
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..edge.limits import parameter_count
-from ..programs.settings import ENGINES as TRAIN_ENGINES
+from ..programs.settings import CORE_ENGINES as ENGINES, flag_default
 from ..sampling import probabilities
-from ..training import doc_losses, mean_loss
+from ..training import collector_paused, doc_losses, mean_loss
 from .loading import data_mode, read_text, trained_lr
 from .registry import scalar_step_positions
 from .render import bar, number, table, token_label
 
-DEFAULT_LR = 0.01      # train.py's default peak learning rate
-# who computes the forward and backward (scalar_pass, numpy_pass): train.py's engines but PyTorch,
-# an optional extra, which section 6 asks for a third opinion where it is installed
-ENGINES = tuple(e for e in TRAIN_ENGINES if e != 'torch')
+DEFAULT_LR = flag_default('lr')  # train.py's peak learning rate
+# who computes the forward and backward (scalar_pass, numpy_pass): train.py's CORE_ENGINES, not
+# PyTorch, an optional extra, which section 6 asks for a third opinion where it is installed
 # (an index of more than 9 digits is no row of any model: it is left unmatched, never converted)
 PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d{1,9})\s*\]\s*\[\s*(-?\d{1,9})\s*\]\s*$')
 
@@ -382,16 +380,10 @@ def compute(model, text, lr=None, param=None, engine='scalar', ckpt=None):
         lr = trained_lr(ckpt)
         lr_source = "the checkpoint's" if lr is not None else "train.py's default"
         lr = DEFAULT_LR if lr is None else lr
-    # Python's cycle collector is paused, as training.train_step pauses it and for its reason
-    # (a graph has no reference cycles): at n_layer 4, n_embd 64 it would walk the 200,000
-    # weights' Values again at every collection of the graph's fresh objects
-    collector_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    # paused as train_step pauses it: at n_layer 4, n_embd 64 the collector would walk the
+    # 200,000 weights' Values again at every collection of the graph's fresh objects
+    with collector_paused():
         r = step_report(model, text, lr=lr, param=param, engine=engine, mode=data_mode(ckpt))
-    finally:
-        if collector_was_on:
-            gc.enable()
     r['_grads'], r['_weights_after'] = r.pop('grads'), r.pop('weights_after')
     r['lr_source'] = lr_source
     return r

@@ -240,7 +240,7 @@ def prepare(s, path, n_head):
         if importlib.util.find_spec(name) is None:
             break  # an optional extra not installed (PyTorch): nor what comes after, which needs it
         importlib.import_module(name)
-    if s.model not in ('numpy', 'scalar'):
+    if not s.reads_a_checkpoint:
         return
     loaded = MODELS.get('numpy', path, n_head)  # read once for every page: its config says the size
     if w.model_at_most is not None and parameter_count(loaded.model.config) > w.model_at_most:

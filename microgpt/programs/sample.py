@@ -26,7 +26,7 @@ from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
 from ..sampling import TEMPERATURE, generate, iter_names
 from . import cli
-from .settings import Settings
+from .settings import CORE_ENGINES, Settings
 
 DEFAULT_LENGTH = 500     # running text: a screenful
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
@@ -46,7 +46,7 @@ def parse_args(argv=None):
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
                         "them; default 4)")
-    g.add_argument('--engine', choices=('scalar', 'numpy'),
+    g.add_argument('--engine', choices=CORE_ENGINES,
                    help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
                         "src/inference (identical text, much faster on large models) (default: scalar up "
                         f"to {SCALAR_UP_TO:,} parameters, numpy above, where numpy is installed)")

@@ -22,6 +22,7 @@ from ..edge.errors import UserError
 from . import cli, original
 
 ENGINES = ('scalar', 'numpy', 'torch')
+CORE_ENGINES = ENGINES[:2]  # those that need no PyTorch: sample.py's, and the lab's
 DTYPES = ('float64', 'float32', 'bfloat16')
 ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32'), 'torch': DTYPES}
 DEVICES = ('cpu', 'cuda', 'mps')
@@ -162,9 +163,15 @@ ON_RESUME = {name: meta['rule'] for name, meta in FLAGS.items() if meta['rule']}
 SAVED = [name for name, rule in ON_RESUME.items() if rule != MODEL]
 
 
+def flag_default(name):
+    """The declared default of train.py's flag `name` (the lab's Training page and `lab step`
+    start from train.py's own)."""
+    return Settings.__dataclass_fields__[name].default
+
+
 def resume_rule():
     """ON_RESUME in words, for --help."""
-    flags = lambda rule: ', '.join(_flag(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
+    flags = lambda rule: ', '.join(flag_name(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
     return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
             f"{flags(HABIT)} are the run's unless given; the model's size is the checkpoint's")
 
@@ -174,7 +181,8 @@ def _shown(value):
     return value if isinstance(value, str) and len(value) <= 40 else short(value)
 
 
-def _flag(name):
+def flag_name(name):
+    """train.py's flag for the setting `name`: --n-embd for n_embd (a switch by its own name)."""
     return FLAGS[name]['options'].get('switch') or '--' + name.replace('_', '-')
 
 
@@ -193,16 +201,16 @@ def parse_args(argv=None, prog=None):
         group = groups[meta['group']]
         options, kind = dict(meta['options']), meta['kind']
         switch = options.pop('switch', None)
-        default = Settings.__dataclass_fields__[name].default
+        default = flag_default(name)
         if kind is SWITCH:
             action = 'store_false' if switch else 'store_true'
-            group.add_argument(switch or _flag(name), dest=name, action=action, help=meta['help'])
+            group.add_argument(switch or flag_name(name), dest=name, action=action, help=meta['help'])
             continue
         if kind is not None and kind.choices:
             options['choices'] = kind.choices
         elif kind is not None and kind.parse:
             options['type'] = kind.parse
-        group.add_argument(_flag(name), dest=name, default=default, help=meta['help'], **options)
+        group.add_argument(flag_name(name), dest=name, default=default, help=meta['help'], **options)
     return p.parse_args_and_given(argv)
 
 
@@ -236,7 +244,7 @@ def settle(flags, given, ckpt=None, environ=None):
             if name not in given:
                 values[name] = saved[name]
             elif rule == SAME and name != 'data' and values[name] != saved[name]:
-                given_as = _flag(name) if FLAGS[name]['kind'] is SWITCH else f"{_flag(name)} {_shown(values[name])}"
+                given_as = flag_name(name) if FLAGS[name]['kind'] is SWITCH else f"{flag_name(name)} {_shown(values[name])}"
                 theirs = (("which " + ("shuffled" if saved[name] else "kept the file's order")) if name == 'shuffle'
                           else _shown(saved[name]))
                 raise UserError(f"{given_as} differs from the run being resumed ({theirs}): "
@@ -256,7 +264,7 @@ def settle(flags, given, ckpt=None, environ=None):
         if rule == MODEL and ckpt is not None:
             theirs = getattr(ckpt.config, name)
             if name in given and values[name] != theirs:
-                raise UserError(f"{_flag(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
+                raise UserError(f"{flag_name(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
                                 "drop the flag")
             values[name] = theirs
 

@@ -23,6 +23,8 @@ import time
 
 from ...edge.errors import UserError
 from ...programs import cli
+from ...programs.settings import flag_default
+from ...sampling import TEMPERATURE
 from . import catalog, quiz, report
 from .workspace import COMMAND, DEFAULT_DIR, Workspace, dir_flag, shown, start
 
@@ -62,12 +64,12 @@ def add_commands(parser):
                    help=f"training steps, one name each (default {TRAIN_STEPS}; 1..{MAX_TRAIN_STEPS:,})")
     c.add_argument('--seed', type=cli.int_in(0, 2 ** 31 - 1), default=42,
                    help="the seed of the weights, the names' order and the sampling (default 42)")
-    c.add_argument('--lr', type=cli.float_in(0, 1, above=True), default=0.01,
-                   help="peak learning rate, decaying linearly to 0 (default 0.01, train.py's)")
+    c.add_argument('--lr', type=cli.float_in(0, 1, above=True), default=flag_default('lr'),
+                   help=f"peak learning rate, decaying linearly to 0 (default {flag_default('lr'):g}, train.py's)")
     c.add_argument('--num-samples', type=cli.int_in(0, 100), default=10,
                    help="names to sample from your model at the end (default 10; 0..100)")
-    c.add_argument('--temperature', type=cli.float_in(0, 10), default=0.5,
-                   help="sampling temperature (default 0.5; 0 = greedy)")
+    c.add_argument('--temperature', type=cli.float_in(0, 10), default=TEMPERATURE,
+                   help=f"sampling temperature (default {TEMPERATURE:g}, sample.py's; 0 = greedy)")
     c.add_argument('--every', type=cli.int_in(1, MAX_TRAIN_STEPS), default=None, metavar='K',
                    help="print the losses every K steps (default: about 12 lines in all)")
     c = commands.add_parser('quiz', help="the lessons' exercises and questions, checked",
