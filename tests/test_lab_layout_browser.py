@@ -1,5 +1,5 @@
 """
-The web lab's layouts in a real browser (issue 20): every page within the window from a phone's
+The web lab's layouts in a real browser: every page within the window from a phone's
 390 px to 1920 px, the Attention page's heads side by side with a clicked cell's breakdown next
 to it, the Autograd page's graph inside a 1280 px window with no edge under a box, and the
 Training page saying what it trains on and how many names make a step.
@@ -15,7 +15,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 
 import pytest
 
-from labserver import live_server, post
+from labserver import live_server, post, wait_for_run
 from chromium import quiet, skip_without_a_browser
 from pagelayout import check_layout
 from test_lab_browser import DRAWN, PAGES
@@ -67,16 +67,30 @@ def test_every_page_fits_its_window_and_the_header_is_whole(server, window, widt
     assert p.errors == []
 
 
+@pytest.fixture(scope='module')
+def trained(server):
+    """A short run of the Training page, ended: its chart is drawn, not the empty picture of
+    a server that never trained (with nothing drawn, the legend over 'step 1' went unseen)."""
+    post(server, '/api/train/start', {'steps': 12, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
+    status, records, _ = wait_for_run(server)
+    assert status['state'] == 'finished' and any('val_loss' in r for r in records)
+    return status
+
+
 @pytest.mark.parametrize('width', [390, 1280])
-def test_no_table_is_cut_and_no_labels_overlap(server, window, width):
+def test_no_table_is_cut_and_no_labels_overlap(server, trained, window, width):
     """tests/pagelayout.py's rules on every page of the default names model (the Step page's
-    section 6 headers ran together, '(scalar)numpy − scalar'); a 64-position model of running
-    text is tests/test_lab_text_browser.py's."""
+    section 6 headers ran together, '(scalar)numpy − scalar'; the Training chart's legend was
+    drawn over 'step 1' and 'step 600'); a 64-position model of running text is
+    tests/test_lab_text_browser.py's."""
     p = window(width)
     for name in PAGES:
         open_page(p, server, name)
         if name == 'step':
             p.wait_for_selector('#result[data-engine="scalar"] #engines')
+        if name == 'training':  # the ended run's whole log drawn, its evaluations with it
+            p.wait_for_selector('#chart circle.val', state='attached')
+            p.wait_for_selector('#open-run', state='attached')
         quiet(p)
         check_layout(p, name, width)
     assert p.errors == []
@@ -164,8 +178,10 @@ def test_the_training_page_names_its_data_and_its_batch(server, window):
     assert data and f'It trains on {data}' in p.inner_text('#data')
     for name, value in {'steps': 4, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'batch_size': 16}.items():
         p.fill(f'#{name}', str(value))
+    number = (server.lab.runs.run.number if server.lab.runs.run else 0) + 1  # an earlier run may be shown
     p.click('#start')
-    p.wait_for_selector('#open-run', timeout=60_000)
-    chart = p.locator('#chart').text_content()
-    assert 'each step (mean of 16 names)' in chart and 'one name' not in chart
+    p.wait_for_selector(f'#status:has-text("run {number}: finished")', timeout=60_000)
+    p.wait_for_selector('#open-run')
+    legend = p.locator('#chart-legend').text_content()
+    assert 'each step (mean of 16 names)' in legend and 'one name' not in legend
     assert p.errors == []

@@ -116,7 +116,8 @@ def test_the_training_page_trains_running_text(server, window, play_file):
         p.fill(f'#{name}', str(value))
     p.click('#start')
     p.wait_for_selector('#open-run', timeout=60_000)
-    assert 'windows' in p.locator('#chart').text_content() and 'held-out characters' in p.locator('#chart').text_content()
+    legend = p.locator('#chart-legend').text_content()
+    assert 'windows' in legend and 'held-out characters' in legend
     assert p.locator('#samples pre.text-block').count() >= 1
     assert p.locator('#chart path.estimate').count() >= 1  # each evaluation's training loss beside val's
     ckpt = read_checkpoint(server.lab.runs.run.out)

@@ -126,7 +126,7 @@ function drawChart() {
   chart.dataset.trainPoints = train.length;
   chart.dataset.valPoints = val.length;
   const losses = [...train, ...val, ...estimates].map(p => p[1]);
-  if (!losses.length) { chart.replaceChildren(); return; }
+  if (!losses.length) { chart.replaceChildren(); $('chart-legend').replaceChildren(); return; }
   let lo = Math.min(...losses), hi = Math.max(...losses);
   if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
   const x = s => LEFT + (total > 1 ? (s - 1) / (total - 1) : 0.5) * (W - LEFT - RIGHT);
@@ -138,15 +138,23 @@ function drawChart() {
     svg('text', {x: LEFT - 5, y: H - BOTTOM, 'text-anchor': 'end'}, lo.toFixed(2)),
     svg('text', {x: LEFT, y: H - 12}, 'step 1'),
     svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
-    svg('text', {x: W / 2, y: H - 12, 'text-anchor': 'middle'}, mode === 'text'
-      ? `training loss: each step (mean of ${batch} window${batch === 1 ? '' : 's'}), running mean · ` +
-        'validation loss (held-out characters) · ▲ training loss measured alike'
-      : `training loss: each step (${batch === 1 ? 'one name' : `mean of ${batch} names`}), running mean · ` +
-        'validation loss (held-out names)' + (estimates.length ? ' · ▲ training loss measured alike' : '')),
     svg('polyline', {class: 'train', points: line(train, x, y)}),
     svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
     ...estimates.map(([s, l]) => svg('path', {class: 'estimate', d: `M${x(s).toFixed(1)},${(y(l) - 4.5).toFixed(1)}l4.5,8h-9z`})),
     ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));
+  drawLegend();
+}
+
+// what each mark is, below the chart: in the picture its line ran over the axis's step labels,
+// and as HTML it wraps on a phone instead of shrinking with the picture
+function drawLegend() {
+  const each = mode === 'text' ? `mean of ${batch} window${batch === 1 ? '' : 's'}`
+    : batch === 1 ? 'one name' : `mean of ${batch} names`;
+  const key = kind => el('span', {class: `key ${kind}`});
+  $('chart-legend').replaceChildren(key('train'), ` training loss: each step (${each})  `,
+    key('smooth'), ' running mean  ', key('val'),
+    ` validation loss (held-out ${mode === 'text' ? 'characters' : 'names'})`,
+    ...(estimates.length || mode === 'text' ? ['  ', key('estimate'), ' training loss measured alike'] : []));
 }
 
 Lab.on('form', 'submit', start);
