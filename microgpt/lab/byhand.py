@@ -26,12 +26,12 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .limits import MAX_HAND_ABS, MAX_HAND_DIM, MAX_HAND_TOKENS
-from .scaling import CZECH_KEYS, CZECH_Q3, CZECH_VALUES, score_matrix_size
+from .czech import CZECH_KEYS, CZECH_Q, CZECH_VALUES
+from .scaling import score_matrix_size
 
-# The Czech lesson's tokens ("kočka spí venku") and vectors. It gives q1 and q3 only: q2 is ours
-# (x2's pattern, as q1 is x1's), needed only when the query is token 2.
+# The Czech lesson's tokens ("kočka spí venku"); its vectors are czech.py's. It gives q1 and q3
+# only: q2 is ours (x2's pattern, as q1 is x1's), needed only when the query is token 2.
 CZECH_TOKENS = ['kočka', 'spí', 'venku']
-CZECH_Q = [[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.5], CZECH_Q3]
 CZECH_Q_GIVEN = [True, False, True]  # which q the lesson itself gives
 PRESET = {'tokens': CZECH_TOKENS, 'q': CZECH_Q, 'k': CZECH_KEYS, 'v': CZECH_VALUES,
           'q_given': CZECH_Q_GIVEN, 'query': 2, 'n_head': 1,

@@ -53,14 +53,9 @@ LESSON_ROW_FIT = [0.0, -0.0236, -1.2538, -1.8669, -2.0217, -2.1339, -2.2435, -3.
 # Russian lesson, cost: D = 768, n -> attention / projections
 LESSON_COST_D = 768
 LESSON_COST = {128: 0.08, 1024: 0.67, 8192: 5.3}
-# Czech lesson, "kočka spí venku": the query of token 3, the keys and values of tokens 1..3
-CZECH_Q3 = [0.9, 0.8, 0.2, 0.1]
-CZECH_KEYS = [[0.9, 0.1, 0.4, 0.0], [0.0, 1.0, 0.0, 0.9], [0.8, 0.9, 0.1, 0.0]]
-CZECH_VALUES = [[0.2, 0.8, 0.0, 0.1], [0.7, 0.1, 0.3, 0.0], [0.1, 0.2, 0.9, 0.4]]
-CZECH_SCORES = [0.97, 0.89, 1.46]
-CZECH_WEIGHTS = [0.309, 0.297, 0.394]
-CZECH_OUT = [0.309, 0.356, 0.444, 0.189]
-CZECH_WEIGHTS_X10 = [0.075, 0.051, 0.874]
+# Czech lesson, "kočka spí venku": its vectors and printed numbers (czech.py, standard library only)
+from .czech import (CZECH_KEYS, CZECH_OUT, CZECH_Q3, CZECH_SCORES, CZECH_VALUES,  # noqa: E402,F401
+                    CZECH_WEIGHTS, CZECH_WEIGHTS_X10)
 # Czech lesson, exercise 3 (T = 1024) and its "2 miliardy" (2 billion) at T = 8192: heads, lengths
 SCORE_HEADS, SCORE_T = 32, (1024, 8192)
 
