@@ -71,9 +71,7 @@ def routes():
     static['/favicon.ico'] = 'icon.svg'
     api = {'/api/config': ('GET', 'config', None),
            **{f'/api/{s.name}': ('POST', 'sandbox', s.name) for s in registry.SANDBOXES if s.page},
-           '/api/train/start': ('POST', 'train_start', None), '/api/train/stop': ('POST', 'train_stop', None),
-           '/api/train/status': ('POST', 'train_status', None),
-           '/api/exercises': ('POST', 'exercises', None), '/api/exercises/check': ('POST', 'exercises_check', None)}
+           **{path: ('POST', method, None) for path, method in registry.OTHER_ROUTES.items()}}
     return pages, static, api
 
 
