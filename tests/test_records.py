@@ -23,6 +23,7 @@ import pytest
 
 from conftest import REPO_DIR
 from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from microgpt.edge.errors import UserError
 from microgpt.model import GPTConfig, parameter_shapes
 from microgpt.programs import convert, sample, settings, train
 from test_cli import QUIET, TINY, assert_one_line_error, run
@@ -48,7 +49,7 @@ def text_ckpt(tmp_path_factory):
 # ---------------------------------------------------------------------------- the settings record
 def settled(argv, ckpt=None, environ=None):
     flags, given = settings.parse_args(argv)
-    return settings.settle(flags, given, ckpt, environ=environ or {})
+    return settings.settle(flags, given, ckpt, place=settings.torchrun_place(environ or {}))
 
 
 def test_the_settings_record_is_frozen_and_holds_every_flag():
@@ -163,7 +164,7 @@ def test_convert_refuses_a_trained_model_without_force_and_a_locked_target(text_
 
 
 def test_a_link_is_written_in_its_targets_format_and_resumes(text_ckpt, tmp_path, capsys):
-    """Issue 26.10: lnk.safetensors -> t.json was written as safetensors under the JSON name."""
+    """lnk.safetensors -> t.json is written as JSON, its target's format (once safetensors under the JSON name)."""
     target = tmp_path / 't.json'
     target.write_bytes(open(text_ckpt, 'rb').read())
     link = tmp_path / 'lnk.safetensors'
@@ -175,7 +176,7 @@ def test_a_link_is_written_in_its_targets_format_and_resumes(text_ckpt, tmp_path
 
 
 def test_a_text_without_a_newline_trains_and_samples_from_its_first_character(tmp_path, capsys):
-    """Issue 26.10: the run saved, then exited 2 with 'give --prompt', a flag train.py lacks."""
+    """Such a run once saved, then exited 2 with 'give --prompt', a flag train.py lacks."""
     data = tmp_path / 'one-line.txt'
     data.write_text('abcab cabba bacca ' * 20)
     code, out, err = run(train.main, ['--data', str(data), '--data-mode', 'text', '--out', str(tmp_path / 'm.json'),
@@ -209,7 +210,7 @@ def read_with_memory_limit(path, limit):
 
 
 def test_a_safetensors_file_is_checked_before_its_numbers_are_read(tmp_path):
-    """Issue 26.7: 16 MB of F16 with metadata {"format": "microgpt"} took 406 MB before its
+    """16 MB of F16 with metadata {"format": "microgpt"} once took 406 MB before its
     refusal, and ended in MemoryError under a memory limit. Now the header and metadata are
     refused before a byte of a tensor is read, within a 96 MiB heap."""
     path = tmp_path / 'crafted.safetensors'
@@ -235,7 +236,7 @@ def test_a_real_checkpoint_reads_within_a_small_multiple_of_its_size(tmp_path):
 @pytest.mark.parametrize('sizes', [['--block-size', '65536', '--val-size', '0'], ['--batch-size', '100000', '--block-size', '64']],
                          ids=['block', 'batch'])
 def test_a_step_that_cannot_fit_in_memory_is_refused_before_it_starts(tmp_path, capsys, engine, sizes):
-    """Issue 26.8: MemoryError, numpy's _ArrayMemoryError (128 GiB) or PyTorch's allocator, with a
+    """Was MemoryError, numpy's _ArrayMemoryError (128 GiB) or PyTorch's allocator, with a
     traceback, on every engine. Now one line, at once, naming the size, the memory and the flag."""
     if engine == 'torch':
         pytest.importorskip('torch', reason="the torch engine: pip install -e '.[torch]'")
@@ -262,3 +263,14 @@ def test_the_training_state_and_the_model_config_are_frozen_records(tmp_path, na
             setattr(record, field, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         GPTConfig(vocab_size=5).n_layer = 2
+
+
+def test_the_ranks_place_is_read_once_and_needs_torchruns_four_variables():
+    """torchrun's RANK and WORLD_SIZE are read once, by the Output that locks --out (settle takes
+    them from there); set by hand without MASTER_ADDR and MASTER_PORT they are one line."""
+    assert settings.torchrun_place({}) == (0, None)
+    assert settings.torchrun_place({'RANK': '1', 'WORLD_SIZE': '2', 'MASTER_ADDR': 'h', 'MASTER_PORT': '1'}) == (1, 2)
+    with pytest.raises(UserError, match='RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not'):
+        settings.torchrun_place({'RANK': '0', 'WORLD_SIZE': '2'})
+    assert settled(['--engine', 'torch', '--batch-size', '2'],
+                   environ={'RANK': '1', 'WORLD_SIZE': '2', 'MASTER_ADDR': 'h', 'MASTER_PORT': '1'}).rank == 1

@@ -54,7 +54,8 @@ class Output:
     so it alone locks), read once for --resume or --init, replaced whole by each save."""
 
     def __init__(self, out, fresh, force, protected=(), what='--out'):
-        self.out, self.rank = out, torchrun_place(os.environ)[0]
+        self.place = torchrun_place(os.environ)  # (rank, world_size), read once: settle takes it from here
+        self.out, self.rank = out, self.place[0]
         self.log_path = log_path_for(out)
         self.log, self.made = None, []
         if self.rank == 0:

@@ -215,16 +215,16 @@ def parse_args(argv=None, prog=None):
 
 
 # ---------------------------------------------------------------------------- settling
-def settle(flags, given, ckpt=None, environ=None):
+def settle(flags, given, ckpt=None, place=None):
     """The Settings of this run: the flags, completed and checked in the order a reader would.
 
     flags, given: parse_args's. ckpt: the Checkpoint of --resume (read with its training state)
-    or of --init, None for a fresh run. environ: where torchrun's RANK and WORLD_SIZE are read.
+    or of --init, None for a fresh run. place: (rank, world_size), torchrun_place's, as the
+    Output that locked --out read it (None: read it from this process's environment).
     Every refusal is a one-line UserError naming the flag and the fix.
     """
     values = {name: getattr(flags, name) for name in FLAGS}
-    environ = os.environ if environ is None else environ
-    rank, world_size = torchrun_place(environ)
+    rank, world_size = torchrun_place(os.environ) if place is None else place
     if values['resume'] and values['init']:
         raise UserError("--resume and --init cannot be combined: --resume continues --out, "
                         "--init starts a new run from another checkpoint")
@@ -279,9 +279,6 @@ def settle(flags, given, ckpt=None, environ=None):
 
     # 4. The engine: what each one computes in and which flags it understands.
     _check_engine(values, given, world_size)
-    if world_size is not None and not {'MASTER_ADDR', 'MASTER_PORT'} <= set(environ):
-        raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
-                        "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
 
     # 5. Running text.
     if values['data_mode'] == 'text':
@@ -351,4 +348,7 @@ def torchrun_place(environ):
     if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)) or len(rank + size) > 9:
         raise UserError(f"RANK={short(rank)} and WORLD_SIZE={short(size)} are not a rank and a number "
                         "of ranks: start train.py with torchrun, or unset them")
+    if not {'MASTER_ADDR', 'MASTER_PORT'} <= set(environ):
+        raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
+                        "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
     return int(rank), int(size)

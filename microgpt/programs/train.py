@@ -40,7 +40,7 @@ def main(argv=None):
     flags, given = parse_args(argv, prog=cli.program_name('train.py'))
     with Output.of_run(flags) as output:               # 1. lock --out, then read what it guards
         ckpt = output.read(flags, given)
-        settings = settle(flags, given, ckpt)          # 2. settle: one frozen record of the run
+        settings = settle(flags, given, ckpt, output.place)  # 2. settle: one frozen record of the run
         built = build(settings, ckpt)                  # 3. build: data, first weights, engine
         with Run(settings, output, built, ckpt) as run:
             for line in report(settings, built) + resume_notes(settings, ckpt):
