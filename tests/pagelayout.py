@@ -2,7 +2,8 @@
 What the browser tests check of a page's layout, whatever the model: the page no wider than its
 window, no table cut off where it should scroll, and no two labels drawn over each other or run
 together (the text of each table header against the others of its row, each SVG's texts against
-each other). Used by tests/test_lab_text_browser.py (a 64-position model of running text) and
+each other, and HTML placed over a picture against every SVG text). Used by
+tests/test_lab_text_browser.py (a 64-position model of running text) and
 tests/test_lab_layout_browser.py (train.py's default names model), at 390 and 1280 px.
 """
 
@@ -16,7 +17,12 @@ LABELS = '''() => {
   const svgs = Array.from(document.querySelectorAll('main svg')).filter(s => s.getBoundingClientRect().width).map(s =>
     Array.from(s.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getBoundingClientRect().width)
       .map(t => { const b = t.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom, t.textContent]; }));
-  return {rows, svgs};
+  // HTML placed over a picture (position absolute or fixed) is laid out by no one against the
+  // picture's own labels: each such label is checked against every SVG text and the others
+  const floating = Array.from(document.querySelectorAll('main *')).filter(e =>
+    ['absolute', 'fixed'].includes(getComputedStyle(e).position) && e.textContent.trim() && e.getBoundingClientRect().width)
+    .map(e => { const b = box(e); return [...b, e.textContent.trim().slice(0, 40)]; });
+  return {rows, svgs, floating};
 }'''
 
 # Each table that reaches past the box that clips it (overflow other than visible) without that box
@@ -47,5 +53,9 @@ def check_layout(p, name, width):
     labels = p.evaluate(LABELS)
     for row in labels['rows']:  # headers of a row 6 px apart at least: '(scalar)numpy − scalar' read as one
         assert overlaps(row, gap=6) == [], (name, row)
-    for texts in labels['svgs']:
+    for texts in labels['svgs']:  # overlapping by more than half a pixel: drawn over each other
         assert overlaps([b for b in texts if b[2] - b[0] > 0], gap=-0.5) == [], (name, overlaps(texts, -0.5)[:3])
+    drawn = [b for texts in labels['svgs'] for b in texts]
+    for k, label in enumerate(labels['floating']):
+        hits = [b for b in drawn + labels['floating'][k + 1:] if overlaps([label, b], gap=-0.5)]
+        assert hits == [], (name, label, hits[:3])

@@ -96,6 +96,31 @@ def test_no_table_is_cut_and_no_labels_overlap(server, trained, window, width):
     assert p.errors == []
 
 
+# the Training chart as it was drawn: its legend's line at the height of the axis's step labels
+LEGEND_OVER_AXIS = '''<main><div style="position: relative"><svg width="760" height="300" viewBox="0 0 760 300"
+  style="font: 11px system-ui, sans-serif; max-width: 100%; height: auto">
+  <text x="50" y="288">step 1</text><text x="745" y="288" text-anchor="end">step 600</text>
+  <text x="380" y="288" text-anchor="middle">{legend}</text></svg>{floating}</div></main>'''
+LONG_LEGEND = ('training loss: each step (one name), running mean · validation loss (held-out names) · '
+               '▲ training loss measured alike')
+
+
+@pytest.mark.parametrize('width', [390, 1280])
+def test_the_overlap_rule_sees_labels_drawn_over_each_other(window, width):
+    """The rule itself, on made-up pages: the old Training chart's legend over 'step 1', and an
+    HTML label placed over an SVG's text, are each refused; the same labels apart pass."""
+    p = window(width)
+    p.set_content(LEGEND_OVER_AXIS.format(legend=LONG_LEGEND, floating=''))
+    with pytest.raises(AssertionError, match='step 1'):
+        check_layout(p, 'made-up', width)
+    over = '<div style="position: absolute; left: 0; bottom: 0; font-size: 30px">over it</div>'  # on 'step 1'
+    p.set_content(LEGEND_OVER_AXIS.format(legend='loss', floating=over))
+    with pytest.raises(AssertionError, match='over it'):
+        check_layout(p, 'made-up', width)
+    p.set_content(LEGEND_OVER_AXIS.format(legend='loss', floating=''))  # the control: nothing overlaps
+    check_layout(p, 'made-up', width)
+
+
 @pytest.mark.parametrize('width', [390, 1280])
 def test_the_attention_page_holds_a_name_as_long_as_the_block(server, window, width):
     p = window(width)
