@@ -1,5 +1,5 @@
 """
-The exercises (microgpt/lab/exercises/, issue 29): the stubs, the checker, the workspace.
+The exercises (microgpt/lab/exercises/): the stubs, the checker, the workspace.
 
 What is proven here:
   - every exercise file is a stub and a solution of the function its catalog entry names, in
@@ -199,7 +199,7 @@ def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, n):
     assert result['status'] == 'fail', result
     assert result['line'].startswith('case ') and case in result['line'].split(':')[0], result['line']
     assert hint in result['hint'], (result['line'], result['hint'])
-    if result['line'].endswith('differs'):  # a wrong answer shows the case as the issue asks
+    if result['line'].endswith('differs'):  # shown whole: the inputs, both answers, how far apart
         labels = [label for label, _ in result['details']]
         assert {'inputs', 'expected', 'yours', 'largest difference'} <= set(labels), labels
 

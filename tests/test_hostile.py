@@ -637,7 +637,7 @@ START = {'script': "runpy.run_path(sys.argv[0], run_name='__main__')",
     ('module', ['microgpt.lab', 'overview', 'emma']),
 ], ids=['train', 'sample', 'convert', 'lab'])
 def test_a_deleted_working_directory_is_one_line(tmp_path, how, program):
-    """Issue 26.10: FileNotFoundError tracebacks from deep inside (realpath, abspath) when the
+    """Were FileNotFoundError tracebacks from deep inside (realpath, abspath) when the
     folder a program was started in had been deleted. Kind: a vanished working directory."""
     gone = tmp_path / 'gone'
     gone.mkdir()

@@ -199,7 +199,7 @@ def test_constants_and_engine_nodes_are_labelled():
 
 
 def test_a_literal_python_warns_about_is_one_error_line_and_no_warning(capsys):
-    """Issue 17: '0x1for' printed Python's SyntaxWarning before the one-line error."""
+    """'0x1for' once printed Python's SyntaxWarning before the one-line error."""
     import subprocess
     import sys
     done = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'autograd', '0x1for'],

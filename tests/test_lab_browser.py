@@ -202,7 +202,7 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
 
 
 def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(server, page, monkeypatch):
-    """Issue 20: a step on a large model took seconds before anything showed. The numpy
+    """A step on a large model once took seconds before anything showed. The numpy
     engine's step is drawn first, with a sign that the scalar engine's is coming (and the page
     not greyed: its numbers are this name's); then the scalar engine's, with the graph's size.
     (The server says a model is large by its number of weights: here every model is.)"""
@@ -265,7 +265,7 @@ def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
 
 
 def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
-    """Issue 20: the name box redrew only on Enter or blur."""
+    """The name box redraws at each letter typed, not only on Enter or blur as it once did."""
     page.goto(server.url + 'attention')
     page.wait_for_selector(DRAWN, state='attached')
     page.locator('#text').press('End')

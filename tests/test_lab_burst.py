@@ -1,7 +1,7 @@
 """
 The web lab under load: a burst of concurrent requests, and clients that drip a request slowly.
 
-Issue 17: a burst of 200 concurrent requests lost about half (connection resets, or no answer
+A burst of 200 concurrent requests once lost about half (connection resets, or no answer
 after 60 s), and a client sending one header line every 45 s held a thread for minutes. Now
 every request of a burst is answered, with a result or at once with a 503 and Retry-After
 (serve.Slots), a page still loads while the burst is served, and a request has

@@ -1,5 +1,5 @@
 """
-The lab's commands and its web API on hostile or unlucky input (issue 26, items 9 and 10).
+The lab's commands and its web API on hostile or unlucky input.
 
 A mistake in what was typed or sent ends as one line: `error: ...` with exit status 2 and no
 traceback for a command, a JSON 400 with one line for a request, never a traceback or a 500;
@@ -83,7 +83,7 @@ def test_a_tiny_temperature_on_the_row_is_its_greedy_limit(temperature, capsys):
     (['autograd', 'b' * 900], 'variable name'),
 ])
 def test_an_input_of_100000_characters_is_quoted_in_a_few(argv, words, tiny_ckpt, capsys):
-    """Each message quoted the whole input: 100,000 characters on one line (issue 26)."""
+    """Each message once quoted the whole input: 100,000 characters on one line."""
     model_free = argv[0] in ('scaling', 'autograd')
     assert_one_line(*run_lab(argv + ([] if model_free else ['--ckpt', tiny_ckpt]), capsys)[::2], words)
 

@@ -325,7 +325,7 @@ def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
 
 
 def test_the_phases_are_found_whatever_gpts_variables_are_called(tmp_path):
-    """Issue 25: the lines are found by what they compute (the state_dict's names, the softmax
+    """The lines are found by what they compute (the state_dict's names, the softmax
     block, the KV cache among gpt()'s arguments), not by regular expressions on variable names:
     every local variable of gpt() renamed, every phase finds the same lines."""
     import re

@@ -223,7 +223,7 @@ def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, pag
 
 def test_a_model_py_that_does_not_parse_leaves_the_phases_and_says_why(tiny_ckpt, names_file, tmp_path, page,
                                                                         monkeypatch):
-    """Issue 26: the page was a 500. A broken copy of model.py (read by a server computing in
+    """The page was once a 500. A broken copy of model.py (read by a server computing in
     this process): the code box says why, and every phase still steps with its numbers."""
     from microgpt.lab import phases
     from microgpt.lab.workers import Pool
@@ -290,7 +290,7 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
 
 
 def test_the_loss_page_without_a_log_says_so_and_asks_nothing(tiny_ckpt, names_file, tmp_path, page):
-    """Issue 26: on a checkpoint with no log beside it (any converted one) the page asked
+    """On a checkpoint with no log beside it (any converted one) the page once asked
     /api/loss, whose 400 the browser logged as a console error. The listing says there is no
     log (tests/test_lab_hostile.py), and the page says so without a request."""
     bare = tmp_path / 'converted' / 'model.json'

@@ -144,7 +144,7 @@ def test_one_name_one_meaning():
 # ---------------------------------------------------------------------------- the registry's promise
 def test_a_pages_warm_up_and_what_it_knows_of_a_model_come_from_its_entry(tiny_ckpt, names_file, tmp_path,
                                                                          monkeypatch):
-    """Issue 25: the Step page's numpy-first rule and each page's warm-up were written in
+    """The Step page's numpy-first rule and each page's warm-up were once written in
     api.py and workers.py. A sandbox made up here declares both in its entry alone, and the
     server's listing and the workers' warm-up follow it."""
     from microgpt.lab import workers

@@ -1,5 +1,5 @@
 """
-The web lab restarted after being killed: its runs are found again (issue 17, item 15).
+The web lab restarted after being killed: its runs are found again.
 
 A server killed with SIGKILL cannot stop its training run: train.py goes on in its own session.
 A server started afterwards on the same runs folder must show that run going (and stop it when

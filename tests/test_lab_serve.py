@@ -351,8 +351,8 @@ def test_a_step_requested_while_one_is_computed_is_answered_after_it(server):
 
 
 def test_a_step_still_waiting_when_a_newer_comes_is_overtaken(server):
-    """Issue 20: a learner typing a name on the Step page of a large model sent one scalar step
-    per letter, and the server computed them all, one after another, before the last. A request
+    """A learner typing a name on the Step page of a large model sends one scalar step per
+    letter, and the server once computed them all, one after another, before the last. A request
     that waited while a newer one came is answered 204 (no content) at its turn, not computed;
     the newer is."""
     import threading
@@ -548,6 +548,6 @@ def test_a_second_ctrl_c_while_the_run_saves_is_passed_on_too(tmp_path):
                                             ('::ffff:10.0.0.1', False), ('::1', True), ('0.0.0.0', False),
                                             ('localhost', True), ('example.com', False)])
 def test_an_ipv4_mapped_loopback_address_is_loopback(host, loopback):
-    """Issue 17: --host ::ffff:127.0.0.1 warned that the lab was open to everyone."""
+    """--host ::ffff:127.0.0.1 is loopback: it once warned that the lab was open to everyone."""
     from microgpt.lab.serve import is_loopback
     assert is_loopback(host) == loopback

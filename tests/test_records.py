@@ -164,7 +164,7 @@ def test_convert_refuses_a_trained_model_without_force_and_a_locked_target(text_
 
 
 def test_a_link_is_written_in_its_targets_format_and_resumes(text_ckpt, tmp_path, capsys):
-    """lnk.safetensors -> t.json is written as JSON, its target's format (once safetensors under the JSON name)."""
+    """lnk.safetensors -> t.json is written as its target's JSON (once as safetensors under that name)."""
     target = tmp_path / 't.json'
     target.write_bytes(open(text_ckpt, 'rb').read())
     link = tmp_path / 'lnk.safetensors'
@@ -176,7 +176,7 @@ def test_a_link_is_written_in_its_targets_format_and_resumes(text_ckpt, tmp_path
 
 
 def test_a_text_without_a_newline_trains_and_samples_from_its_first_character(tmp_path, capsys):
-    """Such a run once saved, then exited 2 with 'give --prompt', a flag train.py lacks."""
+    """A text with no newline once saved, then exited 2 with 'give --prompt', a flag train.py lacks."""
     data = tmp_path / 'one-line.txt'
     data.write_text('abcab cabba bacca ' * 20)
     code, out, err = run(train.main, ['--data', str(data), '--data-mode', 'text', '--out', str(tmp_path / 'm.json'),

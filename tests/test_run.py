@@ -404,7 +404,7 @@ def test_a_diverging_numpy_run_stops_like_a_scalar_one(tmp_path, names_file, tin
     assert out.read_bytes() == good
 
 
-# ---------------------------------------------------------------------------- round three (issue 17)
+# ---------------------------------------------------------------------------- the edges of a run
 def files_of(folder):
     """Every file under folder (links as links) and its bytes: the exact state a test compares."""
     state = {}
@@ -417,7 +417,7 @@ def files_of(folder):
 
 
 def test_a_symlinked_out_shares_the_lock_of_the_file_it_names(finished, names_file, capsys):
-    """Issue 17.1: a second name for a.json walked around a.json's lock. The lock is on the log
+    """A second name for a.json once walked around a.json's lock. The lock is on the log
     of the file written, so b.json -> a.json is refused while a run holds a.json."""
     from microgpt.programs.runlog import log_path_for, open_locked_log
     link = finished.parent / 'b.json'
@@ -435,7 +435,7 @@ def test_a_symlinked_out_shares_the_lock_of_the_file_it_names(finished, names_fi
 
 
 def test_the_lock_is_taken_before_the_checkpoint_is_read(finished, names_file, capsys):
-    """Issue 17.8: a --resume read the checkpoint, then waited for nothing, then took the lock:
+    """A --resume once read the checkpoint, then waited for nothing, then took the lock:
     it could resume a step the running run had already saved past. A damaged checkpoint shows
     the order: with the lock held, the answer is the lock, not the damage."""
     from microgpt.programs.runlog import log_path_for, open_locked_log
@@ -451,7 +451,7 @@ def test_the_lock_is_taken_before_the_checkpoint_is_read(finished, names_file, c
 
 
 def test_init_onto_itself_is_refused_by_any_name(finished, names_file, capsys):
-    """Issue 17.2: --init out/model.json with the default --out replaced the model it started from."""
+    """--init out/model.json with the default --out once replaced the model it started from."""
     before = files_of(finished.parent)
     same = finished.parent / '.' / 'model.json'
     link = finished.parent / 'alias.json'
@@ -492,14 +492,14 @@ def assert_saved_and_resumable(out, stderr, words):
 
 
 def test_a_closed_terminal_sighup_saves_like_ctrl_c(tmp_path, names_file):
-    """Issue 17.3: SIGHUP killed train.py without saving (exit 129, 778 steps lost)."""
+    """SIGHUP once killed train.py without saving (exit 129, 778 steps lost)."""
     proc, _, stderr = stop_a_run(tmp_path, names_file, lambda p: p.send_signal(signal.SIGHUP))
     assert proc.returncode == 128 + signal.SIGHUP, stderr
     assert_saved_and_resumable(tmp_path / 'model.json', stderr, 'the terminal closed')
 
 
 def test_a_closed_stdout_saves_and_exits_non_zero(tmp_path, names_file):
-    """Issue 17.4: `train.py | head` ended training with exit status 0 and no word. The reader
+    """`train.py | head` once ended training with exit status 0 and no word. The reader
     leaves (its end of the pipe closed); the run saves, says how to resume on stderr, exits 141
     (128 + SIGPIPE, what a shell reports). --eval-every 1 prints a line a step, so the closed
     pipe is found at once (a progress line comes every 10 s otherwise)."""
@@ -510,7 +510,7 @@ def test_a_closed_stdout_saves_and_exits_non_zero(tmp_path, names_file):
 
 
 def test_two_checkpoint_names_never_share_a_log(tmp_path, names_file, capsys):
-    """Issue 17.5: --out run and --out run.json shared run.log.jsonl. A checkpoint's name ends
+    """--out run and --out run.json once shared run.log.jsonl. A checkpoint's name ends
     in its format's extension, and the log is that name's stem."""
     from microgpt.programs.runlog import log_path_for
     code, stdout, err = run(train.main, train_args(names_file, tmp_path / 'run', '--steps', '2'), capsys)
@@ -526,7 +526,7 @@ def test_two_checkpoint_names_never_share_a_log(tmp_path, names_file, capsys):
 
 @pytest.mark.parametrize('engine', ['numpy', 'scalar'])
 def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, names_file, capsys, engine):
-    """Issue 17.6: 22M parameters trained, saved 1.4 GB, and no reader would open it. Refused at
+    """22M parameters once trained, saved 1.4 GB, and no reader would open it. Refused at
     once now, nothing written (the scalar engine would take minutes to build its Values)."""
     t0 = time.monotonic()
     code, stdout, err = run(train.main, ['--data', names_file, '--out', str(tmp_path / 'huge.json'), '--engine',
@@ -558,7 +558,7 @@ def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
 
 
 def test_a_log_that_cannot_grow_is_one_line_and_the_checkpoint_kept(tmp_path, names_file, capsys):
-    """Issue 17.7 and 17.9: a full disk (/dev/full, for real) where the log goes ended in a
+    """A full disk (/dev/full, for real) where the log goes once ended in a
     traceback after the one-line error, because closing the log flushed again."""
     out = tmp_path / 'model.json'
     (tmp_path / 'model.log.jsonl').symlink_to('/dev/full')
@@ -569,7 +569,7 @@ def test_a_log_that_cannot_grow_is_one_line_and_the_checkpoint_kept(tmp_path, na
 
 
 def test_a_file_size_limit_on_the_log_is_one_line(tmp_path, names_file):
-    """Issue 17.7 under a real `ulimit -f`: the log outgrows 16 kB (the checkpoint, of a very
+    """The same under a real `ulimit -f`: the log outgrows 16 kB (the checkpoint, of a very
     small model, fits), one line, exit 2, and the checkpoint saved before is whole."""
     resource = pytest.importorskip('resource')
     out = tmp_path / 'model.json'
@@ -587,7 +587,7 @@ def test_a_file_size_limit_on_the_log_is_one_line(tmp_path, names_file):
 
 
 def test_a_log_linked_to_dev_null_is_written_to_and_left_a_link(tmp_path, names_file, capsys):
-    """Issue 17.9: `ln -s /dev/null model.log.jsonl`, a common way to silence a log, ended in
+    """`ln -s /dev/null model.log.jsonl`, a common way to silence a log, once ended in
     OSError from truncate(). A device is written to, never truncated, read or locked."""
     out = tmp_path / 'model.json'
     (tmp_path / 'model.log.jsonl').symlink_to('/dev/null')
@@ -598,7 +598,7 @@ def test_a_log_linked_to_dev_null_is_written_to_and_left_a_link(tmp_path, names_
 
 
 def test_a_learning_rate_that_explodes_stops_before_the_log_holds_what_lab_loss_refuses(tmp_path, names_file, capsys):
-    """Issue 17.13: --lr 1e10 finished with exit 0 and a log of losses of 1e32 that lab loss
+    """--lr 1e10 once finished with exit 0 and a log of losses of 1e32 that lab loss
     refuses. A loss beyond limits.MAX_LOSS is divergence now; the log it leaves is readable."""
     from microgpt.lab.loss import read_log
     out = tmp_path / 'model.json'
@@ -611,7 +611,7 @@ def test_a_learning_rate_that_explodes_stops_before_the_log_holds_what_lab_loss_
 
 
 def test_a_log_over_the_size_cap_is_refused_on_resume_without_reading_it(finished, capsys):
-    """Issue 17.14: --resume read a 3 GB log whole (25 s, 6.4 GB of memory). Every reader stops
+    """--resume once read a 3 GB log whole (25 s, 6.4 GB of memory). Every reader stops
     at 1 GiB: a sparse file one byte over it is refused at once, and left as it was."""
     log = finished.parent / 'model.log.jsonl'
     with open(log, 'r+b') as f:
@@ -637,7 +637,7 @@ def test_a_log_of_nul_bytes_is_read_a_line_at_a_time_on_resume(finished, capsys)
 
 
 def test_a_thousand_folders_deep_out_is_made_and_a_deeper_one_is_one_line(tmp_path, names_file, capsys, monkeypatch):
-    """Issue 17.16: os.makedirs recursed once a folder and ended in RecursionError. Folders are
+    """os.makedirs recursed once a folder and ended in RecursionError. Folders are
     made in a loop now: 1,000 deep works (whatever the recursion limit), and a path longer than
     the system takes (2,100 folders, over 4,096 characters) is the file system's one line."""
     monkeypatch.chdir(tmp_path)
@@ -804,7 +804,7 @@ def test_resume_drops_log_lines_that_lab_loss_would_refuse(finished, capsys):
 
 
 def test_help_shows_every_real_default_and_the_resume_rule(capsys):
-    """Issue 16.5: the flags defaulted to None, the real values hid in run.py; now --help shows
+    """The flags once defaulted to None, the real values hid in run.py; now --help shows
     each one, and a resumed run's rule is one table (settings.ON_RESUME), named in --help."""
     from microgpt.programs.settings import ON_RESUME, SAVED
     with pytest.raises(SystemExit):

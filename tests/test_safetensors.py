@@ -121,8 +121,8 @@ def test_the_safetensors_library_reads_ours(trained):
 
 
 def test_a_file_the_library_wrote_resumes_in_place(trained, tmp_path, capsys):
-    """Issue 26.10: the library writes the metadata's keys in its own order, where 'format' is
-    often not first, and --resume refused such a file in place ("not a microgpt checkpoint") that
+    """The library writes the metadata's keys in its own order, where 'format' is often not
+    first, and --resume once refused such a file in place ("not a microgpt checkpoint") that
     sample.py and --init read."""
     lib = pytest.importorskip('safetensors.numpy', reason="the oracle: pip install -e '.[test]'")
     from safetensors import safe_open

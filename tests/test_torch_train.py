@@ -5,7 +5,7 @@ PyTorch is optional: `pip install -e '.[torch]'` enables these tests, otherwise 
 one test of the message a user without PyTorch sees runs either way). Covered: the torch
 engine's losses equal the numpy engine's through train.py; a checkpoint moves scalar -> torch
 -> numpy mid-run and the losses are those of a run that never switched; float32 and bfloat16
-stay within stated distances of float64 over 50 steps; and every bad input the issue lists
+stay within stated distances of float64 over 50 steps; and every bad input
 (no PyTorch, a device that is not there, a dtype an engine cannot do, torchrun's environment
 without --engine torch, more ranks than names) is one line, exit 2, the checkpoint untouched.
 """
