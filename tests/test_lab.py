@@ -218,11 +218,36 @@ def test_several_logs_on_one_picture(tiny_ckpt, text_ckpt, tmp_path, capsys):
 
 
 def test_running_mean_against_numpy():
-    losses = list(np.random.default_rng(0).uniform(1, 4, 37))
-    window = 5
-    full = np.convolve(losses, np.ones(window) / window, mode='valid')  # means of whole windows
-    assert np.abs(np.array(loss.running_mean(losses, window)[window - 1:]) - full).max() < EXACT_TOL
-    assert abs(loss.running_mean(losses, window)[1] - np.mean(losses[:2])) < EXACT_TOL
+    """Each smoothed loss is the mean of the losses so far weighted by beta**age, written out
+    in full: the recursion's bias correction makes it exactly that weighted mean."""
+    losses = np.random.default_rng(0).uniform(1, 4, 37)
+    for window in (1, 5, 40):
+        beta = (window - 1) / (window + 1)
+        want = [np.average(losses[:t], weights=beta ** np.arange(t - 1, -1, -1.0)) for t in range(1, 38)]
+        assert np.abs(np.array(loss.running_mean(list(losses), window)) - want).max() < EXACT_TOL
+    assert loss.running_mean(list(losses), 1) == list(losses)  # window 1: no smoothing
+    assert loss.running_mean(list(losses), 5)[0] == losses[0]  # the first step is its own loss
+
+
+KINK_TOL = 0.05  # of a ramp's slope: the change of the smoothed slope from one step to the next
+
+
+def slope_changes(curve, slope):
+    """The largest change of a curve's slope between two steps, in units of `slope`."""
+    return np.abs(np.diff(np.asarray(curve), 2)).max() / slope
+
+
+def test_the_running_mean_bends_nowhere_on_a_straight_loss():
+    """On losses that fall in a straight line the smoothed curve's slope changes gradually from
+    the first step: no kink where its reach is full. A mean over a window that grows to full
+    size, then slides, changes its slope by half the ramp's at once at step `window` (the
+    negative control, written out with numpy), which read as an event in every run."""
+    steps, window, slope = 1500, loss.smoothing_window(1500), 0.001
+    ramp = 3.0 - slope * np.arange(1, steps + 1)
+    assert slope_changes(loss.running_mean(list(ramp), window), slope) < KINK_TOL
+    grown = [ramp[max(0, t - window):t].mean() for t in range(1, steps + 1)]
+    assert slope_changes(grown, slope) > 0.4
+    assert np.argmax(np.abs(np.diff(grown, 2))) + 2 in (window, window + 1)  # the kink, where it was
 
 
 def test_a_partial_last_line_is_skipped(tmp_path):

@@ -10,8 +10,9 @@ train.py appends one JSON line per step, {"step": s, "loss": l, "lr": r}, and on
 evaluation, {"step": s, "val_loss": v, "train_loss": t}: the validation loss, and the training
 loss measured the same way on as many tokens of the training data (older logs have no
 train_loss). Each step's loss is measured on one batch, so the raw curve is noisy; the chart
-therefore shows a running mean over about a twentieth of the run, and the table the mean over
-equal tenths of it, beside the learning rate and the losses measured in that stretch.
+therefore shows a running mean reaching about a twentieth of the run back (exponential, as
+Adam's, so that it bends nowhere the losses do not), and the table the mean over equal tenths
+of it, beside the learning rate and the losses measured in that stretch.
 A training loss that goes on falling while the validation loss stops (or rises) is overfitting:
 the evaluation's two numbers, measured alike, show the gap without the running mean's lag.
 Several logs are drawn on one picture, each with its own marks and its name.
@@ -78,18 +79,26 @@ def _not_a_log(path):
 
 
 def running_mean(losses, window):
-    """The mean of each loss and the window - 1 before it (fewer at the start of the run)."""
-    out, total = [], 0.0
-    for i, loss in enumerate(losses):
-        total += loss
-        if i >= window:
-            total -= losses[i - window]
-        out.append(total / min(i + 1, window))
+    """The losses smoothed: an exponential moving average with the bias correction Adam gives
+    its running mean of the gradient (optim.py's m_hat), continuous from the first step.
+
+    A step's weight shrinks by beta at each later step; beta = (window - 1) / (window + 1)
+    gives the weights the mean age of a window of `window` steps, (window - 1) / 2. Dividing by
+    1 - beta**t makes the first values a mean of the steps so far (the first is the first loss,
+    not a fifth of it) whose reach grows smoothly: a mean over a window that grows to full size
+    and then slides changes its lag at once where it stops growing, a kink at step `window` that
+    reads as an event in training. window 1: the losses themselves.
+    """
+    beta = (window - 1) / (window + 1)
+    out, m = [], 0.0
+    for t, loss in enumerate(losses, start=1):
+        m = beta * m + (1 - beta) * loss
+        out.append(m / (1 - beta ** t))
     return out
 
 
 def smoothing_window(n_steps):
-    """About 20 windows across the run: enough names per window to see the trend."""
+    """The running mean's reach, about a twentieth of the run: enough names to see the trend."""
     return max(1, n_steps // 20)
 
 
@@ -138,7 +147,7 @@ def render(d):
                    (estimate_mark, [s for s, _ in estimates], [t for _, t in estimates]),
                    (val_mark, [s for s, _, _ in r['val']], [v for _, v, _ in r['val']])]
         name = f"{r['path']}: " if len(runs) > 1 else ''
-        legend.append(f"  {name}{train_mark} training loss, running mean of {r['window']} steps   "
+        legend.append(f"  {name}{train_mark} training loss, running mean over ~{r['window']} steps   "
                       f"{val_mark} validation loss (held-out data)"
                       + (f"   {estimate_mark} training loss measured alike" if estimates else ''))
     # the validation marks last of all, so that no run's curve hides another's

@@ -119,7 +119,7 @@ def loss_curves(path, runs, title):
         ax.plot(steps, [l for _, l, _ in r['train']], color=colour, alpha=0.2, linewidth=0.8,
                 label=None if len(runs) > 1 else 'training loss (each step)')
         ax.plot(steps, r['smooth'], color=colour, linewidth=2,
-                label=f"{name}training loss, running mean of {r['window']} steps")
+                label=f"{name}training loss, running mean over ~{r['window']} steps")
         estimates = [(s, t) for s, _, t in r['val'] if t is not None]
         if estimates:
             ax.plot([s for s, _ in estimates], [t for _, t in estimates], '^--', color=estimate_colour, markersize=5,
