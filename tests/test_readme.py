@@ -306,3 +306,69 @@ def test_the_checkpoint_check_finds_a_field_left_out():
              ' "vocab": [],\n "state_dict": {},\n "train_state": {"step": 1, "run": {}, "adam": {}}}\n```\n')
     assert checkpoint_example(stale) == (['format', 'version', 'config', 'vocab', 'state_dict', 'train_state'],
                                          ['step', 'run', 'adam'])
+
+
+# ---------------------------------------------------------------------------- in order
+TINY_TEXT = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n\n"
+             "JULIET:\nO Romeo, Romeo, wherefore art thou Romeo?\nDeny thy father and refuse thy name.\n\n") * 20
+
+
+def shrunk(argv):
+    """A README command as this test runs it: every --steps N becomes N // 1000 (at least 1; the
+    default 1000 too), so that the recipes take seconds and a resume still asks for more steps
+    than the run before; a --length N of running text becomes N // 100."""
+    out = list(argv)
+    if out[:1] == ['train.py'] and '--steps' not in out:
+        out += ['--steps', '1000']
+    for i, word in enumerate(out[:-1]):
+        if word == '--steps':
+            out[i + 1] = str(max(1, int(out[i + 1]) // 1000))
+        if word == '--length':
+            out[i + 1] = str(max(1, int(out[i + 1]) // 100))
+    return out
+
+
+def makefile_recipe(target):
+    """The command lines of a Makefile target, with $(PY) as this Python."""
+    lines = read('Makefile').split(f'\n{target}:')[1].split('\n')[1:]
+    recipe = []
+    for line in lines:
+        if not line.startswith('\t'):
+            break
+        recipe.append(line.strip().replace('$(PY)', sys.executable))
+    return recipe
+
+
+def test_readmes_commands_work_in_the_order_it_gives_them(tmp_path):
+    """Typed one after the other in a fresh checkout, as a newcomer types them: each works (the
+    data a `curl` line downloads is a small stand-in; steps are shrunk; a server is not started).
+    `exercises check 1` on a fresh stub reports it not passed (exit 1) and `exercises train`
+    names what it needs first (exit 2): both are what README says they do."""
+    import shutil
+    for name in ('microgpt', 'src'):
+        shutil.copytree(os.path.join(REPO_DIR, name), tmp_path / name, ignore=shutil.ignore_patterns('__pycache__'))
+    for name in ('train.py', 'sample.py'):
+        shutil.copy(os.path.join(REPO_DIR, name), tmp_path / name)
+    (tmp_path / 'my_names.txt').write_text('\n'.join(TINY_NAMES) + '\n')  # the reader's own names
+    ran = []
+    for line in shell_lines(read('README.md')):
+        words = shlex.split(line)
+        if words[:2] == ['make', 'test'] or 'serve' in words:
+            continue  # this suite itself; a server (tests/test_lab_serve.py starts one)
+        if words[0] == 'curl':
+            name = words[words.index('-o') + 1] if '-o' in words else words[-1].rsplit('/', 1)[1]
+            (tmp_path / name).write_text('\n'.join(TINY_NAMES) + '\n' if name == 'names.txt' else TINY_TEXT)
+            continue
+        argvs = ([shlex.split(c)[1:] for c in makefile_recipe('run')] if words[:2] == ['make', 'run']
+                 else [words[1:]])
+        for argv in argvs:
+            result = subprocess.run([sys.executable, *shrunk(argv)], cwd=tmp_path, capture_output=True, text=True,
+                                    timeout=300)
+            ran.append(line)
+            if argv[-2:] == ['check', '1']:
+                assert result.returncode == 1 and 'exercise 1 (mul)' in result.stdout, (line, result.stdout)
+            elif argv[-1] == 'train' and 'exercises' in argv:
+                assert result.returncode == 2 and result.stderr.startswith('error: train needs your exercises 1 to 16')
+            else:
+                assert result.returncode == 0, (line, result.stderr)
+    assert len(ran) >= 15
