@@ -143,9 +143,10 @@ def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
     assert BOS_LABEL not in e['labels'] and len(e['labels']) == model.config.vocab_size - 1
 
 
-def test_the_scalar_step_is_refused_past_its_graphs_size(text_ckpt, monkeypatch):
+def test_past_its_graphs_size_the_step_is_the_numpy_engines_unless_the_scalar_is_asked_for(text_ckpt, monkeypatch):
     """The scalar engine's graph grows with weights x positions: past registry.SCALAR_STEP_WORK
-    the step names the numpy engine (the same numbers) instead of taking seconds and gigabytes."""
+    the step is taken by the numpy engine (the same numbers), and says why; asked for by name,
+    the scalar engine names the numpy engine instead of taking seconds and gigabytes."""
     from microgpt.edge.limits import parameter_count
     from microgpt.lab import registry
     ckpt, model = load(text_ckpt, 'scalar')
@@ -154,6 +155,10 @@ def test_the_scalar_step_is_refused_past_its_graphs_size(text_ckpt, monkeypatch)
     with pytest.raises(UserError, match='take it with --engine numpy'):
         step.compute(model, WINDOW[:7], engine='scalar', ckpt=ckpt)  # 6 positions
     assert step.compute(model, WINDOW[:7], engine='numpy', ckpt=ckpt)['n'] == 6
+    chosen = step.compute(model, WINDOW[:7], ckpt=ckpt)  # no --engine: the one whose graph fits
+    assert chosen['engine'] == 'numpy' and chosen['engine_chosen']
+    assert "6) computed by the numpy training path: the scalar engine's graph of 6 positions" in step.render(chosen)
+    assert step.compute(model, WINDOW[:6], ckpt=ckpt)['engine'] == 'scalar'  # 5 positions: the graph fits
 
 
 def test_the_training_page_trains_running_text_only_where_it_has_one(tmp_path, play_file):

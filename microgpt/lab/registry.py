@@ -385,7 +385,7 @@ SANDBOXES = [
                           help="the training names, to mark samples as seen or new (default: the data "
                                "the checkpoint was trained on, when it can still be read)"))),
     # the numpy engine's step takes milliseconds: only the scalar engine's waits its turn
-    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] == 'scalar',
+    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] != 'numpy',
             about_model=step_about_model,
             # PyTorch for its third opinion of the gradients; the GPT of Values of a model not too large
             warm_up=WarmUp(imports=('torch', 'torchgpt'), model_at_most=WARM_SCALAR_MAX),
@@ -401,10 +401,12 @@ SANDBOXES = [
                     Param('param', str, None, metavar='NAME[ROW][COL]', group='the step', high=MAX_TEXT,
                           help="the weight whose Adam update to show, e.g. 'layer0.attn_wq[3][5]' "
                                "(quote it; default: the weight with the largest gradient)"),
-                    Param('engine', str, 'scalar', metavar='ENGINE', group='the step', high=MAX_TEXT,
+                    Param('engine', str, None, metavar='ENGINE', group='the step', high=MAX_TEXT,
                           help="who takes the forward and backward: scalar (microgpt's own, as "
-                               "train.py; default) or numpy (the numpy training path: the same "
-                               "numbers, a second faster on a 4x64 model)"))),
+                               "train.py) or numpy (the numpy training path: the same numbers, a "
+                               "second faster on a 4x64 model) (default: scalar, or numpy where the "
+                               "scalar engine's graph of TEXT would be too large, as on a model of "
+                               "running text's whole block)"))),
     Sandbox('embeddings', 'Embeddings',
             help="wte on its two principal components, nearest neighbours, wpe similarity",
             description="The token embeddings (rows of wte) projected on their two principal "

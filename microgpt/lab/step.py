@@ -200,14 +200,15 @@ def matrices(model, flat):
 
 
 # ---------------------------------------------------------------------------- one step
-def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', mode='lines'):
+def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode='lines'):
     """Everything the printout shows, for one training step on TEXT, computed by `engine`:
-    'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path). The model
+    'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path); None: the
+    scalar engine where its graph fits (registry.scalar_step_positions), else numpy's. The model
     is left as it was: the weights after the step are returned ('weights_after'). mode: the
     model's data mode, 'lines' (TEXT is a name) or 'text' (TEXT is a window of running text)."""
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
-    if engine not in ENGINES:
+    if engine not in (None, *ENGINES):
         raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
     ids, targets = read_text(model, text, mode)     # [BOS] + a name, or a window: checked against the block
@@ -215,6 +216,9 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', 
     n = len(tokens) - 1
     if n < 1:
         raise UserError("a step needs two characters of running text at least: one to read, one to predict")
+    chose = engine is None  # said in the printout: the numpy path took a step too large for the graph
+    if chose:
+        engine = 'scalar' if n <= scalar_step_positions(model.config) else 'numpy'
     if engine == 'scalar' and n > scalar_step_positions(model.config):
         raise UserError(f"the scalar engine's step on {n} positions of this {parameter_count(model.config):,}-weight "
                         f"model is a graph of too many Values: take it with --engine numpy (the same numbers "
@@ -291,7 +295,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine='scalar', 
 
     return {
         'text': text, 'data_mode': mode, 'tokens': tokens, 'labels': [token_label(tok, t) for t in tokens], 'n': n, 'lr': lr,
-        'engine': engine, 'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
+        'engine': engine, 'engine_chosen': chose and engine == 'numpy', 'vocab_size': model.config.vocab_size, 'block_size': model.config.block_size,
         'loss_before': s['loss'], 'loss_after': loss_after, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
         'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads, 'weights_after': weights_after,
@@ -371,7 +375,7 @@ def engine_gradients(model, weights, tokens, grads):
     return out
 
 
-def compute(model, text, lr=None, param=None, engine='scalar', ckpt=None):
+def compute(model, text, lr=None, param=None, engine=None, ckpt=None):
     """step_report on the checkpoint's model, at `lr` (default: the one the checkpoint was
     trained with, else train.py's default). The full gradient and weight matrices are for the
     terminal only ('_grads', '_weights_after'); their norms per matrix are kept."""
@@ -466,6 +470,11 @@ def render(r):
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
+    if r.get('engine_chosen'):
+        lines.append(f"6) computed by the numpy training path: the scalar engine's graph of {r['n']} positions "
+                     f"of this {r['n_params']:,}-weight model would hold too many Values (a shorter TEXT "
+                     "takes it on the scalar engine, whose gradients the other engines then check)")
+        return '\n'.join(lines)
     if r['engine'] == 'numpy':
         lines.append("6) computed by the numpy training path (--engine numpy): no graph was built; "
                      "without --engine numpy the scalar engine takes the step, and the other engines "
