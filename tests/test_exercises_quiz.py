@@ -83,6 +83,51 @@ def test_the_quiz_command_grades_one_answer_and_asks_them_all(capsys, monkeypatc
     status, _, err = lab(['quiz', 'no-such'], capsys)
     assert status == 2 and err.startswith("error: no question 'no-such'")
     first = ANSWERS[quiz.QUESTIONS[0].id][0][0]
-    status, out, _ = lab(['quiz'], capsys, answers=[first, 'wrong', ''], monkeypatch=monkeypatch)
+    wrong = ANSWERS[quiz.QUESTIONS[1].id][1][0]
+    status, out, _ = lab(['quiz'], capsys, answers=[first, wrong, ''], monkeypatch=monkeypatch)
     assert status == 0 and out.count('right.') == 1 and 'not quite' in out and 'skipped' in out
     assert out.rstrip().endswith('1 of 3 right')  # the answers ran out: the quiz ends with the score
+
+
+# ---------------------------------------------------------------------------- answers of another form
+def test_an_answer_not_of_the_kind_asked_is_not_graded_but_told_the_form():
+    """A letter where numbers are due, or a choice in one's own words, is never 'not quite': it
+    is not graded, and the learner is told the form to give (and a right one is still right)."""
+    czech = quiz.get('czech-1')
+    assert 'not a number' in quiz.unreadable(czech, 'b') and 'answer with 4 numbers' in quiz.unreadable(czech, 'b')
+    assert 'has 2 numbers' in quiz.unreadable(czech, '0.2, 0.8')
+    assert quiz.unreadable(czech, '0.2, 0.8, 0, 0.1') == ''
+    widget = quiz.get('russian-widget')
+    assert 'letter of a choice, a to d' in quiz.unreadable(widget, 'entropy goes down and max weight goes up')
+    assert quiz.grade(widget, 'the entropy falls and the max weight rises') == (True, 'a')  # a choice typed out
+    assert quiz.grade(widget, 'a) the entropy falls') == (True, 'a')
+    assert 'one number' in quiz.unreadable(quiz.get('czech-2'), 'six times')
+    for q in quiz.QUESTIONS:  # every lesson's answer is of its own form, and so is every wrong one tested
+        for answer in ANSWERS[q.id][0]:
+            assert quiz.unreadable(q, answer) == '', (q.id, answer)
+
+
+def test_the_command_refuses_to_grade_an_answer_of_another_form_in_one_line(capsys, monkeypatch):
+    status, out, err = lab(['quiz', 'czech-1', 'b'], capsys)
+    assert status == 2 and 'not quite' not in out and err.startswith("error: 'b' is not graded: ")
+    assert err.count('\n') == 1 and 'answer with 4 numbers' in err and 'quiz czech-1 "0.1, 0.1, 0.1, 0.1"' in err
+    status, out, err = lab(['quiz', 'russian-widget', 'entropy goes down and max weight goes up'], capsys)
+    assert status == 2 and 'not quite' not in out and 'letter of a choice' in err
+    # asked in turn, it is asked again, and the letter then graded
+    status, out, _ = lab(['quiz', 'russian-widget'], capsys, answers=['entropy goes down', 'a'], monkeypatch=monkeypatch)
+    assert status == 0 and out.count('not graded: answer with the letter of a choice') == 1 and 'right.' in out
+
+
+@pytest.mark.parametrize('form', ['id-answer', 'id-asked', 'all-asked', 'list'])
+def test_a_choice_question_shows_its_choices_before_any_grading(form, capsys, monkeypatch):
+    q = quiz.get('czech-why-sqrt')
+    argv = {'id-answer': ['quiz', q.id, 'a'], 'id-asked': ['quiz', q.id], 'all-asked': ['quiz'],
+            'list': ['quiz', '--list']}[form]
+    answers = {'id-asked': ['a'], 'all-asked': [''] * 7 + ['a']}.get(form)
+    _, out, _ = lab(argv, capsys, answers=answers, monkeypatch=monkeypatch if answers else None)
+    at = out.index(q.text)
+    for letter, choice in zip('abcd', q.choices):
+        assert f"{letter}) {choice.split()[0]}" in out[at:], (form, letter)
+    if form != 'list':
+        verdict = out.index('not quite', at)  # 'a' is wrong: graded after the choices were shown
+        assert all(out.index(f"{letter}) ", at) < verdict for letter in 'abcd')

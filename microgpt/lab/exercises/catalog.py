@@ -41,6 +41,13 @@ class Exercise:
     lesson: str = ''   # the lesson whose numbers the check uses, if any
     uses: tuple = ()   # the learner's other exercises it calls
     budget: float = 30.0  # seconds the whole check may take before the checker stops it
+    numpy_oracle: bool = False  # its check compares with the numpy port (src/inference) too
+
+    @property
+    def needs_numpy(self):
+        """Whether its check imports numpy: the numpy rung's, and those with the port as oracle.
+        A Python without numpy checks every other exercise (cli.py says why not these)."""
+        return self.rung == 'numpy' or self.numpy_oracle
 
     @property
     def filename(self):
@@ -96,11 +103,11 @@ EXERCISES = [
     Exercise(13, 'ex13_gpt', 'gpt', 'token_id, pos_id, keys, values, state_dict, config',
              "gpt(): one position end to end", 'model', "docs/reading-guide.md section 1, file 6",
              "microgpt/model.py, GPT.gpt", 'phases', 'python -m microgpt.lab phases anna',
-             uses=(9, 11, 12), budget=60.0),
+             uses=(9, 11, 12), budget=60.0, numpy_oracle=True),
     Exercise(14, 'ex14_name_loss', 'name_loss', 'tokens, state_dict, config',
              "the cross-entropy of a name", 'model', "docs/reading-guide.md section 1, file 7",
              "microgpt/training.py, doc_loss", 'overview', 'python -m microgpt.lab overview anna',
-             uses=(10, 13), budget=60.0),
+             uses=(10, 13), budget=60.0, numpy_oracle=True),
     Exercise(15, 'ex15_adam', 'adam_step', 'params, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8',
              "one Adam update, with bias correction", 'model',
              "docs/reading-guide.md section 1, file 8; section 5", "microgpt/optim.py, Adam.step", 'step',

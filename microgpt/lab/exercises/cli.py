@@ -7,6 +7,7 @@ COMMAND`, installed).
     status            the path, with what passes
     train             train microgpt with your engine and model, beside microgpt's own
     quiz [ID [ANSWER]]  the lessons' exercises and questions
+    hint N [--level K]  the next hint of exercise N, one level at a time (or level K)
     solution N        a reference solution (only when asked)
     reset N           put exercise N's stub back (after asking)
 
@@ -17,15 +18,17 @@ version, a number out of range) is one line `error: ...` naming the fix, exit st
 nothing of the learner's changed. `check` exits 0 when everything it checked passes, else 1.
 """
 
+import importlib
 import os
 import sys
+import textwrap
 import time
 
 from ...edge.errors import UserError
 from ...programs import cli
 from ...programs.settings import flag_default
 from ...sampling import TEMPERATURE
-from . import catalog, quiz, report
+from . import catalog, hints, quiz, report
 from .workspace import COMMAND, DEFAULT_DIR, Workspace, dir_flag, shown, start
 
 TRAIN_STEPS = 300     # the payoff's default: enough for names that read like names, a minute or so
@@ -79,6 +82,14 @@ def add_commands(parser):
     c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
     c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
     c.add_argument('--list', action='store_true', help="list the questions and stop")
+    c = with_dir(commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
+                                     description="Each `hint N` gives the next level of exercise N's hints: "
+                                                 "the idea first, then more, the last one the recipe in words "
+                                                 "(`solution N` shows the code). The level reached is kept in "
+                                                 "the workspace's record."))
+    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    c.add_argument('--level', type=cli.int_in(1, max(len(h) for h in hints.HINTS.values())), metavar='K',
+                   help="show level K (1 = the first), and remember it")
     c = commands.add_parser('solution', help="show a reference solution (only what you ask for)")
     c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
     c = with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking"))
@@ -99,6 +110,8 @@ def run(args, out=None, ask=None):
         return cmd_solution(args, say)
     if command == 'quiz':
         return cmd_quiz(args, say, ask)
+    if command == 'hint':
+        return cmd_hint(args, say)
     ws = Workspace.open(args.dir)
     if command == 'reset':
         return cmd_reset(args, say, ws, ask)
@@ -122,10 +135,64 @@ def cmd_start(args, say):
     return 0
 
 
+# ---------------------------------------------------------------------------- what this Python can check
+NUMPY_PARTS = ('numpy', 'inference', 'backprop')  # what the checks of catalog's needs_numpy import
+
+
+def lacking():
+    """What this Python lacks to run the checks that use numpy ('' when nothing): a Python
+    outside the project's environment (the system's python3 in a checkout) checks the engine
+    and the Value rung, and says so of the rest, never that the checker failed."""
+    for name in NUMPY_PARTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return 'numpy' if name == 'numpy' else f"the project's `{name}` package (src/)"
+    return ''
+
+
+def without(missing, command):
+    """'this Python (...) lacks numpy: run it with ...': the words and the fix, for `command`."""
+    fix = (f"run `.venv/bin/python -m microgpt.lab exercises {command}` (the project's environment; "
+           "`make run` makes it) or `pip install -e .` first" if cli.SOURCE_CHECKOUT else
+           f"`pip install numpy`, then `{COMMAND} {command}`")
+    return f"this Python ({sys.executable}) lacks {missing}: {fix}"
+
+
+def split_checkable(numbers):
+    """(the numbers this Python can check, those it cannot, what it lacks)."""
+    wanted = [n for n in numbers if catalog.get(n).needs_numpy]
+    missing = lacking() if wanted else ''
+    if not missing:
+        return list(numbers), [], ''
+    return [n for n in numbers if n not in wanted], wanted, missing
+
+
+def unchecked(ws, numbers, missing, command):
+    """The results shown for exercises not checked here: 'todo' for a stub (a stub is known by
+    its text), else 'unchecked', with the last saved result when the file has not changed since."""
+    saved = ws.results()
+    found = {}
+    for n in numbers:
+        if ws.is_stub(n):
+            found[n] = {'status': 'todo', 'line': 'not written yet', 'cases': 0}
+            continue
+        last = saved.get(str(n))
+        before = (f" (at {last['checked']}, unchanged since: {'passed' if last['status'] == 'pass' else 'not passed'})"
+                  if last and not ws.edited_since_check(n) else '')
+        found[n] = {'status': 'unchecked', 'cases': 0,
+                    'line': f"not checked: it needs {missing}{before}"}
+    return found
+
+
 # ---------------------------------------------------------------------------- check and status
 def cmd_check(args, say, ws):
     from .checker import check
-    numbers = [args.number] if args.number else list(range(1, N + 1))
+    asked = [args.number] if args.number else list(range(1, N + 1))
+    numbers, skipped, missing = split_checkable(asked)
+    if args.number and skipped:
+        raise UserError(f"{catalog.get(args.number).label} needs numpy to be checked, and "
+                        + without(missing, f"check {args.number}{dir_flag(ws.path)}"))
     shown_ws = shown(ws.path)
 
     def printed(workspace, number, result):
@@ -136,6 +203,10 @@ def cmd_check(args, say, ws):
     if note:
         say(note)
     bad = [n for n in numbers if n in results and results[n]['status'] != 'pass']
+    if skipped and not bad:
+        say(f"{report.NOT_CHECKED} not checked here: {', '.join(map(str, skipped))}, whose checks need {missing}; "
+            + without(missing, f"check{dir_flag(ws.path)}"))
+        return 1
     if not bad:
         if args.number:
             nxt = args.number + 1
@@ -152,20 +223,27 @@ def cmd_check(args, say, ws):
 
 def cmd_status(args, say, ws):
     from .checker import check
-    results = {n: r for (_, n), r in check([(ws.path, list(range(1, N + 1)), False)]).items()}
-    note = ws.record(results)
+    numbers, skipped, missing = split_checkable(range(1, N + 1))
+    results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
+    note = ws.record(results)  # only what was checked: a result saved from another Python stays
+    results.update(unchecked(ws, skipped, missing, 'status'))
     passed = sum(r['status'] == 'pass' for r in results.values())
-    say(f"microgpt's exercises in {shown(ws.path)}/: {passed} of {N} pass")
+    not_here = sum(r['status'] == 'unchecked' for r in results.values())
+    say(f"microgpt's exercises in {shown(ws.path)}/: {passed} of {N} pass" +
+        (f", {not_here} not checked here (they need {missing})" if not_here else ''))
     say(report.status_table(results))
     if note:
         say(note)
+    if not_here:
+        say(f"  to check them: {without(missing, f'status{dir_flag(ws.path)}')}")
     unwritten = [n for n in catalog.TRAIN_USES if results.get(n, {}).get('status') == 'todo']
     say(f"train (microgpt trained with your engine) uses 1 to {max(catalog.TRAIN_USES)}: " +
         (f"{len(unwritten)} of them not written yet ({', '.join(map(str, unwritten))})" if unwritten else
          f"ready, `{COMMAND} train{dir_flag(ws.path)}`"))
-    todo = next((n for n in range(1, N + 1) if results.get(n, {}).get('status') != 'pass'), None)
+    todo = next((n for n in range(1, N + 1) if results.get(n, {}).get('status') not in ('pass', 'unchecked')), None)
     say(f"next: {COMMAND} check {todo}{dir_flag(ws.path)}" if todo else
-        f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`")
+        f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`" if not not_here else
+        f"all that this Python can check pass: `{COMMAND} train{dir_flag(ws.path)}`")
     return 0
 
 
@@ -173,19 +251,24 @@ def cmd_status(args, say, ws):
 def cmd_train(args, say, ws):
     from .checker import check, train
     say(f"checking your exercises 1 to {max(catalog.TRAIN_USES)} first (train uses them) ...")
-    results = {n: r for (_, n), r in check([(ws.path, list(catalog.TRAIN_USES), False)]).items()}
+    numbers, skipped, missing = split_checkable(catalog.TRAIN_USES)
+    results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
     ws.record(results)
+    results.update(unchecked(ws, skipped, missing, 'train'))
     todo = [n for n in catalog.TRAIN_USES if results[n]['status'] == 'todo']
     if todo:
         e = catalog.get(todo[0])
         raise UserError(f"train needs your exercises 1 to {max(catalog.TRAIN_USES)}, and {e.label} is not written "
                         f"yet: write it in {shown(ws.path)}/{e.filename}, then `{COMMAND} check {e.number}"
                         f"{dir_flag(ws.path)}`")
-    failing = [n for n in catalog.TRAIN_USES if results[n]['status'] != 'pass']
+    failing = [n for n in catalog.TRAIN_USES if results[n]['status'] not in ('pass', 'unchecked')]
+    if skipped:
+        say(f"  not checked here: {', '.join(catalog.get(n).label for n in skipped)} (their checks need {missing}; "
+            "the training below compares them with microgpt's own, step by step)")
     if failing:
         say(f"  not passing: {', '.join(catalog.get(n).label for n in failing)}; training anyway: where your run "
             "parts from microgpt's shows what that changes")
-    else:
+    elif not skipped:
         say("  all pass")
     every = args.every or max(1, args.steps // 12)
     run = {'losses': [], 'project': [], 'parted': None, 'names': None, 'failed': None}
@@ -269,15 +352,24 @@ def cmd_quiz(args, say, ask):
     if args.list:
         for q in quiz.QUESTIONS:
             say(f"{q.id:<20} {q.lesson}: {q.text}")
+            for letter, choice in zip('abcd', q.choices):
+                say(f"{'':<20}   {letter}) {choice}")
         return 0
     if args.id is not None:
         q = quiz.get(args.id)
         if q is None:
             raise UserError(f"no question {args.id!r}: `{COMMAND} quiz --list` lists them "
                             f"({quiz.QUESTIONS[0].id} .. {quiz.QUESTIONS[-1].id})")
-        say(quiz.ask_text(q))
-        text = args.answer if args.answer is not None else read_answer(ask)
-        if text is None:
+        say(quiz.ask_text(q))  # the question and its choices, before any grading
+        if args.answer is not None:
+            problem = quiz.unreadable(q, args.answer)
+            if problem:
+                raise UserError(f"{args.answer[:40]!r} is not graded: {problem}, e.g. "
+                                f"`{COMMAND} quiz {q.id} {example(q)}`")
+            text = args.answer
+        else:
+            text = read_readable(q, say, ask)
+        if text is None or not text.strip():
             return 1
         right, understood = quiz.grade(q, text)
         say(quiz.verdict_text(q, right, understood))
@@ -285,7 +377,7 @@ def cmd_quiz(args, say, ask):
     score = asked = 0
     for i, q in enumerate(quiz.QUESTIONS, start=1):
         say(quiz.ask_text(q, i))
-        text = read_answer(ask)
+        text = read_readable(q, say, ask)
         if text is None:
             break
         asked += 1
@@ -299,6 +391,26 @@ def cmd_quiz(args, say, ask):
     return 0
 
 
+def example(q):
+    """An answer of the question's form, not its answer: what the one-line refusal shows."""
+    if q.kind == 'choice':
+        return 'a'
+    return '0.5' if q.kind == 'number' else '"' + ', '.join(['0.1'] * len(q.answer)) + '"'
+
+
+def read_readable(q, say, ask):
+    """An answer of the question's form, asked again until it is one (or empty: skipped; None:
+    the input ended)."""
+    while True:
+        text = read_answer(ask)
+        if text is None or not text.strip():
+            return text
+        problem = quiz.unreadable(q, text)
+        if not problem:
+            return text
+        say(f"  not graded: {problem}; or press Enter to skip")
+
+
 def read_answer(ask):
     try:
         return ask('  your answer: ')
@@ -306,13 +418,37 @@ def read_answer(ask):
         return None
 
 
+def cmd_hint(args, say):
+    """The next level (or --level K) of an exercise's hints. Without a workspace a hint is still
+    given (level 1, or K), and nothing is remembered."""
+    e = catalog.get(args.number)
+    levels = hints.HINTS[e.number]
+    ws = Workspace.open(args.dir) if args.level is None or os.path.isdir(args.dir) else None
+    if args.level is not None and args.level > len(levels):
+        raise UserError(f"{e.label} has {len(levels)} hints: ask `--level 1` to `--level {len(levels)}`")
+    level = args.level or ws.hint_level(e.number) + 1
+    if level > len(levels):
+        say(f"no more hints for {e.label}: you have seen all {len(levels)}; `{COMMAND} hint {e.number} "
+            f"--level 1{dir_flag(args.dir)}` shows them again, `{COMMAND} solution {e.number}` the code")
+        return 0
+    note = ws.record_hint(e.number, level) if ws else ''  # first: a reader who stops reading has seen it
+    say(f"{e.label}, hint {level} of {len(levels)}:")
+    say(textwrap.fill(levels[level - 1], width=96, initial_indent='  ', subsequent_indent='  '))
+    if note:
+        say(note)
+    nxt = f"{COMMAND} hint {e.number}{dir_flag(args.dir)}" + ('' if ws else f" --level {level + 1}")
+    say(f"next: `{nxt}` for hint {level + 1}" if level < len(levels)
+        else f"that was the last hint; `{COMMAND} solution {e.number}` shows the code")
+    return 0
+
+
 def cmd_solution(args, say):
     e = catalog.get(args.number)
     body = catalog.solution_body(e.number).replace('\n', '\n    ')
     say(f"{e.label}, a reference solution (microgpt's own is {e.real}):\n")
     say(f"def {e.function}({e.signature}):\n    {body}\n")
-    say(f"It replaces the `raise NotImplementedError(...)` line of {e.filename}; `{COMMAND} reset {e.number}` "
-        "puts the stub back.")
+    say(f"That is the whole function, docstring left out: to use it, replace your def {e.function}() in "
+        f"{e.filename} with it. `{COMMAND} reset {e.number}` puts the stub back.")
     return 0
 
 

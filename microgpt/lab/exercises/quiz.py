@@ -7,8 +7,11 @@ numbers and widget exercises, and the 3D tutorial's sandbox exercises, asked in 
 project's words. Each takes a number, a few numbers or a letter; an answer is right when it is
 the lesson's own within the lesson's rounding (0.051 for 0.0506, 0.394 or 0.395 for 0.3945),
 written the lesson's way too: a decimal comma (0,051) and spaced or comma-grouped thousands
-(33 554 432, 33,554,432) are read as meant. Each answer is followed by the lesson's reasoning
-and by the lab command and page that show it.
+(33 554 432, 33,554,432) are read as meant. An answer that is not of the kind asked (a word where
+a letter or numbers are due, three numbers where four are) is not graded: `unreadable` says what
+form to give, and the question stays open. Each answer is followed by the lesson's reasoning and
+by the lab command and page that show it. A choice question shows its choices with the question,
+before any answer, in every form of the command.
 
 This file imports only the standard library.
 """
@@ -218,18 +221,48 @@ def split_numbers(text):
     return [p for p in s.split() if p]
 
 
-def grade(question, text):
-    """(right?, what was understood): an answer as the learner typed it."""
+def choice_of(question, text):
+    """The letter an answer to a choice question names: 'b', 'B', 'b)', '(b)', 'b. ...', or a
+    choice's own words typed out; '' if none."""
+    letters = 'abcd'[:len(question.choices)]
+    s = text.strip().lower()
+    m = re.fullmatch(r'[(\[]?([a-d])(?:[).\]].*)?', s)  # the letter alone, or followed by ) or . and anything
+    if m and m.group(1) in letters:
+        return m.group(1)
+    words = re.sub(r'[^a-z0-9]+', ' ', s).strip()
+    typed = [l for l, c in zip(letters, question.choices) if re.sub(r'[^a-z0-9]+', ' ', c.lower()).strip() == words]
+    return typed[0] if typed else ''
+
+
+def unreadable(question, text):
+    """Why `text` is not an answer of the kind the question asks ('' when it is one): the form to
+    give instead, so that an answer in other words is never graded wrong for its words."""
     if question.kind == 'choice':
-        letter = text.strip().lower().strip('()[]. ')
-        letter = letter[:1] if letter[1:2] in ('', ')', '.') else letter
+        letters = 'abcd'[:len(question.choices)]
+        return '' if choice_of(question, text) else \
+            f"answer with the letter of a choice, {letters[0]} to {letters[-1]} (the choices are listed with the question)"
+    if question.kind == 'number':
+        return '' if readings(text) else "answer with one number (0.051, 0,051 or 33 554 432 are read as meant)"
+    n, parts = len(question.answer), split_numbers(text)
+    if len(parts) == n and all(readings(p) for p in parts):
+        return ''
+    got = (f"{len(parts)} number{'s' * (len(parts) != 1)}" if all(readings(p) for p in parts) else
+           f"{next(p for p in parts if not readings(p)).strip()!r}, which is not a number")
+    return f"answer with {n} numbers, separated by commas or spaces (that answer has {got})"
+
+
+def grade(question, text):
+    """(right?, what was understood): an answer as the learner typed it (never right when
+    unreadable() finds it is not of the kind asked)."""
+    if question.kind == 'choice':
+        letter = choice_of(question, text)
         return letter == question.answer, letter
     if question.kind == 'number':
         values = readings(text)
         return any(abs(v - question.answer) <= question.tol for v in values), ' or '.join(f"{v:g}" for v in values)
     parts = split_numbers(text)
     if len(parts) != len(question.answer):
-        return False, f"{len(parts)} numbers"
+        return False, f"{len(parts)} number{'s' * (len(parts) != 1)}"
     ok = all(any(abs(v - a) <= question.tol for v in readings(p)) for p, a in zip(parts, question.answer))
     return ok, ', '.join(parts)
 

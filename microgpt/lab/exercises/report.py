@@ -8,6 +8,7 @@ shows the idea.
 from . import catalog
 
 MARKS = {'pass': '✓', 'fail': '✗', 'todo': '·', 'error': '!'}
+NOT_CHECKED = '–'  # 'unchecked': this Python cannot run the exercise's check (cli.lacking); never saved
 
 
 def one_line(e, result):
@@ -42,7 +43,7 @@ def status_table(results):
             rung = e.rung
             lines.append(f"  {catalog.RUNGS[rung]}")
         r = results.get(e.number)
-        mark = MARKS.get(r['status'], '?') if r else ' '
+        mark = (NOT_CHECKED if r['status'] == 'unchecked' else MARKS.get(r['status'], '?')) if r else ' '
         what = (f"not written yet ({e.title})" if r and r['status'] == 'todo' else
                 r['line'] if r and r['status'] != 'pass' else e.title)
         lines.append(f"    {mark} {e.number:>2} {e.function:<18} {what}")

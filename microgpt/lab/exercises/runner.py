@@ -56,10 +56,14 @@ def check_one(number, workspace, seconds, cache):
         result = {'status': r.status, 'line': r.line, 'details': r.details, 'hint': r.hint, 'cases': t.cases}
     except Exception as exc:  # a bug of the checker's own: said in one line, the next one checked
         where = traceback.extract_tb(exc.__traceback__)[-1]
+        missing = (getattr(exc, 'name', None) or '').split('.')[0] if isinstance(exc, ImportError) else ''
         result = {'status': 'error', 'cases': t.cases,
                   'line': f"the checker itself failed ({type(exc).__name__}: {str(exc)[:120]}, "
                           f"{os.path.basename(where.filename)} line {where.lineno}): a bug in microgpt, "
                           "unless your code changes microgpt's or the checker's own objects"}
+        if missing in ('numpy', 'inference', 'backprop'):  # a Python without numpy (cli.py asks first)
+            result['line'] = (f"not checked: its check needs {missing}, which this Python lacks (not a fault "
+                              "in your code): run it with .venv/bin/python, or `pip install -e .` first")
     if result['status'] == 'fail':
         behind = [d for d in e.uses if check_one(d, workspace, seconds, cache)['status'] != 'pass']
         if behind:

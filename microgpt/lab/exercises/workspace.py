@@ -3,8 +3,9 @@ The learner's folder of exercises: made by `start`, read by every other command,
 place that writes in it.
 
 A workspace is a folder of the 20 stub files (catalog.EXERCISES) and one file of ours,
-.microgpt-exercises.json: the version of the exercises that made it and each exercise's last
-result (what `status` and the web lab's Exercises page show). A file whose text is still its
+.microgpt-exercises.json: the version of the exercises that made it, each exercise's last
+result (what `status` and the web lab's Exercises page show) and the last hint level shown
+(what the next `hint N` follows). A file whose text is still its
 stub's (catalog.stub_text) is untouched, and `reset` says there is nothing to do. Nothing ever
 overwrites a file the learner may have edited: `start` adds only what is missing, `reset` asks
 first.
@@ -125,6 +126,26 @@ class Workspace:
     def edited_since_check(self, number):
         last = self.results().get(str(number))
         return last is not None and last['sha256'] != digest(self.content(number))
+
+    # ---- hints
+    def hint_level(self, number):
+        """The highest hint level shown for an exercise (0: none yet), kept in the manifest
+        beside the results; a value that is not a whole number >= 0 counts as none."""
+        kept = self.manifest.get('hints')
+        level = kept.get(str(number)) if isinstance(kept, dict) else None
+        return level if type(level) is int and level >= 0 else 0
+
+    def record_hint(self, number, level):
+        """Remember that hint `level` of an exercise was shown; '' or the words of why not."""
+        kept = self.manifest.get('hints')
+        kept = {k: v for k, v in kept.items() if type(v) is int} if isinstance(kept, dict) else {}
+        kept[str(number)] = max(level, self.hint_level(number))
+        self.manifest['hints'] = kept
+        try:
+            write_manifest(self.path, self.manifest)
+        except OSError as e:
+            return f"(the hint level was not saved in {shown(self.path)}: {e.strerror})"
+        return ''
 
     # ---- reset
     def reset(self, number):

@@ -15,13 +15,13 @@ def backward(root):
 
     Each node has .grad (a float), ._children and ._local_grads: _local_grads[i] is
     d(node)/d(_children[i]), the numbers of exercises 1 to 5.
-      1) root.grad = 1: d(root)/d(root).
-      2) Visit the nodes in reverse topological order (your exercise 6, reversed: root first,
-         leaves last). When a node is visited, every node that uses it has already passed its
-         share on, so node.grad is complete; pass node.grad * local_grad on to each child.
-    ADD to a child's .grad, never assign: a node used twice (a in a * a + a) receives a share
-    along each path, and its gradient is their sum. For the same reason nothing is reset: a
-    .grad that held 0.5 before holds 0.5 + d(root)/d(node) after, as in microgpt and PyTorch.
+    The chain rule: d(root)/d(child) = sum over the nodes n that use child of
+    d(root)/d(n) * d(n)/d(child), and d(root)/d(root) = 1. A node's gradient is complete once
+    every node that uses it has passed its share on: your exercise 6 gives an order in which
+    that holds. A node used twice (a in a * a + a) receives a share along each path, and its
+    gradient is their sum. Nothing is reset: a .grad that held 0.5 before holds
+    0.5 + d(root)/d(node) after, as in microgpt and PyTorch.
+    `python -m microgpt.lab exercises hint 7` gives the way there, one step at a time.
     """
     # solution
     root.grad = 1.0

@@ -5,6 +5,10 @@ From here on you compose the model's building blocks from the engine's ops, as m
 (microgpt/ops.py): autograd then derives their gradients for free. A dot product is an
 attention score (q . k) and every output of a linear layer.
 
+What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
+a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for
+a constant n; and .exp(), .log(), .relu(). Each builds a new Value that remembers its inputs.
+
 Reading: docs/reading-guide.md, section 1, file 5 (ops.py). See it live:
 `python -m microgpt.lab attention anna`, section 1: one product per dimension, summed.
 Then run `python -m microgpt.lab exercises check 8`.

@@ -6,6 +6,10 @@ gpt() normalises the stream once after the embedding and again at the start of e
 attention and MLP block, so that each block sees numbers of the same size however large the
 stream has grown. microgpt's rmsnorm has no learned gain.
 
+What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
+a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for
+a constant n; and .exp(), .log(), .relu(). Each builds a new Value that remembers its inputs.
+
 Reading: docs/reading-guide.md, section 1, files 5 and 6 (step 1 of gpt() and its note).
 Then run `python -m microgpt.lab exercises check 11`.
 """

@@ -5,6 +5,10 @@ This is the model: one token and its position in, one logit per token id out, th
 values of this position left in the cache for the positions after it. It uses your linear
 (9), rmsnorm (11) and attention_head (12); the engine's .relu() is your exercise 5.
 
+What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
+a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for
+a constant n; and .exp(), .log(), .relu(). Each builds a new Value that remembers its inputs.
+
 Reading: docs/reading-guide.md, section 1, file 6: gpt() in its numbered steps. See it live:
 `python -m microgpt.lab phases anna` (each phase beside gpt()'s lines), `overview anna`.
 Then run `python -m microgpt.lab exercises check 13`.
@@ -23,18 +27,15 @@ def gpt(token_id, pos_id, keys, values, state_dict, config):
       f'layer{li}.attn_wq', '.attn_wk', '.attn_wv', '.attn_wo', '.mlp_fc1', '.mlp_fc2'.
     config: .n_layer, .n_embd, .n_head (head_dim = n_embd // n_head).
     keys, values: the KV cache, one list per layer of the k and v vectors of positions
-      0..pos_id-1. Append this position's k and v to keys[li] and values[li] BEFORE attending:
-      a query always sees itself.
-    The steps:
-      1) x = wte[token_id] + wpe[pos_id], element by element; then x = rmsnorm(x) (not
-         redundant: the stream carries this normalised vector on)
-      2) for each layer: keep x as the residual; rmsnorm; q, k, v = linear(x, attn_wq/wk/wv);
-         append k and v to the cache; for each head h, slice dimensions h*head_dim ..
-         (h+1)*head_dim - 1 of q and of every cached k and v, and run attention_head; put the
-         heads' outputs side by side (n_embd numbers); linear(., attn_wo); add the residual
-      3) MLP: keep x as the residual; rmsnorm; linear(., mlp_fc1); relu() on each; linear(.,
-         mlp_fc2); add the residual
-      4) logits = linear(x, lm_head) (no final norm, as in microgpt)
+      0..pos_id-1. This position's k and v join the cache BEFORE it attends: a query always
+      sees itself. On return, keys[li] and values[li] hold one more vector each.
+    The model, as docs/reading-guide.md section 1, file 6 numbers it: the token's embedding
+    plus its position's, normalised; then per layer an attention block and an MLP block, each
+    normalising its input and adding its output back to the stream it read (the residual);
+    attention splits n_embd into n_head heads of head_dim dimensions, each one attention_head
+    over its slice, the heads side by side then mixed by attn_wo; the MLP is fc1, ReLU, fc2;
+    last, the logits are lm_head @ x, with no final norm (as in microgpt).
+    `python -m microgpt.lab exercises hint 13` gives the steps, one level at a time.
     """
     # solution
     sd = state_dict

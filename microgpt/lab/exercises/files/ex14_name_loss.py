@@ -6,6 +6,10 @@ A name is trained as [BOS] + its letters + [BOS]. At each position the model pre
 next token, and the loss there is -ln p(the true next token): 0 for a model certain and
 right, ln(vocab_size) for a uniform guess. The name's loss is the mean over its positions.
 
+What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
+a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for
+a constant n; and .exp(), .log(), .relu(). Each builds a new Value that remembers its inputs.
+
 Reading: docs/reading-guide.md, section 1, file 7 (training.py). See it live:
 `python -m microgpt.lab overview anna` prints each position's -ln p and the mean; the web
 lab's Overview page.
@@ -20,12 +24,12 @@ def name_loss(tokens, state_dict, config):
     """The mean of -ln p(tokens[i + 1]) over the positions i of one tokenized name: a Value.
 
     tokens: token ids, [BOS] + the name's ids + [BOS]. state_dict, config: as in gpt()
-    (config also has .block_size). Start an empty KV cache (one list per layer for keys and
-    one for values), then for i = 0, 1, ...: logits = gpt(tokens[i], i, ...), p =
-    softmax(logits), loss_i = -p[tokens[i + 1]].log().
+    (config also has .block_size). Each name starts from an empty KV cache (one list per
+    layer for keys, one for values), and position i predicts tokens[i + 1]:
+    loss_i = -ln p_i(tokens[i + 1]), with p_i the softmax of gpt()'s logits at position i.
     How many positions: len(tokens) - 1 (the last BOS is only a target), but never more than
     block_size: a position past block_size has no row in wpe, so a long name is cut there.
-    Return the mean as a Value: sum(losses) * (1 / n), so backward() starts from it.
+    Return the mean as a Value, so backward() starts from it.
     """
     # solution
     keys = [[] for _ in range(config.n_layer)]

@@ -15,15 +15,17 @@ def adam_step(params, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8):
     params: Values whose .grad holds this step's gradient. m, v: lists of floats, one per
     parameter, the running mean of the gradient and of its square (0.0 before the first
     step); update them in place (m[i] = ...). t: this step's number, 1 for the first.
-    For each parameter, with g = p.grad:
-      m[i] = beta1 * m[i] + (1 - beta1) * g
-      v[i] = beta2 * v[i] + (1 - beta2) * g * g
-      m_hat = m[i] / (1 - beta1 ** t)      the bias correction: m and v start at 0, so early
-      v_hat = v[i] / (1 - beta2 ** t)      on they are too small; this undoes it
-      p.data -= lr * m_hat / (sqrt(v_hat) + eps)
-      p.grad = 0.0                         the gradient is used up (see optim.py's note)
-    On the first step m_hat = g and v_hat = g * g, so every weight with a gradient moves by
+    The math, for each parameter with gradient g at step t:
+      m_t = beta1 m_(t-1) + (1 - beta1) g        the running mean of g
+      v_t = beta2 v_(t-1) + (1 - beta2) g^2      and of g squared
+      m^ = m_t / (1 - beta1^t),  v^ = v_t / (1 - beta2^t)
+                                                 the bias correction: m and v start at 0, so
+                                                 early on they are too small; this undoes it
+      the weight moves by -lr m^ / (sqrt(v^) + eps)
+    and its gradient is used up: it is 0 after the step (see optim.py's note).
+    On the first step m^ = g and v^ = g^2, so every weight with a gradient moves by
     lr * |g| / (|g| + eps): almost exactly lr, whatever the size of its gradient.
+    `python -m microgpt.lab exercises hint 15` gives the way there, one level at a time.
     """
     # solution
     bias1 = 1 - beta1 ** t

@@ -18,13 +18,14 @@ from ex19_softmax_backward import softmax_backward
 def attention_backward(dout, q, k, v):
     """(dq, dk, dv) for out = masked_attention(q, k, v)[0], given dout = dL/dout.
 
-    q, k, v, dout: (T, head_dim). With a = the weights (T, T), z = the scaled scores and
-    s = 1 / sqrt(head_dim), go back through the forward's three steps:
-      out = a @ v            dv = a.T @ dout            da = dout @ v.T
-      a = softmax(z)         dz = softmax_backward(da, a), row by row (a masked entry has
-                             a = 0, so it passes no gradient on: nothing more to mask)
-      z = (q @ k.T) * s      dq = (dz @ k) * s          dk = (dz.T @ q) * s
+    q, k, v, dout: (T, head_dim). The forward has three steps, with a = the weights (T, T),
+    z = the scaled scores (T, T) and s = 1 / sqrt(head_dim):
+      out = a @ v,   a = softmax(z) row by row (masked),   z = (q @ k.T) * s
+    Go back through them in reverse, each with the rule of a matrix product (your exercise 18's:
+    for Y = A @ B, dA = dY @ B.T and dB = A.T @ dY) or of a softmax (your exercise 19). A masked
+    entry has a = 0, so it passes no gradient on: nothing more to mask.
     Returns dq, dk, dv, each (T, head_dim).
+    `python -m microgpt.lab exercises hint 20` gives the way there, one level at a time.
     """
     # solution
     head_dim = q.shape[1]

@@ -1,0 +1,179 @@
+"""
+The exercises' stubs and hints: a stub gives the contract, the shapes and the math, never its
+solution line by line; the way there is behind `exercises hint N`, one level at a time, the level
+remembered in the workspace; the stubs say what a Value offers; the figures they teach are the
+ones computed.
+"""
+
+import ast
+import json
+import math
+import os
+import re
+
+import pytest
+
+from microgpt.lab.__main__ import main as lab_main
+from microgpt.lab.exercises import catalog, hints, workspace
+from microgpt.lab.exercises.lessons import CZECH_SCORES
+from microgpt.programs import cli
+
+from conftest import REPO_DIR
+
+N = len(catalog.EXERCISES)
+SHORT = 12  # a solution line shorter than this (`x = [a]`, `total = 0`) may well appear in any prose
+
+
+def lab(argv, capsys):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab exercises ARGV`, in this process."""
+    with pytest.raises(SystemExit) as e:
+        cli.run(lab_main, ['exercises', *argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def docstrings(text):
+    """The module's docstring and every function's, joined."""
+    tree = ast.parse(text)
+    return '\n'.join(ast.get_docstring(node) or '' for node in ast.walk(tree)
+                     if isinstance(node, (ast.Module, ast.FunctionDef)))
+
+
+def squeezed(text):
+    return re.sub(r'\s+', '', text)
+
+
+# ---------------------------------------------------------------------------- the stubs
+@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
+def test_no_stub_gives_its_solution_line_by_line(e):
+    """No line of code of the solution (comments and spaces aside, return lines and short
+    ones left out) appears in the stub's docstrings."""
+    docs = squeezed(docstrings(catalog.stub_text(e.number)))
+    lines = [line.split('#')[0].strip() for line in catalog.solution_body(e.number).split('\n')]
+    code = [line for line in lines if len(line) >= SHORT and not line.startswith('return')]
+    given = [line for line in code if squeezed(line) in docs]
+    assert not given, f"{e.filename}'s docstring gives its solution's lines {given}: move them to a hint"
+
+
+def test_the_comparison_sees_a_solution_line_in_a_docstring():
+    """The negative control: the same comparison finds a line pasted into a docstring (and the
+    solutions of more than one line have lines to compare at all)."""
+    compared = [n for n in range(1, N + 1) if any(
+        len(l.split('#')[0].strip()) >= SHORT and not l.strip().startswith('return')
+        for l in catalog.solution_body(n).split('\n'))]
+    assert len(compared) >= 10, compared
+    e = catalog.get(15)
+    line = next(l.strip() for l in catalog.solution_body(15).split('\n') if 'beta1 * m[i]' in l)
+    pasted = catalog.stub_text(15).replace('One Adam update', f'One Adam update: {line}', 1)
+    assert squeezed(line) in squeezed(docstrings(pasted)) and squeezed(line) not in squeezed(
+        docstrings(catalog.stub_text(e.number)))
+
+
+@pytest.mark.parametrize('n', [8, 9, 10, 11, 12, 13, 14])
+def test_the_value_rungs_stubs_say_what_a_value_offers(n):
+    """A learner composing blocks from Values reads which ops a Value has, and where."""
+    docs = docstrings(catalog.stub_text(n))
+    for op in ('.exp()', '.log()', '.relu()', '**', 'microgpt/engine.py', '.data'):
+        assert op in docs, f"{catalog.get(n).filename} does not say a Value has {op}"
+
+
+def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
+    """softmax(q3 . k / 2) of the Czech lesson, rounded to 3 decimals, is the figure ex10, ex12,
+    ex17 and the reading guide's table teach (0.394521 rounds to 0.395; the lesson's 0.394 is
+    a truncation, which the guide says beside the table)."""
+    exps = [math.exp(s - max(CZECH_SCORES)) for s in CZECH_SCORES]
+    weights = [round(x / math.fsum(exps), 3) for x in exps]
+    assert weights == [0.309, 0.297, 0.395]
+    figure = '[' + ', '.join(f'{w:.3f}' for w in weights) + ']'
+    for n in (10, 12, 17):
+        docs = docstrings(catalog.stub_text(n))
+        assert figure in docs, (catalog.get(n).filename, figure)
+        assert '0.394]' not in docs
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        guide = f.read()
+    row = next(line for line in guide.split('\n') if line.startswith('| 10 | `ex10_softmax.py`'))
+    assert '(' + ', '.join(f'{w:.3f}' for w in weights) + ')' in row, row
+    assert f'softmax {figure}' in guide  # the worked example's own line, in section 3's words
+
+
+# ---------------------------------------------------------------------------- hint N
+def test_every_exercise_has_at_least_two_hint_levels():
+    assert sorted(hints.HINTS) == list(range(1, N + 1))
+    for n, levels in hints.HINTS.items():
+        assert len(levels) >= 2 and all(isinstance(h, str) and len(h) > 20 for h in levels), n
+        assert len(set(levels)) == len(levels), n
+
+
+@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
+def test_hint_gives_each_level_in_turn_then_says_there_is_no_more(e, tmp_path, capsys):
+    ws = str(tmp_path / 'w')
+    workspace.start(ws)
+    levels = hints.HINTS[e.number]
+    for level, text in enumerate(levels, start=1):
+        status, out, err = lab(['hint', str(e.number), '--dir', ws], capsys)
+        assert status == 0 and not err, err
+        assert f"{e.label}, hint {level} of {len(levels)}:" in out
+        assert squeezed(text) in squeezed(out)  # the whole hint, wrapped
+        assert all(squeezed(other) not in squeezed(out) for other in levels if other != text)
+    status, out, _ = lab(['hint', str(e.number), '--dir', ws], capsys)
+    assert status == 0 and out.startswith(f"no more hints for {e.label}") and out.count('\n') == 1
+    assert f'solution {e.number}' in out
+
+
+def test_the_level_is_kept_in_the_workspace_record_and_level_asks_one_directly(tmp_path, capsys):
+    ws = str(tmp_path / 'w')
+    workspace.start(ws)
+    record = os.path.join(ws, workspace.MANIFEST)
+    lab(['hint', '13', '--dir', ws], capsys)
+    with open(record) as f:
+        assert json.load(f)['hints'] == {'13': 1}
+    status, out, _ = lab(['hint', '13', '--level', '3', '--dir', ws], capsys)
+    assert status == 0 and 'hint 3 of 4' in out and squeezed(hints.HINTS[13][2]) in squeezed(out)
+    status, out, _ = lab(['hint', '13', '--dir', ws], capsys)  # the next after the highest seen
+    assert 'hint 4 of 4' in out
+    status, out, _ = lab(['hint', '6', '--dir', ws], capsys)  # each exercise has its own level
+    assert 'hint 1 of 3' in out
+    with open(record) as f:
+        assert json.load(f)['hints'] == {'13': 4, '6': 1}
+
+
+def test_a_level_past_the_last_is_one_line_and_changes_nothing(tmp_path, capsys):
+    ws = str(tmp_path / 'w')
+    workspace.start(ws)
+    with open(os.path.join(ws, workspace.MANIFEST), 'rb') as f:
+        before = f.read()
+    status, out, err = lab(['hint', '1', '--level', '3', '--dir', ws], capsys)
+    assert status == 2 and not out and err.startswith('error: ') and err.count('\n') == 1
+    assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err
+    with open(os.path.join(ws, workspace.MANIFEST), 'rb') as f:
+        assert f.read() == before
+
+
+def test_a_damaged_hint_record_counts_as_none_seen(tmp_path, capsys):
+    """The record is the learner's file too: a level that is not a whole number is ignored."""
+    ws = str(tmp_path / 'w')
+    workspace.start(ws)
+    path = os.path.join(ws, workspace.MANIFEST)
+    with open(path) as f:
+        manifest = json.load(f)
+    manifest['hints'] = {'2': 'lots', '3': -4, '4': True}
+    with open(path, 'w') as f:
+        json.dump(manifest, f)
+    for n in (2, 3):
+        status, out, _ = lab(['hint', str(n), '--dir', ws], capsys)
+        assert status == 0 and 'hint 1 of' in out
+
+
+def test_without_a_workspace_a_level_is_still_shown(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = lab(['hint', '4', '--level', '1'], capsys)
+    assert status == 0 and 'hint 1 of 2' in out and '--level 2' in out
+    assert os.listdir(tmp_path) == []  # nothing made, nothing remembered
+    status, _, err = lab(['hint', '4'], capsys)  # the next level needs a workspace to follow
+    assert status == 2 and 'exercises start' in err
+
+
+def test_solution_says_it_is_the_whole_function(capsys):
+    status, out, _ = lab(['solution', '13'], capsys)
+    assert status == 0 and out.count('\ndef gpt(token_id, pos_id, keys, values, state_dict, config):\n') == 1
+    assert 'whole function' in out and 'replace your def gpt()' in out

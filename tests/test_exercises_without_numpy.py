@@ -1,0 +1,98 @@
+"""
+The exercises in a Python without the project's environment (the system's python3 in a fresh
+shell): the engine and the Value rung are still checked, an exercise whose check needs numpy
+says so in one line with the environment's Python, and `status` never counts a pass as a failure
+because numpy is missing.
+
+Each command runs as `python -S -s -E` (no site-packages, no user site, no PYTHON* variables) in
+a copy of the checkout, so neither numpy nor src/ is importable in the command's own process.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_DIR
+from microgpt.lab.exercises import catalog, workspace
+
+N = len(catalog.EXERCISES)
+BARE = [sys.executable, '-S', '-s', '-E']  # no site-packages, no user site, no PYTHON* variables
+NEEDS_NUMPY = [e.number for e in catalog.EXERCISES if e.needs_numpy]
+
+
+@pytest.fixture(scope='module')
+def checkout(tmp_path_factory):
+    """A copy of the checkout (microgpt/, src/, pyproject.toml) with a workspace `ws` of the
+    reference solutions, where exercise 11 is a stub."""
+    folder = tmp_path_factory.mktemp('checkout')
+    for name in ('microgpt', 'src'):
+        shutil.copytree(os.path.join(REPO_DIR, name), folder / name, ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(os.path.join(REPO_DIR, 'pyproject.toml'), folder / 'pyproject.toml')
+    workspace.start(str(folder / 'ws'))
+    for n in range(1, N + 1):
+        if n != 11:
+            (folder / 'ws' / catalog.get(n).filename).write_text(catalog.solution_text(n))
+    return folder
+
+
+def bare(checkout, *argv):
+    return subprocess.run(BARE + ['-m', 'microgpt.lab', 'exercises', *argv, '--dir', 'ws'], cwd=checkout,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_that_python_really_lacks_numpy(checkout):
+    """The negative control: the same command line cannot import numpy."""
+    result = subprocess.run(BARE + ['-c', 'import numpy'], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode != 0 and 'numpy' in result.stderr
+
+
+def test_the_value_rung_is_checked_without_numpy(checkout):
+    result = bare(checkout, 'check', '8')
+    assert result.returncode == 0 and '✓ exercise 8 (dot): passed' in result.stdout, result.stdout + result.stderr
+    assert 'a bug in microgpt' not in result.stdout
+
+
+def test_an_exercise_that_needs_numpy_says_so_in_one_line(checkout):
+    for n in (13, 17):
+        result = bare(checkout, 'check', str(n))
+        err = result.stderr
+        assert result.returncode == 2 and err.startswith('error: ') and err.count('\n') == 1, err
+        assert f'exercise {n} ' in err and 'lacks numpy' in err
+        assert '.venv/bin/python -m microgpt.lab exercises check' in err and 'pip install -e .' in err
+        assert 'Traceback' not in err + result.stdout
+
+
+def test_status_counts_no_pass_as_a_failure_for_want_of_numpy(checkout):
+    result = bare(checkout, 'status')
+    out = result.stdout
+    assert result.returncode == 0 and 'Traceback' not in out + result.stderr, result.stderr
+    checkable = N - len(NEEDS_NUMPY) - 1  # every one this Python can check passes, but the stub 11
+    assert f"{checkable} of {N} pass, {len(NEEDS_NUMPY)} not checked here (they need numpy)" in out, out
+    lines = {line.split()[1]: line for line in out.split('\n') if line.startswith('    ')}
+    for n in NEEDS_NUMPY:
+        assert lines[str(n)].lstrip().startswith('–') and 'not checked: it needs numpy' in lines[str(n)]
+    assert lines['11'].lstrip().startswith('·') and 'not written yet' in lines['11']
+    assert not any(line.lstrip().startswith(('✗', '!')) for line in lines.values()), out
+    assert 'to check them: ' in out and '.venv/bin/python' in out
+
+
+def test_check_all_checks_what_it_can_and_names_the_rest(checkout):
+    result = bare(checkout, 'check')
+    out = result.stdout
+    assert result.returncode == 1 and 'Traceback' not in out + result.stderr
+    assert 'stopped at exercise 11' in out and '✓ exercise 10 (softmax): passed' in out
+
+
+def test_train_lists_no_unchecked_exercise_as_not_passing(checkout, tmp_path):
+    ws = tmp_path / 'ws'  # every exercise solved: train's check has nothing to stop it
+    shutil.copytree(checkout / 'ws', ws)
+    (ws / catalog.get(11).filename).write_text(catalog.solution_text(11))
+    result = subprocess.run(BARE + ['-m', 'microgpt.lab', 'exercises', 'train', '--dir', str(ws), '--steps', '1'],
+                            cwd=checkout, capture_output=True, text=True, timeout=300)
+    out = result.stdout
+    assert 'Traceback' not in out + result.stderr
+    assert 'not passing' not in out, out
+    assert 'not checked here: exercise 13 (gpt), exercise 14 (name_loss)' in out
