@@ -4,6 +4,7 @@ Learn by doing: exercises that make the learner the author of the engine and of 
     python -m microgpt.lab exercises start          # ./exercises: one stub per exercise
     python -m microgpt.lab exercises check 1        # then 2, 3, ... (or `check` for all, in order)
     python -m microgpt.lab exercises status         # the path, with what passes
+    python -m microgpt.lab exercises hint 13        # the next hint for exercise 13, one level at a time
     python -m microgpt.lab exercises train          # microgpt trained with YOUR engine, beside its own
     python -m microgpt.lab exercises quiz           # the lessons' exercises and questions
     python -m microgpt.lab serve --exercises exercises   # the web lab's Exercises page, with results
@@ -15,6 +16,7 @@ rung, masked attention and three backwards derived by hand.
 
 The files, in the order they are used:
   catalog.py      the exercises, declared once; files/ holds each one's stub and solution
+  hints.py        each exercise's hints, one level at a time (`hint N`)
   workspace.py    the learner's folder: start, the checks of what is handed in, results, reset
   checker.py      starts runner.py in a subprocess, with time limits, and answers for it
   sandbox.py      the process between them: caps, a process group, nothing left running
