@@ -168,7 +168,7 @@ def split_checkable(numbers):
     return [n for n in numbers if n not in wanted], wanted, missing
 
 
-def unchecked(ws, numbers, missing, command):
+def unchecked(ws, numbers, missing):
     """The results shown for exercises not checked here: 'todo' for a stub (a stub is known by
     its text), else 'unchecked', with the last saved result when the file has not changed since."""
     saved = ws.results()
@@ -191,7 +191,7 @@ def cmd_check(args, say, ws):
     asked = [args.number] if args.number else list(range(1, N + 1))
     numbers, skipped, missing = split_checkable(asked)
     if args.number and skipped:
-        raise UserError(f"{catalog.get(args.number).label} needs numpy to be checked, and "
+        raise UserError(f"{catalog.get(args.number).label} cannot be checked here, its check uses numpy: "
                         + without(missing, f"check {args.number}{dir_flag(ws.path)}"))
     shown_ws = shown(ws.path)
 
@@ -204,7 +204,7 @@ def cmd_check(args, say, ws):
         say(note)
     bad = [n for n in numbers if n in results and results[n]['status'] != 'pass']
     if skipped and not bad:
-        say(f"{report.NOT_CHECKED} not checked here: {', '.join(map(str, skipped))}, whose checks need {missing}; "
+        say(f"{report.NOT_CHECKED} exercises {', '.join(map(str, skipped))} not checked, their checks use numpy: "
             + without(missing, f"check{dir_flag(ws.path)}"))
         return 1
     if not bad:
@@ -226,7 +226,7 @@ def cmd_status(args, say, ws):
     numbers, skipped, missing = split_checkable(range(1, N + 1))
     results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
     note = ws.record(results)  # only what was checked: a result saved from another Python stays
-    results.update(unchecked(ws, skipped, missing, 'status'))
+    results.update(unchecked(ws, skipped, missing))
     passed = sum(r['status'] == 'pass' for r in results.values())
     not_here = sum(r['status'] == 'unchecked' for r in results.values())
     say(f"microgpt's exercises in {shown(ws.path)}/: {passed} of {N} pass" +
@@ -254,7 +254,7 @@ def cmd_train(args, say, ws):
     numbers, skipped, missing = split_checkable(catalog.TRAIN_USES)
     results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
     ws.record(results)
-    results.update(unchecked(ws, skipped, missing, 'train'))
+    results.update(unchecked(ws, skipped, missing))
     todo = [n for n in catalog.TRAIN_USES if results[n]['status'] == 'todo']
     if todo:
         e = catalog.get(todo[0])

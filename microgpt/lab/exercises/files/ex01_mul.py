@@ -10,6 +10,7 @@ Reading: docs/reading-guide.md, section 1, file 1 (engine.py). See it live:
 `python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10`, or the web lab's Autograd page.
 Replace the `raise NotImplementedError(...)` line with your code, then run
     python -m microgpt.lab exercises check 1
+Stuck? `python -m microgpt.lab exercises hint 1` gives a hint, and the next one each time asked.
 """
 
 
