@@ -265,12 +265,13 @@ def test_the_training_state_and_the_model_config_are_frozen_records(tmp_path, na
         GPTConfig(vocab_size=5).n_layer = 2
 
 
-def test_the_ranks_place_is_read_once_and_needs_torchruns_four_variables():
+def test_the_ranks_place_is_read_once_and_needs_torchruns_four_variables(monkeypatch):
     """torchrun's RANK and WORLD_SIZE are read once, by the Output that locks --out (settle takes
     them from there); set by hand without MASTER_ADDR and MASTER_PORT they are one line."""
-    assert settings.torchrun_place({}) == (0, None)
-    assert settings.torchrun_place({'RANK': '1', 'WORLD_SIZE': '2', 'MASTER_ADDR': 'h', 'MASTER_PORT': '1'}) == (1, 2)
+    ranks = {'RANK': '1', 'WORLD_SIZE': '2'}
+    assert settings.torchrun_place({}) == (0, None) and settings.torchrun_place(ranks) == (1, 2)
     with pytest.raises(UserError, match='RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not'):
-        settings.torchrun_place({'RANK': '0', 'WORLD_SIZE': '2'})
-    assert settled(['--engine', 'torch', '--batch-size', '2'],
-                   environ={'RANK': '1', 'WORLD_SIZE': '2', 'MASTER_ADDR': 'h', 'MASTER_PORT': '1'}).rank == 1
+        settled(['--engine', 'torch', '--batch-size', '2'], environ=ranks)
+    monkeypatch.setenv('MASTER_ADDR', '127.0.0.1')
+    monkeypatch.setenv('MASTER_PORT', '29500')
+    assert settled(['--engine', 'torch', '--batch-size', '2'], environ=ranks).rank == 1

@@ -279,6 +279,9 @@ def settle(flags, given, ckpt=None, place=None):
 
     # 4. The engine: what each one computes in and which flags it understands.
     _check_engine(values, given, world_size)
+    if world_size is not None and not {'MASTER_ADDR', 'MASTER_PORT'} <= set(os.environ):  # where rank 0 listens
+        raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
+                        "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
 
     # 5. Running text.
     if values['data_mode'] == 'text':
@@ -348,7 +351,4 @@ def torchrun_place(environ):
     if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)) or len(rank + size) > 9:
         raise UserError(f"RANK={short(rank)} and WORLD_SIZE={short(size)} are not a rank and a number "
                         "of ranks: start train.py with torchrun, or unset them")
-    if not {'MASTER_ADDR', 'MASTER_PORT'} <= set(environ):
-        raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
-                        "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
     return int(rank), int(size)
