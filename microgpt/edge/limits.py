@@ -50,6 +50,8 @@ MAX_LENGTH = 10_000_000     # characters of running text one sample.py run print
 MAX_STEPS = 10**9           # train.py --steps, and a step in a log: more than any run here takes
 MAX_BATCH_SIZE = 100_000    # names (or windows) per step
 MAX_THREADS = 256           # train.py --threads
+MAX_WEIGHT_DECAY = 10.0     # train.py --weight-decay: a step shrinks each weight by lr x this, and
+                            # lr x 10 is still a small fraction at the learning rates that train
 MAX_LOSS = 1e6              # a loss in a log: ln(vocab_size) is ~3.3 for names; sums of a
                             # million of these stay far from overflow
 

@@ -93,6 +93,12 @@ class Settings:
                       MORE, ints(1, limits.MAX_STEPS))
     lr: float = flag(0.01, 'optimization', "peak Adam learning rate, decayed linearly to 0 over --steps",
                      SAME, POSITIVE)
+    weight_decay: float = flag(0.0, 'optimization', "shrink every weight by lr x this at each step, apart from "
+                               "Adam's moments (AdamW's decoupled decay; 0 is microgpt's plain Adam): it keeps "
+                               "a model that memorizes its training data in check", SAME,
+                               Kind(cli.float_in(0, limits.MAX_WEIGHT_DECAY),
+                                    lambda v: isinstance(v, float) and 0 <= v <= limits.MAX_WEIGHT_DECAY,
+                                    f"a number from 0 to {limits.MAX_WEIGHT_DECAY:g}"), metavar='WD')
     batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
                            "loss is the mean over every predicted token of the batch", SAME,
                            ints(1, limits.MAX_BATCH_SIZE), metavar='B')
@@ -148,7 +154,9 @@ class Settings:
     def describe(self, start_step, threads=None):
         """The resolved configuration line train.py prints: these settings, the step the run
         starts after, and the numpy engine's BLAS threads as chosen."""
-        return (f"training: steps={self.steps} lr={self.lr} seed={self.seed} shuffle={self.shuffle} "
+        return (f"training: steps={self.steps} lr={self.lr}"
+                + (f" weight_decay={self.weight_decay:g}" if self.weight_decay else "")
+                + f" seed={self.seed} shuffle={self.shuffle} "
                 f"start_step={start_step} out={self.out} save_every={self.save_every} eval_every={self.eval_every} "
                 f"engine={self.engine}{'-unfused' * self.unfused} batch_size={self.batch_size} dtype={self.dtype}"
                 + (f" threads={threads}" if threads else "")
@@ -297,7 +305,8 @@ def settle(flags, given, ckpt=None, place=None):
 
 
 # What --reproduce-original fixes to the original script's values (programs/original.py).
-ORIGINAL_FLAGS = ('seed', 'lr', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head',
+                  'block_size')
 
 
 def _saved_run(out, train_state):
@@ -311,7 +320,7 @@ def _saved_run(out, train_state):
             damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
     if train_state.step > run['steps']:
         damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
-    return {'data_mode': 'lines', **run}  # a run saved before running text read names
+    return {'data_mode': 'lines', 'weight_decay': 0.0, **run}  # saved before running text: names; before decay: none
 
 
 def _check_engine(values, given, world_size):

@@ -184,12 +184,12 @@ def make_trainer(settings, config, weights, tokenizer):
     if settings.engine == 'torch':
         torchgpt = cli.import_optional('torchgpt', "--engine torch", "torch", "or use --engine numpy")
         return torchgpt.make_trainer(config, weights, tokenizer, settings.device, settings.dtype,
-                                     settings.world_size, settings.batch_size)
+                                     settings.world_size, settings.batch_size, settings.weight_decay)
     if settings.engine == 'numpy':
         backprop = cli.import_optional('backprop', "--engine numpy")
-        return backprop.Trainer(config, weights, tokenizer, dtype=settings.dtype)
+        return backprop.Trainer(config, weights, tokenizer, dtype=settings.dtype, weight_decay=settings.weight_decay)
     model = GPT.from_weights(config, weights, tokenizer, fused=not settings.unfused)
-    return ScalarTrainer(model, Adam(model.params))
+    return ScalarTrainer(model, Adam(model.params, weight_decay=settings.weight_decay))
 
 
 # ---------------------------------------------------------------------------- the data

@@ -17,10 +17,11 @@ CHUNK = 65536  # numbers updated at a time (see update): 256 KiB of each array i
 
 
 class AdamArrays:
-    def __init__(self, n_params, beta1=0.85, beta2=0.99, eps=1e-8, dtype=np.float64):
+    def __init__(self, n_params, beta1=0.85, beta2=0.99, eps=1e-8, dtype=np.float64, weight_decay=0.0):
         self.beta1 = beta1              # decay of the gradient mean m, as microgpt.optim.Adam
         self.beta2 = beta2              # decay of the squared-gradient mean v
         self.eps = eps                  # keeps the division finite where v is ~0
+        self.weight_decay = weight_decay  # decoupled, as microgpt.optim.Adam's (its docstring says why)
         self.dtype = dtype              # the weights' dtype: float64 (exact) or float32 (fast)
         self.m = np.zeros(n_params, dtype=dtype)  # (n_params,): first moment, in GPT.params order
         self.v = np.zeros(n_params, dtype=dtype)  # (n_params,): second moment
@@ -73,6 +74,8 @@ class AdamArrays:
             np.divide(m, bias1, out=update)             # m_hat
             update *= lr
             update /= tmp
+            if self.weight_decay:                       # p *= 1 - lr * wd, then Adam's step: the scalar order
+                p *= 1 - lr * self.weight_decay
             p -= update
 
     def state(self):

@@ -46,7 +46,7 @@ class Trainer:
     programs/train.py's ScalarTrainer: the same methods, one process (world None)."""
     world = None
 
-    def __init__(self, config, weights, tokenizer, dtype='float64', workers=1):
+    def __init__(self, config, weights, tokenizer, dtype='float64', workers=1, weight_decay=0.0):
         self.config = config
         self.tokenizer = tokenizer
         self.dtype = np.dtype(dtype)
@@ -57,7 +57,7 @@ class Trainer:
         self.grad = np.zeros(n_params, dtype=self.dtype)  # (n_params,): the step's gradient, same order
         self.grads = flat_views(self.grad, self.shapes)   # {name: (n_out, n_in) view into self.grad}
         self.load_weights(weights)
-        self.optimizer = AdamArrays(n_params, dtype=self.dtype)
+        self.optimizer = AdamArrays(n_params, dtype=self.dtype, weight_decay=weight_decay)
         keep_freed_memory()  # every step's arrays reuse the last step's memory (memory.py says why)
         self.split = None    # a parallel.Split when the batch runs as parts on several cores
         self.use_workers(workers)

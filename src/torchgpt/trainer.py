@@ -49,8 +49,9 @@ def check_device(device, dtype):
 class Trainer:
     """Trains microgpt's GPT with PyTorch. config: GPTConfig; weights: {name: [[float]]}."""
 
-    def __init__(self, config, weights, tokenizer, device='cpu', dtype='float64', world=None):
+    def __init__(self, config, weights, tokenizer, device='cpu', dtype='float64', world=None, weight_decay=0.0):
         self.config, self.tokenizer, self.world = config, tokenizer, world
+        self.weight_decay = weight_decay
         self.device = torch.device(device)
         self.dtype = dtype
         # bfloat16 keeps float32 weights and Adam; autocast runs the products in bfloat16
@@ -64,11 +65,16 @@ class Trainer:
 
     @property
     def optimizer(self):
-        """torch.optim.Adam with microgpt's betas and eps, made when first used: making one
-        imports PyTorch's compiler (1.9 s, the first time in a process), which loss_and_grads,
-        the lab's Step page's check, never needs."""
+        """torch.optim.Adam with microgpt's betas and eps (AdamW with a weight decay: PyTorch's
+        Adam's own weight_decay is the L2 term microgpt/optim.py explains it does not use), made
+        when first used: making one imports PyTorch's compiler (1.9 s, the first time in a
+        process), which loss_and_grads, the lab's Step page's check, never needs."""
         if self._optimizer is None:
-            self._optimizer = torch.optim.Adam(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8)
+            if self.weight_decay:
+                self._optimizer = torch.optim.AdamW(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8,
+                                                    weight_decay=self.weight_decay)
+            else:
+                self._optimizer = torch.optim.Adam(self.params, lr=0.0, betas=(0.85, 0.99), eps=1e-8)
         return self._optimizer
 
     def _autocast(self):
@@ -173,7 +179,8 @@ class Trainer:
             start += n
 
 
-def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', world_size=None, batch_size=1):
+def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', world_size=None, batch_size=1,
+                 weight_decay=0.0):
     """train.py's `--engine torch`: the device and dtype checked, the ranks joined under torchrun
     (world_size: torchrun's WORLD_SIZE, None without it), then a Trainer."""
     dev = check_device(device, dtype)
@@ -184,7 +191,7 @@ def make_trainer(config, weights, tokenizer, device='cpu', dtype='float64', worl
             dev = torch.device('cuda', local_rank())
             torch.cuda.set_device(dev)
         world = World(dev)
-    return Trainer(config, weights, tokenizer, dev, dtype, world)
+    return Trainer(config, weights, tokenizer, dev, dtype, world, weight_decay)
 
 
 def loss_and_grads(config, weights, batch):
