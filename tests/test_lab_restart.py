@@ -63,7 +63,7 @@ def test_a_server_killed_with_sigkill_leaves_its_runs_to_the_next_one(tiny_ckpt,
         with server_process(tiny_ckpt, tmp_path, names_file) as (second, server):
             config = request(server, 'GET', '/api/config')[1]
             labels = {c['id']: c['label'] for c in config['checkpoints']}
-            assert labels['run1'] == 'run 1: 20 steps'  # the run that ended is listed again
+            assert labels['run1'] == 'run 1: 20 steps, 1x8'  # the run that ended is listed again, with its size
             assert 'run2' not in labels  # going, and not saved yet
             status = post(server, '/api/train/status', {'offset': 0})
             assert (status['run'], status['state']) == (2, 'running')
@@ -101,7 +101,7 @@ def test_it_is_shown_going_then_stopped_when_asked(tiny_ckpt, names_file, tmp_pa
             saved = read_checkpoint(str(tmp_path / '1' / 'model.json')).train_state.step
             assert saved == steps[-1] < 20000  # Ctrl-C's save: the last whole step
             labels = {c['id']: c['label'] for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
-            assert labels['run1'] == f'run 1: step {saved} of 20000 (stopped)'
+            assert labels['run1'] == f'run 1: step {saved} of 20000 (stopped), 1x8'
             assert not os.path.exists(f'/proc/{pid}') or runrecord.identity(pid) is None
         record = runrecord.read(str(tmp_path / '1'))
         assert record['state'] == 'stopped' and record['step'] == saved
@@ -154,8 +154,8 @@ def test_a_run_that_ended_unwatched_is_shown_as_its_checkpoint_says(tiny_ckpt, t
     checkpoints = Checkpoints(tiny_ckpt)
     runs = RunManager(str(tmp_path), checkpoints)
     labels = {c['id']: c['label'] for c in checkpoints.listing()}
-    assert labels == {'start': 'model.json (given at start)', 'run1': f'run 1: {step} steps',
-                      'run2': f'run 2: step {step} of 1000 (stopped)', 'run3': f'run 3: {step} steps'}
+    assert labels == {'start': 'model.json (given at start)', 'run1': f'run 1: {step} steps, 1x8',
+                      'run2': f'run 2: step {step} of 1000 (stopped), 1x8', 'run3': f'run 3: {step} steps, 1x8'}
     states = {n: runrecord.read(str(tmp_path / str(n)))['state'] for n in (1, 2)}
     assert states == {1: 'finished', 2: 'stopped'}
     assert runs.run.number == 2 and runs.status(0)['state'] == 'stopped'

@@ -14,7 +14,8 @@ serve.py maps URLs to these methods and turns their exceptions into HTTP answers
 ApiError carries its own status, a UserError from the lab (an unknown character, a head out
 of range, an expression the parser refuses) becomes 400 with the lab's one-line message.
 A request never names a file: a model is picked by the id of a checkpoint the server knows
-(the one given at start, and those its own training runs wrote).
+(the one given at start, those its own training runs wrote, and train.py's others that it
+finds beside the one given at start).
 """
 
 import math
@@ -22,6 +23,7 @@ import os
 import threading
 from contextlib import contextmanager, nullcontext
 
+from ..edge.checkpoint import is_our_checkpoint
 from ..edge.checks import short
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
@@ -113,28 +115,58 @@ KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 
 
 
 # ---------------------------------------------------------------------------- checkpoints
+NEARBY_MOST = 6  # other checkpoints of the start's folder listed: as many as the Loss page draws at once
+
+
 class Checkpoints:
-    """The checkpoints the pages may open, by id: 'start' (given at start) and 'run<n>'.
+    """The checkpoints the pages may open, by id: 'start' (given at start), 'run<n>' (the
+    Training page's runs) and 'file:<name>' (train.py's other checkpoints in the start's folder).
 
     Models are loaded once and kept (workers.MODELS); a file that changed on disk since is
-    loaded afresh.
+    loaded afresh. The folder is looked at again at each listing, so a run trained from the
+    command line beside the start appears once its checkpoint is saved; a request's id is only
+    ever looked up among the names the server found there, never joined onto a path.
     """
 
     def __init__(self, start_path, n_head=None):
         self.lock = threading.Lock()
         self.paths = {}     # id -> (path, label)
         self.n_head = n_head
+        self.folder = os.path.dirname(os.path.abspath(start_path))
+        self.start = os.path.realpath(start_path)
         self.add('start', start_path, f"{os.path.basename(start_path)} (given at start)")
 
     def add(self, ckpt_id, path, label):
         with self.lock:
             self.paths[ckpt_id] = (path, label)
 
+    def nearby(self):
+        """{'file:<name>': path} of the checkpoints beside the start's, in name order: each a
+        file of ours (is_our_checkpoint: its first bytes) with train.py's log beside it, at most
+        NEARBY_MOST. Not the start itself, nor a converted checkpoint (no log: no run to draw)."""
+        try:
+            names = sorted(os.listdir(self.folder))
+        except OSError:
+            return {}
+        found = {}
+        for name in names:
+            path = os.path.join(self.folder, name)
+            if len(found) == NEARBY_MOST:
+                break
+            if (name.endswith(CHECKPOINT_ENDINGS) and os.path.realpath(path) != self.start
+                    and os.path.isfile(log_path_for(path)) and is_our_checkpoint(path)):
+                found[f'file:{name}'] = path
+        return found
+
     def path(self, ckpt_id):
         with self.lock:
-            if ckpt_id not in self.paths:
-                raise ApiError(404, f"no checkpoint with id {ckpt_id!r}: pick one the page lists")
-            return self.paths[ckpt_id][0]
+            if ckpt_id in self.paths:
+                return self.paths[ckpt_id][0]
+        if isinstance(ckpt_id, str) and ckpt_id.startswith('file:'):
+            path = self.nearby().get(ckpt_id)
+            if path is not None:
+                return path
+        raise ApiError(404, f"no checkpoint with id {short(ckpt_id, 60)}: pick one the page lists")
 
     def head_count(self, ckpt_id):
         """The --n-head given at start, for the checkpoint given at start (a flat export's)."""
@@ -151,14 +183,16 @@ class Checkpoints:
             raise
 
     def listing(self):
-        """[{id, label, config, ...}] in the order they were added, each config read from its model,
-        with whether a training log lies beside it and what each page's about_model adds.
+        """[{id, label, config, ...}] in the order they were added, then the start's neighbours,
+        each config read from its model, with whether a training log lies beside it and what
+        each page's about_model adds.
 
         A run's checkpoint deleted or damaged on disk since is left out, so every page still
         opens; the one given at start is always listed, or its error is the answer.
         """
         with self.lock:
             items = list(self.paths.items())
+        items += [(ckpt_id, (path, None)) for ckpt_id, path in self.nearby().items()]
         out = []
         for ckpt_id, (path, label) in items:
             try:
@@ -168,7 +202,8 @@ class Checkpoints:
                     raise
                 continue
             c = model.config
-            entry = {'id': ckpt_id, 'label': label, 'trained_lr': trained_lr(ckpt),
+            entry = {'id': ckpt_id, 'label': label or nearby_label(path, ckpt),
+                     'trained_lr': trained_lr(ckpt),
                      'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
                      'example': example_text(ckpt),  # what the pages' text box starts with
                      # a converted checkpoint has no log beside it: the Loss page says so, asking nothing
@@ -180,6 +215,21 @@ class Checkpoints:
                     entry.update(s.about_model(c))
             out.append(entry)
         return out
+
+
+# the files a checkpoint is written to (edge/checkpoint's formats); a log is never one
+CHECKPOINT_ENDINGS = ('.json', '.safetensors')
+
+
+def model_size(config):
+    """A model's size as a label gives it: n_layer x n_embd, '2x64'."""
+    return f"{config.n_layer}x{config.n_embd}"
+
+
+def nearby_label(path, ckpt):
+    """How the list names a checkpoint found beside the start's: its file, its steps, its size."""
+    steps = f"{ckpt.train_state.step} steps, " if ckpt.train_state is not None else ''
+    return f"{os.path.basename(path)}: {steps}{model_size(ckpt.config)}"
 
 
 WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed

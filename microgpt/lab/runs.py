@@ -44,7 +44,7 @@ from ..programs.run import log_path_for
 from ..programs.settings import CORE_ENGINES as ENGINES, flag_default, flag_name
 from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss, runrecord
-from .api import ApiError, field, only_known
+from .api import ApiError, field, model_size, only_known
 from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
 from .loading import load
 from .sampler import context
@@ -180,7 +180,7 @@ class RunManager:
         code = run.proc.wait()
         if run.output is not None:
             run.output.close()
-        step = saved_step(run.out)
+        step, config = read_saved(run.out)
         if run.adopted:  # not our child: its exit status is unknown, its checkpoint tells
             state = ended_as(step, run.params['steps'])
         else:
@@ -191,7 +191,7 @@ class RunManager:
                 state = 'stopped'
         saved = state in ('finished', 'stopped') and step is not None
         if saved:
-            self.checkpoints.add(f'run{run.number}', run.out, run_label(run.number, step, run.params['steps']))
+            self.checkpoints.add(f'run{run.number}', run.out, run_label(run.number, step, run.params['steps'], config))
         with self.lock:
             run.exit_code = code
             run.step = step
@@ -230,10 +230,10 @@ class RunManager:
                 run.waiter.start()
                 self.run = run
                 continue
-            step = saved_step(out)
+            step, config = read_saved(out)
             if step is not None:
                 steps = record['params']['steps'] if record else step
-                self.checkpoints.add(f'run{number}', out, run_label(number, step, steps))
+                self.checkpoints.add(f'run{number}', out, run_label(number, step, steps, config))
             if record is None:
                 continue
             run = RunProcess(number, folder, record['params'], EndedProcess(record.get('pid')), None,
@@ -403,13 +403,14 @@ def save_record(run):
         print(f"warning: cannot record run {run.number} in {run.folder}: {e}", file=sys.stderr, flush=True)
 
 
-def saved_step(path):
-    """The step the checkpoint at path holds, or None if there is none that reads."""
+def read_saved(path):
+    """(the step the checkpoint at path holds, its model's config), or (None, None) if there
+    is none that reads."""
     try:
-        state = read_checkpoint(path).train_state
+        ckpt = read_checkpoint(path)
     except (OSError, UserError):
-        return None
-    return state.step if state is not None else None
+        return None, None
+    return (ckpt.train_state.step if ckpt.train_state is not None else None), ckpt.config
 
 
 def ended_as(step, steps):
@@ -419,8 +420,9 @@ def ended_as(step, steps):
     return 'finished' if step >= steps else 'stopped'
 
 
-def run_label(number, step, steps):
-    """How the header's list names a run's checkpoint: the step it reached, of how many."""
+def run_label(number, step, steps, config):
+    """How the header's list names a run's checkpoint: the step it reached, of how many, and
+    its size (n_layer x n_embd), so that two runs drawn side by side say how they differ."""
     if step >= steps:
-        return f"run {number}: {steps} steps"
-    return f"run {number}: step {step} of {steps} (stopped)"
+        return f"run {number}: {steps} steps, {model_size(config)}"
+    return f"run {number}: step {step} of {steps} (stopped), {model_size(config)}"

@@ -1,0 +1,78 @@
+"""
+The checkpoints the web lab finds beside the one it was started on: `serve --ckpt out/model.json`
+lists train.py's other checkpoints in out/ that have a log beside them, so the Loss page can draw
+a run trained from the command line next to its own; and each checkpoint's label gives its size.
+
+A request still never names a file: the server looks in that one folder and answers an id
+('file:<name>') only if it found that name there, a checkpoint of ours with a log beside it.
+Against a live server (tests/labserver.py), in the test process.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from labserver import live_server, post, request
+from microgpt.lab import loss
+from microgpt.lab.api import NEARBY_MOST
+from microgpt.programs import train
+from microgpt.programs.runlog import log_path_for
+
+
+@pytest.fixture
+def folder(tmp_path, tiny_ckpt):
+    """out/ of a learner: the start checkpoint and its log, as train.py left them."""
+    out = tmp_path / 'out'
+    out.mkdir()
+    shutil.copy(tiny_ckpt, out / 'model.json')
+    shutil.copy(log_path_for(tiny_ckpt), log_path_for(str(out / 'model.json')))
+    return out
+
+
+def listed(server):
+    return {c['id']: c for c in request(server, 'GET', '/api/config')[1]['checkpoints']}
+
+
+def test_a_run_trained_from_the_command_line_beside_the_start_is_listed_and_drawn(folder, names_file, tmp_path):
+    with live_server(str(folder / 'model.json'), tmp_path / 'runs', names_file) as server:
+        assert list(listed(server)) == ['start']  # nothing beside it yet
+        other = str(folder / 'wide.json')
+        assert train.main(['--data', names_file, '--out', other, '--steps', '6', '--n-embd', '12',
+                           '--n-head', '2', '--block-size', '12', '--eval-every', '3', '--num-samples', '0']) == 0
+        entries = listed(server)  # the folder is looked at again: no restart needed
+        assert list(entries) == ['start', 'file:wide.json']
+        assert entries['file:wide.json']['label'] == 'wide.json: 6 steps, 1x12'  # its steps and its size
+        assert entries['file:wide.json']['log'] is True
+        got = post(server, '/api/loss', {'also': ['file:wide.json']})
+        want = loss.compute([log_path_for(str(folder / 'model.json')), log_path_for(other)])
+        assert [r['train'] for r in got['runs']] == [[list(t) for t in r['train']] for r in want['runs']]
+        assert [r['val'] for r in got['runs']] == [[list(v) for v in r['val']] for r in want['runs']]
+
+
+def test_only_our_checkpoints_with_a_log_are_listed(folder, names_file, tmp_path):
+    shutil.copy(folder / 'model.json', folder / 'converted.json')  # a checkpoint with no log: no run to draw
+    (folder / 'notes.json').write_text('{"format": "something else"}')  # a log beside, but not ours
+    (folder / 'notes.log.jsonl').write_text('{"step": 1, "loss": 3.0}\n')
+    os.symlink(folder / 'model.json', folder / 'same.json')  # the start itself, by another name
+    for k in range(NEARBY_MOST + 2):  # more than the list holds
+        shutil.copy(folder / 'model.json', folder / f'copy{k:02}.json')
+        shutil.copy(log_path_for(str(folder / 'model.json')), log_path_for(str(folder / f'copy{k:02}.json')))
+    with live_server(str(folder / 'model.json'), tmp_path / 'runs', names_file) as server:
+        ids = list(listed(server))
+    assert ids == ['start'] + [f'file:copy{k:02}.json' for k in range(NEARBY_MOST)]
+
+
+@pytest.mark.parametrize('ckpt', ['file:../model.json', 'file:/etc/passwd', 'file:converted.json',
+                                  'file:model.log.jsonl', 'file:missing.json', 'file:'])
+def test_an_id_names_only_what_the_server_found(folder, names_file, tmp_path, ckpt):
+    """An id the server did not find in the folder (a path, a file with no log, the log itself)
+    is refused as any unknown id is: the server never joins a request's text onto a path."""
+    shutil.copy(folder / 'model.json', folder / 'converted.json')
+    (tmp_path / 'model.json').write_bytes((folder / 'model.json').read_bytes())  # one folder up
+    shutil.copy(log_path_for(str(folder / 'model.json')), log_path_for(str(tmp_path / 'model.json')))
+    with live_server(str(folder / 'model.json'), tmp_path / 'runs', names_file) as server:
+        status, body, _ = request(server, 'POST', '/api/overview', {'ckpt': ckpt, 'text': 'emma'})
+        assert status == 404 and 'no checkpoint with id' in body['error'], body
+        status, body, _ = request(server, 'POST', '/api/loss', {'also': [ckpt]})
+        assert status == 404 and 'no checkpoint with id' in body['error'], body
