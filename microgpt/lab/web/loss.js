@@ -6,7 +6,12 @@
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
-const RUN_CLASSES = 6;  // lab.css colours runs run0 .. run5, in order: a run's marks share its class
+// The colours the chart paints with and the words the page says for them: one table, so that the
+// text never names a colour the picture does not show. One run: each kind of mark its colour;
+// several: each run one colour for all its marks, in order (at most six, loss.py's MARKS).
+const ONE_RUN = {smooth: ['blue', '#1f5fbf'], val: ['orange', '#c2410c'], estimate: ['green', '#067647']};
+const RUN_COLOURS = [['blue', '#1f5fbf'], ['purple', '#7c3aed'], ['teal', '#0e7490'], ['pink', '#be185d'],
+                     ['olive', '#4d7c0f'], ['brown', '#92400e']];
 const others = new Set();  // the ids of the other checkpoints ticked
 
 async function draw() {
@@ -21,10 +26,10 @@ async function draw() {
   await Lab.guard(async () => {
     const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined});
     const label = id => Lab.config.checkpoints.find(c => c.id === id).label;
-    const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: `run${k % RUN_CLASSES}`}));
+    const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: RUN_COLOURS[k % RUN_COLOURS.length]}));
     const main = runs[0], train = main.train, val = main.val;
     $('source').textContent = `${main.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
-      `${val.length} validation measurement${val.length === 1 ? '' : 's'}; running mean of ${main.window} steps`;
+      `${val.length} validation measurement${val.length === 1 ? '' : 's'}; running mean reaching about ${main.window} steps back`;
     chart(runs);
     $('stretches').replaceChildren(el('h3', {}, 'the run in ten stretches'),
       el('table', {class: 'data', id: 'stretch-table'},
@@ -37,18 +42,29 @@ async function draw() {
   }, ['loss-chart', 'stretches', 'best', 'legend']);
 }
 
-// the other checkpoints, each a box to tick: its run drawn beside this one's
+// the other checkpoints, each a box to tick: its run drawn beside this one's; with none, where
+// one would come from (no box to tick is promised)
 function drawCompare() {
   const list = Lab.config.checkpoints.filter(c => c.id !== Lab.ckpt() && c.log);  // those with a log to draw
-  $('compare').replaceChildren(...(list.length ? ['draw beside it: ', ...list.map(c => el('label', {class: 'inline-check'},
-    el('input', {type: 'checkbox', 'data-id': c.id, checked: others.has(c.id),
-                 onchange: e => { e.target.checked ? others.add(c.id) : others.delete(c.id); draw(); }}), ` ${c.label}`))] : []));
+  $('compare').replaceChildren(...(list.length
+    ? ['Tick other runs to draw them on the same picture: ', ...list.map(c => el('label', {class: 'inline-check'},
+        el('input', {type: 'checkbox', 'data-id': c.id, checked: others.has(c.id),
+                     onchange: e => { e.target.checked ? others.add(c.id) : others.delete(c.id); draw(); }}), ` ${c.label}`))]
+    : [el('span', {class: 'muted', id: 'no-others'}, 'No other run to draw beside this one yet: the Training page\'s ' +
+        "runs, and train.py's checkpoints with a log beside them in the folder of the one the server was started " +
+        'on, are listed here (reload the page after training one).')]));
+}
+
+// a node painted in a run's colour: lab.css's rules for several runs read --run
+function tint(node, [, colour]) {
+  node.style.setProperty('--run', colour);
+  return node;
 }
 
 // a run's last and lowest validation loss, with the training loss measured alike at the last
 function best(r, named) {
   const val = r.val;
-  const name = named ? [el('b', {class: r.colour}, r.label), ': '] : [];
+  const name = named ? [tint(el('b', {class: 'run'}, r.label), r.colour), ': '] : [];
   if (!val.length) return [el('p', {class: 'muted'}, ...name, 'this run measured no validation loss (--eval-every 0).')];
   const low = val.reduce((a, b) => (b[1] < a[1] ? b : a)), last = val[val.length - 1];
   return [el('p', {}, ...name, 'last validation loss ', el('span', {class: 'num', 'data-run': r.id, id: named ? null : 'last-val'},
@@ -78,18 +94,19 @@ function chart(runs) {
   c.dataset.runs = runs.length;
   const curves = runs.map(r => {
     const ss = r.train.map(x => x[0]);
-    return svg('g', {class: `run ${r.colour}`, 'data-run': r.id},
+    return tint(svg('g', {class: 'run', 'data-run': r.id},
       svg('path', {class: 'train', d: line(ss, r.train.map(x => x[1]))}),
-      svg('path', {class: 'smooth', d: line(ss, r.smooth)}));
+      svg('path', {class: 'smooth', d: line(ss, r.smooth)})), r.colour);
   });
   // the evaluations last, above every run's curves: the training loss measured alike, then validation
   const marks = runs.flatMap(r => [
-    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => svg('path', {'data-step': s, 'data-value': t,
-      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, class: `estimate ${r.colour}`},
-      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: training loss measured alike ${t}`))),
-    ...r.val.map(([s, v]) => svg('circle', {class: `val ${r.colour}`, cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
+    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => tint(svg('path', {'data-step': s, 'data-value': t,
+      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, class: 'estimate'},
+      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: training loss measured alike ${t}`)), r.colour)),
+    ...r.val.map(([s, v]) => tint(svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
       'data-run': r.id},
-      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: validation loss ${v}`)))]);
+      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: validation loss ${v}`)), r.colour))]);
+  for (const [kind, [, colour]] of Object.entries(ONE_RUN)) c.style.setProperty(`--${kind}`, colour);
   c.replaceChildren(
     svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
     svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}),
@@ -98,13 +115,22 @@ function chart(runs) {
     svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
     svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, 'step'),
     ...curves, ...marks);
-  // the legend: what each mark is, and with several runs each one's colour and name
+  // the legend: what each mark is, in the words of the colours painted, and with several runs
+  // each one's colour and name
+  const key = (kind, [, colour]) => {
+    const k = el('span', {class: `key ${kind}`});
+    k.style.setProperty(kind === 'estimate' ? 'border-bottom-color' : 'background-color', colour);
+    return k;
+  };
+  const hasVal = runs.some(r => r.val.length), hasEstimate = runs.some(r => r.val.some(v => v[2] !== null));
   $('legend').replaceChildren(...(one
-    ? [el('span', {class: 'key smooth'}), ' training loss, running mean  ', el('span', {class: 'key val'}),
-       ' validation loss  ', el('span', {class: 'key estimate'}), ' training loss measured alike']
-    : [...runs.flatMap(r => [el('span', {class: `key smooth ${r.colour}`}), ' ',
-         el('b', {'data-run': r.id}, r.label), '   ']),
-       el('br'), 'line: training loss, running mean; ○ validation loss; ▲ training loss measured alike']));
+    ? [key('smooth', ONE_RUN.smooth), ` training loss, running mean (${ONE_RUN.smooth[0]} line)  `,
+       ...(hasVal ? [key('val', ONE_RUN.val), ` validation loss (${ONE_RUN.val[0]} circles)  `] : []),
+       ...(hasEstimate ? [key('estimate', ONE_RUN.estimate), ` training loss measured alike (${ONE_RUN.estimate[0]} triangles)`] : [])]
+    : [...runs.flatMap(r => [key('smooth', r.colour), ' ', el('b', {'data-run': r.id}, r.label), ` (${r.colour[0]})   `]),
+       el('br'), "each run's marks in its colour: the line its training loss, running mean" +
+       (hasVal ? '; ○ ringed circles its validation loss' : '') +
+       (hasEstimate ? '; ▲ triangles its training loss measured alike' : '')]));
 }
 
 Lab.start(draw);

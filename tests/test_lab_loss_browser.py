@@ -1,0 +1,91 @@
+"""
+The Loss page as a newcomer meets it, in Chromium: it offers to draw other runs only when there
+are some (the server's own runs, and train.py's checkpoints with a log beside the one it was
+started on, a run trained from the command line included), names each run with its size, and
+names the colours the picture really paints: read here from the drawn marks' computed styles and
+named by this file's own table, not by the page's.
+
+Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+"""
+
+import re
+import shutil
+
+import pytest
+
+from chromium import open_page, quiet, skip_without_a_browser
+from labserver import live_server
+from microgpt.programs import train
+from microgpt.programs.runlog import log_path_for
+
+skip_without_a_browser()
+
+# the colours a reader would call by these names, as a browser computes them
+NAMES = {'rgb(31, 95, 191)': 'blue', 'rgb(124, 58, 237)': 'purple', 'rgb(14, 116, 144)': 'teal',
+         'rgb(190, 24, 93)': 'pink', 'rgb(77, 124, 15)': 'olive', 'rgb(146, 64, 14)': 'brown',
+         'rgb(194, 65, 12)': 'orange', 'rgb(6, 118, 71)': 'green'}
+WORDS = re.compile(r'\b(' + '|'.join(set(NAMES.values())) + r'|red|yellow)\b')
+# a computed style of the first element matching a selector
+STYLE = '([selector, name]) => getComputedStyle(document.querySelector(selector))[name]'
+
+
+@pytest.fixture
+def server(tmp_path, tiny_ckpt, names_file):
+    """A server on out/model.json, a copy of tiny_ckpt and its log, with nothing beside it yet."""
+    out = tmp_path / 'out'
+    out.mkdir()
+    shutil.copy(tiny_ckpt, out / 'model.json')
+    shutil.copy(log_path_for(tiny_ckpt), log_path_for(str(out / 'model.json')))
+    with live_server(str(out / 'model.json'), tmp_path / 'runs', names_file) as s:
+        s.out = out
+        yield s
+
+
+def colour(p, selector, name):
+    return NAMES[p.evaluate(STYLE, [selector, name])]  # a KeyError: a colour no one has named
+
+
+def said(p):
+    """The colour words of the page's own text about the picture: its lead and its legend."""
+    return set(WORDS.findall(p.inner_text('p.lead') + ' ' + p.inner_text('#legend')))
+
+
+def test_one_run_offers_nothing_to_tick_and_names_its_marks_colours(server, window):
+    p = window(1280)
+    open_page(p, server, 'loss')
+    assert p.locator('#compare input').count() == 0
+    assert 'tick' not in p.inner_text('main').lower()  # no box to tick is promised
+    assert 'No other run' in p.inner_text('#compare')  # but where one would come from
+    painted = {colour(p, '#loss-chart path.smooth', 'stroke'): 'line',
+               colour(p, '#loss-chart circle.val', 'fill'): 'circles',
+               colour(p, '#loss-chart path.estimate', 'fill'): 'triangles'}
+    legend = p.inner_text('#legend')
+    for word, shape in painted.items():
+        assert f'({word} {shape})' in legend, (word, legend)
+    assert said(p) == set(painted)  # and no colour the picture does not show
+    assert p.errors == []
+
+
+def test_a_run_trained_beside_it_is_drawn_in_the_colour_its_legend_names(server, window, names_file):
+    other = str(server.out / 'wide.json')
+    assert train.main(['--data', names_file, '--out', other, '--steps', '6', '--n-embd', '12', '--n-head', '2',
+                       '--block-size', '12', '--eval-every', '3', '--num-samples', '0']) == 0
+    p = window(1280)
+    open_page(p, server, 'loss')  # the page asks the server anew: the run from the command line is there
+    box = p.locator('#compare input[data-id="file:wide.json"]')
+    assert box.count() == 1 and 'wide.json: 6 steps, 1x12' in p.inner_text('#compare')
+    assert 'Tick other runs' in p.inner_text('#compare')
+    box.check()
+    p.wait_for_selector('#loss-chart[data-runs="2"]')
+    quiet(p)
+    legend = p.inner_text('#legend')
+    words = set()
+    for run in ('start', 'file:wide.json'):
+        line = colour(p, f'#loss-chart g.run[data-run="{run}"] path.smooth', 'stroke')
+        assert colour(p, f'#loss-chart circle.val[data-run="{run}"]', 'stroke') == line  # all its marks
+        assert colour(p, f'#loss-chart path.estimate[data-run="{run}"]', 'fill') == line
+        label = p.inner_text(f'#legend b[data-run="{run}"]')
+        assert f'{label} ({line})' in legend, (label, line, legend)
+        words.add(line)
+    assert len(words) == 2 and said(p) == words  # 'orange circles' and 'green triangles' no more
+    assert p.errors == []
