@@ -11,6 +11,7 @@ a non-zero exit; and no failure (unwritable --out, divergence, Ctrl-C) damages a
 Run: .venv/bin/python -m pytest -q tests/test_cli.py
 """
 
+import dataclasses
 import json
 import os
 import shlex
@@ -129,18 +130,18 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
 
 
 def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, names_file, capsys, monkeypatch):
-    saved_steps = []
+    saved_steps, out = [], tmp_path / 'model.json'
     real_write = microgpt.programs.run.write_checkpoint
 
     def recording_write(path, ckpt):
-        saved_steps.append(ckpt.train_state.step)
+        if path == str(out):  # not the best validation's weights, kept beside (tests/test_best_step.py)
+            saved_steps.append(ckpt.train_state.step)
         real_write(path, ckpt)
     monkeypatch.setattr(microgpt.programs.run, 'write_checkpoint', recording_write)
-    out = tmp_path / 'model.json'
     code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',
                                   '--save-every', '3', *TINY, *QUIET], capsys)
     assert code == 0 and saved_steps == [3, 6, 7]
-    assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']
+    assert sorted(os.listdir(tmp_path)) == ['model.best.json', 'model.json', 'model.log.jsonl']
 
 
 # ---------------------------------------------------------------------------- sample.py end to end
@@ -466,7 +467,7 @@ def test_resume_refuses_changed_data(tmp_path, capsys):
 
 def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
     out = tmp_path / 'model.json'
-    write_checkpoint(str(out), read_checkpoint(tiny_ckpt))  # without training: its training state left out
+    write_checkpoint(str(out), dataclasses.replace(read_checkpoint(tiny_ckpt), train_state=None))  # a model alone
     code, _, err = run(train.main, ['--out', str(out), '--resume'], capsys)
     assert_one_line_error(code, err, f'has no training state to resume: start a new run with --init {out}')
     code, _, err = run(train.main, ['--out', str(tmp_path / 'none.json'), '--resume'], capsys)

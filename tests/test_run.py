@@ -112,9 +112,10 @@ def test_a_symlinked_out_is_written_through_with_normal_permissions(tmp_path, na
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert read_checkpoint(str(target)).train_state.step == 2
     assert stat.S_IMODE(target.stat().st_mode) == 0o644  # what a new file gets under umask 022
-    # the log goes beside the file written, so every name of one checkpoint shares one log and lock
+    # the log (and the best validation's weights) go beside the file written, so every name of one
+    # checkpoint shares one log and lock
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'real']
-    assert sorted(os.listdir(target.parent)) == ['model.json', 'model.log.jsonl']
+    assert sorted(os.listdir(target.parent)) == ['model.best.json', 'model.json', 'model.log.jsonl']
     assert stat.S_IMODE((target.parent / 'model.log.jsonl').stat().st_mode) == 0o644
 
 

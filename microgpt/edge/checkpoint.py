@@ -46,9 +46,12 @@ class TrainState:
     run: dict                        # the run's settings, as settings.Settings.saved() records them
     data_sha256: str                 # the data's fingerprint: a resumed run must read the very same data
     val_loss: Optional[float] = None  # the last validation loss measured (None before the first)
+    best_step: Optional[int] = None   # the step of the lowest validation loss so far, kept beside (run.py)
+    best_val_loss: Optional[float] = None  # that loss
 
     def as_json(self):
-        return {'step': self.step, 'run': self.run, 'data_sha256': self.data_sha256, 'val_loss': self.val_loss}
+        return {'step': self.step, 'run': self.run, 'data_sha256': self.data_sha256, 'val_loss': self.val_loss,
+                'best_step': self.best_step, 'best_val_loss': self.best_val_loss}
 
 
 @dataclass(frozen=True)
@@ -86,15 +89,15 @@ def load_checkpoint(path, n_head=None):
 def write_checkpoint(path, ckpt):
     """Write the record to `path` atomically, in the format its real target's name says (a link
     named .safetensors to a .json file writes JSON, which is what the file is called)."""
-    training = ckpt.train_state is not None and ckpt.optimizer is not None  # the one without the other cannot resume
-    train_state = {**ckpt.train_state.as_json(), 'adam': ckpt.optimizer} if training else None
+    # a training state without Adam's (a run's best checkpoint) says where it stands, and cannot be resumed
+    train_state = None if ckpt.train_state is None else {**ckpt.train_state.as_json(), 'adam': ckpt.optimizer}
     fields = {'format': FORMAT, 'version': VERSION, 'data_mode': ckpt.data_mode,
               'config': {k: getattr(ckpt.config, k) for k in CONFIG_FIELDS}, 'vocab': list(ckpt.vocab)}
     if checkpoint_format(os.path.realpath(path)) == '.json':
         write_json_atomic(path, {**fields, 'state_dict': ckpt.weights, 'train_state': train_state})
         return
     tensors = {name: ((len(m), len(m[0])), m) for name, m in ckpt.weights.items()}
-    if train_state is not None:
+    if ckpt.optimizer is not None and train_state is not None:
         tensors.update({name: ((len(ckpt.optimizer[name[-1]]),), ckpt.optimizer[name[-1]]) for name in ADAM_TENSORS})
         train_state['adam'] = {'t': ckpt.optimizer['t']}  # m and v are tensors; the count stays here
     metadata = {key: value if key in ('format', 'data_mode') else _json(value) for key, value in fields.items()}
@@ -365,6 +368,9 @@ def _split_train_state(path, train_state, training):
 def _optimizer(path, adam, config):
     """Adam's state {'t', 'm', 'v'}, checked: a step count and two moments of one number per
     parameter, finite, the second (a mean of squares) never negative."""
+    if adam is None:  # written so: a model and where its run stood, as a run's best checkpoint is
+        raise UserError(f"{path} has a training state without Adam's moments (a run's best checkpoint): "
+                        f"it cannot be resumed; start a new run with --init {path}")
     n_params = parameter_count(config)
     if not (isinstance(adam, dict) and is_int_in(adam.get('t'), 0)
             and all(isinstance(adam.get(k), (list, array)) and len(adam[k]) == n_params
@@ -385,7 +391,11 @@ def _train_state(path, state):
         damaged(path, "its data fingerprint is missing")
     if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
         damaged(path, "its validation loss is not a number")
-    return TrainState(state['step'], state['run'], state['data_sha256'], state.get('val_loss'))
+    best = state.get('best_step'), state.get('best_val_loss')  # absent in a run saved before they were kept
+    if not (best == (None, None) or (is_int_in(best[0], 1, state['step']) and isinstance(best[1], float)
+                                     and is_finite_number(best[1]))):
+        damaged(path, "its best step is not a step it took with a finite loss")
+    return TrainState(state['step'], state['run'], state['data_sha256'], state.get('val_loss'), *best)
 
 
 def damaged(path, problem):

@@ -24,7 +24,7 @@ from ..edge.files import (describe_os_error, make_folders, probe_writable, remov
 from ..edge.limits import MAX_LOSS
 from ..training import learning_rate
 from . import original
-from .runlog import log_path_for, open_locked_log
+from .runlog import best_path_for, log_path_for, open_locked_log
 from .settings import torchrun_place
 
 
@@ -89,13 +89,28 @@ class Output:
             return read_checkpoint(flags.init, n_head=flags.n_head if 'n_head' in given else None)
         return None
 
-    def begin(self, start):
+    def begin(self, start, best_step=None):
         """The run is settled and built, its first step next: only now does anything at --out
         change. The log keeps the lines up to the step resumed from (none for a fresh run), and
-        a save cut short by SIGKILL has its temporary file removed."""
-        if self.log is not None:
-            self.log.trim(start)
-            remove_stale_temporaries(self.out)
+        a save cut short by SIGKILL has its temporary file removed. The best checkpoint beside
+        is kept if it holds best_step, the checkpoint's record of it; otherwise (another run's,
+        over which --force starts; or one kept after the step resumed from, which this run
+        trains again) it is removed. Returns whether the run's best is still there."""
+        if self.log is None:
+            return True
+        self.log.trim(start)
+        remove_stale_temporaries(self.out)
+        best = best_path_for(self.out)
+        if not (os.path.isfile(best) and is_our_checkpoint(best)):
+            return False
+        state = read_checkpoint(best).train_state
+        if best_step is not None and state is not None and state.step == best_step:
+            return True
+        os.remove(best)
+        return False
+
+    def write_best(self, ckpt):
+        write_checkpoint(best_path_for(self.out), ckpt)
 
     def write(self, ckpt):
         write_checkpoint(self.out, ckpt)
@@ -118,7 +133,9 @@ def check_out(out, fresh, force, protected=(), what='--out'):
     except ValueError:
         raise UserError(f"{what} {out!r} contains a NUL character: choose another {what}") from None
     target = os.path.realpath(out)  # a symlink is written through to its target
-    for path, kind in ((target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')):
+    best = os.path.realpath(best_path_for(out))  # a run's best checkpoint, beside (what='--out' only)
+    written = [(target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')]
+    for path, kind in written + ([(best, 'best checkpoint')] if what == '--out' else []):
         for other, whose in protected:
             if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
                 raise UserError(f"{what} {out} would overwrite {whose} {other} with the {kind}: "
@@ -141,6 +158,9 @@ def check_out(out, fresh, force, protected=(), what='--out'):
     if os.path.exists(target) and not is_our_checkpoint(target):
         raise UserError(f"{what} {out} exists and is not a microgpt checkpoint: it is never replaced; "
                         f"choose another {what} (or move that file away)")
+    if what == '--out' and os.path.exists(best) and not (os.path.isfile(best) and is_our_checkpoint(best)):
+        raise UserError(f"{best_path_for(out)}, where this run keeps its best validation's weights, exists and "
+                        f"is not a microgpt checkpoint: it is never replaced; move it away or choose another {what}")
     if fresh and not force and os.path.exists(target):
         ways = ("continue it with --resume, write this run elsewhere with another --out"
                 if what == '--out' else "choose another target")
@@ -160,6 +180,8 @@ class Run:
         self.settings, self.output, self.world = settings, output, trainer.world
         self.vocab_size, self.fingerprint = trainer.config.vocab_size, built.data.fingerprint
         self.val_loss = ckpt.train_state.val_loss if settings.resume else None  # the last measured, until the next
+        state = ckpt.train_state if settings.resume else None
+        self.best = (state.best_step, state.best_val_loss) if state and state.best_step else None  # (step, loss)
         self.start = start         # the step --out holds before this run's first save
         self.saved_step = None     # the step the checkpoint at --out holds, once we saved
         self.caught = None         # a signal caught, or a closed stdout: a key of STOPS
@@ -170,7 +192,8 @@ class Run:
         self._previous_handlers = {}
 
     def __enter__(self):
-        self.output.begin(self.start)  # every refusal is behind us: the log is this run's now
+        if not self.output.begin(self.start, self.best and self.best[0]):  # every refusal is behind us
+            self.best = None  # no file holds the recorded best any more: kept anew from here
         # A signal only raises a flag; the loop checks it between steps, so the checkpoint always
         # holds a whole step. A second one quits at once (the last saved checkpoint stays whole).
         for signum in STOPS:
@@ -236,6 +259,26 @@ class Run:
                  "(as many training tokens)")
         self._check_diverging(val_loss, "the validation loss", step)
 
+    def keep_if_best(self, step, trainer):
+        """After a validation: if it is the lowest yet, the weights as they are go to the best
+        checkpoint beside --out (atomically, as every save), which sample.py --best and the lab
+        read. The validation loss is exact (every held-out token), so a lower one is better."""
+        if self.settings.rank != 0 or (self.best is not None and not self.val_loss < self.best[1]):
+            return
+        try:
+            s = self.settings  # the weights, and the step they are (no Adam: a model to sample, not to resume)
+            self.output.write_best(Checkpoint.of(trainer, s.data_mode, train_state=TrainState(
+                step, s.saved(), self.fingerprint, self.val_loss, step, self.val_loss)))
+        except UserError as e:  # the same failure as a save's, said the same way
+            self._write_failed(step, e)
+        self.best = (step, self.val_loss)
+
+    def best_line(self):
+        """What the run ends by saying of its best validation, or None without one."""
+        if self.best is None:
+            return None
+        return f"best val {self.best[1]:.4f} at step {self.best[0]}: {best_path_for(self.settings.out)}"
+
     def save_due(self, step):  # rank 0 alone saves
         return self.settings.rank == 0 and self._saves(step)
 
@@ -247,18 +290,24 @@ class Run:
         """Replace the checkpoint at --out, whole, with the state after `step`."""
         s = self.settings
         ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(),
-                             train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss))
+                             train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss,
+                                                    *(self.best or (None, None))))
         try:
             self.output.write(ckpt)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
-            self.progress.end_line()
-            self._log_back_to_checkpoint()
-            if self.saved_step:
-                advice = f"it holds step {self.saved_step}; fix that, then resume: {self.resume_command()}"
-            else:
-                advice = "this run saved nothing yet; fix that and run again"
-            raise UserError(f"after step {step}: {e}; {advice}") from None
+            self._write_failed(step, e)
         self.saved_step = step
+
+    def _write_failed(self, step, e):
+        """A save (or the best checkpoint) could not be written: the log goes back to the step the
+        checkpoint holds, and one line says what failed and how to resume."""
+        self.progress.end_line()
+        self._log_back_to_checkpoint()
+        if self.saved_step:
+            advice = f"it holds step {self.saved_step}; fix that, then resume: {self.resume_command()}"
+        else:
+            advice = "this run saved nothing yet; fix that and run again"
+        raise UserError(f"after step {step}: {e}; {advice}") from None
 
     def stopped(self, step):
         """The message after a signal or a closed stdout, and the exit status (128 + the signal).

@@ -29,6 +29,14 @@ def log_path_for(out):
     return (stem if ext == '.json' else path) + '.log.jsonl'
 
 
+def best_path_for(out):
+    """The checkpoint of a run's lowest validation loss, beside the one it writes (a link's,
+    beside its target): out/names.best.json for out/names.json."""
+    path = os.path.realpath(out) if os.path.islink(out) else out
+    stem, ext = os.path.splitext(path)
+    return stem + '.best' + ext
+
+
 def log_record_problem(record):
     """What is wrong with one parsed log line (the end of a sentence starting "line N"), or None
     for a record train.py writes. `lab loss` refuses what this refuses; --resume drops it."""

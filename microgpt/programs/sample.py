@@ -14,6 +14,7 @@ default (it is the lesson, and as fast there), the numpy port above. Each name o
 printed as soon as it is made, so Ctrl-C keeps what was already printed.
 """
 
+import os
 import random
 import sys
 import time
@@ -26,6 +27,7 @@ from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
 from ..sampling import TEMPERATURE, generate, iter_names
 from . import cli
+from .runlog import best_path_for
 from .settings import CORE_ENGINES, Settings
 
 DEFAULT_LENGTH = 500     # running text: a screenful
@@ -43,6 +45,9 @@ def parse_args(argv=None):
     g = p.add_argument_group('model')
     g.add_argument('--ckpt', default=Settings.out, metavar='PATH',  # where train.py writes
                    help="checkpoint written by train.py, or the 3D tutorial's weights export")
+    g.add_argument('--best', action='store_true',
+                   help="the weights of the run's lowest validation loss instead, which train.py keeps "
+                        "beside --ckpt (out/model.best.json for out/model.json)")
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
                         "them; default 4)")
@@ -73,7 +78,11 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)                                   # 1. settle: every flag in its range
-    ckpt = read_checkpoint(args.ckpt, n_head=args.n_head)     # 2. read: the one record
+    path = best_path_for(args.ckpt) if args.best else args.ckpt
+    if args.best and not os.path.exists(path):
+        raise UserError(f"{path} does not exist: train.py keeps the best validation's weights there once the "
+                        f"run behind {args.ckpt} has validated (not with --val-size 0)")
+    ckpt = read_checkpoint(path, n_head=args.n_head)          # 2. read: the one record
     prompt = unicodedata.normalize('NFC', args.prompt)        # as train.py's data is
     if ckpt.data_mode == 'text':                              # 3. generate
         length, num = args.length or DEFAULT_LENGTH, 1 if args.num is None else args.num

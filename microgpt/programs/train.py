@@ -353,11 +353,14 @@ def loop(settings, built, run):
             losses = data.losses(trainer)
             if losses is not None:
                 run.log_validation(step, *losses, data.held_out)  # validation, then training
+                run.keep_if_best(step, trainer)
         if run.save_due(step):
             run.save(step, trainer)
         if run.stop_signal:  # Ctrl-C, SIGTERM, SIGHUP or a closed stdout: the step is saved
             return run.stopped(step)
     print(f"saved {settings.out} (step {settings.steps}); log {run.output.log_path}")
+    if run.best_line():
+        print(run.best_line())
     return 0
 
 
