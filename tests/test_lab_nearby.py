@@ -37,6 +37,7 @@ def listed(server):
 def test_a_run_trained_from_the_command_line_beside_the_start_is_listed_and_drawn(folder, names_file, tmp_path):
     with live_server(str(folder / 'model.json'), tmp_path / 'runs', names_file) as server:
         assert list(listed(server)) == ['start']  # nothing beside it yet
+        assert listed(server)['start']['label'] == 'model.json (given at start): 60 steps, 1x8'
         other = str(folder / 'wide.json')
         assert train.main(['--data', names_file, '--out', other, '--steps', '6', '--n-embd', '12',
                            '--n-head', '2', '--block-size', '12', '--eval-every', '3', '--num-samples', '0']) == 0

@@ -154,7 +154,7 @@ def test_a_run_that_ended_unwatched_is_shown_as_its_checkpoint_says(tiny_ckpt, t
     checkpoints = Checkpoints(tiny_ckpt)
     runs = RunManager(str(tmp_path), checkpoints)
     labels = {c['id']: c['label'] for c in checkpoints.listing()}
-    assert labels == {'start': 'model.json (given at start)', 'run1': f'run 1: {step} steps, 1x8',
+    assert labels == {'start': f'model.json (given at start): {step} steps, 1x8', 'run1': f'run 1: {step} steps, 1x8',
                       'run2': f'run 2: step {step} of 1000 (stopped), 1x8', 'run3': f'run 3: {step} steps, 1x8'}
     states = {n: runrecord.read(str(tmp_path / str(n)))['state'] for n in (1, 2)}
     assert states == {1: 'finished', 2: 'stopped'}

@@ -134,7 +134,7 @@ class Checkpoints:
         self.n_head = n_head
         self.folder = os.path.dirname(os.path.abspath(start_path))
         self.start = os.path.realpath(start_path)
-        self.add('start', start_path, f"{os.path.basename(start_path)} (given at start)")
+        self.add('start', start_path, None)  # labelled from the file at each listing: its steps and size
 
     def add(self, ckpt_id, path, label):
         with self.lock:
@@ -202,7 +202,7 @@ class Checkpoints:
                     raise
                 continue
             c = model.config
-            entry = {'id': ckpt_id, 'label': label or nearby_label(path, ckpt),
+            entry = {'id': ckpt_id, 'label': label or file_label(path, ckpt, ckpt_id == 'start'),
                      'trained_lr': trained_lr(ckpt),
                      'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
                      'example': example_text(ckpt),  # what the pages' text box starts with
@@ -226,10 +226,11 @@ def model_size(config):
     return f"{config.n_layer}x{config.n_embd}"
 
 
-def nearby_label(path, ckpt):
-    """How the list names a checkpoint found beside the start's: its file, its steps, its size."""
+def file_label(path, ckpt, start=False):
+    """How the list names the checkpoint given at start, or one found beside it: its file, its
+    steps (a converted checkpoint has none) and its size."""
     steps = f"{ckpt.train_state.step} steps, " if ckpt.train_state is not None else ''
-    return f"{os.path.basename(path)}: {steps}{model_size(ckpt.config)}"
+    return f"{os.path.basename(path)}{' (given at start)' if start else ''}: {steps}{model_size(ckpt.config)}"
 
 
 WAIT = 30.0  # seconds a request to a one-at-a-time sandbox waits for the one being computed
