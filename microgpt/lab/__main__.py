@@ -18,8 +18,11 @@ import importlib
 
 from ..programs import cli
 from ..edge.limits import MAX_N_HEAD
-from . import pictures, registry
+from . import pictures, registry, render
 from .loading import DEFAULT_CKPT
+
+
+WIDE = 10 ** 6  # --wide's width: wider than any line the lab prints, so nothing folds
 
 
 def flag_of(p):
@@ -77,6 +80,11 @@ def add_sandbox(commands, s):
             if p.group not in groups:
                 groups[p.group] = c.add_argument_group(p.group)
             add_param(groups[p.group], p)
+    c.add_argument_group('printout').add_argument(
+        '--wide', action='store_true',
+        help="print every dimension and column on one line each, however wide (by default the printout "
+             "fits the terminal, 100 columns when piped: wide tables fold into blocks of columns, long "
+             "vectors show their first numbers and say how many are left)")
     if s.png:
         picture = c.add_argument_group('picture')
         picture.add_argument(
@@ -180,7 +188,11 @@ def run_sandbox(s, args):
     else:
         check_picture(s, args, [])
         data, source = module.compute(**params), s.name
-    text = '\n'.join(head + [module.render(data)])
+    render.set_width(WIDE if args.wide else None)
+    try:
+        text = render.fit('\n'.join(head + [module.render(data)]))
+    finally:
+        render.set_width(None)
     # the picture before the printout: a file that cannot be written fails before any output
     written = module.picture(picture, data, source) if picture else None
     print(text)

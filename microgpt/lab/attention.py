@@ -28,7 +28,7 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .loading import data_mode, text_tokens
-from .render import MASKED, bar, number, shade, table, token_label
+from .render import MASKED, bar, number, shade, table, token_label, width
 from .rowstats import row_statistics, softmax
 
 
@@ -120,8 +120,12 @@ def _keys(first, last):
     return f'key {first} is' if first == last else f'keys {first}..{last} are'
 
 
-def _vec(x, spec='+.3f'):
-    return '[' + ' '.join(number(v, spec) for v in x) + ']'
+def _vec(x, spec='+.3f', shown=None):
+    """[a b c], or its first `shown` numbers and how many are left: [a b … +29]."""
+    words = [number(v, spec) for v in x]
+    if shown is None or shown >= len(words):
+        return '[' + ' '.join(words) + ']'
+    return '[' + ' '.join(words[:shown]) + f' … +{len(words) - shown}]'
 
 
 def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, ckpt=None):
@@ -201,10 +205,17 @@ def render(view):
 
     # 3) the weighted sum of values
     lines += ['', f"3) the output: out_{query} = sum_j w_j * v_j (this head's {head_dim} numbers)"]
-    rows = [(j, labels[j], f"{view['weights'][j]:.4f}", _vec(view['values'][j]),
-             _vec(view['weighted_values'][j])) for j in range(t)]
-    rows.append(('', f'out_{query}', '', '', _vec(view['out'])))
+    # two vectors side by side fit the terminal only shortened: each keeps its first numbers
+    # (7 characters apiece) and says how many it leaves out; out_query is printed whole below
+    shown = max(2, (width() - len(f'  {t - 1}  out_{query}  0.0000  ')) // 2 // 7 - 1)
+    rows = [(j, labels[j], f"{view['weights'][j]:.4f}", _vec(view['values'][j], shown=shown),
+             _vec(view['weighted_values'][j], shown=shown)) for j in range(t)]
+    if shown >= head_dim:
+        rows.append(('', f'out_{query}', '', '', _vec(view['out'])))
     lines.append(table(('j', 'key', 'w_j', 'v_j', 'w_j * v_j'), rows, align='llrll'))
+    if shown < head_dim:
+        lines.append(f"   v_j and w_j * v_j: their first {shown} of {head_dim} numbers (--wide prints all)")
+        lines.append(f"   out_{query} = {_vec(view['out'])}")
 
     # 4) every head, side by side
     n_head = view['n_head']

@@ -104,9 +104,10 @@ def render(v):
     lines += ['', "wpe: cosine similarity of the position embeddings, position i (rows) by position j"]
     c = v['wpe_cosine']
     n = len(c)
-    lines.append('      ' + ''.join(f'{j:>6}' for j in range(n)))
-    for i in range(n):
-        lines.append(f'  {i:>3} ' + ''.join(number(c[i, j], '>+6.2f') for j in range(n)))
+    # one table, so that a long block folds into blocks of positions j, each under its header
+    lines.append(table(['   '] + [f'{j:>6}' for j in range(n)],
+                       [[f'{i:>3}'] + [number(c[i, j], '>+6.2f') for j in range(n)] for i in range(n)],
+                       align='r' * (n + 1), keep=1, sep=' '))
     if n > 1:  # a block of one position has no pairs
         lines.append(f"  neighbouring positions: mean similarity {number(np.mean([c[i, i + 1] for i in range(n - 1)]), '+.2f')}; "
                      f"all pairs {number(c[~np.eye(n, dtype=bool)].mean(), '+.2f')}")

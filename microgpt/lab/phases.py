@@ -31,7 +31,7 @@ import numpy as np
 from ..edge.errors import UserError
 from .attention import check_choice
 from .loading import data_mode, text_tokens
-from .render import token_label
+from .render import token_label, width
 
 # (id, name, what it shows): the 3D tutorial's phases, in the order gpt() computes them
 PHASES = [
@@ -208,14 +208,21 @@ def compute(model, text, layer=0, head=0, query=None, ckpt=None):
     return out
 
 
+def _side_by_side(left, right):
+    """k_j and v_j on one line where it fits the terminal, else one under the other (each then
+    wrapped by the printout under its first number)."""
+    both = f"{left}   {right}"
+    return [both] if len(both) + 3 <= width() else [left, right]
+
+
 def render(v):
     code = v['code']
     i, labels = v['query'], v['labels']
     fmt = lambda x: '[' + ' '.join(f'{a:+.3f}' for a in x) + ']'
     numbers = {
         'tokens': [' '.join(f'{j}:{l}' for j, l in enumerate(labels)) + f"   query i = {i} ({labels[i]!r})"],
-        'qkv': [f"q_{i} = {fmt(v['q'][i])}"] + [f"k_{j} = {fmt(v['k'][j])}   v_{j} = {fmt(v['v'][j])}"
-                                                 for j in range(i + 1)],
+        'qkv': [f"q_{i} = {fmt(v['q'][i])}"] + [line for j in range(i + 1) for line in
+                                                 _side_by_side(f"k_{j} = {fmt(v['k'][j])}", f"v_{j} = {fmt(v['v'][j])}")],
         'scores': [f"key {j} ({labels[j]}): q.k = {v['raw'][j]:+.4f}, / sqrt({v['head_dim']}) = {v['scores'][j]:+.4f}"
                    for j in range(i + 1)],
         'mask': [f"keys {i + 1}..{len(labels) - 1} lie in the future: not scored" if i + 1 < len(labels)

@@ -6,9 +6,15 @@ terminal and in a pasted log; plot.py draws the same things as PNG when matplotl
 Every function takes plain numbers and returns a string (or a list of lines); nothing is
 printed here, which keeps the commands testable. The commands format their numbers with
 `number()`, so that a value that rounds to zero never prints as -0.000.
+
+A printout fits the terminal: `width()` is its number of columns (100 when the output is not a
+terminal: a pipe, a file, a test), `table()` folds a table too wide for it into blocks of
+columns, and `fit()` wraps any other long line between words, so that no number is ever cut.
 """
 
 import math
+import shutil
+import sys
 
 # Five shades from "no weight" to "all the weight"; a masked (future) cell gets MASKED instead,
 # so that "0 because masked" never looks like "0 because the softmax said so".
@@ -69,19 +75,107 @@ def token_label(tokenizer, token_id):
     return VISIBLE.get(ch, ch)
 
 
-def table(headers, rows, align=None, indent='  '):
+# ---- the width of a printout --------------------------------------------------------------
+
+PIPE_WIDTH = 100  # columns when stdout is not a terminal: a log, a pipe, a test
+MIN_WIDTH = 40    # narrower than this, a table's label columns alone would not fit
+_chosen = None    # set_width()'s choice for the printout being made, None for the terminal's
+
+
+def set_width(columns):
+    """The width the next printouts fit (None: the terminal's again). The lab's --wide passes a
+    width no line reaches, so that nothing is folded, wrapped or summarized."""
+    global _chosen
+    _chosen = columns
+
+
+def width():
+    """Columns a printed line may take: set_width's choice, else the terminal's, else 100."""
+    if _chosen is not None:
+        return _chosen
+    if sys.stdout.isatty():
+        return max(MIN_WIDTH, shutil.get_terminal_size().columns)
+    return PIPE_WIDTH
+
+
+def fit(text, columns=None):
+    """text with every line longer than `columns` wrapped between words; a continuation starts
+    under the first number of a `name = [...]` vector, else two spaces past the line's indent.
+    A word longer than the whole width (none of the lab's numbers is) is the one thing cut."""
+    columns = columns or width()
+    out = []
+    for line in text.split('\n'):
+        if len(line) <= columns:
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip(' '))
+        bracket = line.find('[')
+        hang = bracket + 1 if 0 <= bracket < columns // 2 else lead + 2
+        words, current = line[lead:].split(' '), ' ' * lead
+        for word in words:
+            joined = current + word if current.strip() == '' else current + ' ' + word
+            if len(joined) <= columns or current.strip() == '':
+                current = joined
+            else:
+                carried = ''
+                label, _, last = current.rpartition(' ')
+                if _is_number(word) and not _is_number(last) and label.strip():
+                    current, carried = label, last + ' '  # a number stays beside the word it measures
+                out.append(current.rstrip())
+                current = ' ' * hang + carried + word
+            while len(current) > columns:  # one word wider than the terminal: cut it, it is not a number
+                out.append(current[:columns])
+                current = ' ' * hang + current[columns:]
+        out.append(current.rstrip())
+    return '\n'.join(out)
+
+
+def _is_number(word):
+    """Whether a word of a printout is a number (0.25, -3, 1.2e-05, 0.000e+00, 50%,)."""
+    try:
+        float(word.rstrip(',;:%)]'))
+        return True
+    except ValueError:
+        return False
+
+
+def table(headers, rows, align=None, indent='  ', keep=None, columns=None, sep='  '):
     """Aligned columns. align: one letter per column, 'l' or 'r' (default: left, then right).
 
-    Cells are converted with str(); format numbers before passing them in.
+    Cells are converted with str(); format numbers before passing them in; `sep` goes between
+    two columns. A table wider than
+    `columns` (default width()) is folded: its first `keep` columns (default: the leading
+    left-aligned ones, the labels of a row) start every block, the other columns follow in
+    blocks as wide as fit, one under the other, each with its headers, so every cell is shown.
     """
     ncol = len(headers)
     align = align or 'l' + 'r' * (ncol - 1)
     cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(ncol)]
+    columns = columns or width()
+    if keep is None:  # the labels: the leading left-aligned columns, one or two of them
+        labels = len(align) - len(align.lstrip('l'))
+        keep = 1 if labels >= ncol else max(1, min(2, labels))
+    blocks = [list(range(ncol))]
+    total = len(indent) + sum(widths) + len(sep) * (ncol - 1)
+    if total > columns and ncol > keep + 1:
+        label = len(indent) + sum(widths[:keep]) + len(sep) * keep
+        blocks, block, used = [], [], label
+        for i in range(keep, ncol):
+            if block and used + widths[i] > columns:
+                blocks.append(list(range(keep)) + block)
+                block, used = [], label
+            block.append(i)
+            used += widths[i] + len(sep)
+        blocks.append(list(range(keep)) + block)
     lines = []
-    for r in cells:
-        parts = [c.ljust(w) if a == 'l' else c.rjust(w) for c, w, a in zip(r, widths, align)]
-        lines.append((indent + '  '.join(parts)).rstrip())
+    for b, block in enumerate(blocks):
+        if b:
+            first, last = (cells[0][i] or f'#{i + 1}' for i in (block[keep], block[-1]))
+            lines.append(f"{indent}(the table continues: columns {first} .. {last})")
+        for r in cells:
+            parts = [r[i].ljust(widths[i]) if align[i] == 'l' else r[i].rjust(widths[i]) for i in block]
+            lines.append((indent + sep.join(parts)).rstrip())
     return '\n'.join(lines)
 
 

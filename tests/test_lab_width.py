@@ -1,0 +1,106 @@
+"""
+Every lab command's printout fits the terminal: no line longer than 100 columns when stdout is
+not a terminal (a pipe, a log, this test), on the default names model and on a model of running
+text at the Shakespeare recipe's sizes (4 layers of 128, 4 heads of 32, block 64), where a row of
+every dimension would run to hundreds of characters. Folding and wrapping hide nothing: the
+numbers a wide line held are all still printed, and --wide prints the old long lines.
+
+    .venv/bin/python -m pytest -q tests/test_lab_width.py
+"""
+
+import re
+
+import pytest
+
+from microgpt.lab import __main__ as lab
+from microgpt.lab import registry, render
+from conftest import train_text
+
+COLUMNS = render.PIPE_WIDTH
+WINDOW = "ROMEO: But soft, what light through yonder window breaks? It"  # 60 characters
+NAME = "emma"
+
+
+@pytest.fixture(scope='module')
+def shakespeare_sized(tmp_path_factory, play_file):
+    """A model of running text at the Shakespeare recipe's sizes, trained one step: the width
+    of a printout depends on the sizes, not on the training."""
+    return train_text(tmp_path_factory.mktemp('wide') / 'play.json', play_file, 64, '--steps', '1',
+                      '--n-layer', '4', '--n-embd', '128', '--n-head', '4', '--eval-every', '0')
+
+
+def argv_for(s, ckpt, text):
+    """The command line that runs sandbox s on ckpt (or its log), TEXT being `text`."""
+    argv = [s.name]
+    for p in s.params:
+        if p.positional and p.required:
+            argv.append({'expression': 'a*b + a', 'text': text}[p.name])
+    if s.name == 'autograd':
+        argv += ['a=2', 'b=-3']
+    if s.name == 'sample':
+        argv += [text[:6]]
+    if s.model == 'log':
+        argv.append(ckpt.rsplit('.', 1)[0] + '.log.jsonl')
+    if s.reads_a_checkpoint:
+        argv += ['--ckpt', ckpt]
+    if s.name == 'step':
+        argv += ['--engine', 'numpy']  # the scalar engine's graph of 4 x 128 is far too slow for a test
+    return argv
+
+
+def printout(capsys, argv):
+    assert lab.main(argv) == 0, argv
+    return capsys.readouterr().out
+
+
+def too_long(out):
+    return [(len(line), line[:60]) for line in out.splitlines() if len(line) > COLUMNS]
+
+
+@pytest.mark.parametrize('name', [s.name for s in registry.SANDBOXES])
+def test_every_command_fits_100_columns_on_a_shakespeare_sized_model(capsys, shakespeare_sized, name):
+    out = printout(capsys, argv_for(registry.get(name), shakespeare_sized, WINDOW))
+    assert too_long(out) == []
+
+
+@pytest.mark.parametrize('name', [s.name for s in registry.SANDBOXES])
+def test_every_command_fits_100_columns_on_the_default_names_model(capsys, default_ckpt, name):
+    out = printout(capsys, argv_for(registry.get(name), default_ckpt, NAME))
+    assert too_long(out) == []
+
+
+def numbers(out):
+    return sorted(re.findall(r'[-+]?\d+\.\d+', out))
+
+
+@pytest.mark.parametrize('name', ['attention', 'phases', 'embeddings'])
+def test_wide_prints_the_long_lines_and_folding_loses_no_number(capsys, shakespeare_sized, name):
+    argv = argv_for(registry.get(name), shakespeare_sized, WINDOW)
+    folded = printout(capsys, argv)
+    wide = printout(capsys, argv + ['--wide'])
+    assert max(len(line) for line in wide.splitlines()) > COLUMNS  # the negative control: it was too wide
+    if name != 'attention':  # attention's vectors are shortened, and say so (the next test)
+        assert numbers(folded) == numbers(wide)
+
+
+def test_attention_says_what_its_shortened_vectors_leave_out(capsys, shakespeare_sized):
+    out = printout(capsys, argv_for(registry.get('attention'), shakespeare_sized, WINDOW))
+    assert 'of 32' in out and '--wide' in out
+
+
+def test_a_table_folds_into_blocks_that_keep_every_cell_and_the_row_labels():
+    headers = ['j', 'key'] + [f'd{d}' for d in range(30)]
+    rows = [[j, 'abc'[j]] + [f'{j + d / 100:+.3f}' for d in range(30)] for j in range(3)]
+    text = render.table(headers, rows, align='ll' + 'r' * 30, columns=60)
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert numbers(text) == numbers(render.table(headers, rows, align='ll' + 'r' * 30, columns=10 ** 6))
+    blocks = [line for line in text.splitlines() if line.lstrip().startswith('j ')]
+    assert len(blocks) > 1 and all(line.split()[:2] == ['j', 'key'] for line in blocks)
+
+
+def test_fit_wraps_between_words_and_hangs_a_vector_under_its_first_number():
+    line = '   q_5 = [' + ' '.join(f'{x / 7:+.3f}' for x in range(40)) + ']'
+    lines = render.fit(line, 50).splitlines()
+    assert all(len(x) <= 50 for x in lines) and len(lines) > 1
+    assert ' '.join(x.strip() for x in lines) == line.strip()  # nothing cut, nothing lost
+    assert all(x.startswith(' ' * len('   q_5 = [')) for x in lines[1:])
