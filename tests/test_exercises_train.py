@@ -120,11 +120,10 @@ def test_a_learners_patch_of_the_comparison_does_not_make_the_runs_agree(tmp_pat
     assert len(parted) == 1 and parted[0]['step'] == 1 and parted[0]['quantity'].startswith('the gradient of ')
 
 
-def test_a_fake_done_is_a_run_cut_short_not_a_verdict(tmp_path, capsys):
-    ws = make_workspace(tmp_path / 'w', files={14: FAKE_DONE + catalog.solution_text(14)})
-    status, out, err = lab(['train', '--dir', ws, '--steps', '2', '--num-samples', '1'], capsys)
-    assert status == 1 and err == '' and 'IS microgpt' not in out
-    assert 'stopped: the training process stopped after 0 of 2 steps without saying why' in out
+def test_a_fake_done_is_a_run_cut_short_not_a_verdict(tmp_path):
+    events = events_of(make_workspace(tmp_path / 'w', files={14: FAKE_DONE + catalog.solution_text(14)}), steps=2)
+    assert [e['event'] for e in events] == ['train-start', 'failed']  # no step, no verdict
+    assert events[-1]['line'] == "the training process stopped after 0 of 2 steps without saying why, so no verdict is given"
 
 
 def test_a_fake_step_on_the_report_is_named_and_ends_the_run(tmp_path):
