@@ -104,3 +104,19 @@ def test_fit_wraps_between_words_and_hangs_a_vector_under_its_first_number():
     assert all(len(x) <= 50 for x in lines) and len(lines) > 1
     assert ' '.join(x.strip() for x in lines) == line.strip()  # nothing cut, nothing lost
     assert all(x.startswith(' ' * len('   q_5 = [')) for x in lines[1:])
+
+
+def test_drawn_text_folds_at_a_marked_cut_and_keeps_every_character():
+    drawn = 'ab cd ' * 40 + '\nshort\n' + 'x' * 250
+    lines = render.fold_text(drawn, 50)
+    assert all(len(x) <= 50 for x in lines)
+    assert '\n'.join(lines).replace(render.FOLD + '\n', '') == drawn  # spaces included
+    assert render.fold_note(lines) and not render.fold_note(render.fold_text('short', 50))
+
+
+def test_a_chart_wider_than_the_terminal_is_drawn_narrower_and_says_so(capsys, shakespeare_sized):
+    log = shakespeare_sized.rsplit('.', 1)[0] + '.log.jsonl'
+    out = printout(capsys, ['loss', log, '--width', '300'])
+    assert too_long(out) == [] and 'not --width 300' in out
+    wide = printout(capsys, ['loss', log, '--width', '300', '--wide'])
+    assert max(len(line) for line in wide.splitlines()) > 300

@@ -25,7 +25,7 @@ from ..edge.errors import UserError
 from ..edge.files import read_user_file
 from ..edge.files import parse_json
 from ..programs.runlog import log_path_for, log_record_problem
-from .render import line_chart, table
+from .render import line_chart, table, width
 
 # chart markers of each run (its running mean, its validation loss, its training-loss estimate),
 # the first run's first; validation is drawn last, so it stays visible
@@ -158,7 +158,13 @@ def render(d):
         lines.append(f"log {r['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
                      f"{len(r['val'])} validation measurement{'s' * (len(r['val']) != 1)}")
     lines += [''] + legend
-    lines += line_chart(series, width=d['width'], height=d['height'], y_label='loss')
+    chart = line_chart(series, width=d['width'], height=d['height'], y_label='loss')
+    over = max(len(line) for line in chart) - width()
+    if over > 0 and d['width'] - over >= MIN_WIDTH:  # a chart cannot wrap: it is drawn narrower
+        chart = line_chart(series, width=d['width'] - over, height=d['height'], y_label='loss')
+        chart.append(f"  (drawn {d['width'] - over} columns wide to fit the terminal, not --width "
+                     f"{d['width']}: --wide draws it so)")
+    lines += chart
     for r in runs:
         rows = [(f'{a}..{b}', f'{m:.4f}', '' if lr is None else f'{lr:.3g}', '' if v is None else f'{v:.4f}')
                 for a, b, m, lr, v in r['stretches']]

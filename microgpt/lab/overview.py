@@ -30,7 +30,7 @@ from inference.model import cross_entropy
 
 from ..sampling import TEMPERATURE, generate, sample_names
 from .loading import data_mode, read_text
-from .render import bar, token_label
+from .render import bar, fold_note, fold_text, token_label
 from .rowstats import softmax
 
 MISS, HIT = '✗', '✓'
@@ -125,8 +125,9 @@ def render(d):
     rest = d['continuation'][len(text):]
     if d['data_mode'] == 'text':
         lines += ['', f"a continuation of {len(rest)} characters sampled after the text (temperature "
-                  f"{d['temperature']:g}, seed {d['seed']}; newlines kept; | marks where it starts):",
-                  f"{text}|{rest}"]
+                  f"{d['temperature']:g}, seed {d['seed']}; newlines kept; | marks where it starts):"]
+        drawn = fold_text(f"{text}|{rest}")
+        lines += fold_note(drawn) + drawn
     else:
         lines += ['', f"one continuation sampled after {text!r} (temperature {d['temperature']:g}, seed "
                   f"{d['seed']}): {text}|{rest}" + ('   (the model ends the name right there)' if not rest else '')]

@@ -130,6 +130,29 @@ def fit(text, columns=None):
     return '\n'.join(out)
 
 
+FOLD = '↩'  # ↩ ends a line of drawn text that goes on in the next one
+
+
+def fold_text(text, columns=None):
+    """Drawn text (a sample, newlines kept) as lines of at most `columns`: a line too long is
+    cut every columns - 1 characters, each cut marked FOLD. fit() would break at a space and
+    drop it; here every character stays, and a cut never looks like a drawn newline."""
+    columns = columns or width()
+    out = []
+    for line in text.split('\n'):
+        while len(line) > columns:
+            out.append(line[:columns - 1] + FOLD)
+            line = line[columns - 1:]
+        out.append(line)
+    return out
+
+
+def fold_note(lines):
+    """The one line that says what FOLD means, for a printout whose drawn text was folded."""
+    return [f"  ({FOLD} at a line's end: the drawn line goes on in the next; --wide prints it whole)"] \
+        if any(line.endswith(FOLD) for line in lines) else []
+
+
 def _is_number(word):
     """Whether a word of a printout is a number (0.25, -3, 1.2e-05, 0.000e+00, 50%,)."""
     try:

@@ -35,7 +35,7 @@ from ..programs.sample import text_prompt_ids
 from ..sampling import generate, probabilities, sample_names
 from .loading import data_mode
 from .limits import MAX_LAB_CHARACTERS
-from .render import bar, number, table, token_label
+from .render import bar, fold_note, fold_text, number, table, token_label
 from .rowstats import entropy_bits
 
 DEFAULT_NUM = {'lines': 5, 'text': 1}  # names, or continuations, per setting
@@ -214,12 +214,13 @@ def render(d):
     if d['data_mode'] == 'text':
         lines.append(f"{d['num']} continuation{'s' * (d['num'] != 1)} of {d['length']} characters drawn at each "
                      "setting after the prompt, newlines kept (as sample.py --length draws them)")
+        drawn = []
         for s in d['draws']:
             t, kk = s['temperature'], s['top_k']
             label = f"T={t:g}" + (f" top-k {kk}" if kk else '') + (' (greedy)' if t == 0 else '')
             for text in s['texts']:
-                lines += ['', f"  {label}:", d['prompt'] + text]
-        return '\n'.join(lines)
+                drawn += ['', f"  {label}:", *fold_text(d['prompt'] + text)]
+        return '\n'.join(lines + fold_note(drawn) + drawn)
     lines.append("names drawn at each setting" + (f", * = a name of the training data ({d['source']}; trained on "
                                                   "or held out)" if d['marked'] else f" ({d['source']})"))
     for s in d['draws']:
