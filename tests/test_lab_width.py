@@ -120,3 +120,12 @@ def test_a_chart_wider_than_the_terminal_is_drawn_narrower_and_says_so(capsys, s
     assert too_long(out) == [] and 'not --width 300' in out
     wide = printout(capsys, ['loss', log, '--width', '300', '--wide'])
     assert max(len(line) for line in wide.splitlines()) > 300
+
+
+@pytest.mark.parametrize('name', ['attention', 'phases', 'sample'])
+def test_on_a_terminal_the_printout_fits_its_columns(capsys, monkeypatch, shakespeare_sized, name):
+    import sys
+    monkeypatch.setenv('COLUMNS', '64')  # shutil.get_terminal_size reads it first
+    monkeypatch.setattr(sys.stdout, 'isatty', lambda: True)
+    out = printout(capsys, argv_for(registry.get(name), shakespeare_sized, WINDOW))
+    assert max(len(line) for line in out.splitlines()) <= 64
