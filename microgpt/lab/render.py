@@ -100,7 +100,8 @@ def width():
 
 def fit(text, columns=None):
     """text with every line longer than `columns` wrapped between words; a continuation starts
-    under the first number of a `name = [...]` vector, else two spaces past the line's indent.
+    under the first number of a `name = [...]` vector that the wrap cuts, else two spaces past
+    the line's indent.
     A word longer than the whole width (none of the lab's numbers is) is the one thing cut."""
     columns = columns or width()
     out = []
@@ -110,7 +111,8 @@ def fit(text, columns=None):
             continue
         lead = len(line) - len(line.lstrip(' '))
         bracket = line.find('[')
-        hang = bracket + 1 if 0 <= bracket < columns // 2 else lead + 2
+        vector = 0 <= bracket < columns // 2 and not 0 < line.find(']', bracket) < columns  # it is what wraps
+        hang = bracket + 1 if vector else lead + 2
         words, current = line[lead:].split(' '), ' ' * lead
         for word in words:
             joined = current + word if current.strip() == '' else current + ' ' + word
