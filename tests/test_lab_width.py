@@ -129,3 +129,10 @@ def test_on_a_terminal_the_printout_fits_its_columns(capsys, monkeypatch, shakes
     monkeypatch.setattr(sys.stdout, 'isatty', lambda: True)
     out = printout(capsys, argv_for(registry.get(name), shakespeare_sized, WINDOW))
     assert max(len(line) for line in out.splitlines()) <= 64
+
+
+def test_fit_ends_and_fits_whatever_the_indent_and_word_lengths():
+    for line in [' ' * 70 + 'word ' * 30, 'x' * 300, '   scale ' + '0.000e+00 ' * 20, ' ' * 45 + 'y' * 90]:
+        lines = render.fit(line, 40).splitlines()
+        assert all(len(x) <= 40 for x in lines)
+        assert ''.join(x.strip() for x in lines).replace(' ', '') == line.replace(' ', '')

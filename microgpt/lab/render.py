@@ -112,7 +112,7 @@ def fit(text, columns=None):
         lead = len(line) - len(line.lstrip(' '))
         bracket = line.find('[')
         vector = 0 <= bracket < columns // 2 and not 0 < line.find(']', bracket) < columns  # it is what wraps
-        hang = bracket + 1 if vector else lead + 2
+        hang = min(bracket + 1 if vector else lead + 2, columns // 2)  # a continuation has room to go on
         words, current = line[lead:].split(' '), ' ' * lead
         for word in words:
             joined = current + word if current.strip() == '' else current + ' ' + word
@@ -121,7 +121,8 @@ def fit(text, columns=None):
             else:
                 carried = ''
                 label, _, last = current.rpartition(' ')
-                if _is_number(word) and not _is_number(last) and label.strip():
+                if (_is_number(word) and not _is_number(last) and label.strip()
+                        and hang + len(last) + 1 + len(word) <= columns):
                     current, carried = label, last + ' '  # a number stays beside the word it measures
                 out.append(current.rstrip())
                 current = ' ' * hang + carried + word
