@@ -33,7 +33,6 @@ import time
 
 from . import catalog
 from .harness import CASE_SECONDS
-from .sandbox import free_bytes
 
 STARTUP = 30.0               # seconds for a fresh Python to import the checker (and numpy) on a busy machine
 SILENCE = 60.0               # seconds without a report between exercises, or between training steps
@@ -86,7 +85,7 @@ class Child:
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
             env=child_environment(), pass_fds=(write_fd,), start_new_session=True)
         os.close(write_fd)
-        self.cwd, self.free_at_start = cwd, free_bytes(cwd)
+        self.cwd, self.held_at_begin = cwd, 0  # the process's folder; what it and the workspace held at a begin
         self.deadline = time.monotonic() + seconds
         self.buffer, self.received, self.killed = b'', 0, False
 
@@ -132,12 +131,21 @@ class Child:
         finally:
             self.close()
 
-    def took_the_disk(self):
-        """Whether the disk has lost more than DISK_BYTES since the process started. The sandbox
-        watches it while the learner's code runs; this is asked again at each result, since a
-        few fast writes (posix_fallocate) can fall between two of the sandbox's looks."""
-        free = free_bytes(self.cwd)
-        return None not in (free, self.free_at_start) and self.free_at_start - free > DISK_BYTES
+    def held(self, workspace):
+        """What the workspace checked and the process's own folder (the first job's) hold."""
+        return sum(bytes_held(folder) for folder in {self.cwd, workspace})
+
+    def begin(self, workspace):
+        self.held_at_begin = self.held(workspace)
+
+    def took_the_disk(self, workspace):
+        """Whether the workspace (and the process's folder, where a relative path writes) grew by
+        more than DISK_BYTES while one exercise was checked.
+        The sandbox watches the whole disk's free space while the learner's code runs; this is
+        asked again at each result, of those folders alone (what other programs write elsewhere
+        cannot count against the learner), since a few fast writes (posix_fallocate) can fall
+        between two of the sandbox's looks."""
+        return self.held(workspace) - self.held_at_begin > DISK_BYTES
 
     def stop(self):
         """The sandbox kills the runner and what it left (SIGTERM); then the whole group, in any case."""
@@ -168,6 +176,24 @@ class Child:
         self.output.seek(max(0, size - 2000))
         lines = [l for l in self.output.read().decode('utf-8', 'replace').splitlines() if l.strip()]
         return lines[-1][:200] if lines else ''
+
+
+def bytes_held(folder, most_entries=100_000):
+    """The disk a folder's files take (their allocated blocks), down its tree; at most
+    most_entries entries are looked at (a learner's million tiny files stop the count, not us)."""
+    total, seen, stack = 0, 0, [folder]
+    while stack and seen < most_entries:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:
+            continue
+    return total
 
 
 def expected(pending):
@@ -244,6 +270,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
             if name == 'begin' and current is None and nxt is not None and \
                     event.get('n') == nxt[1] and event.get('workspace') == nxt[0]:
                 current = nxt
+                child.begin(current[0])
                 continue
             if name == 'result' and current is not None and \
                     event.get('n') == current[1] and event.get('workspace') == current[0]:
@@ -251,7 +278,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                 if result is None:
                     ended = ('bad', "a malformed result")
                     break
-                if child.took_the_disk():
+                if child.took_the_disk(current[0]):
                     child.stop()
                     ended = ('ended', DISK_STATUS, '')
                     break
