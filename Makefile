@@ -14,7 +14,8 @@ run: $(VENV)/.installed
 	$(PY) sample.py --num 20
 
 # -n 2: two pytest workers (pytest-xdist), each taking whole files (their module-wide servers stay
-# shared): 169-189 s against 228-235 s in one process on this 2-core machine, the same 1,204 tests
+# shared): 297-314 s for the 1,692 tests on this 2-core AMD EPYC; three workers took 305 s, so the
+# two cores, not the workers, are the limit
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
