@@ -7,9 +7,10 @@ passed, and answers for it when the learner's code takes the process down or pas
 The subprocess runs under sandbox.py (the learner's parent is the sandbox, never this process):
 its own process group, killed whole at the end, with whatever it detached; a memory cap; its
 stdout and stderr to a file of at most OUTPUT_FILE_BYTES (RLIMIT_FSIZE: a write past it fails
-in the learner's code instead of filling the disk); at most DISK_BYTES taken of the disk in all
-(the sandbox watches the free space while the code runs, and this process looks again at each
-result); `python -I` with the workspace last on its sys.path. Its reports come on a pipe of their own, but the learner's code runs in that process
+in the learner's code instead of filling the disk); at most DISK_BYTES more held by the workspaces
+in all (the sandbox watches them while the code runs, and this process looks again at each
+result); `python -I` with the workspace last on its sys.path. Its reports come on a pipe of
+their own, but the learner's code runs in that process
 and can write to the pipe too, so nothing it says is taken on trust: an event must be a JSON
 object of a known kind, for the exercise due next, in order and bounded in size (anything
 else ends that exercise as "not passed" in one line), and a pass is decided here
@@ -33,6 +34,7 @@ import time
 
 from . import catalog
 from .harness import CASE_SECONDS
+from .sandbox import bytes_held
 
 STARTUP = 30.0               # seconds for a fresh Python to import the checker (and numpy) on a busy machine
 SILENCE = 60.0               # seconds without a report between exercises, or between training steps
@@ -73,13 +75,15 @@ class Child:
     stopped. `seconds`: a hard limit on the whole process, whatever it reports."""
 
     def __init__(self, request, cwd, seconds):
+        """cwd: the process's folder (the first job's workspace); every job's workspace, and it,
+        are the folders whose growth the disk cap counts."""
         self.read_fd, write_fd = os.pipe()
         self.output = tempfile.TemporaryFile()
         request = dict(request, report_fd=write_fd)
         command = [sys.executable, '-I', '-c', BOOT.format(paths=import_paths(cwd)), json.dumps(request)]
         config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd], 'memory': MEMORY_BYTES,
                   'file_size': OUTPUT_FILE_BYTES, 'disk': DISK_BYTES, 'disk_status': DISK_STATUS,
-                  'seconds': seconds + 10}
+                  'folders': sorted({cwd, *(w for w, _, _ in request.get('jobs', []))}), 'seconds': seconds + 10}
         self.proc = subprocess.Popen(
             [sys.executable, '-I', SANDBOX, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
@@ -141,10 +145,9 @@ class Child:
     def took_the_disk(self, workspace):
         """Whether the workspace (and the process's folder, where a relative path writes) grew by
         more than DISK_BYTES while one exercise was checked.
-        The sandbox watches the whole disk's free space while the learner's code runs; this is
-        asked again at each result, of those folders alone (what other programs write elsewhere
-        cannot count against the learner), since a few fast writes (posix_fallocate) can fall
-        between two of the sandbox's looks."""
+        The sandbox watches the same folders while the learner's code runs; this is asked again
+        at each result, since a few fast writes (posix_fallocate) can fall between two of the
+        sandbox's looks."""
         return self.held(workspace) - self.held_at_begin > DISK_BYTES
 
     def stop(self):
@@ -176,24 +179,6 @@ class Child:
         self.output.seek(max(0, size - 2000))
         lines = [l for l in self.output.read().decode('utf-8', 'replace').splitlines() if l.strip()]
         return lines[-1][:200] if lines else ''
-
-
-def bytes_held(folder, most_entries=100_000):
-    """The disk a folder's files take (their allocated blocks), down its tree; at most
-    most_entries entries are looked at (a learner's million tiny files stop the count, not us)."""
-    total, seen, stack = 0, 0, [folder]
-    while stack and seen < most_entries:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    seen += 1
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
-        except OSError:
-            continue
-    return total
 
 
 def expected(pending):

@@ -10,8 +10,10 @@ the process that imports the learner's files, so that:
   - what the learner's code starts and detaches (a fork that calls setsid() leaves the group)
     is re-parented here (PR_SET_CHILD_SUBREAPER, Linux) and killed when the check ends;
   - past CONFIG's deadline everything is killed, even if the checker itself is gone;
-  - the disk the learner's code fills is watched (its free space, every POLL_S): past CONFIG's
-    'disk' bytes in all, everything is killed and the exit status is CONFIG's 'disk_status'.
+  - what the learner's code writes is watched (what CONFIG's 'folders', the workspaces, hold,
+    every DISK_POLL_S): past CONFIG's 'disk' bytes more than at the start, everything is killed
+    and the exit status is CONFIG's 'disk_status' (the disk's free space would count what other
+    programs write too).
 It imports nothing of the project (and runs with -I: no script folder or user site on its
 path), so no file of the learner's can stand in for a module of it.
 """
@@ -24,15 +26,26 @@ import sys
 import time
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-POLL_S = 0.02  # how often the deadline and the disk are looked at (a disk written at 1 GB/s: 20 MB past the cap)
+POLL_S = 0.02  # how often the deadline is looked at
+DISK_POLL_S = 0.1  # how often the folders' size is (written at 1 GB/s: 100 MB past the cap, caught at the result)
 
 
-def free_bytes(folder):
-    try:
-        st = os.statvfs(folder)
-    except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
+def bytes_held(folder, most_entries=100_000):
+    """The disk a folder's files take (their allocated blocks), down its tree; at most
+    most_entries entries are looked at (a learner's million tiny files stop the count, not us)."""
+    total, seen, stack = 0, 0, [folder]
+    while stack and seen < most_entries:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:
+            continue
+    return total
 
 
 def become_subreaper():
@@ -107,7 +120,8 @@ def main(argv):
                               preexec_fn=limits(config['memory'], config['file_size']))
     signal.signal(signal.SIGTERM, lambda *_: (kill_all(runner), os._exit(143)))
     deadline = time.monotonic() + config['seconds']
-    free_at_start = free_bytes(config['cwd'])
+    held = lambda: sum(bytes_held(folder) for folder in config['folders'])  # noqa: E731
+    held_at_start, next_look = held(), time.monotonic() + DISK_POLL_S
     while True:
         try:
             status = runner.wait(timeout=max(0.005, min(POLL_S, deadline - time.monotonic())))
@@ -116,10 +130,11 @@ def main(argv):
             if time.monotonic() > deadline:
                 status = -signal.SIGKILL
                 break
-            free = free_bytes(config['cwd'])
-            if free_at_start is not None and free is not None and free_at_start - free > config['disk']:
-                kill_all(runner)
-                return config['disk_status']
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + DISK_POLL_S
+                if held() - held_at_start > config['disk']:
+                    kill_all(runner)
+                    return config['disk_status']
     kill_all(runner)
     return status if status >= 0 else 128 - status
 
