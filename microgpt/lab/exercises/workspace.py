@@ -116,12 +116,7 @@ class Workspace:
         for number, result in results.items():
             kept[str(number)] = {'status': result['status'], 'line': result['line'], 'checked': stamp,
                                  'sha256': digest(self.content(number))}
-        self.manifest['results'] = kept
-        try:
-            write_manifest(self.path, self.manifest)
-        except OSError as e:
-            return f"(the results were not saved in {shown(self.path)}: {e.strerror})"
-        return ''
+        return self._save('results', kept, 'the results were')
 
     def edited_since_check(self, number):
         last = self.results().get(str(number))
@@ -140,11 +135,15 @@ class Workspace:
         kept = self.manifest.get('hints')
         kept = {k: v for k, v in kept.items() if type(v) is int} if isinstance(kept, dict) else {}
         kept[str(number)] = max(level, self.hint_level(number))
-        self.manifest['hints'] = kept
+        return self._save('hints', kept, 'the hint level was')
+
+    def _save(self, key, value, what):
+        """The manifest with `key` set to `value`, written; '' or the words of why it was not."""
+        self.manifest[key] = value
         try:
             write_manifest(self.path, self.manifest)
         except OSError as e:
-            return f"(the hint level was not saved in {shown(self.path)}: {e.strerror})"
+            return f"({what} not saved in {shown(self.path)}: {e.strerror})"
         return ''
 
     # ---- reset
