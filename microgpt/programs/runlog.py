@@ -21,19 +21,22 @@ except ImportError:  # Windows: runs are not locked against each other there
     fcntl = None
 
 
+def _written(out):
+    """(stem, extension) of the file actually written for `out`: a link's target's."""
+    return os.path.splitext(os.path.realpath(out) if os.path.islink(out) else out)
+
+
 def log_path_for(out):
     """The log beside the file actually written: every name of one checkpoint (a link's is its
     target's) shares one log and one lock, and two checkpoints never do."""
-    path = os.path.realpath(out) if os.path.islink(out) else out
-    stem, ext = os.path.splitext(path)
-    return (stem if ext == '.json' else path) + '.log.jsonl'
+    stem, ext = _written(out)
+    return (stem if ext == '.json' else stem + ext) + '.log.jsonl'
 
 
 def best_path_for(out):
     """The checkpoint of a run's lowest validation loss, beside the one it writes (a link's,
     beside its target): out/names.best.json for out/names.json."""
-    path = os.path.realpath(out) if os.path.islink(out) else out
-    stem, ext = os.path.splitext(path)
+    stem, ext = _written(out)
     return stem + '.best' + ext
 
 
