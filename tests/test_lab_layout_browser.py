@@ -51,6 +51,7 @@ def type_name(p, text):
     p.fill('#text', text)
     p.press('#text', 'Enter')
     p.wait_for_selector(f'table.heatmap th:has-text("{len(text)} {text[-1]}")')
+    p.wait_for_load_state('networkidle')  # and no later answer still to come: a redraw after a click drops it
 
 
 @pytest.mark.parametrize('width', [390, 1920])  # the two ends of the range the pages must hold
