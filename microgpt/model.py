@@ -99,12 +99,14 @@ class GPT:
         # The flat list the optimizer walks over; it shares the Value objects with state_dict.
         self.params = [p for matrix in self.state_dict.values() for row in matrix for p in row]
 
-    def gpt(self, token_id, pos_id, keys, values, capture=None):
+    def gpt(self, token_id, pos_id, keys, values, capture=None, dropout=None):
         """Logits (vocab_size Values) for the token after `token_id` at position `pos_id`.
 
         keys, values: the KV cache, [n_layer] lists of earlier positions' k and v vectors.
         This call appends its own k and v, so call it for positions 0, 1, 2, ... in order.
         capture: a dict to fill with this position's intermediates, by name (the lab reads them).
+        dropout: in training with --dropout only, this position's masks {site: factors}, each
+        factor 0 (dropped) or 1/(1-P) (kept); src/backprop/dropout.py draws them and says where.
         """
         cfg, sd = self.config, self.state_dict
         blocks = self.blocks  # fused.py, or ops.py with GPT(fused=False): blocks.softmax is one of those
@@ -120,6 +122,8 @@ class GPT:
         # note: not redundant with the block's rmsnorm below. The residual stream carries THIS
         # normalised vector forward; each block normalises only a copy of the stream for itself.
         x = blocks.rmsnorm(x)
+        drop = dropout or {}  # no masks (evaluation, sampling, dropout 0): dropped() keeps all
+        x = dropped(x, drop.get('embedding'))
 
         for li in range(cfg.n_layer):
             # 2) Attention: this position, the query i = pos_id, gathers from keys j = 0..i.
@@ -140,8 +144,9 @@ class GPT:
                 # one score per visible key j <= i: no future key exists to score
                 attn_logits = [blocks.dot(q_h, k_j) * scale for k_j in k_h]
                 attn_weights = blocks.softmax(attn_logits)  # sums to 1 over the visible positions
+                kept = dropped(attn_weights, drop[f'layer{li}.attn_weights'][h]) if drop else attn_weights
                 # the head's output: the values averaged with those weights, per dimension d
-                head_out = [blocks.dot(attn_weights, [v_j[d] for v_j in v_h]) for d in range(head_dim)]
+                head_out = [blocks.dot(kept, [v_j[d] for v_j in v_h]) for d in range(head_dim)]
                 x_attn.extend(head_out)  # heads side by side: back to n_embd numbers
                 logits_per_head.append(attn_logits)
                 weights_per_head.append(attn_weights)
@@ -152,6 +157,7 @@ class GPT:
             capture[f'layer{li}.attn_logits'] = logits_per_head
             capture[f'layer{li}.attn_weights'] = weights_per_head
             capture[f'layer{li}.attn_out'] = x
+            x = dropped(x, drop.get(f'layer{li}.attn_out'))
             x = [a + b for a, b in zip(x, x_residual)]  # residual: attention adds to the stream
 
             # 3) MLP: each position thinks on its own about what it gathered.
@@ -163,6 +169,7 @@ class GPT:
             capture[f'layer{li}.mlp_hidden'] = x
             x = blocks.linear(x, sd[f'layer{li}.mlp_fc2'])  # back to n_embd
             capture[f'layer{li}.mlp_out'] = x
+            x = dropped(x, drop.get(f'layer{li}.mlp_out'))
             x = [a + b for a, b in zip(x, x_residual)]
 
         # 4) One score per token id for what comes next (no final norm, as in microgpt).
@@ -203,3 +210,8 @@ class GPT:
         model = cls(config, tokenizer=tokenizer, fused=fused)
         model.load_weights(weights)
         return model
+
+
+def dropped(x, mask):
+    """Inverted dropout: each x_i times its mask factor (0 or 1/(1-P)); x itself without a mask."""
+    return x if mask is None else [xi * m for xi, m in zip(x, mask)]

@@ -30,16 +30,17 @@ def num_predictions(tokens, block_size):
     return min(block_size, len(tokens) - 1)
 
 
-def doc_losses(model, tokens, captures=None):
+def doc_losses(model, tokens, captures=None, dropout=None):
     """-log p(true next token) at each position of one tokenized name: a list of Values.
 
     captures: a list to which each position's gpt() intermediates are appended (see gpt()).
+    dropout: in training with --dropout, the name's masks, one dict per position (gpt()'s).
     """
     keys, values = model.empty_cache()
     losses = []
     for pos_id in range(num_predictions(tokens, model.config.block_size)):
         capture = {} if captures is not None else None
-        logits = model.gpt(tokens[pos_id], pos_id, keys, values, capture)
+        logits = model.gpt(tokens[pos_id], pos_id, keys, values, capture, dropout and dropout[pos_id])
         losses.append(model.blocks.cross_entropy(logits, tokens[pos_id + 1]))
         if captures is not None:
             captures.append(capture)
@@ -56,15 +57,17 @@ def doc_loss(model, tokens):
     return mean_loss(model, doc_losses(model, tokens))
 
 
-def batch_loss(model, batch):
+def batch_loss(model, batch, dropout=None):
     """Mean cross-entropy over every predicted token of a batch of tokenized names.
 
     A long name counts once per token it predicts. For a batch of one name this is doc_loss,
-    node for node.
+    node for node. dropout: with --dropout, each name's masks (doc_losses').
     """
+    dropout = dropout or [None] * len(batch)
     if len(batch) == 1:
-        return doc_loss(model, batch[0])
-    return mean_loss(model, [loss for tokens in batch for loss in doc_losses(model, tokens)])
+        return mean_loss(model, doc_losses(model, batch[0], None, dropout[0]))  # doc_loss's nodes
+    return mean_loss(model, [loss for tokens, masks in zip(batch, dropout)
+                             for loss in doc_losses(model, tokens, None, masks)])
 
 
 def learning_rate(lr, step, steps):
@@ -77,16 +80,17 @@ def train_step(model, optimizer, tokens, lr):
     return batch_step(model, optimizer, [tokens], lr)
 
 
-def batch_step(model, optimizer, batch, lr):
+def batch_step(model, optimizer, batch, lr, dropout=None):
     """Forward a batch of tokenized names, backward, one Adam update; returns the loss as a float.
 
     A run that diverged gives an inf or nan loss or gradient: then no weight is changed and nan
     is returned. An exp() too large to compute raises OverflowError before any weight changed;
-    train.py's ScalarTrainer turns that into nan too, and decides what to do.
+    train.py's ScalarTrainer turns that into nan too, and decides what to do. dropout: with
+    --dropout, each name's masks (doc_losses').
     """
     with collector_paused():
         with Tape() as tape:  # records the graph as it is built: backward needs no search
-            loss = batch_loss(model, batch)
+            loss = batch_loss(model, batch, dropout)
         loss.backward(tape)  # adds to the grad of every weight the batch uses; Adam zeroes them after use
         # the step's one check, as the numpy engine's: a diverged run shows up as an inf or a nan
         # in the loss or in a gradient (and then in their sum); then no weight is changed

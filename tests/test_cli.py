@@ -269,9 +269,10 @@ def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run
     assert read_checkpoint(str(out)).weights == read_checkpoint(str(whole)).weights
 
 
-def interrupt_after(monkeypatch, calls):
-    """Make train.py receive a real SIGINT during its `calls`-th training step."""
-    real_step = ScalarTrainer.step
+def interrupt_after(monkeypatch, calls, engine=ScalarTrainer):
+    """Make train.py receive a real SIGINT during its `calls`-th training step (of the scalar
+    engine, or of the engine class given: backprop.Trainer)."""
+    real_step = engine.step
     count = [0]
 
     def step_then_ctrl_c(*args):
@@ -280,7 +281,7 @@ def interrupt_after(monkeypatch, calls):
         if count[0] == calls:
             os.kill(os.getpid(), signal.SIGINT)  # delivered now, to train.py's own handler
         return loss
-    monkeypatch.setattr(ScalarTrainer, 'step', step_then_ctrl_c)
+    monkeypatch.setattr(engine, 'step', step_then_ctrl_c)
 
 
 def test_ctrl_c_at_step_20_of_40_then_resume_equals_40_steps(tmp_path, names_file, capsys, monkeypatch):

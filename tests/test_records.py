@@ -116,7 +116,8 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
         again = settled(['--out', str(out), '--resume', '--steps', '6', *other], ckpt)
         assert str(getattr(again, name)) == other[1]
     if rule == settings.SAME and name not in ('data', 'reproduce_original', 'data_mode', 'shuffle'):
-        value = {'val_size': '5', 'seed': '4', 'lr': '0.03', 'batch_size': '3', 'weight_decay': '0.1'}[name]
+        value = {'val_size': '5', 'seed': '4', 'lr': '0.03', 'batch_size': '3', 'weight_decay': '0.1',
+                 'dropout': '0.3'}[name]
         with pytest.raises(Exception, match='differs from the run being resumed'):
             settled(['--out', str(out), '--resume', '--steps', '6', '--' + name.replace('_', '-'), value], ckpt)
 

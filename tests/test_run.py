@@ -363,16 +363,7 @@ def test_a_checkpoint_from_one_engine_resumes_on_the_other(tmp_path, names_file,
             interrupt_after(monkeypatch, 6)
         else:  # the numpy engine's step, cut the same way
             import backprop
-            real_step = backprop.Trainer.step
-            calls = [0]
-
-            def step_then_ctrl_c(self, batch, lr):
-                loss = real_step(self, batch, lr)
-                calls[0] += 1
-                if calls[0] == 6:
-                    os.kill(os.getpid(), signal.SIGINT)
-                return loss
-            monkeypatch.setattr(backprop.Trainer, 'step', step_then_ctrl_c)
+            interrupt_after(monkeypatch, 6, backprop.Trainer)
         code, _, _ = run(train.main, train_args(names_file, out, '--steps', '12', '--engine', first), capsys)
         monkeypatch.undo()
         assert code == 130 and read_checkpoint(str(out)).train_state.step == 6

@@ -63,8 +63,9 @@ def assert_no_process_left(p):
 
 
 def test_two_ranks_log_one_process_losses_and_write_once(tmp_path, names_file, capsys):
+    """With dropout on: each rank takes its names' share of the step's masks, as of the batch."""
     one, two = tmp_path / 'one' / 'model.json', tmp_path / 'two' / 'model.json'
-    args = ['--steps', '30', '--batch-size', '8', '--eval-every', '10']
+    args = ['--steps', '30', '--batch-size', '8', '--eval-every', '10', '--dropout', '0.2']
     p = torchrun(train_args(names_file, two, *args))
     output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
     assert p.returncode == 0, output

@@ -172,14 +172,16 @@ def int_in(lo, hi):
     return parse
 
 
-def float_in(lo, hi, above=False):
+def float_in(lo, hi, above=False, below=False):
     """An argparse type: a finite number from lo to hi inclusive, e.g. type=float_in(0, 1e3);
-    above=True excludes lo itself (a temperature that divides must be greater than 0)."""
-    wanted = f"greater than {lo:g} and at most {hi:g}" if above else f"from {lo:g} to {hi:g}"
+    above=True excludes lo itself (a temperature that divides must be greater than 0), below=True
+    hi itself (a dropout of 1 would drop everything)."""
+    wanted = (f"greater than {lo:g} and at most {hi:g}" if above else
+              f"from {lo:g} to less than {hi:g}" if below else f"from {lo:g} to {hi:g}")
 
     def parse(text):
         value = _parse(text, float, 'a number')
-        if not (math.isfinite(value) and (lo < value if above else lo <= value) and value <= hi):
+        if not (math.isfinite(value) and (lo < value if above else lo <= value) and (value < hi if below else value <= hi)):
             raise argparse.ArgumentTypeError(f"{text} is out of range: give a number {wanted}")
         return value
     parse.__name__ = f'number {wanted}'

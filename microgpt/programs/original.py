@@ -30,6 +30,7 @@ ORIGINAL = {
     'steps': 1000,         # num_steps
     'lr': 0.01,            # learning_rate, decayed linearly: lr * (1 - step / num_steps)
     'weight_decay': 0.0,   # plain Adam
+    'dropout': 0.0,        # nothing dropped
     'beta1': 0.85,
     'beta2': 0.99,
     'eps': 1e-8,           # eps_adam

@@ -99,6 +99,12 @@ class Settings:
                                Kind(cli.float_in(0, limits.MAX_WEIGHT_DECAY),
                                     lambda v: isinstance(v, float) and 0 <= v <= limits.MAX_WEIGHT_DECAY,
                                     f"a number from 0 to {limits.MAX_WEIGHT_DECAY:g}"), metavar='WD')
+    dropout: float = flag(0.0, 'optimization', "in training, zero each number at nanoGPT's dropout places (the "
+                          "stream's start, the attention weights, each block's two branches) with this "
+                          "probability and scale the rest by 1/(1-P); evaluation and sampling never drop. "
+                          "0 is microgpt's model; the scalar engine draws the masks with numpy", SAME,
+                          Kind(cli.float_in(0, 1, below=True), lambda v: isinstance(v, float) and 0 <= v < 1,
+                               "a number from 0 to less than 1"), metavar='P')
     batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
                            "loss is the mean over every predicted token of the batch", SAME,
                            ints(1, limits.MAX_BATCH_SIZE), metavar='B')
@@ -156,6 +162,7 @@ class Settings:
         starts after, and the numpy engine's BLAS threads as chosen."""
         return (f"training: steps={self.steps} lr={self.lr}"
                 + (f" weight_decay={self.weight_decay:g}" if self.weight_decay else "")
+                + (f" dropout={self.dropout:g}" if self.dropout else "")
                 + f" seed={self.seed} shuffle={self.shuffle} "
                 f"start_step={start_step} out={self.out} save_every={self.save_every} eval_every={self.eval_every} "
                 f"engine={self.engine}{'-unfused' * self.unfused} batch_size={self.batch_size} dtype={self.dtype}"
@@ -305,7 +312,7 @@ def settle(flags, given, ckpt=None, place=None):
 
 
 # What --reproduce-original fixes to the original script's values (programs/original.py).
-ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head',
+ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head',
                   'block_size')
 
 
@@ -320,7 +327,7 @@ def _saved_run(out, train_state):
             damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
     if train_state.step > run['steps']:
         damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
-    return {'data_mode': 'lines', 'weight_decay': 0.0, **run}  # saved before running text: names; before decay: none
+    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, **run}  # saved before running text: names; before decay or dropout: none
 
 
 def _check_engine(values, given, world_size):

@@ -15,6 +15,7 @@ engine, loop, sample. The loop is the same whichever engine computes a step; wha
 safe to stop and resume is run.py's (the reading guide's appendix walks through it).
 """
 
+import functools
 import itertools
 import math
 import os
@@ -30,7 +31,7 @@ from ..model import GPT, init_weights
 from ..optim import Adam
 from ..sampling import TEMPERATURE, iter_names
 from ..tokenizer import CharTokenizer
-from ..training import batch_step, doc_tokens, evaluate, learning_rate
+from ..training import batch_step, doc_tokens, evaluate, learning_rate, num_predictions
 from . import cli, original, sample
 from .run import Output, Run, resume_notes
 from .settings import TEXT_SAMPLE_LENGTH, parse_args, settle
@@ -58,6 +59,7 @@ class Built(NamedTuple):
     start: int            # steps already done (--resume), else 0
     threads: str          # the numpy engine's BLAS threads, as chosen or to be timed (None for the others)
     recipe: object        # --reproduce-original's generator, which samples after training
+    dropout: object       # --dropout: (step, names) -> that step's masks (backprop/dropout.py); else None
 
 
 def build(settings, ckpt):
@@ -88,7 +90,11 @@ def build(settings, ckpt):
     if settings.engine == 'numpy':  # BLAS threads: the user's, or the fastest way, timed on the first steps
         from backprop.threads import choose_threads
         trainer, threads = choose_threads(trainer, settings.batch_size, settings.threads)
-    return Built(data, trainer, start, threads, recipe)
+    dropout = None
+    if settings.dropout:  # every engine takes the same masks, drawn from --seed and the step alone
+        masks = cli.import_optional('backprop.dropout', "--dropout")
+        dropout = functools.partial(masks.draw, settings.dropout, settings.seed, config=config)
+    return Built(data, trainer, start, threads, recipe, dropout)
 
 
 def report(settings, built):
@@ -115,10 +121,13 @@ class ScalarTrainer:
     def news(self):
         return None
 
-    def step(self, batch, lr):
-        """One update on a batch of tokenized names; nan if an exp() overflowed (divergence)."""
+    def step(self, batch, lr, masks=None):
+        """One update on a batch of tokenized names; nan if an exp() overflowed (divergence).
+        masks: the batch's dropout masks (backprop's dropout.Masks), handed to gpt() as lists."""
+        dropout = masks and [masks.positions(b, num_predictions(tokens, self.config.block_size))
+                             for b, tokens in enumerate(batch)]
         try:
-            return batch_step(self.model, self.optimizer, batch, lr)
+            return batch_step(self.model, self.optimizer, batch, lr, dropout)
         except OverflowError:  # raised in the forward pass, before any weight changed
             return math.nan
 
@@ -344,7 +353,9 @@ def loop(settings, built, run):
     data, trainer = built.data, built.trainer
     for step in range(built.start + 1, settings.steps + 1):  # step s is counted from 1
         lr_t = learning_rate(settings.lr, step - 1, settings.steps)
-        loss = trainer.step(data.batch(step), lr_t)
+        batch = data.batch(step)
+        masks = built.dropout and built.dropout(step, len(batch))  # None without --dropout
+        loss = trainer.step(batch, lr_t, masks)
         run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
         news = trainer.news()  # e.g. the numpy engine's threads, once timed on the first steps
         if news:

@@ -158,6 +158,20 @@ def residual_backward(dy):
     return dy, dy
 
 
+# ---------------------------------------------------------------------------- dropout
+def dropout_forward(x, m):
+    """x * m: inverted dropout with the mask m (0 where a number is dropped, 1 / (1 - P) where
+    it is kept; dropout.py draws it), keeping m. Only training calls it."""
+    return x * m, m  # same shape as x
+
+
+def dropout_backward(dy, m):
+    """y = x * m, entry by entry, with m fixed (drawn, not learned): dy/dx = m, so dx = dy * m.
+    A dropped number passed nothing forward and gets no gradient back; a kept one gets its
+    gradient scaled by the same 1 / (1 - P) its value was."""
+    return dy * m  # same shape as dy
+
+
 # ---------------------------------------------------------------------------- attention
 def softmax_(z):
     """The port's softmax (inference.attention.softmax), computed in z's own memory: on the
@@ -199,7 +213,7 @@ def heads_of(merged, n_head, B, T):
     return merged.reshape(B, T, n_head, -1).transpose(2, 0, 1, 3)  # (n_head, B, T, head_dim)
 
 
-def attention_forward(q, k, v, rows, B, T, n_head):
+def attention_forward(q, k, v, rows, B, T, n_head, drop=None):
     """Causal multi-head attention over a batch: every head, name and position at once.
 
     q, k, v: (R, n_embd), one row per real position of the batch; rows: (R,) where each sits
@@ -209,7 +223,9 @@ def attention_forward(q, k, v, rows, B, T, n_head):
     the softmax gives it weight exactly 0; the output is the weighted average of the values,
     each head's written straight into its columns of the (B * T, n_embd) result (heads_of).
     Padding sits after each name's tokens, so no real position ever sees it; the padded rows'
-    outputs are dropped. Returns (out (R, n_embd), cache).
+    outputs are dropped. drop: in training with dropout, a (n_head, B, T, T) mask
+    (dropout.Masks.heads) the weights are multiplied by before they average the values.
+    Returns (out (R, n_embd), cache).
     """
     qh, kh, vh = (rows_to_heads(x, rows, B, T, n_head) for x in (q, k, v))  # (n_head, B, T, head_dim) each
     scale = qh.shape[-1] ** -0.5  # 1/sqrt(head_dim), as gpt()
@@ -217,11 +233,12 @@ def attention_forward(q, k, v, rows, B, T, n_head):
     logits *= scale
     logits += future_scores(T, logits.dtype)              # (n_head, B, T, T): exp(-inf) = 0
     att = softmax_(logits)                                # (n_head, B, T, T), rows sum to 1
+    kept = att if drop is None else att * drop            # (n_head, B, T, T): the weights the values see
     merged = np.empty((B * T, q.shape[1]), dtype=q.dtype)  # (B*T, n_embd)
     oh = heads_of(merged, n_head, B, T)                   # (n_head, B, T, head_dim): a view
-    np.matmul(att, vh, out=oh)                            # each head's output, in its columns
+    np.matmul(kept, vh, out=oh)                           # each head's output, in its columns
     out = merged if len(rows) == B * T else merged[rows]  # (R, n_embd)
-    return out, (qh, kh, vh, att, rows, oh)
+    return out, (qh, kh, vh, att, rows, oh, drop, kept)
 
 
 def attention_backward(dout, cache, out=None):
@@ -239,13 +256,16 @@ def attention_backward(dout, cache, out=None):
                              a sum over head_dim numbers instead of T (FlashAttention's trick)
       z = q @ k^T * scale    dq = dz @ k * scale                   (T, T) @ (T, head_dim)
                              dk = dz^T @ q * scale                 (T, T)^T @ (T, head_dim)
+    With dropout the values see b = a * m instead of a (m the fixed mask): then dv = b^T @ dout,
+    the gradient reaching a is db * m = (dout @ v^T) * m, and the sum above is still
+    sum_j' da_ij' a_ij' = sum_j' (dout_i . v_j') m_ij' a_ij' = dout_i . out_i, out being b @ v.
     The scatter into the padded layout and the gather of the real rows are undone the other
     way round: dout is scattered (padding gets 0), the input gradients are gathered.
     dout: (R, n_embd). out: where to write dq, dk and dv side by side, (R, 3 * n_embd) (model.py's
     stacked q, k, v product takes them as one array); a new array if None. Returns dq, dk, dv,
     each (R, n_embd): the three column blocks of out.
     """
-    qh, kh, vh, att, rows, oh = cache
+    qh, kh, vh, att, rows, oh, drop, kept = cache
     n_head, B, T, head_dim = qh.shape
     n_embd = n_head * head_dim
     if out is None:
@@ -254,8 +274,10 @@ def attention_backward(dout, cache, out=None):
     # dq, dk, dv as views into padded's three column blocks, each split into heads
     dqh, dkh, dvh = padded.reshape(B, T, 3, n_head, head_dim).transpose(2, 3, 0, 1, 4)  # (n_head, B, T, head_dim) each
     dout = rows_to_heads(dout, rows, B, T, n_head)                    # (n_head, B, T, head_dim)
-    np.matmul(att.swapaxes(-1, -2), dout, out=dvh)                    # dv = a^T @ dout
+    np.matmul(kept.swapaxes(-1, -2), dout, out=dvh)                   # dv = a^T @ dout (b^T with dropout)
     dz = dout @ vh.swapaxes(-1, -2)                                   # (n_head, B, T, T): da, in place below
+    if drop is not None:
+        dz *= drop                                                    # through the mask: da = db * m
     dz -= (dout * oh).sum(axis=-1, keepdims=True)                     # da_ij - sum_j' da_ij' a_ij'
     dz *= att                                                         # times a_ij
     dz *= head_dim ** -0.5  # now the gradient of q k^T, before the scale

@@ -22,7 +22,8 @@ from microgpt.edge.errors import UserError
 from microgpt.training import num_predictions
 
 from .layers import (attention_backward, attention_forward, cross_entropy_backward,
-                     cross_entropy_forward, embedding_backward, embedding_forward, linear_backward,
+                     cross_entropy_forward, dropout_backward, dropout_forward, embedding_backward,
+                     embedding_forward, linear_backward,
                      linear_forward, relu_backward, relu_forward, residual_backward,
                      residual_forward, rmsnorm_backward, rmsnorm_forward)
 
@@ -56,13 +57,15 @@ def make_batch(batch, block_size, vocab_size):
     return idx, targets.reshape(-1), mask.reshape(-1)    # (B, T), (B*T,), (B*T,)
 
 
-def model_forward(weights, config, idx, targets, mask, n_tokens=None):
+def model_forward(weights, config, idx, targets, mask, n_tokens=None, dropout=None):
     """The loss (a float) and the caches model_backward needs. weights: {name: (n_out, n_in)}.
 
     idx, targets, mask: make_batch's padded batch. Only its real positions become rows (R of
     them, name after name); padding is made again inside attention, the one layer that needs
     the names aligned, and never reaches the loss. The loss is the sum of the tokens' losses
     over n_tokens: R by default, the mean; a part of a split batch passes the whole batch's.
+    dropout: the batch's dropout.Masks, in training with --dropout; each site multiplies by
+    its mask and keeps it in caches[site] for the backward (None: nothing is dropped).
     """
     sd, (B, T) = weights, idx.shape
     rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
@@ -73,6 +76,8 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None):
     # 1) Token plus position, then rmsnorm (not redundant, because of the residual path).
     x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], ids, pos)  # (R, n_embd)
     x, caches['rms0'] = rmsnorm_forward(x)                                      # (R, n_embd)
+    if dropout:
+        x, caches['embedding.drop'] = dropout_forward(x, dropout.stream('embedding', rows, T))  # (R, n_embd)
 
     for li in range(config.n_layer):
         p = f'layer{li}.'
@@ -84,8 +89,11 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None):
         w_qkv = caches[p + 'w_qkv'] = stacked_qkv(sd, p)              # (3 * n_embd, n_embd): kept for the backward
         qkv, caches[p + 'attn_qkv'] = linear_forward(x, w_qkv)        # (R, 3 * n_embd)
         q, k, v = np.split(qkv, 3, axis=1)                            # (R, n_embd) each: q = x @ attn_wq.T ...
-        x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head)  # (R, n_embd)
+        drop = dropout and dropout.heads(p + 'attn_weights', T)      # (n_head, B, T, T) or None
+        x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head, drop)  # (R, n_embd)
         x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
+        if dropout:
+            x, caches[p + 'attn_out.drop'] = dropout_forward(x, dropout.stream(p + 'attn_out', rows, T))
         x = residual_forward(x, x_residual)                           # (R, n_embd)
 
         # 3) MLP: each position on its own.
@@ -94,6 +102,8 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None):
         x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, 4 * n_embd)
         x, caches[p + 'relu'] = relu_forward(x)                       # (R, 4 * n_embd)
         x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (R, n_embd)
+        if dropout:
+            x, caches[p + 'mlp_out.drop'] = dropout_forward(x, dropout.stream(p + 'mlp_out', rows, T))
         x = residual_forward(x, x_residual)                           # (R, n_embd)
 
     # 4) Logits (no final norm, as in microgpt) and the mean cross-entropy of the real tokens.
@@ -128,6 +138,8 @@ def model_backward(weights, config, caches, stages=None, out=None):
         # 3) MLP, backwards: dx reaches the stream through the residual and through the MLP
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
         stages[p + 'mlp_out'] = d
+        if p + 'mlp_out.drop' in caches:
+            d = dropout_backward(d, caches[p + 'mlp_out.drop'])                  # (R, n_embd)
         d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'], out.get(p + 'mlp_fc2'))  # (R, 4 * n_embd)
         d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
         d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'], out.get(p + 'mlp_fc1'))  # (R, n_embd)
@@ -137,6 +149,8 @@ def model_backward(weights, config, caches, stages=None, out=None):
         # 2) attention, backwards: q, k and v all came from the same normed x, so theirs add up
         d, dx = residual_backward(dx)                                            # (R, n_embd) each
         stages[p + 'attn_out'] = d
+        if p + 'attn_out.drop' in caches:
+            d = dropout_backward(d, caches[p + 'attn_out.drop'])                 # (R, n_embd)
         d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'], out.get(p + 'attn_wo'))  # (R, n_embd)
         dqkv = np.empty((len(d), 3 * config.n_embd), dtype=d.dtype)              # (R, 3 * n_embd)
         attention_backward(d, caches[p + 'attn'], out=dqkv)                      # dq, dk, dv side by side
@@ -149,6 +163,8 @@ def model_backward(weights, config, caches, stages=None, out=None):
         stages[p + 'attn_in'] = dx
 
     # 1) the first rmsnorm, then the embeddings' rows
+    if 'embedding.drop' in caches:
+        dx = dropout_backward(dx, caches['embedding.drop'])                      # (R, n_embd)
     dx = stages['embedding'] = rmsnorm_backward(dx, caches['rms0'])              # (R, n_embd)
     grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
                                                     config.block_size, (out.get('wte'), out.get('wpe')))
@@ -183,14 +199,15 @@ def flat_views(flat, shapes):
     return views
 
 
-def loss_and_grads(weights, config, batch, n_tokens=None, out=None):
+def loss_and_grads(weights, config, batch, n_tokens=None, out=None, dropout=None):
     """(loss, {name: gradient}) for a list of token lists: microgpt's names, [n_out, n_in] each.
 
     weights: {name: float64 or float32 array (n_out, n_in)}. The loss is the mean over every predicted
     token of the batch; for one name it is microgpt.training.doc_loss. n_tokens and out are
     model_forward's and model_backward's: a part of a split batch passes the whole batch's
-    token count, and the trainer its gradient views to write into.
+    token count, and the trainer its gradient views to write into. dropout: the batch's
+    dropout.Masks in training with --dropout.
     """
     idx, targets, mask = make_batch(batch, config.block_size, config.vocab_size)
-    loss, caches = model_forward(weights, config, idx, targets, mask, n_tokens)
+    loss, caches = model_forward(weights, config, idx, targets, mask, n_tokens, dropout)
     return loss, model_backward(weights, config, caches, out=out)

@@ -54,17 +54,19 @@ class Split:
         """f(part) for each core's slice of the flat weights, all at once; returns their results."""
         return list(self.pool.map(f, self.slices))
 
-    def loss_and_grad(self, batch):
+    def loss_and_grad(self, batch, masks=None):
         """(loss, finite): the batch's mean token loss, with its gradient summed into
         trainer.grad, and whether every number of that gradient is finite."""
         t = self.trainer
         size = len(batch)
-        parts = [batch[i * size // self.workers:(i + 1) * size // self.workers] for i in range(self.workers)]
-        parts = [part for part in parts if part]  # a batch smaller than the workers: fewer parts
+        cuts = [slice(i * size // self.workers, (i + 1) * size // self.workers) for i in range(self.workers)]
+        cuts = [cut for cut in cuts if cut.stop > cut.start]  # a batch smaller than the workers: fewer parts
+        parts = [batch[cut] for cut in cuts]
         n_tokens = sum(num_predictions(tokens, t.config.block_size) for tokens in batch)  # the whole batch's
 
         def part_gradient(i):  # written into self.grads[i]
-            return loss_and_grads(t.params, t.config, parts[i], n_tokens, out=self.views[i])[0]
+            part_masks = masks and masks[cuts[i]]  # with --dropout, the part's names' own masks
+            return loss_and_grads(t.params, t.config, parts[i], n_tokens, out=self.views[i], dropout=part_masks)[0]
 
         loss = sum(self.pool.map(part_gradient, range(len(parts))))
 

@@ -167,16 +167,16 @@ class Trial:
         news, self.chosen = self.chosen, None
         return news
 
-    def step(self, batch, lr):
+    def step(self, batch, lr, masks=None):
         if self.steps >= len(self.schedule):
-            return self.trainer.step(batch, lr)
+            return self.trainer.step(batch, lr, masks)
         way, first = self.schedule[self.steps], self.steps % self.RUN == 0
         if first:
             if self.steps and self.schedule[self.steps - 1].endswith(' threads'):
                 time.sleep(SPIN)
             self.ways[way]()
         t0 = time.perf_counter()
-        loss = self.trainer.step(batch, lr)
+        loss = self.trainer.step(batch, lr, masks)
         if not first:
             self.times[way].append(time.perf_counter() - t0)
         self.steps += 1

@@ -75,26 +75,27 @@ class Trainer:
     def news(self):  # nothing to say between steps (threads.Trial, wrapping it, says what it chose)
         return None
 
-    def step(self, batch, lr):
+    def step(self, batch, lr, masks=None):
         """One forward, backward and Adam update on `batch` (B token lists); the mean loss.
 
         The loss is averaged over every predicted token of the batch (B = 1: doc_loss). If the
         loss or any gradient is not finite (training diverged), nothing is updated, not the
-        weights, not Adam's moments or step count, and math.nan is returned.
+        weights, not Adam's moments or step count, and math.nan is returned. masks: the batch's
+        dropout.Masks with --dropout (None: nothing dropped).
         """
         with np.errstate(all='ignore'):  # an overflow shows up as inf/nan, checked below
-            loss, finite = self.gradient(batch)
+            loss, finite = self.gradient(batch, masks)
             if not (math.isfinite(loss) and finite):
                 return math.nan
             self.optimizer.step(self.flat, self.grad, lr, self.split)
         return loss
 
-    def gradient(self, batch):
+    def gradient(self, batch, masks=None):
         """(loss, finite): the batch's loss, its gradient written into self.grad (GPT.params
         order), and whether every number of it is finite."""
         if self.split is not None:
-            return self.split.loss_and_grad(batch)
-        loss, _ = loss_and_grads(self.params, self.config, batch, out=self.grads)  # written into self.grad
+            return self.split.loss_and_grad(batch, masks)
+        loss, _ = loss_and_grads(self.params, self.config, batch, out=self.grads, dropout=masks)  # into self.grad
         return loss, bool(np.isfinite(self.grad).all())
 
     def loss_and_grads(self, batch):

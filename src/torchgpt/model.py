@@ -48,17 +48,25 @@ class GPT(nn.Module):
             self.add_module(f'layer{i}', Block(shapes, i))
             self.blocks.append(getattr(self, f'layer{i}'))
 
-    def forward(self, idx):
-        """Logits (B, T, vocab_size) for token ids idx (B, T): position t scores what follows it."""
+    def forward(self, idx, masks=None):
+        """Logits (B, T, vocab_size) for token ids idx (B, T): position t scores what follows it.
+
+        masks: in training with --dropout, {site: tensor} of backprop's dropout.Masks (B names,
+        block_size positions), the factors each site is multiplied by; None drops nothing.
+        """
         cfg = self.config
         B, T = idx.shape
         H, D = cfg.n_head, cfg.head_dim
         future = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(diagonal=1)  # (T, T): j > i
 
+        def drop(site, x):  # x times its mask, cut to the batch's T positions (T keys for attention)
+            return x if masks is None else x * masks[site][..., :T, :x.shape[-1]]
+
         # 1) Each token's vector plus its position's, then rmsnorm (not redundant: the residual
         # stream carries this normalised vector).
-        x = rmsnorm(self.wte[idx] + self.wpe[:T])                       # (B, T, n_embd)
-        for block in self.blocks:
+        x = drop('embedding', rmsnorm(self.wte[idx] + self.wpe[:T]))    # (B, T, n_embd)
+        for i, block in enumerate(self.blocks):
+            p = f'layer{i}.'
             # 2) Attention: query i gathers from keys j <= i of its own name, every head at once.
             x_residual = x
             x = rmsnorm(x)
@@ -66,25 +74,26 @@ class GPT(nn.Module):
                        for w in (block.attn_wq, block.attn_wk, block.attn_wv))
             attn_logits = (q @ k.transpose(-1, -2)) * D ** -0.5         # (B, n_head, T, T)
             attn_logits = attn_logits.masked_fill(future, float('-inf'))  # exp(-inf) = 0: no future
-            attn_weights = attn_logits.softmax(dim=-1)                  # (B, n_head, T, T)
+            attn_weights = drop(p + 'attn_weights', attn_logits.softmax(dim=-1))  # (B, n_head, T, T)
             x = (attn_weights @ v).transpose(1, 2).reshape(B, T, H * D)  # (B, T, n_embd): heads side by side
-            x = F.linear(x, block.attn_wo) + x_residual                 # (B, T, n_embd)
+            x = drop(p + 'attn_out', F.linear(x, block.attn_wo)) + x_residual  # (B, T, n_embd)
 
             # 3) MLP: each position on its own, widened 4x, ReLU, narrowed back.
             x_residual = x
             x = F.linear(rmsnorm(x), block.mlp_fc1).relu()              # (B, T, 4 * n_embd)
-            x = F.linear(x, block.mlp_fc2) + x_residual                 # (B, T, n_embd)
+            x = drop(p + 'mlp_out', F.linear(x, block.mlp_fc2)) + x_residual  # (B, T, n_embd)
 
         # 4) One score per token id (no final norm, as in microgpt).
         return F.linear(x, self.lm_head)                                # (B, T, vocab_size)
 
-    def loss(self, idx, targets, mask, n_tokens=None):
+    def loss(self, idx, targets, mask, n_tokens=None, masks=None):
         """The sum of the real tokens' cross-entropies over n_tokens (default: their number).
 
         idx (B, T), targets and mask (B*T,): backprop.make_batch's padded batch, as tensors.
         n_tokens: the token count of the whole batch, when this is one rank's share of it
         (torchgpt.distributed), so the shares' losses and gradients add up to the batch's.
+        masks: forward's, with --dropout.
         """
-        logits = self(idx)                                              # (B, T, vocab_size)
+        logits = self(idx, masks)                                          # (B, T, vocab_size)
         losses = F.cross_entropy(logits.flatten(0, 1), targets, reduction='none')  # (B*T,)
         return (losses * mask).sum() / (mask.sum() if n_tokens is None else n_tokens)

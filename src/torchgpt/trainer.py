@@ -85,18 +85,22 @@ class Trainer:
         return (torch.from_numpy(idx).to(self.device), torch.from_numpy(targets).to(self.device),
                 torch.from_numpy(mask).to(self.device, self.params[0].dtype))  # (B, T), (B*T,), (B*T,)
 
-    def step(self, batch, lr):
+    def step(self, batch, lr, masks=None):
         """One forward, backward and Adam update on `batch`; the mean loss over its tokens.
 
         Under torchrun each rank takes its share of the batch and the gradients are summed
         across ranks before Adam (torchgpt/distributed.py says why a sum). A non-finite loss
-        or gradient updates nothing and returns math.nan, as the other engines do.
+        or gradient updates nothing and returns math.nan, as the other engines do. masks: the
+        batch's backprop dropout.Masks with --dropout, the same numbers the numpy engine uses.
         """
         n_tokens = sum(num_predictions(tokens, self.config.block_size) for tokens in batch)  # whole batch
         shard = batch if self.world is None else self.world.shard(batch)
+        if masks is not None:  # this rank's names' masks, as tensors beside the weights
+            masks = masks if self.world is None else self.world.shard(masks)
+            masks = {site: torch.from_numpy(a).to(self.device, self.params[0].dtype) for site, a in masks.arrays.items()}
         self.optimizer.zero_grad()
         with self._autocast():
-            loss = self.model.loss(*self._batch(shard), n_tokens=n_tokens)
+            loss = self.model.loss(*self._batch(shard), n_tokens=n_tokens, masks=masks)
         loss.backward()  # autograd: every gradient backprop/model.py derives by hand, in .grad
         # every gradient and the loss in one flat buffer: one all-reduce, one finiteness check
         flat = torch.cat([p.grad.reshape(-1) for p in self.params] + [loss.detach().reshape(1).to(self.params[0].dtype)])

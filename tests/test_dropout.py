@@ -1,0 +1,274 @@
+"""
+Inverted dropout (train.py --dropout, src/backprop/dropout.py): one function, three engines.
+
+The oracles: central finite differences for the hand-derived backward with a fixed mask
+(src/backprop/layers.py); the scalar engine's graph (gpt()'s `dropout=`) and PyTorch's autograd
+for the same masks, loss and every gradient to 1e-10 in float64; the masks' own statistics
+(the share dropped, the 1 / (1 - P) kept, their independence of anything but seed and step).
+A run with dropout logs the same losses on every engine, resumes exactly, keeps a best whose
+weights give the logged loss, and evaluates and samples as the same weights without dropout.
+"""
+
+import numpy as np
+import pytest
+
+from backprop import layers
+from backprop.dropout import Masks, draw, sites
+from backprop.model import loss_and_grads
+from microgpt.edge.checkpoint import read_checkpoint
+from microgpt.edge.data import load_docs, split_docs
+from microgpt.engine import Tape
+from microgpt.model import GPT, GPTConfig
+from microgpt.programs import sample, train
+from microgpt.sampling import iter_names
+from microgpt.training import batch_loss, evaluate, num_predictions
+from test_backprop_layers import FD_TOL, max_diff, numeric_grad
+from test_cli import TINY, assert_one_line_error, interrupt_after, log_of, losses, run
+
+CONFIG = GPTConfig(vocab_size=6, n_layer=2, n_embd=4, n_head=2, block_size=5)
+BATCH = [[5, 1, 2, 5], [5, 3, 5], [5, 4, 0, 0, 1, 2, 5]]  # the last is cut at block_size
+
+
+def weights_of(seed=0):
+    return GPT(CONFIG, seed=seed, init_std=0.4).weights()
+
+
+# ---------------------------------------------------------------------------- the masks
+def test_a_mask_drops_its_share_and_scales_the_rest():
+    config = GPTConfig(vocab_size=27, n_layer=2, n_embd=64, n_head=4, block_size=16)
+    masks = draw(0.25, 42, 7, 32, config)
+    assert list(masks.arrays) == list(sites(config))
+    for site, a in masks.arrays.items():
+        assert a.shape == (32,) + sites(config)[site]
+        assert set(np.unique(a)) == {0.0, 1 / 0.75}       # dropped, or kept and scaled
+        assert abs((a == 0).mean() - 0.25) < 0.01, site    # 16,384 numbers or more: 4 sigma is 0.014
+        assert abs(a.mean() - 1.0) < 0.02                 # the expectation is kept
+
+
+def test_the_masks_depend_on_the_seed_and_the_step_alone():
+    a, again = draw(0.5, 3, 10, 4, CONFIG), draw(0.5, 3, 10, 4, CONFIG)
+    assert all(np.array_equal(a.arrays[s], again.arrays[s]) for s in a.arrays)
+    for other in (draw(0.5, 3, 11, 4, CONFIG), draw(0.5, 4, 10, 4, CONFIG)):
+        assert not np.array_equal(a.arrays['embedding'], other.arrays['embedding'])
+    part = a[1:3]  # a part of the batch holds its names' masks
+    assert len(part) == 2 and np.array_equal(part.arrays['layer1.mlp_out'], a.arrays['layer1.mlp_out'][1:3])
+
+
+def test_the_scalar_view_of_a_mask_is_the_arrays_view():
+    masks = draw(0.3, 1, 1, 2, CONFIG)
+    at = masks.positions(1, 4)
+    a = masks.arrays['layer0.attn_weights']
+    assert at[2]['layer0.attn_weights'] == [a[1, h, 2, :3].tolist() for h in range(CONFIG.n_head)]  # keys 0..2
+    assert at[3]['embedding'] == masks.arrays['embedding'][1, 3].tolist()
+
+
+# ---------------------------------------------------------------------------- the backward
+def test_dropout_backward_against_finite_differences():
+    r = np.random.default_rng(0)
+    x, R = r.normal(size=(7, 4)), r.normal(size=(7, 4))
+    m = (r.random((7, 4)) >= 0.4) / 0.6
+
+    def loss():
+        return float((R * layers.dropout_forward(x, m)[0]).sum())
+    assert max_diff(layers.dropout_backward(R, m), numeric_grad(loss, x)) < FD_TOL
+    assert np.all(layers.dropout_backward(R, m)[m == 0] == 0)  # a dropped number learns nothing
+
+
+def test_attention_backward_with_dropped_weights_against_finite_differences():
+    r = np.random.default_rng(1)
+    B, T, n_head, n_embd = 2, 4, 2, 6
+    rows = np.array([0, 1, 2, 3, 4, 5])  # name 0 has 4 positions, name 1 has 2 (padded to 4)
+    q, k, v = (r.normal(size=(len(rows), n_embd)) for _ in range(3))
+    drop = (r.random((n_head, B, T, T)) >= 0.5) * 2.0
+    R = r.normal(size=(len(rows), n_embd))
+
+    def loss():
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head, drop)[0]).sum())
+    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head, drop)
+    dq, dk, dv = layers.attention_backward(R, cache)
+    for x, dx in ((q, dq), (k, dk), (v, dv)):
+        assert max_diff(dx, numeric_grad(loss, x)) < FD_TOL
+    _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    assert max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3  # the mask mattered
+
+
+def test_the_whole_models_gradient_with_dropout_against_finite_differences():
+    weights = {name: np.array(w) for name, w in weights_of().items()}
+    masks = draw(0.3, 5, 2, len(BATCH), CONFIG)
+    _, grads = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)
+    r = np.random.default_rng(2)
+    for name, w in weights.items():
+        i = tuple(r.integers(0, n) for n in w.shape)
+        old = w[i]
+        w[i] = old + 1e-6
+        up = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
+        w[i] = old - 1e-6
+        down = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
+        w[i] = old
+        assert abs(grads[name][i] - (up - down) / 2e-6) < FD_TOL, name
+
+
+# ---------------------------------------------------------------------------- the engines
+def scalar_loss_and_grads(weights, masks):
+    model = GPT.from_weights(CONFIG, weights)
+    dropout = [masks.positions(b, num_predictions(tokens, CONFIG.block_size)) for b, tokens in enumerate(BATCH)]
+    with Tape() as tape:
+        loss = batch_loss(model, BATCH, dropout)
+    loss.backward(tape)
+    return loss.data, {name: np.array([[p.grad for p in row] for row in m]) for name, m in model.state_dict.items()}
+
+
+def test_the_scalar_engine_computes_the_numpy_function_on_the_same_masks():
+    weights, masks = weights_of(), draw(0.3, 9, 4, len(BATCH), CONFIG)
+    loss, grads = loss_and_grads({n: np.array(w) for n, w in weights.items()}, CONFIG, BATCH, dropout=masks)
+    scalar, scalar_grads = scalar_loss_and_grads(weights, masks)
+    assert abs(loss - scalar) < 1e-12
+    assert max(max_diff(grads[n], scalar_grads[n]) for n in grads) < 1e-10
+    plain, _ = loss_and_grads({n: np.array(w) for n, w in weights.items()}, CONFIG, BATCH)
+    assert abs(plain - loss) > 1e-3  # and the masks changed the function
+
+
+def test_pytorch_computes_the_same_function_on_the_same_masks():
+    torch = pytest.importorskip('torch', reason='PyTorch (the torch extra) is the oracle here')
+    from torchgpt.trainer import Trainer
+    weights, masks = weights_of(), draw(0.3, 9, 4, len(BATCH), CONFIG)
+    loss, grads = loss_and_grads({n: np.array(w) for n, w in weights.items()}, CONFIG, BATCH, dropout=masks)
+    trainer = Trainer(CONFIG, weights, tokenizer=None)
+    tensors = {site: torch.from_numpy(a) for site, a in masks.arrays.items()}
+    torch_loss = trainer.model.loss(*trainer._batch(BATCH), masks=tensors)
+    torch_loss.backward()
+    assert abs(torch_loss.item() - loss) < 1e-12
+    for name, p in trainer.model.named_parameters():
+        assert max_diff(p.grad.numpy(), grads[name]) < 1e-10, name
+
+
+def train_args(names_file, out, *extra, dropout='0.2'):
+    return ['--data', names_file, '--out', str(out), '--batch-size', '3', '--lr', '0.02', '--dropout', dropout,
+            '--weight-decay', '0.1', '--num-samples', '0', *TINY, *extra]
+
+
+def test_the_engines_log_the_same_losses_with_dropout_on(tmp_path, names_file, capsys):
+    engines = ['scalar', 'numpy'] + (['torch'] if _has_torch() else [])
+    logs = {}
+    for engine in engines:
+        out = tmp_path / f'{engine}.json'
+        code, _, err = run(train.main, train_args(names_file, out, '--steps', '12', '--eval-every', '6',
+                                                  '--engine', engine), capsys)
+        assert code == 0, err
+        logs[engine] = [e.get('loss', e.get('val_loss')) for e in log_of(out) if 'loss' in e or 'val_loss' in e]
+    for engine in engines[1:]:  # every step's loss and every validation, in the order logged
+        assert len(logs[engine]) == len(logs['scalar']) == 12 + 2
+        assert max(abs(a - b) for a, b in zip(logs['scalar'], logs[engine])) < 1e-10, engine
+    code, _, _ = run(train.main, train_args(names_file, tmp_path / 'plain.json', '--steps', '12', '--engine', 'numpy',
+                                            '--eval-every', '6', dropout='0'), capsys)
+    plain = [e['loss'] for e in losses(log_of(tmp_path / 'plain.json'))]
+    assert code == 0 and max(abs(a - b) for a, b in zip(plain, losses_only(log_of(tmp_path / 'numpy.json')))) > 1e-4
+
+
+def losses_only(log):
+    return [e['loss'] for e in losses(log)]
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_the_numpy_engine_split_over_workers_draws_each_names_masks(tmp_path, names_file, capsys):
+    """--threads 1 runs the batch in one piece; two workers part it by names (parallel.py),
+    each part with its names' masks: the same losses to rounding."""
+    import backprop
+    from microgpt.training import doc_tokens
+    from microgpt.tokenizer import CharTokenizer
+    docs = load_docs(names_file)[:8]
+    tok = CharTokenizer.from_docs(docs)
+    config = GPTConfig(vocab_size=tok.vocab_size, n_layer=2, n_embd=8, n_head=2, block_size=12)
+    batch = [doc_tokens(tok, d) for d in docs]
+    weights = GPT(config, seed=1).weights()
+    one, two = backprop.Trainer(config, weights, tok), backprop.Trainer(config, weights, tok, workers=2)
+    for step in range(1, 4):
+        masks = draw(0.3, 42, step, len(batch), config)
+        assert abs(one.step(batch, 0.01, masks) - two.step(batch, 0.01, masks)) < 1e-12
+
+
+# ---------------------------------------------------------------------------- the run
+def test_a_run_with_dropout_and_decay_resumes_exactly(tmp_path, names_file, capsys, monkeypatch):
+    """Stopped by Ctrl-C at step 6 of 14 and resumed: the losses of the run never stopped (the
+    masks of a step come from the seed and the step, so nothing about them needs saving). One
+    BLAS thread: the numpy engine's choice of threads, timed afresh on resuming, moves the last
+    digit of a sum, not the masks."""
+    import backprop
+    whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
+    args = ['--engine', 'numpy', '--threads', '1', '--eval-every', '4', '--save-every', '4', '--steps', '14']
+    assert run(train.main, train_args(names_file, whole, *args), capsys)[0] == 0
+    interrupt_after(monkeypatch, 6, backprop.Trainer)
+    assert run(train.main, train_args(names_file, parts, *args), capsys)[0] == 130
+    monkeypatch.undo()
+    code, printed, _ = run(train.main, ['--out', str(parts), '--resume', '--threads', '1'], capsys)  # dropout, decay: unasked
+    assert code == 0 and 'dropout=0.2' in printed and 'weight_decay=0.1' in printed
+    assert [e['loss'] for e in losses(log_of(whole))] == [e['loss'] for e in losses(log_of(parts))]
+
+
+def test_the_best_of_a_dropout_run_holds_the_weights_of_its_logged_loss(tmp_path, names_file, capsys):
+    """Evaluation never drops: the best checkpoint's weights, evaluated by the scalar engine
+    without any mask, give the validation loss the run logged for them."""
+    out = tmp_path / 'm.json'
+    code, _, _ = run(train.main, train_args(names_file, out, '--steps', '20', '--eval-every', '5', '--engine', 'numpy',
+                                            '--val-size', '8'), capsys)
+    assert code == 0
+    vals = [(e['step'], e['val_loss']) for e in log_of(out) if 'val_loss' in e]
+    step, best = min(vals, key=lambda e: e[1])
+    kept = read_checkpoint(str(tmp_path / 'm.best.json'))
+    assert kept.train_state.step == step
+    _, val_docs = split_docs(load_docs(names_file), val_size=8, seed=42)
+    assert abs(evaluate(kept.model(), val_docs) - best) < 1e-10
+
+
+def test_sampling_a_dropout_trained_model_is_sampling_its_weights(tmp_path, names_file, capsys):
+    out = tmp_path / 'm.json'
+    assert run(train.main, train_args(names_file, out, '--steps', '10', '--engine', 'numpy'), capsys)[0] == 0
+    code, printed, _ = run(sample.main, ['--ckpt', str(out), '--num', '5', '--seed', '3', '--engine', 'scalar'], capsys)
+    model = read_checkpoint(str(out)).model()  # the weights alone: no dropout anywhere
+    names = list(iter_names(model, num=5, seed=3))
+    assert code == 0 and printed.split() == names
+
+
+# ---------------------------------------------------------------------------- the flag
+@pytest.mark.parametrize('value, fragment', [
+    ('1', '1 is out of range: give a number from 0 to less than 1'),
+    ('-0.1', '-0.1 is out of range'),
+    ('nan', 'nan is out of range'),
+    ('lots', 'lots'),
+])
+def test_a_bad_dropout_is_one_line(tmp_path, names_file, capsys, value, fragment):
+    code, _, err = run(train.main, ['--data', names_file, '--out', str(tmp_path / 'm.json'), '--dropout', value],
+                       capsys)
+    assert code == 2
+    assert_one_line_error(code, err, fragment)
+
+
+def test_resuming_with_another_dropout_is_refused_in_one_line(tmp_path, names_file, capsys):
+    out = tmp_path / 'm.json'
+    assert run(train.main, train_args(names_file, out, '--steps', '3', '--engine', 'numpy'), capsys)[0] == 0
+    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '6', '--dropout', '0.5'], capsys)
+    assert_one_line_error(code, err, '--dropout 0.5 differs from the run being resumed (0.2)')
+
+
+def test_the_originals_run_drops_nothing(tmp_path, names_file, capsys):
+    code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(tmp_path / 'o.json'),
+                                    '--dropout', '0.1'], capsys)
+    assert_one_line_error(code, err, "--dropout 0.1 would change the original's run")
+
+
+def test_dropout_zero_is_microgpts_model(tmp_path, names_file, capsys):
+    """--dropout 0 draws no masks: the losses of a run without the flag, float for float."""
+    logs = []
+    for extra in ([], ['--dropout', '0']):
+        out = tmp_path / f'm{len(extra)}.json'
+        assert run(train.main, ['--data', names_file, '--out', str(out), '--steps', '8', '--batch-size', '2',
+                                '--num-samples', '0', *TINY, *extra], capsys)[0] == 0
+        logs.append([e['loss'] for e in losses(log_of(out))])
+    assert logs[0] == logs[1]
