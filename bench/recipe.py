@@ -50,12 +50,39 @@ from common import child_env, shared_data  # noqa: E402
 #   The training loss measured alike reaches 1.78: past ~1.95 the model memorizes (no weight decay,
 #   no dropout here), so more steps in the minute do not buy a lower validation loss.
 RECIPE = dict(n_layer=4, n_embd=64, n_head=4, block_size=16, batch_size=32, lr=0.003, steps=5500,
-              save_every=2000, eval_every=2000)
+              weight_decay=0.0, dropout=0.0, dtype='float64', save_every=2000, eval_every=2000)
+GRID = [dict(), dict(dropout=0.1), dict(dropout=0.2)]
 
 
-def recipe_flags():
-    return ['--engine', 'numpy'] + [arg for name, value in RECIPE.items()
+def recipe_flags(**changes):
+    """train.py's flags for RECIPE, with `changes` (weight_decay=0.1, ...) made to it."""
+    return ['--engine', 'numpy'] + [arg for name, value in {**RECIPE, **changes}.items()
                                     for arg in (f"--{name.replace('_', '-')}", str(value))]
+
+
+def train(data, out, env, **changes):
+    """Run train.py on the recipe with `changes` into `out`: (seconds, its log's evaluations, stdout)."""
+    command = [sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', data,
+               *recipe_flags(**changes), '--out', out, '--force']
+    t0 = time.perf_counter()
+    result = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    total = time.perf_counter() - t0
+    with open(out[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+        vals = [json.loads(line) for line in f if 'val_loss' in line]
+    return total, vals, result.stdout
+
+
+def grid(data, env, tmp):
+    """One run per row of GRID: its validation and training loss at the end, and its wall time."""
+    print(f"{'weight decay':>12} {'dropout':>7} {'steps':>6} {'dtype':>7} {'val':>7} {'train':>7} {'gap':>6} {'time':>6}")
+    for changes in GRID:
+        changes = {**{k: RECIPE[k] for k in ('weight_decay', 'dropout', 'steps', 'dtype')}, **changes}
+        total, vals, _ = train(data, os.path.join(tmp, 'grid.json'), env, eval_every=changes['steps'],
+                               save_every=0, num_samples=0, **changes)
+        end = vals[-1]
+        print(f"{changes['weight_decay']:>12g} {changes['dropout']:>7g} {changes['steps']:>6} {changes['dtype']:>7} "
+              f"{end['val_loss']:>7.4f} {end['train_loss']:>7.4f} {end['val_loss'] - end['train_loss']:>6.3f} "
+              f"{total:>5.1f}s", flush=True)
 
 
 def main(argv=None):
@@ -64,6 +91,8 @@ def main(argv=None):
                    help="makemore's names.txt (default: ../shared/data/names.txt beside the checkout)")
     p.add_argument('--threads', type=int, help="OPENBLAS_NUM_THREADS for the run (default: train.py times them)")
     p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR")
+    p.add_argument('--grid', action='store_true', help="first run GRID, the variants that chose the recipe "
+                   "(weight decay x dropout x steps: about ten minutes)")
     args = p.parse_args(argv)
     if not os.path.exists(args.data):
         print(f"recipe: {args.data} not found; get makemore's names.txt and pass --data")
@@ -75,17 +104,13 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         if args.keep:
             os.makedirs(args.keep, exist_ok=True)
+        if args.grid:
+            grid(args.data, env, tmp)
         out = os.path.join(args.keep or tmp, 'names.json')
-        command = [sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', args.data,
-                   *recipe_flags(), '--out', out, '--force']
-        print('recipe: ' + ' '.join(command[1:]), flush=True)
-        t0 = time.perf_counter()
-        result = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-        total = time.perf_counter() - t0
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MiB
-        with open(out[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
-            vals = [json.loads(line) for line in f if 'val_loss' in line]
-        lines = result.stdout.splitlines()
+        print('recipe: train.py --data ' + ' '.join([args.data, *recipe_flags(), '--out', out]), flush=True)
+        total, vals, stdout = train(args.data, out, env)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MiB (the largest child's)
+        lines = stdout.splitlines()
         threads = next((l for l in lines if l.startswith('threads: ')), f"threads: {args.threads} (--threads)")
         names = [l.strip() for l in lines[lines.index('samples:') + 1:]] if 'samples:' in lines else []
 

@@ -207,7 +207,7 @@ def test_a_run_with_dropout_and_decay_resumes_exactly(tmp_path, names_file, caps
     interrupt_after(monkeypatch, 6, backprop.Trainer)
     assert run(train.main, train_args(names_file, parts, *args), capsys)[0] == 130
     monkeypatch.undo()
-    code, printed, _ = run(train.main, ['--out', str(parts), '--resume', '--threads', '1'], capsys)  # dropout, decay: unasked
+    code, printed, _ = run(train.main, ['--out', str(parts), '--resume', '--threads', '1'], capsys)  # the rest unasked
     assert code == 0 and 'dropout=0.2' in printed and 'weight_decay=0.1' in printed
     assert [e['loss'] for e in losses(log_of(whole))] == [e['loss'] for e in losses(log_of(parts))]
 

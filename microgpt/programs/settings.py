@@ -312,8 +312,8 @@ def settle(flags, given, ckpt=None, place=None):
 
 
 # What --reproduce-original fixes to the original script's values (programs/original.py).
-ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd', 'n_head',
-                  'block_size')
+ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd',
+                  'n_head', 'block_size')
 
 
 def _saved_run(out, train_state):
@@ -327,7 +327,8 @@ def _saved_run(out, train_state):
             damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
     if train_state.step > run['steps']:
         damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
-    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, **run}  # saved before running text: names; before decay or dropout: none
+    # a run saved before running text was names; before weight decay and dropout, it had neither
+    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, **run}
 
 
 def _check_engine(values, given, world_size):

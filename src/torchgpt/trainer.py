@@ -97,7 +97,8 @@ class Trainer:
         shard = batch if self.world is None else self.world.shard(batch)
         if masks is not None:  # this rank's names' masks, as tensors beside the weights
             masks = masks if self.world is None else self.world.shard(masks)
-            masks = {site: torch.from_numpy(a).to(self.device, self.params[0].dtype) for site, a in masks.arrays.items()}
+            masks = {site: torch.from_numpy(a).to(self.device, self.params[0].dtype)
+                     for site, a in masks.arrays.items()}
         self.optimizer.zero_grad()
         with self._autocast():
             loss = self.model.loss(*self._batch(shard), n_tokens=n_tokens, masks=masks)
