@@ -272,3 +272,21 @@ def test_dropout_zero_is_microgpts_model(tmp_path, names_file, capsys):
                                 '--num-samples', '0', *TINY, *extra], capsys)[0] == 0
         logs.append([e['loss'] for e in losses(log_of(out))])
     assert logs[0] == logs[1]
+
+
+def test_a_float32_run_stays_float32_through_its_masks(monkeypatch):
+    """The masks are drawn in float64; a float32 step takes them in float32, or every array
+    after the first dropout would silently compute in float64 (at twice the time)."""
+    import backprop
+    import backprop.model
+    seen = []
+    real = backprop.model.dropout_forward
+
+    def spy(x, m):
+        y, cache = real(x, m)
+        seen.append(y.dtype)
+        return y, cache
+    monkeypatch.setattr(backprop.model, 'dropout_forward', spy)
+    trainer = backprop.Trainer(CONFIG, weights_of(), tokenizer=None, dtype='float32')
+    trainer.step(BATCH, 0.01, draw(0.3, 1, 1, len(BATCH), CONFIG))
+    assert seen and set(seen) == {np.dtype(np.float32)}

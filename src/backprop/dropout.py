@@ -60,6 +60,11 @@ class Masks:
     def __len__(self):  # the names it holds masks for (torchrun's World.shard parts by it)
         return len(next(iter(self.arrays.values())))
 
+    def astype(self, dtype):
+        """The same masks in dtype (a float32 run's: multiplied by float64 masks, its arrays would
+        turn float64 from the first dropout on)."""
+        return self if dtype == np.float64 else Masks({site: a.astype(dtype) for site, a in self.arrays.items()})
+
     def __getitem__(self, names):
         """The masks of names[a:b] of the batch (a slice): a part's own masks."""
         return Masks({site: a[names] for site, a in self.arrays.items()})

@@ -83,6 +83,7 @@ class Trainer:
         weights, not Adam's moments or step count, and math.nan is returned. masks: the batch's
         dropout.Masks with --dropout (None: nothing dropped).
         """
+        masks = masks and masks.astype(self.dtype)
         with np.errstate(all='ignore'):  # an overflow shows up as inf/nan, checked below
             loss, finite = self.gradient(batch, masks)
             if not (math.isfinite(loss) and finite):
