@@ -43,12 +43,17 @@ def sites(config):
 
 
 def draw(p, seed, step, n_docs, config):
-    """The Masks of training step `step` of a run seeded `seed`, for a batch of n_docs names."""
+    """The Masks of training step `step` of a run seeded `seed`, for a batch of n_docs names.
+
+    A number is dropped where a random 16-bit integer, 0 to 65535, falls below P * 65536
+    (rounded): with probability P to within 1/65536. Drawing 16 bits is about half the time of
+    a uniform float32 (four to a 64-bit random word), and the masks of a names batch of the
+    recipe's are 425,984 numbers a step.
+    """
     rng = np.random.default_rng([STREAM, seed, step])
-    scale = 1.0 / (1.0 - p)
-    # uniform numbers in float32 (half the time of float64's; which are kept is all they decide)
-    return Masks({site: (rng.random((n_docs,) + shape, dtype=np.float32) >= p) * scale  # (n_docs, *shape)
-                  for site, shape in sites(config).items()})
+    below, scale = round(p * 65536), 1.0 / (1.0 - p)
+    return Masks({site: (rng.integers(0, 65536, (n_docs,) + shape, dtype=np.uint16) >= below) * scale
+                  for site, shape in sites(config).items()})  # (n_docs, *shape) each
 
 
 class Masks:
