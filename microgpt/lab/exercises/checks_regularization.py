@@ -68,7 +68,7 @@ def check_adamw(t, fn):
               [[0.0, 0.0, 0.0]] * 3, [0.1, 0.05, 0.02], 0.5, None),
              ('one weight, lr 0.1, weight_decay 0.5: shrink first, then move', [0.8],
               [[0.3], [-0.2], [0.1]], [0.1] * 3, 0.5, None),
-             ('a large, a tiny and no gradient, lr decaying as train.py\'s', [1.0, 1.0, 1.0],
+             ("a large, a tiny and no gradient; lr 0.01 decaying as train.py's over 5 steps", [1.0, 1.0, 1.0],
               [[0.5, 1e-4, 0.0], [-0.4, 2e-4, 0.0], [0.3, -1e-4, 0.0]], [0.01, 0.008, 0.006], 0.1, None),
              ('weight_decay 0 is Adam exactly', [0.3, -0.7], [[0.2, -0.1], [0.1, 0.3]], [0.01] * 2, 0.0, None),
              ('betas (0.9, 0.999) and eps 1e-6 passed in', [0.3, 0.7], [[0.2, -0.1], [0.1, 0.3]], [0.05] * 2,
@@ -122,7 +122,7 @@ def check_adamw(t, fn):
                           hint="A weight without gradient only shrinks, by the fraction lr * weight_decay a step.")
             plain_m = [b1 * a + (1 - b1) * gi for a, gi in zip(plain_m, g)]
             t.compare(f"m after step {step}", list(m), adamw.m,
-                      oracle=("the m of an Adam without weight decay: the moments never see it", plain_m, 0.0),
+                      oracle=("the m of an Adam without weight decay: the moments never see it", plain_m, ORACLE_CLOSE),
                       mistakes=[('L2', slips['L2'][step - 1][1], hints['L2'])],
                       hint="Update m in place, through your adam_step: the caller keeps the same list.")
             t.compare(f"v after step {step}", list(v), adamw.v,

@@ -22,7 +22,7 @@ def adamw_step(params, m, v, t, lr, weight_decay, beta1=0.85, beta2=0.99, eps=1e
 
     params, m, v, t, lr, beta1, beta2, eps: as your adam_step's (exercise 15). weight_decay: the
     fraction of itself a weight loses per unit of learning rate (train.py's --weight-decay; 0 is
-    Adam exactly). For each weight w, with s = lr m^ / (sqrt(v^) + eps) Adam's step from its
+    Adam exactly). For each weight w, with s = lr m^ / (sqrt(v^) + eps), Adam's step from its
     gradient g at step t:
       w_t = w_(t-1) - lr weight_decay w_(t-1) - s  =  (1 - lr weight_decay) w_(t-1) - s
     The decay is decoupled from the gradient: g is left as it is, so m and v are Adam's running
