@@ -4,9 +4,9 @@ The exercises (microgpt/lab/exercises/): the stubs, the checker, the workspace.
 What is proven here:
   - every exercise file is a stub and a solution of the function its catalog entry names, in
     the reading guide's order, linking a page of the web lab;
-  - the reference solutions pass every check (one subprocess for all twenty);
+  - the reference solutions pass every check (one subprocess for all of them);
   - for every exercise, a typical wrong solution written here fails on the case it should,
-    with the hint written for that slip (twenty workspaces, one subprocess);
+    with the hint written for that slip (a workspace each, one subprocess);
   - a learner's function that loops for ever, raises, prints a million lines, returns a string,
     ends Python, or will not give way to the time limit is reported in one line, and the checker
     carries on (status) or stops (check) as documented;
@@ -108,14 +108,16 @@ def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
 
 
 def test_the_path_follows_the_reading_guide():
-    """Engine, then the model on Values, then the numpy rung; train uses the first sixteen."""
+    """Engine, then the model on Values, then the numpy rung, then what keeps the model from
+    memorizing; train uses the first sixteen."""
     rungs = [e.rung for e in catalog.EXERCISES]
-    assert rungs == sorted(rungs, key=['engine', 'model', 'numpy'].index)
+    assert list(catalog.RUNGS)[:4] == ['engine', 'model', 'numpy', 'regularization']
+    assert rungs == sorted(rungs, key=list(catalog.RUNGS).index)  # each part of the path in one piece
     assert N >= 15 and [e.number for e in catalog.EXERCISES] == list(range(1, N + 1))
     functions = [e.function for e in catalog.EXERCISES]
     for needed in ('mul', 'power', 'exp', 'log', 'relu', 'topological_order', 'backward', 'dot', 'linear',
                    'softmax', 'rmsnorm', 'attention_head', 'gpt', 'name_loss', 'adam_step', 'probabilities',
-                   'linear_backward', 'softmax_backward', 'attention_backward'):
+                   'linear_backward', 'softmax_backward', 'attention_backward', 'adamw_step', 'dropout'):
         assert needed in functions
     assert catalog.TRAIN_USES == tuple(range(1, 17))
 
@@ -178,6 +180,9 @@ return weights @ v, weights'''), "the Czech lesson", "mask applied after the sof
          "missing its row sum"),
     20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
          "the Czech lesson", "multiplied by"),
+    21: (replaced(21, 'p.data *= 1 - lr * weight_decay', 'p.grad += weight_decay * p.data'), "no gradient shrink",
+         "That is L2 regularization"),
+    22: (replaced(22, 'factor = kept / (1.0 - p)', 'factor = kept * 1.0'), "p = 0.1", "divides the kept numbers by 1 - p"),
 }
 
 
@@ -443,7 +448,7 @@ def test_the_console_script_is_the_same_command(tmp_path):
     if not os.path.exists(script):
         pytest.skip("microgpt-exercises is not installed in this environment (pip install -e .)")
     done = subprocess.run([script, 'start', str(tmp_path / 'w')], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and 'wrote 20 exercises' in done.stdout
+    assert done.returncode == 0 and f'wrote {N} exercises' in done.stdout
     done = subprocess.run([script, 'check', '99'], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith('error: ')
 

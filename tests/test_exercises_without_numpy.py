@@ -1,8 +1,8 @@
 """
 The exercises in a Python without the project's environment (the system's python3 in a fresh
-shell): the engine and the Value rung are still checked, an exercise whose check needs numpy
-says so in one line with the environment's Python, and `status` never counts a pass as a failure
-because numpy is missing.
+shell): the engine, the Value rung and weight decay are still checked, an exercise whose check
+needs numpy says so in one line with the environment's Python, and `status` never counts a pass
+as a failure because numpy is missing.
 
 Each command runs as `python -S -s -E` (no site-packages, no user site, no PYTHON* variables) in
 a copy of the checkout, so neither numpy nor src/ is importable in the command's own process.
@@ -49,9 +49,10 @@ def test_that_python_really_lacks_numpy(checkout):
     assert result.returncode != 0 and 'numpy' in result.stderr
 
 
-def test_the_value_rung_is_checked_without_numpy(checkout):
-    result = bare(checkout, 'check', '8')
-    assert result.returncode == 0 and '✓ exercise 8 (dot): passed' in result.stdout, result.stdout + result.stderr
+@pytest.mark.parametrize('n', [8, 21])
+def test_the_value_rung_and_weight_decay_are_checked_without_numpy(checkout, n):
+    result = bare(checkout, 'check', str(n))
+    assert result.returncode == 0 and f'✓ {catalog.get(n).label}: passed' in result.stdout, result.stdout + result.stderr
     assert 'a bug in microgpt' not in result.stdout
 
 

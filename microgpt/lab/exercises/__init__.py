@@ -9,10 +9,11 @@ Learn by doing: exercises that make the learner the author of the engine and of 
     python -m microgpt.lab exercises quiz           # the lessons' exercises and questions
     python -m microgpt.lab serve --exercises exercises   # the web lab's Exercises page, with results
 
-Twenty functions in the reading guide's order (docs/reading-guide.md, "Learn by doing"): the
+One function each, in the reading guide's order (docs/reading-guide.md, "Learn by doing"): the
 engine's local derivatives, topological order and backward(); dot, linear, softmax, rmsnorm, one
-attention head over the KV cache, gpt(), the loss of a name, Adam, temperature; and on the numpy
-rung, masked attention and three backwards derived by hand.
+attention head over the KV cache, gpt(), the loss of a name, Adam, temperature; on the numpy
+rung, masked attention and three backwards derived by hand; and against memorizing, decoupled
+weight decay beside Adam and inverted dropout.
 
 The files, in the order they are used:
   catalog.py      the exercises, declared once; files/ holds each one's stub and solution
@@ -24,7 +25,8 @@ The files, in the order they are used:
   harness.py      calling learner code safely, comparing, and the report of a failed case
   transcript.py   the learner's values written down as plain data, in the subprocess
   verdict.py      a pass decided in the checker's process, replaying the check on those values
-  checks_engine.py, checks_model.py, checks_numpy.py   one check per exercise
+  checks_engine.py, checks_model.py, checks_numpy.py, checks_regularization.py   one check per
+                  exercise, a module per rung
   trainer.py      `train`: the learner's Value, blocks, gpt() and Adam beside microgpt's
   quiz.py, lessons.py   the lessons' questions and numbers
   report.py, cli.py, web.py   the words printed, the command line, the Exercises page's routes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # The version of this set of exercises, written into every workspace (workspace.py). Raise it
 # when a stub is added, removed or renamed, or a function's signature changes: a workspace
 # made by another version is then refused with the way to move on, never checked wrongly.
-VERSION = 1
+VERSION = 2
 
 FILES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 SOLUTION_START = '# solution'
@@ -33,7 +33,7 @@ class Exercise:
     function: str      # the one function the learner writes
     signature: str     # its parameters, as the stub's def line has them
     title: str         # what it computes, in a few words
-    rung: str          # 'engine', 'model' (on Values) or 'numpy' (on arrays)
+    rung: str          # the part of the path, a key of RUNGS: its check is in checks_RUNG.py
     reading: str       # where docs/reading-guide.md reads the idea
     real: str          # the project's own code for that piece
     page: str          # the web lab's page that shows the idea (a name of registry.pages())
@@ -41,13 +41,13 @@ class Exercise:
     lesson: str = ''   # the lesson whose numbers the check uses, if any
     uses: tuple = ()   # the learner's other exercises it calls
     budget: float = 30.0  # seconds the whole check may take before the checker stops it
-    numpy_oracle: bool = False  # its check compares with the numpy port (src/inference) too
+    numpy_check: bool = False  # its check uses numpy off the numpy rung: the port as oracle, or arrays
 
     @property
     def needs_numpy(self):
-        """Whether its check imports numpy: the numpy rung's, and those with the port as oracle.
-        A Python without numpy checks every other exercise (cli.py says why not these)."""
-        return self.rung == 'numpy' or self.numpy_oracle
+        """Whether its check imports numpy: the numpy rung's, and those marked numpy_check. A
+        Python without numpy checks every other exercise (cli.py says why not these)."""
+        return self.rung == 'numpy' or self.numpy_check
 
     @property
     def filename(self):
@@ -60,6 +60,7 @@ class Exercise:
 
 
 ENGINE = "docs/reading-guide.md section 1, file 1"
+MEMORIZES = "docs/lessons.md, When the model memorizes"
 EXERCISES = [
     Exercise(1, 'ex01_mul', 'mul', 'a, b', "the local derivatives of a * b", 'engine', ENGINE,
              "microgpt/engine.py, Value.__mul__", 'autograd',
@@ -103,11 +104,11 @@ EXERCISES = [
     Exercise(13, 'ex13_gpt', 'gpt', 'token_id, pos_id, keys, values, state_dict, config',
              "gpt(): one position end to end", 'model', "docs/reading-guide.md section 1, file 6",
              "microgpt/model.py, GPT.gpt", 'phases', 'python -m microgpt.lab phases anna',
-             uses=(9, 11, 12), budget=60.0, numpy_oracle=True),
+             uses=(9, 11, 12), budget=60.0, numpy_check=True),
     Exercise(14, 'ex14_name_loss', 'name_loss', 'tokens, state_dict, config',
              "the cross-entropy of a name", 'model', "docs/reading-guide.md section 1, file 7",
              "microgpt/training.py, doc_loss", 'overview', 'python -m microgpt.lab overview anna',
-             uses=(10, 13), budget=60.0, numpy_oracle=True),
+             uses=(10, 13), budget=60.0, numpy_check=True),
     Exercise(15, 'ex15_adam', 'adam_step', 'params, m, v, t, lr, beta1=0.85, beta2=0.99, eps=1e-8',
              "one Adam update, with bias correction", 'model',
              "docs/reading-guide.md section 1, file 8; section 5", "microgpt/optim.py, Adam.step", 'step',
@@ -132,13 +133,24 @@ EXERCISES = [
              "one attention head's backward", 'numpy', "docs/reading-guide.md section 9, file 1",
              "src/backprop/layers.py, attention_backward", 'step',
              'python -m microgpt.lab step anna --engine numpy', uses=(17, 19)),
+    Exercise(21, 'ex21_adamw', 'adamw_step', 'params, m, v, t, lr, weight_decay, beta1=0.85, beta2=0.99, eps=1e-8',
+             "decoupled weight decay beside your Adam", 'regularization', MEMORIZES,
+             "microgpt/optim.py, Adam.step (weight_decay)", 'step', 'python -m microgpt.lab step anna',
+             uses=(15,)),
+    Exercise(22, 'ex22_dropout', 'dropout', 'x, kept, p, dy', "inverted dropout, forward and backward",
+             'regularization', MEMORIZES + "; docs/reading-guide.md section 9, file 1",
+             "src/backprop/layers.py, dropout_forward and dropout_backward", 'loss',
+             'python -m microgpt.lab loss out/model.log.jsonl', numpy_check=True),
 ]
 
-# What `exercises train` substitutes for the project's own: every exercise but the numpy rung's,
-# your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16).
-TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung != 'numpy')
+# The parts of the path, in its order: each exercise's rung is one of them.
 RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
-         'numpy': "the numpy rung (src/inference, src/backprop)"}
+         'numpy': "the numpy rung (src/inference, src/backprop)",
+         'regularization': "when the model memorizes: weight decay and dropout"}
+# What `exercises train` substitutes for the project's own: the engine's and the model's rungs,
+# your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16). train.py's
+# defaults have no weight decay and no dropout, so the regularization rung is not among them.
+TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung in ('engine', 'model'))
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
 
 

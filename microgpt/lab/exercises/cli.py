@@ -141,8 +141,8 @@ NUMPY_PARTS = ('numpy', 'inference', 'backprop')  # what the checks of catalog's
 
 def lacking():
     """What this Python lacks to run the checks that use numpy ('' when nothing): a Python
-    outside the project's environment (the system's python3 in a checkout) checks the engine
-    and the Value rung, and says so of the rest, never that the checker failed."""
+    outside the project's environment (the system's python3 in a checkout) checks the engine,
+    the Value rung and weight decay, and says so of the rest, never that the checker failed."""
     for name in NUMPY_PARTS:
         try:
             importlib.import_module(name)

@@ -104,4 +104,15 @@ HINTS = {
          "the softmax: dz is your softmax_backward of da, given a (a masked entry has weight 0 and passes "
          "nothing back).",
          "Through the scores: dq = dz @ k, dk = dz transposed @ q, each times s."),
+    21: ("Two moves, one after the other: first every weight shrinks by the fraction lr * weight_decay of "
+         "itself (its gradient plays no part in it), then your adam_step takes Adam's step from the gradients.",
+         "The shrink is a multiplication of each p.data by (1 - lr * weight_decay), for every parameter. Then "
+         "call your adam_step with the same params, m, v, t, lr and the beta1, beta2 and eps passed in: it "
+         "updates m and v, moves the weights and sets each .grad back to 0.0.",
+         "Leave p.grad alone: adding weight_decay * p.data to it would be L2 regularization, which Adam's "
+         "division by sqrt(v_hat) rescales weight by weight. And shrink before the step, not after it."),
+    22: ("One factor per number does both directions: f = 1 / (1 - p) where kept is True, 0 where it is "
+         "False. The forward multiplies x by it, the backward multiplies dy by the same f.",
+         "kept / (1 - p) is that factor as an array: numpy reads True as 1 and False as 0. Return (x * f, "
+         "dy * f), two new arrays; p = 0 gives f = 1 everywhere, y = x and dx = dy."),
 }

@@ -75,8 +75,9 @@ def check_one(number, workspace, seconds, cache):
 
 
 def checks_for(number):
-    """The check function of an exercise, from its rung's module: checks_engine, checks_model or
-    checks_numpy (imported when first asked for: the numpy rung's needs numpy)."""
+    """The check function of an exercise, from its rung's module: checks_engine, checks_model,
+    checks_numpy or checks_regularization (imported when first asked for: the numpy rung's needs
+    numpy)."""
     import importlib
     from . import catalog
     rung = importlib.import_module(f'.checks_{catalog.get(number).rung}', __package__)
