@@ -173,7 +173,8 @@ from microgpt.lab.exercises.cli import main as exercises
 
 LESSON_EXERCISES = (1, 2, 3, 4, 5, 6, 7)
 EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(pathlib.Path(microgpt.__file__).resolve().parents[1] / 'exercises')
-exercises(['start', EXERCISES])
+if not os.path.isdir(EXERCISES):
+    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
 for number in LESSON_EXERCISES:
     if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
         break  # fix this one first
