@@ -23,10 +23,13 @@ test: $(VENV)/.installed-test
 # once; each notebooks/NN_*.py (the source, a jupytext percent script) converted to the .ipynb
 # beside it when the source is newer (the .ipynb is git-ignored, and yours to edit until its source
 # changes); then JupyterLab, rooted at the checkout, opens the first. Offline once installed.
+# JUPYTER_FLAGS: more flags for `jupyter lab` (e.g. --no-browser --port 8890); as root, as in a
+# container, JupyterLab refuses to start without --allow-root, so it is added there.
 NOTEBOOKS := $(patsubst %.py,%.ipynb,$(sort $(wildcard notebooks/[0-9][0-9]_*.py)))
+JUPYTER_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 notebooks: $(NOTEBOOKS) | $(VENV)/.installed-notebooks
-	$(VENV)/bin/jupyter lab $(firstword $(NOTEBOOKS))
+	$(VENV)/bin/jupyter lab $(JUPYTER_FLAGS) $(firstword $(NOTEBOOKS))
 
 notebooks/%.ipynb: notebooks/%.py | $(VENV)/.installed-notebooks
 	$(VENV)/bin/jupytext --quiet --to ipynb $<
