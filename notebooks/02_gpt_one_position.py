@@ -44,10 +44,11 @@ WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
 WORK = pathlib.Path(WORK_DIR.name)
 
 
-def show(sandbox, answer, name):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline."""
+def show(sandbox, answer, name, source="make run's model"):
+    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
+    source: what the picture's title says it shows."""
     path = WORK / name
-    sandbox.picture(str(path), answer, 'notebook')
+    sandbox.picture(str(path), answer, source)
     display(Image(filename=str(path)))
 
 

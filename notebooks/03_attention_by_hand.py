@@ -37,10 +37,11 @@ WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
 WORK = pathlib.Path(WORK_DIR.name)
 
 
-def show(sandbox, answer, name):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline."""
+def show(sandbox, answer, name, source='lab scaling'):
+    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
+    source: what the picture's title says it shows."""
     path = WORK / name
-    sandbox.picture(str(path), answer, 'notebook')
+    sandbox.picture(str(path), answer, source)
     display(Image(filename=str(path)))
 
 

@@ -37,10 +37,11 @@ WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
 WORK = pathlib.Path(WORK_DIR.name)
 
 
-def show(sandbox, answer, name):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline."""
+def show(sandbox, answer, name, source="make run's model"):
+    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
+    source: what the picture's title says it shows."""
     path = WORK / name
-    sandbox.picture(str(path), answer, 'notebook')
+    sandbox.picture(str(path), answer, source)
     display(Image(filename=str(path)))
 
 
@@ -68,7 +69,7 @@ print(run.stdout)
 # %%
 curves = loss.compute([str(WORK / 'model.log.jsonl')])
 print(loss.render(curves))
-show(loss, curves, 'loss.png')
+show(loss, curves, 'loss.png', source="train.py's defaults, --engine numpy")
 val = {s: v for s, v, _ in curves['runs'][0]['val']}
 assert round(val[200], 4) == 2.4116 and round(val[1000], 4) == 2.2452
 

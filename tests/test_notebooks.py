@@ -10,6 +10,8 @@ notebook has checked them. Skipped, with the reason, where the notebooks extra i
 """
 
 import glob
+import importlib
+import importlib.util
 import os
 import re
 import time
@@ -24,15 +26,15 @@ CELL_TIMEOUT = 120  # seconds a cell may take before the run counts as hung (eac
 EXTRA = "needs the notebooks extra: pip install -e '.[notebooks]'"
 
 
-def notebook_tools():
-    """(jupytext, nbclient), or a skip naming what is missing and how to install it."""
-    found = []
-    for name in ('jupytext', 'nbclient', 'ipykernel', 'matplotlib'):
-        try:
-            found.append(__import__(name))
-        except ImportError:
+def notebook_tools(needed=('jupytext', 'nbclient', 'ipykernel', 'matplotlib')):
+    """jupytext and nbclient (None where not needed), or a skip naming the first package of
+    `needed` that is missing and how to install it. (Looked up before any is imported: jupytext
+    and the kernel take seconds to import.)"""
+    for name in needed:
+        if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} is not installed: {EXTRA}")
-    return found[0], found[1]
+    return (importlib.import_module('jupytext'),
+            importlib.import_module('nbclient') if 'nbclient' in needed else None)
 
 
 def test_the_lessons_have_notebooks():
@@ -78,7 +80,7 @@ def exercises_checked(text):
 
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=NAMES)
 def test_each_notebook_opens_with_its_lesson_and_ends_with_its_exercises(path):
-    jupytext, _ = notebook_tools()
+    jupytext, _ = notebook_tools(('jupytext',))
     cells = jupytext.read(path).cells
     assert cells[0].cell_type == 'markdown' and cells[0].source.startswith('# '), "the first cell names the lesson"
     last = cells[-1]
