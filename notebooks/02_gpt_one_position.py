@@ -173,7 +173,8 @@ import microgpt
 from microgpt.lab.exercises.cli import main as exercises
 
 LESSON_EXERCISES = (8, 9, 11, 13, 14)
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(pathlib.Path(microgpt.__file__).resolve().parents[1] / 'exercises')
+CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
+EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
 if not os.path.isdir(EXERCISES):
     exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
 for number in LESSON_EXERCISES:

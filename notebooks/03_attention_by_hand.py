@@ -179,7 +179,7 @@ for r in numbers['cost']:
 # Var(q·k)/d with the lesson's measurements, one random row without and with 1/√d, the median max
 # weight and gradient scale as d grows, and the cost ratio: the picture of
 # `python -m microgpt.lab scaling --draws 500 --png scaling.png`, its medians over 500 random rows
-# to keep this cell quick (the printout above took 2,000; the medians barely move).
+# to keep this cell quick (the printout above took 2,000).
 
 # %%
 show(scaling, {**numbers, 'draws': 500}, 'scaling.png')
@@ -201,7 +201,8 @@ import microgpt
 from microgpt.lab.exercises.cli import main as exercises
 
 LESSON_EXERCISES = (10, 12, 17, 19)
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(pathlib.Path(microgpt.__file__).resolve().parents[1] / 'exercises')
+CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
+EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
 if not os.path.isdir(EXERCISES):
     exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
 for number in LESSON_EXERCISES:
