@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: run test bench screenshots clean
+.PHONY: run test notebooks bench screenshots clean
 
 # train.py's own closing samples are skipped: sample.py prints 20 names from the saved checkpoint.
 # --force: a second `make run` trains afresh over the first one's out/model.json, as asked.
@@ -18,6 +18,21 @@ run: $(VENV)/.installed
 # two cores, not the workers, are the limit
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# The lessons as Jupyter notebooks (docs/notebooks.md): the notebooks extra installed into .venv
+# once; each notebooks/NN_*.py (the source, a jupytext percent script) converted to the .ipynb
+# beside it when the source is newer (the .ipynb is git-ignored, and yours to edit until its source
+# changes); then JupyterLab, rooted at the checkout, opens the first. Offline once installed.
+# JUPYTER_FLAGS: more flags for `jupyter lab` (e.g. --no-browser --port 8890); as root, as in a
+# container, JupyterLab refuses to start without --allow-root, so it is added there.
+NOTEBOOKS := $(patsubst %.py,%.ipynb,$(sort $(wildcard notebooks/[0-9][0-9]_*.py)))
+JUPYTER_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+
+notebooks: $(NOTEBOOKS) | $(VENV)/.installed-notebooks
+	$(VENV)/bin/jupyter lab $(JUPYTER_FLAGS) $(firstword $(NOTEBOOKS))
+
+notebooks/%.ipynb: notebooks/%.py | $(VENV)/.installed-notebooks
+	$(VENV)/bin/jupytext --quiet --to ipynb $<
 
 # About five minutes: each script prints measurements side by side, never a verdict. The PyTorch
 # peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).
@@ -47,6 +62,10 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(VENV)/.installed $@
+
+$(VENV)/.installed-notebooks: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[notebooks]'
 	touch $(VENV)/.installed $@
 
 clean:

@@ -1,0 +1,210 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3. Attention by hand, and where √d comes from
+#
+# The lessons the project grew from ([docs/lessons.md](../docs/lessons.md)): the Czech lesson works
+# one head of attention through by hand, three tokens of "kočka spí venku" with head_dim 4; the
+# Russian lesson measures why the scores are divided by √head_dim. The lab reproduces every number
+# of theirs (`python -m microgpt.lab byhand`, `python -m microgpt.lab scaling`), and this notebook
+# calls those same functions: the worked example step by step, the lesson's exercises, the
+# variance table, one row with and without the scaling, and what attention costs. It ends with
+# the exercises 10, 12, 17 and 19. No model is needed: the lessons write their vectors down. Run it
+# top to bottom. Its source is `notebooks/03_attention_by_hand.py`
+# ([docs/notebooks.md](../docs/notebooks.md)).
+
+# %%
+import pathlib
+import tempfile
+
+import numpy as np
+from IPython.display import Image, display
+
+import inference
+from microgpt.lab import byhand, scaling
+from microgpt.lab.czech import CZECH_KEYS, CZECH_OUT, CZECH_Q3, CZECH_VALUES, CZECH_WEIGHTS_X10
+from microgpt.lab.rowstats import row_statistics, softmax
+from microgpt.lab.render import table
+
+# the pictures, in a folder removed when the kernel stops
+WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK = pathlib.Path(WORK_DIR.name)
+
+
+def show(sandbox, answer, name, source='lab scaling'):
+    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
+    source: what the picture's title says it shows."""
+    path = WORK / name
+    sandbox.picture(str(path), answer, source)
+    display(Image(filename=str(path)))
+
+
+# %% [markdown]
+# ## The worked example: token 3 attends to tokens 1 to 3
+#
+# `byhand.compute()` with no vectors given takes the lesson's: q₃ = [0.9, 0.8, 0.2, 0.1] against
+# the keys of the three tokens, divided by √4 = 2, a softmax, then the weighted sum of the values.
+# The printout is the lab's (`python -m microgpt.lab byhand`), step by step; its section 6 is the
+# lesson's table of shapes at d_model 4096, 32 heads and 1,024 tokens.
+
+# %%
+worked = byhand.compute()  # the lesson's vectors, query = token 3
+print(byhand.render(worked))
+h = worked['head']
+assert np.allclose(h['raw'], [0.97, 0.89, 1.46])           # q3 . k_j, the lesson's scores
+assert np.allclose(h['scores'], [0.485, 0.445, 0.730])     # divided by sqrt(4)
+assert np.round(h['weights'], 3).tolist() == [0.309, 0.297, 0.395]
+assert abs(h['weights'][2] - 0.394521) < 1e-6              # the lesson's 0.394 is this, truncated
+assert np.allclose(h['out'], CZECH_OUT, atol=5e-4)         # out3 = [0.309, 0.356, 0.444, 0.189]
+
+# %% [markdown]
+# The model computes the same with the numpy port's own `attention_head`, the function its
+# `forward()` calls for every head and position:
+
+# %%
+out3, scores3, weights3 = inference.attention_head(CZECH_Q3, CZECH_KEYS, CZECH_VALUES)
+print("scores", np.round(scores3, 4), "weights", np.round(weights3, 4), "out3", np.round(out3, 4))
+assert np.allclose(weights3, h['weights'], rtol=0, atol=1e-15) and np.allclose(out3, h['out'], rtol=0, atol=1e-15)
+
+# %% [markdown]
+# ## The lesson's exercises
+#
+# **1.** *Compute out₁, the output of the first token. Why is it exactly v₁?* The causal mask
+# leaves token 1 one key, its own: weight 1, so out₁ = v₁.
+
+# %%
+first = byhand.compute(query=1)
+print(f"weights {first['head']['weights']}, masked: tokens {[j + 1 for j in first['masked']]}, "
+      f"out1 = {first['head']['out']}, v1 = {CZECH_VALUES[0]}")
+assert first['head']['weights'].tolist() == [1.0] and first['head']['out'].tolist() == CZECH_VALUES[0]
+
+# %% [markdown]
+# **2.** *Multiply every score by ten, as if √d were missing: how far does the weakest weight
+# fall?* From 0.297 to 0.051, about six times, and token 3 takes 0.874: the softmax saturates.
+# (`scale=False` drops only the factor √head_dim, 2 here; the lesson's ×10 is the stronger case.)
+
+# %%
+tenfold = softmax(h['raw'] / 2 * 10)  # (3,): the scores times ten
+unscaled = byhand.compute(scale=False)['head']['weights']
+print(f"scores x 10: {np.round(tenfold, 3)}   without sqrt(d): {np.round(unscaled, 3)}   "
+      f"the weakest weight falls {h['weights'][1] / tenfold[1]:.1f} times")
+assert np.round(tenfold, 3).tolist() == CZECH_WEIGHTS_X10  # [0.075, 0.051, 0.874]
+assert round(h['weights'][1] / tenfold[1], 1) == 5.9
+
+# %% [markdown]
+# **3.** *d_model = 4096, 32 heads: how many numbers are in one layer's score matrix for 1,024
+# tokens, and how many bytes in fp16?* 32 × 1024 × 1024: head_dim and d_model do not appear. At the
+# "2 billion" of 8,192 tokens, FlashAttention's reason for never building it.
+
+# %%
+for T in (1024, 8192):
+    numbers, size = scaling.score_matrix_size(32, T)
+    print(f"T = {T:>5}: {numbers:,} numbers, {size / 2 ** 20:,.0f} MiB in fp16")
+assert scaling.score_matrix_size(32, 1024) == (33_554_432, 64 * 2 ** 20)
+assert scaling.score_matrix_size(32, 8192)[0] == 2_147_483_648
+
+# %% [markdown]
+# And the lesson's saturation example, softmax([10, 2, 1]): the lesson prints 0.9997, which is a
+# rounding slip: e¹⁰ / (e¹⁰ + e² + e¹) = 0.999541.
+
+# %%
+saturated = softmax(np.array([10.0, 2.0, 1.0]))
+print(np.round(saturated, 4))
+assert np.round(saturated, 4).tolist() == [0.9995, 0.0003, 0.0001]
+
+# %% [markdown]
+# ## Where √d comes from: Var(q·k) = d
+#
+# For q and k with d independent components of mean 0 and variance 1, q·k is a sum of d products
+# of variance 1: its variance is d, its spread √d. Divided by √d, the scores keep unit spread
+# whatever the head size. `scaling.compute()` is the lab's whole printout (50,000 dot products per
+# d, seed 42: `python -m microgpt.lab scaling`, section 1), measured here beside the Russian
+# lesson's own measurements, each with its standard error.
+
+# %%
+numbers = scaling.compute()  # every section of `lab scaling`, with its defaults
+print(table(('d', 'measured Var(q.k)', 'std. error', 'lesson', 'sd', 'lesson sd'),
+            [(r['d'], f"{r['var']:.2f}", f"± {r['se']:.2f}", r['lesson_var'], f"{r['sd']:.2f}", r['lesson_sd'])
+             for r in numbers['variance']]))
+for r in numbers['variance']:
+    assert abs(r['var'] - r['d']) < 4 * r['se']  # Var = d, within four standard errors
+    assert abs(r['lesson_var'] - r['d']) < 4 * r['se']  # and the lesson's measurements agree
+
+# %% [markdown]
+# ## One row of eight keys at d = 64, without and with the scaling
+#
+# The lesson's widget: spread, entropy (3 bits for a uniform row of eight) and the largest weight.
+# Its table is one draw; the lab prints a fixed-seed draw of ours and the median over 2,000. The
+# lesson never says what its "spread" is: max − min fits all six of its numbers, and the eight
+# scores `scaling` prints (`LESSON_ROW_FIT`) reproduce them.
+
+# %%
+fit = np.array(scaling.LESSON_ROW_FIT)  # (8,): the scaled scores; x 8 = sqrt(64) unscaled
+print("spread (max - min), entropy in bits, max weight:")
+for label, factor in (('without scaling', 8.0), ('with scaling', 1.0)):
+    lesson = scaling.LESSON_ROW[label]
+    ours = numbers['row']['median'][label]
+    stats = row_statistics(fit * factor)
+    span = np.ptp(fit * factor)
+    print(f"  {label:<15}  lesson {lesson[0]}, {lesson[1]}, {lesson[2]};  the fitted row {span:.3g}, "
+          f"{stats['entropy']:.3f}, {stats['max_weight']:.3f};  median of {numbers['draws']:,} draws "
+          f"{ours['entropy']:.3f} bits, max {ours['max_weight']:.3f}")
+    assert abs(span - lesson[0]) < 0.05 and abs(stats['entropy'] - lesson[1]) < 5e-4
+    assert abs(stats['max_weight'] - lesson[2]) < 5e-4
+median_span = numbers['row']['max_minus_min']['with scaling']['median']
+print(f"median max - min of our scaled rows: {median_span:.2f}")
+assert round(median_span, 2) == 2.72  # the reading guide's figure
+
+# %% [markdown]
+# ## What attention costs
+#
+# Per layer, the projections Q, K, V, O take 4 n D² multiply-adds and attention's two contractions
+# 2 n² D: the ratio is n / (2D). At D = 768 the lesson gives 0.08, 0.67 and 5.3; attention only
+# outweighs the projections past n = 2D = 1,536 tokens.
+
+# %%
+for r in numbers['cost']:
+    print(f"n = {r['n']:>5}: attention / projections = {r['ratio']:.4g}   (lesson: {scaling.LESSON_COST[r['n']]})")
+    assert round(r['ratio'], 2 if r['ratio'] < 1 else 1) == scaling.LESSON_COST[r['n']]
+
+# %% [markdown]
+# ## In pictures: the lab's Scaling panels
+#
+# Var(q·k)/d with the lesson's measurements, one random row without and with 1/√d, the median max
+# weight and gradient scale as d grows, and the cost ratio: the picture of
+# `python -m microgpt.lab scaling --draws 500 --png scaling.png`, its medians over 500 random rows
+# to keep this cell quick (the printout above took 2,000).
+
+# %%
+show(scaling, {**numbers, 'draws': 500}, 'scaling.png')
+
+# %% [markdown]
+# ## Your turn: exercises 10, 12, 17 and 19
+#
+# `softmax` with the max subtracted (checked on the lesson's 0.309, 0.297, 0.395), one head of
+# attention over the KV cache (the lesson's out₃, and out₁ = v₁), the same head over a whole
+# sequence with the mask before the softmax (numpy), and the softmax's backward (the gradient that
+# vanishes once a row saturates). The cell writes the stubs once into your exercises folder and
+# checks these in order, stopping at the first not passed. The lessons' own questions are
+# `python -m microgpt.lab exercises quiz` in a terminal (it asks and waits for your answers).
+
+# %%
+import os
+
+import microgpt
+from microgpt.lab.exercises.cli import main as exercises
+
+LESSON_EXERCISES = (10, 12, 17, 19)
+CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
+EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
+if not os.path.isdir(EXERCISES):
+    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
+for number in LESSON_EXERCISES:
+    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
+        break  # fix this one first

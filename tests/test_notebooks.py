@@ -1,0 +1,105 @@
+"""
+The lessons' notebooks run top to bottom, as a learner's "Run All" runs them.
+
+Each notebooks/NN_*.py (the source: a jupytext percent script, docs/notebooks.md) is converted in
+memory and executed cell by cell by nbclient in a fresh kernel of this Python, in an empty folder,
+with the exercises' cells pointed at a fresh workspace. A cell that raises fails the test with its
+traceback, and so does one that writes to stderr (a warning today is an error after an upgrade).
+Each notebook asserts the lessons' and the lab's key numbers in its own cells, so an executed
+notebook has checked them. Skipped, with the reason, where the notebooks extra is not installed.
+"""
+
+import glob
+import importlib
+import importlib.util
+import os
+import re
+import time
+
+import pytest
+
+from conftest import REPO_DIR
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO_DIR, 'notebooks', '[0-9][0-9]_*.py')))
+NAMES = [os.path.basename(path) for path in NOTEBOOKS]
+CELL_TIMEOUT = 120  # seconds a cell may take before the run counts as hung (each takes a few)
+EXTRA = "needs the notebooks extra: pip install -e '.[notebooks]'"
+
+
+def notebook_tools(needed=('jupytext', 'nbclient', 'ipykernel', 'matplotlib')):
+    """jupytext and nbclient (None where not needed), or a skip naming the first package of
+    `needed` that is missing and how to install it. (Looked up before any is imported: jupytext
+    and the kernel take seconds to import.)"""
+    for name in needed:
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(f"{name} is not installed: {EXTRA}")
+    return (importlib.import_module('jupytext'),
+            importlib.import_module('nbclient') if 'nbclient' in needed else None)
+
+
+def test_the_lessons_have_notebooks():
+    assert len(NOTEBOOKS) >= 4, NOTEBOOKS
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=NAMES)
+def test_each_notebook_runs_top_to_bottom_in_a_fresh_kernel(path, tmp_path, monkeypatch, measured):
+    jupytext, nbclient = notebook_tools()
+    notebook = jupytext.read(path)
+    # the kernel inherits the environment: this checkout's packages, a workspace of its own
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    monkeypatch.setenv('MICROGPT_EXERCISES', str(tmp_path / 'exercises'))
+    work = tmp_path / 'cwd'
+    work.mkdir()
+    client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name='python3',
+                                     resources={'metadata': {'path': str(work)}})
+    start = time.perf_counter()
+    client.execute()  # raises CellExecutionError, with the cell and its traceback, at the first error
+    seconds = time.perf_counter() - start
+    code = [cell for cell in notebook.cells if cell.cell_type == 'code']
+    assert code and all(cell.get('execution_count') for cell in code), "a code cell did not run"
+    warned = [(cell.source[:60], out.text) for cell in code for out in cell.outputs
+              if out.output_type == 'stream' and out.name == 'stderr']
+    assert not warned, warned
+    pictures = sum(out.output_type == 'display_data' and 'image/png' in out.data
+                   for cell in code for out in cell.outputs)
+    assert pictures >= 1, "a lesson's notebook shows at least one picture inline"
+    measured(f" {seconds:.1f} s in a fresh kernel, {len(code)} code cells, {pictures} pictures")
+
+
+def source(path):
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def exercises_checked(text):
+    """The exercise numbers a notebook's last cell checks, its LESSON_EXERCISES (a lesson that
+    leads to none has `()`); None where it names none."""
+    found = re.search(r'^LESSON_EXERCISES = \(([\d, ]*)\)', text, flags=re.M)
+    return [int(n) for n in found.group(1).replace(',', ' ').split()] if found else None
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=NAMES)
+def test_each_notebook_opens_with_its_lesson_and_ends_with_its_exercises(path):
+    jupytext, _ = notebook_tools(('jupytext',))
+    cells = jupytext.read(path).cells
+    assert cells[0].cell_type == 'markdown' and cells[0].source.startswith('# '), "the first cell names the lesson"
+    last = cells[-1]
+    assert last.cell_type == 'code' and "exercises(['check'" in last.source, "the last cell checks the exercises"
+    assert exercises_checked(last.source) is not None, "the last cell names the lesson's exercises in LESSON_EXERCISES"
+
+
+def test_the_notebooks_lead_to_every_exercise_once():
+    from microgpt.lab.exercises.catalog import EXERCISES
+    checked = [n for path in NOTEBOOKS for n in exercises_checked(source(path)) or ()]
+    assert sorted(checked) == [e.number for e in EXERCISES], checked
+
+
+def test_docs_list_every_notebook_and_no_other():
+    listed = set(re.findall(r'notebooks/(\d\d_\w+\.py)', source(os.path.join(REPO_DIR, 'docs', 'notebooks.md'))))
+    assert listed == set(NAMES)
+
+
+def test_the_checks_can_fail():
+    assert exercises_checked("LESSON_EXERCISES = (8, 9, 11)\n") == [8, 9, 11]
+    assert exercises_checked("LESSON_EXERCISES = ()\n") == []
+    assert exercises_checked("exercises = (8, 9)\n") is None
