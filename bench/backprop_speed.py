@@ -25,6 +25,10 @@ the kernel's high-water mark of resident memory, everything included).
            microgpt.edge.checkpoint.write_checkpoint with the Adam state, so the share of a run spent
            writing checkpoints every --save-every steps is save / (save_every * step + save).
            (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
+4. dropout The recipe's model, batch 32, float64 and float32: a step without masks against a
+           step with --dropout 0.1's (drawn each step, as train.py draws them), interleaved; and
+           the draw itself (backprop.dropout.draw), and the same count of mask numbers made as
+           one array from 16-bit random integers (draw's way) and from uniform float32s.
 
 Threads: the children run with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 and
 torch.set_num_threads(1) (--threads changes all three), the same for both sides: on this shared
@@ -66,7 +70,7 @@ def parse_args(argv=None):
                    help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the children (default: unset them)")
     p.add_argument('--recipe', action='store_true', help="also run bench/recipe.py (about a minute)")
     p.add_argument('--data', default=None, help="names file (default: ../shared/data/names.txt or bundled)")
-    p.add_argument('--child', choices=('scalar', 'torch', 'ckpt'), default=None,
+    p.add_argument('--child', choices=('scalar', 'torch', 'ckpt', 'dropout'), default=None,
                    help="internal: run one measurement and print JSON")
     return p.parse_args(argv)
 
@@ -218,6 +222,42 @@ def child_ckpt(args):
             'peak': peak_rss_bytes(), 'before': before}
 
 
+def child_dropout(args):
+    import numpy as np
+
+    import backprop
+    from backprop.dropout import draw, sites
+    from recipe import RECIPE
+    B, p = RECIPE['batch_size'], 0.1
+    config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
+                                             RECIPE['n_head'], RECIPE['block_size'])
+    out = {}
+    for dtype in ('float64', 'float32'):
+        trainer = backprop.Trainer(config, model.weights(), tokenizer, dtype=dtype)
+        plain, dropped = [], []
+        for step in range(1, 41):
+            batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
+            t0 = time.perf_counter()
+            trainer.step(batch, 0.001)
+            t1 = time.perf_counter()
+            trainer.step(batch, 0.001, draw(p, 42, step, B, config))
+            plain.append(t1 - t0)
+            dropped.append(time.perf_counter() - t1)
+        out[dtype] = (statistics.median(plain[5:]), statistics.median(dropped[5:]))
+    n = B * sum(int(np.prod(shape)) for shape in sites(config).values())
+    rng, times = np.random.default_rng(0), {'draw': [], 'ints': [], 'uniform': []}
+    for step in range(40):  # the masks of a step: by draw(), and as one array each way
+        t0 = time.perf_counter()
+        draw(p, 42, step, B, config)
+        t1 = time.perf_counter()
+        (rng.integers(0, 65536, n, dtype=np.uint16) >= round(p * 65536)) * (1 / (1 - p))
+        t2 = time.perf_counter()
+        (rng.random(n, dtype=np.float32) >= p) * (1 / (1 - p))
+        for name, t in zip(times, (t1 - t0, t2 - t1, time.perf_counter() - t2)):
+            times[name].append(t)
+    return {'steps': out, 'numbers': n, **{name: statistics.median(t) for name, t in times.items()}}
+
+
 # ---------------------------------------------------------------------------- the parent
 def threads_env(args):  # without this machine's OpenBLAS settings unless kept, as the docstring says
     threads = dict(OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
@@ -280,6 +320,18 @@ def report_ckpt(r, save_every):
           f"peak memory {mib(r['peak']):.0f} MiB")
 
 
+def report_dropout(r):
+    from recipe import RECIPE
+    print(f"\n[4] dropout 0.1, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, batch "
+          f"{RECIPE['batch_size']}), median of 35 steps each, interleaved")
+    for dtype, (plain, dropped) in r['steps'].items():
+        print(f"    {dtype}: {1e3 * plain:.2f} ms/step without masks, {1e3 * dropped:.2f} ms with: "
+              f"{dropped / plain:.2f}x")
+    print(f"    a step's masks, {r['numbers']:,} numbers: draw() {1e3 * r['draw']:.2f} ms; as one array, "
+          f"from 16-bit integers {1e3 * r['ints']:.2f} ms, from uniform float32s {1e3 * r['uniform']:.2f} ms "
+          f"({r['uniform'] / r['ints']:.1f}x)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.save_every is None:
@@ -288,7 +340,8 @@ def main(argv=None):
     if args.data is None:
         args.data = shared_data('names.txt')
     if args.child:
-        result = {'scalar': child_scalar, 'torch': child_torch, 'ckpt': child_ckpt}[args.child](args)
+        result = {'scalar': child_scalar, 'torch': child_torch, 'ckpt': child_ckpt,
+                  'dropout': child_dropout}[args.child](args)
         print(json.dumps(result))
         return 0
     print(f"data: {args.data or 'bundled census names'}; children: OPENBLAS_NUM_THREADS="
@@ -303,8 +356,11 @@ def main(argv=None):
     r = run_child(args, 'ckpt')
     if r:
         report_ckpt(r, args.save_every)
+    r = run_child(args, 'dropout')
+    if r:
+        report_dropout(r)
     if args.recipe:
-        print("\n[4] the recipe, bench/recipe.py with its defaults, in the children's environment:",
+        print("\n[5] the recipe, bench/recipe.py with its defaults, in the children's environment:",
               flush=True)
         subprocess.run([sys.executable, os.path.join(BENCH_DIR, 'recipe.py')]
                        + (['--data', args.data] if args.data else []), env=threads_env(args))
