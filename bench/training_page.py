@@ -7,13 +7,14 @@ to its end.
 
     python bench/training_page.py                          # 2 x 64, 600 steps, tiny shakespeare
     python bench/training_page.py --n-layer 4 --n-embd 128 --steps 500 --rounds 2
-    python bench/training_page.py --page '{"eval_every": 60}'   # what the page sends, changed
+    python bench/training_page.py --page '{"dtype": "float32"}'  # what the page's preset sends
 
 The page's run is sent the page's running-text preset (training.js TEXT_START: the numpy engine,
 the model and the steps asked here) and whatever `--page` adds; the command line runs
 `train.py --data-mode text --engine numpy --dtype float32 ... --eval-every 300 --save-every
 1500`, the recipe's. What each wrote is printed beside its time: the format of the checkpoint,
-its dtype and how many evaluations its log holds. The machine is shared by several people: the
+its dtype and how many evaluations its log holds; for the page, what it said the run would
+take before it started, and at three moments while it went (the time so far + the time left). The machine is shared by several people: the
 two runs of a round go one after the other, and the ratio is printed per round, with the load
 average before and after.
 """
@@ -84,23 +85,27 @@ def api(port, path, body):
 
 def page_run(port, body):
     """(seconds from the start request to the run's end, what it wrote), polled as the page polls."""
+    probed = api(port, '/api/train/estimate', body)  # what the page says before Start (404 before it could)
     t0 = time.perf_counter()
     started = api(port, '/api/train/start', body)
     if 'error' in started:
         raise SystemExit(f"the page's run was refused: {started['error']}")
-    offset, evaluations, said = 0, 0, None
+    offset, evaluations, said = 0, 0, []  # (seconds since start, the time left the page showed)
     while True:
         status = api(port, '/api/train/status', {'offset': offset})
         offset = status['offset']
         evaluations += sum('val_loss' in r for r in status['records'])
-        said = status.get('estimate') or said
+        if status.get('estimate'):
+            said.append((time.perf_counter() - t0, status['estimate']['left']))
         if status['state'] in ('finished', 'stopped', 'failed'):
             break
         time.sleep(POLL)
     seconds = time.perf_counter() - t0
     if status['state'] != 'finished':
         raise SystemExit(f"the page's run {status['state']}: {status.get('error')}")
-    return seconds, f"{len(status['samples'])} samples, {evaluations} evaluations, {what_it_wrote(started)}"
+    told = (f"; estimated {probed['seconds']:.1f} s before start" if 'seconds' in probed else '') + ''.join(
+        f"; at {t:.0f} s: {t + left:.1f} s in all" for t, left in said[len(said) // 4::max(1, len(said) // 4)][:3])
+    return seconds, f"{len(status['samples'])} samples, {evaluations} evaluations, {what_it_wrote(started)}{told}"
 
 
 def what_it_wrote(started):

@@ -67,7 +67,7 @@ def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(se
     ({'dtype': 'bfloat16', 'engine': 'numpy'}, "choose float64 or float32"),
     ({'weight_decay': -0.1}, "'weight_decay'"), ({'weight_decay': 11}, "'weight_decay'"),
     ({'weight_decay': 'some'}, "'weight_decay'"), ({'eval_every': -1}, "'eval_every'"),
-    ({'save_every': 2.5}, "'save_every'"), ({'dropout': 0.1}, "unknown field 'dropout'")])
+    ({'save_every': 2.5}, "'save_every'"), ({'momentum': 0.9}, "unknown field 'momentum'")])
 @pytest.mark.parametrize('route', ['/api/train/start', '/api/train/estimate'])
 def test_a_refused_training_field_is_one_line_naming_it(server, route, body, words):
     status, answer, _ = request(server, 'POST', route, body)
@@ -105,3 +105,15 @@ def test_pace_is_the_steps_left_at_the_runs_step_time_and_the_evaluations_left_a
     assert probed.estimate()['left'] == pytest.approx(100 * 0.02 + 2 * 1.5)  # before any step: the probe's
     assert "the probe's 20.0 ms a step" in probed.estimate()['text']
     assert count_due(100, 50) == 2 and count_due(101, 50) == 3 and count_due(7, 0) == 1
+
+
+def test_pace_follows_the_runs_latest_steps_not_its_slow_first_ones():
+    """train.py's first 27 numpy steps try slower ways to use the cores: the time left is
+    measured on the last WINDOW seconds, so it follows the speed the run settles on."""
+    pace = Pace({'steps': 1000, 'eval_every': 0})
+    pace.see(0.0, [{'step': 1, 'loss': 3.0}])
+    for t in range(1, 9):  # 100 ms a step for the first second, then 10 ms
+        pace.see(float(t), [{'step': 11 + 100 * (t - 1), 'loss': 3.0}])
+    left = pace.estimate()  # the window: t = 3 (step 211) to t = 8 (step 711)
+    assert left['left'] == pytest.approx((1000 - 711) * 0.01)
+    assert "its evaluations not yet timed" in left['text']  # the one at the end: no time to count it

@@ -16,12 +16,14 @@ steps x a step + evaluations x one + saves x one. It runs in one of the lab's wo
 shared machine, so the text says how it was made, and the run's own pace replaces it.
 
 While the run goes, Pace stamps each of train.py's log records with the time the server read
-it (the page asks every 0.4 s): a step's time is the run's own (the time between steps read,
-less its evaluations), an evaluation's the time from its step's record to its val_loss record.
+it (the page asks every 0.4 s): a step's time is the run's own over its last WINDOW seconds
+(the time between the steps read, less its evaluations), an evaluation's the time from its
+step's record to its val_loss record.
 The time left is the steps left at the one and the evaluations left at the other (the probe's
 until the run has timed one).
 """
 
+import collections
 import os
 import tempfile
 import time
@@ -37,6 +39,9 @@ EVAL_PART = 10         # an evaluation is timed on a tenth of the held-out data 
 EVAL_LEAST = 64
 GAP = 2.0              # seconds between two reads of the log beyond which its records came in a heap
                        # (no page was looking): their evaluations are not timed
+WINDOW = 5.0           # seconds of the run's latest steps its step time is measured on: its first 27
+                       # steps try slower ways to use the cores (backprop/threads.py), a loaded machine
+                       # changes speed, and the time left must follow
 
 
 def probe(flags, name):
@@ -65,16 +70,21 @@ def probe(flags, name):
             f"{1e3 * step_s:.1f} ms (the fastest of the ways the run may use the cores, a few steps each), "
             + (f"{evals} evaluation{'s' * (evals != 1)} at {eval_s:.2f} s (timed on a part of the held-out data), "
                if evals else "no held-out data to evaluate, ")
-            + f"{saves} save{'s' * (saves != 1)} at {1e3 * save_s:.0f} ms, the start {build_s:.1f} s; "
+            + f"{saves} save{'s' * (saves != 1)} at {1e3 * save_s:.0f} ms, the data and model built in {build_s:.1f} s "
+            "(Python's own start not counted: under a second); "
             "the machine is shared, and the run's own pace replaces this once it goes")
     return {'seconds': total, 'step_s': step_s, 'eval_s': eval_s, 'save_s': save_s, 'build_s': build_s,
             'evals': evals, 'saves': saves, 'text': text}
 
 
 def time_steps(trainer, data, settings):
-    """Seconds per step: the fastest way's mean over a few steps after an untimed one."""
+    """Seconds per step: the fastest way's mean over a few steps after an untimed one (or that
+    one, if it alone took PROBE_SECONDS: the scalar engine on a large batch)."""
     lr = lambda step: learning_rate(settings.lr, step - 1, settings.steps)  # noqa: E731
+    t = time.perf_counter()
     trainer.step(data.batch(1), lr(1))
+    if time.perf_counter() - t >= PROBE_SECONDS:
+        return time.perf_counter() - t
     ways = [1]
     if settings.engine == 'numpy' and settings.batch_size > 1:
         from backprop.threads import cores
@@ -126,7 +136,8 @@ class Pace:
     def __init__(self, params, probed=None):
         self.steps, self.eval_every = params['steps'], params.get('eval_every', 0)
         self.probed = probed      # probe()'s dict for these settings, or None
-        self.first = self.last = None   # (time read, step) of the first and the latest step record
+        self.last = None          # (time read, step) of the latest step record
+        self.marks = collections.deque()  # (time read, step, seconds evaluated so far), the last WINDOW s
         self.read_at = None       # when the log was last read
         self.step_read = {}       # evaluated step -> when its step record was read
         self.evaluations = []     # (step, seconds) of each evaluation timed
@@ -139,7 +150,6 @@ class Pace:
         for r in records:
             step = r.get('step')
             if 'loss' in r and (self.last is None or step > self.last[1]):
-                self.first = self.first or (now, step)
                 self.last = (now, step)
                 if self._evaluates(step):
                     self.step_read[step] = now
@@ -147,6 +157,10 @@ class Pace:
                 self.evaluated.add(step)
                 if not heap and step in self.step_read:
                     self.evaluations.append((step, now - self.step_read[step]))
+        if self.last is not None and (not self.marks or self.last[1] > self.marks[-1][1]):
+            self.marks.append((*self.last, sum(s for _, s in self.evaluations)))
+            while len(self.marks) > 2 and now - self.marks[1][0] >= WINDOW:
+                self.marks.popleft()  # the oldest kept is the last one at least WINDOW s old
 
     def _evaluates(self, step):
         return step == self.steps or bool(self.eval_every and step % self.eval_every == 0)
@@ -156,10 +170,10 @@ class Pace:
         one), or None before anything is known."""
         probed, said = self.probed, []
         step_s = eval_s = None
-        if self.first is not None and self.last[1] > self.first[1] and self.last[0] > self.first[0]:
-            between = sum(s for step, s in self.evaluations if self.first[1] < step <= self.last[1])
-            step_s = max(self.last[0] - self.first[0] - between, 0) / (self.last[1] - self.first[1])
-            said.append(f"this run's {1e3 * step_s:.1f} ms a step")
+        if len(self.marks) > 1 and self.marks[-1][0] > self.marks[0][0]:
+            (t0, step0, evaluated0), (t1, step1, evaluated1) = self.marks[0], self.marks[-1]
+            step_s = max(t1 - t0 - (evaluated1 - evaluated0), 0) / (step1 - step0)
+            said.append(f"this run's {1e3 * step_s:.1f} ms a step (its last {t1 - t0:.0f} s)")
         elif probed is not None:
             step_s = probed['step_s']
             said.append(f"the probe's {1e3 * step_s:.1f} ms a step")
