@@ -117,3 +117,15 @@ def test_pace_follows_the_runs_latest_steps_not_its_slow_first_ones():
     left = pace.estimate()  # the window: t = 3 (step 211) to t = 8 (step 711)
     assert left['left'] == pytest.approx((1000 - 711) * 0.01)
     assert "its evaluations not yet timed" in left['text']  # the one at the end: no time to count it
+
+
+def test_pace_takes_the_probes_step_time_while_the_numpy_engine_tries_its_ways():
+    from backprop.threads import Trial
+    trial = Trial.RUN * Trial.ROUNDS * 3
+    pace = Pace({'steps': 100, 'eval_every': 0, 'engine': 'numpy'}, {'step_s': 0.02, 'eval_s': None})
+    pace.see(0.0, [{'step': 1, 'loss': 3.0}])
+    pace.see(5.0, [{'step': trial, 'loss': 3.0}])  # slow: they include a way it will not keep
+    assert pace.estimate()['left'] == pytest.approx((100 - trial) * 0.02)
+    pace.see(5.5, [{'step': trial + 10, 'loss': 3.0}])
+    pace.see(6.0, [{'step': trial + 20, 'loss': 3.0}])
+    assert pace.estimate()["left"] == pytest.approx((100 - trial - 20) * 0.05)  # its own from there: 0.5 s, 10 steps

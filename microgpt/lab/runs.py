@@ -52,8 +52,8 @@ from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss, runrecord
 from .api import ApiError, field, model_size, only_known
 from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
-from .runtime import Pace
 from .loading import load
+from .runtime import Pace
 from .sampler import context
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source

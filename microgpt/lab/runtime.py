@@ -17,8 +17,9 @@ shared machine, so the text says how it was made, and the run's own pace replace
 
 While the run goes, Pace stamps each of train.py's log records with the time the server read
 it (the page asks every 0.4 s): a step's time is the run's own over its last WINDOW seconds
-(the time between the steps read, less its evaluations), an evaluation's the time from its
-step's record to its val_loss record.
+(the time between the steps read, less its evaluations; on the numpy engine from the end of its
+first steps, which try slower ways to use the cores), an evaluation's the time from its step's
+record to its val_loss record.
 The time left is the steps left at the one and the evaluations left at the other (the probe's
 until the run has timed one).
 """
@@ -39,9 +40,8 @@ EVAL_PART = 10         # an evaluation is timed on a tenth of the held-out data 
 EVAL_LEAST = 64
 GAP = 2.0              # seconds between two reads of the log beyond which its records came in a heap
                        # (no page was looking): their evaluations are not timed
-WINDOW = 5.0           # seconds of the run's latest steps its step time is measured on: its first 27
-                       # steps try slower ways to use the cores (backprop/threads.py), a loaded machine
-                       # changes speed, and the time left must follow
+WINDOW = 5.0           # seconds of the run's latest steps its step time is measured on: a loaded
+                       # machine changes speed, and the time left must follow
 
 
 def probe(flags, name):
@@ -130,11 +130,22 @@ def duration(seconds):
     return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
 
+def trial_steps(params):
+    """How many first steps of a run train.py's numpy engine spends trying the ways to use the
+    cores (backprop/threads.py's Trial, at most three ways), some of them slower than the one it
+    keeps; 0 on the scalar engine."""
+    if params.get('engine') != 'numpy':
+        return 0
+    from backprop.threads import Trial
+    return Trial.RUN * Trial.ROUNDS * 3
+
+
 class Pace:
     """A run's own pace, from its log records as the server reads them."""
 
     def __init__(self, params, probed=None):
         self.steps, self.eval_every = params['steps'], params.get('eval_every', 0)
+        self.trial = trial_steps(params)  # its first steps, which try ways to use the cores: not its pace
         self.probed = probed      # probe()'s dict for these settings, or None
         self.last = None          # (time read, step) of the latest step record
         self.marks = collections.deque()  # (time read, step, seconds evaluated so far), the last WINDOW s
@@ -157,7 +168,7 @@ class Pace:
                 self.evaluated.add(step)
                 if not heap and step in self.step_read:
                     self.evaluations.append((step, now - self.step_read[step]))
-        if self.last is not None and (not self.marks or self.last[1] > self.marks[-1][1]):
+        if self.last is not None and self.last[1] > self.trial and (not self.marks or self.last[1] > self.marks[-1][1]):
             self.marks.append((*self.last, sum(s for _, s in self.evaluations)))
             while len(self.marks) > 2 and now - self.marks[1][0] >= WINDOW:
                 self.marks.popleft()  # the oldest kept is the last one at least WINDOW s old
