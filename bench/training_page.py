@@ -7,16 +7,18 @@ to its end.
 
     python bench/training_page.py                          # 2 x 64, 600 steps, tiny shakespeare
     python bench/training_page.py --n-layer 4 --n-embd 128 --steps 500 --rounds 2
-    python bench/training_page.py --page '{"dtype": "float32"}'  # what the page's preset sends
+    python bench/training_page.py --page '{"dtype": "float32", "eval_every": 300}'  # the page's preset
 
-The page's run is sent the page's running-text preset (training.js TEXT_START: the numpy engine,
-the model and the steps asked here) and whatever `--page` adds; the command line runs
+The page's run is sent the model and the steps asked here on the numpy engine, and whatever
+`--page` adds; the rest is the server's defaults (train.py's own: float64, an evaluation every
+200 steps, a save every 100). The page's running-text preset (training.js TEXT_START) adds
+dtype float32 and an evaluation every 300 steps, as the `--page` line above. The command line runs
 `train.py --data-mode text --engine numpy --dtype float32 ... --eval-every 300 --save-every
 1500`, the recipe's. What each wrote is printed beside its time: the format of the checkpoint,
 its dtype and how many evaluations its log holds; for the page, what it said the run would
 take before it started, and at three moments while it went (the time so far + the time left). The machine is shared by several people: the
-two runs of a round go one after the other, and the ratio is printed per round, with the load
-average before and after.
+two runs of a round go one after the other (the page's first in odd rounds, the command line's
+first in even ones), and the ratio is printed per round, with the load average before and after.
 """
 
 import argparse
@@ -63,8 +65,13 @@ def main(argv=None):
             port = int(server.stdout.readline().split('http://127.0.0.1:')[1].split('/')[0])
             for round_ in range(1, args.rounds + 1):
                 load = os.getloadavg()
-                page, page_said = page_run(port, body)
-                cli, cli_said = command_line_run(args.data, model, os.path.join(tmp, f'cli{round_}.safetensors'), env)
+                cli_out = os.path.join(tmp, f'cli{round_}.safetensors')
+                if round_ % 2:  # the order alternates, so that a load that grows or fades hits both alike
+                    page, page_said = page_run(port, body)
+                    cli, cli_said = command_line_run(args.data, model, cli_out, env)
+                else:
+                    cli, cli_said = command_line_run(args.data, model, cli_out, env)
+                    page, page_said = page_run(port, body)
                 print(f"round {round_}: page {page:.1f} s ({page_said}); command line {cli:.1f} s ({cli_said}); "
                       f"page / command line = {page / cli:.2f}; load average {load[0]:.2f} -> "
                       f"{os.getloadavg()[0]:.2f} (2 cores)", flush=True)

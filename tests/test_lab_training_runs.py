@@ -77,8 +77,10 @@ def test_a_refused_training_field_is_one_line_naming_it(server, route, body, wor
 def test_the_estimate_is_the_sum_of_its_measured_parts_and_the_run_keeps_it(server):
     body = {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'eval_every': 10, 'save_every': 15}
     probed = post(server, '/api/train/estimate', body)
-    assert (probed['evals'], probed['saves']) == (3, 2 + 3)  # steps 10, 20, 30; saves at 15, 30, and a best each
-    parts = probed['build_s'] + 30 * probed['step_s'] + 3 * probed['eval_s'] + 5 * probed['save_s']
+    # steps 10, 20, 30; saves at 15 and 30 (each sampled by the page), and a best beside each evaluation
+    assert (probed['evals'], probed['saves'], probed['samples']) == (3, 2 + 3, 2)
+    parts = (probed['start_s'] + probed['build_s'] + 30 * probed['step_s'] + 3 * probed['eval_s']
+             + 5 * probed['save_s'] + 2 * probed['sample_s'])
     assert probed['seconds'] == pytest.approx(parts, rel=1e-12) and probed['step_s'] > 0
     assert probed['text'].startswith('about ') and 'probe' in probed['text']
     started = post(server, '/api/train/start', body)

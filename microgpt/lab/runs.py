@@ -329,18 +329,12 @@ class RunManager:
                 return
             run.sampled_mtime = mtime
         try:
-            ckpt, model = load(run.out)  # the numpy port; the record gives the step it was saved at
-            if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
-                start = context(model, '', 'text')
-                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
-            else:
-                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
+            sample = draw_sample(run.out)
         except UserError:
             return  # a diverged model: the log shows it
-        step = ckpt.train_state and ckpt.train_state.step
         with self.lock:
-            if not any(s['step'] == step for s in run.samples):
-                run.samples.append({'step': step, **sample})
+            if not any(s['step'] == sample['step'] for s in run.samples):
+                run.samples.append(sample)
 
     def shutdown(self, timeout=30):
         """Stop a run that is still going (as Ctrl-C would) and wait for it to save.
@@ -366,6 +360,17 @@ class RunManager:
                 raise
         if run.waiter is not None:
             run.waiter.join(timeout)  # the run's last line is printed before the server's
+
+
+def draw_sample(path):
+    """What the page shows of each save: {'step' it was saved at, and a few 'names', or a line
+    or two of running 'text' (after a newline, as sample.py starts)}, sampled by the numpy port."""
+    ckpt, model = load(path)
+    step = ckpt.train_state and ckpt.train_state.step
+    if ckpt.data_mode == 'text':
+        start = context(model, '', 'text')
+        return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
+    return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
 
 
 def read_records(path, offset):

@@ -11,8 +11,9 @@ settle and build: the same data, the same engine, the same first weights), then 
 its steps after one untimed one (on the numpy engine both ways the run may keep: one thread, and
 the batch split over the cores, the faster counting, as train.py keeps the faster on its first
 steps), one evaluation on part of the held-out data (train.py's validation_losses, scaled by how
-much of the data the part is) and one save of the checkpoint. The whole run is then the build +
-steps x a step + evaluations x one + saves x one. It runs in one of the lab's workers on a
+much of the data the part is), one save of the checkpoint and the sample the page draws from it,
+and (once per worker) a new Python's start. The whole run is then the start + the build +
+steps x a step + evaluations x one + saves x one + samples x one. It runs in one of the lab's workers on a
 shared machine, so the text says how it was made, and the run's own pace replaces it.
 
 While the run goes, Pace stamps each of train.py's log records with the time the server read
@@ -25,7 +26,10 @@ until the run has timed one).
 """
 
 import collections
+import functools
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -63,18 +67,37 @@ def probe(flags, name):
         write_checkpoint(settings.out, Checkpoint.of(trainer, settings.data_mode, optimizer=trainer.optimizer_state(),
                                                      train_state=TrainState(1, settings.saved(), data.fingerprint)))
         save_s = time.perf_counter() - t
+        from .runs import draw_sample  # (runs.py imports this file)
+        t = time.perf_counter()
+        draw_sample(settings.out)  # what the server samples from each save, on the same cores
+        sample_s = time.perf_counter() - t
+    start_s = python_start()
     evals = count_due(settings.steps, settings.eval_every) if eval_s is not None else 0
-    saves = count_due(settings.steps, settings.save_every) + evals  # each evaluation may keep the best
-    total = build_s + settings.steps * step_s + evals * (eval_s or 0) + saves * save_s
+    samples = count_due(settings.steps, settings.save_every)
+    saves = samples + evals  # each evaluation may keep the best, beside
+    total = (start_s + build_s + settings.steps * step_s + evals * (eval_s or 0) + saves * save_s
+             + samples * sample_s)
     text = (f"about {duration(total)}, from a probe on this server just now: {settings.steps} steps at "
             f"{1e3 * step_s:.1f} ms (the fastest of the ways the run may use the cores, a few steps each), "
             + (f"{evals} evaluation{'s' * (evals != 1)} at {eval_s:.2f} s (timed on a part of the held-out data), "
                if evals else "no held-out data to evaluate, ")
-            + f"{saves} save{'s' * (saves != 1)} at {1e3 * save_s:.0f} ms, the data and model built in {build_s:.1f} s "
-            "(Python's own start not counted: under a second); "
+            + f"{saves} save{'s' * (saves != 1)} at {1e3 * save_s:.0f} ms, a sample from {samples} of them at "
+            f"{sample_s:.2f} s, Python's start {start_s:.1f} s and the data and model built in {build_s:.1f} s; "
             "the machine is shared, and the run's own pace replaces this once it goes")
-    return {'seconds': total, 'step_s': step_s, 'eval_s': eval_s, 'save_s': save_s, 'build_s': build_s,
-            'evals': evals, 'saves': saves, 'text': text}
+    return {'seconds': total, 'step_s': step_s, 'eval_s': eval_s, 'save_s': save_s, 'sample_s': sample_s,
+            'start_s': start_s, 'build_s': build_s, 'evals': evals, 'saves': saves, 'samples': samples,
+            'text': text}
+
+
+@functools.lru_cache(maxsize=1)
+def python_start():
+    """Seconds a new Python takes to start and import what train.py imports (the numpy engine
+    included), timed once per process: the part of a run before train.py builds anything."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    t = time.perf_counter()
+    subprocess.run([sys.executable, '-c', 'import microgpt.programs.train, backprop, inference'], env=env,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    return time.perf_counter() - t
 
 
 def time_steps(trainer, data, settings):
