@@ -41,7 +41,7 @@ def test_a_page_run_logs_the_losses_train_py_logs_for_the_same_flags(text_server
     assert path.endswith('model.safetensors')  # as the command line's recipe saves running text
     run = read_checkpoint(path, training=True).train_state.run
     assert (run['dtype'], run['weight_decay'], run['eval_every'], run['save_every']) == ('float32', 0.1, 5, 4)
-    assert [r['step'] for r in records if 'val_loss' in r] == [5, 10, 12]  # its schedule, not a tenth of the run
+    assert [r['step'] for r in records if 'val_loss' in r] == [5, 10, 12]  # every eval_every steps, and the last
     out = tmp_path / 'cli.safetensors'
     flags = ['--data-mode', 'text', '--data', play_file, '--num-samples', '0', '--out', str(out)]
     flags += [a for k, v in PAGE_RUN.items() if k != 'data_mode' for a in (f"--{k.replace('_', '-')}", str(v))]

@@ -364,13 +364,18 @@ class RunManager:
 
 def draw_sample(path):
     """What the page shows of each save: {'step' it was saved at, and a few 'names', or a line
-    or two of running 'text' (after a newline, as sample.py starts)}, sampled by the numpy port."""
+    or two of running 'text' (after a newline, as sample.py starts)}, sampled by the numpy port
+    on one BLAS thread: the run computes on the same cores, and OpenBLAS's default of a thread
+    per core there left threads spinning (120 characters of the Shakespeare recipe's model took
+    9.7 to 16.5 s so beside other work on the 2-core machine, 0.7 s on one thread)."""
+    from backprop.threads import blas_threads
     ckpt, model = load(path)
     step = ckpt.train_state and ckpt.train_state.step
-    if ckpt.data_mode == 'text':
-        start = context(model, '', 'text')
-        return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
-    return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
+    with blas_threads(1):
+        if ckpt.data_mode == 'text':
+            start = context(model, '', 'text')
+            return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
+        return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
 
 
 def read_records(path, offset):
