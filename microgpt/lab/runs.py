@@ -37,7 +37,6 @@ stopped, while one that ended unwatched is shown as its files say it ended.
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -48,13 +47,11 @@ from ..edge.checkpoint import DATA_MODES, read_checkpoint
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
 from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, flag_default, flag_name
-from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss, runrecord
 from .api import ApiError, field, model_size, only_known
 from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
-from .loading import load
+from .runsamples import draw_sample
 from .runtime import Pace
-from .sampler import context
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
@@ -63,8 +60,6 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 # A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
 # not PyTorch: an optional extra, which a page offering it would have to say is missing. Its data
 # mode is one of the checkpoint's DATA_MODES: names, one a line, or running text.
-NUM_SAMPLES = 5                  # names shown after each save
-TEXT_SAMPLE = 120                # characters of running text sampled after each save
 # The checkpoint a run writes, by data mode: names in JSON, a file to open and read; running text
 # in the compact binary format, as the command line's recipe (docs/training.md: a JSON save of
 # its model takes 2.3 s, a .safetensors one 45 to 71 ms)
@@ -360,23 +355,6 @@ class RunManager:
                 raise
         if run.waiter is not None:
             run.waiter.join(timeout)  # the run's last line is printed before the server's
-
-
-def draw_sample(path):
-    """What the page shows of each save: {'step' it was saved at, and a few 'names', or a line
-    or two of running 'text' (after a newline, as sample.py starts)}, sampled by the numpy port
-    on one BLAS thread: the run computes on the same cores, and OpenBLAS's default of a thread
-    per core there left threads spinning (120 characters of the Shakespeare recipe's model took
-    9.7 to 16.5 s so beside other work on the 2-core machine, 0.7 s on one thread: draw_sample
-    timed both ways on a checkpoint of that shape, load average 5.6)."""
-    from backprop.threads import blas_threads
-    ckpt, model = load(path)
-    step = ckpt.train_state and ckpt.train_state.step
-    with blas_threads(1):
-        if ckpt.data_mode == 'text':
-            start = context(model, '', 'text')
-            return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
-        return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
 
 
 def read_records(path, offset):

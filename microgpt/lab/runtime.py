@@ -37,6 +37,7 @@ from ..edge.checkpoint import Checkpoint, TrainState, write_checkpoint
 from ..programs import train
 from ..programs.settings import parse_args, settle
 from ..training import learning_rate
+from .runsamples import draw_sample
 
 PROBE_STEPS = 6        # steps timed per way to use the cores, after one untimed (its first allocations)
 PROBE_SECONDS = 1.0    # at most about this long on steps: a scalar engine's step on a large model takes seconds
@@ -67,7 +68,6 @@ def probe(flags, name):
         write_checkpoint(settings.out, Checkpoint.of(trainer, settings.data_mode, optimizer=trainer.optimizer_state(),
                                                      train_state=TrainState(1, settings.saved(), data.fingerprint)))
         save_s = time.perf_counter() - t
-        from .runs import draw_sample  # (runs.py imports this file)
         t = time.perf_counter()
         draw_sample(settings.out)  # what the server samples from each save, on the same cores
         sample_s = time.perf_counter() - t
