@@ -25,12 +25,12 @@ SHARED_POOL = Pool(1)
 
 
 @contextmanager
-def live_server(ckpt, runs_dir, data, pool=None, exercises=None):
+def live_server(ckpt, runs_dir, data, pool=None, exercises=None, text=None):
     """A server on its own thread, computing in POOL: by default the worker processes every
     live server of the test session shares (started once; each reads a model by its path).
-    exercises: the folder `serve --exercises DIR` names, or None."""
+    exercises: the folder `serve --exercises DIR` names, or None; text: `serve --text FILE`'s."""
     server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, pool=pool or SHARED_POOL,
-                         exercises=exercises)
+                         exercises=exercises, text=text)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

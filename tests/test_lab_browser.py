@@ -7,7 +7,8 @@ one-line error for a name it refuses; the sampling sandbox has one column per te
 with the API's entropies; the attention heatmaps have one filled cell per visible (query, key)
 pair and a blank one per future pair; a clicked cell shows the API's numbers for that score;
 the autograd page shows the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step
-run started from the Training page streams 30 points and leaves a checkpoint that loads.
+run started from the Training page streams 30 points and leaves a checkpoint that loads, and
+the page says how long a run takes, before it starts and while it goes.
 No page asks anything of another server: every request it makes goes to the lab's own.
 
 Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` installs both,
@@ -199,6 +200,37 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     page.locator('#status', has_text='finished').wait_for(timeout=60_000)
     page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
     assert page.errors == []
+
+
+def test_the_training_page_says_how_long_a_run_takes_before_and_while_it_goes(server, page):
+    """Before Start: the server's probe of the form's run (its text, as the API gives it);
+    a refused field: its one-line error and no estimate; while the run goes: its own pace,
+    with what was said before it started."""
+    page.goto(server.url + 'training')
+    page.wait_for_selector(DRAWN, state='attached')
+    assert page.get_attribute('label:has(#weight_decay)', 'title').startswith('shrink every weight')  # --help
+    for name, value in {'steps': 20000, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'weight_decay': 0.2}.items():
+        page.fill(f'#{name}', str(value))
+    said = page.locator('#estimate', has_text='20000 steps at')
+    said.wait_for()
+    assert said.inner_text().startswith('Estimate before starting: about ') and 'probe' in said.inner_text()
+    page.fill('#n_head', '3')  # 8 does not divide by 3
+    refused = request(server, 'POST', '/api/train/estimate', {'n_embd': 8, 'n_head': 3})[1]['error']
+    page.locator('#error', has_text='does not divide by n_head 3').wait_for()
+    assert page.inner_text('#error') == refused
+    page.wait_for_function("() => document.getElementById('estimate').textContent === ''")
+    page.fill('#n_head', '2')
+    said.wait_for()
+    before = said.inner_text()[len('Estimate before starting: '):-1]
+    page.click('#start')
+    pace = page.locator('#estimate', has_text="left, at this run's")
+    pace.wait_for(timeout=30_000)
+    assert ' s so far, about ' in pace.inner_text() and f'Before it started: {before}.' in pace.inner_text()
+    page.click('#stop')
+    page.locator('#status', has_text='stopped').wait_for(timeout=30_000)
+    run = post(server, '/api/train/status', {'offset': 0})['params']
+    assert (run['weight_decay'], run['dtype']) == (0.2, 'float64')
+    assert all('status of 400' in e for e in page.errors)  # the refused field's answer, and nothing else
 
 
 def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(server, page, monkeypatch):

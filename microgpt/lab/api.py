@@ -30,7 +30,7 @@ from ..programs.run import log_path_for
 from . import registry
 from .loading import example_text, trained_lr
 from .limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
-from .workers import MODELS, ApiError, Pool
+from .workers import MODELS, ApiError, Pool, estimate_run
 
 
 # ---------------------------------------------------------------------------- reading a request
@@ -310,6 +310,9 @@ class Lab:
 
     def train_start(self, body):
         return self.runs.start(body)
+
+    def train_estimate(self, body):
+        return self.runs.estimate(body, lambda flags, name: self.pool.call(estimate_run, flags, name))
 
     def train_stop(self, body):
         only_known(body, [])

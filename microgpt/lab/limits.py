@@ -7,6 +7,7 @@ temperatures) are microgpt/edge/limits.py's; which parameter of a sandbox takes 
 declared with the sandbox (registry.py).
 """
 
+from ..edge.limits import MAX_WEIGHT_DECAY
 from ..programs.settings import flag_default
 
 MAX_ROW_NUMBERS = 1_000_000  # scaling: --draws x --row-d; section 4 holds 16 bytes x 8 keys
@@ -35,8 +36,11 @@ MAX_HAND_ABS = 5.0          # |each number| by hand: 8 x 5 x 5 = 200 is the larg
 MAX_BODY = 16 * 1024        # bytes of one request: the largest, an expression, is 1000 characters
 MAX_RUN_RECORD = 1 << 16    # bytes of a run's run.json: ours hold a few hundred; larger is not ours
 MAX_RUN_LOG_READ = 1 << 18  # bytes of a run's log sent per status call: the Training page asks again
-# The Training page's runs, (low, high, default) per train.py flag: sizes a laptop trains in
-# minutes, each starting at train.py's own default but --steps (a page's run is a shorter one)
+# The Training page's fields, each a train.py flag: (low, high, default), the field's kind that
+# of its default (an integer, or a number). Sizes a laptop trains in minutes, each starting at
+# train.py's own default but --steps (a page's run is a shorter one). The page draws a field for
+# each, in this order, with the flag's --help as its hint; runs.py passes each to train.py as
+# its flag. A new flag of train.py is one more line here.
 RUN_LIMITS = {
     'steps': (1, 20_000, 300),
     'n_layer': (1, 4, flag_default('n_layer')),
@@ -44,8 +48,11 @@ RUN_LIMITS = {
     'n_head': (1, 8, flag_default('n_head')),
     'block_size': (2, 32, flag_default('block_size')),
     'batch_size': (1, 256, flag_default('batch_size')),  # more than one is the numpy engine's strength
+    'lr': (1e-5, 1.0, flag_default('lr')),
+    'weight_decay': (0.0, MAX_WEIGHT_DECAY, flag_default('weight_decay')),
+    'eval_every': (0, 20_000, flag_default('eval_every')),  # train.py's schedule: the command line's cost
+    'save_every': (0, 20_000, flag_default('save_every')),
 }
-RUN_LR_LIMITS = (1e-5, 1.0, flag_default('lr'))  # the same for --lr; the default is train.py's
 # A run of running text may be as large as README's Shakespeare recipe (4 x 128, block 64, batch
 # 12: a minute or two for 1000 steps on the numpy engine)
 TEXT_RUN_LIMITS = {**RUN_LIMITS, 'n_embd': (2, 128, 16), 'block_size': (2, 256, 16)}

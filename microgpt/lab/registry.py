@@ -420,7 +420,7 @@ SANDBOXES = [
 # Pages that are not sandboxes, and their API routes: {URL path: the api.Lab method it calls}
 # (the Training page's runs, runs.py; the Exercises page's list and checks, exercises/web.py).
 OTHER_PAGES = [('training', 'Training'), ('exercises', 'Exercises')]
-OTHER_ROUTES = {'/api/train/start': 'train_start', '/api/train/stop': 'train_stop',
+OTHER_ROUTES = {'/api/train/estimate': 'train_estimate', '/api/train/start': 'train_start', '/api/train/stop': 'train_stop',
                 '/api/train/status': 'train_status',
                 '/api/exercises': 'exercises', '/api/exercises/check': 'exercises_check'}
 

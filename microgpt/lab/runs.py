@@ -2,20 +2,26 @@
 Training runs started from the web lab's Training page: train.py in a subprocess, one at a time.
 
     runs = RunManager('out/lab-runs', checkpoints)
+    runs.estimate({'steps': 300}, compute)     # how long it should take (runtime.probe, in a worker)
     runs.start({'steps': 300, 'n_embd': 16})   # out/lab-runs/1/model.json
-    runs.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state
+    runs.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
 The run is the learner's own `python train.py --out ...`, so the page watches the very program
-the terminal runs: on names (the server's --data, else the bundled ones), or on running text
-(--data-mode text on the server's --text file, else the text the checkpoint given at start was
-trained on), in windows of block_size + 1 characters, a batch of them a step. Progress comes
+the terminal runs, with the very flags a learner would type: every field of the page is one of
+train.py's flags (limits.RUN_LIMITS declares them, with the page's bounds), its dtype and its
+evaluation and save schedule included, which start at train.py's own defaults. It trains on
+names (the server's --data, else the bundled ones), or on running text (--data-mode text on the
+server's --text file, else the text the checkpoint given at start was trained on), in windows
+of block_size + 1 characters, a batch of them a step; a run of running text writes
+model.safetensors, as the command line's recipe does, one of names model.json. Progress comes
 from the JSON-lines log train.py writes beside the checkpoint ({"step", "loss", "lr"} per step,
 {"step", "val_loss", "train_loss"} per evaluation), read from where the page last stopped
-reading. train.py saves the checkpoint every tenth of the run; each time it changes, a few names
-(or a line or two of running text) are sampled from it with sample.py's sampler, so the page can
-watch them improve. When the run ends (finished, or stopped with Stop) its checkpoint is added
-to the server's list, and the other pages can open it by its id, `run<n>`.
+reading. Each time the checkpoint is saved anew, a few names (or a line or two of running text)
+are sampled from it with sample.py's sampler, so the page can watch them improve. When the run
+ends (finished, or stopped with Stop) its checkpoint is added to the server's list, and the
+other pages can open it by its id, `run<n>`. How long a run takes is said before it starts
+(runtime.probe, when the page asks) and while it goes (runtime.Pace, from the log as read).
 
 RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
 apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
@@ -31,7 +37,6 @@ stopped, while one that ended unwatched is shown as its files say it ended.
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -41,13 +46,12 @@ import time
 from ..edge.checkpoint import DATA_MODES, read_checkpoint
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
-from ..programs.settings import CORE_ENGINES as ENGINES, flag_default, flag_name
-from ..sampling import TEMPERATURE, generate, sample_names
+from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, flag_default, flag_name
 from . import loss, runrecord
 from .api import ApiError, field, model_size, only_known
-from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, RUN_LR_LIMITS, TEXT_RUN_LIMITS
-from .loading import load
-from .sampler import context
+from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
+from .runsamples import draw_sample
+from .runtime import Pace
 
 # The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
 # checkout, src/ beside it) whether or not the project is installed.
@@ -56,18 +60,21 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 # A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
 # not PyTorch: an optional extra, which a page offering it would have to say is missing. Its data
 # mode is one of the checkpoint's DATA_MODES: names, one a line, or running text.
-NUM_SAMPLES = 5                  # names shown after each save
-TEXT_SAMPLE = 120                # characters of running text sampled after each save
+# The checkpoint a run writes, by data mode: names in JSON, a file to open and read; running text
+# in the compact binary format, as the command line's recipe (docs/training.md: a JSON save of
+# its model takes 2.3 s, a .safetensors one 45 to 71 ms)
+CHECKPOINT = {'lines': 'model.json', 'text': 'model.safetensors'}
+KEEP_PROBES = 8                  # the latest estimates kept, for a run started on one of them
 
 
 class RunProcess:
     """One subprocess of train.py and what the page has been told about it."""
 
-    def __init__(self, number, folder, params, proc, output, process=None):
+    def __init__(self, number, folder, params, proc, output, process=None, probed=None):
         self.number, self.folder, self.params = number, folder, params
         self.proc, self.output = proc, output
         self.process = process   # the identity of proc (runrecord.identity), for a later server
-        self.out = os.path.join(folder, 'model.json')
+        self.out = checkpoint_in(folder, params)
         self.log = log_path_for(self.out)  # where train.py writes the log beside its checkpoint
         self.state = 'running'   # -> stopping -> finished / stopped / failed
         self.stop_sent = False   # Stop was pressed (a SIGINT sent)
@@ -79,6 +86,8 @@ class RunProcess:
         self.waiter = None       # the thread that waits for the process to end
         self.started = time.time()
         self.adopted = False     # started by an earlier server: not this one's child
+        self.pace = Pace(params, probed)  # how long it has left, from its log as read (runtime.py)
+        self.probed = probed     # the estimate made before it started, if the page asked for one
 
     def record(self):
         """What run.json says of this run (runrecord.py): enough for a later server."""
@@ -100,41 +109,59 @@ class RunManager:
         self.lock = threading.Lock()
         self.run = None
         self.news = []  # what recover() found, for the server to print after its address
+        self.probes = {}  # the flags of a run estimated (runtime.probe) -> the estimate
         if checkpoints is not None:
             self.recover()
 
     def options(self):
-        """What the Training page offers: whether train.py is here, the engines, the limits."""
+        """What the Training page offers: whether train.py is here, the engines and the dtypes
+        each computes in, the fields (in order, each with train.py's help) and their limits."""
         return {'available': True, 'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
-                'limits': {**RUN_LIMITS, 'lr': RUN_LR_LIMITS},
-                'text_limits': {**TEXT_RUN_LIMITS, 'lr': RUN_LR_LIMITS},
+                'dtypes': {e: list(ENGINE_DTYPES[e]) for e in ENGINES},
+                'fields': [{'name': name, 'integer': isinstance(default, int), 'help': FLAGS[name]['help']}
+                           for name, (_, _, default) in RUN_LIMITS.items()],
+                'limits': RUN_LIMITS, 'text_limits': TEXT_RUN_LIMITS,
                 'data': self.data,  # the file of names the runs train on; None: the bundled names
                 'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
-        """The run's settings from the request, each range-checked; train.py's flags for them."""
-        only_known(body, [*RUN_LIMITS, 'lr', 'engine', 'data_mode'])
+        """The run's settings from the request, each range-checked; train.py's flags for them
+        (all but --out): every field of RUN_LIMITS as its flag, as the command line takes it."""
+        only_known(body, [*RUN_LIMITS, 'engine', 'dtype', 'data_mode'])
         mode = field(body, 'data_mode', str, 'lines')
         if mode not in DATA_MODES:
             raise ApiError(400, f"data_mode {mode!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
         if mode == 'text' and self.text is None:
             raise ApiError(400, "this server has no running text to train on: start it with `lab serve --text FILE`")
         limits = TEXT_RUN_LIMITS if mode == 'text' else RUN_LIMITS
-        p = {name: field(body, name, int, default, low, high) for name, (low, high, default) in limits.items()}
+        p = {name: field(body, name, type(default), default, low, high) for name, (low, high, default) in limits.items()}
         p['data_mode'] = mode
-        p['lr'] = field(body, 'lr', float, RUN_LR_LIMITS[2], RUN_LR_LIMITS[0], RUN_LR_LIMITS[1])
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
         p['engine'] = field(body, 'engine', str, flag_default('engine'))
         if p['engine'] not in ENGINES:
             raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
-        run = {**{name: p[name] for name in (*limits, 'lr', 'engine')}, 'num_samples': 0,
-               'eval_every': max(1, p['steps'] // 10), 'save_every': max(1, p['steps'] // 10)}
+        p['dtype'] = field(body, 'dtype', str, flag_default('dtype'))
+        if p['dtype'] not in ENGINE_DTYPES[p['engine']]:
+            raise ApiError(400, f"dtype {p['dtype']!r:.40} is not one the {p['engine']} engine computes in: "
+                                f"choose {' or '.join(ENGINE_DTYPES[p['engine']])}")
+        run = {**{name: p[name] for name in (*limits, 'engine', 'dtype')}, 'num_samples': 0}
         if mode == 'text':
             run.update(data_mode='text', data=self.text)
         elif self.data:
             run['data'] = self.data
         return p, [str(word) for name, value in run.items() for word in (flag_name(name), value)]
+
+    def estimate(self, body, compute):
+        """How long the run this request would start should take: runtime.probe's, computed by
+        `compute` (the lab's workers), and kept for the run started with the same settings."""
+        params, flags = self.params(body)
+        probed = compute(flags, CHECKPOINT[params['data_mode']])
+        with self.lock:
+            self.probes[tuple(flags)] = probed
+            while len(self.probes) > KEEP_PROBES:
+                self.probes.pop(next(iter(self.probes)))
+        return probed
 
     def start(self, body):
         params, flags = self.params(body)
@@ -149,7 +176,8 @@ class RunManager:
             except OSError as e:  # the server's --runs-dir, not the request, is at fault
                 raise ApiError(500, f"cannot make a run folder in {self.runs_dir}: {e.strerror}: "
                                     "start the server with another --runs-dir") from None
-            argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, 'model.json'), *flags]
+            argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, CHECKPOINT[params['data_mode']]),
+                    *flags]
             env = dict(os.environ)
             # microgpt/ and, in a source checkout, `inference` in src/: found even when the project
             # is not installed (installed, they are on the path already)
@@ -163,12 +191,13 @@ class RunManager:
             except OSError:
                 output.close()
                 raise
-            self.run = RunProcess(number, folder, params, proc, output, runrecord.identity(proc.pid))
+            probed = self.probes.get(tuple(flags))
+            self.run = RunProcess(number, folder, params, proc, output, runrecord.identity(proc.pid), probed)
             save_record(self.run)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
             self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
             self.run.waiter.start()
-            return {'run': number, 'params': params, 'state': 'running'}
+            return {'run': number, 'params': params, 'state': 'running', 'probed': probed}
 
     def _next_number(self):
         os.makedirs(self.runs_dir, exist_ok=True)
@@ -212,7 +241,7 @@ class RunManager:
         for number in numbers:
             folder = os.path.join(self.runs_dir, str(number))
             record = runrecord.read(folder)
-            out = os.path.join(folder, 'model.json')
+            out = checkpoint_in(folder, record and record['params'])
             going = record is not None and record.get('state') in ('running', 'stopping') and \
                 runrecord.is_alive(record.get('pid'), record.get('process'))
             if going and runrecord.is_alive(record.get('server_pid'), record.get('server_process')):
@@ -273,10 +302,14 @@ class RunManager:
                 return {'state': 'idle', 'records': [], 'offset': 0, 'smooth': [], 'samples': []}
             state, code, ckpt_id = run.state, run.exit_code, run.ckpt_id
         records, offset = read_records(run.log, offset)
+        with self.lock:
+            run.pace.see(time.monotonic(), records)
+            estimate = run.pace.estimate() if state in ('running', 'stopping') else None
         self._sample(run)
         return {'run': run.number, 'params': run.params, 'state': state, 'exit_code': code,
                 'records': records, 'offset': offset, 'smooth': smoothed(run, records),
-                'samples': list(run.samples),
+                'samples': list(run.samples), 'elapsed': time.time() - run.started, 'estimate': estimate,
+                'probed': run.probed and run.probed['text'],
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
@@ -291,18 +324,12 @@ class RunManager:
                 return
             run.sampled_mtime = mtime
         try:
-            ckpt, model = load(run.out)  # the numpy port; the record gives the step it was saved at
-            if ckpt.data_mode == 'text':  # after a newline, as sample.py starts
-                start = context(model, '', 'text')
-                sample = {'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
-            else:
-                sample = {'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
+            sample = draw_sample(run.out)
         except UserError:
             return  # a diverged model: the log shows it
-        step = ckpt.train_state and ckpt.train_state.step
         with self.lock:
-            if not any(s['step'] == step for s in run.samples):
-                run.samples.append({'step': step, **sample})
+            if not any(s['step'] == sample['step'] for s in run.samples):
+                run.samples.append(sample)
 
     def shutdown(self, timeout=30):
         """Stop a run that is still going (as Ctrl-C would) and wait for it to save.
@@ -392,6 +419,15 @@ class EndedProcess:
 
     def kill(self):
         pass
+
+
+def checkpoint_in(folder, params):
+    """The checkpoint of the run in `folder` with these settings (run.json's; None: unknown): a
+    run of running text writes .safetensors, one of names .json, as did every run before."""
+    mode = params.get('data_mode') if isinstance(params, dict) else None
+    path = os.path.join(folder, CHECKPOINT.get(mode, CHECKPOINT['lines']))
+    older = os.path.join(folder, CHECKPOINT['lines'])
+    return older if not os.path.exists(path) and os.path.exists(older) else path
 
 
 def save_record(run):

@@ -119,6 +119,16 @@ def answer(name, path, n_head, params):
         return 'error', 400, str(e), None
 
 
+def estimate_run(flags, name):
+    """The Training page's estimate of a run (runtime.probe), as answer() answers: computed here
+    because it trains a few steps, which the server's threads must not wait behind."""
+    from .runtime import probe
+    try:
+        return 'ok', public(probe(flags, name))
+    except UserError as e:  # train.py would refuse the run the same way (too large for memory, ...)
+        return 'error', 400, str(e), None
+
+
 # ---------------------------------------------------------------------------- the answer, JSON-ready
 def jsonable(x):
     """numpy arrays and numbers as plain lists and floats; NaN and infinities become null
@@ -172,12 +182,17 @@ class Pool:
         return [executor.submit(warm_up, path, n_head) for _ in range(self.workers)]
 
     def compute(self, name, path, n_head, params):
+        return self.call(answer, name, path, n_head, params)
+
+    def call(self, function, *args):
+        """function(*args) in a worker (answer's, or another that returns ('ok', result) or
+        ('error', status, message, retry_after)): its result, or its error as an ApiError."""
         executor = self.start()
         if executor is None:
-            result = answer(name, path, n_head, params)
+            result = function(*args)
         else:
             try:
-                result = executor.submit(answer, name, path, n_head, params).result()
+                result = executor.submit(function, *args).result()
             except concurrent.futures.process.BrokenProcessPool:
                 with self.lock:
                     if self.executor is executor:

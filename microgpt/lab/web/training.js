@@ -1,27 +1,35 @@
 // The Training page: start train.py on the server, watch its log stream in (the training loss
 // of every step, the validation loss of every evaluation and the training loss measured beside
 // it), a few names (or a line or two of running text) sampled from each saved checkpoint, and
-// Stop (Ctrl-C for the run). POST /api/train/start, /stop and /status (lab/runs.py); this file
-// draws the points it is sent, nothing more.
+// Stop (Ctrl-C for the run), and how long the run should take: before it starts (a probe of its
+// first steps on the server, /api/train/estimate) and while it goes (its own pace, in /status).
+// POST /api/train/estimate, /start, /stop and /status (lab/runs.py); the form's fields are the
+// server's list of train.py's flags (limits.RUN_LIMITS); this file draws what it is sent.
 'use strict';
 
 const {el, svg} = Lab;
 const $ = id => document.getElementById(id);
-const FIELDS = ['steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'batch_size', 'lr'];  // the form's numbers
+let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
-let mode = 'lines', announced = null;
-// running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine)
-const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004};
+let mode = 'lines', announced = null, going = false;
+// running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine,
+// in float32, an evaluation every 300 steps: the exact loss over every held-out character is a
+// few seconds); saved on train.py's schedule, every 100 steps (a .safetensors save is cheap),
+// so that the samples show it learn
+const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004,
+                    eval_every: 300};
+const TEXT_DTYPE = 'float32';
 
 function setup() {
   const options = Lab.config.features.training;
   $('engine').replaceChildren(...options.engines.map(e => el('option', {value: e}, e)));
-  for (const name of FIELDS) {
-    const [low, high] = options.limits[name];
-    $(name).min = low;
-    $(name).max = high;
-  }
+  FIELDS = options.fields.map(f => f.name);
+  // one labelled number box per flag, its --help as the hint, after the data's choice
+  $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
+    el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
+  setLimits(options.limits, true);
+  fillDtypes();
   $('start').disabled = !options.available;
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
   if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
@@ -30,7 +38,38 @@ function setup() {
   }
   describeData();
   poll();
+  estimate();
 }
+
+// each number box's bounds, and with `reset` its value, from the server's limits for the mode
+function setLimits(limits, reset) {
+  for (const name of FIELDS) {
+    const [low, high, value] = limits[name];
+    $(name).min = low;
+    $(name).max = high;
+    if (reset) $(name).value = value;
+  }
+}
+
+// the dtypes the engine computes in; the one chosen kept where the engine has it
+function fillDtypes(prefer) {
+  const dtypes = Lab.config.features.training.dtypes[$('engine').value];
+  const keep = prefer || $('dtype').value;
+  $('dtype').replaceChildren(...dtypes.map(d => el('option', {value: d}, d)));
+  $('dtype').value = dtypes.includes(keep) ? keep : dtypes[0];
+}
+
+// how long the run the form describes should take: the server times a few of its steps; a
+// refused setting is the one-line error above the page, and no estimate
+let asked = 0;
+const estimate = Lab.debounced(async () => {
+  if (going) return;  // the run's own pace is shown; a probe now would slow it down
+  const mine = ++asked;
+  $('estimate').textContent = 'estimating: timing a few steps on the server…';
+  const probed = await Lab.guard(() => Lab.api('/api/train/estimate', formBody()), [], false);
+  if (going || mine !== asked) return;  // a run started meanwhile, or a newer estimate was asked
+  $('estimate').textContent = probed ? `Estimate before starting: ${probed.text}.` : '';
+}, 400);
 
 // what the run will train on, as the server was told
 function describeData() {
@@ -49,15 +88,27 @@ function describeData() {
 // running text starts from the recipe's settings on the numpy engine; names from the page's own
 function chooseMode() {
   const text = $('data_mode').value === 'text';
-  for (const [name, value] of Object.entries(TEXT_START)) $(name).value = text ? value : $(name).defaultValue;
+  const options = Lab.config.features.training;
+  setLimits(text ? options.text_limits : options.limits, true);
+  if (text) for (const [name, value] of Object.entries(TEXT_START)) $(name).value = value;
   $('engine').value = text ? 'numpy' : 'scalar';
+  fillDtypes(text ? TEXT_DTYPE : 'float64');
   describeData();
+  estimate();
+}
+
+// the request for the run the form describes: every field as the flag's value (an empty box,
+// or one that holds no number, is sent as it is, for the server to refuse in one line)
+function formBody() {
+  const body = Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)]));
+  body.engine = $('engine').value;
+  body.dtype = $('dtype').value;
+  body.data_mode = $('data_mode').value;
+  return body;
 }
 
 async function start() {
-  const body = Object.fromEntries(FIELDS.map(f => [f, Number($(f).value)]));
-  body.engine = $('engine').value;
-  body.data_mode = $('data_mode').value;
+  const body = formBody();
   await Lab.guard(async () => {
     await Lab.api('/api/train/start', body);
     train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
@@ -90,7 +141,7 @@ async function poll() {
       if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
     }
   }
-  const going = status.state === 'running' || status.state === 'stopping';
+  going = status.state === 'running' || status.state === 'stopping';
   $('start').disabled = going || !Lab.config.features.training.available;
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
@@ -102,6 +153,14 @@ async function poll() {
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
     (val.length ? `, val loss ${Lab.fmt(val[val.length - 1][1])}` : '') +
     (status.error ? ` — ${status.error}` : '');
+  if (going) {  // its own pace, once it has one; what was said before it started, beside
+    $('estimate').textContent = `${Lab.fmt(status.elapsed, 0)} s so far` +
+      (status.estimate ? `, ${status.estimate.text}` : ', timing its first steps') +
+      (status.probed ? `. Before it started: ${status.probed}.` : '.');
+  } else if (status.state !== 'idle' && $('estimate').dataset.ended !== String(status.run)) {
+    $('estimate').dataset.ended = status.run;  // said once, then the form's own estimate again
+    estimate();
+  }
   drawChart();
   $('samples').replaceChildren(...status.samples.map(s => s.text !== undefined
     ? el('li', {}, `step ${s.step}:`, Lab.textBlock(s.text))
@@ -159,5 +218,7 @@ function drawLegend() {
 
 Lab.on('form', 'submit', start);
 Lab.on('data_mode', 'change', chooseMode);
+Lab.on('form', 'input', estimate);
+Lab.on('engine', 'change', () => { fillDtypes(); estimate(); });
 Lab.on('stop', 'click', stop);
 Lab.start(setup);
