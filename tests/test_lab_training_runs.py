@@ -21,8 +21,8 @@ from microgpt.lab import loss
 from microgpt.lab.runtime import Pace, count_due
 from microgpt.programs import train
 
-PAGE_RUN = {'data_mode': 'text', 'engine': 'numpy', 'dtype': 'float32', 'weight_decay': 0.1, 'steps': 12,
-            'n_embd': 8, 'n_head': 2, 'n_layer': 1, 'block_size': 16, 'batch_size': 4, 'lr': 0.01,
+PAGE_RUN = {'data_mode': 'text', 'engine': 'numpy', 'dtype': 'float32', 'weight_decay': 0.1, 'dropout': 0.2,
+            'steps': 12, 'n_embd': 8, 'n_head': 2, 'n_layer': 1, 'block_size': 16, 'batch_size': 4, 'lr': 0.01,
             'eval_every': 5, 'save_every': 4}
 
 
@@ -40,7 +40,8 @@ def test_a_page_run_logs_the_losses_train_py_logs_for_the_same_flags(text_server
     path = text_server.lab.checkpoints.path(final['ckpt'])
     assert path.endswith('model.safetensors')  # as the command line's recipe saves running text
     run = read_checkpoint(path, training=True).train_state.run
-    assert (run['dtype'], run['weight_decay'], run['eval_every'], run['save_every']) == ('float32', 0.1, 5, 4)
+    assert (run['dtype'], run['weight_decay'], run['dropout'], run['eval_every'], run['save_every']) == \
+        ('float32', 0.1, 0.2, 5, 4)
     assert [r['step'] for r in records if 'val_loss' in r] == [5, 10, 12]  # every eval_every steps, and the last
     out = tmp_path / 'cli.safetensors'
     flags = ['--data-mode', 'text', '--data', play_file, '--num-samples', '0', '--out', str(out)]
@@ -67,7 +68,8 @@ def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(se
     ({'dtype': 'bfloat16', 'engine': 'numpy'}, "choose float64 or float32"),
     ({'weight_decay': -0.1}, "'weight_decay'"), ({'weight_decay': 11}, "'weight_decay'"),
     ({'weight_decay': 'some'}, "'weight_decay'"), ({'eval_every': -1}, "'eval_every'"),
-    ({'save_every': 2.5}, "'save_every'"), ({'momentum': 0.9}, "unknown field 'momentum'")])
+    ({'save_every': 2.5}, "'save_every'"), ({'dropout': 0.95}, "'dropout'"), ({'dropout': -0.1}, "'dropout'"),
+    ({'momentum': 0.9}, "unknown field 'momentum'")])
 @pytest.mark.parametrize('route', ['/api/train/start', '/api/train/estimate'])
 def test_a_refused_training_field_is_one_line_naming_it(server, route, body, words):
     status, answer, _ = request(server, 'POST', route, body)

@@ -50,6 +50,7 @@ RUN_LIMITS = {
     'batch_size': (1, 256, flag_default('batch_size')),  # more than one is the numpy engine's strength
     'lr': (1e-5, 1.0, flag_default('lr')),
     'weight_decay': (0.0, MAX_WEIGHT_DECAY, flag_default('weight_decay')),
+    'dropout': (0.0, 0.9, flag_default('dropout')),  # train.py takes any below 1; the page stops at 0.9
     'eval_every': (0, 20_000, flag_default('eval_every')),  # train.py's schedule: the command line's cost
     'save_every': (0, 20_000, flag_default('save_every')),
 }
