@@ -154,7 +154,7 @@ def text_prompt_ids(tokenizer, prompt):
     an unknown character one line naming it; for an empty prompt, a newline, or a text's first
     character where it has none."""
     ids = encode(tokenizer, prompt)
-    return ids or tokenizer.encode(TEXT_START if TEXT_START in tokenizer.stoi else tokenizer.chars[0])
+    return ids or tokenizer.encode(TEXT_START if tokenizer.unknown(TEXT_START) is None else tokenizer.chars[0])
 
 
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMPERATURE, top_k=None, seed=42,
