@@ -5,9 +5,11 @@ pair present until none is (minbpe's loop). Any text round-trips, whatever train
 """
 
 import json
+import math
 import os
 import random
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import REPO_DIR
@@ -172,3 +174,72 @@ def test_the_merges_alone_rebuild_the_tokenizer():
     assert again.merges == TRAINED.merges and again.vocab == TRAINED.vocab and again.bos == TRAINED.bos
     text = 'the mat sat on emma'
     assert again.encode(text) == TRAINED.encode(text)
+
+
+# ---------------------------------------------------------------------------- through the programs
+def test_a_byte_pair_checkpoint_keeps_its_merges_in_both_formats(tmp_path, bpe_ckpt):
+    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
+    ckpt = read_checkpoint(bpe_ckpt)
+    assert ckpt.tokenizer_kind == 'bpe' and ckpt.vocab == () and len(ckpt.merges) == 280 - 257
+    for name in ('again.json', 'again.safetensors'):
+        write_checkpoint(str(tmp_path / name), ckpt)
+        back = read_checkpoint(str(tmp_path / name))
+        assert back.merges == ckpt.merges and back.config == ckpt.config
+        assert back.tokenizer.encode('emma ř') == ckpt.tokenizer.encode('emma ř')
+
+
+def test_every_engine_samples_the_same_names_from_a_byte_pair_model(bpe_ckpt):
+    import inference
+    from microgpt.edge.checkpoint import read_checkpoint
+    from microgpt.sampling import sample_names
+    ckpt = read_checkpoint(bpe_ckpt)
+    scalar = sample_names(ckpt.model(), num=5, seed=3)
+    port = sample_names(inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer), num=5, seed=3)
+    assert scalar == port and len(set(scalar)) > 1
+
+
+def train_log(out):
+    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+        return [json.loads(line) for line in f]
+
+
+def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, names_file):
+    """Resuming learns no merges again (they are the checkpoint's): the torch engine continues
+    the numpy engine's run, and its first step's loss is the one the numpy engine computes."""
+    from microgpt.programs import train
+    from microgpt.edge.checkpoint import read_checkpoint
+    flags = ['--data', names_file, '--tokenizer', 'bpe', '--vocab-size', '270', '--n-embd', '8', '--n-head', '2',
+             '--block-size', '12', '--val-size', '6', '--eval-every', '0', '--num-samples', '0', '--save-every', '0']
+    a, b = tmp_path / 'a.json', tmp_path / 'b.json'
+    assert train.main(flags + ['--engine', 'numpy', '--steps', '3', '--out', str(a)]) == 0
+    merges = read_checkpoint(str(a)).merges
+    b.write_bytes(a.read_bytes())
+    (tmp_path / 'b.log.jsonl').write_bytes((tmp_path / 'a.log.jsonl').read_bytes())
+    for out in (a, b):
+        engine = 'torch' if out is a else 'numpy'
+        assert train.main(['--resume', '--out', str(out), '--steps', '4', '--engine', engine,
+                           '--num-samples', '0']) == 0
+    step4 = [[r['loss'] for r in train_log(out) if r.get('step') == 4 and 'loss' in r] for out in (a, b)]
+    assert step4[0] == pytest.approx(step4[1], rel=1e-9) and len(step4[0]) == 1
+    assert read_checkpoint(str(a)).merges == merges
+
+
+def test_init_from_a_byte_pair_model_keeps_its_tokenizer(tmp_path, bpe_ckpt, names_file, capsys):
+    from microgpt.programs import train
+    out = tmp_path / 'init.json'
+    assert train.main(['--init', bpe_ckpt, '--data', names_file, '--steps', '2', '--out', str(out),
+                       '--num-samples', '0', '--eval-every', '0']) == 0
+    assert 'tokenizer=bpe vocab_size=280' in capsys.readouterr().out
+    from microgpt.edge.checkpoint import read_checkpoint
+    assert read_checkpoint(str(out)).merges == read_checkpoint(bpe_ckpt).merges
+
+
+def test_running_text_with_byte_pairs_trains_and_samples(tmp_path, play_file):
+    from microgpt.programs import sample, train
+    out = tmp_path / 'play.json'
+    assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
+                       '--vocab-size', '300', '--block-size', '16', '--steps', '4', '--eval-every', '2',
+                       '--num-samples', '0', '--out', str(out)]) == 0
+    validations = [r for r in train_log(out) if 'val_loss' in r]
+    assert validations and all(math.isfinite(r['val_loss']) for r in validations)
+    assert sample.main(['--ckpt', str(out), '--length', '30', '--prompt', 'ROMEO: ř']) == 0
