@@ -90,10 +90,10 @@ class Settings:
     n_head: int = flag(4, 'model', "attention heads per block", MODEL, ints(1, limits.MAX_N_HEAD))
     block_size: int = flag(16, 'model', "longest sequence in tokens (names longer than this are cut, and train.py "
                            "says how many; 64 or more for running text)", MODEL, ints(1, limits.MAX_BLOCK_SIZE))
-    vocab_size: Optional[int] = flag(None, 'model', "--tokenizer bpe: tokens in the vocabulary, the 256 bytes, "
-                                     "the merges and BOS, so 257 (bytes only) to "
-                                     f"{limits.MAX_BPE_VOCAB_SIZE:,} (default {BPE_VOCAB_SIZE}; with --tokenizer "
-                                     "char it is the data's characters + 1)", MODEL,
+    vocab_size: Optional[int] = flag(BPE_VOCAB_SIZE, 'model', "--tokenizer bpe: tokens in the vocabulary, the "
+                                     "256 bytes, the merges and BOS, so 257 (bytes only) to "
+                                     f"{limits.MAX_BPE_VOCAB_SIZE:,} (with --tokenizer char it is the data's "
+                                     "characters + 1)", MODEL,
                                      ints(257, limits.MAX_BPE_VOCAB_SIZE), metavar='N')
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
@@ -300,8 +300,6 @@ def settle(flags, given, ckpt=None, place=None):
         values['vocab_size'] = None if ckpt is None else values['vocab_size']
     elif values['reproduce_original']:
         raise UserError("--reproduce-original trains microgpt's character tokenizer: drop --tokenizer bpe")
-    elif values['vocab_size'] is None:
-        values['vocab_size'] = BPE_VOCAB_SIZE
 
     # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
     if values['reproduce_original']:
