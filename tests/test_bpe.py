@@ -243,3 +243,56 @@ def test_running_text_with_byte_pairs_trains_and_samples(tmp_path, play_file):
     validations = [r for r in train_log(out) if 'val_loss' in r]
     assert validations and all(math.isfinite(r['val_loss']) for r in validations)
     assert sample.main(['--ckpt', str(out), '--length', '30', '--prompt', 'ROMEO: ř']) == 0
+
+
+# ---------------------------------------------------------------------------- bits per character
+def test_bits_per_character_are_the_loss_over_ln2_for_characters_and_scaled_for_byte_pairs(tmp_path, play_file,
+                                                                                          bpe_ckpt, names_file):
+    """The factor train.py logs by, against counts taken here from the text itself: running
+    text's validation part is predicted once, token by token, so its bits per character are
+    loss x its tokens / its characters / ln 2; a name predicts its letters and the end marker."""
+    from microgpt.edge import text
+    from microgpt.edge.checkpoint import read_checkpoint
+    from microgpt.edge.data import load_docs, split_docs
+    from microgpt.programs import train
+    out = tmp_path / 'play.json'
+    assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
+                       '--vocab-size', '300', '--block-size', '16', '--steps', '2', '--eval-every', '2',
+                       '--num-samples', '0', '--out', str(out)]) == 0
+    record = [r for r in train_log(out) if 'val_loss' in r][-1]
+    tok = read_checkpoint(str(out)).tokenizer
+    _, val_text = text.split_text(text.load_text(play_file), None, 16)
+    expected = record['val_loss'] * len(tok.encode(val_text)) / len(val_text) / math.log(2)
+    assert record['val_bpc'] == pytest.approx(expected, rel=1e-12)
+    assert len(tok.encode(val_text)) < 0.8 * len(val_text)  # the factor is not 1 / ln 2 here
+
+    names = [r for r in train_log(bpe_ckpt) if 'val_loss' in r][-1]
+    _, val_docs = split_docs(load_docs(names_file), 6, seed=42, shuffle=True)
+    tok = read_checkpoint(bpe_ckpt).tokenizer
+    tokens = sum(len(tok.encode(d)) + 1 for d in val_docs)  # no name is cut by the block of 12
+    assert names['val_bpc'] == pytest.approx(names['val_loss'] * tokens / sum(len(d) + 1 for d in val_docs)
+                                             / math.log(2), rel=1e-12)
+
+
+def test_a_character_models_bits_per_character_are_its_loss_over_ln2(tiny_ckpt):
+    for record in (r for r in train_log(tiny_ckpt) if 'val_loss' in r):
+        assert record['val_bpc'] == pytest.approx(record['val_loss'] / math.log(2), rel=1e-12)
+
+
+def test_lab_loss_in_bits_uses_the_logs_figures_and_refuses_a_log_without_them(tmp_path, bpe_ckpt, capsys):
+    from microgpt.edge.errors import UserError
+    from microgpt.lab import loss
+    from microgpt.programs.runlog import log_path_for
+    records = train_log(bpe_ckpt)
+    evals = [r for r in records if 'val_loss' in r]
+    factor = evals[0]['train_bpc'] / evals[0]['train_loss']
+    train, val = loss.read_log(log_path_for(bpe_ckpt), unit='bits')
+    assert [v for _, v, _ in val] == [r['val_bpc'] for r in evals]
+    steps = [r['loss'] for r in records if 'loss' in r]
+    assert [l for _, l, _ in train] == pytest.approx([l * factor for l in steps], rel=1e-12)
+    assert factor < 1 / math.log(2)  # byte pairs: fewer tokens than characters
+    old = tmp_path / 'old.log.jsonl'  # a log from before bits per character were measured
+    old.write_text('{"step": 1, "loss": 3.0, "lr": 0.01}\n{"step": 1, "val_loss": 2.9, "train_loss": 3.0}\n')
+    with pytest.raises(UserError, match="line 2 has no bits per character .*: use --unit nats"):
+        loss.compute(str(old), unit='bits')
+    assert loss.compute(str(old))['runs'][0]['val'] == [(1, 2.9, 3.0)]

@@ -349,7 +349,11 @@ SANDBOXES = [
                     Param('width', int, 60, 20, 1000, group='display',
                           help="chart width in characters"),
                     Param('height', int, 12, 5, 500, group='display',
-                          help="chart height in lines"))),
+                          help="chart height in lines"),
+                    Param('unit', str, 'nats', group='display', high=8,
+                          help="nats: the loss per token, as training minimizes it; bits: bits per character "
+                               "(loss x tokens / characters / ln 2), which compares a character model and a "
+                               "byte-pair model of one text"))),
     # drawing names or text takes its turn, and a request still waiting when a newer comes is left
     # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
     # take seconds, queues one draw at most; the distribution alone (num 0) never waits

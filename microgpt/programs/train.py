@@ -18,6 +18,7 @@ safe to stop and resume is run.py's (the reading guide's appendix walks through 
 import itertools
 import math
 import os
+from functools import partial
 from typing import NamedTuple
 
 from ..edge import text
@@ -31,7 +32,7 @@ from ..optim import Adam
 from ..sampling import TEMPERATURE, iter_names
 from ..bpe import BPETokenizer
 from ..tokenizer import CharTokenizer
-from ..training import batch_step, doc_tokens, evaluate, learning_rate
+from ..training import batch_step, doc_tokens, evaluate, learning_rate, num_predictions
 from . import cli, original, sample
 from .run import Output, Run, resume_notes
 from .settings import TEXT_SAMPLE_LENGTH, parse_args, settle
@@ -215,6 +216,10 @@ class Names:
                 break
             self.train_sample.append(doc)
             tokens += len(ids) - 1
+        block = settings.block_size  # each name's predicted tokens: the first num_predictions after BOS
+        self.bits_per_nat = [bits_per_nat(self.tokenizer, [t[1:1 + num_predictions(t, block)] for t in
+                                                           map(partial(doc_tokens, self.tokenizer), part)])
+                             for part in (self.val_docs, self.train_sample)]
         if settings.batch_size > len(self.train_tokens):
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
@@ -271,6 +276,8 @@ class RunningText:
         # the training loss at an evaluation: as many tokens of the training part, in
         # windows spread evenly over it (the same ones each time, so that the curve is smooth)
         self.train_sample = text.spread_windows(self.train_ids, len(val_ids), settings.block_size)
+        self.bits_per_nat = [bits_per_nat(self.tokenizer, [w[1:] for w in part])
+                             for part in (self.val_windows, self.train_sample)]
         self.n_chars, self.n_val = len(whole), len(val_text)
         self.held_out = f"{self.n_val:,} held-out characters"
         self.longest = settings.block_size
@@ -290,6 +297,22 @@ class RunningText:
             return None
         return validation_losses(trainer, [self.val_windows, self.train_sample], windows=True,
                                  threads=self.settings.threads)
+
+
+def bits_per_nat(tokenizer, predicted):
+    """What turns a mean loss over the `predicted` token lists (nats per token) into bits per
+    character: tokens / characters / ln 2, so that models of one text with different tokenizers
+    compare. The characters are those the predicted tokens cover, each counted once, at the token
+    that holds its first byte (a byte pair may hold half of one), and BOS, the end of a name that
+    the model predicts as it predicts a letter, counts as one character: for the character
+    tokenizer the factor is exactly 1 / ln 2."""
+    if isinstance(tokenizer, BPETokenizer):  # a UTF-8 byte 10xxxxxx continues a character
+        per_token = [sum(b & 0xC0 != 0x80 for b in t) for t in tokenizer.vocab] + [1]
+    else:
+        per_token = [1] * tokenizer.vocab_size
+    tokens = sum(map(len, predicted))
+    chars = sum(per_token[i] for ids in predicted for i in ids)
+    return tokens / max(chars, 1) / math.log(2)
 
 
 def vocabulary(tokenizer):
@@ -368,7 +391,8 @@ def loop(settings, built, run):
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:
-                run.log_validation(step, *losses, data.held_out)  # validation, then training
+                bits = [loss * factor for loss, factor in zip(losses, data.bits_per_nat)]
+                run.log_validation(step, *losses, data.held_out, bits)  # validation, then training
                 run.keep_if_best(step, trainer)
         if run.save_due(step):
             run.save(step, trainer)
