@@ -32,7 +32,7 @@ N = len(catalog.EXERCISES)
 
 
 # ---------------------------------------------------------------------------- helpers
-def make_workspace(path, solved=range(1, N + 1), files=None):
+def make_workspace(path, solved=catalog.NUMBERS, files=None):
     """A started workspace with the reference solutions of `solved` and `files` ({n: text})."""
     workspace.start(str(path))
     for n in solved:
@@ -108,10 +108,12 @@ def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
 
 
 def test_the_path_follows_the_reading_guide():
-    """Engine, then the model on Values, then the numpy rung; train uses the first sixteen."""
+    """Engine, then the model on Values, then the numpy rung, then the byte pairs; train uses
+    the first sixteen."""
     rungs = [e.rung for e in catalog.EXERCISES]
-    assert rungs == sorted(rungs, key=['engine', 'model', 'numpy'].index)
-    assert N >= 15 and [e.number for e in catalog.EXERCISES] == list(range(1, N + 1))
+    assert rungs == sorted(rungs, key=['engine', 'model', 'numpy', 'tokens'].index)
+    # 21 and 22 are the rung written beside the byte pairs: with them, this is range(1, 26)
+    assert [e.number for e in catalog.EXERCISES] == list(range(1, 21)) + [23, 24, 25] == catalog.NUMBERS
     functions = [e.function for e in catalog.EXERCISES]
     for needed in ('mul', 'power', 'exp', 'log', 'relu', 'topological_order', 'backward', 'dot', 'linear',
                    'softmax', 'rmsnorm', 'attention_head', 'gpt', 'name_loss', 'adam_step', 'probabilities',
@@ -124,7 +126,7 @@ def test_the_path_follows_the_reading_guide():
 def test_the_reference_solutions_pass_every_check(tmp_path, measured):
     ws = make_workspace(tmp_path / 'solved')
     start = time.monotonic()
-    results = checker.check([(ws, list(range(1, N + 1)), False)])
+    results = checker.check([(ws, list(catalog.NUMBERS), False)])
     seconds = time.monotonic() - start
     failed = {n: r['line'] for (_, n), r in results.items() if r['status'] != 'pass'}
     assert len(results) == N and not failed, failed
@@ -178,6 +180,11 @@ return weights @ v, weights'''), "the Czech lesson", "mask applied after the sof
          "missing its row sum"),
     20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
          "the Czech lesson", "multiplied by"),
+    23: (replaced(23, 'counts[pair] = counts.get(pair, 0) + 1', 'counts[pair] = 1'), "the Wikipedia example",
+         "add one to each pair's count"),
+    24: (replaced(24, 'i += 2', 'i += 1'), "the Wikipedia example", "skip BOTH ids"),
+    25: (replaced(25, 'ids = merge(ids, pair, 256 + rank[pair])', 'return merge(ids, pair, 256 + rank[pair])'),
+         "the Wikipedia example", "while some adjacent pair is in the table"),
 }
 
 
@@ -206,7 +213,7 @@ def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, n):
 
 def test_every_exercise_has_a_slip_and_the_checks_are_not_all_passing(slip_results):
     """Negative control of the reference test: the same checker says no to each slip."""
-    assert sorted(slip_results) == list(range(1, N + 1))
+    assert sorted(slip_results) == list(catalog.NUMBERS)
 
 
 def test_a_second_classic_slip_of_the_order_and_of_rmsnorm(tmp_path):
@@ -397,10 +404,11 @@ def test_bad_places_are_one_line_and_exit_2(tmp_path, capsys):
     assert a_file.read_text() == 'mine\n' and not os.path.exists(package)
 
 
-@pytest.mark.parametrize('argv', [['check', '0'], ['check', str(N + 1)], ['solution', '99'], ['reset', '-1']])
+@pytest.mark.parametrize('argv', [['check', '0'], ['check', str(catalog.NUMBERS[-1] + 1)], ['solution', '99'],
+                                  ['reset', '-1']])
 def test_a_number_out_of_range_is_one_line(argv, capsys):
     status, out, err = lab(argv, capsys)
-    assert status == 2 and f'give an integer from 1 to {N}' in err and err.count('\n') == 1
+    assert status == 2 and f'give an integer from 1 to {catalog.NUMBERS[-1]}' in err and err.count('\n') == 1
 
 
 @pytest.mark.parametrize('change, words', [
@@ -443,7 +451,7 @@ def test_the_console_script_is_the_same_command(tmp_path):
     if not os.path.exists(script):
         pytest.skip("microgpt-exercises is not installed in this environment (pip install -e .)")
     done = subprocess.run([script, 'start', str(tmp_path / 'w')], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and 'wrote 20 exercises' in done.stdout
+    assert done.returncode == 0 and f'wrote {N} exercises' in done.stdout
     done = subprocess.run([script, 'check', '99'], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith('error: ')
 

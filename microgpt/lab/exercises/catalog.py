@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # The version of this set of exercises, written into every workspace (workspace.py). Raise it
 # when a stub is added, removed or renamed, or a function's signature changes: a workspace
 # made by another version is then refused with the way to move on, never checked wrongly.
-VERSION = 1
+VERSION = 2  # 2: exercises 23 to 25, the byte-pair tokenizer
 
 FILES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 SOLUTION_START = '# solution'
@@ -33,7 +33,7 @@ class Exercise:
     function: str      # the one function the learner writes
     signature: str     # its parameters, as the stub's def line has them
     title: str         # what it computes, in a few words
-    rung: str          # 'engine', 'model' (on Values) or 'numpy' (on arrays)
+    rung: str          # 'engine', 'model' (on Values), 'numpy' (on arrays) or 'tokens' (byte pairs)
     reading: str       # where docs/reading-guide.md reads the idea
     real: str          # the project's own code for that piece
     page: str          # the web lab's page that shows the idea (a name of registry.pages())
@@ -60,6 +60,7 @@ class Exercise:
 
 
 ENGINE = "docs/reading-guide.md section 1, file 1"
+TOKENS = "docs/reading-guide.md section 13"
 EXERCISES = [
     Exercise(1, 'ex01_mul', 'mul', 'a, b', "the local derivatives of a * b", 'engine', ENGINE,
              "microgpt/engine.py, Value.__mul__", 'autograd',
@@ -132,18 +133,28 @@ EXERCISES = [
              "one attention head's backward", 'numpy', "docs/reading-guide.md section 9, file 1",
              "src/backprop/layers.py, attention_backward", 'step',
              'python -m microgpt.lab step anna --engine numpy', uses=(17, 19)),
+    # 21 and 22 are the next rung's, written beside these: the byte pairs come last on the path
+    Exercise(23, 'ex23_get_stats', 'get_stats', 'ids', "how often each adjacent pair of ids occurs",
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens (its counts)", 'overview',
+             'python -m microgpt.lab overview anna'),
+    Exercise(24, 'ex24_merge', 'merge', 'ids, pair, new_id', "one merge: a pair replaced by a new token",
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens.merge", 'overview', 'python -m microgpt.lab overview anna'),
+    Exercise(25, 'ex25_encode', 'encode', 'text, merges', "text to token ids with a learned merge table",
+             'tokens', TOKENS, "microgpt/bpe.py, BPETokenizer.encode", 'overview',
+             'python -m microgpt.lab overview anna', uses=(23, 24)),
 ]
 
 # What `exercises train` substitutes for the project's own: every exercise but the numpy rung's,
 # your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16).
-TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung != 'numpy')
+TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung in ('engine', 'model'))
 RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
-         'numpy': "the numpy rung (src/inference, src/backprop)"}
+         'numpy': "the numpy rung (src/inference, src/backprop)", 'tokens': "the byte-pair tokenizer (microgpt/bpe.py)"}
+NUMBERS = [e.number for e in EXERCISES]  # 1 to 20, then 23 to 25 until 21 and 22 are written beside them
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
 
 
 def get(number):
-    return EXERCISES[number - 1]
+    return EXERCISES[NUMBERS.index(number)]
 
 
 def source(number):

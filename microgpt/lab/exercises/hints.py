@@ -104,4 +104,16 @@ HINTS = {
          "the softmax: dz is your softmax_backward of da, given a (a masked entry has weight 0 and passes "
          "nothing back).",
          "Through the scores: dq = dz @ k, dk = dz transposed @ q, each times s."),
+    23: ("Pair each id with the one after it: zip(ids, ids[1:]) gives every adjacent pair once, "
+         "overlapping ones included.",
+         "Start from an empty dict and add one per pair: counts[pair] = counts.get(pair, 0) + 1. A "
+         "tuple (a, b) is a dict key as it is."),
+    24: ("Walk the list with an index i you move yourself (a while loop), so that you can step over "
+         "two ids at once.",
+         "If i + 1 < len(ids) and (ids[i], ids[i + 1]) is the pair, append new_id and add 2 to i; "
+         "otherwise append ids[i] and add 1. Append to a new list: never change ids."),
+    25: ("The table's order is the rule: merge k was learned before merge k + 1, and may be what k + 1 "
+         "is built from. Give each pair its rank k in a dict.",
+         "Loop: take the pairs of your get_stats(ids) that are in the table; stop when none is; else "
+         "merge the one of lowest rank with your merge(ids, pair, 256 + k)."),
 }
