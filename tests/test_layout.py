@@ -37,7 +37,7 @@ CORE_CODE_LINES, ENGINE_CODE_LINES = 550, 80
 # What runs and guards the programs stays in proportion to the lesson it protects: its code at
 # most about 4.8 times the core's budget (nanoGPT's train.py, with DDP and checkpointing, is 336
 # lines); counted in code lines for the core's reason, so that no explanation is cut to fit.
-PROGRAM_CODE_LINES = 2270  # about 4.1 x the core's 550 (2190 before the byte-pair tokenizer's flags and checks)
+PROGRAM_CODE_LINES = 2280  # about 4.1 x the core's 550 (2190 before the byte-pair tokenizer's flags and checks)
 
 
 def project_modules():
