@@ -419,6 +419,15 @@ SANDBOXES = [
             png="the scatter plot and the wpe similarity matrix",
             params=(Param('neighbours', int, 3, 1, MAX_VOCAB_SIZE, metavar='K', group='display',
                           help="nearest neighbours listed per character"),)),
+    Sandbox('tokens', 'Tokens',
+            help="TEXT cut into the model's tokens: ids, bytes, the merges that made them",
+            description="Each token of TEXT with its id, bytes and text (characters, or a byte-pair "
+                        "model's merged bytes); the first merges of the checkpoint's table, in the "
+                        "order learned; the ids as the model is fed them.",
+            params=(Param('text', str, required=True, positional=True, metavar='TEXT', high=MAX_TEXT,
+                          help="any text (a character model: only the characters it was trained on)"),
+                    Param('merges', int, 20, 0, MAX_VOCAB_SIZE, metavar='N', group='display',
+                          help="how many merges of the table to list"))),
 ]
 
 # Pages that are not sandboxes, and their API routes: {URL path: the api.Lab method it calls}

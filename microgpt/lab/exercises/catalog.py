@@ -135,13 +135,13 @@ EXERCISES = [
              'python -m microgpt.lab step anna --engine numpy', uses=(17, 19)),
     # 21 and 22 are the next rung's, written beside these: the byte pairs come last on the path
     Exercise(23, 'ex23_get_stats', 'get_stats', 'ids', "how often each adjacent pair of ids occurs",
-             'tokens', TOKENS, "microgpt/bpe.py, _Tokens (its counts)", 'overview',
-             'python -m microgpt.lab overview anna'),
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens (its counts)", 'tokens',
+             'python -m microgpt.lab tokens "the king"'),
     Exercise(24, 'ex24_merge', 'merge', 'ids, pair, new_id', "one merge: a pair replaced by a new token",
-             'tokens', TOKENS, "microgpt/bpe.py, _Tokens.merge", 'overview', 'python -m microgpt.lab overview anna'),
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens.merge", 'tokens', 'python -m microgpt.lab tokens "the king"'),
     Exercise(25, 'ex25_encode', 'encode', 'text, merges', "text to token ids with a learned merge table",
-             'tokens', TOKENS, "microgpt/bpe.py, BPETokenizer.encode", 'overview',
-             'python -m microgpt.lab overview anna', uses=(23, 24)),
+             'tokens', TOKENS, "microgpt/bpe.py, BPETokenizer.encode", 'tokens',
+             'python -m microgpt.lab tokens "the king"', uses=(23, 24)),
 ]
 
 # What `exercises train` substitutes for the project's own: every exercise but the numpy rung's,

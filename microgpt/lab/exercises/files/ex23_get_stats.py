@@ -3,8 +3,9 @@ Exercise 23: counting pairs, the first half of a byte-pair merge (the real one: 
 _Tokens, which keeps these counts up to date instead of counting again).
 
 Reading: docs/reading-guide.md, section 13 (Tokens: what the model sees).
-See it live: `python -m microgpt.lab overview anna` shows a model's tokens; `python
-bench/bpe_speed.py` times counting afresh against keeping counts.
+See it live: `python -m microgpt.lab tokens "the king" --ckpt out/bpe.json` (a model trained with
+--tokenizer bpe), the web lab's Tokens page; `python bench/bpe_speed.py` times counting afresh
+against keeping counts.
 Then run `python -m microgpt.lab exercises check 23`.
 """
 

@@ -3,7 +3,8 @@ Exercise 24: one merge, every occurrence of a pair replaced by a new token (the 
 microgpt/bpe.py, _Tokens.merge).
 
 Reading: docs/reading-guide.md, section 13 (Tokens: what the model sees).
-See it live: `python -m microgpt.lab overview anna` shows a model's tokens.
+See it live: `python -m microgpt.lab tokens "the king" --ckpt out/bpe.json` (a model trained with
+--tokenizer bpe), the web lab's Tokens page.
 Then run `python -m microgpt.lab exercises check 24`.
 """
 

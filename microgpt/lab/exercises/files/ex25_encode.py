@@ -3,7 +3,8 @@ Exercise 25: encoding new text with a learned merge table (the real one: microgp
 BPETokenizer.encode), with your get_stats (exercise 23) and merge (exercise 24).
 
 Reading: docs/reading-guide.md, section 13 (Tokens: what the model sees).
-See it live: `python -m microgpt.lab overview anna` shows a model's tokens.
+See it live: `python -m microgpt.lab tokens "the king" --ckpt out/bpe.json` (a model trained with
+--tokenizer bpe), the web lab's Tokens page.
 Then run `python -m microgpt.lab exercises check 25`.
 """
 
