@@ -16,13 +16,12 @@ async function draw() {
     $('pieces').replaceChildren(...d.tokens.map((t, i) => {
       const chip = el('span', {class: 'token', 'data-id': t.id, title: `id ${t.id}: bytes ${t.bytes.join(' ')}`}, t.label);
       chip.style.background = COLOURS[i % COLOURS.length];
-      chip.style.padding = '0 0.15rem';
       return chip;
     }));
-    $('token-table').replaceChildren(el('h3', {}, 'each token'), el('table', {class: 'data', id: 'tokens-table'},
+    $('token-table').replaceChildren(el('h3', {}, 'each token'), el('div', {class: 'scroll'}, el('table', {class: 'data', id: 'tokens-table'},
       el('tr', {}, ['id', 'token', 'bytes'].map(h => el('th', {}, h))),
       d.tokens.map(t => el('tr', {}, el('td', {class: 'num'}, String(t.id)), el('td', {class: 'mono'}, t.label),
-                                     el('td', {class: 'mono'}, t.bytes.join(' '))))));
+                                     el('td', {class: 'mono'}, t.bytes.join(' ')))))));
     $('merge-table').replaceChildren(el('h3', {}, d.kind === 'bpe'
       ? `the first ${d.merges.length} of ${d.n_merges} merges, in the order learned` : 'no merges: a character model'),
       ...(d.merges.length ? [el('table', {class: 'data', id: 'merges-table'},
