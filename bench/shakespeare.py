@@ -5,6 +5,7 @@ nanoGPT's CPU shakespeare_char shape (n_layer 4, n_head 4, n_embd 128, block 64,
     python bench/shakespeare.py                  # ../shared/data/tinyshakespeare.txt
     python bench/shakespeare.py --threads 1      # pin the BLAS threads instead of timing them
     python bench/shakespeare.py --keep DIR       # keep the checkpoint and log in DIR
+    python bench/shakespeare.py --tokenizer bpe  # the same recipe on byte pairs (--vocab-size 512)
 
 It runs the very command README shows, in a child process (RECIPE below), and reports the wall
 time of the whole process (imports, reading and encoding the 1.1M characters, the thread
@@ -58,6 +59,8 @@ def main(argv=None):
     p.add_argument('--threads', type=int, help="pass --threads N to train.py (default: it measures)")
     p.add_argument('--steps', type=int, help=f"override the recipe's steps ({RECIPE['steps']})")
     p.add_argument('--lr', type=float, help=f"override the recipe's lr ({RECIPE['lr']})")
+    p.add_argument('--tokenizer', choices=('char', 'bpe'), default='char', help="train.py --tokenizer")
+    p.add_argument('--vocab-size', type=int, default=512, help="train.py --vocab-size, with --tokenizer bpe")
     p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR (for README's "
                                                    "sample and loss curve); default: a temporary folder")
     args = p.parse_args(argv)
@@ -73,6 +76,8 @@ def main(argv=None):
             flags[flags.index(f'--{name}') + 1] = str(getattr(args, name))
     if args.threads:
         flags += ['--threads', str(args.threads)]
+    if args.tokenizer == 'bpe':
+        flags += ['--tokenizer', 'bpe', '--vocab-size', str(args.vocab_size)]
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(args.keep or tmp, OUT)
@@ -108,7 +113,8 @@ def main(argv=None):
             write_checkpoint(os.path.join(tmp, 'copy' + os.path.splitext(out)[1]), ckpt)
         save = (time.perf_counter() - t) / 2
     print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']} "
-          f"(every logged: {', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)})")
+          f"(every logged: {', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)}); "
+          f"{vals[-1]['val_bpc']:.4f} bits per character")
     print(f"whole run {total:.1f} s = {total / 60:.2f} min; the first step done {first_step:.2f} s after "
           f"start; threads {threads}")
     print(f"{len(vals)} evaluations of {min(evaluations):.2f}-{max(evaluations):.2f} s each = "

@@ -128,7 +128,8 @@ def window_logits_fn(model):
 
 
 def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=None, stop_at_bos=False):
-    """Yield up to `length` characters drawn after prompt_ids, one at a time, as each is made.
+    """Yield the text of up to `length` tokens drawn after prompt_ids (characters, with the
+    character tokenizer), one token at a time, as each is made.
 
     The model sees the last block_size tokens of prompt + text so far (prompt_ids: at least
     one). stop_at_bos: end early when the model draws BOS (a names model's end of a name);
@@ -137,7 +138,7 @@ def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=N
     """
     tokenizer, block_size = model.tokenizer, model.config.block_size
     next_logits = window_logits_fn(model)
-    context = list(prompt_ids)
+    context, piece = list(prompt_ids), tokenizer.decoder()  # piece: a token's text, when complete
     n_draw = tokenizer.vocab_size if stop_at_bos else tokenizer.bos  # ids 0 .. n_draw - 1
     for _ in range(length):
         window = context[-block_size:]  # the sliding window: positions 0 .. block_size - 1
@@ -146,4 +147,4 @@ def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=N
         if token_id == tokenizer.bos:
             return
         context.append(token_id)
-        yield tokenizer.chars[token_id]
+        yield piece(token_id)

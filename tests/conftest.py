@@ -165,3 +165,15 @@ def wide_text_ckpt(tmp_path_factory, play_file):
     engine takes a 63-position step in a fraction of a second."""
     return train_text(tmp_path_factory.mktemp('wide') / 'play.json', play_file, 64, '--steps', '3',
                       '--n-layer', '1', '--n-embd', '16', '--n-head', '4', '--eval-every', '0')
+
+
+@pytest.fixture(scope='session')
+def bpe_ckpt(tmp_path_factory, names_file):
+    """A byte-pair model of TINY_NAMES (--tokenizer bpe --vocab-size 280: 23 merges), trained
+    20 steps by train.py on the numpy engine."""
+    from microgpt.programs import train
+    out = tmp_path_factory.mktemp('bpe') / 'model.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--tokenizer', 'bpe', '--vocab-size', '280',
+                       '--steps', '20', '--n-embd', '8', '--n-head', '2', '--block-size', '12', '--val-size', '6',
+                       '--engine', 'numpy', '--eval-every', '10', '--num-samples', '0']) == 0
+    return str(out)

@@ -92,7 +92,7 @@ INPUTS = {
              ("typed 'elizabeth'", typed('elizabeth'), shown('#summary', "'elizabeth'"), stepped('elizabeth'))],
     'embeddings': [('neighbours', lambda p: p.fill('#neighbours', '4'), redraw(), None)],
 }
-UNTIMED = {'autograd': "not timed yet",
+UNTIMED = {'autograd': "not timed yet", 'tokens': "not timed yet",
            'loss': "no input to time: it draws the checkpoint's log once",
            'training': "no redraw to time: the page polls a run of train.py",
            'exercises': "no model to compute: the page lists a workspace's results"}

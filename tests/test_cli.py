@@ -94,7 +94,8 @@ def test_train_prints_its_config_logs_every_step_and_saves(tmp_path, names_file,
     assert all(set(e) == {'step', 'loss', 'lr'} for e in steps)
     assert all(abs(e['lr'] - 0.01 * (1 - (e['step'] - 1) / 30)) <= LR_TOL for e in steps)
     vals = [e for e in log if 'val_loss' in e]
-    assert [e['step'] for e in vals] == [10, 20, 30] and all(set(e) == {'step', 'val_loss', 'train_loss'} for e in vals)
+    assert [e['step'] for e in vals] == [10, 20, 30]
+    assert all(set(e) == {'step', 'val_loss', 'train_loss', 'val_bpc', 'train_bpc'} for e in vals)
 
     obj = json.loads(out.read_text(encoding='utf-8'))
     assert (obj['format'], obj['version']) == ('microgpt', 1)

@@ -32,7 +32,7 @@ N = len(catalog.EXERCISES)
 
 
 # ---------------------------------------------------------------------------- helpers
-def make_workspace(path, solved=range(1, N + 1), files=None):
+def make_workspace(path, solved=catalog.NUMBERS, files=None):
     """A started workspace with the reference solutions of `solved` and `files` ({n: text})."""
     workspace.start(str(path))
     for n in solved:
@@ -109,11 +109,11 @@ def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
 
 def test_the_path_follows_the_reading_guide():
     """Engine, then the model on Values, then the numpy rung, then what keeps the model from
-    memorizing; train uses the first sixteen."""
+    memorizing, then the byte pairs; train uses the first sixteen."""
     rungs = [e.rung for e in catalog.EXERCISES]
-    assert list(catalog.RUNGS)[:4] == ['engine', 'model', 'numpy', 'regularization']
+    assert list(catalog.RUNGS) == ['engine', 'model', 'numpy', 'regularization', 'tokens']
     assert rungs == sorted(rungs, key=list(catalog.RUNGS).index)  # each part of the path in one piece
-    assert N >= 15 and [e.number for e in catalog.EXERCISES] == list(range(1, N + 1))
+    assert N >= 15 and [e.number for e in catalog.EXERCISES] == list(range(1, N + 1)) == catalog.NUMBERS
     functions = [e.function for e in catalog.EXERCISES]
     for needed in ('mul', 'power', 'exp', 'log', 'relu', 'topological_order', 'backward', 'dot', 'linear',
                    'softmax', 'rmsnorm', 'attention_head', 'gpt', 'name_loss', 'adam_step', 'probabilities',
@@ -126,7 +126,7 @@ def test_the_path_follows_the_reading_guide():
 def test_the_reference_solutions_pass_every_check(tmp_path, measured):
     ws = make_workspace(tmp_path / 'solved')
     start = time.monotonic()
-    results = checker.check([(ws, list(range(1, N + 1)), False)])
+    results = checker.check([(ws, list(catalog.NUMBERS), False)])
     seconds = time.monotonic() - start
     failed = {n: r['line'] for (_, n), r in results.items() if r['status'] != 'pass'}
     assert len(results) == N and not failed, failed
@@ -183,6 +183,11 @@ return weights @ v, weights'''), "the Czech lesson", "mask applied after the sof
     21: (replaced(21, 'p.data *= 1 - lr * weight_decay', 'p.grad += weight_decay * p.data'), "no gradient shrink",
          "That is L2 regularization"),
     22: (replaced(22, 'factor = kept / (1.0 - p)', 'factor = kept * 1.0'), "p = 0.1", "divides the kept numbers by 1 - p"),
+    23: (replaced(23, 'counts[pair] = counts.get(pair, 0) + 1', 'counts[pair] = 1'), "the Wikipedia example",
+         "add one to each pair's count"),
+    24: (replaced(24, 'i += 2', 'i += 1'), "the Wikipedia example", "skip BOTH ids"),
+    25: (replaced(25, 'ids = merge(ids, pair, 256 + rank[pair])', 'return merge(ids, pair, 256 + rank[pair])'),
+         "the Wikipedia example", "while some adjacent pair is in the table"),
 }
 
 
@@ -211,7 +216,7 @@ def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, n):
 
 def test_every_exercise_has_a_slip_and_the_checks_are_not_all_passing(slip_results):
     """Negative control of the reference test: the same checker says no to each slip."""
-    assert sorted(slip_results) == list(range(1, N + 1))
+    assert sorted(slip_results) == list(catalog.NUMBERS)
 
 
 def test_a_second_classic_slip_of_the_order_and_of_rmsnorm(tmp_path):
@@ -402,10 +407,11 @@ def test_bad_places_are_one_line_and_exit_2(tmp_path, capsys):
     assert a_file.read_text() == 'mine\n' and not os.path.exists(package)
 
 
-@pytest.mark.parametrize('argv', [['check', '0'], ['check', str(N + 1)], ['solution', '99'], ['reset', '-1']])
+@pytest.mark.parametrize('argv', [['check', '0'], ['check', str(catalog.NUMBERS[-1] + 1)], ['solution', '99'],
+                                  ['reset', '-1']])
 def test_a_number_out_of_range_is_one_line(argv, capsys):
     status, out, err = lab(argv, capsys)
-    assert status == 2 and f'give an integer from 1 to {N}' in err and err.count('\n') == 1
+    assert status == 2 and f'give an integer from 1 to {catalog.NUMBERS[-1]}' in err and err.count('\n') == 1
 
 
 @pytest.mark.parametrize('change, words', [

@@ -32,7 +32,7 @@ def checkout(tmp_path_factory):
         shutil.copytree(os.path.join(REPO_DIR, name), folder / name, ignore=shutil.ignore_patterns('__pycache__'))
     shutil.copy(os.path.join(REPO_DIR, 'pyproject.toml'), folder / 'pyproject.toml')
     workspace.start(str(folder / 'ws'))
-    for n in range(1, N + 1):
+    for n in catalog.NUMBERS:
         if n != 11:
             (folder / 'ws' / catalog.get(n).filename).write_text(catalog.solution_text(n))
     return folder

@@ -6,7 +6,7 @@ The kinds, one section each:
   1. checkpoint writing: symlinked --out, permissions, stale temporary files, failing writes
      (disk full, read-only, permission denied, file-size limit, name too long);
   2. damaged or hostile checkpoints: absurd config sizes, deep nesting, unprintable
-     vocabulary, versions that only compare equal to 1;
+     vocabulary, hand-edited byte-pair merges, versions that only compare equal to 1;
   3. files that are not files: devices, pipes, directories, oversized, not UTF-8;
   4. diverged models: huge weights that overflow in the forward pass, in every reader;
   5. absurd numbers: every numeric flag of the lab, and every number of a training log.
@@ -286,6 +286,50 @@ def test_a_vocabulary_with_a_lone_surrogate_is_refused(tmp_path, tiny_ckpt, voca
     with pytest.raises(UserError, match='half of a UTF-16 pair') as e:
         read_checkpoint(write_obj(tmp_path / 'surrogate.json', obj))
     str(e.value).encode('utf-8')  # the message itself can be printed
+
+
+def _doubling(obj):
+    """40 merges each of the token before with itself: token k + 1 is 2^k bytes, a terabyte in all."""
+    obj['merges'] = [[97, 97]] + [[256 + k, 256 + k] for k in range(39)]
+    obj['config']['vocab_size'] = 256 + 40 + 1
+
+
+@pytest.mark.parametrize('damage, words', [
+    (lambda o: o.update(merges='aa'), "merges must be a list"),
+    (lambda o: o['merges'].__setitem__(0, [300, 97]), "merge 0 is [300, 97], not a pair of the 256 ids before it"),
+    (lambda o: o['merges'].__setitem__(1, [97, 98, 99]), "merge 1 is [97, 98, 99], not a pair"),
+    (lambda o: o['merges'].__setitem__(0, [True, 1]), "merge 0 is [True, 1], not a pair"),
+    (lambda o: o['merges'].__setitem__(0, [-1, 97]), "merge 0 is [-1, 97], not a pair"),
+    (lambda o: o['merges'].__setitem__(2, list(o['merges'][0])), "repeats the pair"),
+    (lambda o: o['merges'].pop(), "22 merges make 279 tokens (256 bytes, the merges, BOS), but vocab_size is 280"),
+    (lambda o: o.update(vocab=['a', 'b']), "both byte-pair merges and a vocabulary of characters"),
+    (_doubling, "make tokens of more than 64 MiB in all"),
+])
+def test_damaged_or_hand_edited_merges_are_one_line(tmp_path, bpe_ckpt, damage, words):
+    """Kind: a byte-pair vocabulary edited by hand. Every merge is checked against the ids before
+    it and the sizes it builds, before a token is made."""
+    obj = ckpt_obj(bpe_ckpt)
+    damage(obj)
+    with pytest.raises(UserError, match=words.replace('[', r'\[').replace(']', r'\]').replace('(', r'\(')
+                       .replace(')', r'\)')):
+        read_checkpoint(write_obj(tmp_path / 'merges.json', obj))
+
+
+def test_damaged_merges_in_safetensors_metadata_are_one_line_in_a_real_process(tmp_path, bpe_ckpt):
+    """The metadata's merges are JSON text inside the header: cut short, sample.py says so."""
+    import struct
+    path = tmp_path / 'bpe.safetensors'
+    write_checkpoint(str(path), read_checkpoint(bpe_ckpt))
+    raw = path.read_bytes()
+    n = struct.unpack('<Q', raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header['__metadata__']['merges'] = header['__metadata__']['merges'][:-3]  # '[[97, 110], ...' unclosed
+    text = json.dumps(header, separators=(',', ':')).encode()
+    assert len(text) < n
+    text += b' ' * (n - len(text))  # the same length, so the tensors stay where they were
+    path.write_bytes(raw[:8] + text + raw[8 + n:])
+    result = run_python(['sample.py', '--ckpt', str(path)], timeout=30)
+    assert_one_line(result.returncode, result.stderr, "the metadata's merges")
 
 
 @pytest.mark.parametrize('version', [True, 1.0, '1', [1]])

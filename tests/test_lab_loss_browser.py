@@ -89,3 +89,20 @@ def test_a_run_trained_beside_it_is_drawn_in_the_colour_its_legend_names(server,
         words.add(line)
     assert len(words) == 2 and said(p) == words  # 'orange circles' and 'green triangles' no more
     assert p.errors == []
+
+
+def test_bits_per_character_redraw_the_validation_loss_as_the_log_gives_it(server, window):
+    """Choosing bits per character draws the log's own val_bpc, which for this character model
+    is its loss over ln 2; the page computes nothing of it."""
+    import json
+    import math
+    with open(log_path_for(str(server.out / 'model.json')), encoding='utf-8') as f:
+        last = [r for r in map(json.loads, f) if 'val_loss' in r][-1]
+    p = window(1280)
+    open_page(p, server, 'loss')
+    nats = float(p.inner_text('#last-val'))
+    p.select_option('#unit', 'bits')
+    p.wait_for_function("() => document.querySelector('#source').textContent.includes('bits per character')")
+    bits = float(p.inner_text('#last-val'))
+    assert nats == pytest.approx(last['val_loss'], abs=1e-4)
+    assert bits == pytest.approx(last['val_bpc'], abs=1e-4) and bits == pytest.approx(nats / math.log(2), abs=1e-3)

@@ -103,7 +103,8 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
     if rule == settings.MODEL:
         assert getattr(resumed, name) == getattr(ckpt.config, name)
         with pytest.raises(Exception, match="contradicts the checkpoint's"):
-            settled(['--out', str(out), '--resume', '--steps', '6', '--' + name.replace('_', '-'), '64'], ckpt)
+            value = '300' if name == 'vocab_size' else '64'  # --vocab-size starts at 257: the 256 bytes + BOS
+            settled(['--out', str(out), '--resume', '--steps', '6', '--' + name.replace('_', '-'), value], ckpt)
     elif rule == settings.MORE:
         assert resumed.steps == 6 and saved['steps'] == 4
         with pytest.raises(Exception, match='already trained for 4 steps'):
@@ -117,7 +118,7 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
         assert str(getattr(again, name)) == other[1]
     if rule == settings.SAME and name not in ('data', 'reproduce_original', 'data_mode', 'shuffle'):
         value = {'val_size': '5', 'seed': '4', 'lr': '0.03', 'batch_size': '3', 'weight_decay': '0.1',
-                 'dropout': '0.3'}[name]
+                 'dropout': '0.3', 'tokenizer': 'bpe'}[name]
         with pytest.raises(Exception, match='differs from the run being resumed'):
             settled(['--out', str(out), '--resume', '--steps', '6', '--' + name.replace('_', '-'), value], ckpt)
 

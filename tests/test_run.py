@@ -814,7 +814,7 @@ def test_help_shows_every_real_default_and_the_resume_rule(capsys):
             assert f'(default {value})' in entries[flag], flag
     assert 'stay the run\'s (they decide its losses); --steps may grow' in text
     assert set(ON_RESUME) <= set(vars(args)) and set(SAVED) == set(ON_RESUME) - {'n_layer', 'n_embd', 'n_head',
-                                                                                  'block_size'}
+                                                                                  'block_size', 'vocab_size'}
     assert train.parse_args(['--seed', '42', '--no-shuffle'])[1] == {'seed', 'shuffle'}
 
 

@@ -1,7 +1,7 @@
 """
 The edge: where what a user hands in is read, checked and written, before the lesson sees it.
 
-The core (the nine files in microgpt/) trusts its arguments, as micrograd and microgpt do.
+The core (the ten files in microgpt/) trusts its arguments, as micrograd and microgpt do.
 Everything from outside passes through here first: the data (data.py, text.py), checkpoints
 (checkpoint.py, safetensors.py), the files behind both (files.py), the caps on every
 size (limits.py) and the checks of values a user typed (checks.py). A problem is one

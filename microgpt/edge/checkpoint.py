@@ -6,10 +6,11 @@ whichever the file's format.
     model = ckpt.model()                             # a GPT of Values holding its weights
     write_checkpoint('out/model.safetensors', ckpt)  # the same record, in the other format
 
-A Checkpoint holds the config, the vocabulary, the weights, the data mode, and for --resume
-Adam's state and the training state; train.py, sample.py, convert, the lab and the numpy port
+A Checkpoint holds the config, the vocabulary (the characters, or the byte-pair merges), the
+weights, the data mode, and for --resume Adam's state and the training state; train.py, sample.py, convert, the lab and the numpy port
 all read and write it here. On disk it is model.json ({"format": "microgpt", "version": 1,
-"data_mode", "config", "vocab", "state_dict": {name: [[float]]}, "train_state"}) or
+"data_mode", "config", "vocab", "state_dict": {name: [[float]]}, "train_state"}, and for a
+byte-pair model "merges": [[a, b], ...] beside an empty "vocab") or
 model.safetensors (the same, the matrices as tensors: safetensors.py), or the 3D tutorial's
 flat export (read only). Sizes are checked against limits.py's caps, and every matrix's name
 and shape, before a number is read.
@@ -24,13 +25,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..model import GPT, GPTConfig, parameter_shapes
+from ..bpe import N_BYTES, BPETokenizer
 from ..tokenizer import CharTokenizer
 from . import safetensors
 from .checks import CONFIG_FIELDS, is_finite_number, is_int_in, make_config, short
 from .errors import UserError
 from .files import open_user_file, read_head, read_user_file, write_atomic, write_json_atomic
 from .files import parse_json
-from .limits import MAX_FILE_BYTES, MAX_SAFETENSORS_BYTES, parameter_count
+from .limits import MAX_FILE_BYTES, MAX_SAFETENSORS_BYTES, MAX_TOKEN_BYTES, parameter_count
 
 FORMAT, VERSION = 'microgpt', 1
 DATA_MODES = ('lines', 'text')  # what the model was trained on: names, one a line | running text
@@ -58,22 +60,30 @@ class TrainState:
 class Checkpoint:
     """A trained model and what it was trained with: one value, whatever file it came from."""
     config: GPTConfig
-    vocab: tuple                     # the characters, in id order; BOS is id len(vocab)
+    vocab: tuple                     # the characters, in id order; BOS is id len(vocab) (a byte-pair model: ())
     weights: dict                    # {name: rows}, every matrix [n_out][n_in] of floats
     data_mode: str = 'lines'         # 'lines': names, one a line; 'text': running text
     optimizer: Optional[dict] = None   # Adam's {'t', 'm', 'v'}, flat in GPT.params order
     train_state: Optional[TrainState] = None  # where the run stands: --resume's
     format: str = 'json'             # how it was read: 'json', 'safetensors' or 'tutorial'
+    merges: Optional[tuple] = None   # a byte-pair model's merges, ((a, b), ...) in the order learned (bpe.py)
 
     @classmethod
     def of(cls, model, data_mode='lines', optimizer=None, train_state=None):
         """The record of `model`: anything with .config, .tokenizer and .weights() (a GPT, or a
         training engine)."""
-        return cls(model.config, tuple(model.tokenizer.chars), model.weights(), data_mode, optimizer, train_state)
+        merges = getattr(model.tokenizer, 'merges', None)  # only the byte-pair tokenizer has merges
+        vocab = () if merges is not None else tuple(model.tokenizer.chars)
+        return cls(model.config, vocab, model.weights(), data_mode, optimizer, train_state,
+                   merges=None if merges is None else tuple(merges))
+
+    @property
+    def tokenizer_kind(self):
+        return 'char' if self.merges is None else 'bpe'
 
     @property
     def tokenizer(self):
-        return CharTokenizer(list(self.vocab))
+        return CharTokenizer(list(self.vocab)) if self.merges is None else BPETokenizer(self.merges)
 
     def model(self):
         """A GPT of Values (microgpt/model.py) holding these weights."""
@@ -93,6 +103,8 @@ def write_checkpoint(path, ckpt):
     train_state = None if ckpt.train_state is None else {**ckpt.train_state.as_json(), 'adam': ckpt.optimizer}
     fields = {'format': FORMAT, 'version': VERSION, 'data_mode': ckpt.data_mode,
               'config': {k: getattr(ckpt.config, k) for k in CONFIG_FIELDS}, 'vocab': list(ckpt.vocab)}
+    if ckpt.merges is not None:
+        fields['merges'] = [list(pair) for pair in ckpt.merges]
     if checkpoint_format(os.path.realpath(path)) == '.json':
         write_json_atomic(path, {**fields, 'state_dict': ckpt.weights, 'train_state': train_state})
         return
@@ -188,14 +200,14 @@ def read_checkpoint(path, n_head=None, training=False):
     if 'format' not in obj:
         raise UserError(f"{path} is not a microgpt checkpoint: it has neither a 'format' field "
                         "nor the tutorial export's '_vocab' and 'wte'")
-    config, vocab, data_mode = _header(path, obj, n_head)
+    config, vocab, data_mode, merges = _header(path, obj, n_head)
     if not isinstance(obj['state_dict'], dict):
         raise UserError(f"{path}: 'state_dict' must be an object of name -> matrix")
     shapes = _expected(path, config, obj['state_dict'])
     weights = {name: _matrix(path, name, obj['state_dict'][name], shape) for name, shape in shapes.items()}
     train_state, adam = _split_train_state(path, obj.get('train_state'), training)
     optimizer = _optimizer(path, adam, config) if training and train_state is not None else None
-    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'json')
+    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'json', merges)
 
 
 def _read_safetensors(path, hint, training):
@@ -212,8 +224,9 @@ def _read_safetensors(path, hint, training):
                             "not a microgpt checkpoint; microgpt reads the .safetensors files it writes")
         obj = {key: metadata[key] if key in ('format', 'data_mode') else
                parse_json(metadata[key], f"{path}: the metadata's {key}")
-               for key in ('format', 'version', 'config', 'vocab', 'train_state', 'data_mode') if key in metadata}
-        config, vocab, data_mode = _header(path, {**obj, 'state_dict': entries}, None)
+               for key in ('format', 'version', 'config', 'vocab', 'merges', 'train_state', 'data_mode')
+               if key in metadata}
+        config, vocab, data_mode, merges = _header(path, {**obj, 'state_dict': entries}, None)
         train_state = obj.get('train_state')
         adam = [name for name in ADAM_TENSORS if name in entries]
         if adam and not (len(adam) == 2 and isinstance(train_state, dict)
@@ -236,11 +249,12 @@ def _read_safetensors(path, hint, training):
                 adam_state = {**adam_state, **{name[-1]: safetensors.read_tensor(f, path, name, entries[name],
                                                                                  data_start) for name in ADAM_TENSORS}}
             optimizer = _optimizer(path, adam_state, config)
-    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'safetensors')
+    return Checkpoint(config, tuple(vocab), weights, data_mode, optimizer, train_state, 'safetensors', merges)
 
 
 def _header(path, obj, n_head):
-    """(config, vocab, data_mode) of a microgpt checkpoint's fields, each checked."""
+    """(config, vocab, data_mode, merges) of a microgpt checkpoint's fields, each checked (merges:
+    None for a character model)."""
     if obj.get('format') != FORMAT:
         raise UserError(f"{path} has format {short(obj.get('format'))}, expected {FORMAT!r}")
     version = obj.get('version')
@@ -267,7 +281,12 @@ def _header(path, obj, n_head):
     if data_mode not in DATA_MODES:
         raise UserError(f"{path}: data_mode {short(data_mode)} is neither 'lines' nor 'text': the "
                         "checkpoint is damaged or from a newer microgpt")
-    return config, _vocab(path, obj['vocab'], config.vocab_size), data_mode
+    if 'merges' in obj:
+        if obj['vocab'] != []:
+            raise UserError(f"{path} has both byte-pair merges and a vocabulary of characters: the "
+                            "checkpoint is damaged (a byte-pair model's 'vocab' is [])")
+        return config, [], data_mode, check_merges(path, obj['merges'], config.vocab_size)
+    return config, _vocab(path, obj['vocab'], config.vocab_size), data_mode, None
 
 
 def _read_tutorial(path, obj, n_head):
@@ -317,6 +336,33 @@ def _vocab(path, vocab, vocab_size):
         raise UserError(f"{path}: {len(vocab)} characters plus BOS make {len(vocab) + 1} tokens, "
                         f"but vocab_size is {vocab_size}")
     return vocab
+
+
+def check_merges(path, merges, vocab_size):
+    """A byte-pair model's merges as a tuple of pairs, once each is a pair of ids that exist
+    before it (merge k makes id 256 + k), no pair is merged twice, they make vocab_size tokens
+    with BOS, and their tokens' bytes together stay within limits.MAX_TOKEN_BYTES (each merge
+    may double a token: 40 such would make a terabyte)."""
+    if not isinstance(merges, list):
+        raise UserError(f"{path}: the merges must be a list of [a, b] pairs of token ids")
+    if N_BYTES + len(merges) + 1 != vocab_size:
+        raise UserError(f"{path}: {len(merges):,} merges make {N_BYTES + len(merges) + 1:,} tokens (256 bytes, "
+                        f"the merges, BOS), but vocab_size is {vocab_size:,}: the checkpoint is damaged")
+    lengths, seen, total = [1] * N_BYTES, set(), N_BYTES
+    for k, pair in enumerate(merges):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(is_int_in(i, 0, N_BYTES + k - 1) for i in pair)):
+            raise UserError(f"{path}: merge {k} is {short(pair)}, not a pair of the {N_BYTES + k} ids before it: "
+                            "the checkpoint is damaged")
+        if tuple(pair) in seen:
+            raise UserError(f"{path}: merge {k} repeats the pair {pair}, which an earlier merge already "
+                            "replaced: the checkpoint is damaged")
+        seen.add(tuple(pair))
+        lengths.append(lengths[pair[0]] + lengths[pair[1]])
+        total += lengths[-1]
+        if total > MAX_TOKEN_BYTES:  # checked as they grow, so a doubling chain stops at once
+            raise UserError(f"{path}: the merges up to {k} make tokens of more than {MAX_TOKEN_BYTES >> 20} MiB "
+                            "in all (limits.MAX_TOKEN_BYTES): the checkpoint is damaged")
+    return tuple(map(tuple, merges))
 
 
 def _expected(path, config, found):

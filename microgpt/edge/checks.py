@@ -59,10 +59,10 @@ def short(x, most=40):
 
 def encode(tokenizer, text):
     """text's ids, or a UserError naming the first character the model was not trained on."""
-    for ch in text:
-        if ch not in tokenizer.stoi:
-            raise UserError(f"character {ch!r} is not in the vocabulary ({short(''.join(tokenizer.chars), 80)}): "
-                            "use only characters the model was trained on")
+    ch = tokenizer.unknown(text)  # the byte-pair tokenizer knows every character
+    if ch is not None:
+        raise UserError(f"character {ch!r} is not in the vocabulary ({short(''.join(tokenizer.chars), 80)}): "
+                        "use only characters the model was trained on")
     return tokenizer.encode(text)
 
 

@@ -52,6 +52,11 @@ MAX_BATCH_SIZE = 100_000    # names (or windows) per step
 MAX_THREADS = 256           # train.py --threads
 MAX_WEIGHT_DECAY = 10.0     # train.py --weight-decay: a step shrinks each weight by lr x this, and
                             # lr x 10 is still a small fraction at the learning rates that train
+MAX_BPE_VOCAB_SIZE = 16_384  # train.py --vocab-size with --tokenizer bpe: each merge scans every
+                            # pair's count, so learning 4,096 tokens of tiny Shakespeare takes 392 s
+                            # (256 take 3.4 s, bench/bpe_speed.py); GPT-2 has 50,257
+MAX_TOKEN_BYTES = 1 << 26   # 64 MiB: the bytes of a byte-pair vocabulary's tokens together, checked
+                            # before it is built (tiny Shakespeare's 4,096 tokens hold 19,102 bytes)
 MAX_LOSS = 1e6              # a loss in a log: ln(vocab_size) is ~3.3 for names; sums of a
                             # million of these stay far from overflow
 

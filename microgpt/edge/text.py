@@ -76,6 +76,17 @@ def split_text(text, val_size, block_size):
     return text[:cut], text[cut:]
 
 
+def check_windows(n_train, n_val, block_size):
+    """The parts' token counts, once encoded, must hold a window each as their characters do:
+    byte pairs make fewer tokens than characters (about half as many for English)."""
+    window = block_size + 1
+    for part, n in (('training', n_train), ('validation', n_val)):
+        if n and n < window or part == 'training' and n < window:
+            raise UserError(f"the {part} part is {n:,} tokens with --tokenizer bpe, fewer than one window of "
+                            f"block_size + 1 = {window}: use a longer file, a smaller --block-size, "
+                            f"{'or a smaller --val-size' if part == 'training' else 'or a larger --val-size'}")
+
+
 # ---------------------------------------------------------------------------- the windows
 def window_starts(n_train, block_size, batch_size, seed, step):
     """Where step `step`'s windows start: batch_size offsets in 0 .. n_train - block_size - 1.

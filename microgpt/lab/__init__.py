@@ -12,6 +12,7 @@ sandbox of registry.SANDBOXES (`python -m microgpt.lab --help` lists them), and 
     python -m microgpt.lab sample ma              # temperature and top-k, side by side
     python -m microgpt.lab step anna              # one training step: gradients, Adam, the loss after
     python -m microgpt.lab embeddings             # wte on its principal components, wpe similarity
+    python -m microgpt.lab tokens "the king"      # text cut into the model's tokens, and its merges
     python -m microgpt.lab serve                  # all of it as local web pages, with live training
     python -m microgpt.lab exercises start        # write the engine and the GPT yourself (exercises/)
 

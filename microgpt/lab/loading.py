@@ -142,9 +142,9 @@ def example_text(ckpt, default='anna'):
     text = head.decode('utf-8', errors='ignore').replace('\r\n', '\n')[:window] if head else ''
     if '\n' in text[:-1] and len(text) == window:
         text = text[:text.rindex('\n', 0, window) + 1]  # whole lines, as many as fit
-    if text and all(ch in tok.stoi for ch in text):
+    if text and tok.unknown(text) is None:
         return text
-    return default if all(ch in tok.stoi for ch in default) else ''.join(tok.chars[:8])
+    return default if tok.unknown(default) is None else ''.join(tok.chars[:8])
 
 
 def text_tokens(model, text, mode='lines'):

@@ -5,6 +5,7 @@ train.py writes.
     python -m microgpt.lab loss out/model.log.jsonl
     python -m microgpt.lab loss out/model.log.jsonl --png loss.png
     python -m microgpt.lab loss out/a.log.jsonl out/b.log.jsonl   # two runs on one picture
+    python -m microgpt.lab loss out/char.log.jsonl out/bpe.log.jsonl --unit bits   # across tokenizers
 
 train.py appends one JSON line per step, {"step": s, "loss": l, "lr": r}, and one per
 evaluation, {"step": s, "val_loss": v, "train_loss": t}: the validation loss, and the training
@@ -15,12 +16,17 @@ Adam's, so that it bends nowhere the losses do not), and the table the mean over
 of it, beside the learning rate and the losses measured in that stretch.
 A training loss that goes on falling while the validation loss stops (or rises) is overfitting:
 the evaluation's two numbers, measured alike, show the gap without the running mean's lag.
-Several logs are drawn on one picture, each with its own marks and its name.
+Several logs are drawn on one picture, each with its own marks and its name. --unit bits
+shows bits per character instead of nats per token: the evaluations' own val_bpc and train_bpc
+(loss x tokens / characters / ln 2, train.py's bits_per_nat), and each step's loss scaled by the
+same factor as the training loss measured alike (its data's tokens per character, fixed for a
+run): a character model and a byte-pair model of one text then share one scale.
 """
 
 import math
 
 from ..edge.checkpoint import is_our_checkpoint
+from ..edge.checks import short
 from ..edge.errors import UserError
 from ..edge.files import read_user_file
 from ..edge.files import parse_json
@@ -32,9 +38,12 @@ from .render import line_chart, table, width
 MARKS = [('•', 'o', '^'), ('+', 'x', 'v'), ('·', '#', '>'), ('-', '@', '<'), (':', '%', '*'), ('~', '&', '=')]
 
 
-def read_log(path):
+UNITS = {'nats': 'loss', 'bits': 'bits per character'}  # --unit: what the chart's axis says
+
+
+def read_log(path, unit='nats'):
     """(train [(step, loss, lr)], val [(step, val_loss, train_loss or None)]) from a train.py
-    log, checked.
+    log, checked; with unit 'bits', every loss in bits per character (see above).
 
     A last line without its newline is a write cut short (a crash, or a run still going) and
     is skipped; any other line that is not a log record is an error naming it. Every number
@@ -48,7 +57,7 @@ def read_log(path):
     lines = text.split('\n')
     if lines and not text.endswith('\n'):
         lines = lines[:-1]  # the partial last line (or '' when the file is empty)
-    train, val = [], []
+    train, val, factor = [], [], None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -62,11 +71,23 @@ def read_log(path):
         if 'loss' in record:
             train.append((record['step'], float(record['loss']),
                           float(record['lr']) if 'lr' in record else None))
+        elif unit == 'bits':
+            if 'val_bpc' not in record:
+                raise UserError(f"{path} line {number} has no bits per character (written before train.py "
+                                "measured them): use --unit nats")
+            if factor is None and record.get('train_loss', 0) > 0 and 'train_bpc' in record:
+                factor = record['train_bpc'] / record['train_loss']  # tokens / characters / ln 2
+            val.append((record['step'], float(record['val_bpc']), record.get('train_bpc')))
         else:
             estimate = record.get('train_loss')  # the training loss measured as val_loss is
             val.append((record['step'], float(record['val_loss']), None if estimate is None else float(estimate)))
     if not train:
         raise UserError(f"{path} holds no training steps: train for a few steps first")
+    if unit == 'bits':
+        if factor is None:
+            raise UserError(f"{path} has no evaluation to convert its steps' losses to bits per character by "
+                            "(--eval-every 0, or no held-out data): use --unit nats")
+        train = [(step, loss * factor, lr) for step, loss, lr in train]
     return train, val
 
 
@@ -119,10 +140,12 @@ def stretches(train, val, n=10):
 MIN_WIDTH, MIN_HEIGHT = 20, 5  # below this the axis labels no longer fit
 
 
-def compute(paths, width=60, height=12):
+def compute(paths, width=60, height=12, unit='nats'):
     """Each log's records, the running mean the chart draws and the table of tenths: {'runs':
-    [{'path', 'train', 'val', 'window', 'smooth', 'stretches'}], 'width', 'height'}, in the order
-    given (one path, or a list of up to len(MARKS): a set of marks each)."""
+    [{'path', 'train', 'val', 'window', 'smooth', 'stretches'}], 'width', 'height', 'unit'}, in the
+    order given (one path, or a list of up to len(MARKS): a set of marks each)."""
+    if unit not in UNITS:
+        raise UserError(f"--unit {short(unit)}: give nats (the loss per token) or bits (bits per character)")
     if width < MIN_WIDTH or height < MIN_HEIGHT:
         raise UserError(f"the chart needs --width {MIN_WIDTH} or more and --height {MIN_HEIGHT} "
                         f"or more (got {width} x {height})")
@@ -131,12 +154,12 @@ def compute(paths, width=60, height=12):
         raise UserError(f"{len(paths)} logs: at most {len(MARKS)} on one picture (a set of marks each)")
     runs = []
     for path in paths:
-        train, val = read_log(path)
+        train, val = read_log(path, unit)
         window = smoothing_window(len(train))
         runs.append({'path': path, 'train': train, 'val': val, 'window': window,
                      'smooth': running_mean([l for _, l, _ in train], window),
                      'stretches': stretches(train, val)})
-    return {'runs': runs, 'width': width, 'height': height}
+    return {'runs': runs, 'width': width, 'height': height, 'unit': unit}
 
 
 def render(d):
@@ -157,11 +180,13 @@ def render(d):
         train = r['train']
         lines.append(f"log {r['path']}: {len(train)} training steps ({train[0][0]}..{train[-1][0]}), "
                      f"{len(r['val'])} validation measurement{'s' * (len(r['val']) != 1)}")
-    lines += [''] + legend
-    chart = line_chart(series, width=d['width'], height=d['height'], y_label='loss')
+    lines += [''] + legend + (["  in bits per character: each step's loss x its run's tokens per character / ln 2"]
+                              if d['unit'] == 'bits' else [])
+    y_label = 'bits/char' if d['unit'] == 'bits' else 'loss'
+    chart = line_chart(series, width=d['width'], height=d['height'], y_label=y_label)
     over = max(len(line) for line in chart) - width()
     if over > 0 and d['width'] - over >= MIN_WIDTH:  # a chart cannot wrap: it is drawn narrower
-        chart = line_chart(series, width=d['width'] - over, height=d['height'], y_label='loss')
+        chart = line_chart(series, width=d['width'] - over, height=d['height'], y_label=y_label)
         chart.append(f"  (drawn {d['width'] - over} columns wide to fit the terminal, not --width "
                      f"{d['width']}: --wide draws it so)")
     lines += chart
@@ -182,4 +207,4 @@ def render(d):
 
 def picture(path, d, source):
     from .plot import loss_curves
-    loss_curves(path, d['runs'], source)
+    loss_curves(path, d['runs'], source, d['unit'])

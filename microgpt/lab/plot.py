@@ -104,7 +104,7 @@ def probability_bars(path, rows, title):
     _save(fig, path)
 
 
-def loss_curves(path, runs, title):
+def loss_curves(path, runs, title, unit='nats'):
     """Each run's training loss per step (light), its running mean (dark), its validation loss
     (circles) and the training loss measured alike at each evaluation (triangles), one colour
     a run, named by its log where there are several."""
@@ -129,7 +129,7 @@ def loss_curves(path, runs, title):
                     markerfacecolor='white' if len(runs) > 1 else colour,
                     label=f'{name}validation loss (held-out data)')
     ax.set_xlabel('step')
-    ax.set_ylabel('loss (mean cross-entropy, nats)')
+    ax.set_ylabel('bits per character' if unit == 'bits' else 'loss (mean cross-entropy, nats)')
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

@@ -349,7 +349,11 @@ SANDBOXES = [
                     Param('width', int, 60, 20, 1000, group='display',
                           help="chart width in characters"),
                     Param('height', int, 12, 5, 500, group='display',
-                          help="chart height in lines"))),
+                          help="chart height in lines"),
+                    Param('unit', str, 'nats', group='display', high=8,
+                          help="nats: the loss per token, as training minimizes it; bits: bits per character "
+                               "(loss x tokens / characters / ln 2), which compares a character model and a "
+                               "byte-pair model of one text"))),
     # drawing names or text takes its turn, and a request still waiting when a newer comes is left
     # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
     # take seconds, queues one draw at most; the distribution alone (num 0) never waits
@@ -415,6 +419,15 @@ SANDBOXES = [
             png="the scatter plot and the wpe similarity matrix",
             params=(Param('neighbours', int, 3, 1, MAX_VOCAB_SIZE, metavar='K', group='display',
                           help="nearest neighbours listed per character"),)),
+    Sandbox('tokens', 'Tokens',
+            help="TEXT cut into the model's tokens: ids, bytes, the merges that made them",
+            description="Each token of TEXT with its id, bytes and text (characters, or a byte-pair "
+                        "model's merged bytes); the first merges of the checkpoint's table, in the "
+                        "order learned; the ids as the model is fed them.",
+            params=(Param('text', str, required=True, positional=True, metavar='TEXT', high=MAX_TEXT,
+                          help="any text (a character model: only the characters it was trained on)"),
+                    Param('merges', int, 20, 0, MAX_VOCAB_SIZE, metavar='N', group='display',
+                          help="how many merges of the table to list"))),
 ]
 
 # Pages that are not sandboxes, and their API routes: {URL path: the api.Lab method it calls}

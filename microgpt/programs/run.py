@@ -247,16 +247,18 @@ class Run:
         every = self.settings.eval_every
         return step == self.settings.steps or bool(every and step % every == 0)
 
-    def log_validation(self, step, val_loss, train_loss, held_out):
+    def log_validation(self, step, val_loss, train_loss, held_out, bits):
         """The validation loss after `step` and the training loss measured alike, on as many
-        tokens of the training data, logged and printed."""
+        tokens of the training data, logged and printed; bits: the two in bits per character
+        (train.bits_per_nat), which compare across tokenizers."""
         for loss in (val_loss, train_loss):
             if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
                 self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
         self.val_loss = val_loss
-        self._write({'step': step, 'val_loss': val_loss, 'train_loss': train_loss})
+        self._write({'step': step, 'val_loss': val_loss, 'train_loss': train_loss,
+                     'val_bpc': bits[0], 'train_bpc': bits[1]})
         self.say(f"step {step}: val loss {val_loss:.4f} ({held_out}), train loss {train_loss:.4f} "
-                 "(as many training tokens)")
+                 f"(as many training tokens); {bits[0]:.4f} and {bits[1]:.4f} bits per character")
         self._check_diverging(val_loss, "the validation loss", step)
 
     def keep_if_best(self, step, trainer):

@@ -1,7 +1,8 @@
 """
 The log beside a checkpoint (out/model.json -> out/model.log.jsonl): its name, its lock, and
 what a line may hold. train.py writes a JSON line per step, {"step", "loss", "lr"}, and per
-evaluation, {"step", "val_loss", "train_loss"}; `lab loss` and the Training page read them. The
+evaluation, {"step", "val_loss", "train_loss", "val_bpc", "train_bpc"} (the last two in bits
+per character); `lab loss` and the Training page read them. The
 log is also the lock on its checkpoint: a run holds it (flock) while it writes, so a second run
 on the same checkpoint, by any of its names, is refused.
 """
@@ -53,7 +54,8 @@ def log_record_problem(record):
     if 'loss' in record:
         checks = [('loss', MAX_LOSS)] + ([('lr', None)] if 'lr' in record else [])
     elif 'val_loss' in record:  # and, since train.py measures it beside, perhaps a train_loss
-        checks = [('val_loss', MAX_LOSS)] + ([('train_loss', MAX_LOSS)] if 'train_loss' in record else [])
+        checks = [('val_loss', MAX_LOSS)] + [(key, MAX_LOSS) for key in ('train_loss', 'val_bpc', 'train_bpc')
+                                             if key in record]  # older logs lack the last three
     else:
         return " has neither 'loss' nor 'val_loss'"
     for key, most in checks:

@@ -60,7 +60,8 @@ def parse_args(argv=None):
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
                         "(default 20 names, 1 text)")
     g.add_argument('--length', type=cli.int_in(1, limits.MAX_LENGTH), metavar='N',
-                   help=f"running-text models: characters to generate after the prompt, "
+                   help=f"running-text models: tokens to generate after the prompt (characters, with the "
+                        "character tokenizer; a byte pair is about 2 of English), "
                         f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
                         "name at its end token")
     g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=TEMPERATURE,
@@ -154,7 +155,7 @@ def text_prompt_ids(tokenizer, prompt):
     an unknown character one line naming it; for an empty prompt, a newline, or a text's first
     character where it has none."""
     ids = encode(tokenizer, prompt)
-    return ids or tokenizer.encode(TEXT_START if TEXT_START in tokenizer.stoi else tokenizer.chars[0])
+    return ids or tokenizer.encode(TEXT_START if tokenizer.unknown(TEXT_START) is None else tokenizer.chars[0])
 
 
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMPERATURE, top_k=None, seed=42,

@@ -22,10 +22,12 @@ from ..edge.errors import UserError
 from . import cli, original
 
 ENGINES = ('scalar', 'numpy', 'torch')
+BPE_VOCAB_SIZE = 512  # --tokenizer bpe's default: 255 merges, about 2 characters a token on English text
 CORE_ENGINES = ENGINES[:2]  # those that need no PyTorch: sample.py's, and the lab's
 DTYPES = ('float64', 'float32', 'bfloat16')
 ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32'), 'torch': DTYPES}
 DEVICES = ('cpu', 'cuda', 'mps')
+TOKENIZERS = ('char', 'bpe')  # microgpt/tokenizer.py's characters | microgpt/bpe.py's byte-pair merges
 TEXT_SAMPLE_LENGTH = 200  # characters of running text train.py prints when training ends
 SAME, MORE, HABIT, MODEL = 'kept', 'may grow', "the run's unless given", "the checkpoint's"
 
@@ -78,6 +80,9 @@ class Settings:
                             metavar='N')
     shuffle: bool = flag(True, 'data', "lines mode: keep the file's order (default: shuffled once with --seed)",
                          SAME, SWITCH, switch='--no-shuffle')
+    tokenizer: str = flag('char', 'data', "char: every character of the data one token (microgpt's); bpe: the 256 "
+                          "bytes and the byte-pair merges learned from the training part (microgpt/bpe.py), "
+                          "--vocab-size tokens in all; --init takes the checkpoint's", SAME, one_of(TOKENIZERS))
     # ---- model (--init and --resume take the checkpoint's)
     n_layer: int = flag(1, 'model', "transformer blocks (1-4 is sensible here)", MODEL,
                         ints(1, limits.MAX_N_LAYER))
@@ -85,6 +90,11 @@ class Settings:
     n_head: int = flag(4, 'model', "attention heads per block", MODEL, ints(1, limits.MAX_N_HEAD))
     block_size: int = flag(16, 'model', "longest sequence in tokens (names longer than this are cut, and train.py "
                            "says how many; 64 or more for running text)", MODEL, ints(1, limits.MAX_BLOCK_SIZE))
+    vocab_size: Optional[int] = flag(BPE_VOCAB_SIZE, 'model', "--tokenizer bpe: tokens in the vocabulary, the "
+                                     "256 bytes, the merges and BOS, so 257 (bytes only) to "
+                                     f"{limits.MAX_BPE_VOCAB_SIZE:,} (with --tokenizer char it is the data's "
+                                     "characters + 1)", MODEL,
+                                     ints(257, limits.MAX_BPE_VOCAB_SIZE), metavar='N')
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
     # ---- optimization
@@ -168,7 +178,8 @@ class Settings:
                 f"engine={self.engine}{'-unfused' * self.unfused} batch_size={self.batch_size} dtype={self.dtype}"
                 + (f" threads={threads}" if threads else "")
                 + (f" device={self.device} ranks={self.world_size or 1}" if self.engine == 'torch' else "")
-                + f" data_mode={self.data_mode}" + (f" init={self.init}" if self.init else ""))
+                + f" data_mode={self.data_mode}" + (f" init={self.init}" if self.init else "")
+                + (f" tokenizer=bpe vocab_size={self.vocab_size}" if self.tokenizer == 'bpe' else ""))
 
 
 GROUPS = {'model': "model (--init and --resume take the checkpoint's)",
@@ -273,6 +284,11 @@ def settle(flags, given, ckpt=None, place=None):
                             "--data with its new path (its content is checked against the run's)")
     elif values['init'] and 'data_mode' not in given:  # a model of running text goes on reading running text
         values['data_mode'] = ckpt.data_mode
+    if values['init']:  # the weights' rows are the checkpoint's tokens
+        if 'tokenizer' in given and values['tokenizer'] != ckpt.tokenizer_kind:
+            raise UserError(f"--tokenizer {values['tokenizer']} contradicts {values['init']}, a model of the "
+                            f"{ckpt.tokenizer_kind} tokenizer (its weights are rows of its tokens): drop --tokenizer")
+        values['tokenizer'] = ckpt.tokenizer_kind
 
     # 2. The model's size: the checkpoint's, with --resume and --init.
     for name, rule in ON_RESUME.items():
@@ -282,6 +298,15 @@ def settle(flags, given, ckpt=None, place=None):
                 raise UserError(f"{flag_name(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
                                 "drop the flag")
             values[name] = theirs
+
+    # 2b. The tokenizer: --vocab-size is the byte-pair tokenizer's; a character model's is its data's.
+    if values['tokenizer'] == 'char':
+        if 'vocab_size' in given and ckpt is None:
+            raise UserError("--vocab-size is for --tokenizer bpe (the character tokenizer has one token per "
+                            "character of the data): add --tokenizer bpe, or drop --vocab-size")
+        values['vocab_size'] = None if ckpt is None else values['vocab_size']
+    elif values['reproduce_original']:
+        raise UserError("--reproduce-original trains microgpt's character tokenizer: drop --tokenizer bpe")
 
     # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
     if values['reproduce_original']:
@@ -327,8 +352,8 @@ def _saved_run(out, train_state):
             damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
     if train_state.step > run['steps']:
         damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
-    # a run saved before running text was names; before weight decay and dropout, it had neither
-    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, **run}
+    # saved before running text: names; before decay or dropout: neither; before byte pairs: characters
+    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, 'tokenizer': 'char', **run}
 
 
 def _check_engine(values, given, world_size):

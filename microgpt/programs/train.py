@@ -19,6 +19,7 @@ import functools
 import itertools
 import math
 import os
+from functools import partial
 from typing import NamedTuple
 
 from ..edge import text
@@ -30,6 +31,7 @@ from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
 from ..model import GPT, init_weights
 from ..optim import Adam
 from ..sampling import TEMPERATURE, iter_names
+from ..bpe import BPETokenizer
 from ..tokenizer import CharTokenizer
 from ..training import batch_step, doc_tokens, evaluate, learning_rate, num_predictions
 from . import cli, original, sample
@@ -212,27 +214,33 @@ class Names:
             val_size = int(len(docs) * val_size)
         self.train_docs, self.val_docs = split_docs(docs, val_size, seed=settings.seed, shuffle=settings.shuffle)
         self.docs, self.settings = docs, settings
-        self.fingerprint, self.tokenizer = _vocabulary(settings, ckpt, docs)
+        self.fingerprint, self.tokenizer = _vocabulary(settings, ckpt, docs, self.train_docs)
         self.train_tokens = [doc_tokens(self.tokenizer, doc) for doc in self.train_docs]
         # the training loss at an evaluation is measured on the first training names that hold
         # as many tokens as the held-out ones: the same measurement, on data the model has seen
-        val_tokens, self.train_sample, tokens = sum(len(doc) + 1 for doc in self.val_docs), [], 0
-        for doc in self.train_docs:
+        val_tokens = sum(len(self.tokenizer.encode(doc)) + 1 for doc in self.val_docs)
+        self.train_sample, tokens = [], 0
+        for doc, ids in zip(self.train_docs, self.train_tokens):
             if tokens >= val_tokens:
                 break
             self.train_sample.append(doc)
-            tokens += len(doc) + 1
+            tokens += len(ids) - 1
+        block = settings.block_size  # each name's predicted tokens: the first num_predictions after BOS
+        self.bits_per_nat = [bits_per_nat(self.tokenizer, [t[1:1 + num_predictions(t, block)] for t in
+                                                           map(partial(doc_tokens, self.tokenizer), part)])
+                             for part in (self.val_docs, self.train_sample)]
         if settings.batch_size > len(self.train_tokens):
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
         self.held_out = f"{len(self.val_docs)} held-out names"
-        self.longest = min(max(len(doc) for doc in docs) + 1, settings.block_size)  # the longest batch row
+        longest = max(len(self.tokenizer.encode(doc)) for doc in docs) + 1  # BOS + name predicts this many
+        self.longest = min(longest, settings.block_size)  # the longest batch row
 
     def describe(self):
         note = long_docs_note(self.docs, self.settings.block_size)
         return (f"data: {self.settings.data or 'bundled census first names'}: {len(self.docs)} names, "
                 f"{len(self.train_docs)} train / {len(self.val_docs)} val, vocab {self.tokenizer.vocab_size} "
-                f"({''.join(self.tokenizer.chars)!r} + BOS)" + (f"\n{note}" if note else ""))
+                f"({vocabulary(self.tokenizer)})" + (f"\n{note}" if note else ""))
 
     def batch(self, step):
         return batch_at(self.train_tokens, step, self.settings.batch_size)
@@ -268,22 +276,25 @@ class RunningText:
         whole = text.load_text(settings.data)
         train_text, val_text = text.split_text(whole, settings.val_size, settings.block_size)
         self.docs, self.settings = [whole], settings
-        self.fingerprint, self.tokenizer = _vocabulary(settings, ckpt, self.docs)
-        ids = self.tokenizer.encode(whole)
-        self.train_ids = ids[:len(train_text)]
-        self.val_windows = text.validation_windows(ids, len(val_text), settings.block_size)
-        # the training loss at an evaluation: as many characters of the training part, in
+        self.fingerprint, self.tokenizer = _vocabulary(settings, ckpt, self.docs, [train_text])
+        # each part encoded alone (a byte pair never spans the cut); with characters, the same
+        # ids as the whole text's
+        self.train_ids, val_ids = self.tokenizer.encode(train_text), self.tokenizer.encode(val_text)
+        text.check_windows(len(self.train_ids), len(val_ids), settings.block_size)
+        self.val_windows = text.validation_windows(self.train_ids + val_ids, len(val_ids), settings.block_size)
+        # the training loss at an evaluation: as many tokens of the training part, in
         # windows spread evenly over it (the same ones each time, so that the curve is smooth)
-        self.train_sample = text.spread_windows(self.train_ids, len(val_text), settings.block_size)
+        self.train_sample = text.spread_windows(self.train_ids, len(val_ids), settings.block_size)
+        self.bits_per_nat = [bits_per_nat(self.tokenizer, [w[1:] for w in part])
+                             for part in (self.val_windows, self.train_sample)]
         self.n_chars, self.n_val = len(whole), len(val_text)
         self.held_out = f"{self.n_val:,} held-out characters"
         self.longest = settings.block_size
 
     def describe(self):
-        chars = ''.join(self.tokenizer.chars)
         return (f"data: {self.settings.data}: running text, {self.n_chars:,} characters, "
-                f"{len(self.train_ids):,} train / {self.n_val:,} val (the last), "
-                f"vocab {self.tokenizer.vocab_size} ({chars[:40]!r}{'...' if len(chars) > 40 else ''} + BOS)")
+                f"{self.n_chars - self.n_val:,} train / {self.n_val:,} val (the last), "
+                f"vocab {self.tokenizer.vocab_size} ({vocabulary(self.tokenizer)})")
 
     def batch(self, step):
         s = self.settings
@@ -297,13 +308,41 @@ class RunningText:
                                  threads=self.settings.threads)
 
 
-def _vocabulary(settings, ckpt, docs):
-    """(the data's fingerprint, the tokenizer): the data's characters, or the checkpoint's, which
-    must cover the data; a resumed run's data must be the very data it was saved with."""
+def bits_per_nat(tokenizer, predicted):
+    """What turns a mean loss over the `predicted` token lists (nats per token) into bits per
+    character: tokens / characters / ln 2, so that models of one text with different tokenizers
+    compare. The characters are those the predicted tokens cover, each counted once, at the token
+    that holds its first byte (a byte pair may hold half of one), and BOS, the end of a name that
+    the model predicts as it predicts a letter, counts as one character: for the character
+    tokenizer the factor is exactly 1 / ln 2."""
+    if isinstance(tokenizer, BPETokenizer):  # a UTF-8 byte 10xxxxxx continues a character
+        per_token = [sum(b & 0xC0 != 0x80 for b in t) for t in tokenizer.vocab] + [1]
+    else:
+        per_token = [1] * tokenizer.vocab_size
+    tokens = sum(map(len, predicted))
+    chars = sum(per_token[i] for ids in predicted for i in ids)
+    return tokens / max(chars, 1) / math.log(2)
+
+
+def vocabulary(tokenizer):
+    """The vocabulary in a few words: the characters, or the byte pairs' first merges."""
+    if isinstance(tokenizer, BPETokenizer):
+        first = ', '.join(repr(t) for t in tokenizer.chars[256:261])
+        return f"256 bytes + {len(tokenizer.merges)} merges ({first}{', ...' * (len(tokenizer.merges) > 5)}) + BOS"
+    chars = ''.join(tokenizer.chars)
+    return f"{chars[:40]!r}{'...' if len(chars) > 40 else ''} + BOS"
+
+
+def _vocabulary(settings, ckpt, docs, train_docs):
+    """(the data's fingerprint, the tokenizer): the data's characters, or the byte-pair merges of
+    its training part (the held-out part stays unseen), or the checkpoint's, which must cover the
+    data; a resumed run's data must be the very data it was saved with."""
     digest = fingerprint(docs)
     if settings.resume and ckpt.train_state.data_sha256 != digest:
         raise UserError(f"the data ({settings.data or 'bundled names'}) changed since {settings.out} was "
                         "saved: resuming would train on a different order; start a new run")
+    if ckpt is None and settings.tokenizer == 'bpe':
+        return digest, BPETokenizer.from_docs(train_docs, settings.vocab_size)
     if ckpt is None:
         return digest, CharTokenizer.from_docs(docs)
     tokenizer = ckpt.tokenizer
@@ -363,7 +402,8 @@ def loop(settings, built, run):
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:
-                run.log_validation(step, *losses, data.held_out)  # validation, then training
+                bits = [loss * factor for loss, factor in zip(losses, data.bits_per_nat)]
+                run.log_validation(step, *losses, data.held_out, bits)  # validation, then training
                 run.keep_if_best(step, trainer)
         if run.save_due(step):
             run.save(step, trainer)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # The version of this set of exercises, written into every workspace (workspace.py). Raise it
 # when a stub is added, removed or renamed, or a function's signature changes: a workspace
 # made by another version is then refused with the way to move on, never checked wrongly.
-VERSION = 2
+VERSION = 2  # 2: exercises 21 to 25, weight decay and dropout, then the byte-pair tokenizer
 
 FILES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 SOLUTION_START = '# solution'
@@ -61,6 +61,7 @@ class Exercise:
 
 ENGINE = "docs/reading-guide.md section 1, file 1"
 MEMORIZES = "docs/lessons.md, When the model memorizes"
+TOKENS = "docs/reading-guide.md section 14"
 EXERCISES = [
     Exercise(1, 'ex01_mul', 'mul', 'a, b', "the local derivatives of a * b", 'engine', ENGINE,
              "microgpt/engine.py, Value.__mul__", 'autograd',
@@ -141,21 +142,32 @@ EXERCISES = [
              'regularization', MEMORIZES + "; docs/reading-guide.md section 9, file 1",
              "src/backprop/layers.py, dropout_forward and dropout_backward", 'loss',
              'python -m microgpt.lab loss out/model.log.jsonl', numpy_check=True),
+    Exercise(23, 'ex23_get_stats', 'get_stats', 'ids', "how often each adjacent pair of ids occurs",
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens (its counts)", 'tokens',
+             'python -m microgpt.lab tokens "the king"'),
+    Exercise(24, 'ex24_merge', 'merge', 'ids, pair, new_id', "one merge: a pair replaced by a new token",
+             'tokens', TOKENS, "microgpt/bpe.py, _Tokens.merge", 'tokens', 'python -m microgpt.lab tokens "the king"'),
+    Exercise(25, 'ex25_encode', 'encode', 'text, merges', "text to token ids with a learned merge table",
+             'tokens', TOKENS, "microgpt/bpe.py, BPETokenizer.encode", 'tokens',
+             'python -m microgpt.lab tokens "the king"', uses=(23, 24)),
 ]
 
 # The parts of the path, in its order: each exercise's rung is one of them.
 RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
          'numpy': "the numpy rung (src/inference, src/backprop)",
-         'regularization': "when the model memorizes: weight decay and dropout"}
+         'regularization': "when the model memorizes: weight decay and dropout",
+         'tokens': "the byte-pair tokenizer (microgpt/bpe.py)"}
 # What `exercises train` substitutes for the project's own: the engine's and the model's rungs,
 # your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16). train.py's
-# defaults have no weight decay and no dropout, so the regularization rung is not among them.
+# defaults have no weight decay, no dropout and characters for tokens, so the later rungs are not
+# among them.
 TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung in ('engine', 'model'))
+NUMBERS = [e.number for e in EXERCISES]  # the path's numbers, in its order
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
 
 
 def get(number):
-    return EXERCISES[number - 1]
+    return EXERCISES[NUMBERS.index(number)]
 
 
 def source(number):

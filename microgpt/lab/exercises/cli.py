@@ -18,6 +18,7 @@ version, a number out of range) is one line `error: ...` naming the fix, exit st
 nothing of the learner's changed. `check` exits 0 when everything it checked passes, else 1.
 """
 
+import argparse
 import importlib
 import os
 import sys
@@ -39,7 +40,15 @@ N = len(catalog.EXERCISES)
 def add_commands(parser):
     """The subcommands, on `parser` (the lab's `exercises` subparser, or microgpt-exercises')."""
     commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
-    number = cli.int_in(1, N)
+    in_range = cli.int_in(1, catalog.NUMBERS[-1])
+
+    def number(text):  # an exercise's number: 1..the last, and one the catalog has
+        value = in_range(text)
+        if value not in catalog.NUMBERS:
+            raise argparse.ArgumentTypeError(f"there is no exercise {value}: give one of "
+                                             f"{', '.join(map(str, catalog.NUMBERS))}")
+        return value
+    number.__name__ = in_range.__name__
 
     def with_dir(c):
         c.add_argument('--dir', default=DEFAULT_DIR, metavar='DIR',
@@ -188,7 +197,7 @@ def unchecked(ws, numbers, missing):
 # ---------------------------------------------------------------------------- check and status
 def cmd_check(args, say, ws):
     from .checker import check
-    asked = [args.number] if args.number else list(range(1, N + 1))
+    asked = [args.number] if args.number else list(catalog.NUMBERS)
     numbers, skipped, missing = split_checkable(asked)
     if args.number and skipped:
         raise UserError(f"{catalog.get(args.number).label} cannot be checked here, its check uses numpy: "
@@ -209,21 +218,22 @@ def cmd_check(args, say, ws):
         return 1
     if not bad:
         if args.number:
-            nxt = args.number + 1
-            say(f"next: exercise {nxt}, {catalog.get(nxt).filename}" if nxt <= N else
+            nxt = next((n for n in catalog.NUMBERS if n > args.number), None)
+            say(f"next: exercise {nxt}, {catalog.get(nxt).filename}" if nxt is not None else
                 f"that was the last: now `{COMMAND} train{dir_flag(ws.path)}`")
         else:
             say(f"all {N} exercises pass: now see your engine train microgpt, `{COMMAND} train{dir_flag(ws.path)}`")
         return 0
     if not args.number:
-        ahead = f" (`check {bad[0] + 1}` jumps ahead)" if bad[0] < N else ''
+        after = next((n for n in catalog.NUMBERS if n > bad[0]), None)
+        ahead = f" (`check {after}` jumps ahead)" if after is not None else ''
         say(f"stopped at exercise {bad[0]}: fix it and run `{COMMAND} check{dir_flag(ws.path)}` again{ahead}")
     return 1
 
 
 def cmd_status(args, say, ws):
     from .checker import check
-    numbers, skipped, missing = split_checkable(range(1, N + 1))
+    numbers, skipped, missing = split_checkable(catalog.NUMBERS)
     results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
     note = ws.record(results)  # only what was checked: a result saved from another Python stays
     results.update(unchecked(ws, skipped, missing))
@@ -240,7 +250,7 @@ def cmd_status(args, say, ws):
     say(f"train (microgpt trained with your engine) uses 1 to {max(catalog.TRAIN_USES)}: " +
         (f"{len(unwritten)} of them not written yet ({', '.join(map(str, unwritten))})" if unwritten else
          f"ready, `{COMMAND} train{dir_flag(ws.path)}`"))
-    todo = next((n for n in range(1, N + 1) if results.get(n, {}).get('status') not in ('pass', 'unchecked')), None)
+    todo = next((n for n in catalog.NUMBERS if results.get(n, {}).get('status') not in ('pass', 'unchecked')), None)
     say(f"next: {COMMAND} check {todo}{dir_flag(ws.path)}" if todo else
         f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`" if not not_here else
         f"all that this Python can check pass: `{COMMAND} train{dir_flag(ws.path)}`")

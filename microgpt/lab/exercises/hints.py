@@ -115,4 +115,16 @@ HINTS = {
          "False. The forward multiplies x by it, the backward multiplies dy by the same f.",
          "kept / (1 - p) is that factor as an array: numpy reads True as 1 and False as 0. Return (x * f, "
          "dy * f), two new arrays; p = 0 gives f = 1 everywhere, y = x and dx = dy."),
+    23: ("Pair each id with the one after it: zip(ids, ids[1:]) gives every adjacent pair once, "
+         "overlapping ones included.",
+         "Start from an empty dict and add one per pair: counts[pair] = counts.get(pair, 0) + 1. A "
+         "tuple (a, b) is a dict key as it is."),
+    24: ("Walk the list with an index i you move yourself (a while loop), so that you can step over "
+         "two ids at once.",
+         "If i + 1 < len(ids) and (ids[i], ids[i + 1]) is the pair, append new_id and add 2 to i; "
+         "otherwise append ids[i] and add 1. Append to a new list: never change ids."),
+    25: ("The table's order is the rule: merge k was learned before merge k + 1, and may be what k + 1 "
+         "is built from. Give each pair its rank k in a dict.",
+         "Loop: take the pairs of your get_stats(ids) that are in the table; stop when none is; else "
+         "merge the one of lowest rank with your merge(ids, pair, 256 + k)."),
 }

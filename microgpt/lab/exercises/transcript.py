@@ -122,6 +122,8 @@ class Recorder:
             return {'t': [self.encode(y) for y in x]}
         if kind is dict and all(type(k) is str for k in x):
             return {'d': [[k[:MAX_TEXT], self.encode(v)] for k, v in x.items()]}
+        if kind is dict and all(type(k) is tuple and all(type(i) is int for i in k) for k in x):
+            return {'m': [[self.encode(k), self.encode(v)] for k, v in x.items()]}  # get_stats' {(a, b): n}
         if kind is Value:
             try:
                 return {'v': self.value(x)}
@@ -241,6 +243,11 @@ class Decoder:
             return tuple(self.decode(y) for y in x['t'])
         if 'd' in x:
             return {str(k): self.decode(v) for k, v in x['d']}
+        if 'm' in x:  # keys of ints in tuples only, as recorded: anything else is not a recorded value
+            keys = [self.decode(k) for k, _ in x['m']]
+            if not all(type(k) is tuple and all(type(i) is int for i in k) for k in keys):
+                raise ValueError("not a recorded value")
+            return {k: self.decode(v) for k, (_, v) in zip(keys, x['m'])}
         if 's' in x:
             return str(x['s'])
         if 'v' in x:

@@ -2,7 +2,7 @@
 The learner's folder of exercises: made by `start`, read by every other command, and the one
 place that writes in it.
 
-A workspace is a folder of the stub files (one per catalog.EXERCISES) and one file of ours,
+A workspace is a folder of the stub files (catalog.EXERCISES) and one file of ours,
 .microgpt-exercises.json: the version of the exercises that made it, each exercise's last
 result (what `status` and the web lab's Exercises page show) and the last hint level shown
 (what the next `hint N` follows). A file whose text is still its

@@ -24,12 +24,14 @@ async function draw() {
   const ids = [Lab.ckpt(), ...Lab.config.checkpoints.filter(c => c.log && others.has(c.id) && c.id !== Lab.ckpt()).map(c => c.id)];
   drawCompare();
   await Lab.guard(async () => {
-    const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined});
+    const d = await Lab.api('/api/loss', {ckpt: ids[0], also: ids.length > 1 ? ids.slice(1) : undefined,
+                                          unit: $('unit').value});
     const label = id => Lab.config.checkpoints.find(c => c.id === id).label;
     const runs = d.runs.map((r, k) => ({...r, id: ids[k], label: label(ids[k]), colour: RUN_COLOURS[k % RUN_COLOURS.length]}));
     const main = runs[0], train = main.train, val = main.val;
     $('source').textContent = `${main.path}: ${train.length} training steps (${train[0][0]}..${train[train.length - 1][0]}), ` +
-      `${val.length} validation measurement${val.length === 1 ? '' : 's'}; running mean reaching about ${main.window} steps back`;
+      `${val.length} validation measurement${val.length === 1 ? '' : 's'}; running mean reaching about ${main.window} steps back` +
+      (d.unit === 'bits' ? "; in bits per character (each step's loss x the run's tokens per character / ln 2)" : '');
     chart(runs);
     $('stretches').replaceChildren(el('h3', {}, 'the run in ten stretches'),
       el('table', {class: 'data', id: 'stretch-table'},
@@ -133,4 +135,5 @@ function chart(runs) {
        (hasEstimate ? '; ▲ triangles its training loss measured alike' : '')]));
 }
 
+$('unit').addEventListener('change', draw);
 Lab.start(draw);

@@ -1,0 +1,40 @@
+// The Tokens page: the text cut into the checkpoint's tokens, each in a colour of its own, with
+// its id and bytes; the first merges of a byte-pair model's table; the ids the model is fed.
+// Every number comes from POST /api/tokens (microgpt/lab/tokens.py's compute); this file only
+// colours and lays them out.
+'use strict';
+
+const {el} = Lab;
+const $ = id => document.getElementById(id);
+const COLOURS = ['#dbeafe', '#fde68a', '#bbf7d0', '#fbcfe8', '#ddd6fe', '#fed7aa'];  // one per token, in turn
+
+async function draw() {
+  await Lab.guard(async () => {
+    const d = await Lab.api('/api/tokens', {ckpt: Lab.ckpt(), text: $('text').value, merges: Number($('merges').value)});
+    const kind = d.kind === 'bpe' ? `byte pairs: 256 bytes, ${d.n_merges} merges and BOS` : 'characters: one token each, and BOS';
+    $('summary').textContent = `${kind} (${d.vocab_size} tokens); ${d.n_chars} characters in ${d.tokens.length} tokens`;
+    $('pieces').replaceChildren(...d.tokens.map((t, i) => {
+      const chip = el('span', {class: 'token', 'data-id': t.id, title: `id ${t.id}: bytes ${t.bytes.join(' ')}`}, t.label);
+      chip.style.background = COLOURS[i % COLOURS.length];
+      return chip;
+    }));
+    $('token-table').replaceChildren(el('h3', {}, 'each token'), el('div', {class: 'scroll'}, el('table', {class: 'data', id: 'tokens-table'},
+      el('tr', {}, ['id', 'token', 'bytes'].map(h => el('th', {}, h))),
+      d.tokens.map(t => el('tr', {}, el('td', {class: 'num'}, String(t.id)), el('td', {class: 'mono'}, t.label),
+                                     el('td', {class: 'mono'}, t.bytes.join(' ')))))));
+    $('merge-table').replaceChildren(el('h3', {}, d.kind === 'bpe'
+      ? `the first ${d.merges.length} of ${d.n_merges} merges, in the order learned` : 'no merges: a character model'),
+      ...(d.merges.length ? [el('table', {class: 'data', id: 'merges-table'},
+        el('tr', {}, ['#', 'pair', 'makes'].map(h => el('th', {}, h))),
+        d.merges.map(m => el('tr', {}, el('td', {class: 'num'}, String(m.k)),
+          el('td', {class: 'mono'}, `${m.parts[0]} + ${m.parts[1]} (${m.pair.join(' ')})`),
+          el('td', {class: 'mono'}, `${m.label} (${m.id})`))))] : []));
+    $('fed').textContent = `fed to the model ${d.data_mode === 'lines' ? 'after BOS, as a name' : 'as running text'}: ` +
+      `[${d.fed.join(', ')}]`;
+  }, ['pieces', 'token-table', 'merge-table', 'fed']);
+}
+
+Lab.on('form', 'submit', draw);
+const later = Lab.debounced(draw);  // as the learner types: once they pause
+for (const id of ['text', 'merges']) Lab.on(id, 'input', later);
+Lab.start(draw);

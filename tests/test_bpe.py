@@ -1,0 +1,298 @@
+"""
+The byte-pair tokenizer (microgpt/bpe.py) against slow, obvious oracles written here: merges
+learned by recounting every pair after every merge, and encoding by merging the earliest-learned
+pair present until none is (minbpe's loop). Any text round-trips, whatever training saw.
+"""
+
+import json
+import math
+import os
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import REPO_DIR
+from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges
+
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True)
+
+
+# ---------------------------------------------------------------------------- the oracles
+def pairs_of(seqs):
+    counts = {}
+    for seq in seqs:
+        for pair in zip(seq, seq[1:]):
+            counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def merge_all(seq, pair, new_id):
+    out, i = [], 0
+    while i < len(seq):
+        if i + 1 < len(seq) and (seq[i], seq[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
+
+
+def recount_merges(texts, n_merges):
+    """The textbook trainer: count every pair afresh, merge the most frequent (ties: smallest)."""
+    seqs, merges = [list(t.encode('utf-8')) for t in texts], []
+    while len(merges) < n_merges:
+        counts = pairs_of(seqs)
+        if not counts:
+            break
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        seqs = [merge_all(s, pair, N_BYTES + len(merges)) for s in seqs]
+        merges.append(pair)
+    return merges
+
+
+def slow_encode(merges, text):
+    """minbpe's encode: while some learned pair is present, merge the earliest learned."""
+    rank = {tuple(p): k for k, p in enumerate(merges)}
+    seq = list(text.encode('utf-8'))
+    while len(seq) > 1:
+        present = [p for p in zip(seq, seq[1:]) if p in rank]
+        if not present:
+            break
+        pair = min(present, key=rank.get)
+        seq = merge_all(seq, pair, N_BYTES + rank[pair])
+    return seq
+
+
+# ---------------------------------------------------------------------------- the worked example
+def test_the_wikipedia_example_learns_aa_then_ab_then_their_pair():
+    merges = learn_merges(['aaabdaaabac'], 3)
+    a, b = ord('a'), ord('b')
+    assert merges == [(a, a), (a, b), (256, 257)]  # Z = aa, Y = ab (tied with Za: the smaller pair), X = ZY
+    tok = BPETokenizer(merges)
+    assert tok.encode('aaabdaaabac') == [258, ord('d'), 258, a, ord('c')]  # XdXac
+    assert tok.vocab[258] == b'aaab' and tok.chars[258] == 'aaab'
+    assert tok.bos == 259 and tok.vocab_size == 260
+
+
+def test_training_stops_when_no_pair_is_left():
+    assert learn_merges(['ab'], 10) == [(97, 98)]  # one merge and 'ab' is one token
+    assert learn_merges(['', 'a'], 10) == []
+    assert BPETokenizer(learn_merges(['ab'], 10)).vocab_size == 258
+
+
+# ---------------------------------------------------------------------------- incremental = recount
+RANDOM_TEXTS = st.lists(st.text(alphabet='ab c\né', max_size=40), min_size=1, max_size=4)
+
+
+@SETTINGS
+@given(RANDOM_TEXTS, st.integers(1, 30))
+def test_the_incremental_trainer_learns_what_recounting_learns(texts, n_merges):
+    """Runs of one letter ('aaaa'), pairs that overlap and several texts (no pair crosses two)
+    are where keeping counts up to date can go wrong."""
+    assert learn_merges(texts, n_merges) == recount_merges(texts, n_merges)
+
+
+def test_the_incremental_trainer_agrees_on_longer_random_texts():
+    rng = random.Random(0)
+    for _ in range(5):
+        texts = [''.join(rng.choice('aab ba\n') for _ in range(rng.randrange(300))) for _ in range(3)]
+        assert learn_merges(texts, 40) == recount_merges(texts, 40)
+
+
+def test_the_oracles_can_disagree():
+    """Negative control: a trainer that forgot to count the pairs a merge forms would be seen."""
+    texts = ['abababcabc']
+    broken, seqs = [], [list(texts[0].encode())]
+    counts = pairs_of(seqs)
+    for k in range(3):
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        broken.append(pair)
+        del counts[pair]  # never recounted
+    assert broken != recount_merges(texts, 3)
+
+
+@SETTINGS
+@given(RANDOM_TEXTS, st.text(alphabet='ab c\né', max_size=60), st.integers(1, 20))
+def test_encoding_equals_merging_the_earliest_pair_until_none(texts, text, n_merges):
+    merges = learn_merges(texts, n_merges)
+    assert BPETokenizer(merges).encode(text) == slow_encode(merges, text)
+
+
+# ---------------------------------------------------------------------------- round trips
+TRAINED = BPETokenizer(learn_merges(['the cat sat on the mat\r\n', 'emma olivia ava'], 60))
+UNICODE = st.text(st.characters(exclude_categories=['Cs']), max_size=80)  # any character but half a pair
+
+
+@SETTINGS
+@given(UNICODE)
+def test_any_text_round_trips(text):
+    assert TRAINED.decode(TRAINED.encode(text)) == text
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(['e\u0301', '👩\u200d👩\u200d👧', '\r', '\r\n', 'ř', '\U0010FFFF', 'cat', ' ']),
+                max_size=20))
+def test_combining_marks_emoji_and_line_ends_round_trip(parts):
+    text = ''.join(parts)
+    ids = TRAINED.encode(text)
+    assert TRAINED.decode(ids) == text
+    assert TRAINED.unknown(text) is None
+    assert all(0 <= i < TRAINED.bos for i in ids)
+
+
+def test_characters_training_never_saw_are_their_utf8_bytes():
+    assert TRAINED.encode('ř') == list('ř'.encode('utf-8')) == [197, 153]
+    assert TRAINED.encode('') == [] and TRAINED.decode([]) == ''
+    assert TRAINED.decode([TRAINED.bos] + TRAINED.encode('cat') + [TRAINED.bos]) == 'cat'  # BOS has no text
+
+
+def test_a_whole_file_round_trips_with_merges_learned_on_another():
+    with open(os.path.join(REPO_DIR, 'docs', 'training.md'), encoding='utf-8') as f:
+        training = f.read()
+    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    tok = BPETokenizer(learn_merges([training], 200))
+    ids = tok.encode(readme)
+    assert tok.decode(ids) == readme
+    assert len(ids) < 0.7 * len(readme.encode('utf-8'))  # the merges compress text they did not see
+
+
+def test_the_decoder_holds_back_a_character_until_its_last_byte():
+    """Streaming: a token that ends inside a character yields nothing until the rest comes."""
+    tok = BPETokenizer([])  # bytes only: 'ř' is two tokens
+    piece = tok.decoder()
+    assert [piece(i) for i in tok.encode('ař!')] == ['a', '', 'ř', '!']
+    assert tok.decode([197]) == '\ufffd'  # half a character alone: the replacement character
+
+
+# ---------------------------------------------------------------------------- saved and read back
+def test_the_merges_alone_rebuild_the_tokenizer():
+    saved = json.loads(json.dumps(TRAINED.merges))  # what a checkpoint stores: [[a, b], ...]
+    again = BPETokenizer(saved)
+    assert again.merges == TRAINED.merges and again.vocab == TRAINED.vocab and again.bos == TRAINED.bos
+    text = 'the mat sat on emma'
+    assert again.encode(text) == TRAINED.encode(text)
+
+
+# ---------------------------------------------------------------------------- through the programs
+def test_a_byte_pair_checkpoint_keeps_its_merges_in_both_formats(tmp_path, bpe_ckpt):
+    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
+    ckpt = read_checkpoint(bpe_ckpt)
+    assert ckpt.tokenizer_kind == 'bpe' and ckpt.vocab == () and len(ckpt.merges) == 280 - 257
+    for name in ('again.json', 'again.safetensors'):
+        write_checkpoint(str(tmp_path / name), ckpt)
+        back = read_checkpoint(str(tmp_path / name))
+        assert back.merges == ckpt.merges and back.config == ckpt.config
+        assert back.tokenizer.encode('emma ř') == ckpt.tokenizer.encode('emma ř')
+
+
+def test_every_engine_samples_the_same_names_from_a_byte_pair_model(bpe_ckpt):
+    import inference
+    from microgpt.edge.checkpoint import read_checkpoint
+    from microgpt.sampling import sample_names
+    ckpt = read_checkpoint(bpe_ckpt)
+    scalar = sample_names(ckpt.model(), num=5, seed=3)
+    port = sample_names(inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer), num=5, seed=3)
+    assert scalar == port and len(set(scalar)) > 1
+
+
+def train_log(out):
+    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+        return [json.loads(line) for line in f]
+
+
+def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, names_file):
+    """Resuming learns no merges again (they are the checkpoint's): the torch engine continues
+    the numpy engine's run, and its first step's loss is the one the numpy engine computes."""
+    from microgpt.programs import train
+    from microgpt.edge.checkpoint import read_checkpoint
+    flags = ['--data', names_file, '--tokenizer', 'bpe', '--vocab-size', '270', '--n-embd', '8', '--n-head', '2',
+             '--block-size', '12', '--val-size', '6', '--eval-every', '0', '--num-samples', '0', '--save-every', '0']
+    a, b = tmp_path / 'a.json', tmp_path / 'b.json'
+    assert train.main(flags + ['--engine', 'numpy', '--steps', '3', '--out', str(a)]) == 0
+    merges = read_checkpoint(str(a)).merges
+    b.write_bytes(a.read_bytes())
+    (tmp_path / 'b.log.jsonl').write_bytes((tmp_path / 'a.log.jsonl').read_bytes())
+    for out in (a, b):
+        engine = 'torch' if out is a else 'numpy'
+        assert train.main(['--resume', '--out', str(out), '--steps', '4', '--engine', engine,
+                           '--num-samples', '0']) == 0
+    step4 = [[r['loss'] for r in train_log(out) if r.get('step') == 4 and 'loss' in r] for out in (a, b)]
+    assert step4[0] == pytest.approx(step4[1], rel=1e-9) and len(step4[0]) == 1
+    assert read_checkpoint(str(a)).merges == merges
+
+
+def test_init_from_a_byte_pair_model_keeps_its_tokenizer(tmp_path, bpe_ckpt, names_file, capsys):
+    from microgpt.programs import train
+    out = tmp_path / 'init.json'
+    assert train.main(['--init', bpe_ckpt, '--data', names_file, '--steps', '2', '--out', str(out),
+                       '--num-samples', '0', '--eval-every', '0']) == 0
+    assert 'tokenizer=bpe vocab_size=280' in capsys.readouterr().out
+    from microgpt.edge.checkpoint import read_checkpoint
+    assert read_checkpoint(str(out)).merges == read_checkpoint(bpe_ckpt).merges
+
+
+def test_running_text_with_byte_pairs_trains_and_samples(tmp_path, play_file):
+    from microgpt.programs import sample, train
+    out = tmp_path / 'play.json'
+    assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
+                       '--vocab-size', '300', '--block-size', '16', '--steps', '4', '--eval-every', '2',
+                       '--num-samples', '0', '--out', str(out)]) == 0
+    validations = [r for r in train_log(out) if 'val_loss' in r]
+    assert validations and all(math.isfinite(r['val_loss']) for r in validations)
+    assert sample.main(['--ckpt', str(out), '--length', '30', '--prompt', 'ROMEO: ř']) == 0
+
+
+# ---------------------------------------------------------------------------- bits per character
+def test_bits_per_character_are_the_loss_over_ln2_for_characters_and_scaled_for_byte_pairs(tmp_path, play_file,
+                                                                                          bpe_ckpt, names_file):
+    """The factor train.py logs by, against counts taken here from the text itself: running
+    text's validation part is predicted once, token by token, so its bits per character are
+    loss x its tokens / its characters / ln 2; a name predicts its letters and the end marker."""
+    from microgpt.edge import text
+    from microgpt.edge.checkpoint import read_checkpoint
+    from microgpt.edge.data import load_docs, split_docs
+    from microgpt.programs import train
+    out = tmp_path / 'play.json'
+    assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
+                       '--vocab-size', '300', '--block-size', '16', '--steps', '2', '--eval-every', '2',
+                       '--num-samples', '0', '--out', str(out)]) == 0
+    record = [r for r in train_log(out) if 'val_loss' in r][-1]
+    tok = read_checkpoint(str(out)).tokenizer
+    _, val_text = text.split_text(text.load_text(play_file), None, 16)
+    expected = record['val_loss'] * len(tok.encode(val_text)) / len(val_text) / math.log(2)
+    assert record['val_bpc'] == pytest.approx(expected, rel=1e-12)
+    assert len(tok.encode(val_text)) < 0.8 * len(val_text)  # the factor is not 1 / ln 2 here
+
+    names = [r for r in train_log(bpe_ckpt) if 'val_loss' in r][-1]
+    _, val_docs = split_docs(load_docs(names_file), 6, seed=42, shuffle=True)
+    tok = read_checkpoint(bpe_ckpt).tokenizer
+    tokens = sum(len(tok.encode(d)) + 1 for d in val_docs)  # no name is cut by the block of 12
+    assert names['val_bpc'] == pytest.approx(names['val_loss'] * tokens / sum(len(d) + 1 for d in val_docs)
+                                             / math.log(2), rel=1e-12)
+
+
+def test_a_character_models_bits_per_character_are_its_loss_over_ln2(tiny_ckpt):
+    for record in (r for r in train_log(tiny_ckpt) if 'val_loss' in r):
+        assert record['val_bpc'] == pytest.approx(record['val_loss'] / math.log(2), rel=1e-12)
+
+
+def test_lab_loss_in_bits_uses_the_logs_figures_and_refuses_a_log_without_them(tmp_path, bpe_ckpt, capsys):
+    from microgpt.edge.errors import UserError
+    from microgpt.lab import loss
+    from microgpt.programs.runlog import log_path_for
+    records = train_log(bpe_ckpt)
+    evals = [r for r in records if 'val_loss' in r]
+    factor = evals[0]['train_bpc'] / evals[0]['train_loss']
+    train, val = loss.read_log(log_path_for(bpe_ckpt), unit='bits')
+    assert [v for _, v, _ in val] == [r['val_bpc'] for r in evals]
+    steps = [r['loss'] for r in records if 'loss' in r]
+    assert [l for _, l, _ in train] == pytest.approx([l * factor for l in steps], rel=1e-12)
+    assert factor < 1 / math.log(2)  # byte pairs: fewer tokens than characters
+    old = tmp_path / 'old.log.jsonl'  # a log from before bits per character were measured
+    old.write_text('{"step": 1, "loss": 3.0, "lr": 0.01}\n{"step": 1, "val_loss": 2.9, "train_loss": 3.0}\n')
+    with pytest.raises(UserError, match="line 2 has no bits per character .*: use --unit nats"):
+        loss.compute(str(old), unit='bits')
+    assert loss.compute(str(old))['runs'][0]['val'] == [(1, 2.9, 3.0)]
