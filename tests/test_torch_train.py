@@ -39,8 +39,8 @@ def interrupt_engine_after(monkeypatch, cls, calls):
     """A real SIGINT during the `calls`-th step of engine class `cls` (as Ctrl-C would send)."""
     real_step, count = cls.step, [0]
 
-    def step_then_ctrl_c(self, batch, lr):
-        loss = real_step(self, batch, lr)
+    def step_then_ctrl_c(self, *args):  # the trainer's own arguments (batch, lr, dropout masks)
+        loss = real_step(self, *args)
         count[0] += 1
         if count[0] == calls:
             os.kill(os.getpid(), signal.SIGINT)

@@ -185,8 +185,12 @@ def phase_lines(func):
                and getattr(s.value.func, 'attr', None) == 'append' and reads(s.value.func) & args]
     found['mask'] = appends + [s for s in found['scores'] if reads(s) & args]
     weights = set().union(*map(binds, found['softmax']))
-    outputs = [s for s in body if isinstance(s, ast.Assign) and reads(s.value) & weights]
-    found['weighted'] = outputs + making(set().union(*map(reads, outputs)) - weights, body)
+    derived, outputs = set(weights), []
+    for s in body:  # in order: the lines that read the weights, or read a line that did (dropout's)
+        if isinstance(s, ast.Assign) and reads(s.value) & derived:
+            outputs.append(s)
+            derived |= binds(s)
+    found['weighted'] = outputs + making(set().union(*map(reads, outputs)) - derived, body)
     slices = [s for s in making(set().union(*map(reads, found['scores'])), body) if s not in found['scores']]
     gathered = set().union(*map(binds, outputs))
     found['heads'] = ([loop] if loop is not None else []) + slices \

@@ -81,15 +81,18 @@ class Child:
         self.output = tempfile.TemporaryFile()
         request = dict(request, report_fd=write_fd)
         command = [sys.executable, '-I', '-c', BOOT.format(paths=import_paths(cwd)), json.dumps(request)]
+        self.folders = sorted({cwd, *(w for w, _, _ in request.get('jobs', []))})
+        # what they hold before any code of the learner's runs: a baseline taken at a 'begin' event
+        # would be late by however long this process took to read it, the learner's writes in between
+        self.held_at_start = self.held()
         config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd], 'memory': MEMORY_BYTES,
                   'file_size': OUTPUT_FILE_BYTES, 'disk': DISK_BYTES, 'disk_status': DISK_STATUS,
-                  'folders': sorted({cwd, *(w for w, _, _ in request.get('jobs', []))}), 'seconds': seconds + 10}
+                  'folders': self.folders, 'seconds': seconds + 10}
         self.proc = subprocess.Popen(
             [sys.executable, '-I', SANDBOX, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
             env=child_environment(), pass_fds=(write_fd,), start_new_session=True)
         os.close(write_fd)
-        self.cwd, self.held_at_begin = cwd, 0  # the process's folder; what it and the workspace held at a begin
         self.deadline = time.monotonic() + seconds
         self.buffer, self.received, self.killed = b'', 0, False
 
@@ -135,20 +138,16 @@ class Child:
         finally:
             self.close()
 
-    def held(self, workspace):
-        """What the workspace checked and the process's own folder (the first job's) hold."""
-        return sum(bytes_held(folder) for folder in {self.cwd, workspace})
+    def held(self):
+        """What the folders the sandbox watches hold: every job's workspace and the process's own."""
+        return sum(bytes_held(folder) for folder in self.folders)
 
-    def begin(self, workspace):
-        self.held_at_begin = self.held(workspace)
-
-    def took_the_disk(self, workspace):
-        """Whether the workspace (and the process's folder, where a relative path writes) grew by
-        more than DISK_BYTES while one exercise was checked.
-        The sandbox watches the same folders while the learner's code runs; this is asked again
-        at each result, since a few fast writes (posix_fallocate) can fall between two of the
-        sandbox's looks."""
-        return self.held(workspace) - self.held_at_begin > DISK_BYTES
+    def took_the_disk(self):
+        """Whether those folders grew by more than DISK_BYTES since this process started, the
+        sandbox's own measure. The sandbox looks every DISK_POLL_S while the learner's code runs;
+        this is asked again at each result, since a few fast writes (posix_fallocate) can fall
+        between two of its looks."""
+        return self.held() - self.held_at_start > DISK_BYTES
 
     def stop(self):
         """The sandbox kills the runner and what it left (SIGTERM); then the whole group, in any case."""
@@ -255,7 +254,6 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
             if name == 'begin' and current is None and nxt is not None and \
                     event.get('n') == nxt[1] and event.get('workspace') == nxt[0]:
                 current = nxt
-                child.begin(current[0])
                 continue
             if name == 'result' and current is not None and \
                     event.get('n') == current[1] and event.get('workspace') == current[0]:
@@ -263,7 +261,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                 if result is None:
                     ended = ('bad', "a malformed result")
                     break
-                if child.took_the_disk(current[0]):
+                if child.took_the_disk():
                     child.stop()
                     ended = ('ended', DISK_STATUS, '')
                     break
