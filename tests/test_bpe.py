@@ -224,6 +224,61 @@ def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, nam
     assert read_checkpoint(str(a)).merges == merges
 
 
+BPE_RUN = ['--tokenizer', 'bpe', '--vocab-size', '270', '--n-embd', '8', '--n-head', '2', '--block-size', '12',
+           '--val-size', '6', '--num-samples', '0']  # 13 merges of TINY_NAMES, ~2,500 parameters
+ENGINE_TOL = 1e-9  # the scalar engine and the numpy port: the same math, rounded differently
+
+
+def test_a_byte_pair_model_trains_and_samples_on_the_scalar_engine(tmp_path, names_file, capsys):
+    """The Value engine takes byte pairs as it takes characters: its losses are the numpy
+    engine's step for step, and sample.py draws from its checkpoint the names the numpy port
+    draws, each of them text the merges decode."""
+    from test_cli import run
+    from microgpt.programs import sample, train
+    from microgpt.sampling import sample_names
+    import inference
+    from microgpt.edge.checkpoint import read_checkpoint
+    outs = {engine: tmp_path / f'{engine}.json' for engine in ('scalar', 'numpy')}
+    for engine, out in outs.items():
+        code, printed, _ = run(train.main, ['--data', names_file, *BPE_RUN, '--engine', engine, '--steps', '6',
+                                            '--eval-every', '3', '--out', str(out)], capsys)
+        assert code == 0 and f'engine={engine}' in printed and 'tokenizer=bpe vocab_size=270' in printed
+    scalar, port = (train_log(outs[e]) for e in ('scalar', 'numpy'))
+    assert [r['step'] for r in scalar if 'loss' in r] == list(range(1, 7))
+    assert max(abs(a['loss'] - b['loss']) for a, b in zip(scalar, port) if 'loss' in a) < ENGINE_TOL
+    assert [r['val_loss'] for r in scalar if 'val_loss' in r] == pytest.approx(
+        [r['val_loss'] for r in port if 'val_loss' in r], abs=ENGINE_TOL)
+    code, printed, _ = run(sample.main, ['--ckpt', str(outs['scalar']), '--num', '5', '--seed', '3',
+                                         '--engine', 'scalar'], capsys)
+    ckpt = read_checkpoint(str(outs['scalar']))
+    want = sample_names(inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer), num=5, seed=3)
+    assert code == 0 and printed.splitlines() == want and ckpt.tokenizer_kind == 'bpe'
+
+
+def test_a_byte_pair_run_stopped_and_resumed_logs_the_uninterrupted_runs_losses(tmp_path, names_file, capsys,
+                                                                                  monkeypatch):
+    """Ctrl-C at step 6 of 12, then --resume: the log of the run that never stopped, loss for
+    loss and evaluation for evaluation, and the merges the first part learned (none relearned:
+    the resumed part reads the checkpoint's). One BLAS thread, as the dropout run's check."""
+    import backprop
+    from test_cli import interrupt_after, run
+    from microgpt.edge.checkpoint import read_checkpoint
+    from microgpt.programs import train
+    whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
+    args = ['--data', names_file, *BPE_RUN, '--engine', 'numpy', '--threads', '1', '--steps', '12',
+            '--eval-every', '4', '--save-every', '4']
+    assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
+    interrupt_after(monkeypatch, 6, backprop.Trainer)
+    assert run(train.main, [*args, '--out', str(parts)], capsys)[0] == 130
+    monkeypatch.undo()
+    assert read_checkpoint(str(parts)).train_state.step == 6
+    code, printed, _ = run(train.main, ['--out', str(parts), '--resume', '--threads', '1'], capsys)
+    assert code == 0 and 'start_step=6' in printed
+    assert [r['step'] for r in train_log(parts) if 'loss' in r] == list(range(1, 13))
+    assert train_log(parts) == train_log(whole)
+    assert read_checkpoint(str(parts)).merges == read_checkpoint(str(whole)).merges
+
+
 def test_init_from_a_byte_pair_model_keeps_its_tokenizer(tmp_path, bpe_ckpt, names_file, capsys):
     from microgpt.programs import train
     out = tmp_path / 'init.json'

@@ -506,13 +506,17 @@ def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, 
     (['--val-size', '54'], '--val-size 54 leaves no training documents out of 54'),
     (['--n-layer', '0'], '--n-layer'),
     (['--bogus'], 'unrecognized arguments: --bogus'),
+    (['--tokenizer', 'bpe', '--vocab-size', '16385'], '--vocab-size: 16385 is out of range: give an integer from 257 to 16,384'),
+    (['--tokenizer', 'bpe', '--vocab-size', '256'], '--vocab-size: 256 is out of range: give an integer from 257'),
+    (['--tokenizer', 'wordpiece'], "--tokenizer: invalid choice: 'wordpiece' (choose from 'char', 'bpe')"),
 ], ids=['steps-0', 'lr-0', 'lr-inf', 'lr-nan', 'val-size-negative', 'heads-do-not-divide',
-        'val-size-all', 'n-layer-0', 'unknown-flag'])
+        'val-size-all', 'n-layer-0', 'unknown-flag', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes',
+        'tokenizer-unknown'])
 def test_train_bad_flags_are_one_line_errors(tmp_path, names_file, capsys, args, fragment):
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), *args], capsys)
     assert_one_line_error(code, err, fragment)
-    assert not out.exists()
+    assert code == 2 and os.listdir(tmp_path) == []  # a usage error, and neither checkpoint nor log
 
 
 @pytest.mark.parametrize('content, fragment', [
