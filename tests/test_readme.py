@@ -256,9 +256,28 @@ def test_the_link_check_finds_a_moved_file_and_a_renamed_heading():
     assert broken_links('README.md', stale) == ['docs/gone.md', 'docs/training.md#the-numpy-recipe']
 
 
+def unlinked(name, text):
+    """The docs/ files (but `name` itself) that `text`, a file at `name`, links to nowhere."""
+    folder = os.path.dirname(os.path.join(REPO_DIR, name))
+    linked = {os.path.relpath(os.path.normpath(os.path.join(folder, target.split('#')[0])), REPO_DIR)
+              for target in re.findall(r'\]\(([^)\s#]+)(?:#[^)\s]*)?\)', text)}
+    return sorted(doc for doc in TEXTS if doc.startswith('docs') and doc != name and doc not in linked)
+
+
 def test_every_docs_file_is_one_click_from_readme():
-    linked = {os.path.normpath(t.split('#')[0]) for t in re.findall(r'\]\((docs/[^)\s]+)\)', read('README.md'))}
-    assert {name for name in TEXTS if name.startswith('docs')} <= linked
+    assert unlinked('README.md', read('README.md')) == []
+
+
+def test_every_docs_file_is_one_click_from_the_reading_guide():
+    guide = os.path.join('docs', 'reading-guide.md')
+    assert unlinked(guide, read(guide)) == []
+
+
+def test_the_one_click_check_finds_a_file_left_out():
+    stale = '[the guide](docs/reading-guide.md) [training](docs/training.md#the-names-recipe---engine-numpy)'
+    assert 'docs/lab.md' in unlinked('README.md', stale)
+    assert 'docs/training.md' not in unlinked('README.md', stale)
+    assert unlinked(os.path.join('docs', 'reading-guide.md'), '[lessons](lessons.md)')[0] == 'docs/api.md'
 
 
 def test_readme_is_a_front_door():
@@ -372,3 +391,71 @@ def test_readmes_commands_work_in_the_order_it_gives_them(tmp_path):
             else:
                 assert result.returncode == 0, (line, result.stderr)
     assert len(ran) >= 15
+
+
+# ---------------------------------------------------------------------------- bench
+def bench_scripts():
+    """The bench/ scripts that run on their own (common.py is what they share; the baseline is
+    what train_speed.py measures against)."""
+    scripts = set()
+    for path in glob.glob(os.path.join(REPO_DIR, 'bench', '*.py')):
+        with open(path, encoding='utf-8') as f:
+            if "if __name__ == '__main__':" in f.read():
+                scripts.add(os.path.basename(path))
+    return scripts
+
+
+def left_out_of_make_bench(text):
+    """The scripts a text says `make bench` does not run: "`make bench` runs all but `a.py`, `b.py`
+    and `c.py`", one set per such sentence."""
+    return [set(re.findall(r'`(\w+\.py)`', words))
+            for words in re.findall(r'`make bench` runs all but ((?:`\w+\.py`(?:,| and) ?)*`\w+\.py`)', text)]
+
+
+def test_the_scripts_make_bench_leaves_out_are_the_ones_the_docs_name():
+    ran = {os.path.basename(shlex.split(line)[1]) for line in makefile_recipe('bench')}
+    assert ran <= bench_scripts()
+    for name in ('performance.md', 'layout.md'):
+        said = left_out_of_make_bench(read(os.path.join('docs', name)))
+        assert said == [bench_scripts() - ran], name
+    stale = left_out_of_make_bench('`make bench` runs all but `engines_speed.py`.')
+    assert stale and stale != [bench_scripts() - ran]  # a stale copy differs
+
+
+def test_layouts_bench_row_names_every_bench_script():
+    row = next(line for line in read(os.path.join('docs', 'layout.md')).split('\n') if line.startswith('| `bench/`'))
+    assert {os.path.basename(p) for p in glob.glob(os.path.join(REPO_DIR, 'bench', '*.py'))} <= set(
+        re.findall(r'`(\w+\.py)`', row))
+
+
+# ---------------------------------------------------------------------------- figures
+FIGURE = re.compile(r'\b\d+(?:\.\d+)?(?: to \d+(?:\.\d+)?)? ?(?:s|ms|seconds|minutes)\b'  # a time
+                    r'|(?<![\w.=])\d\.\d{2,}\b(?!\.| or newer)')  # a loss, nats or bits (1.9616), not a version
+COMMAND = re.compile(r'`(?:python |make |train\.py |sample\.py )[^`]*`')
+
+
+def unmeasured_figures(text):
+    """(figure, where) for each time or loss in `text`'s prose whose paragraph (or table row)
+    names no command that measures it: `python ...`, `make ...`, `train.py ...`. Code blocks
+    are what a command printed, and are left out."""
+    prose = re.sub(r'```.*?```', '', text, flags=re.S)
+    units = []
+    for paragraph in prose.split('\n\n'):
+        lines = paragraph.split('\n')
+        units += [line for line in lines if line.startswith('|')]
+        units.append(' '.join(line for line in lines if not line.startswith('|')))
+    return [(figure, unit[:80]) for unit in units if not COMMAND.search(unit) for figure in FIGURE.findall(unit)]
+
+
+def test_every_figure_in_readme_names_the_command_that_measures_it():
+    assert len(FIGURE.findall(re.sub(r'```.*?```', '', read('README.md'), flags=re.S))) >= 8
+    assert unmeasured_figures(read('README.md')) == []
+
+
+def test_the_figure_check_finds_a_figure_nothing_measures():
+    stale = ('The recipe reaches **1.9616** in 42 to 56 s.\n\n'
+             '| recipe | loss |\n|---|---|\n| names | 1.9616 |\n| names (`python bench/recipe.py`) | 1.9616 |\n\n'
+             '`make run` takes about 12 seconds. The model has 4192 parameters.')
+    assert unmeasured_figures(stale) == [('1.9616', 'The recipe reaches **1.9616** in 42 to 56 s.'),
+                                         ('42 to 56 s', 'The recipe reaches **1.9616** in 42 to 56 s.'),
+                                         ('1.9616', '| names | 1.9616 |')]
