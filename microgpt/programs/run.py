@@ -3,8 +3,8 @@ What makes a training run safe to stop, resume and repeat, kept out of the loop'
 Output checks and locks --out before the checkpoint it guards is read, and replaces it whole at
 each save; Run logs every step, stops a diverged run, and on Ctrl-C, SIGTERM, SIGHUP or a
 closed stdout ends the step, saves it and prints the command that resumes. Under torchrun, rank
-0 alone writes, and every rank stops after the same step. The reading guide's appendix, "What
-makes a run safe", says where each guarantee lives.
+0 alone writes, and every rank stops after the same step. docs/reliability.md, "What makes a
+run safe", says where each guarantee lives.
 """
 
 import collections

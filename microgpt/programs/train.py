@@ -12,7 +12,8 @@ cross-entropy of each next token, backward, one Adam update with a learning rate
 linearly to 0. main() reads as the run's stages: lock --out (first, because a resumed run's
 settings come from the checkpoint it guards), settle the settings, build the data and the
 engine, loop, sample. The loop is the same whichever engine computes a step; what makes a run
-safe to stop and resume is run.py's (the reading guide's appendix walks through it).
+safe to stop and resume is run.py's (docs/reliability.md, "What makes a run safe", walks
+through it).
 """
 
 import functools
