@@ -5,8 +5,11 @@ the checkpoint's table, and the page draws the route's answer, one coloured piec
 """
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import inference
+from conftest import TINY_NAMES
+from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.errors import UserError
 from microgpt.lab import tokens
@@ -45,3 +48,78 @@ def test_the_command_prints_the_tokens_and_the_merges(bpe_ckpt, capsys):
     out = capsys.readouterr().out
     assert info.value.code == 0
     assert 'the first 3 of 23 merges, in the order learned' in out and 'characters in' in out
+
+
+# ---------------------------------------------------------------------------- why it splits there
+class Model:
+    """What compute reads of a model: its tokenizer."""
+
+    def __init__(self, merges):
+        self.tokenizer = BPETokenizer(merges)
+
+
+def test_a_merge_learned_earlier_takes_the_side_a_later_one_wanted():
+    """'the' with merges 'h' + 'e' (0) then 't' + 'h' (1): merge 0 goes first and takes the 'h',
+    so 't' + 'h' never happens, and 't' + 'he' is no merge at all."""
+    h, e, t = b'het'
+    d = tokens.compute(Model([(h, e), (t, h)]), 'the')
+    assert [(x['label'], x['merge']) for x in d['tokens']] == [('t', None), ('he', 0)]
+    assert d['tokens'][1]['why'] == "merge 0: 'h' + 'e'"
+    assert d['tokens'][0]['why'] == "byte 116: one of the 256 base tokens, no merge made it"
+    assert d['cuts'] == [{'after': 0, 'pair': [t, 256], 'lost': [{'pair': [t, h], 'rank': 1, 'by': 0, 'side': 'right'}],
+                          'why': "'t' + 'h' is merge 1, but merge 0 ('h' + 'e') took 'h' first; "
+                                 "'t' + 'he' is not in the merge table"}]
+    d = tokens.compute(Model([(t, h), (h, e)]), 'the')  # the other order: 'th' wins and 'e' is left
+    assert [x['label'] for x in d['tokens']] == ['th', 'e']
+    assert d['cuts'][0]['lost'] == [{'pair': [h, e], 'rank': 1, 'by': 0, 'side': 'left'}]
+    d = tokens.compute(Model([(t, h), (256, e)]), 'the')  # one token: no cut to explain
+    assert d['tokens'][0]['why'] == "merge 1: 'th' + 'e'" and d['cuts'] == []
+
+
+def test_a_run_of_one_letter_merges_left_to_right_and_says_so():
+    a = ord('a')
+    d = tokens.compute(Model([(a, a)]), 'aaa')
+    assert [x['label'] for x in d['tokens']] == ['aa', 'a']
+    assert d['cuts'][0]['lost'] == [{'pair': [a, a], 'rank': 0, 'by': 0, 'side': 'left'}]
+    assert 'another occurrence of the same pair (a merge runs left to right)' in d['cuts'][0]['why']
+
+
+MERGES = learn_merges(TINY_NAMES, 40)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.text(alphabet='aeilmnorsty ř', max_size=24))
+def test_every_token_and_cut_is_explained_by_the_table(text):
+    """Against the text itself: the replay cuts as encode does; a token's merge made its id; no
+    cut's own pair is in the table (encode would have merged it); and each pair said to have
+    lost sat exactly across its cut, and lost to a merge learned no later than itself."""
+    model = Model(MERGES)
+    tok, data = model.tokenizer, text.encode('utf-8')
+    d = tokens.compute(model, text)
+    assert [x['id'] for x in d['tokens']] == tok.encode(text) == tokens.replay(tok, text)[0]
+    for x in d['tokens']:
+        assert (x['merge'] is None) == (x['id'] < 256) and (x['merge'] is None or x['id'] == 256 + x['merge'])
+    ends = [sum(len(x['bytes']) for x in d['tokens'][:c + 1]) for c in range(len(d['cuts']))]
+    for cut, end in zip(d['cuts'], ends):
+        assert tuple(cut['pair']) not in tok.rank and cut['why'].endswith('is not in the merge table')
+        for lost in cut['lost']:
+            a, b = lost['pair']
+            assert data[end - len(tok.vocab[a]):end] == tok.vocab[a] and data[end:end + len(tok.vocab[b])] == tok.vocab[b]
+            assert tok.rank[a, b] == lost['rank'] >= lost['by']
+
+
+def test_a_character_model_has_a_cut_between_every_two_and_no_merges(tiny_ckpt):
+    ckpt, model = model_of(tiny_ckpt)
+    d = tokens.compute(model, 'emma', ckpt=ckpt)
+    assert len(d['cuts']) == 3 and all(c['lost'] == [] for c in d['cuts'])
+    assert all(x['merge'] is None for x in d['tokens'])
+
+
+def test_the_command_says_why_each_token_is_cut_where_it_is(bpe_ckpt, capsys):
+    ckpt, model = model_of(bpe_ckpt)
+    d = tokens.compute(model, 'emma', ckpt=ckpt)
+    with pytest.raises(SystemExit):
+        cli.run(main, ['tokens', 'emma', '--ckpt', bpe_ckpt])
+    out = capsys.readouterr().out
+    assert 'why it splits where it does' in out
+    assert all(x['why'] in out for x in d['tokens']) and all(c['why'] in out for c in d['cuts'])

@@ -1,6 +1,7 @@
 """
 The Tokens page in Chromium: typing a text redraws it as the route's tokens, one coloured piece
-each whose hover text is the token's id and bytes, and the merges the route lists.
+each whose hover text is the token's id and bytes, and the merges the route lists; a click on a
+token or on the cut between two says why, in the route's words, on a phone as on a desktop.
 
 Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
 """
@@ -9,6 +10,7 @@ import pytest
 
 from chromium import open_page, skip_without_a_browser
 from labserver import live_server, request
+from pagelayout import check_layout
 
 skip_without_a_browser()
 
@@ -33,4 +35,32 @@ def test_typing_redraws_the_routes_tokens_in_colours_with_their_ids(server, wind
     colours = {chips.nth(k).evaluate('e => getComputedStyle(e).backgroundColor') for k in range(min(2, chips.count()))}
     assert len(colours) == min(2, chips.count())  # neighbours differ
     assert p.locator('#merges-table tr').count() == 1 + len(want['merges'])
+    assert p.errors == []
+
+
+def test_a_token_and_a_cut_say_why_on_a_click_and_fit_a_phone(server, window):
+    """Each token's merge and each cut's reason are the route's sentences, shown when clicked
+    (tapped) or hovered; at 390 px the page is no wider than the phone and the sentence wraps."""
+    text = 'emma olivia'
+    status, want, _ = request(server, 'POST', '/api/tokens', {'text': text, 'merges': 20})
+    assert status == 200 and len(want['cuts']) >= 2 and any(t['merge'] is not None for t in want['tokens'])
+    p = window(390)
+    open_page(p, server, 'tokens')
+    p.fill('#text', text)
+    p.wait_for_function(f"() => document.querySelectorAll('#pieces .cut').length === {len(want['cuts'])}")
+    labels = [t['label'] for t in want['tokens']]
+    for c in (len(want['cuts']) - 1, 0):
+        p.locator(f'#pieces .cut[data-cut="{c}"]').click()
+        assert p.inner_text('#why') == f"'{labels[c]}' | '{labels[c + 1]}': {want['cuts'][c]['why']}"
+        assert p.locator('#pieces .chosen').get_attribute('data-cut') == str(c)
+    k = next(k for k, t in enumerate(want['tokens']) if t['merge'] is not None)
+    p.locator(f'#pieces .token[data-index="{k}"]').hover()
+    assert p.inner_text('#why') == f"'{labels[k]}' (id {want['tokens'][k]['id']}): {want['tokens'][k]['why']}"
+    assert want['tokens'][k]['why'].startswith(f"merge {want['tokens'][k]['merge']}: ")
+    assert p.locator('#tokens-table tr').nth(1 + k).locator('td').nth(3).inner_text() == f"merge {want['tokens'][k]['merge']}"
+    check_layout(p, 'tokens', 390)
+    why = p.locator('#why').bounding_box()
+    assert why['x'] >= 0 and why['x'] + why['width'] <= 390
+    cut = p.locator('#pieces .cut').first.bounding_box()
+    assert cut['width'] >= 10  # wide enough to tap
     assert p.errors == []
