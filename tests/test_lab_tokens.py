@@ -123,3 +123,38 @@ def test_the_command_says_why_each_token_is_cut_where_it_is(bpe_ckpt, capsys):
     out = capsys.readouterr().out
     assert 'why it splits where it does' in out
     assert all(x['why'] in out for x in d['tokens']) and all(c['why'] in out for c in d['cuts'])
+
+
+# ---------------------------------------------------------------------------- tokens, not characters
+@pytest.fixture(scope='module')
+def bpe_text_ckpt(tmp_path_factory, play_file):
+    """A byte-pair model of running text (300 tokens), trained 2 steps: for the words, not the numbers."""
+    from conftest import train_text
+    return train_text(tmp_path_factory.mktemp('bpe-text') / 'play.json', play_file, 16, '--tokenizer', 'bpe',
+                      '--vocab-size', '300', '--steps', '2', '--n-embd', '8', '--n-head', '2', '--eval-every', '0')
+
+
+def printed(capsys, *argv):
+    with pytest.raises(SystemExit) as info:
+        cli.run(main, list(argv))
+    out = capsys.readouterr().out
+    assert info.value.code == 0, out
+    return ' '.join(out.split())  # the sentences, whatever the terminal's width folded
+
+
+@pytest.mark.parametrize('model, text, unit', [('bpe_ckpt', 'emma', 'token'), ('bpe_text_ckpt', 'ROMEO: Well', 'token'),
+                                               ('tiny_ckpt', 'emma', 'character'), ('text_ckpt', 'ROMEO: Well', 'character')])
+def test_the_lab_says_tokens_of_a_byte_pair_model_and_characters_of_a_character_model(request, capsys, model, text, unit):
+    """The overview, attention and sampling printouts name what the model reads: a byte-pair
+    model predicts the next token, never 'the next character', which a byte-pair token is not."""
+    ckpt = request.getfixturevalue(model)
+    other = {'token': 'character', 'character': 'token'}[unit]
+    running = model.endswith('text_ckpt')
+    out = printed(capsys, 'overview', text, '--ckpt', ckpt)
+    assert f'predicts the next {unit}' in out and f'the next {other}' not in out
+    out = printed(capsys, 'sample', text[:2], '--ckpt', ckpt, '--num', '0')
+    assert f'the next {unit}, p = softmax' in out and f'the next {other}' not in out
+    assert (f'over the {unit}s (BOS is never drawn' in out) == running
+    if running:  # a name's attention says BOS comes first, whatever the tokenizer
+        assert f'the model reads its {unit}s' in printed(capsys, 'attention', text, '--ckpt', ckpt)
+    assert tokens.compute(model_of(ckpt)[1], text)['kind'] == {'token': 'bpe', 'character': 'char'}[unit]

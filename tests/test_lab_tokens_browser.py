@@ -64,3 +64,17 @@ def test_a_token_and_a_cut_say_why_on_a_click_and_fit_a_phone(server, window):
     cut = p.locator('#pieces .cut').first.bounding_box()
     assert cut['width'] >= 10  # wide enough to tap
     assert p.errors == []
+
+
+def test_the_pages_say_token_of_a_byte_pair_model(server, window):
+    """The Overview and Sampling pages' sentences on a byte-pair model: the next token, not the
+    next character (the server's word for what the checkpoint reads)."""
+    p = window(1280)
+    open_page(p, server, 'overview')
+    assert 'predicts the next token' in ' '.join(p.inner_text('.lead').split())
+    assert 'character' not in ' '.join(p.locator('.unit-word').all_inner_texts())
+    open_page(p, server, 'sampling')
+    assert p.inner_text('.panel h3 >> nth=0').startswith('next token after')
+    p.wait_for_function("() => document.querySelector('#sandbox').textContent.includes('top-k keeps')")
+    assert 'tokens top-k keeps' in p.inner_text('#sandbox') and 'character' not in p.inner_text('#sandbox')
+    assert p.errors == []

@@ -29,6 +29,7 @@ from ..edge.errors import UserError
 from ..programs.run import log_path_for
 from . import registry
 from .loading import example_text, trained_lr
+from .render import unit
 from .limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
 from .workers import MODELS, ApiError, Pool, estimate_run
 
@@ -206,6 +207,7 @@ class Checkpoints:
                      'trained_lr': trained_lr(ckpt),
                      'data_mode': ckpt.data_mode,  # 'text': the pages ask for text, not a name
                      'example': example_text(ckpt),  # what the pages' text box starts with
+                     'unit': unit(model.tokenizer),  # 'character' or 'token': the pages' word for what it reads
                      # a converted checkpoint has no log beside it: the Loss page says so, asking nothing
                      'log': os.path.isfile(log_path_for(path)),
                      'config': {k: getattr(c, k) for k in

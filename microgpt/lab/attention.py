@@ -28,7 +28,7 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .loading import data_mode, text_tokens
-from .render import MASKED, bar, number, shade, table, token_label, width
+from .render import MASKED, bar, number, shade, table, token_label, unit, width
 from .rowstats import row_statistics, softmax
 
 
@@ -145,7 +145,7 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
         # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
         with np.errstate(invalid='ignore', over='ignore'):
             stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
-    view.update(text=text, data_mode=mode, layer=layer, head=head, query=query, scale=scale, temperature=temperature,
+    view.update(text=text, data_mode=mode, unit=unit(model.tokenizer), layer=layer, head=head, query=query, scale=scale, temperature=temperature,
                 head_dim=head_dim, n_head=model.config.n_head,
                 scaled=view['raw'] * (head_dim ** -0.5 if scale else 1.0),  # (t,)
                 labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
@@ -160,8 +160,8 @@ def render(view):
     T, t, head_dim = len(labels), query + 1, view['head_dim']
     dims = [f'd{d}' for d in range(head_dim)]
 
-    reads = ("running text, no BOS: the model reads its characters" if view.get('data_mode') == 'text'
-             else "the model reads BOS first")
+    reads = (f"running text, no BOS: the model reads its {view.get('unit', 'character')}s"
+             if view.get('data_mode') == 'text' else "the model reads BOS first")
     lines = [f"text {text!r}: {T} position{'s' * (T != 1)}, {reads}",
              table(('position', *range(T)), [('token', *labels)], align='l' + 'r' * T),
              f"layer {layer}, head {head}, query position {query} ({labels[query]!r}): "

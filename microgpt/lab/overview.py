@@ -30,7 +30,7 @@ from inference.model import cross_entropy
 
 from ..sampling import TEMPERATURE, generate, sample_names
 from .loading import data_mode, read_text
-from .render import bar, fold_note, fold_text, token_label
+from .render import bar, fold_note, fold_text, token_label, unit
 from .rowstats import softmax
 
 MISS, HIT = '✗', '✓'
@@ -83,20 +83,20 @@ def compute(model, text, top=5, temperature=TEMPERATURE, seed=42, ckpt=None):
             'mean_loss': sum(losses) / len(losses) if losses else None,
             'uniform_loss': math.log(vocab_size), 'vocab_size': vocab_size,
             'continuation': continuation(model, text, temperature, seed, mode),
-            'temperature': temperature, 'seed': seed}
+            'temperature': temperature, 'seed': seed, 'unit': unit(model.tokenizer)}
 
 
 def render(d):
-    rows, text = d['positions'], d['text']
+    rows, text, u = d['positions'], d['text'], d['unit']
     reads = ' '.join(r['reads'] for r in rows)
     if d['data_mode'] == 'text':
         lines = [f"text {text!r}: running text, read as train.py reads a window of it (no BOS): the model "
-                 f"reads {reads} and, at every position, predicts the next character"
+                 f"reads {reads} and, at every position, predicts the next {u}"
                  + ("; the last one's next is not in the text: shown, not scored" if rows[-1]['target'] is None else ''),
                  "the bars are its probabilities softmax(logits), at temperature 1 whatever --temperature is", '']
     else:
         lines = [f"text {text!r}: the model reads {reads} and, at every "
-                 "position, predicts the next character (<BOS> after the last one = the name ends);",
+                 f"position, predicts the next {u} (<BOS> after the last one = the name ends);",
                  "the bars are its probabilities softmax(logits), at temperature 1 whatever --temperature is",
                  '']
     for r in rows:
@@ -113,10 +113,10 @@ def render(d):
             lines.append(f"      {r['target']:>5} {bar(r['p'], 30)} {r['p']:.4f} <- true "
                          f"(rank {r['rank']})")
     vocab_size, n = d['vocab_size'], d['scored']
-    what = 'predicted character' if d['data_mode'] == 'text' else 'position'
+    what = f'predicted {u}' if d['data_mode'] == 'text' else 'position'
     misses = [str(r['position']) for r in rows if r['hit'] is False]
     if d['mean_loss'] is None:
-        lines += ['', "no position has its next character in the text: give two characters or more for a loss"]
+        lines += ['', f"no position has its next {u} in the text: give two {u}s or more for a loss"]
     else:
         lines += ['',
                   f"mean loss over {n} {what}{'s' * (n != 1)}: {d['mean_loss']:.4f}   (guessing "

@@ -67,6 +67,12 @@ def bar(x, width=20):
 VISIBLE = {'\n': '\u23ce', ' ': '\u2423', '\t': '\u21e5', '\r': '\u21b5'}  # ⏎ ␣ ⇥ ↵
 
 
+def unit(tokenizer):
+    """What one token is, for the sentences that name it: 'character', or 'token' for a
+    byte-pair model, whose token may be a word, a few letters or part of a character."""
+    return 'token' if hasattr(tokenizer, 'merges') else 'character'  # only bpe.py's tokenizer has merges
+
+
 def token_label(tokenizer, token_id):
     """A token as text: its character (newline as ⏎, space as ␣), or <BOS> for the marker."""
     if token_id == tokenizer.bos:

@@ -223,6 +223,8 @@ const Lab = (() => {
     const text = isText();
     document.body.dataset.mode = text ? 'text' : 'lines';
     for (const w of document.querySelectorAll('.input-word')) w.textContent = text ? 'text' : 'name';
+    // what the model reads one of: 'character', or a byte-pair model's 'token' (the server's word)
+    for (const w of document.querySelectorAll('.unit-word')) w.textContent = ckptInfo().unit ?? 'character';
     for (const box of document.querySelectorAll('textarea.text-input')) {
       box.rows = text ? 3 : 1;
       // the text to start with: the model's own example (a name, or its data's first lines), in

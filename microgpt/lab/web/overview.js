@@ -33,14 +33,14 @@ async function draw() {
         el('div', {class: 'bars'}, bars),
         scored ? el('p', {class: 'mono'}, `p = ${Lab.fmt(r.p)}  loss = ${Lab.fmt(r.loss, 3)} `,
                     el('span', {class: r.hit ? 'hit' : 'miss'}, r.hit ? '✓' : `✗ (rank ${r.rank})`))
-               : el('p', {class: 'muted small'}, 'the next character is not in the text: not scored'));
+               : el('p', {class: 'muted small'}, `the next ${data.unit} is not in the text: not scored`));
     });
     $('positions').replaceChildren(...cards);
     const rest = data.continuation.slice(data.text.length), text = data.data_mode === 'text';
-    const what = text ? 'predicted characters' : 'positions';
+    const what = text ? `predicted ${data.unit}s` : 'positions';
     $('summary').replaceChildren(
       el('p', {class: 'mono', id: 'mean-loss', 'data-value': data.mean_loss}, data.mean_loss === null
-        ? 'no position has its next character in the text: type a second character for a loss'
+        ? `no position has its next ${data.unit} in the text: type a second ${data.unit} for a loss`
         : `mean loss over ${data.scored} ${what}: ${Lab.fmt(data.mean_loss)}` +
           `   (uniform guess over ${data.vocab_size} tokens: ln ${data.vocab_size} = ${Lab.fmt(data.uniform_loss)})`),
       text ? el('div', {id: 'continuation'},

@@ -38,7 +38,7 @@ async function draw() {
       return [el('span', {}, Lab.tok(char)), el('span', {}, bar),
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }), left ? el('span', {class: 'muted small whole-row'},
-                  `${left} more characters below ${HIDE}`) : '');
+                  `${left} more ${data.unit}s below ${HIDE}`) : '');
     $('sandbox').replaceChildren(sandbox(data, own));
   }, ['distribution', 'sandbox']);
   $('drawn').classList.add('stale');  // until this input's draws come
@@ -107,9 +107,9 @@ function sandbox(s, own) {
   return el('div', {class: 'panel'},
     el('h3', {}, 'side by side: p = softmax(logits / T)'),
     el('p', {class: 'muted small'}, 'T = 0 puts all the probability on the favourite; entropy in ' +
-      'bits: 0 when one character is certain, largest when all are equal; ',
-      el('span', {class: 'hit'}, 'green'), `: the ${s.top_k} characters top-k keeps` +
-      (hidden ? `; ${hidden} characters below ${HIDE} at every T are left out` : '')),
+      `bits: 0 when one ${s.unit} is certain, largest when all are equal; `,
+      el('span', {class: 'hit'}, 'green'), `: the ${s.top_k} ${s.unit}s top-k keeps` +
+      (hidden ? `; ${hidden} ${s.unit}s below ${HIDE} at every T are left out` : '')),
     el('p', {class: 'mono small', id: 'top-k-line'},
       `top-k ${s.top_k} at T=1 keeps ${s.top_k_kept.join(' ')}: `,
       el('span', {'data-value': s.top_k_mass}, Lab.fmt(s.top_k_mass, 3)),
