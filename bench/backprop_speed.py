@@ -197,7 +197,7 @@ def child_ckpt(args):
     import tempfile
 
     import backprop
-    from microgpt.edge.checkpoint import Checkpoint, TrainState, write_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, write_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
     config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
@@ -206,6 +206,7 @@ def child_ckpt(args):
     del model
     before = peak_rss_bytes()
     step_times, save_times = [], []
+    saved_run = SavedRun(data=None, val_size=None, shuffle=True, steps=1000, lr=0.01, seed=42)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, 'model.json')
         for step in range(20):
@@ -214,7 +215,7 @@ def child_ckpt(args):
             step_times.append(time.perf_counter() - t0)
             if step % 5 == 4:
                 t0 = time.perf_counter()
-                state = TrainState(step + 1, {}, '0' * 64)
+                state = TrainState(step + 1, saved_run, '0' * 64)
                 write_checkpoint(path, Checkpoint.of(trainer, optimizer=trainer.optimizer_state(), train_state=state))
                 save_times.append(time.perf_counter() - t0)
         size = os.path.getsize(path)

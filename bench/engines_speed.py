@@ -178,7 +178,7 @@ def child_ckpt(args):
     """[3]: a random 8 x 256 model with Adam's moments, saved and read back in both formats."""
     import random
 
-    from microgpt.edge.checkpoint import Checkpoint, TrainState, read_checkpoint, write_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, read_checkpoint, write_checkpoint
     from microgpt.model import GPTConfig, parameter_shapes
     from microgpt.tokenizer import CharTokenizer
     tokenizer = CharTokenizer(list('abcdefghijklmnopqrstuvwxyz'))
@@ -188,7 +188,8 @@ def child_ckpt(args):
                for name, (n_out, n_in) in parameter_shapes(config).items()}
     n = sum(a * b for a, b in parameter_shapes(config).values())
     adam = {'t': 100, 'm': [rng.gauss(0, 1e-3) for _ in range(n)], 'v': [rng.random() * 1e-6 for _ in range(n)]}
-    state = TrainState(100, {}, '0' * 64)
+    saved_run = SavedRun(data=None, val_size=None, shuffle=True, steps=1000, lr=0.01, seed=42)
+    state = TrainState(100, saved_run, '0' * 64)
     ckpt = Checkpoint(config, tuple(tokenizer.chars), weights, optimizer=adam, train_state=state)
     out = {'params': n}
     with tempfile.TemporaryDirectory() as folder:

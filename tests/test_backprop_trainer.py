@@ -16,7 +16,7 @@ import pytest
 
 import inference
 from backprop import Trainer
-from microgpt.edge.checkpoint import Checkpoint, TrainState, read_checkpoint, write_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, read_checkpoint, write_checkpoint
 from microgpt.engine import Tape
 from microgpt.fused import vsum
 from microgpt.edge.errors import UserError
@@ -24,6 +24,8 @@ from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, learning_rate, num_predictions, train_step
+
+A_RUN = SavedRun(data=None, val_size=None, shuffle=True, steps=1000, lr=0.01, seed=42)  # a run's settings, as saved
 
 LOSS_TOL = 1e-9    # 100 steps of the same math: rounding differences only (observed ~1e-15)
 STATE_TOL = 1e-12  # Adam's moments and the weights after those steps
@@ -79,7 +81,7 @@ def test_resume_from_a_saved_state_is_exact(tmp_path):
     for step in range(5):
         trainer.step(tokens[step:step + 2], 0.01)
     path = str(tmp_path / 'model.json')
-    state = TrainState(5, {}, '0' * 64)
+    state = TrainState(5, A_RUN, '0' * 64)
     write_checkpoint(path, Checkpoint.of(trainer, optimizer=trainer.optimizer_state(), train_state=state))
     ckpt = read_checkpoint(path, training=True)
     resumed = Trainer(ckpt.config, ckpt.weights, ckpt.tokenizer)
@@ -99,7 +101,7 @@ def test_a_checkpoint_holds_what_the_scalar_engine_would_write(tmp_path):
     paths = {}
     for who, obj, adam in (('scalar', model, optimizer.state()), ('numpy', trainer, trainer.optimizer_state())):
         paths[who] = str(tmp_path / f'{who}.json')
-        state = TrainState(1, {}, '0' * 64)
+        state = TrainState(1, A_RUN, '0' * 64)
         write_checkpoint(paths[who], Checkpoint.of(obj, optimizer=adam, train_state=state))
     files = {who: json.load(open(path)) for who, path in paths.items()}
     assert files['numpy'].keys() == files['scalar'].keys()

@@ -15,13 +15,15 @@ import os
 import pytest
 
 from microgpt import load_checkpoint
-from microgpt.edge.checkpoint import Checkpoint, TrainState, read_checkpoint, write_checkpoint
+from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, read_checkpoint, write_checkpoint
 from microgpt.edge.files import WriteError
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_tokens, learning_rate, train_step
+
+A_RUN = SavedRun(data=None, val_size=None, shuffle=True, steps=1000, lr=0.01, seed=42)  # a run's settings, as saved
 
 DOCS = ['abe', 'bead', 'dab', 'cab', 'ace', 'dace']  # vocab 'abcde' + BOS = 6 tokens
 PROBE = ['bad', 'cede', 'a']  # names whose logits are compared after a round trip
@@ -75,7 +77,7 @@ def test_save_load_save_is_byte_identical_and_keeps_the_train_state(tmp_path):
     model = trained_model()
     n = sum(len(row) for m in model.weights().values() for row in m)
     adam = {'t': 8, 'm': [0.1] * n, 'v': [0.2] * n}
-    state = TrainState(8, {}, '0' * 64)
+    state = TrainState(8, A_RUN, '0' * 64)
     first, second = tmp_path / 'a.json', tmp_path / 'b.json'
     write_checkpoint(str(first), Checkpoint.of(model, optimizer=adam, train_state=state))
     loaded = read_checkpoint(str(first), training=True)
@@ -96,7 +98,7 @@ def test_adam_state_that_does_not_fit_the_model_is_a_one_line_error(tmp_path, ch
     adam = {'t': 8, 'm': [0.1] * n, 'v': [0.2] * n}
     change(adam)
     path = tmp_path / 'model.json'
-    write_checkpoint(str(path), Checkpoint.of(model, optimizer=adam, train_state=TrainState(8, {}, '0' * 64)))
+    write_checkpoint(str(path), Checkpoint.of(model, optimizer=adam, train_state=TrainState(8, A_RUN, '0' * 64)))
     assert 'Adam moments' in one_line_error(path, training=True)
 
 

@@ -207,9 +207,11 @@ def copied_constants(root):
     """(file, line, what) for each literal in microgpt's sources that writes out a shared constant
     again: a tuple of train.py's engines or the data modes, a default lr of train.py's value, or
     a default temperature of sampling.TEMPERATURE (as a parameter's default, a keyword, a flag's
-    default or a module constant)."""
+    default or a module constant), or a help text that types a default's value ("default 42")
+    instead of formatting it from its declaration (f"default {SEED}")."""
     import ast
     import os
+    import re
     from microgpt.edge.checkpoint import DATA_MODES
     from microgpt.programs.settings import ENGINES, flag_default
     from microgpt.sampling import TEMPERATURE
@@ -236,6 +238,10 @@ def copied_constants(root):
                     pairs += zip([a.arg for a in node.args.args[-len(node.args.defaults):]], node.args.defaults)
                 if isinstance(node, ast.Call):
                     pairs += [(k.arg, k.value) for k in node.keywords if k.arg]
+                    for words in (n for k in node.keywords if k.arg == 'help' for n in ast.walk(k.value)):
+                        if (isinstance(words, ast.Constant) and isinstance(words.value, str)
+                                and re.search(r'\bdefault:? \d', words.value)):
+                            found.append((where, words.lineno, 'a default retyped in a help'))
                     flag = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
                     if isinstance(flag, str) and flag.startswith('--'):
                         pairs += [(flag[2:], k.value) for k in node.keywords if k.arg == 'default']
@@ -263,9 +269,12 @@ def test_the_scan_finds_a_constant_copied_under_another_name(tmp_path):
     package = tmp_path / 'microgpt'
     package.mkdir()
     (package / 'page.py').write_text("STARTING_LR = 0.01\nMODES = ['text', 'lines']\n"
-                                     "def draw(model, temperature=0.5):\n    return run(engines=('numpy', 'torch'))\n")
-    assert sorted(copied_constants(str(package))) == [('microgpt/page.py', 1, 'lr'), ('microgpt/page.py', 2, 'data modes'),
-                                                       ('microgpt/page.py', 3, 'TEMPERATURE'), ('microgpt/page.py', 4, 'engines')]
+                                     "def draw(model, temperature=0.5):\n    return run(engines=('numpy', 'torch'))\n"
+                                     "p.add_argument('--port', default=PORT, help='TCP port (default 8000)')\n"
+                                     "p.add_argument('--seed', default=SEED, help=f'the seed (default {SEED})')\n")
+    page = 'microgpt/page.py'
+    assert sorted(copied_constants(str(package))) == [(page, 1, 'lr'), (page, 2, 'data modes'), (page, 3, 'TEMPERATURE'),
+                                                       (page, 4, 'engines'), (page, 5, 'a default retyped in a help')]
 
 
 def test_every_help_shows_the_declared_default():

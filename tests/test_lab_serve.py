@@ -157,7 +157,7 @@ def test_step_route_equals_the_lab_step(server, tiny_ckpt):
 
 def test_step_route_starts_at_the_checkpoints_own_learning_rate(server, tiny_ckpt):
     from microgpt.edge.checkpoint import read_checkpoint
-    trained = read_checkpoint(tiny_ckpt).train_state.run['lr']
+    trained = read_checkpoint(tiny_ckpt).train_state.run.lr
     got = post(server, '/api/step', {'text': TEXT})
     assert got['lr'] == trained and got['lr_source'] == "the checkpoint's"
     start = request(server, 'GET', '/api/config')[1]['checkpoints'][0]
@@ -247,7 +247,7 @@ def test_a_numpy_engine_run_with_batches_trains_and_opens(server):
     assert [r['step'] for r in records if 'loss' in r] == list(range(1, 13))
     from microgpt.edge.checkpoint import read_checkpoint
     run = read_checkpoint(server.lab.checkpoints.path(final['ckpt'])).train_state.run
-    assert (run['engine'], run['batch_size']) == ('numpy', 4)
+    assert (run.engine, run.batch_size) == ('numpy', 4)
 
 def test_the_pages_and_their_files_answer(server):
     for path in ('/', '/attention', '/static/lab.js', '/favicon.ico'):

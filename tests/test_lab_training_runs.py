@@ -40,7 +40,7 @@ def test_a_page_run_logs_the_losses_train_py_logs_for_the_same_flags(text_server
     path = text_server.lab.checkpoints.path(final['ckpt'])
     assert path.endswith('model.safetensors')  # as the command line's recipe saves running text
     run = read_checkpoint(path, training=True).train_state.run
-    assert (run['dtype'], run['weight_decay'], run['dropout'], run['eval_every'], run['save_every']) == \
+    assert (run.dtype, run.weight_decay, run.dropout, run.eval_every, run.save_every) == \
         ('float32', 0.1, 0.2, 5, 4)
     assert [r['step'] for r in records if 'val_loss' in r] == [5, 10, 12]  # every eval_every steps, and the last
     out = tmp_path / 'cli.safetensors'
@@ -59,7 +59,7 @@ def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(se
     final, records, _ = wait_for_run(server)
     path = server.lab.checkpoints.path(final['ckpt'])
     run = read_checkpoint(path, training=True).train_state.run
-    assert path.endswith('model.json') and (run['dtype'], run['weight_decay']) == ('float64', 0.5)
+    assert path.endswith('model.json') and (run.dtype, run.weight_decay) == ('float64', 0.5)
     assert [r['step'] for r in records if 'val_loss' in r] == [8]  # only at the end, as train.py evaluates
 
 

@@ -106,11 +106,11 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
             value = '300' if name == 'vocab_size' else '64'  # --vocab-size starts at 257: the 256 bytes + BOS
             settled(['--out', str(out), '--resume', '--steps', '6', '--' + name.replace('_', '-'), value], ckpt)
     elif rule == settings.MORE:
-        assert resumed.steps == 6 and saved['steps'] == 4
+        assert resumed.steps == 6 and saved.steps == 4
         with pytest.raises(Exception, match='already trained for 4 steps'):
             settled(['--out', str(out), '--resume', '--steps', '4'], ckpt)
     else:
-        assert getattr(resumed, name) == (os.path.abspath(names_file) if name == 'data' else saved[name])
+        assert getattr(resumed, name) == (os.path.abspath(names_file) if name == 'data' else getattr(saved, name))
     if rule == settings.HABIT:  # given, it wins
         other = {'engine': ['--engine', 'scalar'], 'dtype': ['--dtype', 'float64'],
                  'eval_every': ['--eval-every', '9'], 'save_every': ['--save-every', '9']}[name]
@@ -253,18 +253,50 @@ def test_the_training_state_and_the_model_config_are_frozen_records(tmp_path, na
     """A checkpoint's training state is one frozen TrainState, read and written by
     edge/checkpoint.py alone: the programs read its fields, and nothing patches it; the same
     for GPTConfig, the model's size."""
-    from microgpt.edge.checkpoint import TrainState
+    from microgpt.edge.checkpoint import SavedRun, TrainState
     out = tmp_path / 'm.json'
     assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--val-size', '6',
                        *TINY, '--num-samples', '0']) == 0
     ckpt = read_checkpoint(str(out), training=True)
     state = ckpt.train_state
-    assert isinstance(state, TrainState) and state.step == 3 and state.run['steps'] == 3
-    for record, field in ((state, 'step'), (ckpt.config, 'n_embd'), (ckpt, 'train_state')):
+    assert isinstance(state, TrainState) and state.step == 3 and state.run.steps == 3
+    assert isinstance(state.run, SavedRun) and state.run.data == os.path.abspath(names_file)
+    for record, field in ((state, 'step'), (state.run, 'lr'), (ckpt.config, 'n_embd'), (ckpt, 'train_state')):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, field, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         GPTConfig(vocab_size=5).n_layer = 2
+
+
+def test_the_saved_run_holds_the_settings_with_a_resume_rule_but_the_models_size():
+    """settings.py declares what a run saves (its flags with a resume rule, but the model's
+    size); the checkpoint's SavedRun holds exactly those, in that order, which is the file's."""
+    from microgpt.edge.checkpoint import SavedRun
+    assert [f.name for f in dataclasses.fields(SavedRun)] == settings.SAVED
+    assert list(settled(['--steps', '7']).saved().recorded()) == settings.SAVED
+
+
+def test_a_run_saved_before_a_setting_existed_reads_as_it_trained(tmp_path, names_file):
+    """A run saved before running text, decay, dropout, byte pairs or the engine flags reads as
+    names, no decay, no dropout, characters; what it did not record at all is the command line's
+    on resume. A required setting missing is a damaged training state."""
+    import json
+    out = tmp_path / 'old.json'
+    assert train.main(['--data', names_file, '--out', str(out), '--steps', '3', '--val-size', '6', '--engine',
+                       'numpy', *TINY, '--num-samples', '0']) == 0
+    obj = json.loads(out.read_text())
+    old = {k: obj['train_state']['run'][k] for k in ('data', 'val_size', 'shuffle', 'seed', 'lr', 'steps')}
+    obj['train_state']['run'] = old
+    out.write_text(json.dumps(obj))
+    run = read_checkpoint(str(out), training=True).train_state.run
+    assert (run.data_mode, run.weight_decay, run.dropout, run.tokenizer) == ('lines', 0.0, 0.0, 'char')
+    assert run.engine is None
+    resumed = settled(['--out', str(out), '--resume', '--steps', '5'], read_checkpoint(str(out), training=True))
+    assert resumed.engine == 'scalar' and resumed.lr == old['lr']  # not recorded: the default; recorded: kept
+    del obj['train_state']['run']['lr']
+    out.write_text(json.dumps(obj))
+    with pytest.raises(UserError, match='damaged training state .its lr is missing'):
+        read_checkpoint(str(out), training=True)
 
 
 def test_the_ranks_place_is_read_once_and_needs_torchruns_four_variables(monkeypatch):

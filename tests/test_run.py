@@ -284,7 +284,7 @@ def test_resume_accepts_the_same_data_at_a_new_path(tmp_path, names_file, capsys
     assert_one_line_error(code, err, f'the run\'s data file {data} is gone: if it moved, pass --data')
     code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '5', '--data', str(moved)], capsys)
     assert code == 0, err
-    assert read_checkpoint(str(out)).train_state.run['data'] == str(moved)
+    assert read_checkpoint(str(out)).train_state.run.data == str(moved)
 
 
 # ---------------------------------------------------------------------------- batches and engines
@@ -533,7 +533,7 @@ def test_a_model_too_big_to_read_back_is_refused_before_it_is_built(tmp_path, na
 def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
     """checkpoint_bytes is an upper bound: a checkpoint of the longest floats repr() writes, with
     its training state, and the longest escaped characters, stays within it (and near it)."""
-    from microgpt.edge.checkpoint import Checkpoint, TrainState, checkpoint_bytes, write_checkpoint
+    from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, checkpoint_bytes, write_checkpoint
     from microgpt.model import parameter_shapes
     worst = -2.2250738585072014e-308  # 24 characters
     config = GPTConfig(vocab_size=40, n_layer=2, n_embd=8, n_head=2, block_size=5)
@@ -541,7 +541,8 @@ def test_the_size_bound_holds_for_the_longest_numbers_json_writes(tmp_path):
     for p in model.params:
         p.data = worst
     n = sum(a * b for a, b in parameter_shapes(config).values())
-    state = TrainState(1, {}, '0' * 64)
+    saved_run = SavedRun(data=None, val_size=None, shuffle=True, steps=1000, lr=0.01, seed=42)
+    state = TrainState(1, saved_run, '0' * 64)
     path = tmp_path / 'model.json'
     write_checkpoint(str(path), Checkpoint.of(model, optimizer={'t': 1, 'm': [worst] * n, 'v': [worst] * n},
                                               train_state=state))
@@ -768,7 +769,7 @@ def test_a_reproduce_original_run_resumes_with_more_steps(tmp_path, names_file, 
     assert code == 0, err
     assert "note: the original microgpt.py trains 1000 steps: from step 4 this is no longer the original's run" in stdout
     assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3, 4, 5]
-    assert read_checkpoint(str(out)).train_state.run['reproduce_original'] is True
+    assert read_checkpoint(str(out)).train_state.run.reproduce_original is True
 
 
 def test_edited_data_with_new_characters_says_the_data_changed(tmp_path, capsys):

@@ -126,7 +126,7 @@ def test_a_text_run_is_deterministic_records_its_mode_and_resumes_exactly(prose_
     vals = [e for e in log_of(a) if 'val_loss' in e]
     assert [e['step'] for e in vals] == [4, 8]
     ckpt = read_checkpoint(str(a))
-    assert ckpt.data_mode == 'text' and ckpt.train_state.run['data_mode'] == 'text'
+    assert ckpt.data_mode == 'text' and ckpt.train_state.run.data_mode == 'text'
     # Ctrl-C during step 5, then resumed: the same log as the run that went straight through
     c = tmp_path / 'c.json'
     real_step, count = ScalarTrainer.step, [0]

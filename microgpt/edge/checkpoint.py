@@ -21,7 +21,7 @@ import math
 import os
 import re
 from array import array
-from dataclasses import dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Optional
 
 from ..model import GPT, GPTConfig, parameter_shapes
@@ -36,7 +36,39 @@ from .limits import MAX_FILE_BYTES, MAX_SAFETENSORS_BYTES, MAX_TOKEN_BYTES, para
 
 FORMAT, VERSION = 'microgpt', 1
 DATA_MODES = ('lines', 'text')  # what the model was trained on: names, one a line | running text
+TUTORIAL_N_HEAD = 4  # the 3D tutorial's export does not record its heads; its model has 4
 ADAM_TENSORS = ('adam.m', 'adam.v')  # Adam's moments in a .safetensors file, flat in GPT.params order
+
+
+@dataclass(frozen=True, kw_only=True)
+class SavedRun:
+    """The settings a run trains with, as its checkpoint keeps them for --resume: train.py's
+    flags that carry a resume rule, but the model's size (the config holds that). Declared in
+    programs/settings.py (Settings.saved() builds this record; a test holds the names equal);
+    each value is checked there against its flag. A field missing from a run saved before it
+    existed reads as that run trained (names, no decay, no dropout, characters), or None: not
+    recorded, the command line's value stands."""
+    data: Optional[str]              # the data file, an absolute path (None: the bundled names)
+    data_mode: str = DATA_MODES[0]
+    val_size: object                 # a count, or a fraction
+    shuffle: bool
+    tokenizer: str = 'char'
+    steps: int
+    lr: float
+    weight_decay: float = 0.0
+    dropout: float = 0.0
+    batch_size: Optional[int] = None
+    seed: int
+    engine: Optional[str] = None
+    dtype: Optional[str] = None
+    reproduce_original: Optional[bool] = None
+    save_every: Optional[int] = None
+    eval_every: Optional[int] = None
+
+    def recorded(self):
+        """{name: value} of the settings the run recorded (or that its age tells)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.default is MISSING or getattr(self, f.name) is not None}
 
 
 @dataclass(frozen=True)
@@ -45,14 +77,14 @@ class TrainState:
     (checked) and written here only; the run's settings inside are checked by settings.py, which
     declares them."""
     step: int                        # the steps done, counted from 1
-    run: dict                        # the run's settings, as settings.Settings.saved() records them
+    run: SavedRun                    # the run's settings (Settings.saved())
     data_sha256: str                 # the data's fingerprint: a resumed run must read the very same data
     val_loss: Optional[float] = None  # the last validation loss measured (None before the first)
     best_step: Optional[int] = None   # the step of the lowest validation loss so far, kept beside (run.py)
     best_val_loss: Optional[float] = None  # that loss
 
     def as_json(self):
-        return {'step': self.step, 'run': self.run, 'data_sha256': self.data_sha256, 'val_loss': self.val_loss,
+        return {'step': self.step, 'run': asdict(self.run), 'data_sha256': self.data_sha256, 'val_loss': self.val_loss,
                 'best_step': self.best_step, 'best_val_loss': self.best_val_loss}
 
 
@@ -187,7 +219,7 @@ def read_checkpoint(path, n_head=None, training=False):
     training: also read and check Adam's state (--resume, convert), and refuse a damaged
     training state; without it, Adam's state is not read, and a damaged training state is left
     out (the weights are still good for sampling and --init).
-    n_head: only for the tutorial's export, which does not record it (default 4).
+    n_head: only for the tutorial's export, which does not record it (default TUTORIAL_N_HEAD).
     """
     hint = f"train one first with `python train.py --out {path}`"
     if os.path.realpath(path).endswith(safetensors.EXTENSION):  # a link reads as what it points to
@@ -303,7 +335,7 @@ def _read_tutorial(path, obj, n_head):
         n_layer += 1
     # The export does not record the number of heads; 4 is what the tutorial uses.
     config = _config(path, dict(vocab_size=len(wte), n_layer=n_layer, n_embd=len(wte[0]),
-                                n_head=4 if n_head is None else n_head, block_size=len(wpe)))
+                                n_head=TUTORIAL_N_HEAD if n_head is None else n_head, block_size=len(wpe)))
     vocab = _vocab(path, obj['_vocab'], config.vocab_size)
     if obj['_bos_id'] != len(vocab) or obj['_vocab_size'] != config.vocab_size:
         raise UserError(f"{path}: _bos_id {short(obj['_bos_id'])} and _vocab_size {short(obj['_vocab_size'])} "
@@ -433,6 +465,9 @@ def _train_state(path, state):
         damaged(path, "its step is not a count")
     if not isinstance(state.get('run'), dict):
         damaged(path, "its run settings are missing")
+    missing = [f.name for f in fields(SavedRun) if f.default is MISSING and f.name not in state['run']]
+    if missing:
+        damaged(path, f"its {missing[0]} is missing")
     if not (isinstance(state.get('data_sha256'), str) and len(state['data_sha256']) == 64):
         damaged(path, "its data fingerprint is missing")
     if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
@@ -441,7 +476,8 @@ def _train_state(path, state):
     if not (best == (None, None) or (is_int_in(best[0], 1, state['step']) and isinstance(best[1], float)
                                      and is_finite_number(best[1]))):
         damaged(path, "its best step is not a step it took with a finite loss")
-    return TrainState(state['step'], state['run'], state['data_sha256'], state.get('val_loss'), *best)
+    run = SavedRun(**{f.name: state['run'][f.name] for f in fields(SavedRun) if f.name in state['run']})
+    return TrainState(state['step'], run, state['data_sha256'], state.get('val_loss'), *best)
 
 
 def damaged(path, problem):

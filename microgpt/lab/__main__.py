@@ -17,9 +17,10 @@ a missing checkpoint) end as one line `error: ...` with exit status 2, through m
 import importlib
 
 from ..programs import cli
+from ..edge.checkpoint import TUTORIAL_N_HEAD
 from ..edge.limits import MAX_N_HEAD
 from . import pictures, registry, render
-from .loading import DEFAULT_CKPT
+from .loading import DEFAULT_CKPT, DEFAULT_HOST, DEFAULT_PORT
 
 
 WIDE = 10 ** 6  # --wide's width: wider than any line the lab prints, so nothing folds
@@ -73,7 +74,7 @@ def add_sandbox(commands, s):
         # the 3D tutorial: see docs/lessons.md
         g.add_argument('--n-head', type=cli.int_in(1, MAX_N_HEAD),
                        help="heads, for the 3D tutorial's weights export only (it does not record them; "
-                            f"default 4; 1..{MAX_N_HEAD})")
+                            f"default {TUTORIAL_N_HEAD}; 1..{MAX_N_HEAD})")
     groups = {}
     for p in s.params:
         if p.cli and not p.positional:
@@ -104,12 +105,14 @@ def add_serve(commands):
     g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                    help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
     g.add_argument('--n-head', type=cli.int_in(1, MAX_N_HEAD),
-                   help=f"heads, for the 3D tutorial's weights export only (default 4; 1..{MAX_N_HEAD})")
+                   help="heads, for the 3D tutorial's weights export only "
+                        f"(default {TUTORIAL_N_HEAD}; 1..{MAX_N_HEAD})")
     g = c.add_argument_group('server')
-    g.add_argument('--host', default='127.0.0.1',
-                   help="address to listen on (default 127.0.0.1: this machine only; any other "
+    g.add_argument('--host', default=DEFAULT_HOST,
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; any other "
                         "lets everyone who can reach the port use the lab)")
-    g.add_argument('--port', type=int, default=8000, help="TCP port, 0..65535 (default 8000; 0 = any free one)")
+    g.add_argument('--port', type=int, default=DEFAULT_PORT,
+                   help=f"TCP port, 0..65535 (default {DEFAULT_PORT}; 0 = any free one)")
     g.add_argument('--no-warm-up', dest='warm_up', action='store_false',
                    help="do not prepare the computing processes at start (by default each reads the "
                         "checkpoint and imports numpy and PyTorch at once, so that the first click "

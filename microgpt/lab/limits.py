@@ -56,4 +56,5 @@ RUN_LIMITS = {
 }
 # A run of running text may be as large as README's Shakespeare recipe (4 x 128, block 64, batch
 # 12: a minute or two for 1000 steps on the numpy engine)
-TEXT_RUN_LIMITS = {**RUN_LIMITS, 'n_embd': (2, 128, 16), 'block_size': (2, 256, 16)}
+TEXT_RUN_LIMITS = {**RUN_LIMITS, 'n_embd': (2, 128, flag_default('n_embd')),
+                   'block_size': (2, 256, flag_default('block_size'))}

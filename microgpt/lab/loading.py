@@ -21,19 +21,28 @@ from ..edge.errors import UserError
 from ..edge.files import read_head
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
+DEFAULT_HOST = '127.0.0.1'       # where lab serve listens: this machine only
+DEFAULT_PORT = 8000              # lab serve's TCP port
 
 
-def trained_with(ckpt, setting):
-    """The run setting ('lr', 'data', ...) the checkpoint says it was trained with, or None where
-    it does not say (no checkpoint, the tutorial's export, a damaged training state)."""
-    run = ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
-    return run.get(setting) if isinstance(run, dict) else None
+def trained_run(ckpt):
+    """The settings the checkpoint says it was trained with (its SavedRun: .lr, .data, ...), or
+    None where it does not say (no checkpoint, the tutorial's export, a damaged training state)."""
+    return ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
+
+
+def trained_data(ckpt):
+    """The data file the checkpoint says it was trained on, or None (the bundled names, or it
+    does not say): not yet checked to be a file here."""
+    run = trained_run(ckpt)
+    return run.data if run is not None else None
 
 
 def trained_lr(ckpt):
     """The learning rate the checkpoint says it was trained with, or None if it does not say
     (or says something that is not a positive number): where the Step page and `lab step` start."""
-    lr = trained_with(ckpt, 'lr')
+    run = trained_run(ckpt)
+    lr = run.lr if run is not None else None
     return lr if is_finite_number(lr) and lr > 0 else None
 
 
@@ -137,7 +146,7 @@ def example_text(ckpt, default='anna'):
     tok, window = ckpt.tokenizer, ckpt.config.block_size + 1
     if ckpt.data_mode != 'text':
         return default
-    data = trained_with(ckpt, 'data')
+    data = trained_data(ckpt)
     head = read_head(data, 4 * window) if isinstance(data, str) else None  # UTF-8: 4 bytes a character at most
     text = head.decode('utf-8', errors='ignore').replace('\r\n', '\n')[:window] if head else ''
     if '\n' in text[:-1] and len(text) == window:

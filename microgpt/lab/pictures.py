@@ -14,6 +14,7 @@ import os
 from ..edge.errors import UserError
 from ..edge.files import write_atomic
 from ..programs.runlog import log_path_for
+from .loading import trained_data
 
 # What an existing file must start with to be replaced without --force, by flag
 KINDS = {'--png': (b'\x89PNG\r\n\x1a\n', 'a PNG picture'), '--dot': (b'digraph', 'a Graphviz DOT file')}
@@ -30,7 +31,7 @@ def read_by(ckpt_path=None, ckpt=None, logs=()):
     pairs = [(log, 'the training log') for log in logs]
     if ckpt_path:
         pairs += [(ckpt_path, 'the checkpoint'), (log_path_for(ckpt_path), "the checkpoint's log")]
-    data = ckpt.train_state.run.get('data') if ckpt is not None and ckpt.train_state else None
+    data = trained_data(ckpt)
     if isinstance(data, str):
         pairs.append((data, 'the data file'))
     return pairs

@@ -172,6 +172,8 @@ def _text(help_text="a name, in characters the model was trained on (e.g. anna);
 
 
 SEED = Param('seed', int, 42, 0, MAX_SEED, help="random seed", group='sampling')
+SAMPLE_NUM = {'lines': 5, 'text': 1}  # the Sampling sandbox's names, or continuations, per setting
+SAMPLE_LENGTH = 200  # characters of a continuation of running text: a few lines of a play
 # which attention to look at: the attention sandboxes share these three
 WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
                group='what to look at', help="transformer block, 0..n_layer-1"),
@@ -225,7 +227,8 @@ SANDBOXES = [
                           '(as in sample.py; the bars are always at temperature 1)',
                           help="for the continuation only (0 = greedy); below 1 safer, above 1 more "
                                "inventive"),
-                    Param('seed', int, 42, 0, MAX_SEED, group='sampling the continuation (as in sample.py; '
+                    Param('seed', int, SEED.default, 0, MAX_SEED,
+                          group='sampling the continuation (as in sample.py; '
                           'the bars are always at temperature 1)',
                           help="random seed for the continuation"))),
     Sandbox('attention', 'Attention',
@@ -377,10 +380,10 @@ SANDBOXES = [
                           group='sampling', help="the top-k cut to show, 1..vocab_size"),
                     Param('num', int, None, 0, MAX_LAB_NAMES, metavar='N', group='sampling',
                           help="names (running text: continuations) per setting, 0 for the distribution "
-                               "alone (default 5 names, 1 continuation)"),
+                               f"alone (default {SAMPLE_NUM['lines']} names, {SAMPLE_NUM['text']} continuation)"),
                     Param('length', int, None, 1, MAX_LAB_LENGTH, metavar='N', group='sampling',
                           help="running-text models: characters per continuation, as sample.py --length "
-                               "(default 200)"),
+                               f"(default {SAMPLE_LENGTH})"),
                     Param('names_at', float, (), 0, MAX_TEMPERATURE, many=True, metavar='T', group='sampling',
                           help="draw the names (or continuations) at these temperatures only (default: "
                                "at each one compared)"),

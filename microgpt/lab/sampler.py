@@ -33,13 +33,12 @@ from ..edge.data import load_docs
 from ..edge.errors import UserError
 from ..programs.sample import text_prompt_ids
 from ..sampling import generate, probabilities, sample_names
-from .loading import data_mode
+from .loading import data_mode, trained_run
+from .registry import SAMPLE_LENGTH, SAMPLE_NUM
 from .limits import MAX_LAB_CHARACTERS
-from .render import bar, fold_note, fold_text, number, table, token_label, unit
+from .render import bar, fold_note, fold_text, number, table, token_label
 from .rowstats import entropy_bits
 
-DEFAULT_NUM = {'lines': 5, 'text': 1}  # names, or continuations, per setting
-DEFAULT_LENGTH = 200   # characters of a continuation of running text: a few lines of a play
 
 
 def context(model, prompt, mode='lines'):
@@ -86,10 +85,10 @@ def training_names(ckpt, data=None):
     if ckpt is not None and ckpt.data_mode == 'text':
         return None, "running text: continuations are not marked"
     if data is None:
-        run = ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
-        if not isinstance(run, dict):  # the tutorial's export, or a damaged training state
+        run = trained_run(ckpt)
+        if run is None:  # the tutorial's export, or a damaged training state
             return None, "the checkpoint does not say what it was trained on (pass --data)"
-        data = run.get('data')  # None: the bundled names
+        data = run.data  # None: the bundled names
         if data is not None and not (isinstance(data, str) and os.path.isfile(data)):
             return None, f"its training data {data!r} is not a file here (pass --data)"
     st = None if data is None else os.stat(data)
@@ -137,14 +136,14 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
     the training data or new. A model of running text reads no BOS, and draws `num`
     continuations of `length` characters at each setting instead of names (unmarked)."""
     mode = data_mode(ckpt)
-    num = DEFAULT_NUM[mode] if num is None else num
+    num = SAMPLE_NUM[mode] if num is None else num
     temperatures = sorted({float(t) for t in temperatures})
     at = sorted({float(t) for t in names_at}) if names_at else temperatures
     if mode != 'text' and length is not None:
         raise UserError("--length is for running-text models: a names model ends each name at its end "
                         "token; use --num for how many names")
     if mode == 'text':
-        length = DEFAULT_LENGTH if length is None else length
+        length = SAMPLE_LENGTH if length is None else length
         total = num * length * len(settings_of(at, top_k, model.tokenizer.bos))
         if total > MAX_LAB_CHARACTERS:
             raise UserError(f"{num} continuation(s) of {length} characters at each of these settings are "
@@ -173,18 +172,17 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
             'top_k': top_k, 'top_k_probs': d['top_k_probs'], 'full_probs': d['full_probs'],
             'top_k_kept': [chars[i] for i in d['top_k_kept']], 'top_k_kept_ids': d['top_k_kept'],
             'top_k_mass': d['top_k_mass'], 'top_k_entropy': d['top_k_entropy'],
-            'draws': settings, 'marked': known is not None, 'source': source, 'seed': seed, 'num': num,
-            'unit': unit(model.tokenizer)}
+            'draws': settings, 'marked': known is not None, 'source': source, 'seed': seed, 'num': num}
 
 
 def render(d):
-    temps, chars, u = d['temperatures'], d['chars'], d['unit']
+    temps, chars = d['temperatures'], d['chars']
     if d['data_mode'] == 'text':
         lines = [f"after {d['prompt']!r} (running text, no BOS; the model reads "
-                 f"{''.join(d['context'])!r}): the next {u}, p = softmax(logits / T) over the "
-                 f"{u}s (BOS is never drawn in running text); T = 0 is greedy", '']
+                 f"{''.join(d['context'])!r}): the next character, p = softmax(logits / T) over the "
+                 "characters (BOS is never drawn in running text); T = 0 is greedy", '']
     else:
-        lines = [f"after [BOS] + {d['prompt']!r}: the next {u}, p = softmax(logits / T); T = 0 is greedy", '']
+        lines = [f"after [BOS] + {d['prompt']!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
     order = sorted(range(len(d['logits'])), key=lambda i: -d['logits'][i])
     rows = []
     for i in order:
@@ -194,7 +192,7 @@ def render(d):
     lines.append(table(['next', 'logit'] + [f"T={t:g}" for t in temps], rows))
     hidden = len(order) - len(rows)
     if hidden:
-        lines.append(f"  ({hidden} more {u}s below 0.005 at every T)")
+        lines.append(f"  ({hidden} more characters below 0.005 at every T)")
     lines.append(table(['', ''] + [f"T={t:g}" for t in temps],
                        [['entropy', 'bits'] + [f"{e:.3f}" for e in d['entropy']]]))
     lines.append(f"  (uniform over {len(order)} tokens: {math.log2(len(order)):.3f} bits; certain: 0)")

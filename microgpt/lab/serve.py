@@ -50,7 +50,7 @@ from . import registry
 from .api import ApiError, Checkpoints, Lab, Overtaken
 from .exercises.web import ExercisesPage
 from .limits import MAX_BODY
-from .loading import require_checkpoint, trained_with
+from .loading import DEFAULT_HOST, DEFAULT_PORT, require_checkpoint, trained_data
 from .runs import RunManager
 from .workers import WORKERS, Pool
 
@@ -376,7 +376,7 @@ def is_loopback(host):
     return address.is_loopback or bool(getattr(address, 'ipv4_mapped', None) and address.ipv4_mapped.is_loopback)
 
 
-def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data=None, n_head=None,
+def make_server(ckpt, host=DEFAULT_HOST, port=DEFAULT_PORT, runs_dir='out/lab-runs', data=None, n_head=None,
                 pool=None, exercises=None, text=None):
     """A LabServer bound and ready, after checking everything a learner passed: a missing or
     damaged checkpoint, a port taken or out of range, each a one-line UserError (a current
@@ -392,7 +392,7 @@ def make_server(ckpt, host='127.0.0.1', port=8000, runs_dir='out/lab-runs', data
     require_checkpoint(ckpt)
     record = read_checkpoint(ckpt, n_head=n_head)  # a missing or damaged checkpoint fails here, before serving
     if text is None and record.data_mode == 'text':
-        trained_on = trained_with(record, 'data')
+        trained_on = trained_data(record)
         text = trained_on if isinstance(trained_on, str) and os.path.isfile(trained_on) else None
     exercise_page = ExercisesPage(exercises)  # and a folder that is not a workspace of exercises
     checkpoints = Checkpoints(ckpt, n_head=n_head)

@@ -373,13 +373,13 @@ def resume_notes(settings, ckpt):
     """What a resumed run says before its first step: a resume with more steps spreads the
     learning rate's decay over the new total (with the jump it makes), and a reproduction of
     the original goes past the original's run."""
-    if not settings.resume or settings.steps == ckpt.train_state.run['steps']:
+    if not settings.resume or settings.steps == ckpt.train_state.run.steps:
         return []
     run, start = ckpt.train_state.run, ckpt.train_state.step
-    notes = [f"note: the learning rate now decays to 0 over {settings.steps} steps instead of {run['steps']}: "
-             f"step {start} trained at lr {learning_rate(run['lr'], start - 1, run['steps']):.3g}, "
-             f"step {start + 1} trains at {learning_rate(run['lr'], start, settings.steps):.3g}"]
-    if run.get('reproduce_original'):
+    notes = [f"note: the learning rate now decays to 0 over {settings.steps} steps instead of {run.steps}: "
+             f"step {start} trained at lr {learning_rate(run.lr, start - 1, run.steps):.3g}, "
+             f"step {start + 1} trains at {learning_rate(run.lr, start, settings.steps):.3g}"]
+    if run.reproduce_original:
         notes.append(f"note: the original microgpt.py trains {original.ORIGINAL['steps']} steps: "
                      f"from step {start + 1} this is no longer the original's run")
     return notes

@@ -21,7 +21,7 @@ import time
 import unicodedata
 
 from ..edge import limits
-from ..edge.checkpoint import read_checkpoint
+from ..edge.checkpoint import TUTORIAL_N_HEAD, read_checkpoint
 from ..edge.checks import check_prompt, check_sampling, encode
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
@@ -31,6 +31,7 @@ from .runlog import best_path_for
 from .settings import CORE_ENGINES, Settings
 
 DEFAULT_LENGTH = 500     # running text: a screenful
+DEFAULT_NUM = {'lines': 20, 'text': 1}  # names, or running-text samples
 TEXT_START = '\n'        # an empty prompt for running text starts after a newline, as a line would
 # Above this many parameters the numpy port samples by default: at train.py's default size
 # (4,192) the Value engine draws 20 names in about 0.1 s, as fast as anyone reads them; at the
@@ -50,7 +51,7 @@ def parse_args(argv=None):
                         "beside --ckpt (out/model.best.json for out/model.json)")
     g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
-                        "them; default 4)")
+                        f"them; default {TUTORIAL_N_HEAD})")
     g.add_argument('--engine', choices=CORE_ENGINES,
                    help="scalar: the Value-based gpt(), one position per call; numpy: the port in "
                         "src/inference (identical text, much faster on large models) (default: scalar up "
@@ -58,7 +59,7 @@ def parse_args(argv=None):
     g = p.add_argument_group('sampling')
     g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES),
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
-                        "(default 20 names, 1 text)")
+                        f"(default {DEFAULT_NUM['lines']} names, {DEFAULT_NUM['text']} text)")
     g.add_argument('--length', type=cli.int_in(1, limits.MAX_LENGTH), metavar='N',
                    help=f"running-text models: tokens to generate after the prompt (characters, with the "
                         "character tokenizer; a byte pair is about 2 of English), "
@@ -86,7 +87,7 @@ def main(argv=None):
     ckpt = read_checkpoint(path, n_head=args.n_head)          # 2. read: the one record
     prompt = unicodedata.normalize('NFC', args.prompt)        # as train.py's data is
     if ckpt.data_mode == 'text':                              # 3. generate
-        length, num = args.length or DEFAULT_LENGTH, 1 if args.num is None else args.num
+        length, num = args.length or DEFAULT_LENGTH, DEFAULT_NUM['text'] if args.num is None else args.num
         model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine,
                           positions=num * text_positions(len(prompt) or 1, length, ckpt.config.block_size))
         stream_text(model, prompt, num, length, args.temperature, args.top_k, args.seed)
@@ -97,7 +98,7 @@ def main(argv=None):
     # the sampler trusts its arguments: what the user typed is checked here, against this model
     check_sampling(args.temperature, args.top_k, ckpt.config.vocab_size)
     check_prompt(ckpt.tokenizer, ckpt.config.block_size, prompt)
-    num = 20 if args.num is None else args.num
+    num = DEFAULT_NUM['lines'] if args.num is None else args.num
     model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine, positions=num * ckpt.config.block_size)
     names = iter_names(model, num=num, temperature=args.temperature, seed=args.seed, prompt=prompt, top_k=args.top_k)
     try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..edge import limits
-from ..edge.checkpoint import DATA_MODES, damaged
+from ..edge.checkpoint import DATA_MODES, SavedRun, damaged
 from ..edge.checks import is_finite_number, is_int_in, short
 from ..edge.errors import UserError
 from . import cli, original
@@ -163,9 +163,8 @@ class Settings:
         """What a checkpoint's training state records of the run (TrainState.run): every
         setting with a rule but the model's size, the data as an absolute path (so that
         --resume works from any folder)."""
-        run = {name: getattr(self, name) for name in SAVED}
-        run['data'] = self.data and os.path.abspath(self.data)
-        return run
+        return SavedRun(**{name: getattr(self, name) for name in SAVED if name != 'data'},
+                        data=self.data and os.path.abspath(self.data))
 
     def describe(self, start_step, threads=None):
         """The resolved configuration line train.py prints: these settings, the step the run
@@ -266,7 +265,7 @@ def settle(flags, given, ckpt=None, place=None):
         saved = _saved_run(values['out'], ckpt.train_state)
         for name, rule in ON_RESUME.items():
             if rule == MODEL or name not in saved:
-                continue
+                continue  # the model's size is the config's; a setting the run did not record stays
             if name not in given:
                 values[name] = saved[name]
             elif rule == SAME and name != 'data' and values[name] != saved[name]:
@@ -342,18 +341,18 @@ ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size'
 
 
 def _saved_run(out, train_state):
-    """A saved run's settings, each checked against its flag's declaration (fields added in
-    later versions may be absent: such a run resumes with their defaults)."""
+    """{name: value} of what a saved run recorded of its settings (the reader has filled in what
+    a run saved before a field existed trained with, and left None what it did not record), each
+    checked against its flag's declaration."""
     run = train_state.run
-    for name in SAVED:
-        required = name in ('data', 'val_size', 'shuffle', 'seed', 'lr', 'steps')
+    recorded = run.recorded()
+    for name, value in recorded.items():
         kind = FLAGS[name]['kind']
-        if (name in run or required) and not (name in run and kind.holds(run[name])):
-            damaged(out, f"its {name} is {short(run.get(name, 'missing'))}, not {kind.what}")
-    if train_state.step > run['steps']:
-        damaged(out, f"its step {train_state.step} is past its {run['steps']} steps")
-    # saved before running text: names; before decay or dropout: neither; before byte pairs: characters
-    return {'data_mode': 'lines', 'weight_decay': 0.0, 'dropout': 0.0, 'tokenizer': 'char', **run}
+        if not kind.holds(value):
+            damaged(out, f"its {name} is {short(value)}, not {kind.what}")
+    if train_state.step > run.steps:
+        damaged(out, f"its step {train_state.step} is past its {run.steps} steps")
+    return recorded
 
 
 def _check_engine(values, given, world_size):

@@ -129,7 +129,7 @@ class Trainer:
         from .distributed import digest
         adam = [t for s in self._optimizer.state.values() for t in s.values()] if self._optimizer else []  # resumed
         self.world.check_same({
-            **{name: value for name, value in run.items() if name != 'data'},
+            **{name: value for name, value in run.recorded().items() if name != 'data'},
             **{name: getattr(self.config, name) for name in ('n_layer', 'n_embd', 'n_head', 'block_size')},
             'vocabulary': ''.join(self.tokenizer.chars), 'data (sha256)': data_sha256[:16],
             'starting weights (sha256)': digest(self.params), "Adam's state (sha256)": digest(adam)})

@@ -74,12 +74,14 @@ def add_commands(parser):
                                                  "samples names from your model."))
     c.add_argument('--steps', type=cli.int_in(1, MAX_TRAIN_STEPS), default=TRAIN_STEPS,
                    help=f"training steps, one name each (default {TRAIN_STEPS}; 1..{MAX_TRAIN_STEPS:,})")
-    c.add_argument('--seed', type=cli.int_in(0, 2 ** 31 - 1), default=42,
-                   help="the seed of the weights, the names' order and the sampling (default 42)")
+    c.add_argument('--seed', type=cli.int_in(0, 2 ** 31 - 1), default=flag_default('seed'),
+                   help="the seed of the weights, the names' order and the sampling "
+                        f"(default {flag_default('seed')}, train.py's)")
     c.add_argument('--lr', type=cli.float_in(0, 1, above=True), default=flag_default('lr'),
                    help=f"peak learning rate, decaying linearly to 0 (default {flag_default('lr'):g}, train.py's)")
-    c.add_argument('--num-samples', type=cli.int_in(0, 100), default=10,
-                   help="names to sample from your model at the end (default 10; 0..100)")
+    c.add_argument('--num-samples', type=cli.int_in(0, 100), default=flag_default('num_samples'),
+                   help=f"names to sample from your model at the end (default {flag_default('num_samples')}, "
+                        "train.py's; 0..100)")
     c.add_argument('--temperature', type=cli.float_in(0, 10), default=TEMPERATURE,
                    help=f"sampling temperature (default {TEMPERATURE:g}, sample.py's; 0 = greedy)")
     c.add_argument('--every', type=cli.int_in(1, MAX_TRAIN_STEPS), default=None, metavar='K',
