@@ -6,9 +6,12 @@ memory and executed cell by cell by nbclient in a fresh kernel of this Python, i
 with the exercises' cells pointed at a fresh workspace. A cell that raises fails the test with its
 traceback, and so does one that writes to stderr (a warning today is an error after an upgrade).
 Each notebook asserts the lessons' and the lab's key numbers in its own cells, so an executed
-notebook has checked them. Skipped, with the reason, where the notebooks extra is not installed.
+notebook has checked them. Each source also converts, by the Makefile's own jupytext command, to
+an .ipynb that writes back to the source unchanged. Skipped, with the reason, where the notebooks
+extra is not installed.
 """
 
+import difflib
 import glob
 import importlib
 import importlib.util
@@ -24,6 +27,7 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(REPO_DIR, 'notebooks', '[0-9][0-9]_*.p
 NAMES = [os.path.basename(path) for path in NOTEBOOKS]
 CELL_TIMEOUT = 120  # seconds a cell may take before the run counts as hung (each takes a few)
 EXTRA = "needs the notebooks extra: pip install -e '.[notebooks]'"
+MARKERS = ('# %%', '# %% [markdown]')  # a code cell, a cell of prose (docs/notebooks.md)
 
 
 def notebook_tools(needed=('jupytext', 'nbclient', 'ipykernel', 'matplotlib')):
@@ -69,6 +73,60 @@ def test_each_notebook_runs_top_to_bottom_in_a_fresh_kernel(path, tmp_path, monk
 def source(path):
     with open(path, encoding='utf-8') as f:
         return f.read()
+
+
+def makefile_conversion():
+    """The arguments `make notebooks` gives jupytext to make notebooks/NN_*.ipynb from its source:
+    the recipe of the Makefile's notebooks/%.ipynb rule, less the program and the `$<`."""
+    makefile = source(os.path.join(REPO_DIR, 'Makefile'))
+    assert 'wildcard notebooks/[0-9][0-9]_*.py' in makefile, "make converts the notebooks this file runs"
+    found = re.search(r'^notebooks/%\.ipynb: notebooks/%\.py.*\n\t\S*/jupytext (.*) \$<$', makefile, flags=re.M)
+    assert found, "the Makefile makes notebooks/%.ipynb from notebooks/%.py with jupytext"
+    return found.group(1).split()
+
+
+def out_of_sync(jupytext, path, folder):
+    """What differs between the script at path and the .ipynb `make notebooks` makes from it, []
+    where nothing: the lines that the .ipynb, written back as a percent script (as
+    docs/notebooks.md tells a learner to), does not give back as they were; a cell marker other
+    than the two the sources use; prose turned into a code cell of comments. The .ipynb goes into
+    folder, not beside the source. The header's `jupytext:` block, jupytext's note of its own
+    version, is left out of the comparison: the sources carry none."""
+    ipynb = os.path.join(folder, os.path.basename(path)[:-len('.py')] + '.ipynb')
+    assert jupytext.cli.jupytext([*makefile_conversion(), path, '--output', ipynb]) in (0, None)
+    notebook = jupytext.read(ipynb)
+    notebook.metadata['jupytext'] = {'notebook_metadata_filter': '-jupytext'}
+    text, back = source(path), jupytext.writes(notebook, fmt='py:percent')
+    found = [] if back == text else [''.join(list(difflib.unified_diff(
+        text.splitlines(True), back.splitlines(True), 'the source', 'its .ipynb written back', n=1))[:12])]
+    found += [f"cell marker {line!r}: {' or '.join(map(repr, MARKERS))}" for line in text.splitlines()
+              if re.match(r'#\s*%%', line) and line not in MARKERS]
+    found += [f"a code cell of comments only, prose: {cell.source[:60]!r}" for cell in notebook.cells
+              if cell.cell_type == 'code' and all(not line.strip() or line.lstrip().startswith('#')
+                                                  for line in cell.source.splitlines())]
+    return found
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=NAMES)
+def test_each_notebook_is_in_sync_with_the_ipynb_make_converts_it_to(path, tmp_path):
+    """The .ipynb is generated (git-ignored; `make notebooks` remakes it when its source is newer),
+    so what keeps it in sync is a conversion that loses nothing: every cell, its type and its lines
+    go into the .ipynb and come back as they were. A marker broken by hand does not."""
+    jupytext = pytest.importorskip('jupytext', reason=f"jupytext is not installed: {EXTRA}")
+    importlib.import_module('jupytext.cli')
+    assert out_of_sync(jupytext, path, tmp_path) == []
+    # negative controls: copies broken by hand are caught (a marker without its space, a misspelt
+    # cell type, a prose cell marked as code, a line of prose without its `# `)
+    text = source(path)
+    # the first line of prose after the title
+    prose = re.search(r'^# ([A-Z][a-z].*)$', text[text.index(MARKERS[1]):], flags=re.M).group(1)
+    (tmp_path / 'broken').mkdir()
+    broken = tmp_path / 'broken' / os.path.basename(path)
+    for good, bad in (('\n# %%\n', '\n#%%\n'), ('\n# %% [markdown]\n', '\n# %% [markdwn]\n'),
+                      ('\n# %% [markdown]\n', '\n# %%\n'), (f'\n# {prose}\n', f'\n{prose}\n')):
+        assert good in text
+        broken.write_text(text.replace(good, bad, 1), encoding='utf-8')
+        assert out_of_sync(jupytext, str(broken), broken.parent), bad
 
 
 def exercises_checked(text):
