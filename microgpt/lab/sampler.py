@@ -36,7 +36,7 @@ from ..sampling import generate, probabilities, sample_names
 from .loading import data_mode, trained_run
 from .registry import SAMPLE_LENGTH, SAMPLE_NUM
 from .limits import MAX_LAB_CHARACTERS
-from .render import bar, fold_note, fold_text, number, table, token_label
+from .render import bar, fold_note, fold_text, number, table, token_label, unit
 from .rowstats import entropy_bits
 
 
@@ -172,17 +172,18 @@ def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=No
             'top_k': top_k, 'top_k_probs': d['top_k_probs'], 'full_probs': d['full_probs'],
             'top_k_kept': [chars[i] for i in d['top_k_kept']], 'top_k_kept_ids': d['top_k_kept'],
             'top_k_mass': d['top_k_mass'], 'top_k_entropy': d['top_k_entropy'],
-            'draws': settings, 'marked': known is not None, 'source': source, 'seed': seed, 'num': num}
+            'draws': settings, 'marked': known is not None, 'source': source, 'seed': seed, 'num': num,
+            'unit': unit(model.tokenizer)}
 
 
 def render(d):
-    temps, chars = d['temperatures'], d['chars']
+    temps, chars, u = d['temperatures'], d['chars'], d['unit']
     if d['data_mode'] == 'text':
         lines = [f"after {d['prompt']!r} (running text, no BOS; the model reads "
-                 f"{''.join(d['context'])!r}): the next character, p = softmax(logits / T) over the "
-                 "characters (BOS is never drawn in running text); T = 0 is greedy", '']
+                 f"{''.join(d['context'])!r}): the next {u}, p = softmax(logits / T) over the "
+                 f"{u}s (BOS is never drawn in running text); T = 0 is greedy", '']
     else:
-        lines = [f"after [BOS] + {d['prompt']!r}: the next character, p = softmax(logits / T); T = 0 is greedy", '']
+        lines = [f"after [BOS] + {d['prompt']!r}: the next {u}, p = softmax(logits / T); T = 0 is greedy", '']
     order = sorted(range(len(d['logits'])), key=lambda i: -d['logits'][i])
     rows = []
     for i in order:
@@ -192,7 +193,7 @@ def render(d):
     lines.append(table(['next', 'logit'] + [f"T={t:g}" for t in temps], rows))
     hidden = len(order) - len(rows)
     if hidden:
-        lines.append(f"  ({hidden} more characters below 0.005 at every T)")
+        lines.append(f"  ({hidden} more {u}s below 0.005 at every T)")
     lines.append(table(['', ''] + [f"T={t:g}" for t in temps],
                        [['entropy', 'bits'] + [f"{e:.3f}" for e in d['entropy']]]))
     lines.append(f"  (uniform over {len(order)} tokens: {math.log2(len(order)):.3f} bits; certain: 0)")
