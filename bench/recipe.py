@@ -59,6 +59,10 @@ from common import child_env, shared_data  # noqa: E402
 #   float32 12000 steps: none 1.9622 (train 1.7321: it memorizes) | dropout 0.05 1.9382 | wd 0.1
 #   1.9431 | both 1.9333 | wd 0.1 with dropout 0.1 1.9526 | wd 0.2 1.9452. Also tried: float32 10000
 #   steps wd 0.1 1.9419, dropout 0.05 1.9454; 4x128 dropout 0.2 lr 0.002 4000 steps 2.0008.
+# RECIPE alone, nothing else running (2026-12-04, AMD EPYC, 2 cores): 1.9345 in 134 s, 7.2 ms a
+#   step on 2 threads; --plain 1.9504 in 110 s (train 1.7289). A float32 run's rounding follows the
+#   threads it keeps, so reruns part by about 0.01 (the grid's plain 12000 steps: 1.9622). Within
+#   a minute here: 9000 float32 steps with wd 0.1 end at 1.9450 in 91 s, the machine shared.
 RECIPE = dict(n_layer=4, n_embd=64, n_head=4, block_size=16, batch_size=32, lr=0.003, steps=12000,
               weight_decay=0.1, dropout=0.05, dtype='float32', save_every=4000, eval_every=2000)
 # (weight decay, dropout, steps, dtype) of each grid run

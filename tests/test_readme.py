@@ -6,7 +6,8 @@ README and the manual in docs/ say what the code does, and keep saying it:
   - every flag of every command they show is in that program's --help;
   - every relative link resolves, to a file and to a heading of it;
   - the log lines and the checkpoint they show are what train.py writes;
-  - Reliability's counts of hostile cases are what pytest collects.
+  - Reliability's counts of hostile cases are what pytest collects;
+  - the recipes they show are the flags the bench scripts beside their figures run.
 Each checker is also run on a deliberately stale text, to show that it can fail.
 """
 
@@ -459,3 +460,49 @@ def test_the_figure_check_finds_a_figure_nothing_measures():
     assert unmeasured_figures(stale) == [('1.9616', 'The recipe reaches **1.9616** in 42 to 56 s.'),
                                          ('42 to 56 s', 'The recipe reaches **1.9616** in 42 to 56 s.'),
                                          ('1.9616', '| names | 1.9616 |')]
+
+
+def bench_recipe(script):
+    """The train.py flags of a bench script's recipe ({'--steps': '12000', ...}), loaded from the file."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f'bench_{script}', os.path.join(REPO_DIR, 'bench', f'{script}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    flags = module.recipe_flags()
+    return dict(zip(flags[::2], flags[1::2]))
+
+
+def recipe_differences(command, recipe):
+    """What a shown train.py command sets otherwise than a bench script's recipe: a flag the recipe
+    sets that the command leaves at another value (train.py's default counts as left), and a flag
+    the command adds (its --data and --out aside)."""
+    from microgpt.programs.settings import flag_default
+    words = shlex.split(command)[2:]
+    shown = {w: v for w, v in zip(words, words[1:] + ['']) if w.startswith('--')}
+    differ = []
+    for flag, value in recipe.items():
+        default = flag_default(flag[2:].replace('-', '_'))
+        if shown.get(flag, str(default)) != value:
+            differ.append((flag, shown.get(flag), value))
+    differ += [(flag, value, None) for flag, value in shown.items() if flag not in recipe and flag not in ('--data', '--out')]
+    return differ
+
+
+@pytest.mark.parametrize('script, data_file', [('recipe', 'names.txt'), ('shakespeare', 'tinyshakespeare.txt')])
+def test_readmes_recipes_are_the_ones_their_bench_scripts_measure(script, data_file):
+    """The figures beside a recipe are the bench script's: README and docs/training.md show its very flags."""
+    recipe = bench_recipe(script)
+    for name in ('README.md', 'docs/training.md'):
+        commands = [line for line in shell_lines(read(name)) if line.startswith('python train.py')
+                    and f'--data {data_file}' in line and '--reproduce-original' not in line]
+        assert commands, f"{name} shows no train.py command on {data_file}"
+        assert recipe_differences(commands[0], recipe) == [], (name, commands[0])
+
+
+def test_the_recipe_check_finds_a_flag_changed_added_or_left_out():
+    recipe = {'--engine': 'numpy', '--steps': '12000', '--dropout': '0.05', '--block-size': '16'}
+    same = 'python train.py --engine numpy --data names.txt --steps 12000 --dropout 0.05 --out out/n.json'
+    assert recipe_differences(same, recipe) == []  # --block-size 16 is train.py's default
+    assert recipe_differences(same.replace('12000', '5500'), recipe) == [('--steps', '5500', '12000')]
+    assert recipe_differences(same.replace(' --dropout 0.05', ''), recipe) == [('--dropout', None, '0.05')]
+    assert recipe_differences(same + ' --lr 0.01', recipe) == [('--lr', '0.01', None)]
