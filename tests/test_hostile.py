@@ -368,7 +368,9 @@ def test_the_lab_reads_a_damaged_train_state_without_a_traceback(tmp_path, tiny_
     """Kind: damaged checkpoints. Only --resume validates train_state; step and sample read
     its 'run' for the learning rate and the training names, and crashed on a 'run' of [1]."""
     obj = ckpt_obj(tiny_ckpt)
-    obj['train_state']['run'] = run
+    # a dict changes one setting of the saved run, which keeps every other one (a run missing a
+    # setting is a damaged training state, left out whole: the [1] cases)
+    obj['train_state']['run'] = {**obj['train_state']['run'], **run} if isinstance(run, dict) else run
     path = write_obj(tmp_path / 'state.json', obj)
     more = ['--num', '1'] if argv == ['sample'] else []
     status, out, err = run_guarded(lab_main, argv + ['--ckpt', path] + more, capsys)
