@@ -101,13 +101,14 @@ class Checkpoint:
     merges: Optional[tuple] = None   # a byte-pair model's merges, ((a, b), ...) in the order learned (bpe.py)
 
     @classmethod
-    def of(cls, model, data_mode='lines', optimizer=None, train_state=None):
+    def of(cls, model, data_mode='lines', optimizer=None, train_state=None, weights=None):
         """The record of `model`: anything with .config, .tokenizer and .weights() (a GPT, or a
-        training engine)."""
+        training engine). weights: the model's, where the caller took them already (train.py
+        takes its engine's, so that the record never calls back up into the program)."""
         merges = getattr(model.tokenizer, 'merges', None)  # only the byte-pair tokenizer has merges
         vocab = () if merges is not None else tuple(model.tokenizer.chars)
-        return cls(model.config, vocab, model.weights(), data_mode, optimizer, train_state,
-                   merges=None if merges is None else tuple(merges))
+        return cls(model.config, vocab, model.weights() if weights is None else weights, data_mode, optimizer,
+                   train_state, merges=None if merges is None else tuple(merges))
 
     @property
     def tokenizer_kind(self):

@@ -101,7 +101,7 @@ class Output:
         self.log.trim(start)
         remove_stale_temporaries(self.out)
         best = best_path_for(self.out)
-        if not (os.path.isfile(best) and is_our_checkpoint(best)):
+        if not os.path.isfile(best):  # one that is not ours was refused by check_out, before the lock
             return False
         state = read_checkpoint(best).train_state
         if best_step is not None and state is not None and state.step == best_step:
@@ -269,8 +269,9 @@ class Run:
             return
         try:
             s = self.settings  # the weights, and the step they are (no Adam: a model to sample, not to resume)
-            self.output.write_best(Checkpoint.of(trainer, s.data_mode, train_state=TrainState(
-                step, s.saved(), self.fingerprint, self.val_loss, step, self.val_loss)))
+            self.output.write_best(Checkpoint.of(trainer, s.data_mode, weights=trainer.weights(),
+                                                 train_state=TrainState(step, s.saved(), self.fingerprint,
+                                                                        self.val_loss, step, self.val_loss)))
         except UserError as e:  # the same failure as a save's, said the same way
             self._write_failed(step, e)
         self.best = (step, self.val_loss)
@@ -291,7 +292,7 @@ class Run:
     def save(self, step, trainer):
         """Replace the checkpoint at --out, whole, with the state after `step`."""
         s = self.settings
-        ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(),
+        ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(), weights=trainer.weights(),
                              train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss,
                                                     *(self.best or (None, None))))
         try:
