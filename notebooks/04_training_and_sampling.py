@@ -28,7 +28,7 @@ import tempfile
 
 from IPython.display import Image, display
 
-from microgpt.lab import loss, sampler, step
+from microgpt.lab import loss, sampling, step
 from microgpt.lab.loading import load
 from microgpt.sampling import sample_names
 
@@ -76,14 +76,14 @@ assert round(val[200], 4) == 2.4116 and round(val[1000], 4) == 2.2452
 # %% [markdown]
 # ## Names at several temperatures
 #
-# `python -m microgpt.lab sample`: the first character's distribution at T = 0, 0.5, 1 and 2, and
+# `python -m microgpt.lab sampling`: the first character's distribution at T = 0, 0.5, 1 and 2, and
 # names drawn at each (`*` marks a name of the training data). T = 0 is greedy, the same name every
 # time; T = 2 flattens the distribution into unreadable strings; top-k cuts the tail away.
 # `sample.py`'s default is T = 0.5, seed 42: the names README shows after `make run`.
 
 # %%
 ckpt, port = load(str(CKPT))  # the numpy port: the same names as the scalar GPT, faster
-print(sampler.render(sampler.compute(port, ckpt=ckpt)))
+print(sampling.render(sampling.compute(port, ckpt=ckpt)))
 names = sample_names(port, num=20, temperature=0.5, seed=42)
 print("\nsample.py --num 20:", ', '.join(names))
 assert names[:3] == ['marere', 'cegera', 'marita']

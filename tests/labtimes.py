@@ -102,7 +102,7 @@ def steps(on_the_model=False):
     """[(page, what, the input, the redraw, what follows)] for the pages of the registry, in the
     navigation's order; on_the_model: only the pages whose sandbox reads the model, whose times
     grow with its size (bench/lab_speed.py times those on the larger model)."""
-    reads_model = {registry.page_name(s) for s in registry.SANDBOXES if s.model in ('numpy', 'scalar')}
+    reads_model = {s.name for s in registry.SANDBOXES if s.model in ('numpy', 'scalar')}
     return [(name, *step) for name, _ in registry.pages() if not on_the_model or name in reads_model
             for step in INPUTS.get(name, ())]
 

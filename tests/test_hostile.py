@@ -356,23 +356,23 @@ def test_an_integer_of_thousands_of_digits_is_one_line(tmp_path, tiny_ckpt):
 
 
 @pytest.mark.parametrize('run, argv, outcome', [
-    ([1], ['sample'], 'does not say what it was trained on'),        # 'run' not an object
-    ({'data': ['x']}, ['sample'], "its training data ['x'] is not a file here"),
-    ({'data': 5}, ['sample'], 'its training data 5 is not a file here'),  # 5 is a file descriptor
+    ([1], ['sampling'], 'does not say what it was trained on'),        # 'run' not an object
+    ({'data': ['x']}, ['sampling'], "its training data ['x'] is not a file here"),
+    ({'data': 5}, ['sampling'], 'its training data 5 is not a file here'),  # 5 is a file descriptor
     ([1], ['step', TEXT], "lr 0.01 (train.py's default)"),            # the default learning rate
     ({'lr': 'x'}, ['step', TEXT], "lr 0.01 (train.py's default)"),    # not a number: not believed
     ({'lr': -1.0}, ['step', TEXT], "lr 0.01 (train.py's default)"),
-], ids=['sample-run-list', 'sample-data-list', 'sample-data-int', 'step-run-list', 'step-lr-text',
+], ids=['sampling-run-list', 'sampling-data-list', 'sampling-data-int', 'step-run-list', 'step-lr-text',
         'step-lr-negative'])
 def test_the_lab_reads_a_damaged_train_state_without_a_traceback(tmp_path, tiny_ckpt, run, argv, outcome, capsys):
-    """Kind: damaged checkpoints. Only --resume validates train_state; step and sample read
+    """Kind: damaged checkpoints. Only --resume validates train_state; step and sampling read
     its 'run' for the learning rate and the training names, and crashed on a 'run' of [1]."""
     obj = ckpt_obj(tiny_ckpt)
     # a dict changes one setting of the saved run, which keeps every other one (a run missing a
     # setting is a damaged training state, left out whole: the [1] cases)
     obj['train_state']['run'] = {**obj['train_state']['run'], **run} if isinstance(run, dict) else run
     path = write_obj(tmp_path / 'state.json', obj)
-    more = ['--num', '1'] if argv == ['sample'] else []
+    more = ['--num', '1'] if argv == ['sampling'] else []
     status, out, err = run_guarded(lab_main, argv + ['--ckpt', path] + more, capsys)
     if 'not a number' in outcome:
         assert_one_line(status, err, outcome + ' greater than 0: pass --lr')
@@ -488,7 +488,7 @@ def diverged_ckpt(request, tmp_path, tiny_ckpt):
 
 @pytest.mark.parametrize('argv', [['overview', TEXT], ['attention', TEXT],
                                   ['attention', TEXT, '--no-scale', '--temperature', '0.001'],
-                                  ['step', TEXT], ['sample', '--num', '1']])
+                                  ['step', TEXT], ['sampling', '--num', '1']])
 def test_every_lab_reader_of_a_diverged_model_says_so_in_one_line(diverged_ckpt, argv, capsys):
     """Kind: diverged models. overview and attention crashed with NaN errors, step with a
     NonFiniteError traceback."""

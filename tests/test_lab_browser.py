@@ -104,7 +104,7 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     page.wait_for_selector('#temperatures')
     page.eval_on_selector('#temperature', 'e => { e.value = "1.5"; e.dispatchEvent(new Event("input")); }')
     page.wait_for_selector('#temperatures th[data-temperature="1.5"]')
-    want = post(server, '/api/sample', {'prompt': '', 'temperatures': [0, 0.5, 1, 2, 1.5], 'num': 10, 'seed': 42})
+    want = post(server, '/api/sampling', {'prompt': '', 'temperatures': [0, 0.5, 1, 2, 1.5], 'num': 10, 'seed': 42})
     assert want['temperatures'] == [0.0, 0.5, 1.0, 1.5, 2.0]
     headers = page.locator('#temperatures th[data-temperature]')
     assert [float(t) for t in headers.evaluate_all('ths => ths.map(t => t.dataset.temperature)')] \
@@ -114,7 +114,7 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     assert rows.first.locator('td').count() == len(want['temperatures'])
     kept = ' '.join(want['top_k_kept'])
     assert f"top-k {want['top_k']} at T=1 keeps {kept}: {want['top_k_mass']:.3f}" in page.inner_text('#top-k-line')
-    # the names at this page's temperature, marked * where lab sample marks them
+    # the names at this page's temperature, marked * where lab sampling marks them
     for d in (d for d in want['draws'] if d['temperature'] == 1.5):
         shown = page.locator(f"#names ol[data-top-k=\"{d['top_k'] or 'none'}\"] li").all_inner_texts()
         assert shown == [(n or '(empty: BOS first)') + ('*' if known else '') for n, known in zip(d['names'], d['known'])]

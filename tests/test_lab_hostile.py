@@ -172,9 +172,9 @@ def test_phases_keeps_its_numbers_when_model_py_cannot_be_read(here, case, tmp_p
 
 
 @pytest.mark.parametrize('route, body, words', [
-    ('/api/sample', {'temperature': 1.0},
+    ('/api/sampling', {'temperature': 1.0},
      "unknown field 'temperature': this route takes prompt, temperatures, top_k, num, length, names_at, seed, ckpt"),
-    ('/api/sample', {'data': '/etc/passwd'}, "unknown field 'data'"),  # the command line's alone
+    ('/api/sampling', {'data': '/etc/passwd'}, "unknown field 'data'"),  # the command line's alone
     ('/api/overview', {'text': 'emma', 'x' * 5000: 1}, "unknown field 'xxxxxxxx"),
     ('/api/train/start', {'step': 5}, "unknown field 'step': this route takes steps, n_layer"),
     ('/api/train/status', {'ofset': 0}, "unknown field 'ofset': this route takes offset"),

@@ -114,11 +114,11 @@ def test_top_k_is_capped_by_the_vocabulary_on_both_sides(tiny_ckpt, names_file, 
     from microgpt.lab.loading import load
     vocab_size = load(tiny_ckpt).model.config.vocab_size
     with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is {vocab_size}"):
-        main(['sample', '--ckpt', tiny_ckpt, '--top-k', str(vocab_size + 1), '--num', '1'])
+        main(['sampling', '--ckpt', tiny_ckpt, '--top-k', str(vocab_size + 1), '--num', '1'])
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        status, got, _ = request(server, 'POST', '/api/sample', {'top_k': vocab_size + 1, 'num': 1})
+        status, got, _ = request(server, 'POST', '/api/sampling', {'top_k': vocab_size + 1, 'num': 1})
         assert status == 400 and got['error'].startswith(f"'top_k' is {vocab_size + 1}, but this model's vocab_size")
-        assert request(server, 'POST', '/api/sample', {'top_k': vocab_size, 'num': 1})[0] == 200
+        assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
 
 
 def test_every_page_has_its_files(tmp_path):
@@ -137,7 +137,7 @@ def test_one_name_one_meaning():
     from microgpt.lab import limits as lab_limits
     assert lab_limits.MAX_LAB_NAMES < limits.MAX_NAMES
     assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
-    assert registry.get('sample').param('num').high == lab_limits.MAX_LAB_NAMES
+    assert registry.get('sampling').param('num').high == lab_limits.MAX_LAB_NAMES
     assert registry.get('overview').param('seed').high == limits.MAX_SEED
 
 

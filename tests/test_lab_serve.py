@@ -109,8 +109,8 @@ def test_autograd_route_starts_new_variables_at_one_and_drops_old(server):
     assert status == 400 and answer['error'] == 'no value for x: add x=VALUE'
 
 
-def test_sample_route_equals_the_sampler(server, model):
-    got = post(server, '/api/sample', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3})
+def test_the_sampling_route_equals_the_sampler(server, model):
+    got = post(server, '/api/sampling', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3})
     assert got['temperatures'] == [0.0, 1.3]
     drawn = {(d['temperature'], d['top_k']): d['names'] for d in got['draws']}
     assert list(drawn) == [(0.0, None), (1.3, None), (1.3, 3)]  # greedy is its own top-1 cut
@@ -121,8 +121,8 @@ def test_sample_route_equals_the_sampler(server, model):
     assert sum(got['probs'][1]) == pytest.approx(1.0, abs=1e-12)
     assert len(got['top_k_kept']) == 3
     # names_at: the same distribution, and the names at that temperature only (the page's own)
-    only = post(server, '/api/sample', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3,
-                                        'names_at': [1.3]})
+    only = post(server, '/api/sampling', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3,
+                                          'names_at': [1.3]})
     assert only['probs'] == got['probs']
     assert {(d['temperature'], d['top_k']): d['names'] for d in only['draws']} == \
         {k: v for k, v in drawn.items() if k[0] == 1.3}

@@ -1,5 +1,5 @@
 """
-Lesson 04 and its two sandboxes (lab step, sample, embeddings) against the engine itself.
+Lesson 04 and its two sandboxes (lab step, sampling, embeddings) against the engine itself.
 
 The step's numbers are checked against a second, independent run of what train.py does
 (training.doc_loss, backward(), optim.Adam) and against closed forms: dL/dlogits =
@@ -19,7 +19,7 @@ import pytest
 from microgpt.programs import cli
 from microgpt.edge.errors import UserError
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
-from microgpt.lab import embeddings, sampler, step
+from microgpt.lab import embeddings, sampling, step
 from microgpt.lab.__main__ import main
 from microgpt.lab.loading import load
 from microgpt.model import GPT, GPTConfig
@@ -294,7 +294,7 @@ def test_iter_names_hands_over_each_name_as_it_is_made(scalar):
 
 def test_sample_distribution(tiny_ckpt):
     model = load(tiny_ckpt).model
-    d = sampler.distribution(model, 'e', [0.0, 0.5, 1.0, 2.0], top_k=3)
+    d = sampling.distribution(model, 'e', [0.0, 0.5, 1.0, 2.0], top_k=3)
     for t, p in d['probs'].items():
         assert abs(sum(p) - 1) < EXACT_TOL
     assert d['entropy'][0.0] == 0.0
@@ -303,7 +303,7 @@ def test_sample_distribution(tiny_ckpt):
 
 
 def test_sample_command(tiny_ckpt, capsys, names_file):
-    assert main(['sample', 'e', '--ckpt', tiny_ckpt, '--num', '3', '--data', names_file,
+    assert main(['sampling', 'e', '--ckpt', tiny_ckpt, '--num', '3', '--data', names_file,
                  '--temperatures', '0', '1e-308', '1']) == 0
     out = capsys.readouterr().out
     assert 'T=0 (greedy)' in out and 'top-k = 5' in out and 'are new names' in out
@@ -312,7 +312,7 @@ def test_sample_command(tiny_ckpt, capsys, names_file):
 def test_sample_command_top_k_of_the_whole_vocabulary_is_no_cut(tiny_ckpt, capsys):
     vocab_size = load(tiny_ckpt).model.config.vocab_size
     for k, cut in ((vocab_size, False), (vocab_size - 1, True)):
-        assert main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
+        assert main(['sampling', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(k)]) == 0
         out = capsys.readouterr().out
         assert (f'keeps all {vocab_size} tokens: no cut' not in out) == cut
         assert (f'T=1 top-k {k} ' in out) == cut   # no second row of names for a cut that cuts nothing
@@ -322,7 +322,7 @@ def test_sample_top_k_above_the_vocabulary_is_refused_as_the_web_refuses_it(tiny
     vocab_size = load(tiny_ckpt).model.config.vocab_size
     with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is "
                                         f"{vocab_size}: give 1..{vocab_size}"):
-        main(['sample', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(vocab_size + 1)])
+        main(['sampling', '--ckpt', tiny_ckpt, '--num', '2', '--top-k', str(vocab_size + 1)])
 
 
 def tutorial_export(model, path):
@@ -337,7 +337,7 @@ def test_sample_command_reads_a_tutorial_export_with_its_n_head(scalar, tmp_path
     # n_embd 6 does not split into the export's default 4 heads: every read must get --n-head 3
     model = GPT(GPTConfig(scalar.config.vocab_size, n_embd=6, n_head=3), tokenizer=scalar.tokenizer)
     path = tutorial_export(model, tmp_path / 'tutorial.json')
-    assert main(['sample', '--ckpt', path, '--n-head', '3', '--num', '1']) == 0
+    assert main(['sampling', '--ckpt', path, '--n-head', '3', '--num', '1']) == 0
     assert 'does not say what it was trained on' in capsys.readouterr().out
 
 
@@ -400,10 +400,10 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
         (['step', TEXT, '--ckpt', tiny_ckpt, '--param', 'wte[0]'], 'is not NAME[ROW][COL]'),
         (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '0'], 'greater than 0'),
         (['step', TEXT, '--ckpt', tiny_ckpt, '--lr', '-1'], 'greater than 0'),
-        (['sample', '--ckpt', tiny_ckpt, '--top-k', '0'], 'give an integer from 1 to'),
-        (['sample', '--ckpt', tiny_ckpt, '--top-k', '-2'], 'give an integer from 1 to'),
-        (['sample', '--ckpt', tiny_ckpt, '--temperatures', '-1'], 'give a number from 0 to 1000'),
-        (['sample', 'EM', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
+        (['sampling', '--ckpt', tiny_ckpt, '--top-k', '0'], 'give an integer from 1 to'),
+        (['sampling', '--ckpt', tiny_ckpt, '--top-k', '-2'], 'give an integer from 1 to'),
+        (['sampling', '--ckpt', tiny_ckpt, '--temperatures', '-1'], 'give a number from 0 to 1000'),
+        (['sampling', 'EM', '--ckpt', tiny_ckpt], "character 'E' is not in the vocabulary"),
         (['embeddings', '--ckpt', tiny_ckpt + '.none'], 'train one first'),
     ]
     for argv, message in cases:
@@ -446,7 +446,7 @@ def test_png_pictures(tiny_ckpt, tmp_path, capsys):
 
 def test_a_tiny_temperature_does_not_crash_the_lab(tiny_ckpt, capsys):
     for argv in (['attention', TEXT, '--temperature', '1e-308'], ['overview', TEXT, '--temperature', '1e-308'],
-                 ['sample', 'e', '--temperatures', '1e-308', '--num', '2']):
+                 ['sampling', 'e', '--temperatures', '1e-308', '--num', '2']):
         assert main(argv + ['--ckpt', tiny_ckpt]) == 0, argv
     out = capsys.readouterr().out
     assert 'sum of the weights: 1.000000000000' in out

@@ -17,7 +17,7 @@ import pytest
 import inference
 from microgpt.edge.errors import UserError
 from microgpt.edge.text import evaluate
-from microgpt.lab import attention, embeddings, overview, phases, sampler, step
+from microgpt.lab import attention, embeddings, overview, phases, sampling, step
 from microgpt.lab.loading import load
 from microgpt.lab.render import BOS_LABEL
 from microgpt.programs.sample import stream_text
@@ -95,7 +95,7 @@ def test_a_step_needs_a_character_to_predict(text_model, text_ckpt):
 
 def test_the_sampler_draws_sample_pys_continuations(text_model):
     ckpt, model = text_model
-    d = sampler.compute(model, 'ROMEO:', temperatures=(0.5, 1.0), top_k=3, num=2, length=40, seed=7, ckpt=ckpt)
+    d = sampling.compute(model, 'ROMEO:', temperatures=(0.5, 1.0), top_k=3, num=2, length=40, seed=7, ckpt=ckpt)
     assert BOS_LABEL not in d['chars'] and len(d['chars']) == model.config.vocab_size - 1
     assert d['context'] == list('ROMEO:')
     assert [(s['temperature'], s['top_k']) for s in d['draws']] == [(0.5, None), (0.5, 3), (1.0, None), (1.0, 3)]
@@ -104,26 +104,26 @@ def test_the_sampler_draws_sample_pys_continuations(text_model):
         stream_text(model, 'ROMEO:', 2, 40, s['temperature'], s['top_k'], 7, out=out)
         assert out.getvalue() == 'ROMEO:' + s['texts'][0] + '\n\nROMEO:' + s['texts'][1] + '\n'
     assert all(abs(sum(p) - 1) < 1e-12 for p in d['probs'])  # over the characters alone
-    text = sampler.render(d)
+    text = sampling.render(d)
     assert 'name' not in text and '2 continuations of 40 characters' in text
 
 
 def test_the_sampler_starts_running_text_after_a_newline(text_model):
     ckpt, model = text_model
-    d = sampler.compute(model, '', temperatures=(0.0,), num=1, length=10, ckpt=ckpt)
+    d = sampling.compute(model, '', temperatures=(0.0,), num=1, length=10, ckpt=ckpt)
     assert d['context'] == ['⏎']
 
 
 def test_a_names_model_refuses_a_length(tiny_ckpt):
     ckpt, model = load(tiny_ckpt, 'numpy')
     with pytest.raises(UserError, match='--length is for running-text models'):
-        sampler.compute(model, 'a', length=10, ckpt=ckpt)
+        sampling.compute(model, 'a', length=10, ckpt=ckpt)
 
 
 def test_too_much_text_in_one_call_is_refused(text_model):
     ckpt, model = text_model
     with pytest.raises(UserError, match='at most 10,000'):
-        sampler.compute(model, '', num=100, length=2000, ckpt=ckpt)
+        sampling.compute(model, '', num=100, length=2000, ckpt=ckpt)
 
 
 @pytest.mark.parametrize('text, message', [

@@ -26,7 +26,7 @@ skip_without_a_browser()
 TOL = 1e-10
 SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn
 # the pages that show the model's text, or its log, or train one: the others read no model's text
-MODEL_PAGES = {registry.page_name(s) for s in registry.SANDBOXES if s.model in ('numpy', 'scalar', 'log')} | {'training'}
+MODEL_PAGES = {s.name for s in registry.SANDBOXES if s.model in ('numpy', 'scalar', 'log')} | {'training'}
 
 
 @pytest.fixture(scope='module')
@@ -97,7 +97,7 @@ def test_the_pages_read_text_as_train_py_does(server, window, wide_text_ckpt):
     p.wait_for_function("() => document.getElementById('context').textContent.endsWith('ROMEO:⏎')")
     p.wait_for_selector('#drawn:not(.stale) pre.sample')
     quiet(p)
-    want = post(server, '/api/sample', {'prompt': 'ROMEO:\n', 'temperatures': [0.5], 'names_at': [0.5], 'num': 1,
+    want = post(server, '/api/sampling', {'prompt': 'ROMEO:\n', 'temperatures': [0.5], 'names_at': [0.5], 'num': 1,
                                         'length': 30, 'top_k': 5})
     shown = p.locator('pre.sample').evaluate_all('ps => ps.map(p => p.textContent)')
     assert shown == ['ROMEO:⏎\n' + d['texts'][0].replace('\n', '⏎\n') for d in want['draws']]

@@ -152,7 +152,7 @@ def test_the_lab_says_tokens_of_a_byte_pair_model_and_characters_of_a_character_
     running = model.endswith('text_ckpt')
     out = printed(capsys, 'overview', text, '--ckpt', ckpt)
     assert f'predicts the next {unit}' in out and f'the next {other}' not in out
-    out = printed(capsys, 'sample', text[:2], '--ckpt', ckpt, '--num', '0')
+    out = printed(capsys, 'sampling', text[:2], '--ckpt', ckpt, '--num', '0')
     assert f'the next {unit}, p = softmax' in out and f'the next {other}' not in out
     assert (f'over the {unit}s (BOS is never drawn' in out) == running
     if running:  # a name's attention says BOS comes first, whatever the tokenizer

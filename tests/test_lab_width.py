@@ -37,7 +37,7 @@ def argv_for(s, ckpt, text):
             argv.append({'expression': 'a*b + a', 'text': text}[p.name])
     if s.name == 'autograd':
         argv += ['a=2', 'b=-3']
-    if s.name == 'sample':
+    if s.name == 'sampling':
         argv += [text[:6]]
     if s.model == 'log':
         argv.append(ckpt.rsplit('.', 1)[0] + '.log.jsonl')
@@ -122,7 +122,7 @@ def test_a_chart_wider_than_the_terminal_is_drawn_narrower_and_says_so(capsys, s
     assert max(len(line) for line in wide.splitlines()) > 300
 
 
-@pytest.mark.parametrize('name', ['attention', 'phases', 'sample'])
+@pytest.mark.parametrize('name', ['attention', 'phases', 'sampling'])
 def test_on_a_terminal_the_printout_fits_its_columns(capsys, monkeypatch, shakespeare_sized, name):
     import sys
     monkeypatch.setenv('COLUMNS', '64')  # shutil.get_terminal_size reads it first

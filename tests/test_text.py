@@ -231,10 +231,10 @@ def test_the_lab_reads_a_running_text_model(prose_file, tmp_path, capsys):
     assert run(['--data-mode', 'text', '--data', prose_file, '--steps', '2', '--eval-every', '0', *TINY,
                 '--out', str(out)], capsys)[0] == 0
     for argv in (['overview', '--ckpt', str(out), 'He had\nseen'], ['attention', '--ckpt', str(out), 'the sea'],
-                 ['sample', '--ckpt', str(out)], ['embeddings', '--ckpt', str(out)]):
+                 ['sampling', '--ckpt', str(out)], ['embeddings', '--ckpt', str(out)]):
         assert lab_main(argv) in (0, None), argv
         shown = capsys.readouterr().out
-        assert '\u2423' in shown or argv[0] == 'sample', argv  # the space, made visible
+        assert '\u2423' in shown or argv[0] == 'sampling', argv  # the space, made visible
     lab_main(['overview', '--ckpt', str(out), 'He had\nseen'])
     assert '\u23ce' in capsys.readouterr().out  # the newline, made visible
 

@@ -9,7 +9,7 @@ sandbox of registry.SANDBOXES (`python -m microgpt.lab --help` lists them), and 
     python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
     python -m microgpt.lab scaling                # why the scores are divided by sqrt(head_dim)
     python -m microgpt.lab loss out/model.log.jsonl
-    python -m microgpt.lab sample ma              # temperature and top-k, side by side
+    python -m microgpt.lab sampling ma            # temperature and top-k, side by side
     python -m microgpt.lab step anna              # one training step: gradients, Adam, the loss after
     python -m microgpt.lab embeddings             # wte on its principal components, wpe similarity
     python -m microgpt.lab tokens "the king"      # text cut into the model's tokens, and its merges

@@ -19,13 +19,13 @@ MAX_VARIABLES = 50          # variables of an autograd expression
 MAX_VALUE = 1e300           # an autograd variable's value, at most this in size
 MAX_MANY = 16               # values of a list parameter (--temperatures) in one call
 MAX_TOP = 1000              # most likely characters per position: more bars than any screen shows
-MAX_LAB_NAMES = 100         # names `lab sample` and the Sampling page draw per setting (sample.py's
+MAX_LAB_NAMES = 100         # names `lab sampling` and the Sampling page draw per setting (sample.py's
                             # own --num goes to MAX_NAMES: a file of names, not a table)
 MAX_WINDOW = 1025           # characters of a window of running text (or a prompt) in a request: a
                             # block of up to 1024 positions and its next character (a name: MAX_TEXT)
-MAX_LAB_LENGTH = 2000       # characters of one continuation `lab sample` draws (sample.py's --length
+MAX_LAB_LENGTH = 2000       # characters of one continuation `lab sampling` draws (sample.py's --length
                             # goes to MAX_LENGTH: a stream to read, not a page)
-MAX_LAB_CHARACTERS = 10_000  # characters of running text one `lab sample` draws in all: about 20 s
+MAX_LAB_CHARACTERS = 10_000  # characters of running text one `lab sampling` draws in all: about 20 s
                              # of the Shakespeare recipe's model, one character a forward pass
 MAX_LR = 1e3                # one step's learning rate (lab step); above about 1 the loss goes up,
                             # and the page says so

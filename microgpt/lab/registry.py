@@ -34,7 +34,7 @@ This file imports nothing heavy: the command line is built from it for every com
 """
 
 import math
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
 
 from ..edge.checks import short
 from ..edge.errors import UserError
@@ -140,7 +140,6 @@ class Sandbox:
     picture_flag: str = '--png'
     one_at_a_time: object = False  # requests wait their turn (see api.Lab); or a function of params
     numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
-    extra: dict = dataclass_field(default_factory=dict)  # free for a page's own settings
     # what the page knows of each checkpoint before it asks: a function of the model's config
     # giving {key: value}, added to the checkpoint's entry of /api/config (api.Checkpoints.listing)
     about_model: object = None
@@ -360,7 +359,7 @@ SANDBOXES = [
     # drawing names or text takes its turn, and a request still waiting when a newer comes is left
     # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
     # take seconds, queues one draw at most; the distribution alone (num 0) never waits
-    Sandbox('sample', 'Sampling', module='.sampler',  # lab/sample.py would read like the top-level one
+    Sandbox('sampling', 'Sampling',
             one_at_a_time=lambda params: params['num'] != 0,
             warm_up=WarmUp(then='training_names'),  # its marks: the names it trained on, read once
             help="the next-character distribution at several temperatures, top-k, samples",
@@ -368,7 +367,6 @@ SANDBOXES = [
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
                         "each setting, marked as in the training data or new. On a model of running "
                         "text: after PROMPT, no BOS, and continuations of --length characters.",
-            extra={'page': 'sampling'},
             params=(Param('prompt', str, '', positional=True, metavar='PROMPT', high=MAX_WINDOW,
                           help="how the names start (default: empty, the first character is drawn too); "
                                "running text: what the continuations follow, any length (the model sees "
@@ -446,15 +444,10 @@ def get(name):
     return next((s for s in SANDBOXES if s.name == name), None)
 
 
-def page_name(sandbox):
-    """The page's name: its URL /NAME and its files web/NAME.html, web/NAME.js."""
-    return sandbox.extra.get('page', sandbox.name)
-
-
 def pages():
     """[(page name, navigation label)] in the navigation's order: each sandbox with a page,
     then the other pages."""
-    return [(page_name(s), s.title) for s in SANDBOXES if s.page] + list(OTHER_PAGES)
+    return [(s.name, s.title) for s in SANDBOXES if s.page] + list(OTHER_PAGES)
 
 
 # ---------------------------------------------------------------------------- checks the model decides

@@ -12,7 +12,7 @@ import random
 
 from ..sampling import TEMPERATURE, generate, sample_names
 from .loading import load
-from .sampler import context
+from .sampling import context
 
 NUM_SAMPLES = 5                  # names shown after each save
 TEXT_SAMPLE = 120                # characters of running text sampled after each save

@@ -117,7 +117,7 @@ EXERCISES = [
     Exercise(16, 'ex16_probabilities', 'probabilities', 'logits, temperature',
              "temperature: logits to the probabilities to draw from", 'model',
              "docs/reading-guide.md section 1, file 9; section 6", "microgpt/sampling.py, probabilities",
-             'sampling', 'python -m microgpt.lab sample'),
+             'sampling', 'python -m microgpt.lab sampling'),
     Exercise(17, 'ex17_masked_attention', 'masked_attention', 'q, k, v',
              "one causal head over a whole sequence, masked", 'numpy',
              "docs/reading-guide.md section 1, file 13", "src/inference/attention.py, masked_attention",

@@ -1,10 +1,10 @@
-// The Sampling page: `python -m microgpt.lab sample` in the browser. After [BOS] + the prompt
+// The Sampling page: `python -m microgpt.lab sampling` in the browser. After [BOS] + the prompt
 // (running text: the prompt, no BOS), the model's distribution of the next character at this
 // temperature, and names (running text: continuations of the length asked for) drawn with the
 // seeded sampler of sample.py, names marked as in the training data or new; beside them the same
 // distribution at T = 0 (greedy), 0.5, 1, 2 and this page's temperature side by side, with each
-// one's entropy and what a top-k cut keeps. Everything comes from POST /api/sample
-// (microgpt/lab/sampler.py's compute); this file only draws.
+// one's entropy and what a top-k cut keeps. Everything comes from POST /api/sampling
+// (microgpt/lab/sampling.py's compute); this file only draws.
 //
 // It asks for what it shows, in two requests: the distributions alone (num 0: one forward pass,
 // drawn at once), and the draws at this page's temperature only (running text's take seconds on
@@ -14,7 +14,7 @@
 
 const {el} = Lab;
 const $ = id => document.getElementById(id);
-const COMPARE = [0, 0.5, 1, 2];  // the temperatures `lab sample` compares by default
+const COMPARE = [0, 0.5, 1, 2];  // the temperatures `lab sampling` compares by default
 const NUM = {lines: 10, text: 1};  // names, or continuations, a setting starts with
 
 async function draw() {
@@ -23,7 +23,7 @@ async function draw() {
   const text = Lab.isText();
   const common = {ckpt: Lab.ckpt(), prompt: $('prompt').value, top_k: Number($('top_k').value)};
   const distribution = Lab.guard(async () => {
-    const data = await Lab.api('/api/sample?part=distribution', {...common, temperatures: [...COMPARE, own], num: 0});
+    const data = await Lab.api('/api/sampling?part=distribution', {...common, temperatures: [...COMPARE, own], num: 0});
     const k = data.temperatures.indexOf(own);
     $('context').replaceChildren(...data.context.map(Lab.tok));
     const most = Math.max(...data.probs[k]);
@@ -43,7 +43,7 @@ async function draw() {
   }, ['distribution', 'sandbox']);
   $('drawn').classList.add('stale');  // until this input's draws come
   const drawn = Lab.guard(async () => {
-    const data = await Lab.api('/api/sample?part=draws', {...common, temperatures: [own], names_at: [own],
+    const data = await Lab.api('/api/sampling?part=draws', {...common, temperatures: [own], names_at: [own],
       num: Number($('num').value), seed: Number($('seed').value), ...(text ? {length: Number($('length').value)} : {})});
     $('names').replaceChildren(...(text ? continuations(data, own) : names(data, own)));
     $('drawn').classList.remove('stale');

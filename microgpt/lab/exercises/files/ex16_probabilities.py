@@ -3,7 +3,7 @@ Exercise 16: temperature, the logits of the next character as probabilities to d
 real one: microgpt/sampling.py, probabilities).
 
 Reading: docs/reading-guide.md, section 1, file 9, and section 6 (temperature and top-k).
-See it live: `python -m microgpt.lab sample`, the web lab's Sampling page.
+See it live: `python -m microgpt.lab sampling`, the web lab's Sampling page.
 Then run `python -m microgpt.lab exercises check 16`.
 """
 

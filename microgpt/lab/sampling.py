@@ -1,12 +1,12 @@
 """
-The sampling sandbox (`python -m microgpt.lab sample`): temperature and top-k, side by side.
+The sampling sandbox (`python -m microgpt.lab sampling`): temperature and top-k, side by side.
 
-    python -m microgpt.lab sample                  # what the first character could be
-    python -m microgpt.lab sample ma --top-k 3     # after "ma"
-    python -m microgpt.lab sample --temperatures 0 0.3 1 3 --num 8
-    python -m microgpt.lab sample "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
+    python -m microgpt.lab sampling                # what the first character could be
+    python -m microgpt.lab sampling ma --top-k 3   # after "ma"
+    python -m microgpt.lab sampling --temperatures 0 0.3 1 3 --num 8
+    python -m microgpt.lab sampling "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
 
-(This file is sampler.py, not sample.py, so it never reads as the top-level sample.py.)
+(This is the lab's sampling.py; the sampling loop it draws with is the core's microgpt/sampling.py.)
 
 After [BOS] + PROMPT, the model gives one logit per token. This prints the next-character
 distribution softmax(logits / T) for each temperature T in columns (T = 0 is greedy: all the
