@@ -26,30 +26,21 @@
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
-from IPython.display import Image, display
 
 from inference import NumpyGPT
 from inference.model import CAPTURE_NAMES
 from microgpt.lab import attention, overview
 from microgpt.lab.loading import load
+from microgpt.lab.notebook import show, work_folder
 from microgpt.lab.render import token_label
 from microgpt.sampling import probabilities
 from microgpt.training import doc_loss, doc_tokens
 
 # the checkpoint and the pictures, in a folder removed when the kernel stops
-WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
-
-
-def show(sandbox, answer, name, source="make run's model"):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
-    source: what the picture's title says it shows."""
-    path = WORK / name
-    sandbox.picture(str(path), answer, source)
-    display(Image(filename=str(path)))
 
 
 # %% [markdown]
@@ -149,9 +140,9 @@ assert not np.allclose(other_logits[-1], port_logits[-1])
 
 # %%
 view = attention.compute(port, 'anna', head=0, query=3, ckpt=ckpt)
-show(attention, view, 'heads.png')
+show(attention, view, WORK / 'heads.png', "make run's model")
 bars = overview.compute(port, 'anna', ckpt=ckpt)
-show(overview, bars, 'bars.png')
+show(overview, bars, WORK / 'bars.png', "make run's model")
 loss = doc_loss(model, tokens).data
 print(f"mean loss of anna: {bars['mean_loss']:.4f} (port), {loss:.4f} (gpt() on Values); "
       f"guessing uniformly: ln {config.vocab_size} = {bars['uniform_loss']:.4f}")
@@ -167,16 +158,7 @@ assert abs(bars['mean_loss'] - loss) < 1e-10 and loss < bars['uniform_loss']
 # stopping at the first one not passed. From a terminal: `python -m microgpt.lab exercises check 8`.
 
 # %%
-import os
-
-import microgpt
-from microgpt.lab.exercises.cli import main as exercises
+from microgpt.lab.notebook import check_exercises
 
 LESSON_EXERCISES = (8, 9, 11, 13, 14)
-CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
-if not os.path.isdir(EXERCISES):
-    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
-for number in LESSON_EXERCISES:
-    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
-        break  # fix this one first
+check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

@@ -21,28 +21,19 @@
 
 # %%
 import pathlib
-import tempfile
 
 import numpy as np
-from IPython.display import Image, display
 
 import inference
 from microgpt.lab import byhand, scaling
 from microgpt.lab.czech import CZECH_KEYS, CZECH_OUT, CZECH_Q3, CZECH_VALUES, CZECH_WEIGHTS_X10
+from microgpt.lab.notebook import show, work_folder
 from microgpt.lab.rowstats import row_statistics, softmax
 from microgpt.lab.render import table
 
 # the pictures, in a folder removed when the kernel stops
-WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
-
-
-def show(sandbox, answer, name, source='lab scaling'):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
-    source: what the picture's title says it shows."""
-    path = WORK / name
-    sandbox.picture(str(path), answer, source)
-    display(Image(filename=str(path)))
 
 
 # %% [markdown]
@@ -182,7 +173,7 @@ for r in numbers['cost']:
 # to keep this cell quick (the printout above took 2,000).
 
 # %%
-show(scaling, {**numbers, 'draws': 500}, 'scaling.png')
+show(scaling, {**numbers, 'draws': 500}, WORK / 'scaling.png', 'lab scaling')
 
 # %% [markdown]
 # ## Your turn: exercises 10, 12, 17 and 19
@@ -195,16 +186,7 @@ show(scaling, {**numbers, 'draws': 500}, 'scaling.png')
 # `python -m microgpt.lab exercises quiz` in a terminal (it asks and waits for your answers).
 
 # %%
-import os
-
-import microgpt
-from microgpt.lab.exercises.cli import main as exercises
+from microgpt.lab.notebook import check_exercises
 
 LESSON_EXERCISES = (10, 12, 17, 19)
-CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
-if not os.path.isdir(EXERCISES):
-    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
-for number in LESSON_EXERCISES:
-    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
-        break  # fix this one first
+check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

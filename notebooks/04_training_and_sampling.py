@@ -24,25 +24,15 @@
 import pathlib
 import subprocess
 import sys
-import tempfile
-
-from IPython.display import Image, display
 
 from microgpt.lab import loss, sampling, step
 from microgpt.lab.loading import load
+from microgpt.lab.notebook import show, work_folder
 from microgpt.sampling import sample_names
 
 # the checkpoint, its log and the pictures, in a folder removed when the kernel stops
-WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
-
-
-def show(sandbox, answer, name, source="make run's model"):
-    """A lab answer drawn by its sandbox's own picture (what `--png` writes), shown inline;
-    source: what the picture's title says it shows."""
-    path = WORK / name
-    sandbox.picture(str(path), answer, source)
-    display(Image(filename=str(path)))
 
 
 # %% [markdown]
@@ -69,7 +59,7 @@ print(run.stdout)
 # %%
 curves = loss.compute([str(WORK / 'model.log.jsonl')])
 print(loss.render(curves))
-show(loss, curves, 'loss.png', source="train.py's defaults, --engine numpy")
+show(loss, curves, WORK / 'loss.png', "train.py's defaults, --engine numpy")
 val = {s: v for s, v, _ in curves['runs'][0]['val']}
 assert round(val[200], 4) == 2.4116 and round(val[1000], 4) == 2.2452
 
@@ -101,7 +91,7 @@ assert names[:3] == ['marere', 'cegera', 'marita']
 _, model = load(str(CKPT), 'scalar')
 taken = step.compute(model, 'anna', ckpt=ckpt)
 print(step.render(taken))
-show(step, taken, 'step.png')
+show(step, taken, WORK / 'step.png', "make run's model")
 census = taken['without_grad']
 print(f"\nweights without a gradient: {census['zeros']:,} of {taken['n_params']:,}")
 # the lab's figures for `lab step anna` on the default model (docs/lab.md)
@@ -120,16 +110,7 @@ assert taken['loss_after'] < taken['loss_before']
 # passed.
 
 # %%
-import os
-
-import microgpt
-from microgpt.lab.exercises.cli import main as exercises
+from microgpt.lab.notebook import check_exercises
 
 LESSON_EXERCISES = (15, 16, 18, 20)
-CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
-if not os.path.isdir(EXERCISES):
-    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
-for number in LESSON_EXERCISES:
-    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
-        break  # fix this one first
+check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

@@ -29,17 +29,17 @@ import pathlib
 import random
 import subprocess
 import sys
-import tempfile
 
 from IPython.display import Image, display
 
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import bundled_names, load_docs, split_docs
 from microgpt.lab import loss
+from microgpt.lab.notebook import work_folder
 from microgpt.training import evaluate
 
 # the data, the checkpoints, their logs and the pictures, in a folder removed when the kernel stops
-WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
 
 names = bundled_names()
@@ -163,16 +163,7 @@ assert abs(w[0].data - 2 * 0.995 ** 3) < 1e-15 and adam.m[0] == 0.0
 # these in order, stopping at the first not passed.
 
 # %%
-import os
-
-import microgpt
-from microgpt.lab.exercises.cli import main as exercises
+from microgpt.lab.notebook import check_exercises
 
 LESSON_EXERCISES = (21, 22)
-CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
-if not os.path.isdir(EXERCISES):
-    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
-for number in LESSON_EXERCISES:
-    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
-        break  # fix this one first
+check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

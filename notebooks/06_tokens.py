@@ -27,16 +27,16 @@ import json
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 from IPython.display import Image, display
 
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.lab import loss, tokens
 from microgpt.lab.loading import load
+from microgpt.lab.notebook import work_folder
 
 # the checkpoints and their logs, in a folder removed when the kernel stops
-WORK_DIR = tempfile.TemporaryDirectory(prefix='microgpt-notebook-')
+WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
 
 # %% [markdown]
@@ -130,16 +130,7 @@ assert len(answers['byte pairs']['tokens']) < 11
 # passed.
 
 # %%
-import os
-
-import microgpt
-from microgpt.lab.exercises.cli import main as exercises
+from microgpt.lab.notebook import check_exercises
 
 LESSON_EXERCISES = (23, 24, 25)
-CHECKOUT = pathlib.Path(microgpt.__file__).resolve().parents[1]  # the folder microgpt/ is in
-EXERCISES = os.environ.get('MICROGPT_EXERCISES') or str(CHECKOUT / 'exercises')
-if not os.path.isdir(EXERCISES):
-    exercises(['start', EXERCISES])  # the stubs, written once: a file of yours is never overwritten
-for number in LESSON_EXERCISES:
-    if exercises(['check', str(number), '--dir', EXERCISES]) != 0:
-        break  # fix this one first
+check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

@@ -142,7 +142,7 @@ def test_each_notebook_opens_with_its_lesson_and_ends_with_its_exercises(path):
     cells = jupytext.read(path).cells
     assert cells[0].cell_type == 'markdown' and cells[0].source.startswith('# '), "the first cell names the lesson"
     last = cells[-1]
-    assert last.cell_type == 'code' and "exercises(['check'" in last.source, "the last cell checks the exercises"
+    assert last.cell_type == 'code' and 'check_exercises(LESSON_EXERCISES)' in last.source, "the last cell checks the exercises"
     assert exercises_checked(last.source) is not None, "the last cell names the lesson's exercises in LESSON_EXERCISES"
 
 
