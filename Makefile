@@ -14,8 +14,8 @@ run: $(VENV)/.installed
 	$(PY) sample.py --num 20
 
 # -n 2: two pytest workers (pytest-xdist), each taking whole files (their module-wide servers stay
-# shared): 297-314 s for the 1,692 tests on this 2-core AMD EPYC; three workers took 305 s, so the
-# two cores, not the workers, are the limit
+# shared): 262 s for the 1,883 tests on this 2-core AMD EPYC; for 1,692, three workers took 305 s
+# against two's 297-314 s, so the two cores, not the workers, are the limit
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
