@@ -7,12 +7,13 @@ to its end.
 
     python bench/training_page.py                          # 2 x 64, 600 steps, tiny shakespeare
     python bench/training_page.py --n-layer 4 --n-embd 128 --steps 500 --rounds 2
-    python bench/training_page.py --page '{"dtype": "float32", "eval_every": 300}'  # the page's preset
+    python bench/training_page.py --page '{}'              # the server's defaults instead
 
-The page's run is sent the model and the steps asked here on the numpy engine, and whatever
-`--page` adds; the rest is the server's defaults (train.py's own: float64, an evaluation every
-200 steps, a save every 100). The page's running-text preset (training.js TEXT_START) adds
-dtype float32 and an evaluation every 300 steps, as the `--page` line above. The command line runs
+The page's run is sent the model and the steps asked here on the numpy engine, and what
+`--page` adds: by default what the page's running-text preset adds (training.js TEXT_START and
+TEXT_DTYPE: dtype float32, an evaluation every 300 steps), so that both sides run what a user
+runs; the rest is the server's defaults (train.py's own: float64, an evaluation every 200
+steps, a save every 100). The command line runs
 `train.py --data-mode text --engine numpy --dtype float32 ... --eval-every 300 --save-every
 1500`, the recipe's. What each wrote is printed beside its time: the format of the checkpoint,
 its dtype and how many evaluations its log holds; for the page, what it said the run would
@@ -36,6 +37,7 @@ sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from 
 from common import child_env, shared_data  # noqa: E402
 
 POLL = 0.4  # seconds between the page's looks at a run (training.js)
+PRESET = {'dtype': 'float32', 'eval_every': 300}  # what training.js's running-text preset sends beside the model
 
 
 def main(argv=None):
@@ -45,7 +47,8 @@ def main(argv=None):
     p.add_argument('--n-embd', type=int, default=64, help="embedding width")
     p.add_argument('--steps', type=int, default=600, help="training steps of each run")
     p.add_argument('--rounds', type=int, default=1, help="page run then command-line run, this many times")
-    p.add_argument('--page', default='{}', help="JSON fields added to what the page sends")
+    p.add_argument('--page', default=json.dumps(PRESET), help="JSON fields added to what the page sends "
+                   "(default: the running-text preset's)")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("training_page: tinyshakespeare.txt not found (../shared/data/): skipped")

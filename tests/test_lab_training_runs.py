@@ -13,8 +13,13 @@ made-up times against the sum done by hand).
 Run: .venv/bin/python -m pytest -q tests/test_lab_training_runs.py
 """
 
+import importlib.util
+import os
+import re
+
 import pytest
 
+from conftest import REPO_DIR
 from labserver import live_server, post, request, wait_for_run
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import loss
@@ -133,3 +138,18 @@ def test_pace_takes_the_probes_step_time_while_the_numpy_engine_tries_its_ways()
     pace.see(5.5, [{'step': trial + 10, 'loss': 3.0}])
     pace.see(6.0, [{'step': trial + 20, 'loss': 3.0}])
     assert pace.estimate()["left"] == pytest.approx((100 - trial - 20) * 0.05)  # its own from there: 0.5 s, 10 steps
+
+
+def test_the_page_bench_sends_what_the_pages_running_text_preset_sends():
+    """bench/training_page.py compares the page with the command line as a user meets them: its
+    default fields beside the model are those training.js's running-text preset adds."""
+    web = os.path.join(REPO_DIR, 'microgpt', 'lab', 'web', 'training.js')
+    with open(web, encoding='utf-8') as f:
+        js = f.read()
+    preset = re.search(r'const TEXT_START = \{(.*?)\};', js, flags=re.S).group(1)
+    fields = dict(re.findall(r'(\w+): ([\d.]+)', preset))
+    dtype = re.search(r"const TEXT_DTYPE = '(\w+)';", js).group(1)
+    spec = importlib.util.spec_from_file_location('training_page', os.path.join(REPO_DIR, 'bench', 'training_page.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.PRESET == {'dtype': dtype, 'eval_every': int(fields['eval_every'])}
