@@ -49,11 +49,30 @@ def quiet(page, timeout_s=30):
         page.wait_for_timeout(10)
 
 
+def settled(page, idle_s=0.2, timeout_s=30):
+    """Until a watched_page has had no request in flight for idle_s: Playwright's network idle,
+    which waits 500 ms without one, with a spell long enough for lab.js's debounced requests
+    (100 or 150 ms after the event that asks) to have started."""
+    if not hasattr(page, 'in_flight'):  # a page not opened by watched_page: Playwright's own rule
+        page.wait_for_load_state('networkidle')
+        return
+    deadline, idle_from = time.monotonic() + timeout_s, None
+    while True:
+        if page.in_flight:
+            idle_from = None
+        elif idle_from is None:
+            idle_from = time.monotonic()
+        elif time.monotonic() - idle_from >= idle_s:
+            return
+        assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in page.in_flight]}"
+        page.wait_for_timeout(10)
+
+
 def open_page(page, server, name):
-    """Open the lab's page NAME and wait until it has drawn its first answer."""
+    """Open the lab's page NAME and wait until it has drawn its first answer and asked for no more."""
     page.goto(server.url + name)
     page.wait_for_selector('body[data-drawn]', state='attached')
-    page.wait_for_load_state('networkidle')
+    settled(page)
 
 
 def draws(page, selector='body'):

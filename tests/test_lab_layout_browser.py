@@ -16,7 +16,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 from labserver import live_server, post, wait_for_run
-from chromium import quiet, skip_without_a_browser
+from chromium import quiet, settled, skip_without_a_browser
 from pagelayout import check_layout
 from test_lab_browser import DRAWN, PAGES
 
@@ -51,7 +51,7 @@ def type_name(p, text):
     p.fill('#text', text)
     p.press('#text', 'Enter')
     p.wait_for_selector(f'table.heatmap th:has-text("{len(text)} {text[-1]}")')
-    p.wait_for_load_state('networkidle')  # and no later answer still to come: a redraw after a click drops it
+    settled(p)  # and no later answer still to come: a redraw after a click drops it
 
 
 @pytest.mark.parametrize('width', [390, 1920])  # the two ends of the range the pages must hold
