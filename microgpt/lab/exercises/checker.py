@@ -78,21 +78,24 @@ class Child:
         """cwd: the process's folder (the first job's workspace); every job's workspace, and it,
         are the folders whose growth the disk cap counts."""
         self.read_fd, write_fd = os.pipe()
+        # the runner waits on this pipe after each result until this process has looked at the
+        # disk, so that the next exercise's writes never count against the one just reported
+        ack_read, self.ack_fd = os.pipe()
         self.output = tempfile.TemporaryFile()
-        request = dict(request, report_fd=write_fd)
+        request = dict(request, report_fd=write_fd, ack_fd=ack_read)
         command = [sys.executable, '-I', '-c', BOOT.format(paths=import_paths(cwd)), json.dumps(request)]
         self.folders = sorted({cwd, *(w for w, _, _ in request.get('jobs', []))})
-        # what they hold before any code of the learner's runs: a baseline taken at a 'begin' event
-        # would be late by however long this process took to read it, the learner's writes in between
-        self.held_at_start = self.held()
-        config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd], 'memory': MEMORY_BYTES,
+        # what they hold before any code of the learner's runs, then after each result
+        self.held_before = self.held()
+        config = {'command': command, 'cwd': cwd, 'pass_fds': [write_fd, ack_read], 'memory': MEMORY_BYTES,
                   'file_size': OUTPUT_FILE_BYTES, 'disk': DISK_BYTES, 'disk_status': DISK_STATUS,
                   'folders': self.folders, 'seconds': seconds + 10}
         self.proc = subprocess.Popen(
             [sys.executable, '-I', SANDBOX, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output, cwd=cwd,
-            env=child_environment(), pass_fds=(write_fd,), start_new_session=True)
+            env=child_environment(), pass_fds=(write_fd, ack_read), start_new_session=True)
         os.close(write_fd)
+        os.close(ack_read)
         self.deadline = time.monotonic() + seconds
         self.buffer, self.received, self.killed = b'', 0, False
 
@@ -143,11 +146,19 @@ class Child:
         return sum(bytes_held(folder) for folder in self.folders)
 
     def took_the_disk(self):
-        """Whether those folders grew by more than DISK_BYTES since this process started, the
-        sandbox's own measure. The sandbox looks every DISK_POLL_S while the learner's code runs;
-        this is asked again at each result, since a few fast writes (posix_fallocate) can fall
-        between two of its looks."""
-        return self.held() - self.held_at_start > DISK_BYTES
+        """Whether those folders grew by more than DISK_BYTES while the exercise just reported
+        ran (since the last result, or the start). The sandbox looks every DISK_POLL_S, against
+        the start; this is asked again at each result, since a few fast writes (posix_fallocate)
+        can fall between two of its looks."""
+        return self.held() - self.held_before > DISK_BYTES
+
+    def go_on(self):
+        """Let the runner start the next exercise, from what the folders hold now."""
+        self.held_before = self.held()
+        try:
+            os.write(self.ack_fd, b'.')
+        except OSError:
+            pass  # the runner is gone: its end is reported from the events
 
     def stop(self):
         """The sandbox kills the runner and what it left (SIGTERM); then the whole group, in any case."""
@@ -166,6 +177,9 @@ class Child:
 
     def close(self):
         self.stop()
+        if self.ack_fd is not None:
+            os.close(self.ack_fd)
+            self.ack_fd = None
         if self.read_fd is not None:
             os.close(self.read_fd)
             self.output.close()
@@ -268,6 +282,7 @@ def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
                 if result['status'] == 'pass':
                     result = verdict.replay(current[1], event.get('calls'), runner.checks_for)
                 finish_checked(results, current[:2], result, on_event, before)
+                child.go_on()
                 workspace, _, stop = current
                 current, nxt = None, next(order, None)
                 if stop and result['status'] != 'pass':

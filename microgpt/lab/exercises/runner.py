@@ -6,8 +6,9 @@ workspace is never the first place Python looks for a module of the checker's).
 checker.py starts it (never the learner) with one JSON argument, and reads what it reports as
 JSON lines on a pipe of its own (the learner's prints never reach that pipe: harness.Bounded
 keeps them). A request is either
-    {"mode": "check", "report_fd": N, "seconds": S, "jobs": [[WORKSPACE, [numbers], stop], ...]}
-which checks the exercises of each workspace in order (stop: at the first not passed), or
+    {"mode": "check", "report_fd": N, "ack_fd": A, "seconds": S, "jobs": [[WORKSPACE, [numbers], stop], ...]}
+which checks the exercises of each workspace in order (stop: at the first not passed; after each
+result it waits for a byte on ack_fd, checker.py's go-ahead once it has measured the disk), or
     {"mode": "train", "report_fd": N, "seconds": S, "workspace": W, "steps": ..., ...}
 which is `exercises train` (trainer.py). Several workspaces in one process (the tests' wrong
 solutions, one workspace each) save a start of Python and numpy each.
@@ -135,6 +136,8 @@ def main(argv):
                 report(event='begin', n=n, workspace=workspace)
                 result = check_one(n, workspace, request['seconds'], cache)
                 report(event='result', n=n, workspace=workspace, **result)
+                if not os.read(request['ack_fd'], 1):  # checker.py has looked at the disk; b'': it is gone
+                    return 0
                 if stop and result['status'] != 'pass':
                     break
     report(event='done')
