@@ -50,6 +50,16 @@ def data_file(filename):
     return None
 
 
+def bench_script(name):
+    """bench/NAME.py loaded as a module, its main() not run: for the tests that hold a text or a
+    page to the figures a benchmark measures (its recipe's flags, the fields it sends)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(REPO_DIR, 'bench', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # A few dozen short names: enough to train on for a few steps, small enough to read.
 TINY_NAMES = """emma olivia ava isabella sophia mia charlotte amelia harper evelyn abigail emily
 elizabeth sofia avery ella scarlett grace chloe victoria riley aria lily aubrey zoey penelope

@@ -13,13 +13,12 @@ made-up times against the sum done by hand).
 Run: .venv/bin/python -m pytest -q tests/test_lab_training_runs.py
 """
 
-import importlib.util
 import os
 import re
 
 import pytest
 
-from conftest import REPO_DIR
+from conftest import REPO_DIR, bench_script
 from labserver import live_server, post, request, wait_for_run
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import loss
@@ -149,7 +148,4 @@ def test_the_page_bench_sends_what_the_pages_running_text_preset_sends():
     preset = re.search(r'const TEXT_START = \{(.*?)\};', js, flags=re.S).group(1)
     fields = dict(re.findall(r'(\w+): ([\d.]+)', preset))
     dtype = re.search(r"const TEXT_DTYPE = '(\w+)';", js).group(1)
-    spec = importlib.util.spec_from_file_location('training_page', os.path.join(REPO_DIR, 'bench', 'training_page.py'))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert bench.PRESET == {'dtype': dtype, 'eval_every': int(fields['eval_every'])}
+    assert bench_script('training_page').PRESET == {'dtype': dtype, 'eval_every': int(fields['eval_every'])}

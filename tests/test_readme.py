@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR, TINY_NAMES
+from conftest import REPO_DIR, TINY_NAMES, bench_script
 
 TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
 
@@ -463,12 +463,8 @@ def test_the_figure_check_finds_a_figure_nothing_measures():
 
 
 def bench_recipe(script):
-    """The train.py flags of a bench script's recipe ({'--steps': '12000', ...}), loaded from the file."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f'bench_{script}', os.path.join(REPO_DIR, 'bench', f'{script}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    flags = module.recipe_flags()
+    """The train.py flags of a bench script's recipe ({'--steps': '12000', ...})."""
+    flags = bench_script(script).recipe_flags()
     return dict(zip(flags[::2], flags[1::2]))
 
 

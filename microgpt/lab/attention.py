@@ -145,8 +145,8 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
         # only the what-if temperature may push them past it: a tiny one gives spread inf or nan
         with np.errstate(invalid='ignore', over='ignore'):
             stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
-    view.update(text=text, data_mode=mode, unit=unit(model.tokenizer), layer=layer, head=head, query=query, scale=scale, temperature=temperature,
-                head_dim=head_dim, n_head=model.config.n_head,
+    view.update(text=text, data_mode=mode, unit=unit(model.tokenizer), layer=layer, head=head, query=query,
+                scale=scale, temperature=temperature, head_dim=head_dim, n_head=model.config.n_head,
                 scaled=view['raw'] * (head_dim ** -0.5 if scale else 1.0),  # (t,)
                 labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
     return view

@@ -147,14 +147,16 @@ class Child:
 
     def took_the_disk(self):
         """Whether those folders grew by more than DISK_BYTES while the exercise just reported
-        ran (since the last result, or the start). The sandbox looks every DISK_POLL_S, against
-        the start; this is asked again at each result, since a few fast writes (posix_fallocate)
-        can fall between two of its looks."""
-        return self.held() - self.held_before > DISK_BYTES
+        ran (since the last result, or the start); what they hold now is where the next one is
+        measured from. The sandbox looks every DISK_POLL_S, against the start; this is asked
+        again at each result, since a few fast writes (posix_fallocate) can fall between two of
+        its looks."""
+        held, before = self.held(), self.held_before
+        self.held_before = held
+        return held - before > DISK_BYTES
 
     def go_on(self):
-        """Let the runner start the next exercise, from what the folders hold now."""
-        self.held_before = self.held()
+        """Let the runner start the next exercise (it waits after each result on the ack pipe)."""
         try:
             os.write(self.ack_fd, b'.')
         except OSError:

@@ -6,7 +6,8 @@ workspace is never the first place Python looks for a module of the checker's).
 checker.py starts it (never the learner) with one JSON argument, and reads what it reports as
 JSON lines on a pipe of its own (the learner's prints never reach that pipe: harness.Bounded
 keeps them). A request is either
-    {"mode": "check", "report_fd": N, "ack_fd": A, "seconds": S, "jobs": [[WORKSPACE, [numbers], stop], ...]}
+    {"mode": "check", "report_fd": N, "ack_fd": A, "seconds": S,
+     "jobs": [[WORKSPACE, [numbers], stop], ...]}
 which checks the exercises of each workspace in order (stop: at the first not passed; after each
 result it waits for a byte on ack_fd, checker.py's go-ahead once it has measured the disk), or
     {"mode": "train", "report_fd": N, "seconds": S, "workspace": W, "steps": ..., ...}
