@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from common import REPO_DIR, shared_data
+from common import REPO_DIR, processor, shared_data
 
 sys.path.insert(0, REPO_DIR)
 from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges  # noqa: E402
@@ -50,15 +50,6 @@ def recount_merges(texts, n_merges):
                     i += 1
             seqs[s] = out
     return merges
-
-
-def processor():
-    try:
-        out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
-    except OSError:
-        return 'unknown processor'
-    return next((line.split(':', 1)[1].strip() for line in out.splitlines() if line.startswith('Model name')),
-                'unknown processor')
 
 
 def main():

@@ -4,6 +4,7 @@ processes run in. (Each script runs with bench/ on sys.path, as `python bench/NA
 """
 
 import os
+import subprocess
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,3 +24,16 @@ def child_env(**variables):
     bugs; users' machines do not, and they slow numpy's matrix products."""
     env = {k: v for k, v in os.environ.items() if k not in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')}
     return dict(env, **variables)
+
+
+def processor():
+    """lscpu's model name (with its family, model and AVX-512), or platform's: every figure
+    names the processor it was measured on."""
+    try:
+        out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
+        field = {k.strip(): v.strip() for k, _, v in (line.partition(':') for line in out.splitlines())}
+        avx512 = ', AVX-512' if 'avx512f' in field.get('Flags', '').split() else ''
+        return f"{field['Model name']} (family {field.get('CPU family', '?')} model {field.get('Model', '?')}{avx512})"
+    except (OSError, KeyError):
+        import platform
+        return platform.processor() or 'unknown'

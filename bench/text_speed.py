@@ -64,7 +64,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
 
-from common import child_env, shared_data  # noqa: E402
+from common import child_env, processor, shared_data  # noqa: E402
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
@@ -433,18 +433,6 @@ def report(r):
         print(f"  {best} against {torch_name}: {medians[torch_name] / medians[best]:.2f}x step for step "
               f"(largest loss difference {diff:.1e}, float32 both)")
     print(f"  peak memory of this child: {r['rss'] / 2 ** 20:.0f} MiB (every model and products array above)")
-
-
-def processor():
-    """lscpu's model name, or platform's, for the line above the figures."""
-    try:
-        out = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
-        field = {k.strip(): v.strip() for k, _, v in (line.partition(':') for line in out.splitlines())}
-        avx512 = ', AVX-512' if 'avx512f' in field.get('Flags', '').split() else ''
-        return f"{field['Model name']} (family {field.get('CPU family', '?')} model {field.get('Model', '?')}{avx512})"
-    except (OSError, KeyError):
-        import platform
-        return platform.processor() or 'unknown'
 
 
 def main(argv=None):

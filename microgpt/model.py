@@ -182,14 +182,20 @@ class GPT:
         return [[] for _ in range(self.config.n_layer)], [[] for _ in range(self.config.n_layer)]
 
     def next_logits_fn(self):
-        """A fresh next_logits(token_ids) -> vocab_size floats, for sampling.py: it keeps its own
-        KV cache and feeds gpt() only the positions it has not seen yet (after a prompt, several)."""
-        keys, values = self.empty_cache()
+        """A fresh next_logits(token_ids) -> vocab_size floats, for sampling.py. It keeps its own
+        KV cache and feeds gpt() only the positions it has not seen yet (after a prompt, several).
+        Ids that do not continue what it was fed (the sampler's window jumped on, so every token
+        sits at a new position) start a fresh cache."""
+        fed, (keys, values), last = [], self.empty_cache(), None
 
         def next_logits(token_ids):
-            for pos_id in range(len(keys[0]), len(token_ids)):
-                logits = self.gpt(token_ids[pos_id], pos_id, keys, values)
-            return [l.data for l in logits]
+            nonlocal fed, keys, values, last
+            if token_ids[:len(fed)] != fed:
+                fed, (keys, values) = [], self.empty_cache()
+            for pos_id in range(len(fed), len(token_ids)):
+                last = [l.data for l in self.gpt(token_ids[pos_id], pos_id, keys, values)]
+                fed.append(token_ids[pos_id])
+            return last
         return next_logits
 
     def weights(self):

@@ -15,16 +15,14 @@ same generator, so the same seed gives the same names: `sample_names(model, num=
 arguments are trusted: sample.py and the lab check the prompt and the settings first.
 
 Past the block (`generate`, running text of any length): the model has block_size position
-embeddings and no vector beyond, so it is shown only the last block_size tokens, as positions
-0 .. block_size - 1 again, a sliding window; each token is drawn as a name's are, so with a
-window as long as the text so far this IS ordinary sampling (docs/reading-guide.md, "Why the
-model cannot see further back").
+embeddings and no vector beyond, so it is shown a window of at most block_size tokens, as
+positions 0 .. block_size - 1. The window grows while the cache keeps its keys and values; once
+full, it jumps on by half a block and is fed again. With a window as long as the text so far,
+this IS ordinary sampling (docs/reading-guide.md, "Why the model cannot see further back").
 """
 
 import math
 import random
-
-from .model import GPT
 
 TEMPERATURE = 0.5  # microgpt's: typical names with a little invention (train.py's samples, sample.py's default)
 
@@ -96,55 +94,29 @@ def sample_names(model, num=20, temperature=TEMPERATURE, seed=42, prompt='', top
 
 
 # ---------------------------------------------------------------------------- past the block
-def window_next_logits(model):
-    """next_logits(window) for the scalar GPT: gpt() calls for what the cache lacks.
-
-    While the window only grows (it starts at the prompt and gains one token per step), the
-    cache holds its first positions and only the new token is fed. Once it slides, every token
-    sits one position earlier than when its key and value were computed, so the cache is
-    emptied and the whole window fed again, positions 0 .. len(window) - 1.
-    """
-    fed = []  # the tokens whose keys and values the cache holds, position by position
-    cache = model.empty_cache()
-    last = None  # the logits after `fed`
-
-    def next_logits(window):
-        nonlocal fed, cache, last
-        if window[:len(fed)] != fed:  # the window slid: no cached position is where it was
-            fed, cache = [], model.empty_cache()
-        # note: a window that slid onto the very same tokens (a run of one character) is the
-        # window already fed, position for position: its logits are the last ones
-        for pos_id in range(len(fed), len(window)):
-            last = [l.data for l in model.gpt(window[pos_id], pos_id, *cache)]
-            fed.append(window[pos_id])
-        return last
-    return next_logits
-
-
-def window_logits_fn(model):
-    """A fresh next_logits(window) for either engine: the scalar GPT's rebuilds its cache when
-    the window slides; the numpy port's (next_logits_fn) recomputes whatever window it gets."""
-    return window_next_logits(model) if isinstance(model, GPT) else model.next_logits_fn()
-
-
 def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=None, stop_at_bos=False):
     """Yield the text of up to `length` tokens drawn after prompt_ids (characters, with the
     character tokenizer), one token at a time, as each is made.
 
-    The model sees the last block_size tokens of prompt + text so far (prompt_ids: at least
-    one). stop_at_bos: end early when the model draws BOS (a names model's end of a name);
-    otherwise BOS is left out of the draw: running text never contains it, and BOS is the last
-    id, so the draw is over the characters' logits alone.
+    The model sees a window of at most block_size tokens: the prompt's last ones and what was
+    drawn since. When the window is full it jumps: it keeps its last half and grows again.
+    stop_at_bos: end early when the model draws BOS (a names model's end of a name); otherwise
+    BOS is left out of the draw: running text never contains it, and BOS is the last id, so the
+    draw is over the characters' logits alone.
     """
     tokenizer, block_size = model.tokenizer, model.config.block_size
-    next_logits = window_logits_fn(model)
-    context, piece = list(prompt_ids), tokenizer.decoder()  # piece: a token's text, when complete
+    next_logits = model.next_logits_fn()
+    window, piece = list(prompt_ids)[-block_size:], tokenizer.decoder()  # piece: a token's text, when complete
     n_draw = tokenizer.vocab_size if stop_at_bos else tokenizer.bos  # ids 0 .. n_draw - 1
     for _ in range(length):
-        window = context[-block_size:]  # the sliding window: positions 0 .. block_size - 1
         probs = probabilities(next_logits(window)[:n_draw], temperature, top_k)
         token_id = draw(probs, rng, temperature)
         if token_id == tokenizer.bos:
             return
-        context.append(token_id)
+        window.append(token_id)
+        if len(window) > block_size:
+            # note: sliding one token would move every token to a new position, so every key and
+            # value in the cache would go stale and each token would cost a whole window. The
+            # jump costs one window every half block, and the model always sees half a block.
+            window = window[block_size // 2 + 1:]  # the last (block_size + 1) // 2 tokens
         yield piece(token_id)

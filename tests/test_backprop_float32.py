@@ -98,8 +98,8 @@ def test_threads_are_the_users_when_set_and_measured_otherwise(monkeypatch):
     assert threads.choose_threads(trainer, 2, requested=2) == (trainer, '2 (--threads)')
     monkeypatch.delenv('OPENBLAS_NUM_THREADS')
     monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
-    if threads._openblas() is None:
-        pytest.skip("this numpy's BLAS is not OpenBLAS: its threads cannot be set")
+    if threads.get_threads() is None:
+        pytest.skip("threadpoolctl finds no BLAS in this numpy: its threads cannot be set")
     if threads.cores() == 1:
         pytest.skip("one core: nothing to choose")
     trial, said = threads.choose_threads(trainer, 2)
@@ -109,8 +109,8 @@ def test_threads_are_the_users_when_set_and_measured_otherwise(monkeypatch):
         trial.step(text.train_windows(ids, 16, 2, seed=0, step=step), LR)
     count = int(trial.chosen.split()[1])
     assert trial.chosen.startswith('threads: ') and 'measured' in trial.chosen and count in (1, threads.cores())
-    _, get = threads._openblas()
-    assert get() == (1 if 'in each of' in trial.chosen else count)  # what it said is what OpenBLAS now runs with
+    get = threads.get_threads
+    assert get() == (1 if 'in each of' in trial.chosen else count)  # what it said is what the BLAS now runs with
     assert trainer.workers == (threads.cores() if 'in each of' in trial.chosen else 1)
     assert trial.weights() is not None and trial.config is trainer.config  # the trainer, to the loop
     threads.set_threads(1)
@@ -123,8 +123,8 @@ def test_a_trial_trains_the_float64_losses_of_one_thread(monkeypatch):
     (the split adds the same numbers in another order), and so are the steps after."""
     monkeypatch.delenv('OPENBLAS_NUM_THREADS', raising=False)
     monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
-    if threads._openblas() is None or threads.cores() == 1:
-        pytest.skip("no OpenBLAS threads to set, or one core")
+    if threads.get_threads() is None or threads.cores() == 1:
+        pytest.skip("no BLAS threads to set, or one core")
     one, ids = make('float64')
     trial, _ = threads.choose_threads(make('float64')[0], 4)
     threads.set_threads(1)

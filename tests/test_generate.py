@@ -1,8 +1,8 @@
 """
-Generation past the block (microgpt/sampling.py, sample.py --length): a sliding window of the
-last block_size tokens. With a window at least as long as the text so far it is ordinary
-sampling, draw for draw; past the block, the scalar engine (its KV cache rebuilt for each new
-window) and the numpy port (the window's forward) give the same logits and the same text.
+Generation past the block (microgpt/sampling.py, sample.py --length): a window of at most
+block_size tokens that jumps on by half a block when full. With a window at least as long as
+the text so far it is ordinary sampling, draw for draw; past the block, the scalar engine and
+the numpy port, each with its KV cache, give the whole window's logits and the same text.
 
 Run: .venv/bin/python -m pytest -q tests/test_generate.py
 """
@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import inference
+from microgpt.tokenizer import CharTokenizer
 from microgpt.programs import cli, sample, train
 from microgpt import load_checkpoint
-from microgpt.sampling import generate, window_next_logits
-from microgpt.sampling import sample_name
+from microgpt.model import GPTConfig, init_weights
+from microgpt.sampling import generate, sample_name
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
          "He had seen storms before; this one, he thought, would not be the last.\n") * 6
@@ -48,25 +49,62 @@ def test_with_a_window_as_long_as_the_text_it_is_ordinary_sampling(tiny_ckpt):
             assert prompt + ''.join(drawn) == expected
 
 
-def test_the_scalar_windows_logits_are_the_ports_past_the_block(text_ckpt):
-    model = load_checkpoint(text_ckpt)
-    port = inference.load_checkpoint(text_ckpt)
-    ids = model.tokenizer.encode(PROSE[:30])
-    scalar = window_next_logits(model)
-    for end in range(1, len(ids) + 1):
-        window = ids[max(0, end - 8):end]  # grows to the block, then slides one token a step
-        np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
+class Watched:
+    """A model whose next_logits calls are written down: (the window, the logits it gave)."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+        self.config, self.tokenizer = model.config, model.tokenizer
+
+    def next_logits_fn(self):
+        next_logits = self.model.next_logits_fn()
+
+        def watched(window):
+            logits = next_logits(window)
+            self.calls.append((list(window), logits))
+            return logits
+        return watched
 
 
-def test_a_window_that_slides_onto_the_same_tokens_keeps_its_logits(text_ckpt):
-    """A run of one character: the slid window is the very window already fed (the scalar
-    cache returned nothing then, an UnboundLocalError, where the text had no newline)."""
-    model = load_checkpoint(text_ckpt)
-    port = inference.load_checkpoint(text_ckpt)
-    window = model.tokenizer.encode('e' * 8)  # the block of 8, full, then slid by one 'e'
-    scalar = window_next_logits(model)
-    for _ in range(3):
-        np.testing.assert_allclose(scalar(window), port.next_logits_fn()(window), rtol=0, atol=LOGIT_TOL)
+def generated_windows(model, length, prompt_ids, seed=0):
+    """Every (window, logits) of one generation of `length` tokens at temperature 1."""
+    watched = Watched(model)
+    text = list(generate(watched, length, random.Random(seed), 1.0, prompt_ids))
+    assert len(text) == length
+    return watched.calls
+
+
+def test_the_cached_port_gives_the_whole_windows_logits_past_the_block():
+    """300 positions of a block-64 model: each cached call's logits are the uncached forward's
+    of the same window, to 1e-12 (float64), and the window grows to the block, then jumps."""
+    config = GPTConfig(vocab_size=30, n_layer=2, n_embd=16, n_head=4, block_size=64)
+    port = inference.NumpyGPT(config, init_weights(config, seed=3), tokenizer=CharTokenizer('abcdefghijklmnopqrstuvwxyz .\n'))
+    uncached = port.next_logits_fn(cached=False)
+    calls = generated_windows(port, 300, [0, 1, 2])
+    lengths = [len(window) for window, _ in calls]
+    assert lengths[:62] == list(range(3, 65)) and max(lengths) == 64 and lengths[62] == 32, lengths[:70]
+    for window, logits in calls:
+        np.testing.assert_allclose(logits, uncached(window), rtol=0, atol=1e-12)
+
+
+def test_the_scalar_cache_gives_the_ports_logits_past_the_block(text_ckpt):
+    model, port = load_checkpoint(text_ckpt), inference.load_checkpoint(text_ckpt)
+    uncached = port.next_logits_fn(cached=False)
+    calls = generated_windows(model, 30, model.tokenizer.encode('The'))
+    assert any(len(window) < len(calls[i - 1][0]) for i, (window, _) in enumerate(calls) if i)  # it jumped
+    for window, logits in calls:
+        np.testing.assert_allclose(logits, uncached(window), rtol=0, atol=LOGIT_TOL)
+
+
+def test_the_same_ids_again_keep_their_logits(text_ckpt):
+    """A window fed again as it is (a run of one character can jump onto the very window already
+    fed): both caches return its logits, and nothing is fed twice."""
+    window = load_checkpoint(text_ckpt).tokenizer.encode('e' * 8)
+    expected = inference.load_checkpoint(text_ckpt).next_logits_fn(cached=False)(window)
+    for model in (load_checkpoint(text_ckpt), inference.load_checkpoint(text_ckpt)):
+        next_logits = model.next_logits_fn()
+        for _ in range(3):
+            np.testing.assert_allclose(next_logits(window), expected, rtol=0, atol=LOGIT_TOL)
 
 
 def test_both_engines_write_the_same_text_past_the_block(text_ckpt):

@@ -220,6 +220,8 @@ def main(argv=None):
     # import only the command that runs: `autograd` and `loss` never load the numpy port
     if args.command == 'serve' or registry.get(args.command).numpy:
         cli.import_optional('inference', f"`lab {args.command}`")  # numpy, and the port beside it
+        from backprop.threads import for_generation
+        for_generation()  # the lab's products are a window's at most (the server's workers take one too)
     if args.command == 'serve':
         from . import serve
         return serve.run(args)

@@ -18,7 +18,7 @@ model's own probabilities, softmax(logits) at temperature 1, the ones the loss i
 from. The mean of those losses is exactly train.py's loss on this name (training.doc_loss) or
 window (inference.evaluate_windows). Last comes one continuation of TEXT, drawn with the same
 sampler as sample.py (a name until it ends, running text for CONTINUATION characters through
-sampling.generate's sliding window): --temperature changes only that continuation.
+sampling.generate's window): --temperature changes only that continuation.
 """
 
 import math
@@ -65,7 +65,7 @@ def predictions(model, text, top=5, mode='lines'):
 
 def continuation(model, text, temperature=TEMPERATURE, seed=42, mode='lines'):
     """TEXT and what the model draws after it, with sample.py's sampler: one whole name, or
-    CONTINUATION characters of running text through the sliding window (sample.py --length)."""
+    CONTINUATION characters of running text through sampling.generate's window (sample.py --length)."""
     if mode == 'text':
         ids = model.tokenizer.encode(text)
         return text + ''.join(generate(model, CONTINUATION, random.Random(seed), temperature, ids))

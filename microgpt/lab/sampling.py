@@ -19,7 +19,7 @@ every seed. The web lab's Sampling page draws the same `compute`; `render` is th
 A model of running text (train.py --data-mode text) reads no BOS: the distribution is of the
 character after the prompt's last block_size characters (after a newline for an empty prompt,
 as sample.py starts), over the characters alone (BOS is never drawn in running text), and each
-setting draws --num continuations of --length characters through sampling.generate's sliding
+setting draws --num continuations of --length characters through sampling.generate's
 window: exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
@@ -44,7 +44,7 @@ from .rowstats import entropy_bits
 def context(model, prompt, mode='lines'):
     """The token ids the model reads before the next character: [BOS] + PROMPT (a name's start,
     at most block_size - 1 characters), or for running text the PROMPT's ids (any length: the
-    sliding window shows the model its last block_size; an empty prompt starts after a newline,
+    window shows the model at most its last block_size; an empty prompt starts after a newline,
     or at the first character of a text that has none, as sample.py starts)."""
     tok = model.tokenizer
     if mode != 'text':
@@ -119,7 +119,7 @@ def draws(model, prompt, temperatures, top_k, num, seed):
 def continuations(model, prompt, temperatures, top_k, num, length, seed):
     """{(temperature, top_k or None): [texts]}: at each setting `num` continuations of `length`
     characters after the prompt, each setting from a generator seeded afresh with `seed`, one
-    after the other through sampling.generate's sliding window: sample.py's own texts."""
+    after the other through sampling.generate's window: sample.py's own texts."""
     ids = context(model, prompt, 'text')
     out = {}
     for t, k in settings_of(temperatures, top_k, model.tokenizer.bos):  # BOS is never drawn

@@ -221,9 +221,8 @@ def start_worker(server_pid):
     for name in ('SIGINT', 'SIGHUP'):
         if hasattr(signal, name):  # Windows has no SIGHUP
             signal.signal(getattr(signal, name), signal.SIG_IGN)
-    from backprop.threads import set_threads, user_threads
-    if user_threads()[0] is None:
-        set_threads(1)
+    from backprop.threads import for_generation
+    for_generation()
     threading.Thread(target=exit_with, args=(server_pid,), daemon=True).start()
 
 

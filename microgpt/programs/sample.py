@@ -8,7 +8,7 @@ Generate names, or running text, from a trained checkpoint.
 
 main() reads as three stages: settle the flags, read the checkpoint (one record: config,
 vocabulary and data mode), generate with microgpt/sampling.py, names that end at BOS or text
-of any length through a sliding window. Either engine gives the same text for the same seed,
+of any length through a window that jumps on when full. Either engine gives the same text for the same seed,
 so the engine is a matter of speed: the Value engine for a model as small as train.py's
 default (it is the lesson, and as fast there), the numpy port above. Each name or character is
 printed as soon as it is made, so Ctrl-C keeps what was already printed.
@@ -110,10 +110,11 @@ def main(argv=None):
 
 
 def text_positions(prompt_length, length, block_size):
-    """How many gpt() calls the Value engine makes for `length` characters after a prompt: one a
-    character while the window grows, the whole window again for each once it slides."""
+    """About how many gpt() calls the Value engine makes for `length` tokens after a prompt: one
+    a token while the window grows; once full, a whole window for every block_size // 2 + 1
+    tokens (sampling.generate's window keeps its last half when it jumps, and is fed again)."""
     total = prompt_length + length
-    return min(total, block_size) + max(0, total - block_size) * block_size
+    return min(total, block_size) + max(0, total - block_size) * block_size // (block_size // 2 + 1)
 
 
 def model_for(config, weights, tokenizer, engine=None, positions=0):
@@ -131,6 +132,8 @@ def model_for(config, weights, tokenizer, engine=None, positions=0):
             engine, faster = 'scalar', "install numpy (pip install numpy)"
     if engine == 'numpy':
         inference = cli.import_optional('inference', "--engine numpy")
+        from backprop.threads import for_generation
+        for_generation()  # one position's products: more BLAS threads only wait, on a busy core too
         return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
     model = GPT.from_weights(config, weights, tokenizer)
     if n_params > SCALAR_UP_TO and positions:

@@ -18,78 +18,70 @@ under load and 7.7 s with one). So train.py's numpy engine decides:
     pauses of SPIN, and the first step starts at once (timing passes of their own before it
     took 3.2 s of the Shakespeare recipe's start on an AMD EPYC).
 
-The count is set through OpenBLAS's own openblas_set_num_threads, found in the library numpy
-loaded (its name differs between builds: scipy-openblas in numpy's wheels, plain OpenBLAS in
-a distribution's numpy). Where it cannot be found (another BLAS), nothing is changed and the
-resolved config line says so.
+The count is set through threadpoolctl, which finds the BLAS library numpy loaded (OpenBLAS
+in numpy's wheels, MKL or BLIS elsewhere). Where it finds none, nothing is changed and the
+resolved config line says so. Generating (sample.py, the lab) simply takes one thread, unless the
+user chose: its products are one position wide (for_generation).
 """
 
 import contextlib
-import ctypes
 import functools
 import os
 import statistics
 import time
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 
 # OpenBLAS's threads keep spinning for about 0.1 s after their last product (2^28 cycles, its
 # THREAD_TIMEOUT), on the cores the next way would use: the way after them waits this long
 SPIN = 0.15
 
-# openblas_set_num_threads under the names the builds of OpenBLAS that numpy ships with use
-SETTERS = ('scipy_openblas_set_num_threads64_', 'scipy_openblas_set_num_threads',
-           'openblas_set_num_threads64_', 'openblas_set_num_threads')
-GETTERS = ('scipy_openblas_get_num_threads64_', 'scipy_openblas_get_num_threads',
-           'openblas_get_num_threads64_', 'openblas_get_num_threads')
-
 
 @functools.cache
-def _openblas():
-    """(set, get) functions of the OpenBLAS numpy loaded, or None (looked for once: each
-    evaluation and each way the trial tries sets the threads)."""
+def _blas():
+    """The BLAS libraries numpy loaded, as threadpoolctl's controller, or None where it finds
+    none (looked for once: each evaluation and each way the trial tries sets the threads)."""
     np.ones((2, 2)) @ np.ones((2, 2))  # make sure the library is loaded
-    try:
-        with open('/proc/self/maps') as f:
-            paths = {line.split()[-1] for line in f if 'openblas' in line.lower() and '/' in line}
-    except OSError:  # not Linux: look in the process itself (a static or already-loaded build)
-        paths = {None}
-    for path in sorted(paths, key=str):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        setter = next((getattr(lib, n) for n in SETTERS if hasattr(lib, n)), None)
-        getter = next((getattr(lib, n) for n in GETTERS if hasattr(lib, n)), None)
-        if setter is not None and getter is not None:
-            setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
-            return setter, getter
-    return None
+    blas = ThreadpoolController().select(user_api='blas')
+    return blas if blas.lib_controllers else None
 
 
 def set_threads(n):
-    """Set OpenBLAS's thread count to n; False if this numpy's BLAS cannot be told."""
-    blas = _openblas()
+    """Set the BLAS thread count to n; False if this numpy's BLAS cannot be told."""
+    blas = _blas()
     if blas is None:
         return False
-    blas[0](n)
+    blas.limit(limits=n)
     return True
+
+
+def get_threads():
+    """The BLAS thread count now, or None where threadpoolctl finds no BLAS."""
+    blas = _blas()
+    return blas.info()[0]['num_threads'] if blas else None
 
 
 @contextlib.contextmanager
 def blas_threads(n):
-    """OpenBLAS at n threads inside the `with`, and as it was after (unchanged where this
-    numpy's BLAS cannot be told): for work that spreads itself over Python threads."""
-    blas = _openblas()
-    before = blas[1]() if blas else None
-    if blas:
-        blas[0](n)
+    """BLAS at n threads inside the `with`, and as it was after (unchanged where this numpy's
+    BLAS cannot be told): for work that spreads itself over Python threads."""
+    before = get_threads()
+    set_threads(n)
     try:
         yield
     finally:
-        if blas:
-            blas[0](before)
+        if before is not None:
+            set_threads(before)
+
+
+def for_generation():
+    """One BLAS thread for sampling and the lab, unless the user chose a count in the
+    environment: a generated token's products are one row, too small to share, and a thread
+    per core waits on every core, a busy one too (bench/sampling_speed.py)."""
+    if user_threads()[0] is None:
+        set_threads(1)
 
 
 def cores():
@@ -119,10 +111,9 @@ def choose_threads(trainer, batch_size, requested=None):
     'timed on the first 27 steps: 1 thread, 2 threads, 2 workers'.
     """
     n, source = user_threads(requested)
-    blas = _openblas()
-    if blas is None:
-        return trainer, (f"{n} ({source})" if n else "as the BLAS library chooses (not OpenBLAS: cannot set it)")
-    set_to, _ = blas
+    if _blas() is None:
+        return trainer, (f"{n} ({source})" if n else "as the BLAS library chooses (threadpoolctl finds none to set)")
+    set_to = set_threads
     if n:
         set_to(n)
         trainer.use_workers(1)

@@ -66,9 +66,11 @@ def attention_head(q, keys, values, scale=True):
     return out, logits, weights
 
 
-def causal_mask(T):
-    """True where key position j lies in the future of query position i (j > i)."""
-    return np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T)
+def causal_mask(T, start=0):
+    """True where key position j lies in the future of query position i (j > i): T queries at
+    positions start .. start + T - 1 against keys 0 .. start + T - 1 (start > 0: the keys of a
+    KV cache come first)."""
+    return np.triu(np.ones((T, start + T), dtype=bool), k=start + 1)  # (T, start + T)
 
 
 def masked_attention(q, k, v):

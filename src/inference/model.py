@@ -124,6 +124,28 @@ def finite_forward(method):
     return checked
 
 
+# ---------------------------------------------------------------------------- the KV cache
+class KVCache:
+    """What gpt()'s keys and values lists hold, as arrays: each layer's keys and values of the
+    positions fed so far, (B, n_head, length, head_dim). forward_batch(idx, cache) reads them
+    and appends idx's, so a generated token costs one position's work, not the window's."""
+
+    def __init__(self, n_layer):
+        self.keys, self.values = [None] * n_layer, [None] * n_layer
+        self.length = 0  # positions held: the next one fed is at this position
+
+    def extend(self, li, k, v):
+        """Layer li's keys and values with k, v (B, H, T, D) appended: (B, H, length + T, D)
+        each. The last layer's call moves `length` on."""
+        if self.keys[li] is not None:
+            k = np.concatenate([self.keys[li], k], axis=2)    # (B, H, length + T, D)
+            v = np.concatenate([self.values[li], v], axis=2)  # (B, H, length + T, D)
+        self.keys[li], self.values[li] = k, v
+        if li == len(self.keys) - 1:
+            self.length = k.shape[2]
+        return k, v
+
+
 # ---------------------------------------------------------------------------- the model
 class NumpyGPT:
     """microgpt's GPT over float64 arrays, for whole sequences. No gradients: inference only.
@@ -211,16 +233,21 @@ class NumpyGPT:
         return logits, captures
 
     @finite_forward
-    def forward_batch(self, idx):
+    def forward_batch(self, idx, cache=None):
         """The same logits as forward(), for B sequences of one length T at once, with attention
         as one masked softmax per head: logits (B, T, vocab_size).
 
-        idx: (B, T) token ids, T <= block_size. Steps 1, 3 and 4 are forward()'s with a leading
-        batch axis; step 2 scores every (i, j) pair and masks the future ones to -inf instead of
-        looping over query positions, and each sequence attends to its own positions only.
+        idx: (B, T) token ids. Steps 1, 3 and 4 are forward()'s with a leading batch axis; step 2
+        scores every (i, j) pair and masks the future ones to -inf instead of looping over query
+        positions, and each sequence attends to its own positions only.
+        cache: a KVCache of the positions fed before these (generation), or None (positions start
+        at 0). With a cache, idx's positions follow the cached ones: each attends to every cached
+        key and to its own earlier ones, and the cache keeps idx's keys and values for next time.
+        Either way the positions must fit the block.
         """
         cfg, sd = self.config, self.weights
-        idx = self._check_ids(idx, batch=True)  # (B, T), every row checked
+        start = 0 if cache is None else cache.length  # the position of idx's first column
+        idx = self._check_ids(idx, batch=True, start=start)  # (B, T), every row checked
         B, T = idx.shape
         H, D = cfg.n_head, cfg.head_dim
 
@@ -228,15 +255,17 @@ class NumpyGPT:
             return x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
 
         # 1) token plus position
-        x = rmsnorm(sd['wte'][idx] + sd['wpe'][:T])  # (B, T, n_embd)
-        future = causal_mask(T)                      # (T, T): True where j > i
+        x = rmsnorm(sd['wte'][idx] + sd['wpe'][start:start + T])  # (B, T, n_embd)
+        future = causal_mask(T, start)                              # (T, start + T): True where j > i
         for li in range(cfg.n_layer):
             # 2) attention, every sequence, head and position at once
             x_residual = x
             x = rmsnorm(x)                                                   # (B, T, n_embd)
             q, k, v = (heads(linear(x, sd[f'layer{li}.attn_w{n}'])) for n in 'qkv')  # (B, H, T, D) each
-            att = (q @ k.swapaxes(-1, -2)) * D ** -0.5                       # (B, H, T, T)
-            att = softmax(np.where(future, -np.inf, att))                    # (B, H, T, T)
+            if cache is not None:
+                k, v = cache.extend(li, k, v)                                # (B, H, start + T, D) each
+            att = (q @ k.swapaxes(-1, -2)) * D ** -0.5                       # (B, H, T, start + T)
+            att = softmax(np.where(future, -np.inf, att))                    # (B, H, T, start + T)
             x_attn = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, H * D)    # (B, T, n_embd)
             x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual        # (B, T, n_embd)
             # 3) MLP
@@ -262,22 +291,35 @@ class NumpyGPT:
         targets = np.asarray(token_ids[1:n + 1])         # (n,): the token after each position
         return float(cross_entropy(logits, targets).mean())
 
-    def next_logits_fn(self):
-        """A next_logits(token_ids) for microgpt.sampling: the last position's logits as floats.
+    def next_logits_fn(self, cached=True):
+        """A fresh next_logits(token_ids) for microgpt/sampling.py: the last position's logits as
+        floats, the same as the scalar GPT's.
 
-        No KV cache: every call recomputes the whole prefix, with the vectorised forward. That
-        repeats work the scalar engine caches, and is still much faster, because each step is
-        a few numpy calls. (The loop forward() would give the same names, only slower.)
+        Cached (the default): it keeps a KVCache of the ids it was fed, and computes only the
+        positions it has not seen, one per generated token (a prompt's several at once), as
+        gpt() does. Ids that no longer start with what it was fed (the sampler's window jumped
+        on) start a fresh cache. cached=False recomputes all of token_ids every call: the
+        reference the cache is checked against (tests/test_generate.py), and what
+        bench/sampling_speed.py compares it with.
         """
+        fed, cache, last = [], KVCache(self.config.n_layer), None
+
         def next_logits(token_ids):
-            # an overflow is a one-line DivergedModelError, raised by forward_batch itself
-            logits = self.forward_batch([token_ids])[0]  # (T, vocab_size)
-            return logits[-1].tolist()
+            nonlocal fed, cache, last
+            if not cached:
+                return self.forward_batch([token_ids])[0, -1].tolist()  # (vocab_size,) as floats
+            if list(token_ids[:len(fed)]) != fed:  # not a continuation: no cached key is where it was
+                fed, cache = [], KVCache(self.config.n_layer)
+            new = list(token_ids[len(fed):])
+            if new:  # ids already fed (the same ids again) keep their logits
+                last = self.forward_batch([new], cache)[0, -1].tolist()  # (vocab_size,) as floats
+                fed += new
+            return last
         return next_logits
 
-    def _check_ids(self, token_ids, batch=False):
+    def _check_ids(self, token_ids, batch=False, start=0):
         """token_ids as an int array (T,), or with batch=True (B, T), each row checked in the one
-        array; or a one-line UserError saying what is wrong."""
+        array, its positions from `start` on; or a one-line UserError saying what is wrong."""
         cfg = self.config
         ids = np.asarray(token_ids)  # (T,), or (B, T)
         if ids.ndim != (2 if batch else 1) or ids.size == 0:
@@ -286,8 +328,8 @@ class NumpyGPT:
         if not np.issubdtype(ids.dtype, np.integer):
             raise UserError(f"token_ids must be ints, got {ids.dtype}")
         T = ids.shape[-1]
-        if T > cfg.block_size:
-            raise UserError(f"{T} tokens do not fit the block of {cfg.block_size} positions: "
+        if start + T > cfg.block_size:
+            raise UserError(f"{start + T} tokens do not fit the block of {cfg.block_size} positions: "
                             f"give at most {cfg.block_size}")
         bad = ids[(ids < 0) | (ids >= cfg.vocab_size)]  # (number of bad ids,)
         if len(bad):
