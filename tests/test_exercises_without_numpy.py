@@ -1,11 +1,11 @@
 """
-The exercises in a Python without the project's environment (the system's python3 in a fresh
-shell): the engine, the Value rung and weight decay are still checked, an exercise whose check
-needs numpy says so in one line with the environment's Python, and `status` never counts a pass
-as a failure because numpy is missing.
+The exercises in a Python without the project's environment (a fresh venv, or the system's
+python3 in a fresh shell): the engine, the Value rung and weight decay are still checked, an
+exercise whose check needs numpy says so in one line with the environment's Python, and
+`status` never counts a pass as a failure because numpy is missing.
 
-Each command runs as `python -S -s -E` (no site-packages, no user site, no PYTHON* variables) in
-a copy of the checkout, so neither numpy nor src/ is importable in the command's own process.
+Each command runs with the Python of a fresh venv (no packages at all) in a copy of the
+checkout, so neither numpy nor src/ is importable in the command's own process.
 """
 
 import os
@@ -19,14 +19,17 @@ from conftest import REPO_DIR
 from microgpt.lab.exercises import catalog, workspace
 
 N = len(catalog.EXERCISES)
-BARE = [sys.executable, '-S', '-s', '-E']  # no site-packages, no user site, no PYTHON* variables
 NEEDS_NUMPY = [e.number for e in catalog.EXERCISES if e.needs_numpy]
+BARE = []  # the venv's python, once the checkout fixture has made it
 
 
 @pytest.fixture(scope='module')
 def checkout(tmp_path_factory):
     """A copy of the checkout (microgpt/, src/, pyproject.toml) with a workspace `ws` of the
-    reference solutions, where exercise 11 is a stub."""
+    reference solutions, where exercise 11 is a stub; and a fresh venv without packages."""
+    venv = tmp_path_factory.mktemp('venv')
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True)
+    BARE[:] = [str(venv / 'bin' / 'python')]
     folder = tmp_path_factory.mktemp('checkout')
     for name in ('microgpt', 'src'):
         shutil.copytree(os.path.join(REPO_DIR, name), folder / name, ignore=shutil.ignore_patterns('__pycache__'))
@@ -49,7 +52,7 @@ def test_that_python_really_lacks_numpy(checkout):
     assert result.returncode != 0 and 'numpy' in result.stderr
 
 
-@pytest.mark.parametrize('n', [8, 21])
+@pytest.mark.parametrize('n', [1, 8, 21])
 def test_the_value_rung_and_weight_decay_are_checked_without_numpy(checkout, n):
     result = bare(checkout, 'check', str(n))
     assert result.returncode == 0 and f'✓ {catalog.get(n).label}: passed' in result.stdout, result.stdout + result.stderr

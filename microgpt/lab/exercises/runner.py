@@ -23,6 +23,7 @@ A learner's function that hangs is stopped by harness.time_limit; one that escap
 Python itself) is stopped, or noticed, by checker.py, which then reports it in one line.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -94,7 +95,8 @@ class Stems:
         self.workspace = None
 
     def find_spec(self, name, path=None, target=None):
-        import importlib.util
+        # note: importlib.util is imported at the top. Imported here, in a Python that had not
+        # loaded it yet (a fresh venv), the import asked this finder first, which imported it...
         if path is None and self.workspace and name in STEMS:
             return importlib.util.spec_from_file_location(name, os.path.join(self.workspace, name + '.py'))
         return None
