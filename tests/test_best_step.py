@@ -75,5 +75,5 @@ def test_a_best_checkpoint_is_a_model_and_cannot_be_resumed(tmp_path, names_file
     with open(tmp_path / 'm.best.json', encoding='utf-8') as f:
         assert json.load(f)['train_state']['adam'] is None
     code, _, err = run(train.main, ['--out', str(tmp_path / 'm.best.json'), '--resume', '--steps', '9'], capsys)
-    assert_one_line_error(code, err, 'it cannot be resumed')
+    assert_one_line_error(code, err, 'it cannot be resumed; start a new run from it with --init')
     assert os.path.exists(tmp_path / 'm.best.json')

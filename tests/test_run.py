@@ -86,6 +86,46 @@ def test_a_fresh_run_over_a_trained_model_is_refused_unless_forced(tmp_path, nam
     assert [e['step'] for e in losses(log_of(out))] == [1, 2, 3]
 
 
+def trained_at(folder, name, names_file, capsys, *extra):
+    """A trained, resumable run at folder/name (its checkpoint, best file and log)."""
+    out = folder / name
+    assert run(train.main, train_args(names_file, out, '--steps', '4', '--eval-every', '2', *extra), capsys)[0] == 0
+    return out
+
+
+def test_a_fresh_run_never_takes_another_runs_checkpoint_for_its_best(tmp_path, names_file, capsys):
+    """A run whose checkpoint is x.best.json (an older microgpt let --out name it) is not the
+    best file of a fresh run at x.json: neither that run nor --force removes it or its log."""
+    other = trained_at(tmp_path / 'b', 'y.json', names_file, capsys)
+    for suffix in ('.json', '.log.jsonl'):  # moved to x.best.json as that older microgpt would have named it
+        os.rename(str(other)[:-5] + suffix, tmp_path / 'b' / f'x.best{suffix}')
+    os.remove(tmp_path / 'b' / 'y.best.json')
+    before = files_of(tmp_path / 'b')
+    for extra in ([], ['--force']):
+        code, stdout, err = run(train.main, train_args(names_file, tmp_path / 'b' / 'x.json', '--steps', '2', *extra),
+                                capsys)
+        assert_one_line_error(code, err, 'is the checkpoint of another run')
+        assert stdout == '' and files_of(tmp_path / 'b') == before
+    code, _, err = run(train.main, train_args(names_file, tmp_path / 'b' / 'x.best.json', '--resume', '--steps', '6'),
+                       capsys)
+    assert_one_line_error(code, err, 'where the run at')  # a best file's name is never a run's --out
+    assert files_of(tmp_path / 'b') == before
+
+
+def test_a_run_stopped_before_its_first_save_keeps_its_best_and_log(tmp_path, names_file, capsys):
+    """Killed after it saved r.best.json and before any r.json: a fresh run at r.json without
+    --force refuses, every byte kept; --force replaces them."""
+    out = trained_at(tmp_path, 'r.json', names_file, capsys)
+    os.remove(out)
+    before = files_of(tmp_path)
+    code, stdout, err = run(train.main, train_args(names_file, out, '--steps', '2'), capsys)
+    assert_one_line_error(code, err, 'r.best.json')
+    assert '--force' in err and stdout == '' and files_of(tmp_path) == before
+    assert run(train.main, train_args(names_file, out, '--steps', '2', '--force'), capsys)[0] == 0
+    assert read_checkpoint(str(out)).train_state.step == 2
+    assert [e['step'] for e in losses(log_of(out))] == [1, 2]
+
+
 @pytest.mark.parametrize('out, fragment', [
     ('', '--out is empty'),
     ('somedir/', 'is a directory'),

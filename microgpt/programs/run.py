@@ -61,6 +61,12 @@ class Output:
         if self.rank == 0:
             self.made = check_out(out, fresh, force, protected, what)  # the folders it made for --out
             self.log = open_locked_log(self.log_path, out)  # the lock first, then read what it guards
+            if what == '--out' and fresh and not force and not os.path.exists(out):
+                try:
+                    check_leftovers(out)
+                except UserError:
+                    self.__exit__()
+                    raise
 
     @classmethod
     def of_run(cls, flags):
@@ -158,14 +164,46 @@ def check_out(out, fresh, force, protected=(), what='--out'):
     if os.path.exists(target) and not is_our_checkpoint(target):
         raise UserError(f"{what} {out} exists and is not a microgpt checkpoint: it is never replaced; "
                         f"choose another {what} (or move that file away)")
-    if what == '--out' and os.path.exists(best) and not (os.path.isfile(best) and is_our_checkpoint(best)):
-        raise UserError(f"{best_path_for(out)}, where this run keeps its best validation's weights, exists and "
-                        f"is not a microgpt checkpoint: it is never replaced; move it away or choose another {what}")
+    if what == '--out':
+        check_best(out, target, best, resume=not fresh)
     if fresh and not force and os.path.exists(target):
         ways = ("continue it with --resume, write this run elsewhere with another --out"
                 if what == '--out' else "choose another target")
         raise UserError(f"{what} {out} already holds a trained model: {ways}, or replace it with --force")
     return made
+
+
+def check_best(out, target, best, resume):
+    """The best file beside --out is the run's own, or is refused, whatever the flags: it is
+    never another run's checkpoint, nor a file that is not a checkpoint; and a best file's name is
+    never a run's --out."""
+    stem, ext = os.path.splitext(target)
+    if stem.endswith('.best'):
+        then = (f"it cannot be resumed; start a new run from it with --init {out} and another --out" if resume
+                else "choose another --out")
+        raise UserError(f"--out {out}: a name ending in .best{ext} is where the run at {stem[:-5]}{ext} keeps its "
+                        f"best validation's weights, never a run's own checkpoint: {then}")
+    if os.path.exists(best) and not (os.path.isfile(best) and is_our_checkpoint(best)):
+        raise UserError(f"{best_path_for(out)}, where this run keeps its best validation's weights, exists and "
+                        "is not a microgpt checkpoint: it is never replaced; move it away or choose another --out")
+    if os.path.exists(best) and os.path.exists(log_path_for(best)):
+        raise UserError(f"{best_path_for(out)}, where this run would keep its best validation's weights, is the "
+                        f"checkpoint of another run (its log {log_path_for(best)} is beside it): it is never "
+                        "replaced; choose another --out, or move that run away")
+
+
+def check_leftovers(out):
+    """A fresh run without --force keeps what an earlier run at --out left where it saved no
+    checkpoint: its best file, or its log. (Checked under the lock: a run still going is
+    'another train.py is writing' instead.)"""
+    best, log = best_path_for(out), log_path_for(out)
+    if os.path.exists(best):
+        raise UserError(f"{best} holds the best weights of an earlier run at {out}, which saved no checkpoint: "
+                        f"sample from it with sample.py --ckpt {best}, write this run elsewhere with another "
+                        "--out, or replace it with --force")
+    if os.path.isfile(log) and os.path.getsize(log):
+        raise UserError(f"{log} holds the log of an earlier run at {out}, which saved no checkpoint: write this "
+                        "run elsewhere with another --out, or replace it with --force")
 
 
 # ---------------------------------------------------------------------------- the run, step by step
