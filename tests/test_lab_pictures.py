@@ -1,7 +1,7 @@
 """
-A lab command's picture (`--png FILE`, autograd's `--dot FILE`) is guarded like a checkpoint
-(microgpt/lab/pictures.py): never a file the command reads, never an existing file that is not a
-picture without --force, always written whole. And a running-text model's overview of a single
+A lab command's picture (`--png FILE`, autograd's `--dot FILE`) replaces only a picture of its
+kind (microgpt/lab/pictures.py), whatever the flags, directly or through a link: never a
+checkpoint, a best file, a log or a data file; and it is always written whole. And a running-text model's overview of a single
 character, which has no next character to score, is a page, not a traceback.
 
 Run: .venv/bin/python -m pytest -q tests/test_lab_pictures.py
@@ -19,7 +19,8 @@ from conftest import REPO_DIR
 from labserver import live_server, request
 from test_lab_hostile import assert_one_line, run_lab
 
-pytest.importorskip('matplotlib', reason="--png needs matplotlib: pip install -e '.[plot]'")
+pytestmark = pytest.mark.plot
+
 
 
 def digest(path):
@@ -36,42 +37,45 @@ def copied(tiny_ckpt, tmp_path):
     return str(ckpt), str(log)
 
 
-@pytest.mark.parametrize('target, words', [
-    ('{ckpt}', 'is the checkpoint'),
-    ('{log}', "is the checkpoint's log"),
-    ('{link}', 'is the checkpoint'),
-    ('{other}', 'exists and is not a PNG picture: it is not replaced'),
-])
-def test_a_picture_never_overwrites_what_the_command_reads_or_a_file_that_is_not_a_picture(
-        copied, tmp_path, capsys, target, words):
-    ckpt, log = copied
-    link, other = tmp_path / 'link.png', tmp_path / 'notes.png'
-    os.symlink(ckpt, link)
-    other.write_text('my notes\n')
-    before = {p: digest(p) for p in (ckpt, log, other)}
-    path = target.format(ckpt=ckpt, log=log, link=link, other=other)
-    status, out, err = run_lab(['overview', '--ckpt', ckpt, 'anna', '--png', path], capsys)
-    assert_one_line(status, err, words)
-    assert out == '' and {p: digest(p) for p in before} == before
+@pytest.fixture
+def trained(tmp_path, names_file, capsys):
+    """A trained run's files in tmp_path/w: its data, checkpoint, best file and log."""
+    from microgpt.programs import train
+    from test_cli import run
+    folder = tmp_path / 'w'
+    folder.mkdir()
+    data = folder / 'names.txt'
+    data.write_bytes(open(names_file, 'rb').read())
+    assert run(train.main, ['--data', str(data), '--out', str(folder / 'd.json'), '--steps', '4', '--eval-every', '2',
+                            '--n-embd', '8', '--n-head', '2', '--block-size', '12', '--num-samples', '0'], capsys)[0] == 0
+    return folder
 
 
-def test_lab_loss_never_draws_over_the_log_it_reads(copied, capsys):
-    _, log = copied
-    before = digest(log)
-    status, _, err = run_lab(['loss', log, '--png', log], capsys)
-    assert_one_line(status, err, 'is the training log')
-    assert digest(log) == before
+@pytest.mark.parametrize('command', ['overview', 'loss'])
+@pytest.mark.parametrize('flags', [[], ['--force']])
+def test_a_picture_replaces_only_a_picture(trained, capsys, command, flags):
+    """--png aimed at the run's checkpoint, best file, log or data, or at a file that is not a
+    picture, directly or through a link: refused in one line, every byte kept, --force or not."""
+    targets = ['d.json', 'd.best.json', 'd.log.jsonl', 'names.txt', 'notes.png']
+    (trained / 'notes.png').write_text('my notes\n')
+    for name in targets:
+        (trained / f'link-{name}.png').symlink_to(trained / name)
+    before = {name: digest(trained / name) for name in targets}
+    reads = ['overview', '--ckpt', str(trained / 'd.json'), 'anna'] if command == 'overview' else \
+            ['loss', str(trained / 'd.log.jsonl')]
+    for target in targets + [f'link-{name}.png' for name in targets]:
+        status, out, err = run_lab([*reads, '--png', str(trained / target), *flags], capsys)
+        assert status == 2 and err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err
+        assert out == '' and {name: digest(trained / name) for name in targets} == before, target
+        assert os.path.islink(trained / target) or not target.startswith('link-')  # still a link
 
 
-def test_force_replaces_a_file_that_is_not_a_picture_but_never_the_checkpoint(copied, tmp_path, capsys):
-    ckpt, _ = copied
-    other = tmp_path / 'notes.png'
-    other.write_text('my notes\n')
-    status, _, err = run_lab(['overview', '--ckpt', ckpt, 'anna', '--png', str(other), '--force'], capsys)
-    assert status == 0, err
-    assert other.read_bytes().startswith(b'\x89PNG')
-    status, _, err = run_lab(['overview', '--ckpt', ckpt, 'anna', '--png', ckpt, '--force'], capsys)
-    assert_one_line(status, err, 'is the checkpoint')
+def test_a_picture_replaces_a_picture(trained, capsys):
+    picture = trained / 'old.png'
+    assert run_lab(['overview', '--ckpt', str(trained / 'd.json'), 'anna', '--png', str(picture)], capsys)[0] == 0
+    picture.write_bytes(picture.read_bytes()[:100])
+    assert run_lab(['overview', '--ckpt', str(trained / 'd.json'), 'ann', '--png', str(picture)], capsys)[0] == 0
+    assert len(picture.read_bytes()) > 100
 
 
 def test_a_picture_that_cannot_be_written_whole_leaves_the_old_one(copied, tmp_path, capsys):

@@ -90,11 +90,8 @@ def add_sandbox(commands, s):
         picture = c.add_argument_group('picture')
         picture.add_argument(
             s.picture_flag, dest='picture', metavar='FILE',
-            help=f"also draw {s.png} into this file" +
+            help=f"also draw {s.png} into this file, which may only replace a picture" +
                  (" (needs matplotlib: the plot extra)" if s.picture_flag == '--png' else ''))
-        picture.add_argument(
-            '--force', action='store_true',
-            help=f"replace a file at {s.picture_flag} FILE that is not a picture (never the files the command reads)")
 
 
 def add_serve(commands):
@@ -176,7 +173,7 @@ def run_sandbox(s, args):
         from .loading import describe, load, no_overflow
         ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
         registry.check_against_model(s, params, model.config, spell=flag_of)
-        check_picture(s, args, pictures.read_by(args.ckpt, ckpt))
+        check_picture(s, args)
         head, source = [describe(args.ckpt, model)], args.ckpt
         if s.model == 'numpy':
             with no_overflow():
@@ -185,11 +182,11 @@ def run_sandbox(s, args):
             data = module.compute(model, ckpt=ckpt, **params)
     elif s.model == 'log':
         params.pop('also', None)  # the web page's: the command line names its logs itself
-        check_picture(s, args, pictures.read_by(logs=args.logfile))
+        check_picture(s, args)
         data = module.compute(args.logfile, **params)
         source = f"training log {args.logfile[0]}" if len(args.logfile) == 1 else "training logs"
     else:
-        check_picture(s, args, [])
+        check_picture(s, args)
         data, source = module.compute(**params), s.name
     render.set_width(WIDE if args.wide else None)
     try:
@@ -204,12 +201,12 @@ def run_sandbox(s, args):
     return 0
 
 
-def check_picture(s, args, protected):
-    """The picture's path checked before the work: never a file the command reads, never a
-    file that is not a picture without --force (pictures.check_target)."""
+def check_picture(s, args):
+    """The picture's path checked before the work: it may only replace a picture
+    (pictures.check_target)."""
     picture = getattr(args, 'picture', None)
     if picture is not None:
-        pictures.check_target(picture, s.picture_flag, protected, force=args.force)
+        pictures.check_target(picture, s.picture_flag)
 
 
 def main(argv=None):
