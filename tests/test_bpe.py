@@ -203,6 +203,7 @@ def train_log(out):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.torch
 def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, names_file):
     """Resuming learns no merges again (they are the checkpoint's): the torch engine continues
     the numpy engine's run, and its first step's loss is the one the numpy engine computes."""
@@ -351,3 +352,37 @@ def test_lab_loss_in_bits_uses_the_logs_figures_and_refuses_a_log_without_them(t
     with pytest.raises(UserError, match="line 2 has no bits per character .*: use --unit nats"):
         loss.compute(str(old), unit='bits')
     assert loss.compute(str(old))['runs'][0]['val'] == [(1, 2.9, 3.0)]
+
+
+# A byte 0xff in a command line reaches Python as the lone surrogate '\udcff' (its filesystem
+# encoding's escape), and a JSON request may hold '\ud800': neither is a character, and neither
+# encodes to UTF-8. Every engine, tokenizer and route says so in one line.
+SURROGATES = ['a\udcff', '\ud800b']
+
+
+@pytest.mark.parametrize('model', ['tiny_ckpt', 'bpe_ckpt'])
+def test_a_lone_surrogate_is_one_line_on_every_command(model, request, capsys):
+    from microgpt.lab.__main__ import main as lab_main
+    from microgpt.programs import sample
+    from test_cli import assert_one_line_error, run
+    path = request.getfixturevalue(model)
+    capsys.readouterr()  # what training the fixture printed
+    for text in SURROGATES:
+        for main, argv in ((sample.main, ['--ckpt', path, '--prompt', text, '--engine', 'scalar']),
+                           (sample.main, ['--ckpt', path, '--prompt', text, '--engine', 'numpy']),
+                           (lab_main, ['tokens', text, '--ckpt', path]),
+                           (lab_main, ['overview', text, '--ckpt', path])):
+            code, out, err = run(main, argv, capsys)
+            assert_one_line_error(code, err, 'is not a character')
+            assert code == 2 and out == ''
+
+
+@pytest.mark.parametrize('model', ['tiny_ckpt', 'bpe_ckpt'])
+def test_a_lone_surrogate_is_a_400_from_every_route(model, request, names_file, tmp_path):
+    from labserver import live_server, request as ask
+    with live_server(request.getfixturevalue(model), tmp_path / 'runs', names_file) as server:
+        for route, field in (('tokens', 'text'), ('overview', 'text'), ('attention', 'text'), ('phases', 'text'),
+                             ('step', 'text'), ('sampling', 'prompt')):
+            for text in SURROGATES:
+                status, body, _ = ask(server, 'POST', f'/api/{route}', {field: text})
+                assert status == 400 and 'is not a character' in body['error'], (route, status, body)

@@ -58,7 +58,13 @@ def short(x, most=40):
 
 
 def encode(tokenizer, text):
-    """text's ids, or a UserError naming the first character the model was not trained on."""
+    """text's ids, or a UserError naming what is not text (a lone surrogate) or the first
+    character the model was not trained on."""
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError as e:  # a byte of a command line that is not UTF-8, or half a pair in JSON
+        raise UserError(f"{text[e.start]!r} at position {e.start} is not a character (a byte that is not "
+                        "UTF-8, or half of a surrogate pair): give the text as UTF-8") from None
     ch = tokenizer.unknown(text)  # the byte-pair tokenizer knows every character
     if ch is not None:
         raise UserError(f"character {ch!r} is not in the vocabulary ({short(''.join(tokenizer.chars), 80)}): "
