@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: run test notebooks bench screenshots clean
+.PHONY: run test test-lesson notebooks bench screenshots clean
 
 # train.py's own closing samples are skipped: sample.py prints 20 names from the saved checkpoint.
 # --force: a second `make run` trains afresh over the first one's out/model.json, as asked.
@@ -14,10 +14,17 @@ run: $(VENV)/.installed
 	$(PY) sample.py --num 20
 
 # -n 2: two pytest workers (pytest-xdist), each taking whole files (their module-wide servers stay
-# shared): 262 s for the 1,883 tests on this 2-core AMD EPYC; for 1,692, three workers took 305 s
-# against two's 297-314 s, so the two cores, not the workers, are the limit
+# shared). A test that needs an extra (PyTorch, matplotlib, the notebooks, Chromium) carries its
+# marker and is skipped, saying how to install it, where it is missing (tests/conftest.py).
+# PYTHONDONTWRITEBYTECODE= : pytest keeps the test modules it rewrites in __pycache__, where a
+# machine that forbids bytecode made every worker rewrite all of them again (9 s each).
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile
+
+# The lesson's own tests (marked `lesson`: engine, blocks, model, training), after an edit to microgpt/*.py
+LESSON_TESTS := $(shell grep -l '^pytestmark = pytest.mark.lesson' tests/test_*.py)
+test-lesson: $(VENV)/.installed-test
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m lesson $(LESSON_TESTS)
 
 # The lessons as Jupyter notebooks (docs/notebooks.md): the notebooks extra installed into .venv
 # once; each notebooks/NN_*.py (the source, a jupytext percent script) converted to the .ipynb

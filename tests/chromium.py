@@ -1,30 +1,19 @@
 """
 The browser tests' Chromium: Debian's, driven by Playwright for Python, launched by its path.
 
-Every browser test module calls `skip_without_a_browser()` at its top, so that it skips, saying
-how to install what is missing, where Playwright or Chromium is absent (CI installs both). The
-browser itself is one per session (conftest's `browser` fixture: a launch costs seconds), and
+Every browser test module is marked `browser` (conftest.py), so that it skips, saying how to
+install what is missing, where Playwright or Chromium is absent (CI installs both). The browser
+itself is one per session (conftest's `browser` fixture: a launch costs seconds), and
 each test opens its own pages with conftest's `window` fixture (or `watched_page` on a context
 of its own), which collects the console's errors.
 """
 
-import os
 import time
 
-import pytest
 
-CHROMIUM = '/usr/bin/chromium'
 # headless as root, with none of Chromium's own connections (this machine reaches no network)
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
-
-
-def skip_without_a_browser():
-    pytest.importorskip('playwright.sync_api', reason="Playwright is not installed: pip install "
-                                                      "playwright (the test extra) to run the browser tests")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium to run the browser tests",
-                    allow_module_level=True)
 
 
 def watched_page(context):

@@ -5,6 +5,7 @@ Many tests need "a real trained model" (sampling, the numpy port, the lab); trai
 train.py's main() on a tiny config takes about a second, so it is done once and shared.
 """
 
+import importlib.util
 import os
 import sys
 
@@ -15,6 +16,73 @@ REPO_DIR = os.path.dirname(TESTS_DIR)
 for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+# ---------------------------------------------------------------------------- the extras
+# A test that needs an optional extra carries its marker (pyproject.toml declares them), and is
+# skipped, with the command that brings the extra, where it is missing. MICROGPT_EXTRAS=none
+# holds every extra back (.ci/run's first step: the suite a newcomer's `make test` runs, even on
+# a machine with Chromium); MICROGPT_EXTRAS=all makes a missing one an error (.ci/run's second
+# step, which runs the marked tests alone). A test that skips for want of an extra without its
+# marker fails: CI would run it in neither step.
+EXTRAS = {
+    'torch': (('torch',), "PyTorch is not installed: pip install -e '.[torch]'"),
+    'plot': (('matplotlib',), "matplotlib is not installed: pip install -e '.[plot]'"),
+    'notebooks': (('jupytext', 'nbclient', 'ipykernel', 'matplotlib'),
+                  "the notebooks extra is not installed: pip install -e '.[notebooks]'"),
+    'browser': (('playwright',), "Playwright is not installed: pip install -e '.[test]'"),
+}
+CHROMIUM = '/usr/bin/chromium'
+EXTRA_WORDS = ('torch', 'matplotlib', 'jupytext', 'nbclient', 'ipykernel', 'playwright', 'chromium', 'notebooks')
+
+
+def missing(extra):
+    """Why the extra's tests cannot run here, or None."""
+    if os.environ.get('MICROGPT_EXTRAS') == 'none':
+        return f"the {extra} extra is held back (MICROGPT_EXTRAS=none)"
+    modules, why = EXTRAS[extra]
+    if any(importlib.util.find_spec(m) is None for m in modules):
+        return why
+    if extra == 'browser' and not os.path.exists(CHROMIUM):
+        return f"no browser at {CHROMIUM}: apt-get install chromium"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    required = os.environ.get('MICROGPT_EXTRAS') == 'all'
+    for item in items:
+        for extra in EXTRAS:
+            why = item.get_closest_marker(extra) and missing(extra)
+            if why and required:
+                raise pytest.UsageError(f"MICROGPT_EXTRAS=all, but {why}")
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+def _skipped_for_an_extra(report):
+    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr).lower()
+    return report.skipped and any(word in reason for word in EXTRA_WORDS)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    marked = any(item.get_closest_marker(extra) for extra in EXTRAS)
+    if _skipped_for_an_extra(report) and (not marked or os.environ.get('MICROGPT_EXTRAS') == 'all'):
+        report.outcome, report.longrepr = 'failed', (
+            f"{item.nodeid} skipped for want of an extra ({report.longrepr[-1]}): "
+            + ("MICROGPT_EXTRAS=all asks for every extra" if marked else "give it the extra's marker"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    report = (yield).get_result()
+    if isinstance(collector, pytest.Module) and _skipped_for_an_extra(report):
+        marked = any(f'pytest.mark.{extra}' in collector.path.read_text() for extra in EXTRAS)
+        if not marked or os.environ.get('MICROGPT_EXTRAS') == 'all':
+            report.outcome = 'failed'
+            report.longrepr = (f"{collector.nodeid} skipped for want of an extra: "
+                               + ("MICROGPT_EXTRAS=all asks for every extra" if marked else "give it the extra's marker"))
 
 
 # ---------------------------------------------------------------------------- measurements, printed
@@ -69,9 +137,9 @@ daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wya
 
 @pytest.fixture(scope='session')
 def browser():
-    """One headless Chromium for every browser test of the session (see chromium.py)."""
-    from chromium import CHROMIUM, CHROMIUM_ARGS, skip_without_a_browser
-    skip_without_a_browser()
+    """One headless Chromium for every browser test of the session (see chromium.py): only
+    tests marked `browser` ask for it, and they are skipped where it is missing."""
+    from chromium import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

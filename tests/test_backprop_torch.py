@@ -18,6 +18,8 @@ import pytest
 from backprop import loss_and_grads, make_batch
 from microgpt.model import GPTConfig, parameter_shapes
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch")
 
 BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'bench')

@@ -128,8 +128,9 @@ def test_the_scalar_engine_computes_the_numpy_function_on_the_same_masks():
     assert abs(plain - loss) > 1e-3  # and the masks changed the function
 
 
+@pytest.mark.torch
 def test_pytorch_computes_the_same_function_on_the_same_masks():
-    torch = pytest.importorskip('torch', reason='PyTorch (the torch extra) is the oracle here')
+    import torch
     from torchgpt.trainer import Trainer
     weights, masks = weights_of(), draw(0.3, 9, 4, len(BATCH), CONFIG)
     loss, grads = loss_and_grads({n: np.array(w) for n, w in weights.items()}, CONFIG, BATCH, dropout=masks)

@@ -18,6 +18,8 @@ from gradcheck import check_grads, numeric_grad
 from microgpt.engine import Tape, Value, topological_order, zero_grad
 from microgpt.graph import graph_rows, graph_table, to_dot
 
+pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
+
 GRAD_TOL = 1e-6   # central differences with h = 1e-6 are good to ~1e-9 here; 1e-6 leaves margin
 VALUE_TOL = 1e-15  # forward values: the engine does the same float operations as plain Python
 

@@ -13,12 +13,15 @@ gets near any of these is rejected (hypothesis then draws another), never loosel
 Run: .venv/bin/python -m pytest -q tests/test_engine_random.py
 """
 
+import pytest
 from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 
 from gradcheck import check_grads
 from microgpt.engine import Value, topological_order, zero_grad
 from microgpt.graph import graph_rows
+
+pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
 
 GRAD_TOL = 1e-6     # as for single ops: 5,000 random programs within these bounds stayed under 2e-9
 MAX_ABS = 100.0     # reject a program once any node leaves [-100, 100]: rounding in f(x +- h)

@@ -16,6 +16,8 @@ import random
 
 import pytest
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 

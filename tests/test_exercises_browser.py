@@ -10,7 +10,7 @@ the report: the failing case, the hint. Skipped where Playwright or Chromium is 
 
 import pytest
 
-from chromium import quiet, skip_without_a_browser
+from chromium import quiet
 from labserver import live_server
 from microgpt.lab import registry
 from microgpt.lab.exercises import catalog, checker, workspace
@@ -19,7 +19,7 @@ from test_exercises import SLIPS, make_workspace
 N = len(catalog.EXERCISES)
 
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 
 def test_the_page_lists_the_path_with_a_link_to_each_idea(server, window):

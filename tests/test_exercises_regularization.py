@@ -75,10 +75,11 @@ def test_a_wrong_adam_under_the_decay_is_named(named_results):
     assert result['status'] == 'fail' and 'your adam_step (exercise 15), which does not pass yet' in result['note']
 
 
+@pytest.mark.torch
 def test_the_checks_adamw_and_l2_slip_are_pytorchs_adamw_and_adam():
     """torch.optim.AdamW decays decoupled; torch.optim.Adam's weight_decay adds wd * w to the
     gradient: the independent oracles of what the check calls right and what it calls L2."""
-    torch = pytest.importorskip('torch', reason='PyTorch (the torch extra) is the oracle here')
+    import torch
     rng = random.Random(5)
     data = [rng.uniform(-1, 1) for _ in range(4)]
     grads = [[rng.uniform(-1, 1) for _ in range(4)] for _ in range(5)]

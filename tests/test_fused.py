@@ -22,6 +22,8 @@ from gradcheck import backprop_grads, check_grads
 from microgpt.engine import Value, topological_order
 from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum
 
+pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
+
 FUSED_TOL = 1e-12  # fused vs unfused: the same math in a different float order, so ~1e-15 apart
 GRAD_TOL = 1e-6    # against central differences with h = 1e-6 (good to ~1e-9 at these scales)
 SEEDS = range(6)   # each seed draws a new size and new inputs

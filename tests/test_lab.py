@@ -341,8 +341,8 @@ def test_module_entry_point(tiny_ckpt):
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.plot
 def test_png_pictures(tiny_ckpt, tmp_path, capsys):
-    pytest.importorskip('matplotlib')
     for name, argv in (('attention', ['attention', TEXT, '--ckpt', tiny_ckpt, '--query', '2']),
                        ('overview', ['overview', TEXT, '--ckpt', tiny_ckpt]),
                        ('loss', ['loss', log_of(tiny_ckpt)])):
@@ -353,8 +353,8 @@ def test_png_pictures(tiny_ckpt, tmp_path, capsys):
         assert f'wrote {path}' in capsys.readouterr().out
 
 
+@pytest.mark.plot
 def test_png_to_an_unwritable_place(tiny_ckpt, tmp_path, capsys):
-    pytest.importorskip('matplotlib')
     (tmp_path / 'a-file').write_text('a file, where the picture path wants a folder\n')
     status, out, err = run_lab(['loss', log_of(tiny_ckpt), '--png', str(tmp_path / 'a-file' / 'dir.png')], capsys)
     assert status == 2 and err.startswith('error: --png: could not write')

@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from chromium import quiet, skip_without_a_browser
+from chromium import quiet
 from labserver import live_server, post, request
 
 from microgpt.lab import registry
@@ -28,7 +28,7 @@ PAGES = [name for name, _ in registry.pages()]  # every page the registry lists,
 DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
 TEXT = 'emma'
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 from labserver import live_server, post, wait_for_run
-from chromium import quiet, settled, skip_without_a_browser
+from chromium import quiet, settled
 from pagelayout import check_layout
 from test_lab_browser import DRAWN, PAGES
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
 EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep

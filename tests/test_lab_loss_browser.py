@@ -13,12 +13,12 @@ import shutil
 
 import pytest
 
-from chromium import open_page, quiet, skip_without_a_browser
+from chromium import open_page, quiet
 from labserver import live_server
 from microgpt.programs import train
 from microgpt.programs.runlog import log_path_for
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 # the colours a reader would call by these names, as a browser computes them
 NAMES = {'rgb(31, 95, 191)': 'blue', 'rgb(124, 58, 237)': 'purple', 'rgb(14, 116, 144)': 'teal',

@@ -225,8 +225,8 @@ def test_the_cost_widget_is_the_index_widgets_contractions_counted():
     assert round(scaling.cost_table(8192, 768)['ratio'], 1) == 5.3
 
 
+@pytest.mark.plot
 def test_scaling_png_draws_a_picture(tmp_path, capsys):
-    pytest.importorskip('matplotlib', reason="--png needs the plot extra (matplotlib)")
     from microgpt.lab.__main__ import main
     path = tmp_path / 'scaling.png'
     assert main(['scaling', '--samples', '500', '--draws', '100', '--png', str(path)]) == 0

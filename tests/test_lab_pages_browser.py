@@ -19,12 +19,12 @@ import shutil
 import pytest
 
 import labtimes
-from chromium import draws, open_page, skip_without_a_browser, wait_redraw
+from chromium import draws, open_page, wait_redraw
 from labserver import live_server, post
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture

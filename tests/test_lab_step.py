@@ -434,8 +434,8 @@ def test_sample_py_greedy_and_tiny_temperature(tiny_ckpt, capsys):
 
 
 # ---------------------------------------------------------------------------- pictures
+@pytest.mark.plot
 def test_png_pictures(tiny_ckpt, tmp_path, capsys):
-    pytest.importorskip('matplotlib')
     for name, argv in (('step', ['step', TEXT, '--ckpt', tiny_ckpt]),
                        ('embeddings', ['embeddings', '--ckpt', tiny_ckpt])):
         path = tmp_path / f'{name}.png'

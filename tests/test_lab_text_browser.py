@@ -14,14 +14,14 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 import inference
-from chromium import open_page, quiet, skip_without_a_browser
+from chromium import open_page, quiet
 from pagelayout import check_layout
 from labserver import live_server, post
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import registry
 from test_lab_browser import PAGES
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 TOL = 1e-10
 SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn

@@ -8,11 +8,11 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 
 import pytest
 
-from chromium import open_page, skip_without_a_browser
+from chromium import open_page
 from labserver import live_server, request
 from pagelayout import check_layout
 
-skip_without_a_browser()
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture

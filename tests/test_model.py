@@ -23,6 +23,8 @@ from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig, init_weights, parameter_shapes
 from microgpt.tokenizer import CharTokenizer
 
+pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
+
 LOGIT_TOL = 1e-12   # same math in a different order: only float rounding may differ
 SUM_TOL = 1e-12     # attention weights are a softmax, so they sum to 1 up to rounding
 INIT_STD_TOL = 0.004  # the sample std of ~4000 Gaussians is within ~0.001 of the true std

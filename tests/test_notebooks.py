@@ -23,6 +23,8 @@ import pytest
 
 from conftest import REPO_DIR
 
+pytestmark = pytest.mark.notebooks
+
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO_DIR, 'notebooks', '[0-9][0-9]_*.py')))
 NAMES = [os.path.basename(path) for path in NOTEBOOKS]
 CELL_TIMEOUT = 120  # seconds a cell may take before the run counts as hung (each takes a few)

@@ -234,14 +234,12 @@ def test_a_real_checkpoint_reads_within_a_small_multiple_of_its_size(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize('engine', ['scalar', 'numpy', 'torch'])
+@pytest.mark.parametrize('engine', ['scalar', 'numpy', pytest.param('torch', marks=pytest.mark.torch)])
 @pytest.mark.parametrize('sizes', [['--block-size', '65536', '--val-size', '0'], ['--batch-size', '100000', '--block-size', '64']],
                          ids=['block', 'batch'])
 def test_a_step_that_cannot_fit_in_memory_is_refused_before_it_starts(tmp_path, capsys, engine, sizes):
     """Was MemoryError, numpy's _ArrayMemoryError (128 GiB) or PyTorch's allocator, with a
     traceback, on every engine. Now one line, at once, naming the size, the memory and the flag."""
-    if engine == 'torch':
-        pytest.importorskip('torch', reason="the torch engine: pip install -e '.[torch]'")
     out = tmp_path / 'm.json'
     code, _, err = run(train.main, ['--data', prose(tmp_path, times=2000), '--data-mode', 'text', '--out', str(out),
                                     '--engine', engine, *sizes], capsys)

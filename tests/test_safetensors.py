@@ -153,10 +153,19 @@ def test_we_read_what_the_safetensors_library_writes(trained, tmp_path):
         got = read_checkpoint(path)
         for name, matrix in got.weights.items():
             assert np.abs(np.array(matrix) - ours[name]).max() <= tol * np.abs(ours[name]).max() + 1e-12, name
-    bf16 = pytest.importorskip('safetensors.torch', reason="bfloat16 needs PyTorch: pip install -e '.[torch]'")
+
+
+@pytest.mark.torch
+def test_we_read_the_bfloat16_the_safetensors_library_writes(trained, tmp_path):
     import torch
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+    from safetensors.torch import save_file
+    with safe_open(trained['.safetensors'], framework='np') as f:
+        meta = f.metadata()
+    ours = load_file(trained['.safetensors'])
     path = str(tmp_path / 'lib-bf16.safetensors')
-    bf16.save_file({k: torch.from_numpy(v).to(torch.bfloat16) for k, v in ours.items()}, path, metadata=meta)
+    save_file({k: torch.from_numpy(v).to(torch.bfloat16) for k, v in ours.items()}, path, metadata=meta)
     got = read_checkpoint(path)
     for name, matrix in got.weights.items():  # exactly torch's own widening of each bfloat16
         assert (np.array(matrix) == torch.from_numpy(ours[name]).to(torch.bfloat16).double().numpy()).all()

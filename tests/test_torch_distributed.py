@@ -23,6 +23,8 @@ from microgpt.edge.checkpoint import read_checkpoint
 from test_cli import log_of, losses, run
 from test_run import train_args
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 

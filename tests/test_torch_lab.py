@@ -17,6 +17,8 @@ from microgpt.lab import step
 from microgpt.lab.__main__ import main as lab_main
 from test_cli import run
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 torch.set_num_threads(1)
 

@@ -11,6 +11,8 @@ backprop.Trainer. Same math in float64: only the order of sums differs (observed
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 

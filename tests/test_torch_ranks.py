@@ -27,6 +27,8 @@ from test_cli import log_of, losses
 from test_run import train_args
 from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env, torchrun
 
+pytestmark = pytest.mark.torch
+
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 
 CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')

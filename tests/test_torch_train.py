@@ -24,6 +24,8 @@ from microgpt.edge.checkpoint import read_checkpoint
 from test_cli import assert_one_line_error, interrupt_after, log_of, losses, run
 from test_run import train_args
 
+pytestmark = pytest.mark.torch
+
 ENGINE_TOL = 1e-9     # the same math in float64, rounded differently
 FLOAT32_TOL = 1e-5    # 50 steps in float32: measured at most 4e-7 (default config, batch 1 and 4)
 BFLOAT16_TOL = 0.05   # bfloat16 products keep 8 bits: measured at most 5.4e-3 over the same steps

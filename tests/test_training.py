@@ -24,6 +24,8 @@ from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, evaluate, learning_rate, train_step
 
+pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
+
 H = 1e-6           # finite-difference step: O(h^2) truncation ~1e-12, rounding ~1e-16/h ~1e-10
 GRAD_TOL = 1e-6    # allowed |backprop - numeric| / max(1, |g|): far above both error sources
 ADAM_TOL = 1e-12   # the same formula evaluated twice: only rounding may differ

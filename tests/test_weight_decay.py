@@ -58,8 +58,9 @@ def test_a_weight_without_gradient_shrinks_by_the_closed_form():
     assert final[0] == pytest.approx(expected, rel=1e-15)
 
 
+@pytest.mark.torch
 def test_one_step_with_decay_is_pytorchs_adamw():
-    torch = pytest.importorskip('torch', reason='PyTorch (the torch extra) is the oracle here')
+    import torch
     start, grads, lrs = [0.3, -0.2, 0.05, 1.5, -0.7], gradients(5, 4, seed=3), [0.01, 0.007, 0.004, 0.001]
     scalar, opt = scalar_adam_run(start, grads, lrs, WD)
     w = torch.tensor(start, dtype=torch.float64, requires_grad=True)
