@@ -51,7 +51,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
 
 from common import child_env, shared_data  # noqa: E402
 from train_speed import peak_rss_bytes  # noqa: E402  (VmHWM, measured as train_speed.py does)
@@ -91,7 +91,7 @@ def setup(args, n_layer, n_embd, n_head=4, block_size=16):
 
 
 def child_scalar(args):
-    import backprop
+    from microgpt import backprop
     from microgpt.optim import Adam
     from microgpt.training import learning_rate, train_step
     config, model, tokenizer, tokens = setup(args, 1, 16)
@@ -149,7 +149,7 @@ def torch_trainer(config, weights, threads):
     except ImportError:
         return None
     import numpy as np
-    from backprop import make_batch
+    from microgpt.backprop import make_batch
     torch.set_num_threads(threads)
     w = {name: torch.tensor(np.array(a), dtype=torch.float64, requires_grad=True) for name, a in weights.items()}
     opt = torch.optim.Adam(list(w.values()), lr=0.01, betas=(0.85, 0.99), eps=1e-8)
@@ -168,7 +168,7 @@ def torch_trainer(config, weights, threads):
 
 
 def child_torch(args):
-    import backprop
+    from microgpt import backprop
     from microgpt.training import learning_rate, num_predictions
     B, steps = 32, args.torch_steps
     config, model, tokenizer, tokens = setup(args, 4, 64)
@@ -196,7 +196,7 @@ def child_torch(args):
 def child_ckpt(args):
     import tempfile
 
-    import backprop
+    from microgpt import backprop
     from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, write_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
@@ -226,8 +226,8 @@ def child_ckpt(args):
 def child_dropout(args):
     import numpy as np
 
-    import backprop
-    from backprop.dropout import draw, sites
+    from microgpt import backprop
+    from microgpt.backprop.dropout import draw, sites
     from recipe import RECIPE
     B, p = RECIPE['batch_size'], 0.1
     config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],

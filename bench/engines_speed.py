@@ -48,7 +48,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
 
 from common import child_env, shared_data  # noqa: E402
 
@@ -113,7 +113,7 @@ def torch_or_none(threads):
 
 
 def child_engines(args, size):
-    import backprop
+    from microgpt import backprop
     from microgpt.optim import Adam
     from microgpt.programs.train import ScalarTrainer
     from microgpt.training import learning_rate
@@ -124,7 +124,7 @@ def child_engines(args, size):
     if s.get('text'):  # the recipe trains in float32
         trainers['numpy-float32'] = backprop.Trainer(config, model.weights(), tokenizer, dtype='float32')
     if torch_or_none(args.threads) is not None:
-        import torchgpt
+        from microgpt import torchgpt
         for dtype in ('float64', 'float32'):
             trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
     if not s.get('text'):  # at the text size one step's graph would not fit in memory
@@ -147,9 +147,9 @@ def child_engines(args, size):
 def child_ranks(args):
     """One measurement of [2]: under torchrun (two ranks) or alone (one process)."""
     torch = torch_or_none(args.threads)
-    import torchgpt
+    from microgpt import torchgpt
     from microgpt.training import learning_rate
-    from torchgpt.distributed import World
+    from microgpt.torchgpt.distributed import World
     s = SIZES['4x64']
     config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
     world = World(torch.device('cpu')) if 'WORLD_SIZE' in os.environ else None
@@ -211,7 +211,7 @@ def child_cuda(args):
     torch = torch_or_none(args.threads)
     if torch is None or not torch.cuda.is_available():
         return {'skipped': 'no PyTorch' if torch is None else 'no CUDA device (torch.cuda.is_available() is False)'}
-    import torchgpt
+    from microgpt import torchgpt
     s = SIZES['4x64']
     config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
     out = {'device': torch.cuda.get_device_name(0)}

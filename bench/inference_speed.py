@@ -24,11 +24,11 @@ import sys
 import time
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout, installed or not
+sys.path[:0] = [REPO_DIR]  # run from a checkout, installed or not
 
 import numpy as np  # noqa: E402  (after the path set-up above)
 
-import inference  # noqa: E402
+from microgpt import inference  # noqa: E402
 from microgpt.edge.checkpoint import load_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
 from microgpt.sampling import sample_names  # noqa: E402

@@ -37,9 +37,9 @@ import numpy as np
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
 
-from backprop.model import make_batch, model_forward  # noqa: E402
+from microgpt.backprop.model import make_batch, model_forward  # noqa: E402
 from microgpt.model import GPTConfig, init_stds, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens  # noqa: E402

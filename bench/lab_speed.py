@@ -23,7 +23,7 @@ import threading
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), os.path.join(REPO_DIR, 'tests'), BENCH_DIR]
+sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'tests'), BENCH_DIR]
 
 MODELS = [("train.py's default model", []),
           ("the names recipe's model (n_layer 4, n_embd 64)",

@@ -38,7 +38,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout, installed or not
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout, installed or not
 
 from common import child_env, shared_data  # noqa: E402
 

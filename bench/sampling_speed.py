@@ -26,10 +26,10 @@ import sys
 import time
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]  # run from a checkout, installed or not
+sys.path[:0] = [REPO_DIR]  # run from a checkout, installed or not
 
-import inference  # noqa: E402
-from backprop import threads  # noqa: E402
+from microgpt import inference  # noqa: E402
+from microgpt.backprop import threads  # noqa: E402
 from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig, init_weights  # noqa: E402
 from microgpt.sampling import generate  # noqa: E402
@@ -89,7 +89,7 @@ class TorchWindow:
 
     def __init__(self, config, weights, tokenizer):
         import torch
-        from torchgpt.model import GPT as TorchGPT
+        from microgpt.torchgpt.model import GPT as TorchGPT
         self.torch, self.config, self.tokenizer = torch, config, tokenizer
         self.model = TorchGPT(config).eval()
         self.model.load_state_dict({name: torch.tensor(w, dtype=torch.float32) for name, w in weights.items()})

@@ -62,7 +62,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
 
 from common import child_env, processor, shared_data  # noqa: E402
 
@@ -232,7 +232,7 @@ def random_weights(config):
 def memory_child(args):
     """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
     else (its weights from numpy's generator: init_weights' Python floats would count too)."""
-    import backprop
+    from microgpt import backprop
     from microgpt.edge import text
     from train_speed import peak_rss_bytes
     config, tokenizer, ids = recipe_data(args.data)
@@ -249,8 +249,8 @@ def breakdown(args):
     seconds, one BLAS thread) over args.steps steps, the products inside them apart from the
     passes over arrays; then the split step's phases (wall time, two workers)."""
     import numpy as np
-    import backprop
-    from backprop import model, optim, parallel, threads
+    from microgpt import backprop
+    from microgpt.backprop import model, optim, parallel, threads
     from microgpt.edge import text
     config, tokenizer, ids = recipe_data(args.data)
     weights = random_weights(config)
@@ -339,8 +339,8 @@ def report_breakdown(b):
 
 
 def child(args):
-    import backprop
-    from backprop import threads
+    from microgpt import backprop
+    from microgpt.backprop import threads
     from microgpt.edge import text
     from microgpt.model import init_weights
     from microgpt.training import learning_rate

@@ -32,7 +32,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src'), BENCH_DIR]  # run from a checkout
+sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
 
 from common import child_env, shared_data  # noqa: E402
 
@@ -56,7 +56,7 @@ def main(argv=None):
     model = dict(n_layer=args.n_layer, n_embd=args.n_embd, n_head=4, block_size=64, batch_size=12, lr=0.004,
                  steps=args.steps)
     body = dict(model, engine='numpy', data_mode='text', **json.loads(args.page))
-    env = child_env(PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    env = child_env(PYTHONPATH=REPO_DIR)
     with tempfile.TemporaryDirectory() as tmp:
         start_ckpt = os.path.join(tmp, 'start.json')  # the server needs a checkpoint to show
         subprocess.run([sys.executable, '-m', 'microgpt.train', '--steps', '1', '--num-samples', '0',

@@ -10,8 +10,17 @@ The order to read the files in is docs/reading-guide.md's (it starts with engine
 file is only the front door: it imports the few names a script needs.
 """
 
+import os
+
 from .engine import Value
 from .model import GPT, GPTConfig
+
+# The numpy port, the numpy trainer and the PyTorch module live in src/ beside this folder and
+# are microgpt.inference, microgpt.backprop and microgpt.torchgpt: in a checkout, src/ is part
+# of the package's path (an installed copy has them inside the package itself).
+_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'src')
+if os.path.isdir(os.path.join(_SRC, 'inference')):
+    __path__.append(_SRC)
 
 __all__ = ['Value', 'GPT', 'GPTConfig', 'load_checkpoint']
 

@@ -29,8 +29,8 @@ import sys
 
 import numpy as np
 
-from inference import NumpyGPT
-from inference.model import CAPTURE_NAMES
+from microgpt.inference import NumpyGPT
+from microgpt.inference.model import CAPTURE_NAMES
 from microgpt.lab import attention, overview
 from microgpt.lab.loading import load
 from microgpt.lab.notebook import show, work_folder

@@ -24,7 +24,7 @@ import pathlib
 
 import numpy as np
 
-import inference
+from microgpt import inference
 from microgpt.lab import byhand, scaling
 from microgpt.lab.czech import CZECH_KEYS, CZECH_OUT, CZECH_Q3, CZECH_VALUES, CZECH_WEIGHTS_X10
 from microgpt.lab.notebook import show, work_folder

@@ -134,7 +134,7 @@ assert step < 800 and abs(again - plain[step][0]) < 1e-10
 
 # %%
 
-from backprop.dropout import draw
+from microgpt.backprop.dropout import draw
 from microgpt.engine import Value
 from microgpt.model import GPTConfig
 from microgpt.optim import Adam

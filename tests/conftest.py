@@ -13,7 +13,7 @@ import pytest
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
-for path in (TESTS_DIR, REPO_DIR, os.path.join(REPO_DIR, 'src')):
+for path in (TESTS_DIR, REPO_DIR):
     if path not in sys.path:
         sys.path.insert(0, path)
 

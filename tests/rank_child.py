@@ -15,7 +15,8 @@ import shlex
 import sys
 import time
 
-import torchgpt.distributed
+from microgpt import torchgpt
+import microgpt.torchgpt.distributed  # noqa: F401  (loads torchgpt.distributed)
 from microgpt.programs import train
 
 if 'TEST_BACKSTOP_S' in os.environ:

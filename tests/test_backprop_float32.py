@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-import backprop
-from backprop import threads
+from microgpt import backprop
+from microgpt.backprop import threads
 from microgpt.programs import cli, train
 from microgpt.edge import text
 from microgpt.edge.checkpoint import read_checkpoint
@@ -138,7 +138,7 @@ def test_a_trial_trains_the_float64_losses_of_one_thread(monkeypatch):
 def test_running_text_is_evaluated_on_the_cores_the_user_gave(tmp_path, capsys, monkeypatch):
     """Evaluation spreads its windows over every core, one BLAS thread each, unless --threads or
     OPENBLAS_NUM_THREADS says how many the run may use."""
-    import inference
+    from microgpt import inference
     used, evaluate_windows = [], inference.evaluate_windows
     monkeypatch.setattr(inference, 'evaluate_windows', lambda port, windows, **options: (
         used.append(options['workers']), evaluate_windows(port, windows, **options))[1])

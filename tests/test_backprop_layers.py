@@ -10,9 +10,9 @@ check a deliberately wrong backward and require it to FAIL, so the check can cat
 import numpy as np
 import pytest
 
-from backprop import layers
-from backprop.model import loss_and_grads, make_batch, model_forward
-from inference.model import merge_heads
+from microgpt.backprop import layers
+from microgpt.backprop.model import loss_and_grads, make_batch, model_forward
+from microgpt.inference.model import merge_heads
 from microgpt.model import GPTConfig, parameter_shapes
 from microgpt.training import num_predictions
 

@@ -10,9 +10,9 @@ other names' per-token losses as they were.
 import numpy as np
 import pytest
 
-from backprop import Trainer, make_batch
-from backprop.model import model_forward
-from inference.model import cross_entropy
+from microgpt.backprop import Trainer, make_batch
+from microgpt.backprop.model import model_forward
+from microgpt.inference.model import cross_entropy
 from microgpt.engine import Tape
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig

@@ -15,10 +15,10 @@ import math
 import numpy as np
 import pytest
 
-import backprop
-from backprop import layers, memory
-from inference.attention import masked_attention
-from inference.model import rmsnorm
+from microgpt import backprop
+from microgpt.backprop import layers, memory
+from microgpt.inference.attention import masked_attention
+from microgpt.inference.model import rmsnorm
 from microgpt.edge import text
 from microgpt.model import GPTConfig, init_weights
 from microgpt.tokenizer import CharTokenizer

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from backprop import loss_and_grads, make_batch
+from microgpt.backprop import loss_and_grads, make_batch
 from microgpt.model import GPTConfig, parameter_shapes
 
 pytestmark = pytest.mark.torch

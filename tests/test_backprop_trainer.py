@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-import inference
-from backprop import Trainer
+from microgpt import inference
+from microgpt.backprop import Trainer
 from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, read_checkpoint, write_checkpoint
 from microgpt.engine import Tape
 from microgpt.fused import vsum
@@ -129,7 +129,7 @@ def test_a_non_finite_step_returns_nan_and_changes_nothing():
 
 
 def test_adam_on_arrays_is_the_scalar_adam_bit_for_bit():
-    from backprop.optim import AdamArrays
+    from microgpt.backprop.optim import AdamArrays
     from microgpt.engine import Value
     rng = np.random.default_rng(2)
     start = rng.normal(size=50)

@@ -189,7 +189,7 @@ def test_a_byte_pair_checkpoint_keeps_its_merges_in_both_formats(tmp_path, bpe_c
 
 
 def test_every_engine_samples_the_same_names_from_a_byte_pair_model(bpe_ckpt):
-    import inference
+    from microgpt import inference
     from microgpt.edge.checkpoint import read_checkpoint
     from microgpt.sampling import sample_names
     ckpt = read_checkpoint(bpe_ckpt)
@@ -237,7 +237,7 @@ def test_a_byte_pair_model_trains_and_samples_on_the_scalar_engine(tmp_path, nam
     from test_cli import run
     from microgpt.programs import sample, train
     from microgpt.sampling import sample_names
-    import inference
+    from microgpt import inference
     from microgpt.edge.checkpoint import read_checkpoint
     outs = {engine: tmp_path / f'{engine}.json' for engine in ('scalar', 'numpy')}
     for engine, out in outs.items():
@@ -261,7 +261,7 @@ def test_a_byte_pair_run_stopped_and_resumed_logs_the_uninterrupted_runs_losses(
     """Ctrl-C at step 6 of 12, then --resume: the log of the run that never stopped, loss for
     loss and evaluation for evaluation, and the merges the first part learned (none relearned:
     the resumed part reads the checkpoint's). One BLAS thread, as the dropout run's check."""
-    import backprop
+    from microgpt import backprop
     from test_cli import interrupt_after, run
     from microgpt.edge.checkpoint import read_checkpoint
     from microgpt.programs import train

@@ -12,9 +12,9 @@ weights give the logged loss, and evaluates and samples as the same weights with
 import numpy as np
 import pytest
 
-from backprop import layers
-from backprop.dropout import Masks, draw, sites
-from backprop.model import loss_and_grads
+from microgpt.backprop import layers
+from microgpt.backprop.dropout import Masks, draw, sites
+from microgpt.backprop.model import loss_and_grads
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import load_docs, split_docs
 from microgpt.engine import Tape
@@ -131,7 +131,7 @@ def test_the_scalar_engine_computes_the_numpy_function_on_the_same_masks():
 @pytest.mark.torch
 def test_pytorch_computes_the_same_function_on_the_same_masks():
     import torch
-    from torchgpt.trainer import Trainer
+    from microgpt.torchgpt.trainer import Trainer
     weights, masks = weights_of(), draw(0.3, 9, 4, len(BATCH), CONFIG)
     loss, grads = loss_and_grads({n: np.array(w) for n, w in weights.items()}, CONFIG, BATCH, dropout=masks)
     trainer = Trainer(CONFIG, weights, tokenizer=None)
@@ -181,7 +181,7 @@ def _has_torch():
 def test_the_numpy_engine_split_over_workers_draws_each_names_masks(tmp_path, names_file, capsys):
     """--threads 1 runs the batch in one piece; two workers part it by names (parallel.py),
     each part with its names' masks: the same losses to rounding."""
-    import backprop
+    from microgpt import backprop
     from microgpt.training import doc_tokens
     from microgpt.tokenizer import CharTokenizer
     docs = load_docs(names_file)[:8]
@@ -201,7 +201,7 @@ def test_a_run_with_dropout_and_decay_resumes_exactly(tmp_path, names_file, caps
     masks of a step come from the seed and the step, so nothing about them needs saving). One
     BLAS thread: the numpy engine's choice of threads, timed afresh on resuming, moves the last
     digit of a sum, not the masks."""
-    import backprop
+    from microgpt import backprop
     whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
     args = ['--engine', 'numpy', '--threads', '1', '--eval-every', '4', '--save-every', '4', '--steps', '14']
     assert run(train.main, train_args(names_file, whole, *args), capsys)[0] == 0
@@ -278,8 +278,8 @@ def test_dropout_zero_is_microgpts_model(tmp_path, names_file, capsys):
 def test_a_float32_run_stays_float32_through_its_masks(monkeypatch):
     """The masks are drawn in float64; a float32 step takes them in float32, or every array
     after the first dropout would silently compute in float64 (at twice the time)."""
-    import backprop
-    import backprop.model
+    from microgpt import backprop
+    import microgpt.backprop.model  # noqa: F401  (loads backprop.model)
     seen = []
     real = backprop.model.dropout_forward
 

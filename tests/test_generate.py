@@ -13,7 +13,7 @@ import random
 import numpy as np
 import pytest
 
-import inference
+from microgpt import inference
 from microgpt.tokenizer import CharTokenizer
 from microgpt.programs import cli, sample, train
 from microgpt import load_checkpoint

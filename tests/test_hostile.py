@@ -25,7 +25,7 @@ import tempfile
 import numpy as np
 import pytest
 
-import inference
+from microgpt import inference
 from microgpt.programs import cli
 from microgpt.edge import limits
 from microgpt.edge.checkpoint import Checkpoint, is_our_checkpoint, read_checkpoint, write_checkpoint
@@ -74,7 +74,7 @@ def assert_one_line(status, err, fragment):
 
 
 def run_python(args, timeout=60, **kwargs):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    env = dict(os.environ, PYTHONPATH=REPO_DIR)
     return subprocess.run([sys.executable, *args], cwd=REPO_DIR, capture_output=True, text=True,
                           timeout=timeout, env=env, **kwargs)
 

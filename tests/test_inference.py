@@ -16,10 +16,10 @@ import random
 import numpy as np
 import pytest
 
-import inference
+from microgpt import inference
 from attention_trace import gpt_with_trace
 from microgpt.programs import sample
-from inference.model import merge_heads, split_heads
+from microgpt.inference.model import merge_heads, split_heads
 from microgpt.edge.checkpoint import load_checkpoint as scalar_load_checkpoint
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig

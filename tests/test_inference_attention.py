@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from inference import attention_head
-from inference.attention import causal_mask, masked_attention
+from microgpt.inference import attention_head
+from microgpt.inference.attention import causal_mask, masked_attention
 
 # The lesson rounds to three decimals, and once truncates (the weight 0.394521 is printed 0.394).
 LESSON_TOL = 1e-3

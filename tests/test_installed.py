@@ -41,12 +41,19 @@ def run(args, env, cwd):
                           text=True, timeout=120)
 
 
-def test_the_installed_package_is_what_runs(installed, tmp_path):
+def test_the_installed_package_is_what_runs_under_its_own_name(installed, tmp_path):
+    """Installing microgpt adds one top-level name: the numpy port, the numpy trainer and the
+    PyTorch module are microgpt.inference, microgpt.backprop and microgpt.torchgpt, and a name
+    another distribution owns (`inference` is one) is not taken."""
     target, env = installed
-    where = run(['-c', 'import microgpt, inference, backprop; print(microgpt.__file__, inference.__file__)'],
-                env, tmp_path)
+    where = run(['-c', 'import microgpt.inference, microgpt.backprop; '
+                       'print(microgpt.__file__, microgpt.inference.__file__, microgpt.backprop.__file__)'], env, tmp_path)
     assert where.returncode == 0, where.stderr
     assert all(path.startswith(str(target)) for path in where.stdout.split()), where.stdout
+    assert (target / 'microgpt' / 'torchgpt' / 'model.py').exists()  # importing it needs PyTorch
+    assert sorted(p.name for p in target.iterdir() if not p.name.endswith('-info') and p.name != 'bin') == ['microgpt']
+    for name in ('inference', 'backprop', 'torchgpt'):
+        assert run(['-c', f'import {name}'], env, tmp_path).returncode != 0, name
     for script in ('microgpt-train', 'microgpt-sample', 'microgpt-lab'):
         assert (target / 'bin' / script).exists()
 

@@ -328,7 +328,7 @@ def test_png_without_matplotlib_says_how_to_install(tiny_ckpt, tmp_path, capsys,
 def test_module_entry_point(tiny_ckpt):
     # the real `python -m microgpt.lab`, once: output on success, one line and status 2 on error
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.path.join(repo, 'src')]))
+    env = dict(os.environ, PYTHONPATH=repo)
     ok = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'autograd', '(a + b) * c',
                          'a=2', 'b=-3', 'c=10'], capture_output=True, text=True, env=env, cwd=repo)
     assert ok.returncode == 0 and 'c.grad = -1' in ok.stdout

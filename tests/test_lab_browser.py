@@ -181,7 +181,7 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
     ckpt_id = page.input_value('#ckpt')
     assert ckpt_id.startswith('run')
-    import inference
+    from microgpt import inference
     model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
     assert model.config.n_embd == 8
     page.goto(server.url + 'overview')

@@ -97,7 +97,7 @@ def test_serving_from_a_deleted_folder_is_one_line(runs_dir, tiny_ckpt, names_fi
     gone.mkdir()
     argv = [sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--data', names_file,
             '--port', '0'] + (['--runs-dir', str(tmp_path / 'runs')] if runs_dir else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    env = dict(os.environ, PYTHONPATH=REPO_DIR)
     done = subprocess.run(['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(gone), *argv],
                           capture_output=True, text=True, timeout=60, env=env)
     assert_one_line(done.returncode, done.stderr, 'the folder this was started in no longer exists')

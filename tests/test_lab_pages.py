@@ -43,7 +43,7 @@ def test_the_czech_preset_gives_the_lessons_numbers():
 
 
 def test_by_hand_is_the_ports_attention_head():
-    import inference
+    from microgpt import inference
     rng = np.random.default_rng(0)
     q, k, v = (rng.uniform(-2, 2, (5, 6)).round(2).tolist() for _ in range(3))
     for query in range(5):
@@ -65,7 +65,7 @@ def test_the_first_token_sees_itself_only_and_gets_v1():
 
 
 def test_heads_split_the_vector_and_w_o_mixes_them():
-    import inference
+    from microgpt import inference
     rng = np.random.default_rng(1)
     w_o = rng.uniform(-1, 1, (4, 4))
     r = preset(n_head=2, w_o=w_o.tolist())

@@ -81,7 +81,7 @@ def test_saturation_example():
 
 
 def test_czech_worked_example():
-    import inference
+    from microgpt import inference
     out, logits, weights = inference.attention_head(scaling.CZECH_Q3, scaling.CZECH_KEYS,
                                                     scaling.CZECH_VALUES)
     lesson_rounding = 1.5e-3  # the lesson rounds to 3 decimals and sums rounded products
@@ -92,7 +92,7 @@ def test_czech_worked_example():
 
 
 def test_the_lessons_0_394_is_truncated_not_rounded(capsys):
-    import inference
+    from microgpt import inference
     _, _, weights = inference.attention_head(scaling.CZECH_Q3, scaling.CZECH_KEYS, scaling.CZECH_VALUES)
     assert abs(weights[2] - 0.394521) < 5e-7
     assert round(weights[2], 3) == 0.395                       # the exercise answer's 0.395

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-import inference
+from microgpt import inference
 from microgpt.edge.errors import UserError
 from microgpt.edge.text import evaluate
 from microgpt.lab import attention, embeddings, overview, phases, sampling, step

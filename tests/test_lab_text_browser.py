@@ -13,7 +13,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 
 import pytest
 
-import inference
+from microgpt import inference
 from chromium import open_page, quiet
 from pagelayout import check_layout
 from labserver import live_server, post

@@ -7,7 +7,7 @@ the checkpoint's table, and the page draws the route's answer, one coloured piec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import inference
+from microgpt import inference
 from conftest import TINY_NAMES
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.edge.checkpoint import read_checkpoint

@@ -128,7 +128,7 @@ def test_pace_follows_the_runs_latest_steps_not_its_slow_first_ones():
 
 
 def test_pace_takes_the_probes_step_time_while_the_numpy_engine_tries_its_ways():
-    from backprop.threads import Trial
+    from microgpt.backprop.threads import Trial
     trial = Trial.RUN * Trial.ROUNDS * 3
     pace = Pace({'steps': 100, 'eval_every': 0, 'engine': 'numpy'}, {'step_s': 0.02, 'eval_s': None})
     pace.see(0.0, [{'step': 1, 'loss': 3.0}])

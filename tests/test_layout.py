@@ -25,8 +25,9 @@ from conftest import REPO_DIR
 CORE = {'engine', 'ops', 'fused', 'graph', 'model', 'tokenizer', 'bpe', 'training', 'optim', 'sampling'}
 # microgpt/'s other top-level files: the package's front door and the `python -m` entry points
 ENTRY_POINTS = {'microgpt', 'microgpt.train', 'microgpt.sample', 'microgpt.convert'}
-PACKAGES = {'microgpt': 'microgpt', 'inference': 'src/inference', 'backprop': 'src/backprop',
-            'torchgpt': 'src/torchgpt'}
+PACKAGES = {'microgpt': 'microgpt', 'microgpt.inference': 'src/inference', 'microgpt.backprop': 'src/backprop',
+            'microgpt.torchgpt': 'src/torchgpt'}
+ARRAYS = ('inference', 'backprop', 'torchgpt')  # src/'s packages, installed inside microgpt
 LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
 # The core is read in one sitting: its code (not its comments) fits in about as many lines as
 # microgpt's single file, and the engine in fewer than micrograd's 94-line engine.py. (458: the
@@ -88,11 +89,11 @@ def layer_of(module):
     """The layer is the folder: microgpt/ itself (the core), microgpt/edge/, src/ (the arrays),
     microgpt/programs/, microgpt/lab/."""
     package, _, rest = module.partition('.')
-    if package != 'microgpt':
+    folder = rest.split('.')[0]
+    if folder in ARRAYS:
         return 'arrays'
     if module in ENTRY_POINTS:
         return 'programs'
-    folder = rest.split('.')[0]
     return folder if folder in ('edge', 'programs', 'lab') else 'core'
 
 

@@ -350,7 +350,7 @@ def test_the_first_loss_is_about_uniform_guessing_at_every_width_and_depth(n_emb
     38 million weights, too many to make as Values in a test), the loss of one batch of text: the
     corners of the grid bench/init_loss.py measures whole (16 to 512 wide, 1 to 12 deep)."""
     np = pytest.importorskip('numpy')
-    import backprop
+    from microgpt import backprop
     chars = 'abcdefghijklmnopqrstuvwxyz ,.\n'
     tok = CharTokenizer(list(chars))
     cfg = GPTConfig(tok.vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=4, block_size=32)

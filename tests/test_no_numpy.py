@@ -32,7 +32,7 @@ def no_numpy_env(tmp_path):
     site.mkdir()
     (site / 'sitecustomize.py').write_text(NO_NUMPY)
     env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join([str(site), REPO_DIR, os.path.join(REPO_DIR, 'src')])
+    env['PYTHONPATH'] = os.pathsep.join([str(site), REPO_DIR])
     return env
 
 

@@ -52,7 +52,7 @@ def test_each_notebook_runs_top_to_bottom_in_a_fresh_kernel(path, tmp_path, monk
     jupytext, nbclient = notebook_tools()
     notebook = jupytext.read(path)
     # the kernel inherits the environment: this checkout's packages, a workspace of its own
-    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    monkeypatch.setenv('PYTHONPATH', REPO_DIR)
     monkeypatch.setenv('MICROGPT_EXERCISES', str(tmp_path / 'exercises'))
     work = tmp_path / 'cwd'
     work.mkdir()

@@ -54,7 +54,7 @@ def test_the_docs_have_python_examples():
 
 @pytest.mark.parametrize('index', range(len(BLOCKS)))
 def test_each_python_example_runs_as_written(trained_folder, index):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]))
+    env = dict(os.environ, PYTHONPATH=REPO_DIR)
     result = subprocess.run([sys.executable, '-c', BLOCKS[index]], cwd=trained_folder, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"python block {index} failed:\n{BLOCKS[index]}\n{result.stderr}"

@@ -402,7 +402,7 @@ def test_a_checkpoint_from_one_engine_resumes_on_the_other(tmp_path, names_file,
         if first == 'scalar':
             interrupt_after(monkeypatch, 6)
         else:  # the numpy engine's step, cut the same way
-            import backprop
+            from microgpt import backprop
             interrupt_after(monkeypatch, 6, backprop.Trainer)
         code, _, _ = run(train.main, train_args(names_file, out, '--steps', '12', '--engine', first), capsys)
         monkeypatch.undo()

@@ -16,7 +16,7 @@ import struct
 import numpy as np
 import pytest
 
-import inference
+from microgpt import inference
 from microgpt.edge import checkpoint
 from microgpt.programs import convert, sample, train
 from microgpt.edge import safetensors as st

@@ -17,7 +17,7 @@ import signal
 import numpy as np
 import pytest
 
-import inference
+from microgpt import inference
 from microgpt.programs import cli, train
 from microgpt.edge import text
 from microgpt.edge.checkpoint import read_checkpoint

@@ -52,7 +52,7 @@ def torchrun(args, program=os.path.join(REPO_DIR, 'train.py'), env=(), **popen):
 def rank_env(extra=()):
     """What every rank's environment adds: gloo on the loopback interface, one thread, src/."""
     return {**os.environ, 'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1',
-            'PYTHONPATH': os.pathsep.join([REPO_DIR, os.path.join(REPO_DIR, 'src')]), **dict(extra)}
+            'PYTHONPATH': REPO_DIR, **dict(extra)}
 
 
 def assert_no_process_left(p):

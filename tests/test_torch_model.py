@@ -16,9 +16,9 @@ pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
 torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 
-import backprop  # noqa: E402
-import inference  # noqa: E402
-import torchgpt  # noqa: E402
+from microgpt import backprop  # noqa: E402
+from microgpt import inference  # noqa: E402
+from microgpt import torchgpt  # noqa: E402
 from microgpt.model import GPT, GPTConfig, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens, learning_rate  # noqa: E402

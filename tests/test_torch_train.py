@@ -69,7 +69,7 @@ def test_the_torch_engine_logs_the_numpy_engines_losses(tmp_path, names_file, ca
 def test_a_run_moves_scalar_then_torch_then_numpy_as_if_it_never_switched(tmp_path, names_file, capsys,
                                                                          monkeypatch):
     torch_or_skip()
-    import torchgpt
+    from microgpt import torchgpt
     whole = tmp_path / 'whole.json'
     assert run(train.main, train_args(names_file, whole, '--steps', '18'), capsys)[0] == 0
     out = tmp_path / 'model.json'
@@ -126,7 +126,7 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
                    "from microgpt.programs import train; train.command()")
     p = subprocess.run([sys.executable, '-c', block_torch, *train_args(names_file, kept, '--force', '--engine', 'torch')],
                        cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, 'PYTHONPATH': os.path.join(REPO_DIR, 'src')})
+                       env={**os.environ, 'PYTHONPATH': REPO_DIR})
     assert p.returncode == 2
     assert_one_line_error(p.returncode, p.stderr, "pip install -e '.[torch]'")
 
@@ -160,7 +160,8 @@ def test_a_dtype_the_device_cannot_do_is_one_line(kept, names_file, capsys, monk
     """Simulated (every dtype works on a CPU): a device whose products refuse the dtype, as
     mps refuses float64."""
     torch = torch_or_skip()
-    import torchgpt.trainer
+    from microgpt import torchgpt
+    import microgpt.torchgpt.trainer  # noqa: F401  (loads torchgpt.trainer)
     real_ones = torch.ones
 
     def ones(*shape, dtype=None, device=None):

@@ -13,7 +13,7 @@ import random
 import numpy as np
 import pytest
 
-from backprop.optim import AdamArrays
+from microgpt.backprop.optim import AdamArrays
 from microgpt.engine import Value
 from microgpt.optim import Adam
 from microgpt.programs import train

@@ -24,7 +24,7 @@ import tempfile
 import threading
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'src')]
+sys.path[:0] = [REPO_DIR]
 
 from microgpt.lab.serve import make_server  # noqa: E402
 

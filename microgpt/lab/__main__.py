@@ -216,8 +216,8 @@ def main(argv=None):
         return run(args)
     # import only the command that runs: `autograd` and `loss` never load the numpy port
     if args.command == 'serve' or registry.get(args.command).numpy:
-        cli.import_optional('inference', f"`lab {args.command}`")  # numpy, and the port beside it
-        from backprop.threads import for_generation
+        cli.import_optional('microgpt.inference', f"`lab {args.command}`")  # numpy, and the port beside it
+        from microgpt.backprop.threads import for_generation
         for_generation()  # the lab's products are a window's at most (the server's workers take one too)
     if args.command == 'serve':
         from . import serve

@@ -66,7 +66,7 @@ def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0)
 
     Returns a dict of arrays; t = query + 1 is the number of visible keys.
     """
-    import inference
+    from microgpt import inference
 
     _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'attention_softmax'))
     q = caps['q'][layer, head, query]             # (head_dim,): what position i looks for

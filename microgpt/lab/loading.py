@@ -67,7 +67,7 @@ def load(path, kind='numpy', n_head=None):
     ckpt = read_checkpoint(path, n_head=n_head)
     if kind == 'scalar':
         return Loaded(ckpt, ckpt.model())
-    import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
+    from microgpt import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
     return Loaded(ckpt, inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer))
 
 

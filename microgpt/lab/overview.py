@@ -26,7 +26,7 @@ import random
 
 import numpy as np
 
-from inference.model import cross_entropy
+from microgpt.inference.model import cross_entropy
 
 from ..sampling import TEMPERATURE, generate, sample_names
 from .loading import data_mode, read_text

@@ -60,7 +60,7 @@ def phase_view(model, text, layer=0, head=0, query=None, mode='lines'):
     t = query + 1 visible keys; the future positions have q, k, v (computed by their own
     calls of gpt()), but the query's call never sees them.
     """
-    import inference
+    from microgpt import inference
 
     token_ids = text_tokens(model, text, mode)  # [BOS] + a name, or a window of running text
     query = check_choice(model, token_ids, layer, head, query, mode)

@@ -393,7 +393,7 @@ SANDBOXES = [
     Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] != 'numpy',
             about_model=step_about_model,
             # PyTorch for its third opinion of the gradients; the GPT of Values of a model not too large
-            warm_up=WarmUp(imports=('torch', 'torchgpt'), model_at_most=WARM_SCALAR_MAX),
+            warm_up=WarmUp(imports=('torch', 'microgpt.torchgpt'), model_at_most=WARM_SCALAR_MAX),
             help="one training step on TEXT: forward, backward, Adam, the loss after",
             description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
                         "matrix, Adam on one weight, and each position's p(true next) before and after "

@@ -24,7 +24,7 @@ attention.py computes them for a row of the real model, scaling.py for random ro
 
 import numpy as np
 
-from inference.attention import softmax  # the port's softmax: the lab shows what the model computes
+from microgpt.inference.attention import softmax  # the port's softmax: the lab shows what the model computes
 
 
 def entropy_bits(p):

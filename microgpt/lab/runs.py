@@ -53,8 +53,8 @@ from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
 from .runsamples import draw_sample
 from .runtime import Pace
 
-# The package's parent folder: where `python -m microgpt.train` finds microgpt/ (and, in a source
-# checkout, src/ beside it) whether or not the project is installed.
+# The package's parent folder: where `python -m microgpt.train` finds microgpt/ whether or not
+# the project is installed.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
@@ -179,10 +179,8 @@ class RunManager:
             argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, CHECKPOINT[params['data_mode']]),
                     *flags]
             env = dict(os.environ)
-            # microgpt/ and, in a source checkout, `inference` in src/: found even when the project
-            # is not installed (installed, they are on the path already)
-            env['PYTHONPATH'] = os.pathsep.join(filter(None, [PACKAGE_PARENT, os.path.join(PACKAGE_PARENT, 'src'),
-                                                              env.get('PYTHONPATH')]))
+            # microgpt/: found even when the project is not installed (installed, it is on the path)
+            env['PYTHONPATH'] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get('PYTHONPATH')]))
             # its own session: a Ctrl-C in the server's terminal reaches the server only, which
             # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
             try:

@@ -25,7 +25,7 @@ def draw_sample(path):
     per core there left threads spinning (120 characters of the Shakespeare recipe's model took
     9.7 to 16.5 s so beside other work on the 2-core machine, 0.7 s on one thread: draw_sample
     timed both ways on a checkpoint of that shape, load average 5.6)."""
-    from backprop.threads import blas_threads
+    from microgpt.backprop.threads import blas_threads
     ckpt, model = load(path)
     step = ckpt.train_state and ckpt.train_state.step
     with blas_threads(1):

@@ -110,7 +110,7 @@ def time_steps(trainer, data, settings):
         return time.perf_counter() - t
     ways = [1]
     if settings.engine == 'numpy' and settings.batch_size > 1:
-        from backprop.threads import cores
+        from microgpt.backprop.threads import cores
         ways.append(cores())  # the batch split over every core (backprop/parallel.py), if there are several
     best, step = None, 2
     for workers in ways:
@@ -159,7 +159,7 @@ def trial_steps(params):
     keeps; 0 on the scalar engine."""
     if params.get('engine') != 'numpy':
         return 0
-    from backprop.threads import Trial
+    from microgpt.backprop.threads import Trial
     return Trial.RUN * Trial.ROUNDS * 3
 
 

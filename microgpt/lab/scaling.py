@@ -314,7 +314,7 @@ def contraction(spec, sizes):
 # ---------------------------------------------------------------------------- the sandbox
 def lesson_numbers(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
     """Every number the printout shows, each section's measurements beside the lesson's."""
-    import inference  # the port's attention_head, the function its forward() calls per head and position
+    from microgpt import inference  # the port's attention_head, the function its forward() calls per head and position
 
     if draws * row_d > MAX_ROW_NUMBERS:
         raise UserError(f"--draws {draws} x --row-d {row_d} = {draws * row_d:,} is more than "

@@ -43,7 +43,7 @@ import math
 import re
 
 import numpy as np
-from backprop.optim import AdamArrays
+from microgpt.backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
 from ..edge.checks import short
@@ -158,8 +158,8 @@ def numpy_pass(model, weights, tokens):
     derived by hand, tests/test_backprop_model.py: equal to the scalar engine's to 1e-12): the
     same numbers in milliseconds, where the scalar engine takes a second on a 4x64 model. No
     graph is built, so graph_nodes is None."""
-    from backprop.model import make_batch, model_backward, model_forward
-    from inference.model import cross_entropy, softmax
+    from microgpt.backprop.model import make_batch, model_backward, model_forward
+    from microgpt.inference.model import cross_entropy, softmax
     cfg = model.config
     idx, targets, mask = make_batch([tokens], cfg.block_size, cfg.vocab_size)
     try:
@@ -313,7 +313,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
 def forward_after(model, weights, tokens):
     """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port: the
     mean of its per-position losses, as doc_loss takes it."""
-    from inference.model import NumpyGPT, cross_entropy  # `step` needs numpy (registry.py)
+    from microgpt.inference.model import NumpyGPT, cross_entropy  # `step` needs numpy (registry.py)
     port = NumpyGPT(model.config, weights, tokenizer=model.tokenizer)
     logits = port.forward(tokens[:-1])[0]        # (n, vocab_size)
     losses = cross_entropy(logits, tokens[1:])   # (n,): -ln p(true next) at each position
@@ -332,7 +332,7 @@ def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
     path, terms that cancel), and 'confirmed' whether the numpy port's own forward pass finds
     the same dead units (its mlp_pre_relu <= 0 at every position).
     """
-    from inference.model import NumpyGPT  # `step` needs numpy (registry.py)
+    from microgpt.inference.model import NumpyGPT  # `step` needs numpy (registry.py)
     cfg = model.config
     n = cfg.n_embd
     read = set(tokens[:-1])  # the tokens the name reads; the final BOS is only a target
@@ -358,11 +358,11 @@ def engine_gradients(model, weights, tokens, grads):
     difference from backward()'s in that matrix}}, or None where the engine is not installed."""
     found = lambda name: importlib.util.find_spec(name) is not None  # noqa: E731
     theirs = {'numpy': None, 'torch': None}
-    if found('backprop'):
-        import backprop
+    if found('numpy'):
+        from microgpt import backprop
         theirs['numpy'] = backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1]
-    if found('torch') and found('torchgpt'):
-        import torchgpt
+    if found('torch'):
+        from microgpt import torchgpt
         theirs['torch'] = torchgpt.loss_and_grads(model.config, weights, [tokens])[1]
     out = {}
     for engine, g in theirs.items():

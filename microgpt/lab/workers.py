@@ -221,7 +221,7 @@ def start_worker(server_pid):
     for name in ('SIGINT', 'SIGHUP'):
         if hasattr(signal, name):  # Windows has no SIGHUP
             signal.signal(getattr(signal, name), signal.SIG_IGN)
-    from backprop.threads import for_generation
+    from microgpt.backprop.threads import for_generation
     for_generation()
     threading.Thread(target=exit_with, args=(server_pid,), daemon=True).start()
 

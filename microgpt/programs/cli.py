@@ -8,8 +8,8 @@ writer reports, instead of killing the program. `ArgumentParser` makes argparse'
 one line too, and `parse_args_and_given` also says which flags the command line set (train.py
 fills the others from the run it resumes). The type functions (`positive_float` and the ranges
 `int_in(lo, hi)`, `float_in(lo, hi)`) check numeric flags at parse time with messages that say
-what is allowed. `import_optional` turns a missing optional part (numpy, PyTorch, the src/
-packages outside the project's .venv) into one line naming the command that brings it.
+what is allowed. `import_optional` turns a missing optional library (numpy, PyTorch) into one
+line naming the command that brings it.
 """
 
 import argparse
@@ -122,18 +122,13 @@ def install_hint(extra):
 
 
 def import_optional(name, what, extra=None, alternative=""):
-    """Import `name` (inference and backprop need numpy, torchgpt PyTorch), or say in one line
-    what `what` needs and the command that brings it: a missing library, or a Python that does
-    not see the project's src/ packages (a source checkout run without its .venv)."""
+    """Import `name` (microgpt.inference and microgpt.backprop need numpy, microgpt.torchgpt
+    PyTorch), or say in one line what `what` needs and the command that brings it."""
     try:
         return importlib.import_module(name)
-    except ImportError as e:  # the module itself, or a library it imports, is not there
+    except ImportError as e:  # a library it imports is not there
         named = e.name or re.search(r"No module named '([\w.]+)'", str(e))
         missing = (named if isinstance(named, str) else named.group(1) if named else name).split('.')[0]
-    if missing in ('inference', 'backprop', 'torchgpt'):
-        raise UserError(f"{what} needs the project's `{missing}` package, which this Python does not see: "
-                        "run it with the project's own Python, .venv/bin/python (`make run` makes it), or "
-                        "`source .venv/bin/activate` first")
     hint = install_hint(extra) if extra else f"pip install {missing}"
     raise UserError(f"{what} needs {'PyTorch' if missing == 'torch' else missing}, which is not installed "
                     f"here: {hint}" + (f" ({alternative})" if alternative else ""))

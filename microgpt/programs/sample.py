@@ -126,13 +126,13 @@ def model_for(config, weights, tokenizer, engine=None, positions=0):
     faster = "drop --engine scalar"
     if engine is None:
         try:
-            import inference  # noqa: F401  (needs numpy)
+            from microgpt import inference  # noqa: F401  (needs numpy)
             engine = 'numpy' if n_params > SCALAR_UP_TO else 'scalar'
         except ImportError:
             engine, faster = 'scalar', "install numpy (pip install numpy)"
     if engine == 'numpy':
-        inference = cli.import_optional('inference', "--engine numpy")
-        from backprop.threads import for_generation
+        inference = cli.import_optional('microgpt.inference', "--engine numpy")
+        from microgpt.backprop.threads import for_generation
         for_generation()  # one position's products: more BLAS threads only wait, on a busy core too
         return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
     model = GPT.from_weights(config, weights, tokenizer)

@@ -91,11 +91,11 @@ def build(settings, ckpt):
         trainer.check_ranks_agree(settings.saved(), data.fingerprint)
     threads = None
     if settings.engine == 'numpy':  # BLAS threads: the user's, or the fastest way, timed on the first steps
-        from backprop.threads import choose_threads
+        from microgpt.backprop.threads import choose_threads
         trainer, threads = choose_threads(trainer, settings.batch_size, settings.threads)
     dropout = None
     if settings.dropout:  # every engine takes the same masks, drawn from --seed and the step alone
-        masks = cli.import_optional('backprop.dropout', "--dropout")
+        masks = cli.import_optional('microgpt.backprop.dropout', "--dropout")
         dropout = functools.partial(masks.draw, settings.dropout, settings.seed, config=config)
     return Built(data, trainer, start, threads, recipe, dropout)
 
@@ -194,11 +194,11 @@ def available_memory():
 def make_trainer(settings, config, weights, tokenizer):
     """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
     if settings.engine == 'torch':
-        torchgpt = cli.import_optional('torchgpt', "--engine torch", "torch", "or use --engine numpy")
+        torchgpt = cli.import_optional('microgpt.torchgpt', "--engine torch", "torch", "or use --engine numpy")
         return torchgpt.make_trainer(config, weights, tokenizer, settings.device, settings.dtype,
                                      settings.world_size, settings.batch_size, settings.weight_decay)
     if settings.engine == 'numpy':
-        backprop = cli.import_optional('backprop', "--engine numpy")
+        backprop = cli.import_optional('microgpt.backprop', "--engine numpy")
         return backprop.Trainer(config, weights, tokenizer, dtype=settings.dtype, weight_decay=settings.weight_decay)
     model = GPT.from_weights(config, weights, tokenizer, fused=not settings.unfused)
     return ScalarTrainer(model, Adam(model.params, weight_decay=settings.weight_decay))
@@ -360,14 +360,14 @@ def validation_losses(trainer, parts, windows=False, threads=None):
     numpy is not installed, the scalar engine computes it. threads: --threads, the cores running
     text is evaluated on (default: OPENBLAS_NUM_THREADS, else every core)."""
     try:
-        import inference
+        from microgpt import inference
     except ImportError:
         return [_scalar_loss(trainer.model, part, windows) for part in parts]
     dtype = 'float32' if str(trainer.dtype) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     if not windows:
         return [_port_loss(inference.evaluate, port, part) for part in parts]
-    from backprop.threads import blas_threads, cores, user_threads
+    from microgpt.backprop.threads import blas_threads, cores, user_threads
     workers = user_threads(threads)[0] or cores()  # a batch of windows on each core, one BLAS thread each
     with blas_threads(1):
         return [_port_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]

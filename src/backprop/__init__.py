@@ -1,7 +1,7 @@
 """
 backprop: microgpt's GPT trained on numpy arrays, every layer's gradient derived by hand.
 
-    import backprop
+    from microgpt import backprop
     trainer = backprop.Trainer(config, weights, tokenizer)   # weights: GPT(config).weights()
     loss = trainer.step(batch, lr)   # batch: B token lists [BOS] + ids + [BOS]; mean token loss
 

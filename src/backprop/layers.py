@@ -37,8 +37,8 @@ import functools
 
 import numpy as np
 
-from inference.attention import causal_mask, softmax
-from inference.model import cross_entropy, linear, rms_scale, split_heads
+from ..inference.attention import causal_mask, softmax
+from ..inference.model import cross_entropy, linear, rms_scale, split_heads
 from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
 

@@ -1,7 +1,7 @@
 """
 Trainer: one numpy training step (forward, hand-derived backward, Adam) per batch of names.
 
-    import backprop
+    from microgpt import backprop
     trainer = backprop.Trainer(config, GPT(config, seed=42).weights(), tokenizer)
     loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
     save_checkpoint('out/model.json', trainer, {... 'adam': trainer.optimizer_state()})

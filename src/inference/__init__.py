@@ -1,7 +1,7 @@
 """
 inference: the numpy port of microgpt, computing every position of a sequence in one call.
 
-    import inference
+    from microgpt import inference
     model = inference.load_checkpoint('out/model.json')        # a NumpyGPT
     logits, caps = model.forward([model.tokenizer.bos, 4, 12], capture=['attention_softmax'])
     logits.shape                       # (T, vocab_size) = (3, 27)

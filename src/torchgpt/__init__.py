@@ -1,7 +1,7 @@
 """
 torchgpt: microgpt's GPT in PyTorch, the third rung: autograd on tensors, GPUs, many machines.
 
-    import torchgpt
+    from microgpt import torchgpt
     model = torchgpt.GPT(config)              # an nn.Module; state_dict keys are microgpt's names
     trainer = torchgpt.Trainer(config, weights, tokenizer, device='cpu', dtype='float64')
     loss = trainer.step(batch, lr)            # what `train.py --engine torch` drives

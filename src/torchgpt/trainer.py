@@ -1,7 +1,7 @@
 """
 Trainer: one PyTorch training step (forward, loss.backward(), torch.optim.Adam) per batch of names.
 
-    import torchgpt
+    from microgpt import torchgpt
     trainer = torchgpt.Trainer(config, GPT(config, seed=42).weights(), tokenizer, device='cpu')
     loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
 
@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from backprop import make_batch
+from ..backprop import make_batch
 from microgpt.edge.errors import UserError
 from microgpt.model import parameter_shapes
 from microgpt.training import num_predictions

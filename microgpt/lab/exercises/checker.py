@@ -64,8 +64,8 @@ def child_environment():
 
 
 def import_paths(workspace):
-    """Where the runner finds microgpt (and src/, where the tests put it): this process's own
-    sys.path without its current folder or the workspace, microgpt's folder first."""
+    """Where the runner finds microgpt: this process's own sys.path without its current folder
+    or the workspace, microgpt's folder first."""
     skip = {'', os.getcwd(), workspace}
     return [PACKAGE_ROOT] + [p for p in sys.path if p not in skip and os.path.isdir(p)]
 

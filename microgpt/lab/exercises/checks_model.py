@@ -364,7 +364,7 @@ def describe_config(config, tokens):
 
 
 def check_gpt(t, fn):
-    from inference import NumpyGPT
+    from microgpt.inference import NumpyGPT
     rng = random.Random(113)
     for k, (label, config, seed, tokens) in enumerate(gpt_cases(rng)):
         t.case(label, describe_config(config, tokens), k < 2)
@@ -450,7 +450,7 @@ def float_losses(weights, config, tokens):
 
 
 def check_name_loss(t, fn):
-    from inference import NumpyGPT
+    from microgpt.inference import NumpyGPT
     rng = random.Random(114)
     config = GPTConfig(5, n_layer=1, n_embd=8, n_head=2, block_size=6)
     cases = [('a name of 4 letters', config, 1, [4, 0, 1, 1, 0, 4]),

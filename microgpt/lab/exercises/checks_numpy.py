@@ -11,7 +11,7 @@ loop over floats for the forward; central finite differences of the forward for 
 import random
 
 import numpy as np
-from inference.attention import causal_mask, softmax
+from microgpt.inference.attention import causal_mask, softmax
 
 from .checks_model import float_attention
 from .harness import central_difference, fmt
@@ -75,7 +75,7 @@ MASK_SLIPS = [
 
 
 def check_masked_attention(t, fn):
-    from inference.attention import masked_attention as project
+    from microgpt.inference.attention import masked_attention as project
     rng = random.Random(117)
     cases = [("the Czech lesson's three tokens", np.array(CZECH_Q), np.array(CZECH_KEYS), np.array(CZECH_VALUES)),
              ("one position", np.array([[0.5, -1.0]]), np.array([[2.0, 1.0]]), np.array([[3.0, 4.0]])),
@@ -110,7 +110,7 @@ def check_masked_attention(t, fn):
 
 # ---------------------------------------------------------------------------- 18. linear_backward
 def check_linear_backward(t, fn):
-    from backprop.layers import linear_backward as project
+    from microgpt.backprop.layers import linear_backward as project
     rng = random.Random(118)
     cases = [("one row, 3 inputs, 2 outputs", (1, 3, 2)), ("2 rows, 2 inputs, 3 outputs", (2, 2, 3)),
              ("3 rows, a square w", (3, 2, 2))]
@@ -189,7 +189,7 @@ def numpy_attention_backward(dout, q, k, v, slip=None):
 
 
 def check_attention_backward(t, fn):
-    from backprop.layers import attention_backward, attention_forward
+    from microgpt.backprop.layers import attention_backward, attention_forward
     rng = random.Random(120)
     cases = [("the Czech lesson's three tokens", np.array(CZECH_Q), np.array(CZECH_KEYS), np.array(CZECH_VALUES)),
              ("one position", array(rng, 1, 2), array(rng, 1, 2), array(rng, 1, 2)),

@@ -168,8 +168,8 @@ def exactly_kept(rng, shape, p, n_rows):
 
 def check_dropout(t, fn):
     import numpy as np
-    from backprop.dropout import draw
-    from backprop.layers import dropout_backward, dropout_forward
+    from microgpt.backprop.dropout import draw
+    from microgpt.backprop.layers import dropout_backward, dropout_forward
     from ...model import GPTConfig
     from .checks_numpy import array, fd_grad, read_arrays, show, unchanged
     rng = random.Random(122)

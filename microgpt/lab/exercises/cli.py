@@ -20,6 +20,7 @@ nothing of the learner's changed. `check` exits 0 when everything it checked pas
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 import textwrap
@@ -147,19 +148,11 @@ def cmd_start(args, say):
 
 
 # ---------------------------------------------------------------------------- what this Python can check
-NUMPY_PARTS = ('numpy', 'inference', 'backprop')  # what the checks of catalog's needs_numpy import
-
-
 def lacking():
     """What this Python lacks to run the checks that use numpy ('' when nothing): a Python
     outside the project's environment (the system's python3 in a checkout) checks the engine,
     the Value rung and weight decay, and says so of the rest, never that the checker failed."""
-    for name in NUMPY_PARTS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            return 'numpy' if name == 'numpy' else f"the project's `{name}` package (src/)"
-    return ''
+    return '' if importlib.util.find_spec('numpy') else 'numpy'
 
 
 def without(missing, command):

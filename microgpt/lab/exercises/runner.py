@@ -64,7 +64,7 @@ def check_one(number, workspace, seconds, cache):
                   'line': f"the checker itself failed ({type(exc).__name__}: {str(exc)[:120]}, "
                           f"{os.path.basename(where.filename)} line {where.lineno}): a bug in microgpt, "
                           "unless your code changes microgpt's or the checker's own objects"}
-        if missing in ('numpy', 'inference', 'backprop'):  # a Python without numpy (cli.py asks first)
+        if missing == 'numpy':  # a Python without numpy (cli.py asks first)
             result['line'] = (f"not checked: its check needs {missing}, which this Python lacks (not a fault "
                               "in your code): run it with .venv/bin/python, or `pip install -e .` first")
     if result['status'] == 'fail':
