@@ -498,10 +498,10 @@ def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, 
 # ---------------------------------------------------------------------------- bad flags
 @pytest.mark.parametrize('args, fragment', [
     (['--steps', '0'], '--steps: 0 is out of range: give an integer from 1 to'),
-    (['--lr', '0'], '--lr: 0 must be a finite number greater than 0'),
+    (['--lr', '0'], '--lr: 0 is out of range: give a number greater than 0'),
     (['--lr', 'inf'], '--lr'),
     (['--lr', 'nan'], '--lr'),
-    (['--val-size', '-1'], '--val-size: -1 is out of range'),
+    (['--val-size', '-1'], '--val-size: -1 is not a fraction between 0 and 1 (exclusive) nor a count'),
     (['--n-embd', '10', '--n-head', '4'], 'n_embd (10) must be divisible by n_head (4)'),
     (['--val-size', '54'], '--val-size 54 leaves no training documents out of 54'),
     (['--n-layer', '0'], '--n-layer'),
@@ -537,3 +537,30 @@ def test_train_reads_a_crlf_file(tmp_path, capsys):
                                        '--steps', '2', '--val-size', '0', *TINY, *QUIET], capsys)
     assert code == 0
     assert "3 names, 3 train / 0 val, vocab 6 ('aeimv' + BOS)" in stdout  # no '\r' in the vocabulary
+
+
+def test_one_range_checks_a_flag_a_web_field_and_a_saved_value_alike():
+    """checks.Range is the one declaration of what a number may be: argparse's type (parse),
+    the lab's and the web routes' check, a saved run's holds. Both ends are in, nothing
+    beyond, never a bool or a number that is not finite; above and below leave an end out."""
+    import argparse
+    from microgpt.edge.checks import Range
+    from microgpt.edge.errors import UserError
+    count = Range(int, 1, 10)
+    assert (count.parse('1'), count.parse('10'), count.parse(' 7 ')) == (1, 10, 7)
+    for text in ('0', '11', '-1', '1.5', 'ten', ''):
+        with pytest.raises(argparse.ArgumentTypeError):
+            count.parse(text)
+    assert [count.holds(v) for v in (1, 10, 0, 11, 1.0, True, None, '3')] == [True, True] + [False] * 6
+    with pytest.raises(UserError, match=r"^--n is 11: give an integer from 1 to 10$"):
+        count.check(11, '--n')
+    rate = Range(float, 0, above=True)
+    assert rate.parse('1e-308') == 1e-308 and rate.holds(3) and not rate.holds(0.0)
+    for text in ('0', '-1', 'nan', 'inf'):
+        with pytest.raises(argparse.ArgumentTypeError):
+            rate.parse(text)
+    dropout = Range(float, 0, 1, below=True)
+    assert dropout.holds(0.0) and dropout.holds(0.999) and not dropout.holds(1.0)
+    assert dropout.text() == 'a number from 0 to less than 1'
+    assert Range(float, 0, 1000, above=True).text() == 'a number greater than 0 and at most 1000'
+    assert Range(float, 0, 1, above=True, below=True).text() == 'a number greater than 0 and less than 1'

@@ -468,7 +468,7 @@ def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
     status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': 1})
     assert status == 400 and 'started without --exercises DIR' in got['error']
     status, got, _ = request(server, 'POST', '/api/exercises/check', {'number': N + 1})
-    assert status == 400 and got['error'] == f"'number' is {N + 1}: give an integer in 1..{N}"
+    assert status == 400 and got['error'] == f"'number' is {N + 1}: give an integer from 1 to {N}"
 
 
 def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ckpt, names_file, tmp_path):

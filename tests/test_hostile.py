@@ -557,7 +557,7 @@ HUGE = '9' * 400
 
 @pytest.mark.parametrize('argv, fragment', [
     (['overview', TEXT, '--top', '1000000'], '--top: 1000000 is out of range: give an integer from 1 to 1,000'),
-    (['overview', TEXT, '--top', HUGE], 'is not an integer from 1 to 1,000'),
+    (['overview', TEXT, '--top', HUGE], 'is out of range: give an integer from 1 to 1,000'),
     (['overview', TEXT, '--seed', '-1'], 'give an integer from 0 to 4,294,967,295'),
     (['overview', TEXT, '--seed', '4294967296'], 'give an integer from 0 to 4,294,967,295'),
     (['overview', TEXT, '--temperature', '1001'], 'give a number from 0 to 1000'),
@@ -594,7 +594,7 @@ def test_every_numeric_lab_flag_names_its_range_in_its_help(capsys):
         for flag in flags:
             # the text after each mention of the flag, up to the next flag: one is its help
             after = [part.split(' --')[0] for part in text.split(flag + ' ')[1:]]
-            assert any('..' in part for part in after), (command, flag, after)
+            assert any(' from ' in part or ' greater than ' in part for part in after), (command, flag, after)
 
 
 @pytest.mark.parametrize('line, fragment', [
@@ -636,25 +636,6 @@ def test_a_hundred_thousand_bracket_log_is_one_line_as_a_process(tmp_path):
     path.write_text('[' * DEEP + ']' * DEEP + '\n')
     result = run_python(['-m', 'microgpt.lab', 'loss', str(path)])
     assert_one_line(result.returncode, result.stderr, 'line 1 nests brackets 100,000 deep')
-
-
-def test_ranges_include_both_ends_and_nothing_beyond():
-    """int_in and float_in, the types behind every numeric flag: inclusive, finite, no huge parse."""
-    import argparse
-    count = cli.int_in(1, 10)
-    assert (count('1'), count('10'), count(' 7 ')) == (1, 10, 7)
-    for text in ('0', '11', '-1', '1.5', 'ten', '', '1' * 5000):
-        with pytest.raises(argparse.ArgumentTypeError):
-            count(text)
-    temperature = cli.float_in(0, limits.MAX_TEMPERATURE)
-    assert temperature('0') == 0.0 and temperature('1e-308') == 1e-308 and temperature('1e3') == 1000.0
-    for text in ('-1e-300', '1000.1', 'nan', 'inf', '-inf', '-1'):
-        with pytest.raises(argparse.ArgumentTypeError):
-            temperature(text)
-    divisor = cli.float_in(0, limits.MAX_TEMPERATURE, above=True)  # 0 itself excluded
-    assert divisor('1e-308') == 1e-308
-    with pytest.raises(argparse.ArgumentTypeError):
-        divisor('0')
 
 
 def test_config_caps_admit_their_own_maximum_and_refuse_one_more():

@@ -383,7 +383,7 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     ('/api/scaling', {'part': 'index', 'sizes': {'h': 2.5}}, 'give whole sizes'),
     ('/api/scaling', {'part': 'index', 'sizes': {'h': 0}}, 'must be a number in 1..'),
     ('/api/scaling', {'part': 'row', 'scores': [1e400]}, 'finite'),
-    ('/api/scaling', {'part': 'cost', 'n': 10 ** 8}, "'n' is 1e+08"),
+    ('/api/scaling', {'part': 'cost', 'n': 10 ** 8}, "'n' is 100000000: give an integer from 1 to 10,000,000"),
     ('/api/phases', {'text': 'emma', 'head': 9}, '--head 9 is out of range'),
 ])
 def test_a_bad_request_to_a_new_route_is_a_400_with_one_line(server, route, body, words):

@@ -45,7 +45,7 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
     assert capsys.readouterr().out == 'HI HI HI\n'
     with pytest.raises(SystemExit):
         main(['echo', '--help'])
-    assert 'how many times (default 2); 1..5' in ' '.join(capsys.readouterr().out.split())
+    assert 'how many times (default 2); an integer from 1 to 5' in ' '.join(capsys.readouterr().out.split())
     with pytest.raises(SystemExit):  # argparse: one line, exit 2
         main(['echo', 'hi', '--times', '6'])
     assert 'give an integer from 1 to 5' in capsys.readouterr().err
@@ -57,7 +57,7 @@ def test_a_sandbox_added_to_the_registry_is_a_route_and_a_page(echo, tiny_ckpt, 
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
         assert status == 200 and got == {'words': ['hi'] * 3}
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
-        assert status == 400 and got['error'] == "'times' is 6: give an integer in 1..5"
+        assert status == 400 and got['error'] == "'times' is 6: give an integer from 1 to 5"
         config = request(server, 'GET', '/api/config')[1]  # what web/lab.js draws the navigation from
     assert {'name': 'echo', 'title': 'Echo'} in config['pages']
     pages, static, api = serve.routes()

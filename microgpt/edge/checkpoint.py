@@ -28,7 +28,7 @@ from ..model import GPT, GPTConfig, parameter_shapes
 from ..bpe import N_BYTES, BPETokenizer
 from ..tokenizer import CharTokenizer
 from . import safetensors
-from .checks import CONFIG_FIELDS, is_finite_number, is_int_in, make_config, short
+from .checks import CONFIG_FIELDS, Range, is_finite_number, make_config, short
 from .errors import UserError
 from .files import open_user_file, read_head, read_user_file, write_atomic, write_json_atomic
 from .files import parse_json
@@ -383,7 +383,7 @@ def check_merges(path, merges, vocab_size):
                         f"the merges, BOS), but vocab_size is {vocab_size:,}: the checkpoint is damaged")
     lengths, seen, total = [1] * N_BYTES, set(), N_BYTES
     for k, pair in enumerate(merges):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(is_int_in(i, 0, N_BYTES + k - 1) for i in pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(Range(int, 0, N_BYTES + k - 1).holds(i) for i in pair)):
             raise UserError(f"{path}: merge {k} is {short(pair)}, not a pair of the {N_BYTES + k} ids before it: "
                             "the checkpoint is damaged")
         if tuple(pair) in seen:
@@ -451,7 +451,7 @@ def _optimizer(path, adam, config):
         raise UserError(f"{path} has a training state without Adam's moments (a run's best checkpoint): "
                         f"it cannot be resumed; start a new run with --init {path}")
     n_params = parameter_count(config)
-    if not (isinstance(adam, dict) and is_int_in(adam.get('t'), 0)
+    if not (isinstance(adam, dict) and Range(int, 0).holds(adam.get('t'))
             and all(isinstance(adam.get(k), (list, array)) and len(adam[k]) == n_params
                     and all(is_finite_number(x) for x in adam[k]) for k in ('m', 'v'))
             and min(adam['v'], default=0.0) >= 0):
@@ -462,7 +462,7 @@ def _optimizer(path, adam, config):
 def _train_state(path, state):
     """The TrainState of the file's dict, its own fields checked (the run's settings are checked
     by programs/settings.py, which declares them)."""
-    if not is_int_in(state.get('step'), 0):
+    if not Range(int, 0).holds(state.get('step')):
         damaged(path, "its step is not a count")
     if not isinstance(state.get('run'), dict):
         damaged(path, "its run settings are missing")
@@ -474,7 +474,7 @@ def _train_state(path, state):
     if not (state.get('val_loss') is None or isinstance(state['val_loss'], float)):
         damaged(path, "its validation loss is not a number")
     best = state.get('best_step'), state.get('best_val_loss')  # absent in a run saved before they were kept
-    if not (best == (None, None) or (is_int_in(best[0], 1, state['step']) and isinstance(best[1], float)
+    if not (best == (None, None) or (Range(int, 1, state['step']).holds(best[0]) and isinstance(best[1], float)
                                      and is_finite_number(best[1]))):
         damaged(path, "its best step is not a step it took with a finite loss")
     run = SavedRun(**{f.name: state['run'][f.name] for f in fields(SavedRun) if f.name in state['run']})

@@ -11,7 +11,9 @@ predicates every reader of a saved value uses (a count in a range, a finite numb
 one way a message quotes what it was handed (`short`: a bounded piece of it).
 """
 
+import argparse
 import math
+from dataclasses import dataclass
 
 from .errors import UserError
 from .limits import check_config_sizes
@@ -25,7 +27,7 @@ def make_config(**fields):
     (checked before anything is built: a trillion layers costs nothing) and n_embd divides
     evenly into n_head heads."""
     for name in CONFIG_FIELDS:
-        if not is_int_in(fields.get(name), 1):
+        if not Range(int, 1).holds(fields.get(name)):
             raise UserError(f"{name} must be a positive integer, got {short(fields.get(name))}")
     check_config_sizes(fields)
     if fields['n_embd'] % fields['n_head']:
@@ -34,9 +36,57 @@ def make_config(**fields):
     return GPTConfig(**{name: fields[name] for name in CONFIG_FIELDS})
 
 
-def is_int_in(x, lo, hi=None):
-    """x is an int (not a bool) from lo to hi inclusive (hi None: no top)."""
-    return isinstance(x, int) and not isinstance(x, bool) and lo <= x and (hi is None or x <= hi)
+@dataclass(frozen=True)
+class Range:
+    """The numbers a value may take, declared once and checked the same way wherever it comes
+    from: a flag (`parse`, an argparse type), a lab parameter or a web field (`check`), a saved
+    run (`holds`). kind: int or float; low..high inclusive (high None: no top); above leaves low
+    itself out (a temperature that divides), below leaves high out (a dropout of 1 drops all)."""
+    kind: type
+    low: float
+    high: float = None
+    above: bool = False
+    below: bool = False
+
+    def text(self):
+        """What it takes, in words: 'an integer from 1 to 256', 'a number greater than 0'."""
+        shown = (lambda x: f"{x:,}") if self.kind is int else (lambda x: f"{x:g}")
+        words = 'an integer' if self.kind is int else 'a number'
+        low = f"greater than {shown(self.low)}" if self.above else f"from {shown(self.low)}"
+        if self.high is None:
+            return f"{words} {low}" if self.above else f"{words} of at least {shown(self.low)}"
+        if self.above:
+            return f"{words} {low} and {'less than' if self.below else 'at most'} {shown(self.high)}"
+        return f"{words} {low} to {'less than ' * self.below}{shown(self.high)}"
+
+    what = property(text)  # as programs/settings.py's other kinds name their values
+    choices = None
+
+    def holds(self, value):
+        """Whether value is one of these numbers (an int is a number too; a bool is neither)."""
+        if isinstance(value, bool) or not isinstance(value, self.kind if self.kind is int else (int, float)):
+            return False
+        if self.kind is float and not is_finite_number(value):
+            return False
+        return ((value > self.low if self.above else value >= self.low) and
+                (self.high is None or (value < self.high if self.below else value <= self.high)))
+
+    def check(self, value, where):
+        """value, or a one-line UserError naming `where` and what it takes."""
+        if not self.holds(value):
+            raise UserError(f"{where} is {short(value)}: give {self.text()}")
+        return value
+
+    def parse(self, text):
+        """An argparse type: the number a command line wrote, or argparse's one-line error."""
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{short(text)} is not {'an integer' if self.kind is int else 'a number'}"
+                                             ) from None
+        if not self.holds(value):
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give {self.text()}")
+        return value
 
 
 def is_finite_number(x):
@@ -86,7 +136,7 @@ def check_sampling(temperature, top_k, vocab_size=None):
     if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
             and math.isfinite(temperature) and temperature >= 0):
         raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and not is_int_in(top_k, 1):
+    if top_k is not None and not Range(int, 1).holds(top_k):
         raise UserError(f"--top-k must be a positive integer (1 = greedy), got {short(top_k)}")
     if top_k is not None and vocab_size is not None and top_k > vocab_size:
         raise UserError(f"--top-k {top_k} is more than the model's {vocab_size} tokens: use "

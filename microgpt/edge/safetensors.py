@@ -19,7 +19,7 @@ import sys
 from array import array
 from typing import NamedTuple
 
-from .checks import is_int_in, short
+from .checks import Range, short
 from .errors import UserError
 from .files import read_head
 from .files import parse_json
@@ -144,8 +144,8 @@ def _check_entries(path, header, data_bytes):
     entries = []
     for name, e in header.items():
         if not (isinstance(e, dict) and isinstance(e.get('dtype'), str) and isinstance(e.get('shape'), list)
-                and all(is_int_in(d, 0) for d in e['shape']) and isinstance(e.get('data_offsets'), list)
-                and len(e['data_offsets']) == 2 and all(is_int_in(o, 0) for o in e['data_offsets'])):
+                and all(Range(int, 0).holds(d) for d in e['shape']) and isinstance(e.get('data_offsets'), list)
+                and len(e['data_offsets']) == 2 and all(Range(int, 0).holds(o) for o in e['data_offsets'])):
             raise UserError(f"{path}: tensor {short(name)} lacks a dtype, a shape of counts or two data "
                             "offsets in the header: the file is damaged")
         shape = tuple(e['shape'])

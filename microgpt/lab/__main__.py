@@ -18,6 +18,7 @@ import importlib
 
 from ..programs import cli
 from ..edge.checkpoint import TUTORIAL_N_HEAD
+from ..edge.checks import Range
 from ..edge.limits import MAX_N_HEAD
 from . import pictures, registry, render
 from .loading import DEFAULT_CKPT, DEFAULT_HOST, DEFAULT_PORT
@@ -41,10 +42,8 @@ def add_param(group, p):
         kw['action'] = 'store_false' if p.default else 'store_true'
         group.add_argument(p.flag or '--' + p.name.replace('_', '-'), dest=p.name, **kw)
         return
-    if p.kind is int:
-        kw['type'] = cli.int_in(p.low, p.high)
-    elif p.kind is float:
-        kw['type'] = cli.float_in(p.low, p.high, above=p.above)
+    if p.kind in (int, float):
+        kw['type'] = p.range.parse
     if p.kind == 'values':
         kw['nargs'] = '*'
     elif p.many:
@@ -72,9 +71,9 @@ def add_sandbox(commands, s):
         g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                        help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
         # the 3D tutorial: see docs/lessons.md
-        g.add_argument('--n-head', type=cli.int_in(1, MAX_N_HEAD),
+        g.add_argument('--n-head', type=Range(int, 1, MAX_N_HEAD).parse,
                        help="heads, for the 3D tutorial's weights export only (it does not record them; "
-                            f"default {TUTORIAL_N_HEAD}; 1..{MAX_N_HEAD})")
+                            f"default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
     groups = {}
     for p in s.params:
         if p.cli and not p.positional:
@@ -101,9 +100,9 @@ def add_serve(commands):
     g = c.add_argument_group('model')
     g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
                    help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
-    g.add_argument('--n-head', type=cli.int_in(1, MAX_N_HEAD),
+    g.add_argument('--n-head', type=Range(int, 1, MAX_N_HEAD).parse,
                    help="heads, for the 3D tutorial's weights export only "
-                        f"(default {TUTORIAL_N_HEAD}; 1..{MAX_N_HEAD})")
+                        f"(default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
     g = c.add_argument_group('server')
     g.add_argument('--host', default=DEFAULT_HOST,
                    help=f"address to listen on (default {DEFAULT_HOST}: this machine only; any other "

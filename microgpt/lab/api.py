@@ -85,7 +85,7 @@ def one_value(name, value, p):
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         if abs(value) > 1e308:  # JSON's integers are unbounded; float(10**400) would overflow
             raise ApiError(400, f"{name!r} is a {len(str(abs(value)))}-digit integer: give a number "
-                                f"in {p.range_text() or 'range'}")
+                                f"{p.range_text() or 'in range'}")
         value = float(value)
     if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
         raise ApiError(400, f"{name!r} must be {KIND_NAMES[kind]}, got {value!r:.40}")

@@ -36,7 +36,7 @@ This file imports nothing heavy: the command line is built from it for every com
 import math
 from dataclasses import dataclass
 
-from ..edge.checks import short
+from ..edge.checks import Range, short
 from ..edge.errors import UserError
 from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_SEED, MAX_TEMPERATURE, MAX_VOCAB_SIZE,
                            parameter_count)
@@ -90,21 +90,19 @@ class Param:
         shown = self.shown_default()
         return self.help + (f" (default {shown})" if shown is not None else '')
 
+    @property
+    def range(self):
+        """The numbers it takes (a checks.Range), or None for a parameter that is not a number."""
+        return Range(self.kind, self.low, self.high, self.above) if self.kind in (int, float) else None
+
     def range_text(self):
-        if self.low is None:
-            return ''
-        if self.kind is int:
-            return f"{self.low}..{self.high}"
-        return f"{self.low:g}..{self.high:g}" + (f", not {self.low:g} itself" if self.above else '')
+        return self.range.text() if self.range else ''
 
     def check(self, value, where):
         """value within the range, else a UserError naming the parameter `where` spells."""
-        if self.kind not in (int, float) or value is None:
-            return value
-        for v in (value if self.many else [value]):
-            if not (math.isfinite(v) and (v > self.low if self.above else v >= self.low) and v <= self.high):
-                kind = 'an integer' if self.kind is int else 'a number'
-                raise UserError(f"{where} is {v:g}: give {kind} in {self.range_text()}")
+        if self.range is not None and value is not None:
+            for v in (value if self.many else [value]):
+                self.range.check(v, where)
         return value
 
 

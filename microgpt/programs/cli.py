@@ -6,9 +6,8 @@ corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and
 Ctrl-C exits with 130; a file-size limit (`ulimit -f`) makes a write fail with EFBIG, which the
 writer reports, instead of killing the program. `ArgumentParser` makes argparse's own errors
 one line too, and `parse_args_and_given` also says which flags the command line set (train.py
-fills the others from the run it resumes). The type functions (`positive_float` and the ranges
-`int_in(lo, hi)`, `float_in(lo, hi)`) check numeric flags at parse time with messages that say
-what is allowed. `import_optional` turns a missing optional library (numpy, PyTorch) into one
+fills the others from the run it resumes). A numeric flag's type is a checks.Range's `parse`,
+whose message says what is allowed. `import_optional` turns a missing optional library (numpy, PyTorch) into one
 line naming the command that brings it.
 """
 
@@ -21,6 +20,7 @@ import re
 import signal
 import sys
 
+from ..edge.checks import Range
 from ..edge.errors import UserError
 
 
@@ -145,61 +145,15 @@ def program_name(script):
 
 
 # ---------------------------------------------------------------------------- argparse types
-def positive_float(text):
-    value = _parse(text, float, 'a number')
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number greater than 0")
-    return value
-
-
-def int_in(lo, hi):
-    """An argparse type: an integer from lo to hi inclusive, e.g. type=int_in(1, 1000).
-    The digits are counted before converting, so a 400-digit number costs nothing."""
-    def parse(text):
-        if len(text.strip().lstrip('+-')) > 30:
-            raise argparse.ArgumentTypeError(f"{text[:20]}... is not an integer from {lo:,} to {hi:,}")
-        value = _parse(text, int, 'an integer')
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text} is out of range: give an integer from "
-                                             f"{lo:,} to {hi:,}")
-        return value
-    parse.__name__ = f'integer from {lo} to {hi}'  # what argparse names in its own messages
-    return parse
-
-
-def float_in(lo, hi, above=False, below=False):
-    """An argparse type: a finite number from lo to hi inclusive, e.g. type=float_in(0, 1e3);
-    above=True excludes lo itself (a temperature that divides must be greater than 0), below=True
-    hi itself (a dropout of 1 would drop everything)."""
-    wanted = (f"greater than {lo:g} and at most {hi:g}" if above else
-              f"from {lo:g} to less than {hi:g}" if below else f"from {lo:g} to {hi:g}")
-
-    def parse(text):
-        value = _parse(text, float, 'a number')
-        if not (math.isfinite(value) and (lo < value if above else lo <= value) and (value < hi if below else value <= hi)):
-            raise argparse.ArgumentTypeError(f"{text} is out of range: give a number {wanted}")
-        return value
-    parse.__name__ = f'number {wanted}'
-    return parse
-
-
 def count_or_fraction(hi):
     """An argparse type: a fraction strictly between 0 and 1 (written with a point: 0.1), kept
     as a float, or a count from 0 to hi, kept as an int. --val-size 0.1 and --val-size 5000."""
+    fraction, count = Range(float, 0, 1, above=True, below=True), Range(int, 0, hi)
+
     def parse(text):
-        if any(c in text for c in '.eE'):
-            value = _parse(text, float, 'a number')
-            if not (math.isfinite(value) and 0 < value < 1):
-                raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) "
-                                                 f"nor a count: give e.g. 0.1 or 5000")
-            return value
-        return int_in(0, hi)(text)
-    parse.__name__ = f'fraction (0 < f < 1) or count from 0 to {hi}'
+        try:
+            return (fraction if any(c in text for c in '.eE') else count).parse(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a count "
+                                             f"from 0 to {hi:,}: give e.g. 0.1 or 5000") from None
     return parse
-
-
-def _parse(text, kind, what):
-    try:
-        return kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None

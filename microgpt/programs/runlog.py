@@ -11,7 +11,7 @@ import json
 import os
 import stat
 
-from ..edge.checks import is_finite_number, is_int_in, short
+from ..edge.checks import Range, is_finite_number, short
 from ..edge.errors import UserError
 from ..edge.files import describe_os_error
 from ..edge.limits import MAX_FILE_BYTES, MAX_LOG_LINE, MAX_LOSS, MAX_STEPS
@@ -49,7 +49,7 @@ def log_record_problem(record):
     if 'step' not in record:
         return " has no integer 'step': not a train.py log line"
     step = record['step']
-    if not is_int_in(step, 0, MAX_STEPS):
+    if not Range(int, 0, MAX_STEPS).holds(step):
         return f": 'step' is {short(step)}, not an integer from 0 to {MAX_STEPS:,}: not a train.py log line"
     if 'loss' in record:
         checks = [('loss', MAX_LOSS)] + ([('lr', None)] if 'lr' in record else [])

@@ -22,7 +22,7 @@ import unicodedata
 
 from ..edge import limits
 from ..edge.checkpoint import TUTORIAL_N_HEAD, read_checkpoint
-from ..edge.checks import check_prompt, check_sampling, encode
+from ..edge.checks import Range, check_prompt, check_sampling, encode
 from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..model import GPT
 from ..sampling import TEMPERATURE, generate, iter_names
@@ -49,7 +49,7 @@ def parse_args(argv=None):
     g.add_argument('--best', action='store_true',
                    help="the weights of the run's lowest validation loss instead, which train.py keeps "
                         "beside --ckpt (out/model.best.json for out/model.json)")
-    g.add_argument('--n-head', type=cli.int_in(1, limits.MAX_N_HEAD),
+    g.add_argument('--n-head', type=Range(int, 1, limits.MAX_N_HEAD).parse,
                    help="heads, for the 3D tutorial's export only (docs/lessons.md; it does not record "
                         f"them; default {TUTORIAL_N_HEAD})")
     g.add_argument('--engine', choices=CORE_ENGINES,
@@ -57,20 +57,20 @@ def parse_args(argv=None):
                         "src/inference (identical text, much faster on large models) (default: scalar up "
                         f"to {SCALAR_UP_TO:,} parameters, numpy above, where numpy is installed)")
     g = p.add_argument_group('sampling')
-    g.add_argument('--num', type=cli.int_in(0, limits.MAX_NAMES),
+    g.add_argument('--num', type=Range(int, 0, limits.MAX_NAMES).parse,
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
                         f"(default {DEFAULT_NUM['lines']} names, {DEFAULT_NUM['text']} text)")
-    g.add_argument('--length', type=cli.int_in(1, limits.MAX_LENGTH), metavar='N',
+    g.add_argument('--length', type=Range(int, 1, limits.MAX_LENGTH).parse, metavar='N',
                    help=f"running-text models: tokens to generate after the prompt (characters, with the "
                         "character tokenizer; a byte pair is about 2 of English), "
                         f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
                         "name at its end token")
-    g.add_argument('--temperature', type=cli.float_in(0, limits.MAX_TEMPERATURE), default=TEMPERATURE,
+    g.add_argument('--temperature', type=Range(float, 0, limits.MAX_TEMPERATURE).parse, default=TEMPERATURE,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character)")
-    g.add_argument('--top-k', type=cli.int_in(1, limits.MAX_VOCAB_SIZE), metavar='K',
+    g.add_argument('--top-k', type=Range(int, 1, limits.MAX_VOCAB_SIZE).parse, metavar='K',
                    help="draw only among the K most likely tokens, 1 to the model's vocab_size (default: all)")
-    g.add_argument('--seed', type=cli.int_in(0, limits.MAX_SEED), default=Settings.seed,
+    g.add_argument('--seed', type=Range(int, 0, limits.MAX_SEED).parse, default=Settings.seed,
                    help=f"random seed, 0..{limits.MAX_SEED}: the same seed gives the same text")
     g.add_argument('--prompt', default='',
                    help="how every name (or the text) starts, normalized to NFC as train.py's data is; "

@@ -17,7 +17,7 @@ from typing import Optional
 
 from ..edge import limits
 from ..edge.checkpoint import DATA_MODES, SavedRun, damaged
-from ..edge.checks import is_finite_number, is_int_in, short
+from ..edge.checks import Range, short
 from ..edge.errors import UserError
 from . import cli, original
 
@@ -33,27 +33,27 @@ SAME, MORE, HABIT, MODEL = 'kept', 'may grow', "the run's unless given", "the ch
 
 
 class Kind:
-    """The values a setting takes: `parse` reads one from the command line (an argparse type),
-    `holds` says whether a saved run's value is one, `what` names them in a message."""
+    """The values a setting that is not a number takes (a number's is a checks.Range, which has
+    the same three): `parse` reads one from the command line (an argparse type), `holds` says
+    whether a saved run's value is one, `what` names them in a message."""
 
     def __init__(self, parse, holds, what, choices=None):
         self.parse, self.holds, self.what, self.choices = parse, holds, what, choices
 
 
 def ints(lo, hi):
-    return Kind(cli.int_in(lo, hi), lambda v: is_int_in(v, lo, hi), f"an integer from {lo:,} to {hi:,}")
+    return Range(int, lo, hi)
 
 
 def one_of(choices):
     return Kind(None, lambda v: v in choices, ' or '.join(choices), choices)
 
 
-POSITIVE = Kind(cli.positive_float, lambda v: isinstance(v, float) and is_finite_number(v) and v > 0,
-                "a positive number")
+POSITIVE = Range(float, 0, above=True)
 SWITCH = Kind(None, lambda v: isinstance(v, bool), "true or false")
 PATH = Kind(None, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, "a file name or null")
 VAL_SIZE = Kind(cli.count_or_fraction(limits.MAX_FILE_BYTES),
-                lambda v: v is None or is_int_in(v, 0) or isinstance(v, float) and 0 < v < 1,
+                lambda v: v is None or Range(int, 0).holds(v) or isinstance(v, float) and 0 < v < 1,
                 "a count, a fraction or null")
 
 
@@ -106,15 +106,12 @@ class Settings:
     weight_decay: float = flag(0.0, 'optimization', "shrink every weight by lr x this at each step, apart from "
                                "Adam's moments (AdamW's decoupled decay; 0 is microgpt's plain Adam): it keeps "
                                "a model that memorizes its training data in check", SAME,
-                               Kind(cli.float_in(0, limits.MAX_WEIGHT_DECAY),
-                                    lambda v: isinstance(v, float) and 0 <= v <= limits.MAX_WEIGHT_DECAY,
-                                    f"a number from 0 to {limits.MAX_WEIGHT_DECAY:g}"), metavar='WD')
+                               Range(float, 0, limits.MAX_WEIGHT_DECAY), metavar='WD')
     dropout: float = flag(0.0, 'optimization', "in training, zero each number at nanoGPT's dropout places (the "
                           "stream's start, the attention weights, each block's two branches) with this "
                           "probability and scale the rest by 1/(1-P); evaluation and sampling never drop. "
                           "0 is microgpt's model; the scalar engine draws the masks with numpy", SAME,
-                          Kind(cli.float_in(0, 1, below=True), lambda v: isinstance(v, float) and 0 <= v < 1,
-                               "a number from 0 to less than 1"), metavar='P')
+                          Range(float, 0, 1, below=True), metavar='P')
     batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
                            "loss is the mean over every predicted token of the batch", SAME,
                            ints(1, limits.MAX_BATCH_SIZE), metavar='B')

@@ -26,6 +26,7 @@ import sys
 import textwrap
 import time
 
+from ...edge.checks import Range
 from ...edge.errors import UserError
 from ...programs import cli
 from ...programs.settings import flag_default
@@ -41,7 +42,7 @@ N = len(catalog.EXERCISES)
 def add_commands(parser):
     """The subcommands, on `parser` (the lab's `exercises` subparser, or microgpt-exercises')."""
     commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
-    in_range = cli.int_in(1, catalog.NUMBERS[-1])
+    in_range = Range(int, 1, catalog.NUMBERS[-1]).parse
 
     def number(text):  # an exercise's number: 1..the last, and one the catalog has
         value = in_range(text)
@@ -73,19 +74,19 @@ def add_commands(parser):
                                                  "your Value, blocks, gpt(), loss and Adam, beside microgpt's own "
                                                  "from the same seed; says where the two part, if they do; then "
                                                  "samples names from your model."))
-    c.add_argument('--steps', type=cli.int_in(1, MAX_TRAIN_STEPS), default=TRAIN_STEPS,
+    c.add_argument('--steps', type=Range(int, 1, MAX_TRAIN_STEPS).parse, default=TRAIN_STEPS,
                    help=f"training steps, one name each (default {TRAIN_STEPS}; 1..{MAX_TRAIN_STEPS:,})")
-    c.add_argument('--seed', type=cli.int_in(0, 2 ** 31 - 1), default=flag_default('seed'),
+    c.add_argument('--seed', type=Range(int, 0, 2 ** 31 - 1).parse, default=flag_default('seed'),
                    help="the seed of the weights, the names' order and the sampling "
                         f"(default {flag_default('seed')}, train.py's)")
-    c.add_argument('--lr', type=cli.float_in(0, 1, above=True), default=flag_default('lr'),
+    c.add_argument('--lr', type=Range(float, 0, 1, above=True).parse, default=flag_default('lr'),
                    help=f"peak learning rate, decaying linearly to 0 (default {flag_default('lr'):g}, train.py's)")
-    c.add_argument('--num-samples', type=cli.int_in(0, 100), default=flag_default('num_samples'),
+    c.add_argument('--num-samples', type=Range(int, 0, 100).parse, default=flag_default('num_samples'),
                    help=f"names to sample from your model at the end (default {flag_default('num_samples')}, "
                         "train.py's; 0..100)")
-    c.add_argument('--temperature', type=cli.float_in(0, 10), default=TEMPERATURE,
+    c.add_argument('--temperature', type=Range(float, 0, 10).parse, default=TEMPERATURE,
                    help=f"sampling temperature (default {TEMPERATURE:g}, sample.py's; 0 = greedy)")
-    c.add_argument('--every', type=cli.int_in(1, MAX_TRAIN_STEPS), default=None, metavar='K',
+    c.add_argument('--every', type=Range(int, 1, MAX_TRAIN_STEPS).parse, default=None, metavar='K',
                    help="print the losses every K steps (default: about 12 lines in all)")
     c = commands.add_parser('quiz', help="the lessons' exercises and questions, checked",
                             description="Asks each question of the lessons (in English, citing the lesson), "
@@ -100,7 +101,7 @@ def add_commands(parser):
                                                  "(`solution N` shows the code). The level reached is kept in "
                                                  "the workspace's record."))
     c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
-    c.add_argument('--level', type=cli.int_in(1, max(len(h) for h in hints.HINTS.values())), metavar='K',
+    c.add_argument('--level', type=Range(int, 1, max(len(h) for h in hints.HINTS.values())).parse, metavar='K',
                    help="show level K (1 = the first), and remember it")
     c = commands.add_parser('solution', help="show a reference solution (only what you ask for)")
     c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
