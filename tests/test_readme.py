@@ -122,33 +122,6 @@ def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout)
             assert 'exercises check' in command and result.returncode == 1, (command, result.stdout)
 
 
-def collected_cases(module):
-    """The cases pytest collects from a test module: each test once per parametrized value."""
-    cases = 0
-    for name, test in vars(module).items():
-        if name.startswith('test_') and callable(test):
-            n = 1
-            for mark in getattr(test, 'pytestmark', []):
-                if mark.name == 'parametrize':
-                    n *= len(mark.args[1])
-            cases += n
-    return cases
-
-
-@pytest.mark.parametrize('module, words', [
-    ('test_lab_hostile', "have {cases} more (`tests/test_lab_hostile.py`)"),
-    ('test_refusals', "`tests/test_refusals.py` has {cases} cases"),
-    ('test_lab_pictures', "(`tests/test_lab_pictures.py`, {cases} cases)"),
-    ('test_exercises_hostile', "(`tests/test_exercises_hostile.py`, {cases} cases)"),
-])
-def test_reliabilitys_counts_of_hostile_cases_are_the_tests(module, words):
-    """docs/reliability.md's figure for each hostile test file is the number of cases it collects."""
-    import importlib
-    cases = collected_cases(importlib.import_module(module))
-    text = ' '.join(read(os.path.join('docs', 'reliability.md')).split())
-    assert words.format(cases=cases) in text
-
-
 # ---------------------------------------------------------------------------- flags
 def inline_commands(text):
     """`python ...` commands written inline in the prose, as `python -m microgpt.lab loss X`."""
