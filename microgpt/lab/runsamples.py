@@ -5,7 +5,7 @@ text, sampled from the checkpoint just written with sample.py's sampler (microgp
     draw_sample('out/lab-runs/1/model.json')   # {'step': 100, 'names': [...]} or {'step', 'text'}
 
 runs.py draws one whenever a run's checkpoint has been saved anew, so the page can watch the
-samples improve; runtime.py times one, as part of what a run costs.
+samples improve.
 """
 
 import random

@@ -43,30 +43,26 @@ const Lab = (() => {
     });
   }
 
-  // The newest POST to each route wins: an answer that arrives after a newer request to the
-  // same route was sent (a second name typed before the first was drawn, a slider moved on,
-  // Start pressed while a poll was on its way) is dropped as Superseded, never drawn.
+  // The newest POST to each URL wins. The server computes one request at a time, so while one
+  // is answered a newer one waits here, and only the newest of those waiting is sent (typing a
+  // name on the Step page of a large model queues one scalar step, not one a key); an answer
+  // that arrives after a newer request was made (Start pressed while a poll was on its way) is
+  // dropped as Superseded, never drawn.
   class Superseded extends Error {}
-  const newest = {};
+  const newest = {}, answering = {};
 
   // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message.
-  // A server saturated by other requests answers 503 with Retry-After (serve.py's Slots): the
-  // request is sent again after that many seconds, up to RETRIES times, unless a newer one was.
-  const RETRIES = 5;
   async function api(path, body) {
-    const init = body === undefined ? {method: 'GET'} :
-      {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+    const post = body !== undefined;
     const mine = newest[path] = (newest[path] || 0) + 1;
-    let response = await fetch(path, init);
-    for (let tries = 0; response.status === 503 && response.headers.has('Retry-After') && tries < RETRIES; tries++) {
-      await new Promise(resolve => setTimeout(resolve, 1000 * Math.min(5, Number(response.headers.get('Retry-After')) || 1)));
-      if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
-      response = await fetch(path, init);
-    }
-    // 204: the server left it uncomputed, as a newer request to the same route came meanwhile
-    if (response.status === 204) throw new Superseded(path);
-    const data = await response.json();
-    if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
+    while (post && answering[path]) await answering[path];
+    if (post && mine !== newest[path]) throw new Superseded(path);
+    const init = post ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)}
+      : {method: 'GET'};
+    const answer = fetch(path, init).then(async response => [response, await response.json()]);
+    if (post) answering[path] = answer.catch(() => {}).finally(() => { delete answering[path]; });
+    const [response, data] = await answer;
+    if (post && mine !== newest[path]) throw new Superseded(path);
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
     return data;
   }

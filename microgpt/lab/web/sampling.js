@@ -8,8 +8,8 @@
 //
 // It asks for what it shows, in two requests: the distributions alone (num 0: one forward pass,
 // drawn at once), and the draws at this page's temperature only (running text's take seconds on
-// a large model: the server computes one at a time and leaves uncomputed one overtaken by a
-// newer, so typing a prompt queues one at most, and the earlier ones stay on screen, greyed).
+// a large model: Lab.api sends only the newest of those that wait for the one being answered,
+// so typing a prompt queues one at most, and the earlier ones stay on screen, greyed).
 'use strict';
 
 const {el} = Lab;

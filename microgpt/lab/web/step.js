@@ -43,9 +43,8 @@ function num(x, text, attrs = {}) {
 // drawn as soon as it comes, and the scalar engine's own (a second on a 4x64 model), which adds
 // the graph's size and the other engines' check of its gradients and replaces it. Each goes to
 // a route of its own (the query string tells them apart), so a newer input's request overtakes
-// the older input's of the same engine (Lab.api drops it). The server computes one scalar step
-// at a time, and one still waiting for its turn when a newer comes is not computed
-// (api.Lab.turn): a learner typing a name waits for one step at most.
+// the older input's of the same engine (Lab.api drops it, and sends only the newest of those
+// that wait for the one being answered): a learner typing a name waits for one step at most.
 // On a model of many weights a long text would make the scalar engine's graph too large (the
 // server says how many positions it takes: step.scalar_positions): the numpy step alone is asked
 // then, and section 6 says why.

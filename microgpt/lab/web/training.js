@@ -1,10 +1,9 @@
 // The Training page: start train.py on the server, watch its log stream in (the training loss
 // of every step, the validation loss of every evaluation and the training loss measured beside
-// it), a few names (or a line or two of running text) sampled from each saved checkpoint, and
-// Stop (Ctrl-C for the run), and how long the run should take: before it starts (a probe of its
-// first steps on the server, /api/train/estimate) and while it goes (its own pace, in /status).
-// POST /api/train/estimate, /start, /stop and /status (lab/runs.py); the form's fields are the
-// server's list of train.py's flags (limits.RUN_LIMITS); this file draws what it is sent.
+// it), a few names (or a line or two of running text) sampled from each saved checkpoint, how
+// long the run has left at its own pace, and Stop (Ctrl-C for the run). POST /api/train/start,
+// /stop and /status (lab/runs.py); the form's fields are the server's list of train.py's flags
+// (limits.RUN_LIMITS); this file draws what it is sent.
 'use strict';
 
 const {el, svg} = Lab;
@@ -12,7 +11,7 @@ const $ = id => document.getElementById(id);
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
-let mode = 'lines', announced = null, going = false;
+let mode = 'lines', announced = null;
 // running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine,
 // in float32, an evaluation every 300 steps: the exact loss over every held-out character is a
 // few seconds); saved on train.py's schedule, every 100 steps (a .safetensors save is cheap),
@@ -30,7 +29,6 @@ function setup() {
     el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
   setLimits(options.limits, true);
   fillDtypes();
-  $('start').disabled = !options.available;
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
   if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
     $('data_mode').value = 'text';
@@ -38,7 +36,6 @@ function setup() {
   }
   describeData();
   poll();
-  estimate();
 }
 
 // each number box's bounds, and with `reset` its value, from the server's limits for the mode
@@ -58,18 +55,6 @@ function fillDtypes(prefer) {
   $('dtype').replaceChildren(...dtypes.map(d => el('option', {value: d}, d)));
   $('dtype').value = dtypes.includes(keep) ? keep : dtypes[0];
 }
-
-// how long the run the form describes should take: the server times a few of its steps; a
-// refused setting is the one-line error above the page, and no estimate
-let asked = 0;
-const estimate = Lab.debounced(async () => {
-  if (going) return;  // the run's own pace is shown; a probe now would slow it down
-  const mine = ++asked;
-  $('estimate').textContent = 'estimating: timing a few steps on the server…';
-  const probed = await Lab.guard(() => Lab.api('/api/train/estimate', formBody()), [], false);
-  if (going || mine !== asked) return;  // a run started meanwhile, or a newer estimate was asked
-  $('estimate').textContent = probed ? `Estimate before starting: ${probed.text}.` : '';
-}, 400);
 
 // what the run will train on, as the server was told
 function describeData() {
@@ -94,7 +79,6 @@ function chooseMode() {
   $('engine').value = text ? 'numpy' : 'scalar';
   fillDtypes(text ? TEXT_DTYPE : 'float64');
   describeData();
-  estimate();
 }
 
 // the request for the run the form describes: every field as the flag's value (an empty box,
@@ -141,8 +125,8 @@ async function poll() {
       if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
     }
   }
-  going = status.state === 'running' || status.state === 'stopping';
-  $('start').disabled = going || !Lab.config.features.training.available;
+  const going = status.state === 'running' || status.state === 'stopping';
+  $('start').disabled = going;
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
   total = status.params.steps;
@@ -153,14 +137,8 @@ async function poll() {
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
     (val.length ? `, val loss ${Lab.fmt(val[val.length - 1][1])}` : '') +
     (status.error ? ` — ${status.error}` : '');
-  if (going) {  // its own pace, once it has one; what was said before it started, beside
-    $('estimate').textContent = `${Lab.fmt(status.elapsed, 0)} s so far` +
-      (status.estimate ? `, ${status.estimate.text}` : ', timing its first steps') +
-      (status.probed ? `. Before it started: ${status.probed}.` : '.');
-  } else if (status.state !== 'idle' && $('estimate').dataset.ended !== String(status.run)) {
-    $('estimate').dataset.ended = status.run;  // said once, then the form's own estimate again
-    estimate();
-  }
+  $('estimate').textContent = going ?  // its own pace, once it has one
+    `${Lab.fmt(status.elapsed, 0)} s so far, ${status.estimate ? status.estimate.text : 'timing its first steps'}.` : '';
   drawChart();
   $('samples').replaceChildren(...status.samples.map(s => s.text !== undefined
     ? el('li', {}, `step ${s.step}:`, Lab.textBlock(s.text))
@@ -218,7 +196,6 @@ function drawLegend() {
 
 Lab.on('form', 'submit', start);
 Lab.on('data_mode', 'change', chooseMode);
-Lab.on('form', 'input', estimate);
-Lab.on('engine', 'change', () => { fillDtypes(); estimate(); });
+Lab.on('engine', 'change', () => fillDtypes());
 Lab.on('stop', 'click', stop);
 Lab.start(setup);
