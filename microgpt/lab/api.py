@@ -1,21 +1,14 @@
 """
-The web lab's JSON API: each route takes a small JSON object and returns the numbers that
-a lab function computes, made JSON-ready. Nothing here computes the model itself.
+The web lab's JSON API: each route takes a small JSON object and returns the numbers that a
+lab function computes, made JSON-ready. Nothing here computes the model itself.
 
     lab = Lab(Checkpoints('out/model.json'), runs)
     lab.sandbox('attention', {'ckpt': 'start', 'text': 'anna', 'head': 1})  # -> a dict for json.dumps
 
-Every sandbox route is POST /api/NAME for a sandbox of registry.SANDBOXES: its fields are the
-sandbox's Params, read and range-checked here exactly as the command line checks its flags
-(the same numbers, declared once), and the answer is the module's compute() dict.
-
-serve.py maps URLs to these methods and turns their exceptions into HTTP answers: an
-ApiError carries its own status, a UserError from the lab (an unknown character, a head out
-of range, an expression the parser refuses) becomes 400 with the lab's one-line message.
-A request never names a file: a model is picked by the id of a checkpoint the server knows
-(the one given at start, those its own training runs wrote, and train.py's others that it
-finds beside the one given at start). The sandboxes compute one at a time, in the server's
-own process, on models read once and kept (Models).
+POST /api/NAME's fields are sandbox NAME's Params (registry.py), range-checked exactly as the
+command line checks its flags. A request never names a file: a model is picked by the id of a
+checkpoint the server knows (Checkpoints). The sandboxes compute one at a time, on models read
+once and kept (Models). serve.py answers an ApiError with its status, a UserError with 400.
 """
 
 import collections
@@ -36,8 +29,6 @@ from . import registry
 from .loading import example_text, load, no_overflow, trained_lr
 from .render import unit
 from .limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
-
-KEEP_MODELS = 4  # models kept read: the start checkpoint, and the latest runs'
 
 
 class ApiError(Exception):
@@ -62,14 +53,12 @@ def only_known(body, known):
 
 
 def field(body, name, kind, default=None, low=None, high=None):
-    """body[name] checked to be of `kind` (int, float, bool, str) and within [low, high].
-    A missing field takes `default`; without a default it is an error."""
+    """body[name] of `kind`, within [low, high]; `default` if missing (required without one)."""
     return read_param(body, registry.Param(name, kind, default, low, high, required=default is None))
 
 
 def read_param(body, p):
-    """The value of Param p in a request body: its kind and range checked as the command line
-    checks them (registry.Param.check), a 400 ApiError naming the field otherwise."""
+    """Param p's value in a request body, checked as the command line checks it (Param.check)."""
     name = p.name
     if name not in body or body[name] is None:
         if p.required:
@@ -143,23 +132,16 @@ def public(data):
 
 # ---------------------------------------------------------------------------- checkpoints
 class Models:
-    """Checkpoints read once and kept, as loading.Loaded (the record and its model), by (kind,
-    path, n_head), so that a page's next request does not read the file again; one changed on
-    disk since is read afresh. Kind 'numpy' is the numpy port, 'scalar' microgpt's own GPT of
-    Values (a step changes its weights, so `get` puts the file's back, and zeroes the gradients,
-    before handing it out)."""
+    """Checkpoints read once and kept (loading.Loaded) by (kind, path, n_head), so that a page's
+    next request does not read the file again; one changed on disk since is read afresh. A GPT
+    of Values ('scalar') gets the file's weights back, and zero gradients, before each use."""
 
-    def __init__(self, keep=KEEP_MODELS):
-        self.keep = keep
-        self.lock = threading.Lock()
+    def __init__(self, keep=4):  # the start checkpoint, and the latest runs'
+        self.keep, self.lock = keep, threading.Lock()
         self.kept = collections.OrderedDict()  # key -> (the file's mtime, Loaded)
 
     def get(self, kind, path, n_head=None):
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            raise ApiError(404, "this checkpoint no longer exists on the server: pick another") from None
-        key = (kind, path, n_head)
+        mtime, key = os.stat(path).st_mtime_ns, (kind, path, n_head)
         with self.lock:
             if key not in self.kept or self.kept[key][0] != mtime:
                 self.kept[key] = (mtime, load(path, kind, n_head))
@@ -174,18 +156,13 @@ class Models:
 
 
 NEARBY_MOST = 6  # other checkpoints of the start's folder listed: as many as the Loss page draws at once
-# the files a checkpoint is written to (edge/checkpoint's formats); a log is never one
-CHECKPOINT_ENDINGS = ('.json', '.safetensors')
+ENDINGS = ('.json', '.safetensors')  # a checkpoint's files (edge/checkpoint's formats); a log is never one
 
 
 class Checkpoints:
     """The checkpoints the pages may open, by id: 'start' (given at start), 'run<n>' (the
-    Training page's runs) and 'file:<name>' (train.py's other checkpoints in the start's folder).
-
-    The folder is looked at again at each listing, so a run trained from the command line
-    beside the start appears once its checkpoint is saved; a request's id is only ever looked
-    up among the names the server found there, never joined onto a path.
-    """
+    Training page's runs) and 'file:<name>' (train.py's others in the start's folder, looked at
+    again at each listing). An id is only looked up among those, never joined onto a path."""
 
     def __init__(self, start_path, n_head=None):
         self.lock = threading.Lock()
@@ -201,22 +178,15 @@ class Checkpoints:
             self.paths[ckpt_id] = (path, label)
 
     def nearby(self):
-        """{'file:<name>': path} of the checkpoints beside the start's, in name order: each a
-        file of ours (is_our_checkpoint: its first bytes) with train.py's log beside it, at most
-        NEARBY_MOST. Not the start itself, nor a converted checkpoint (no log: no run to draw)."""
+        """{'file:<name>': path} of the first NEARBY_MOST checkpoints beside the start's, by name:
+        files of ours (their first bytes) with train.py's log beside (not a converted one)."""
         try:
-            names = sorted(os.listdir(self.folder))
+            paths = [os.path.join(self.folder, n) for n in sorted(os.listdir(self.folder)) if n.endswith(ENDINGS)]
         except OSError:
             return {}
-        found = {}
-        for name in names:
-            path = os.path.join(self.folder, name)
-            if len(found) == NEARBY_MOST:
-                break
-            if (name.endswith(CHECKPOINT_ENDINGS) and os.path.realpath(path) != self.start
-                    and os.path.isfile(log_path_for(path)) and is_our_checkpoint(path)):
-                found[f'file:{name}'] = path
-        return found
+        ours = [p for p in paths if os.path.realpath(p) != self.start and os.path.isfile(log_path_for(p))
+                and is_our_checkpoint(p)]
+        return {f'file:{os.path.basename(p)}': p for p in ours[:NEARBY_MOST]}
 
     def path(self, ckpt_id):
         with self.lock:
@@ -229,24 +199,17 @@ class Checkpoints:
         raise ApiError(404, f"no checkpoint with id {short(ckpt_id, 60)}: pick one the page lists")
 
     def model(self, ckpt_id, kind='numpy'):
-        """The checkpoint as loading.Loaded (its record and model), read once (Models); the
-        --n-head given at start is for the checkpoint given at start (a flat export's)."""
+        """The checkpoint as loading.Loaded, read once (Models); --n-head is the start's (a flat export's)."""
         path = self.path(ckpt_id)
         try:
             return self.models.get(kind, path, self.n_head if ckpt_id == 'start' else None)
-        except ApiError as e:
-            if e.status == 404:
-                raise ApiError(404, f"checkpoint {short(ckpt_id, 60)} no longer exists on the server") from None
-            raise
+        except FileNotFoundError:
+            raise ApiError(404, f"checkpoint {short(ckpt_id, 60)} no longer exists on the server") from None
 
     def listing(self):
-        """[{id, label, config, ...}] in the order they were added, then the start's neighbours,
-        each config read from its model, with whether a training log lies beside it and what
-        each page's about_model adds.
-
-        A run's checkpoint deleted or damaged on disk since is left out, so every page still
-        opens; the one given at start is always listed, or its error is the answer.
-        """
+        """[{id, label, config, ...}] in the order added, then the start's neighbours, with what
+        each page's about_model adds. One deleted or damaged since is left out (every page still
+        opens), but the start, whose error is then the answer."""
         with self.lock:
             items = list(self.paths.items())
         items += [(ckpt_id, (path, None)) for ckpt_id, path in self.nearby().items()]
@@ -269,8 +232,7 @@ class Checkpoints:
                      'config': {k: getattr(c, k) for k in
                                 ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}}
             for s in registry.SANDBOXES:  # what a page knows of each checkpoint before it asks
-                if s.about_model is not None:
-                    entry.update(s.about_model(c))
+                entry.update(s.about_model(c) if s.about_model else {})
             out.append(entry)
         return out
 
@@ -294,8 +256,7 @@ class Lab:
     Exercises page's exercises / exercises_check."""
 
     def __init__(self, checkpoints, runs, exercises=None):
-        self.checkpoints = checkpoints
-        self.runs = runs
+        self.checkpoints, self.runs = checkpoints, runs
         self.exercise_page = exercises  # the Exercises page (exercises/web.py), with or without a workspace
         # one computation at a time: a scalar-engine step on a large model takes a second and
         # hundreds of MB, and two at once would only share the cores (the pages drop stale answers)

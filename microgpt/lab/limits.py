@@ -35,11 +35,9 @@ MAX_HAND_DIM = 8            # numbers per vector by hand
 MAX_HAND_ABS = 5.0          # |each number| by hand: 8 x 5 x 5 = 200 is the largest score, e^200 a float
 MAX_BODY = 16 * 1024        # bytes of one request: the largest, an expression, is 1000 characters
 MAX_RUN_LOG_READ = 1 << 18  # bytes of a run's log sent per status call: the Training page asks again
-# The Training page's fields, each a train.py flag: (low, high, default), the field's kind that
-# of its default (an integer, or a number). Sizes a laptop trains in minutes, each starting at
-# train.py's own default but --steps (a page's run is a shorter one). The page draws a field for
-# each, in this order, with the flag's --help as its hint; runs.py passes each to train.py as
-# its flag. A new flag of train.py is one more line here.
+# The Training page's fields, each a train.py flag: (low, high, default), an integer or a number
+# as its default. Sizes a laptop trains in minutes, from train.py's own defaults but --steps. The
+# page draws them in this order, with the flag's --help; a new flag of train.py is one more line.
 RUN_LIMITS = {
     'steps': (1, 20_000, 300),
     'n_layer': (1, 4, flag_default('n_layer')),

@@ -6,17 +6,13 @@ web/lab.js), the server's table of pages and files (serve.py) and the browser te
 pages are all read from SANDBOXES below; nothing else lists them.
 
 Adding a page is three things:
-  1. a module microgpt/lab/NAME.py with two functions (the sandbox's contract):
-       compute(model, **params) -> dict   plain data: numbers, strings, lists, dicts, numpy
-                                         arrays (the API turns them into JSON; keys that begin
-                                         with '_' are for the terminal only and are not sent)
-       render(data) -> str               the terminal's printout of that dict
-     and, when it draws a picture for --png, picture(path, data, title).
-     `model` is what Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values
-     ('scalar', with the file's weights at each call, so compute may train it), the path of a training log
-     ('log'), or nothing at all (None: compute(**params)). A mistake in what was asked (a head
-     the model does not have) is a UserError with a one-line message, for the CLI and the API
-     alike. The runner checks every Param's range before compute is called.
+  1. a module microgpt/lab/NAME.py with compute(model, **params) -> dict (plain data and numpy
+     arrays; keys that begin with '_' are for the terminal only), render(data) -> str (the
+     terminal's printout) and, for --png, picture(path, data, title). `model` is what
+     Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values ('scalar', with the
+     file's weights at each call), the path of a training log ('log'), or none (None). A mistake
+     in what was asked is a UserError with a one-line message; every Param's range is checked
+     before compute is called.
   2. web/NAME.html and web/NAME.js, which POST to /api/NAME and draw the answer
      (`<body data-page="NAME">`, `Lab.start(draw)`);
   3. one entry in SANDBOXES: Sandbox('NAME', 'Nav label', help=..., params=(Param(...), ...)).
@@ -48,15 +44,12 @@ from .limits import (MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENG
 class Param:
     """One parameter of a sandbox, declared once for the command line and the API.
 
-    kind: int, float, bool, str, or 'values' ({name: number}: NAME=VALUE words on the command
-    line, a JSON object in a request). low..high is the range, checked on both sides with the
-    same numbers; above=True leaves low itself out (a temperature that divides). at_most names
-    a config field of the model (vocab_size) that caps the value once the model is known.
-    default None with required=False means "not given" (compute decides: attention's query is
-    the last position). many: a list of kind (--temperatures 0 0.5 1). flag: the command-line
-    spelling when it is not --name (a bool True by default is switched off by '--no-scale').
-    cli / web: where it is offered (a file path is for the command line only: a request never
-    names a file).
+    kind: int, float, bool, str, or 'values' ({name: number}: NAME=VALUE words, or a JSON object).
+    low..high: the range, checked alike on both sides; above=True leaves low out (a temperature
+    that divides); at_most: a config field (vocab_size) that caps it once the model is known.
+    default None, not required: "not given" (compute decides). many: a list of kind. flag: the
+    command-line spelling when not --name ('--no-scale'). cli / web: where it is offered (a file
+    path is for the command line only: a request never names a file).
     """
     name: str
     kind: object

@@ -3,35 +3,25 @@ Training runs started from the web lab's Training page: train.py in a subprocess
 
     runs = RunManager('out/lab-runs', checkpoints)
     runs.start({'steps': 300, 'n_embd': 16})   # out/lab-runs/1/model.json
-    runs.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state, the time left
+    runs.status(offset=0)   # new log lines since byte `offset`, the samples, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
-The run is the learner's own `python train.py --out ...`, so the page watches the very program
-the terminal runs, with the very flags a learner would type: every field of the page is one of
-train.py's flags (limits.RUN_LIMITS declares them, with the page's bounds), its dtype and its
-evaluation and save schedule included, which start at train.py's own defaults. It trains on
-names (the server's --data, else the bundled ones), or on running text (--data-mode text on the
-server's --text file, else the text the checkpoint given at start was trained on), in windows
-of block_size + 1 characters, a batch of them a step; a run of running text writes
-model.safetensors, as the command line's recipe does, one of names model.json. Progress comes
-from the JSON-lines log train.py writes beside the checkpoint ({"step", "loss", "lr"} per step,
-{"step", "val_loss", "train_loss"} per evaluation), read from where the page last stopped
-reading. Each time the checkpoint is saved anew, a few names (or a line or two of running text)
-are sampled from it with sample.py's sampler, so the page can watch them improve. When the run
-ends (finished, or stopped with Stop) its checkpoint is added to the server's list, and the
-other pages can open it by its id, `run<n>`. While it goes, Pace says how long it has left.
-
-RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
-apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
-The request never names a path: every run writes to a new numbered folder inside the runs
-folder given when the server started. A server started on a runs folder lists again the
-checkpoint each earlier run saved there, so they open on the other pages as before; a run is
-watched by the server that started it, which stops it as Ctrl-C would when it stops itself.
+The run is the learner's own `python train.py --out ...` with the very flags a learner would
+type: every field of the page is one of train.py's flags (limits.RUN_LIMITS declares them, with
+the page's bounds). It trains on names (the server's --data, else the bundled ones) or on
+running text (the server's --text, else the text the checkpoint given at start was trained
+on), writing model.json or, for running text, model.safetensors as the command line's recipe
+does. Progress comes from the JSON-lines log train.py writes beside the checkpoint, read from
+where the page last stopped; each save anew is sampled (draw_sample), so the page can watch the
+samples improve; Pace says how long is left. A run that ends with a checkpoint is listed for
+the other pages as `run<n>`. Every run writes to a new numbered folder of the runs folder given
+at start, where a later server finds its checkpoint again (RunManager.list_earlier_runs).
 """
 
 import collections
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -42,23 +32,22 @@ from ..edge.checkpoint import DATA_MODES, read_checkpoint
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
 from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, flag_default, flag_name
+from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss
 from .api import ApiError, field, model_size, only_known
 from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
-from .runsamples import draw_sample
+from .loading import load
+from .sampling import context
 
-# The package's parent folder: where `python -m microgpt.train` finds microgpt/ whether or not
-# the project is installed.
+# where `python -m microgpt.train` finds microgpt/, whether or not the project is installed
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
-# not PyTorch: an optional extra, which a page offering it would have to say is missing. Its data
-# mode is one of the checkpoint's DATA_MODES: names, one a line, or running text.
-# The checkpoint a run writes, by data mode: names in JSON, a file to open and read; running text
-# in the compact binary format, as the command line's recipe (docs/training.md: a JSON save of
-# its model takes 2.3 s, a .safetensors one 45 to 71 ms)
+# A run's engine is one of train.py's CORE_ENGINES, not PyTorch (an optional extra). Its checkpoint,
+# by data mode: names in JSON, a file to read; running text in the compact binary format, as the
+# command line's recipe (docs/training.md: a JSON save of its model 2.3 s, a .safetensors one 45-71 ms)
 CHECKPOINT = {'lines': 'model.json', 'text': 'model.safetensors'}
-WINDOW = 5.0  # seconds of the run's latest steps its pace is measured on: a loaded machine changes speed
+WINDOW = 5.0       # seconds of the run's latest steps its pace is measured on: a loaded machine changes speed
+NUM_SAMPLES = 5    # names shown after each save
+TEXT_SAMPLE = 120  # characters of running text sampled after each save
 
 
 class Pace:
@@ -101,8 +90,7 @@ class RunProcess:
         self.number, self.folder, self.params, self.proc = number, folder, params, proc
         self.out = os.path.join(folder, CHECKPOINT[params.get('data_mode', 'lines')])
         self.log = log_path_for(self.out)  # where train.py writes the log beside its checkpoint
-        self.state = 'running'   # -> stopping -> finished / stopped / failed
-        self.stop_sent = False   # Stop was pressed (a SIGINT sent)
+        self.state = 'running'   # -> stopping (Stop pressed) -> finished / stopped / failed
         self.exit_code = None
         self.ckpt_id = None      # set once the finished run's checkpoint is listed
         self.samples = []        # [{'step', 'names'}], one per checkpoint save
@@ -181,9 +169,7 @@ class RunManager:
                                     "start the server with another --runs-dir") from None
             argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, CHECKPOINT[params['data_mode']]),
                     *flags]
-            env = dict(os.environ)
-            # microgpt/: found even when the project is not installed (installed, it is on the path)
-            env['PYTHONPATH'] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get('PYTHONPATH')]))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get('PYTHONPATH')])))
             # its own session: a Ctrl-C in the server's terminal reaches the server only, which
             # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
             with output:  # the child holds its own copy
@@ -199,7 +185,7 @@ class RunManager:
         """Wait for train.py to end; list its checkpoint if it saved one (finished or stopped)."""
         code = run.proc.wait()
         state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
-        if state == 'failed' and run.stop_sent:
+        if state == 'failed' and run.state == 'stopping':
             # Stop came while Python was still starting, before train.py could catch Ctrl-C:
             # it quits with a traceback, but the learner asked for exactly that
             state = 'stopped'
@@ -213,19 +199,16 @@ class RunManager:
         print(f"run {run.number} {run.state} (exit status {code}): {run.out}", flush=True)
 
     def list_earlier_runs(self):
-        """The checkpoint each run in the runs folder saved, listed again (run<n>), so that the
-        runs of an earlier server open on the other pages as they did."""
+        """The checkpoint each run in the runs folder saved, listed again as run<n>."""
         for number in sorted(run_numbers(self.runs_dir)):
-            for name in CHECKPOINT.values():
-                path = os.path.join(self.runs_dir, str(number), name)
-                label = saved_label(number, path) if os.path.exists(path) else None
-                if label is not None:
+            for path in [os.path.join(self.runs_dir, str(number), name) for name in CHECKPOINT.values()]:
+                label = os.path.exists(path) and saved_label(number, path)
+                if label:
                     self.checkpoints.add(f'run{number}', path, label)
 
     def going(self):
         """The number of the run still going (its process not ended), or None."""
-        with self.lock:
-            run = self.run
+        run = self.run
         return run.number if run is not None and run.proc.poll() is None else None
 
     def stop(self):
@@ -234,7 +217,6 @@ class RunManager:
             if run is None or run.state != 'running':
                 raise ApiError(409, "no run is going")
             run.state = 'stopping'
-            run.stop_sent = True
             run.proc.send_signal(signal.SIGINT)  # train.py's Ctrl-C: save the last whole step, exit 130
             return {'run': run.number, 'state': run.state}
 
@@ -256,8 +238,7 @@ class RunManager:
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
-        """Sample a few names (or a line or two of running text) from the run's checkpoint
-        whenever it has been saved anew."""
+        """Sample the run's checkpoint (draw_sample) whenever it has been saved anew."""
         try:
             mtime = os.stat(run.out).st_mtime_ns
         except OSError:
@@ -275,15 +256,10 @@ class RunManager:
                 run.samples.append(sample)
 
     def shutdown(self, timeout=30):
-        """Stop a run that is still going (as Ctrl-C would) and wait for it to save.
-
-        The run is in its own session, out of the terminal's reach, so the server never exits
-        without passing its stop on: a second Ctrl-C while waiting goes to the run as a second
-        SIGINT (train.py then quits at once, its last saved checkpoint whole), and a run that
-        has not ended after `timeout` seconds is killed.
-        """
-        with self.lock:
-            run = self.run
+        """Stop a run still going (as Ctrl-C would) and wait for it to save. It is in its own
+        session, out of the terminal's reach: a second Ctrl-C while waiting goes to it as a second
+        SIGINT (train.py then quits at once, its last save whole); after `timeout` s it is killed."""
+        run = self.run
         if run is None:
             return
         if run.proc.poll() is None:
@@ -298,6 +274,21 @@ class RunManager:
                 raise
         if run.waiter is not None:
             run.waiter.join(timeout)  # the run's last line is printed before the server's
+
+
+def draw_sample(path):
+    """What the page shows of a save: {'step', and a few 'names' or a line or two of running
+    'text' (after a newline, as sample.py starts)}, on one BLAS thread: beside the run, a thread
+    per core left threads spinning (120 characters of the Shakespeare recipe's model: 9.7 to
+    16.5 s so on the 2-core machine at load 5.6, 0.7 s on one thread)."""
+    from microgpt.backprop.threads import blas_threads
+    ckpt, model = load(path)
+    step = ckpt.train_state and ckpt.train_state.step
+    with blas_threads(1):
+        if ckpt.data_mode == 'text':
+            start = context(model, '', 'text')
+            return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
+        return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
 
 
 def run_numbers(runs_dir):
@@ -317,13 +308,7 @@ def read_records(path, offset):
     except OSError:
         return [], offset
     end = chunk.rfind(b'\n') + 1  # a line still being written waits for the next call
-    records = []
-    for line in chunk[:end].splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            pass
-    return records, offset + end
+    return [json.loads(line) for line in chunk[:end].splitlines()], offset + end  # train.py's own lines
 
 
 def smoothed(run, records):
@@ -353,13 +338,11 @@ def last_error(run):
 
 def saved_label(number, path):
     """How the header's list names run `number`'s checkpoint: the step it reached, of how many,
-    and its size (n_layer x n_embd), so that two runs drawn side by side say how they differ;
-    None where no checkpoint of a run reads there."""
+    and its size (n_layer x n_embd); None where no run's checkpoint reads there."""
     try:
-        ckpt = read_checkpoint(path)
+        state = (ckpt := read_checkpoint(path)).train_state
     except (OSError, UserError):
         return None
-    state = ckpt.train_state
     if state is None:
         return None
     if state.step >= state.run.steps:

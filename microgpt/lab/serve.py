@@ -99,10 +99,8 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = answer
 
     def check_origin(self):
-        """The Host must be one of the loopback names of this server (local_hosts): a page on
-        another site that makes a browser resolve its own name to this machine (DNS rebinding)
-        sends its own name, and cannot talk to the lab. A browser's Origin, when sent, must be
-        this server too."""
+        """The Host must be a loopback name of this server: a page elsewhere that makes a browser
+        resolve its own name to this machine (DNS rebinding) sends that name. So must an Origin."""
         host = self.headers.get('Host', '')
         if host not in self.server.local_hosts:
             raise ApiError(400, f"unexpected Host {host[:60]!r}: open the address the server printed")
@@ -114,14 +112,11 @@ class Handler(BaseHTTPRequestHandler):
         """The request's JSON object, after checking its type and size."""
         if self.headers.get('Content-Type', '').split(';')[0].strip() != 'application/json':
             raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
+        length = self.headers.get('Content-Length', '')
+        if not length.isdigit() or int(length) > MAX_BODY:
+            raise ApiError(413, f"the request body is {length[:20] or 'of no stated length'}: at most {MAX_BODY} bytes")
         try:
-            length = int(self.headers.get('Content-Length', ''))
-        except ValueError:
-            raise ApiError(411, "the request needs a Content-Length") from None
-        if not 0 <= length <= MAX_BODY:
-            raise ApiError(413, f"the request body is {length} bytes; at most {MAX_BODY}")
-        try:
-            body = json.loads(self.rfile.read(length).decode('utf-8') or '{}')
+            body = json.loads(self.rfile.read(int(length)).decode('utf-8') or '{}')
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             raise ApiError(400, "the request body is not valid JSON") from None
         if not isinstance(body, dict):
@@ -129,8 +124,7 @@ class Handler(BaseHTTPRequestHandler):
         return body
 
     def send_json(self, status, obj):
-        if status >= 400:
-            self.close_connection = True  # a body left unread must not be taken for the next request
+        self.close_connection |= status >= 400  # a body left unread must not be taken for the next request
         self.send_bytes(status, 'application/json; charset=utf-8', json.dumps(obj, allow_nan=False).encode('utf-8'))
 
     def send_file(self, name, head=False):
@@ -158,8 +152,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class LabServer(ThreadingHTTPServer):
-    """The lab's HTTP server: a thread per connection, the Lab behind the API, and the Host
-    names it answers to."""
+    """The lab's HTTP server: a thread per connection, the Lab behind the API."""
     daemon_threads = True  # a page left open does not keep Ctrl-C waiting
 
     def __init__(self, address, lab):
@@ -196,22 +189,18 @@ def url_host(host):
 def is_loopback(host):
     """Whether an address reaches this machine only: localhost, 127.x, ::1, and 127.x written as
     an IPv4-mapped IPv6 address (::ffff:127.0.0.1), which ipaddress does not count as loopback."""
-    if host == 'localhost':
-        return True
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        return host == 'localhost'
     return address.is_loopback or bool(getattr(address, 'ipv4_mapped', None) and address.ipv4_mapped.is_loopback)
 
 
 def make_server(ckpt, host=DEFAULT_HOST, port=DEFAULT_PORT, runs_dir='out/lab-runs', data=None, n_head=None,
                 exercises=None, text=None):
-    """A LabServer bound and ready, after checking everything a learner passed: a host that is
-    not loopback, a missing or damaged checkpoint, a port taken or out of range, each a one-line
-    UserError (a current folder deleted since is cli.run's, for every program). text: the
-    running text the Training page trains on (default: the one a running-text checkpoint given
-    at start was trained on, where it is still a file)."""
+    """A LabServer bound and ready, after checking everything a learner passed (a host not
+    loopback, a port taken, a checkpoint missing or damaged: each a one-line UserError). text:
+    the Training page's running text (default: the one a running-text checkpoint was trained on)."""
     if not is_loopback(host):
         raise UserError(f"--host {host[:60]} is not a loopback address: the lab serves this machine only "
                         "(127.0.0.1, ::1 or localhost)")

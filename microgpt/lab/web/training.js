@@ -12,10 +12,8 @@ let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
 let mode = 'lines', announced = null;
-// running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine,
-// in float32, an evaluation every 300 steps: the exact loss over every held-out character is a
-// few seconds); saved on train.py's schedule, every 100 steps (a .safetensors save is cheap),
-// so that the samples show it learn
+// running text's settings to start from: README's Shakespeare recipe, shorter (numpy, float32,
+// an evaluation every 300 steps, a save every 100 as train.py does, so that the samples show it learn)
 const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004,
                     eval_every: 300};
 const TEXT_DTYPE = 'float32';
@@ -41,10 +39,8 @@ function setup() {
 // each number box's bounds, and with `reset` its value, from the server's limits for the mode
 function setLimits(limits, reset) {
   for (const name of FIELDS) {
-    const [low, high, value] = limits[name];
-    $(name).min = low;
-    $(name).max = high;
-    if (reset) $(name).value = value;
+    [$(name).min, $(name).max] = limits[name];
+    if (reset) $(name).value = limits[name][2];
   }
 }
 
@@ -84,26 +80,18 @@ function chooseMode() {
 // the request for the run the form describes: every field as the flag's value (an empty box,
 // or one that holds no number, is sent as it is, for the server to refuse in one line)
 function formBody() {
-  const body = Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)]));
-  body.engine = $('engine').value;
-  body.dtype = $('dtype').value;
-  body.data_mode = $('data_mode').value;
-  return body;
+  return {...Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)])),
+          engine: $('engine').value, dtype: $('dtype').value, data_mode: $('data_mode').value};
 }
 
 async function start() {
-  const body = formBody();
   await Lab.guard(async () => {
-    await Lab.api('/api/train/start', body);
+    await Lab.api('/api/train/start', formBody());
     train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
     $('samples').replaceChildren();
     $('finished').replaceChildren();
     poll();
   });
-}
-
-async function stop() {
-  await Lab.guard(() => Lab.api('/api/train/stop', {}));
 }
 
 async function poll() {
@@ -129,9 +117,7 @@ async function poll() {
   $('start').disabled = going;
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
-  total = status.params.steps;
-  batch = status.params.batch_size || 1;
-  mode = status.params.data_mode || 'lines';
+  ({steps: total, batch_size: batch, data_mode: mode} = status.params);
   const last = train.length ? train[train.length - 1] : null;
   $('status').textContent = `run ${status.run}: ${status.state}` +
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
@@ -160,8 +146,7 @@ function line(points, x, y) {
 
 function drawChart() {
   const chart = $('chart');
-  chart.dataset.trainPoints = train.length;
-  chart.dataset.valPoints = val.length;
+  [chart.dataset.trainPoints, chart.dataset.valPoints] = [train.length, val.length];
   const losses = [...train, ...val, ...estimates].map(p => p[1]);
   if (!losses.length) { chart.replaceChildren(); $('chart-legend').replaceChildren(); return; }
   let lo = Math.min(...losses), hi = Math.max(...losses);
@@ -182,8 +167,7 @@ function drawChart() {
   drawLegend();
 }
 
-// what each mark is, below the chart: in the picture its line ran over the axis's step labels,
-// and as HTML it wraps on a phone instead of shrinking with the picture
+// what each mark is, below the chart (as HTML it wraps on a phone instead of shrinking with it)
 function drawLegend() {
   const each = mode === 'text' ? `mean of ${batch} window${batch === 1 ? '' : 's'}`
     : batch === 1 ? 'one name' : `mean of ${batch} names`;
@@ -197,5 +181,5 @@ function drawLegend() {
 Lab.on('form', 'submit', start);
 Lab.on('data_mode', 'change', chooseMode);
 Lab.on('engine', 'change', () => fillDtypes());
-Lab.on('stop', 'click', stop);
+Lab.on('stop', 'click', () => Lab.guard(() => Lab.api('/api/train/stop', {})));
 Lab.start(setup);
