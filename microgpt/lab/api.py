@@ -26,6 +26,8 @@ from ..edge.errors import UserError
 from ..engine import zero_grad
 from ..programs.run import log_path_for
 from . import registry
+from .exercises.catalog import EXERCISES
+from .exercises.web import Busy, ExercisesPage
 from .loading import example_text, load, no_overflow, trained_lr
 from .render import unit
 from .limits import MAX_MANY, MAX_TEXT, MAX_VARIABLES
@@ -43,12 +45,10 @@ class ApiError(Exception):
 def only_known(body, known):
     """A request naming a field the route does not take is refused, as the command line refuses
     an unknown flag: a misspelt "temperature" for "temperatures" must not answer with the default."""
-    unknown = [name for name in body if name not in known]
+    unknown = [short(name, 30) for name in body if name not in known]
     if unknown:
-        listed = ', '.join(known) if known else 'no fields'
-        raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} "
-                            f"{', '.join(short(name, 30) for name in unknown[:3])}"
-                            f"{' and more' if len(unknown) > 3 else ''}: this route takes {listed}")
+        raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} {', '.join(unknown[:3])}"
+                            f"{' and more' if len(unknown) > 3 else ''}: this route takes {', '.join(known) or 'no fields'}")
     return body
 
 
@@ -257,7 +257,7 @@ class Lab:
 
     def __init__(self, checkpoints, runs, exercises=None):
         self.checkpoints, self.runs = checkpoints, runs
-        self.exercise_page = exercises  # the Exercises page (exercises/web.py), with or without a workspace
+        self.exercise_page = exercises or ExercisesPage()  # exercises/web.py's, with or without a workspace
         # one computation at a time: a scalar-engine step on a large model takes a second and
         # hundreds of MB, and two at once would only share the cores (the pages drop stale answers)
         self.lock = threading.Lock()
@@ -301,20 +301,12 @@ class Lab:
 
     def exercises(self, body):
         """The Exercises page: the path, and each exercise's last result in `serve --exercises DIR`."""
-        return self.exercises_page().listing(dict(registry.pages()))
+        return self.exercise_page.listing(dict(registry.pages()))
 
     def exercises_check(self, body):
         """Check one exercise of the --exercises workspace now, in the checker's subprocess."""
-        from .exercises.catalog import EXERCISES
-        from .exercises.web import Busy
         number = field(body, 'number', int, None, 1, len(EXERCISES))
         try:
-            return self.exercises_page().check(number, dict(registry.pages()))
+            return self.exercise_page.check(number, dict(registry.pages()))
         except Busy:
             raise ApiError(503, "a check is running already: try again when it has ended") from None
-
-    def exercises_page(self):
-        if self.exercise_page is None:  # a Lab made without one (the tests' own): the path only
-            from .exercises.web import ExercisesPage
-            self.exercise_page = ExercisesPage()
-        return self.exercise_page

@@ -25,7 +25,7 @@ function setup() {
   // one labelled number box per flag, its --help as the hint, after the data's choice
   $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
     el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
-  setLimits(options.limits, true);
+  setLimits(options.limits);
   fillDtypes();
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
   if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
@@ -36,12 +36,9 @@ function setup() {
   poll();
 }
 
-// each number box's bounds, and with `reset` its value, from the server's limits for the mode
-function setLimits(limits, reset) {
-  for (const name of FIELDS) {
-    [$(name).min, $(name).max] = limits[name];
-    if (reset) $(name).value = limits[name][2];
-  }
+// each number box's bounds and first value, from the server's limits for the mode
+function setLimits(limits) {
+  for (const name of FIELDS) [$(name).min, $(name).max, $(name).value] = limits[name];
 }
 
 // the dtypes the engine computes in; the one chosen kept where the engine has it
@@ -55,22 +52,19 @@ function fillDtypes(prefer) {
 // what the run will train on, as the server was told
 function describeData() {
   const options = Lab.config.features.training;
-  if ($('data_mode').value === 'text') {
-    $('data').textContent = `It trains on ${options.text} as running text (the server's --text): windows of ` +
-      'block_size + 1 characters drawn at random from its first 90%, the last 10% held out.';
-  } else {
-    $('data').textContent = (options.data
-      ? `It trains on ${options.data} (the server's --data): one name per line.`
+  $('data').textContent = $('data_mode').value === 'text'
+    ? `It trains on ${options.text} as running text (the server's --text): windows of block_size + 1 ` +
+      'characters drawn at random from its first 90%, the last 10% held out.'
+    : (options.data ? `It trains on ${options.data} (the server's --data): one name per line.`
       : "It trains on the census first names bundled with microgpt (start the server with --data FILE for your own).") +
       (options.text ? '' : ' For running text, start the server with --text FILE (or on a model of running text).');
-  }
 }
 
 // running text starts from the recipe's settings on the numpy engine; names from the page's own
 function chooseMode() {
   const text = $('data_mode').value === 'text';
   const options = Lab.config.features.training;
-  setLimits(text ? options.text_limits : options.limits, true);
+  setLimits(text ? options.text_limits : options.limits);
   if (text) for (const [name, value] of Object.entries(TEXT_START)) $(name).value = value;
   $('engine').value = text ? 'numpy' : 'scalar';
   fillDtypes(text ? TEXT_DTYPE : 'float64');
