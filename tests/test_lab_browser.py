@@ -104,6 +104,7 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     page.wait_for_selector('#temperatures')
     page.eval_on_selector('#temperature', 'e => { e.value = "1.5"; e.dispatchEvent(new Event("input")); }')
     page.wait_for_selector('#temperatures th[data-temperature="1.5"]')
+    page.wait_for_selector('#drawn:not(.stale)')  # the draws, asked once the distribution is drawn
     want = post(server, '/api/sampling', {'prompt': '', 'temperatures': [0, 0.5, 1, 2, 1.5], 'num': 10, 'seed': 42})
     assert want['temperatures'] == [0.0, 0.5, 1.0, 1.5, 2.0]
     headers = page.locator('#temperatures th[data-temperature]')

@@ -62,6 +62,16 @@ const Lab = (() => {
     return data;
   }
 
+  // Inputs so far (each key, each control changed). A page asks for a slow answer (the scalar
+  // step, the draws) once the learner has paused `ms` after the quick one was drawn, so that the
+  // next quick answer does not wait behind it: the server computes one request at a time.
+  let inputs = 0;
+  document.addEventListener('input', () => { inputs += 1; }, true);  // before the page's own listeners
+  async function paused(since, ms = 250) {
+    await new Promise(resolve => setTimeout(resolve, ms));
+    return inputs === since;
+  }
+
   // el('div', {class: 'x', onclick: f}, child, 'text', ...) -> an HTML element
   function el(tag, attrs = {}, ...children) {
     return build(document.createElement(tag), attrs, children);
@@ -256,5 +266,6 @@ const Lab = (() => {
   }
 
   return {api, el, svg, fmt, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
-          refreshConfig, isText, ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
+          refreshConfig, isText, paused, ckpt: currentCkpt, info: ckptInfo, get config() { return config; },
+          get inputs() { return inputs; }};
 })();

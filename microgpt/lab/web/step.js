@@ -49,13 +49,9 @@ function num(x, text, attrs = {}) {
 // On a model of many weights a long text would make the scalar engine's graph too large (the
 // server says how many positions it takes: step.scalar_positions): the numpy step alone is asked
 // then, and section 6 says why.
-// the inputs so far, each key counted: one overtaken (the learner still typing TYPING_MS after its
-// numpy step is drawn) asks no scalar step, so that the next numpy step does not wait behind it
-let drawing = 0;
-const TYPING_MS = 250;
 async function draw() {
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
-  const info = Lab.info(), chars = [...body.text].length, mine = drawing;
+  const info = Lab.info(), chars = [...body.text].length, since = Lab.inputs;
   // the positions the step reads: [BOS] + the name, or the window's characters but its last
   const positions = Lab.isText() ? Math.min(chars - 1, info.config.block_size) : chars + 1;
   if (positions > info.step_scalar_positions) {
@@ -65,8 +61,7 @@ async function draw() {
   const numpyFirst = info.step_numpy_first;  // else a small model: the scalar step answers at once
   if (numpyFirst) {
     await Lab.guard(async () => show(await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'})), ['result']);
-    await new Promise(resolve => setTimeout(resolve, TYPING_MS));
-    if (mine !== drawing) return;
+    if (!await Lab.paused(since)) return;  // still typing: the next name's numpy step comes first
   }
   // with the numpy step shown, no busy sign over the page for the scalar one: the numbers shown
   // are already this input's
@@ -238,7 +233,7 @@ function startingLr() {
   $('lr').value = String(Lab.info().trained_lr ?? 0.01);
 }
 
-Lab.on('form', 'submit', () => { drawing++; draw(); });
+Lab.on('form', 'submit', draw);
 const later = Lab.debounced(draw);  // as the learner types: once they pause
-for (const id of ['text', 'lr']) Lab.on(id, 'input', () => { drawing++; later(); });
-Lab.start(() => { drawing++; startingLr(); return draw(); });
+for (const id of ['text', 'lr']) Lab.on(id, 'input', later);
+Lab.start(() => { startingLr(); return draw(); });
