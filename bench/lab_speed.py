@@ -5,9 +5,8 @@ names recipe's (n_layer 4, n_embd 64, n_head 4: 200,000 weights, the Step page's
     python bench/lab_speed.py
 
 Each model is trained for a few steps on makemore's names (its speed is what matters, not its
-training), served by `lab serve`'s own server in this process with its two worker processes
-warmed up as `lab serve` warms them, and driven by Playwright in Debian's Chromium: for each
-input (tests/labtimes.py lists them) the time from the input to the page's redraw, the page's
+training), served by `lab serve`'s own server in this process, and driven by Playwright in
+Debian's Chromium: for each input (tests/labtimes.py lists them) the time from the input to the page's redraw, the page's
 pause for typing included. Prints, never asserts. The default model's share also runs in the
 test suite (tests/test_lab_pages_browser.py); the recipe's model takes tens of seconds. Last,
 where ../shared/data/tinyshakespeare.txt is, a model of the Shakespeare recipe's shape: a
@@ -45,7 +44,8 @@ def main():
         from playwright.sync_api import sync_playwright
     except ImportError:
         sync_playwright = None
-    from chromium import CHROMIUM, CHROMIUM_ARGS
+    from chromium import CHROMIUM_ARGS
+    from conftest import CHROMIUM
     if data is None or sync_playwright is None or not os.path.exists(CHROMIUM):
         print("lab_speed: needs ../shared/data/names.txt, Playwright (pip install -e '.[test]') and "
               f"{CHROMIUM} (apt-get install chromium): skipped")
@@ -62,8 +62,6 @@ def main():
             server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'), data=data)
             threading.Thread(target=server.serve_forever, daemon=True).start()
             try:
-                for f in server.lab.pool.warm(ckpt):  # as `lab serve` does at start, waited for here
-                    f.result()
                 steps = labtimes.steps(on_the_model=k > 0)
                 print(labtimes.report(label, labtimes.interaction_times(server, browser, steps)))
             finally:
@@ -78,8 +76,6 @@ def main():
             server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
             threading.Thread(target=server.serve_forever, daemon=True).start()
             try:
-                for f in server.lab.pool.warm(ckpt):
-                    f.result()
                 print(labtimes.report(label, labtimes.interaction_times(server, browser, labtimes.ON_TEXT)))
             finally:
                 server.shutdown()

@@ -16,8 +16,8 @@ runs; the rest is the server's defaults (train.py's own: float64, an evaluation 
 steps, a save every 100). The command line runs
 `train.py --data-mode text --engine numpy --dtype float32 ... --eval-every 300 --save-every
 1500`, the recipe's. What each wrote is printed beside its time: the format of the checkpoint,
-its dtype and how many evaluations its log holds; for the page, what it said the run would
-take before it started, and at three moments while it went (the time so far + the time left). The machine is shared by several people: the
+its dtype and how many evaluations its log holds; for the page, what it said the run would take
+at three moments while it went (the time so far + the time left). The machine is shared by several people: the
 two runs of a round go one after the other (the page's first in odd rounds, the command line's
 first in even ones), and the ratio is printed per round, with the load average before and after.
 """
@@ -62,7 +62,7 @@ def main(argv=None):
         subprocess.run([sys.executable, '-m', 'microgpt.train', '--steps', '1', '--num-samples', '0',
                         '--out', start_ckpt], env=env, check=True, capture_output=True, cwd=tmp)
         server = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', start_ckpt, '--port', '0',
-                                   '--runs-dir', os.path.join(tmp, 'runs'), '--text', args.data, '--no-warm-up'],
+                                   '--runs-dir', os.path.join(tmp, 'runs'), '--text', args.data],
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp)
         try:
             port = int(server.stdout.readline().split('http://127.0.0.1:')[1].split('/')[0])
@@ -95,7 +95,6 @@ def api(port, path, body):
 
 def page_run(port, body):
     """(seconds from the start request to the run's end, what it wrote), polled as the page polls."""
-    probed = api(port, '/api/train/estimate', body)  # what the page says before Start (404 before it could)
     t0 = time.perf_counter()
     started = api(port, '/api/train/start', body)
     if 'error' in started:
@@ -113,7 +112,7 @@ def page_run(port, body):
     seconds = time.perf_counter() - t0
     if status['state'] != 'finished':
         raise SystemExit(f"the page's run {status['state']}: {status.get('error')}")
-    told = (f"; estimated {probed['seconds']:.1f} s before start" if 'seconds' in probed else '') + ''.join(
+    told = ''.join(
         f"; at {t:.0f} s: {t + left:.1f} s in all" for t, left in said[len(said) // 4::max(1, len(said) // 4)][:3])
     return seconds, f"{len(status['samples'])} samples, {evaluations} evaluations, {what_it_wrote(started)}{told}"
 

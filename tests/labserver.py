@@ -3,9 +3,8 @@ Helpers for the web lab's tests: a live server on an ephemeral port, and a JSON 
 
 test_lab_serve.py (the API) and test_lab_browser.py (the pages in Chromium) both start the
 real server of `python -m microgpt.lab serve` (serve.make_server) in a thread of the test
-process, on port 0 (a free port the system picks), and talk to it over HTTP; it computes in a
-worker process shared by the session (SHARED_POOL). server_process runs the real command in a
-process of its own, with its own two workers.
+process, on port 0 (a free port the system picks), and talk to it over HTTP. server_process
+runs the real command in a process of its own.
 """
 
 import http.client
@@ -15,22 +14,15 @@ import time
 from contextlib import contextmanager
 
 from microgpt.lab.serve import make_server
-from microgpt.lab.workers import Pool
 
 RUN_TIMEOUT = 60  # seconds a small training run may take on a loaded 2-core machine
-# the worker process every live server of the session computes in, started on the first request:
-# one, as a test asks one thing at a time (each worker imports PyTorch for the Step page, 2 s);
-# the real command's two are server_process's (tests/test_lab_burst.py, test_lab_workers.py)
-SHARED_POOL = Pool(1)
 
 
 @contextmanager
-def live_server(ckpt, runs_dir, data, pool=None, exercises=None, text=None):
-    """A server on its own thread, computing in POOL: by default the worker processes every
-    live server of the test session shares (started once; each reads a model by its path).
-    exercises: the folder `serve --exercises DIR` names, or None; text: `serve --text FILE`'s."""
-    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, pool=pool or SHARED_POOL,
-                         exercises=exercises, text=text)
+def live_server(ckpt, runs_dir, data, exercises=None, text=None):
+    """A server on its own thread. exercises: the folder `serve --exercises DIR` names, or None;
+    text: `serve --text FILE`'s."""
+    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, exercises=exercises, text=text)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -89,18 +81,17 @@ class Address:
 
 
 @contextmanager
-def server_process(ckpt, runs_dir, data, extra=('--no-warm-up',)):
+def server_process(ckpt, runs_dir, data):
     """`python -m microgpt.lab serve` in its own process on a free port: yields (the process,
     its Address). On leaving it is stopped as Ctrl-C stops it, unless the test has already
-    killed it; it never outlives the test. extra: more arguments; by default the workers are
-    not warmed up (importing PyTorch in each at start only costs a test CPU it needs)."""
+    stopped it; it never outlives the test."""
     import os
     import signal
     import subprocess
     import sys
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', ckpt, '--port', '0',
-                             '--runs-dir', str(runs_dir), '--data', data, *extra],
+                             '--runs-dir', str(runs_dir), '--data', data],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         first = proc.stdout.readline()

@@ -472,11 +472,10 @@ def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
 
 
 def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ckpt, names_file, tmp_path):
-    from labserver import SHARED_POOL
     from microgpt.edge.errors import UserError
     from microgpt.lab.serve import make_server
     with pytest.raises(UserError, match='no exercises at'):
-        make_server(tiny_ckpt, port=0, runs_dir=str(tmp_path / 'runs'), data=names_file, pool=SHARED_POOL,
+        make_server(tiny_ckpt, port=0, runs_dir=str(tmp_path / 'runs'), data=names_file,
                     exercises=str(tmp_path / 'none'))
 
 

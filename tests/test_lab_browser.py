@@ -104,6 +104,7 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     page.wait_for_selector('#temperatures')
     page.eval_on_selector('#temperature', 'e => { e.value = "1.5"; e.dispatchEvent(new Event("input")); }')
     page.wait_for_selector('#temperatures th[data-temperature="1.5"]')
+    page.wait_for_selector('#drawn:not(.stale)')  # the draws, asked once the distribution is drawn
     want = post(server, '/api/sampling', {'prompt': '', 'temperatures': [0, 0.5, 1, 2, 1.5], 'num': 10, 'seed': 42})
     assert want['temperatures'] == [0.0, 0.5, 1.0, 1.5, 2.0]
     headers = page.locator('#temperatures th[data-temperature]')
@@ -202,30 +203,23 @@ def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     assert page.errors == []
 
 
-def test_the_training_page_says_how_long_a_run_takes_before_and_while_it_goes(server, page):
-    """Before Start: the server's probe of the form's run (its text, as the API gives it);
-    a refused field: its one-line error and no estimate; while the run goes: its own pace,
-    with what was said before it started."""
+def test_the_training_page_says_how_long_a_run_has_left_while_it_goes(server, page):
+    """A refused field: its one-line error, as the API gives it; while the run goes: the time
+    so far and the time left at its own pace."""
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')
     assert page.get_attribute('label:has(#weight_decay)', 'title').startswith('shrink every weight')  # --help
-    for name, value in {'steps': 20000, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'weight_decay': 0.2}.items():
+    for name, value in {'steps': 20000, 'n_embd': 8, 'n_head': 3, 'block_size': 12, 'weight_decay': 0.2}.items():
         page.fill(f'#{name}', str(value))
-    said = page.locator('#estimate', has_text='20000 steps at')
-    said.wait_for()
-    assert said.inner_text().startswith('Estimate before starting: about ') and 'probe' in said.inner_text()
-    page.fill('#n_head', '3')  # 8 does not divide by 3
-    refused = request(server, 'POST', '/api/train/estimate', {'n_embd': 8, 'n_head': 3})[1]['error']
+    page.click('#start')  # 8 does not divide by 3
+    refused = request(server, 'POST', '/api/train/start', {'n_embd': 8, 'n_head': 3})[1]['error']
     page.locator('#error', has_text='does not divide by n_head 3').wait_for()
     assert page.inner_text('#error') == refused
-    page.wait_for_function("() => document.getElementById('estimate').textContent === ''")
     page.fill('#n_head', '2')
-    said.wait_for()
-    before = said.inner_text()[len('Estimate before starting: '):-1]
     page.click('#start')
     pace = page.locator('#estimate', has_text="left, at this run's")
     pace.wait_for(timeout=30_000)
-    assert ' s so far, about ' in pace.inner_text() and f'Before it started: {before}.' in pace.inner_text()
+    assert ' s so far, about ' in pace.inner_text()
     page.click('#stop')
     page.locator('#status', has_text='stopped').wait_for(timeout=30_000)
     run = post(server, '/api/train/status', {'offset': 0})['params']
@@ -259,7 +253,7 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
     page.wait_for_selector('#result[data-engine=scalar] #graph-size:has-text("nodes recorded")')
     assert page.locator('#scalar-coming').count() == 0
     # typing a name key by key: the page ends on the scalar engine's step of the whole name; the
-    # steps overtaken on the way (the server's 204s, test_lab_serve.py) are dropped unseen
+    # steps overtaken on the way (waiting in lab.js for the one being answered) are never sent
     page.locator('#text').fill('')
     page.locator('#text').press_sequentially('christopher', delay=30)
     page.wait_for_selector("#result[data-engine=scalar] #summary:has-text(\"'christopher'\")")
@@ -278,8 +272,9 @@ def test_a_small_models_step_page_asks_the_scalar_engine_alone(server, page):
 
 
 def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
-    """The page's first step (for its default name) is held back until the learner's own name
-    has been drawn; when the held answer finally arrives, the page must not draw it over."""
+    """The page's first step (for its default name) is held back; the learner's own name waits
+    for it in lab.js (one request to a route at a time). When the held answer arrives, the page
+    does not draw it: it sends the learner's name and draws that, once."""
     held = []
     page.route('**/api/step', lambda route: held.append(route) if not held else route.continue_())
     page.goto(server.url + 'step')
@@ -287,12 +282,12 @@ def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
     page.wait_for_function('() => true')  # let the first request reach the route
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
-    assert len(held) == 1
-    held[0].continue_()  # the default name's answer arrives last
-    page.wait_for_load_state('networkidle')
     page.wait_for_timeout(200)
-    assert f"'{TEXT}'" in page.inner_text('#summary')
+    assert len(held) == 1 and page.get_attribute('body', 'data-draws') is None  # nothing drawn yet
+    held[0].continue_()  # the default name's answer arrives, overtaken
+    page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
+    page.wait_for_load_state('networkidle')
+    assert page.get_attribute('body', 'data-draws') == '1'
     assert page.locator('#error').is_hidden() and page.errors == []
 
 

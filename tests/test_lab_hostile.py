@@ -26,7 +26,6 @@ from conftest import REPO_DIR
 from labserver import live_server, request, server_process
 from microgpt.lab import phases
 from microgpt.lab.__main__ import main as lab_main
-from microgpt.lab.workers import Pool
 from microgpt.programs import cli
 
 LONG = 'a' * 100_000  # a pasted file, say: each message quotes a few dozen characters of it
@@ -117,8 +116,8 @@ def test_stopping_a_server_with_no_run_going_says_nothing_of_one(tiny_ckpt, name
 # ---------------------------------------------------------------------------- the requests
 @pytest.fixture(scope='module')
 def here(tiny_ckpt, names_file, tmp_path_factory):
-    """A live server computing in this process (Pool(0)), so that a test may change what it reads."""
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file, pool=Pool(0)) as s:
+    """A live server of its own (it computes in this process), so that a test may change what it reads."""
+    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file) as s:
         yield s
 
 

@@ -354,7 +354,7 @@ def test_the_phases_printout_names_the_lines(model):
 def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     from labserver import post, request
     from microgpt.lab import embeddings, loss
-    from microgpt.lab.workers import jsonable
+    from microgpt.lab.api import jsonable
     from microgpt.programs.run import log_path_for
     assert post(server, '/api/byhand', {'n_head': 2}) == jsonable(byhand.compute(n_head=2))
     assert post(server, '/api/scaling', {'part': 'index', 'sizes': {'h': 8}}) == \

@@ -226,11 +226,10 @@ def test_a_model_py_that_does_not_parse_leaves_the_phases_and_says_why(tiny_ckpt
     """The page was once a 500. A broken copy of model.py (read by a server computing in
     this process): the code box says why, and every phase still steps with its numbers."""
     from microgpt.lab import phases
-    from microgpt.lab.workers import Pool
     broken = tmp_path / 'model.py'
     broken.write_text('def gpt(self:\n', encoding='utf-8')
     monkeypatch.setattr(phases, 'MODEL_FILE', str(broken))
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
         open_page(page, server, 'phases')
         assert page.inner_text('#code-title').startswith('microgpt/model.py does not parse: ')
         assert page.locator('#code div').count() == 0
@@ -313,7 +312,5 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured
     default size; asserts only that each redraw happened (a timed test would be flaky). The
     names recipe's larger model is bench/lab_speed.py's: a measurement of tens of seconds."""
     with live_server(default_ckpt, tmp_path, names_file) as server:
-        for f in server.lab.pool.warm(default_ckpt):  # as `lab serve` does at start, waited for here
-            f.result()
         times = labtimes.interaction_times(server, browser, labtimes.steps())
     measured(labtimes.report("train.py's default model", times))

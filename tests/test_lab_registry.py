@@ -16,7 +16,6 @@ from labserver import live_server, request
 from microgpt.edge.errors import UserError
 from microgpt.lab import registry, serve
 from microgpt.lab.__main__ import flag_of, main
-from microgpt.lab.workers import Pool
 
 ECHO = registry.Sandbox(
     'echo', 'Echo', help="say a word a few times", model=None, module='lab_test_echo',
@@ -52,8 +51,7 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
 
 
 def test_a_sandbox_added_to_the_registry_is_a_route_and_a_page(echo, tiny_ckpt, names_file, tmp_path):
-    # Pool(0): computed in the server's own process, where the test added the sandbox
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
         assert status == 200 and got == {'words': ['hi'] * 3}
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
@@ -142,29 +140,18 @@ def test_one_name_one_meaning():
 
 
 # ---------------------------------------------------------------------------- the registry's promise
-def test_a_pages_warm_up_and_what_it_knows_of_a_model_come_from_its_entry(tiny_ckpt, names_file, tmp_path,
-                                                                         monkeypatch):
-    """The Step page's numpy-first rule and each page's warm-up were once written in
-    api.py and workers.py. A sandbox made up here declares both in its entry alone, and the
-    server's listing and the workers' warm-up follow it."""
-    from microgpt.lab import workers
-    calls = []
-    module = types.ModuleType('lab_test_warm')
+def test_what_a_page_knows_of_a_model_comes_from_its_entry(tiny_ckpt, names_file, tmp_path, monkeypatch):
+    """The Step page's numpy-first rule was once written in api.py. A sandbox made up here
+    declares what its page knows of each checkpoint in its entry alone, and the listing follows."""
+    module = types.ModuleType('lab_test_about')
     module.compute = lambda model, ckpt=None: {}
     module.render = lambda d: ''
-    module.prepare = lambda ckpt: calls.append(ckpt)
-    monkeypatch.setitem(sys.modules, 'lab_test_warm', module)
-    made_up = registry.Sandbox('warm', 'Warm', help="a page that prepares", module='lab_test_warm',
-                               about_model=lambda config: {'warm_width': config.n_embd},
-                               warm_up=registry.WarmUp(then='prepare'))
+    monkeypatch.setitem(sys.modules, 'lab_test_about', module)
+    made_up = registry.Sandbox('about', 'About', help="a page that knows the width", module='lab_test_about',
+                               about_model=lambda config: {'about_width': config.n_embd})
     monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
-    monkeypatch.setattr(workers, 'MODELS', workers.Models())
-    find_spec = workers.importlib.util.find_spec
-    monkeypatch.setattr(workers.importlib.util, 'find_spec', lambda name: None if name == 'torch' else find_spec(name))
-    workers.warm_up(tiny_ckpt, None)
-    assert [c.config.n_embd for c in calls] == [8]  # its `then`, given the checkpoint's record
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, pool=Pool(0)) as server:
-        assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['warm_width'] == 8
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+        assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['about_width'] == 8
 
 
 def test_every_page_is_timed_or_says_why_not():

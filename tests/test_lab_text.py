@@ -164,7 +164,7 @@ def test_past_its_graphs_size_the_step_is_the_numpy_engines_unless_the_scalar_is
 def test_the_training_page_trains_running_text_only_where_it_has_one(tmp_path, play_file):
     from microgpt.lab.runs import RunManager
     from microgpt.lab.serve import make_server
-    from microgpt.lab.workers import ApiError
+    from microgpt.lab.api import ApiError
     with pytest.raises(ApiError, match='--text FILE'):
         RunManager(str(tmp_path), None).params({'data_mode': 'text'})
     _, flags = RunManager(str(tmp_path), None, text=play_file).params({'data_mode': 'text', 'block_size': 64})

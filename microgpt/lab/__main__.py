@@ -105,14 +105,10 @@ def add_serve(commands):
                         f"(default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
     g = c.add_argument_group('server')
     g.add_argument('--host', default=DEFAULT_HOST,
-                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; any other "
-                        "lets everyone who can reach the port use the lab)")
+                   help=f"loopback address to listen on (default {DEFAULT_HOST}; ::1 or localhost also: "
+                        "the lab serves this machine only)")
     g.add_argument('--port', type=int, default=DEFAULT_PORT,
                    help=f"TCP port, 0..65535 (default {DEFAULT_PORT}; 0 = any free one)")
-    g.add_argument('--no-warm-up', dest='warm_up', action='store_false',
-                   help="do not prepare the computing processes at start (by default each reads the "
-                        "checkpoint and imports numpy and PyTorch at once, so that the first click "
-                        "does not wait for it; without, the server starts with less CPU and memory)")
     g = c.add_argument_group('training runs (the Training page)')
     g.add_argument('--runs-dir', default='out/lab-runs', metavar='DIR',
                    help="folder for the page's runs, one numbered subfolder each (default out/lab-runs)")
@@ -217,7 +213,7 @@ def main(argv=None):
     if args.command == 'serve' or registry.get(args.command).numpy:
         cli.import_optional('microgpt.inference', f"`lab {args.command}`")  # numpy, and the port beside it
         from microgpt.backprop.threads import for_generation
-        for_generation()  # the lab's products are a window's at most (the server's workers take one too)
+        for_generation()  # the lab's products are a window's at most
     if args.command == 'serve':
         from . import serve
         return serve.run(args)

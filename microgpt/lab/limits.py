@@ -1,8 +1,8 @@
 """
 The lab's caps: what a lab command's flag, or a request to the web lab, may hand in.
 
-Each is typed by a learner and drawn on one page, so the caps are small; the server is open to
-whatever reaches its port. The caps every program shares (model sizes, files, seeds,
+Each is typed by a learner and drawn on one page, so the caps are small: a size that makes
+sense, checked with one line, not a defence against a crafted request. The caps every program shares (model sizes, files, seeds,
 temperatures) are microgpt/edge/limits.py's; which parameter of a sandbox takes which cap is
 declared with the sandbox (registry.py).
 """
@@ -34,13 +34,10 @@ MAX_HAND_TOKENS = 6         # tokens by hand, as in the 3D tutorial's sandbox: e
 MAX_HAND_DIM = 8            # numbers per vector by hand
 MAX_HAND_ABS = 5.0          # |each number| by hand: 8 x 5 x 5 = 200 is the largest score, e^200 a float
 MAX_BODY = 16 * 1024        # bytes of one request: the largest, an expression, is 1000 characters
-MAX_RUN_RECORD = 1 << 16    # bytes of a run's run.json: ours hold a few hundred; larger is not ours
 MAX_RUN_LOG_READ = 1 << 18  # bytes of a run's log sent per status call: the Training page asks again
-# The Training page's fields, each a train.py flag: (low, high, default), the field's kind that
-# of its default (an integer, or a number). Sizes a laptop trains in minutes, each starting at
-# train.py's own default but --steps (a page's run is a shorter one). The page draws a field for
-# each, in this order, with the flag's --help as its hint; runs.py passes each to train.py as
-# its flag. A new flag of train.py is one more line here.
+# The Training page's fields, each a train.py flag: (low, high, default), an integer or a number
+# as its default. Sizes a laptop trains in minutes, from train.py's own defaults but --steps. The
+# page draws them in this order, with the flag's --help; a new flag of train.py is one more line.
 RUN_LIMITS = {
     'steps': (1, 20_000, 300),
     'n_layer': (1, 4, flag_default('n_layer')),

@@ -1,15 +1,11 @@
 """
 The trained model the lab looks at, and the text a learner hands it.
 
-`load(path, kind)` reads a checkpoint once, as its record (edge/checkpoint.py: the data mode,
-how it was trained), and builds from it the numpy port (src/inference, kind 'numpy'), whose
-forward pass can return every intermediate array, or microgpt's own GPT of Values (kind
-'scalar'), which `step` trains. A sandbox's compute() gets the model, and the record as `ckpt`
-where it needs to know more than the weights. `read_text` turns TEXT into what the model reads
-and what it should predict at each position, as train.py trained it (a name: [BOS] + the
-characters, then BOS; running text: a window of the stream, no BOS anywhere), with one-line errors
-for what the model cannot read. Every model command starts here; attention.py and overview.py
-run their arithmetic under `no_overflow`.
+`load(path, kind)` reads a checkpoint's record (edge/checkpoint.py) and builds from it the numpy
+port (kind 'numpy'), whose forward pass can return every intermediate array, or microgpt's own
+GPT of Values (kind 'scalar'), which `step` trains. `read_text` turns TEXT into what the model
+reads and what it should predict at each position, as train.py trained it, with one-line errors
+for what the model cannot read. The lab's arithmetic on a model runs under `no_overflow`.
 """
 
 import contextlib
@@ -21,7 +17,7 @@ from ..edge.errors import UserError
 from ..edge.files import read_head
 
 DEFAULT_CKPT = 'out/model.json'  # where train.py writes by default
-DEFAULT_HOST = '127.0.0.1'       # where lab serve listens: this machine only
+DEFAULT_HOST = '127.0.0.1'       # where lab serve listens: loopback, this machine only
 DEFAULT_PORT = 8000              # lab serve's TCP port
 
 
@@ -73,13 +69,9 @@ def load(path, kind='numpy', n_head=None):
 
 @contextlib.contextmanager
 def no_overflow():
-    """Run the lab's own arithmetic on a model's numbers so that an overflow is one line.
-
-    The port's forward pass already stops at its first overflow (inference.model.
-    DivergedModelError); this covers what the lab computes from the results: a forward pass
-    that just fits in a float can still overflow a standard deviation (which squares the
-    scores) or an unscaled, low-temperature softmax. numpy would only warn and print inf/nan.
-    """
+    """Run the lab's own arithmetic on a model's numbers so that an overflow is one line: a
+    forward pass that just fits in a float (the port stops at its own overflows) can still
+    overflow a standard deviation or a low-temperature softmax, where numpy would only warn."""
     import numpy as np  # here, not at the top: __main__ imports this file for every command
 
     try:

@@ -6,28 +6,22 @@ web/lab.js), the server's table of pages and files (serve.py) and the browser te
 pages are all read from SANDBOXES below; nothing else lists them.
 
 Adding a page is three things:
-  1. a module microgpt/lab/NAME.py with two functions (the sandbox's contract):
-       compute(model, **params) -> dict   plain data: numbers, strings, lists, dicts, numpy
-                                         arrays (the API turns them into JSON; keys that begin
-                                         with '_' are for the terminal only and are not sent)
-       render(data) -> str               the terminal's printout of that dict
-     and, when it draws a picture for --png, picture(path, data, title).
-     `model` is what Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values
-     ('scalar', with the file's weights at each call, so compute may train it), the path of a training log
-     ('log'), or nothing at all (None: compute(**params)). A mistake in what was asked (a head
-     the model does not have) is a UserError with a one-line message, for the CLI and the API
-     alike. The runner checks every Param's range before compute is called.
+  1. a module microgpt/lab/NAME.py with compute(model, **params) -> dict (plain data and numpy
+     arrays; keys that begin with '_' are for the terminal only), render(data) -> str (the
+     terminal's printout) and, for --png, picture(path, data, title). `model` is what
+     Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values ('scalar', with the
+     file's weights at each call), the path of a training log ('log'), or none (None). A mistake
+     in what was asked is a UserError with a one-line message; every Param's range is checked
+     before compute is called.
   2. web/NAME.html and web/NAME.js, which POST to /api/NAME and draw the answer
      (`<body data-page="NAME">`, `Lab.start(draw)`);
   3. one entry in SANDBOXES: Sandbox('NAME', 'Nav label', help=..., params=(Param(...), ...)).
 Its command, its route (with every range checked as declared), its link in every page's
 navigation and its place in the browser tests follow from that entry. A terminal-only
-sandbox says page=False; one that must not run twice at once (a scalar-engine step of
-seconds and hundreds of MB) says one_at_a_time=True, or a function of the request's params
-where only some requests are heavy; one that runs without numpy (on the scalar
-engine or a log alone) says numpy=False, and the others say `pip install numpy` where it is absent.
-What a page needs to know of each checkpoint before it asks is `about_model` (the Step page: which
-engine to ask first), and what the server's workers prepare for it at start is `warm_up` (WarmUp).
+sandbox says page=False; one that runs without numpy (on the scalar engine or a log alone)
+says numpy=False, and the others say `pip install numpy` where it is absent. What a page needs
+to know of each checkpoint before it asks is `about_model` (the Step page: which engine to ask
+first).
 
 This file imports nothing heavy: the command line is built from it for every command, and
 `lab autograd` and `lab loss` never load numpy.
@@ -50,15 +44,12 @@ from .limits import (MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENG
 class Param:
     """One parameter of a sandbox, declared once for the command line and the API.
 
-    kind: int, float, bool, str, or 'values' ({name: number}: NAME=VALUE words on the command
-    line, a JSON object in a request). low..high is the range, checked on both sides with the
-    same numbers; above=True leaves low itself out (a temperature that divides). at_most names
-    a config field of the model (vocab_size) that caps the value once the model is known.
-    default None with required=False means "not given" (compute decides: attention's query is
-    the last position). many: a list of kind (--temperatures 0 0.5 1). flag: the command-line
-    spelling when it is not --name (a bool True by default is switched off by '--no-scale').
-    cli / web: where it is offered (a file path is for the command line only: a request never
-    names a file).
+    kind: int, float, bool, str, or 'values' ({name: number}: NAME=VALUE words, or a JSON object).
+    low..high: the range, checked alike on both sides; above=True leaves low out (a temperature
+    that divides); at_most: a config field (vocab_size) that caps it once the model is known.
+    default None, not required: "not given" (compute decides). many: a list of kind. flag: the
+    command-line spelling when not --name ('--no-scale'). cli / web: where it is offered (a file
+    path is for the command line only: a request never names a file).
     """
     name: str
     kind: object
@@ -107,23 +98,6 @@ class Param:
 
 
 @dataclass(frozen=True)
-class WarmUp:
-    """What each of `lab serve`'s worker processes prepares for a page at start (workers.warm_up),
-    so that the page's first request does not wait for it: the sandbox's module imported (numpy
-    and the port with it), its model read as its requests read it (Sandbox.model; nothing for a
-    log or None), then what this says.
-
-    imports: more modules, in order, as far as they are installed (PyTorch's first import takes
-    1.6 s; torchgpt needs it, so it comes after). model_at_most: read the model only up to this
-    many weights (None: any size). then: a function of the module, called with the checkpoint's
-    record, that reads what else the first request needs.
-    """
-    imports: tuple = ()
-    model_at_most: int = None
-    then: str = None
-
-
-@dataclass(frozen=True)
 class Sandbox:
     """One sandbox: `lab NAME`, POST /api/NAME, and (page=True) the page /NAME."""
     name: str
@@ -136,12 +110,10 @@ class Sandbox:
     page: bool = True            # a web page and an API route (False: the terminal only)
     png: str = None              # what --png draws (the module's picture()); None: no --png
     picture_flag: str = '--png'
-    one_at_a_time: object = False  # requests wait their turn (see api.Lab); or a function of params
     numpy: bool = True           # False: it runs on the standard library alone (the scalar engine, a log)
     # what the page knows of each checkpoint before it asks: a function of the model's config
     # giving {key: value}, added to the checkpoint's entry of /api/config (api.Checkpoints.listing)
     about_model: object = None
-    warm_up: WarmUp = WarmUp()   # what `lab serve` prepares for the page at start
 
     @property
     def module_name(self):
@@ -156,10 +128,6 @@ class Sandbox:
 
     def param(self, name):
         return next(p for p in self.params if p.name == name)
-
-    def waits_its_turn(self, params):
-        """Whether a request with these params waits for the one being computed."""
-        return self.one_at_a_time(params) if callable(self.one_at_a_time) else self.one_at_a_time
 
 
 # ---------------------------------------------------------------------------- shared parameters
@@ -187,9 +155,6 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
 # through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
 # (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
 STEP_NUMPY_FIRST_ABOVE = 15_000
-# the largest model whose GPT of Values a worker builds before the Step page asks for it: about
-# 220 bytes a weight (200,000 weights at n_layer 4, n_embd 64: 0.7 s and 45 MB, tracemalloc)
-WARM_SCALAR_MAX = 500_000
 # The scalar engine's step is a graph of Values over every weight at every position: the names
 # recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past this many
 # weight-positions (a few seconds, half a GB) it is refused (step.py) and the page asks the numpy
@@ -354,12 +319,7 @@ SANDBOXES = [
                           help="nats: the loss per token, as training minimizes it; bits: bits per character "
                                "(loss x tokens / characters / ln 2), which compares a character model and a "
                                "byte-pair model of one text"))),
-    # drawing names or text takes its turn, and a request still waiting when a newer comes is left
-    # uncomputed (api.Lab.turn): typing a prompt on a model of running text, whose continuations
-    # take seconds, queues one draw at most; the distribution alone (num 0) never waits
     Sandbox('sampling', 'Sampling',
-            one_at_a_time=lambda params: params['num'] != 0,
-            warm_up=WarmUp(then='training_names'),  # its marks: the names it trained on, read once
             help="the next-character distribution at several temperatures, top-k, samples",
             description="After [BOS] + PROMPT: the next-character probabilities at each temperature "
                         "(0 = greedy) with their entropy, what top-k keeps, and a few names drawn at "
@@ -387,11 +347,7 @@ SANDBOXES = [
                     Param('data', str, None, metavar='PATH', group='sampling', web=False,
                           help="the training names, to mark samples as seen or new (default: the data "
                                "the checkpoint was trained on, when it can still be read)"))),
-    # the numpy engine's step takes milliseconds: only the scalar engine's waits its turn
-    Sandbox('step', 'Lesson 04 step', model='scalar', one_at_a_time=lambda params: params['engine'] != 'numpy',
-            about_model=step_about_model,
-            # PyTorch for its third opinion of the gradients; the GPT of Values of a model not too large
-            warm_up=WarmUp(imports=('torch', 'microgpt.torchgpt'), model_at_most=WARM_SCALAR_MAX),
+    Sandbox('step', 'Lesson 04 step', model='scalar', about_model=step_about_model,
             help="one training step on TEXT: forward, backward, Adam, the loss after",
             description="The loss per position, dL/dlogits, the gradient's norm at each stage and per "
                         "matrix, Adam on one weight, and each position's p(true next) before and after "
@@ -432,8 +388,7 @@ SANDBOXES = [
 # Pages that are not sandboxes, and their API routes: {URL path: the api.Lab method it calls}
 # (the Training page's runs, runs.py; the Exercises page's list and checks, exercises/web.py).
 OTHER_PAGES = [('training', 'Training'), ('exercises', 'Exercises')]
-OTHER_ROUTES = {'/api/train/estimate': 'train_estimate', '/api/train/start': 'train_start', '/api/train/stop': 'train_stop',
-                '/api/train/status': 'train_status',
+OTHER_ROUTES = {'/api/train/start': 'train_start', '/api/train/stop': 'train_stop', '/api/train/status': 'train_status',
                 '/api/exercises': 'exercises', '/api/exercises/check': 'exercises_check'}
 
 

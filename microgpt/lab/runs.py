@@ -2,41 +2,26 @@
 Training runs started from the web lab's Training page: train.py in a subprocess, one at a time.
 
     runs = RunManager('out/lab-runs', checkpoints)
-    runs.estimate({'steps': 300}, compute)     # how long it should take (runtime.probe, in a worker)
     runs.start({'steps': 300, 'n_embd': 16})   # out/lab-runs/1/model.json
-    runs.status(offset=0)   # new log lines since byte `offset`, a few sampled names, the state, the time left
+    runs.status(offset=0)   # new log lines since byte `offset`, the samples, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
-The run is the learner's own `python train.py --out ...`, so the page watches the very program
-the terminal runs, with the very flags a learner would type: every field of the page is one of
-train.py's flags (limits.RUN_LIMITS declares them, with the page's bounds), its dtype and its
-evaluation and save schedule included, which start at train.py's own defaults. It trains on
-names (the server's --data, else the bundled ones), or on running text (--data-mode text on the
-server's --text file, else the text the checkpoint given at start was trained on), in windows
-of block_size + 1 characters, a batch of them a step; a run of running text writes
-model.safetensors, as the command line's recipe does, one of names model.json. Progress comes
-from the JSON-lines log train.py writes beside the checkpoint ({"step", "loss", "lr"} per step,
-{"step", "val_loss", "train_loss"} per evaluation), read from where the page last stopped
-reading. Each time the checkpoint is saved anew, a few names (or a line or two of running text)
-are sampled from it with sample.py's sampler, so the page can watch them improve. When the run
-ends (finished, or stopped with Stop) its checkpoint is added to the server's list, and the
-other pages can open it by its id, `run<n>`. How long a run takes is said before it starts
-(runtime.probe, when the page asks) and while it goes (runtime.Pace, from the log as read).
-
-RunProcess is one such subprocess, RunManager the page's one-at-a-time keeper of them (named
-apart from microgpt/programs/run.py's Run, the training loop's own bookkeeping, and backprop's Trainer).
-The request never names a path: every run writes to a new numbered folder inside the runs
-folder given when the server started.
-
-Each run's folder also holds run.json (runrecord.py): its settings, its process's pid and
-identity, its state. A server started on the same runs folder reads them all (RunManager.recover):
-every run's saved checkpoint is listed again, and a run still going whose server is gone (killed
-with SIGKILL: train.py goes on in its own session) is shown on the Training page and can be
-stopped, while one that ended unwatched is shown as its files say it ended.
+The run is the learner's own `python train.py --out ...` with the very flags a learner would
+type: every field of the page is one of train.py's flags (limits.RUN_LIMITS declares them, with
+the page's bounds). It trains on names (the server's --data, else the bundled ones) or on
+running text (the server's --text, else the text the checkpoint given at start was trained
+on), writing model.json or, for running text, model.safetensors as the command line's recipe
+does. Progress comes from the JSON-lines log train.py writes beside the checkpoint, read from
+where the page last stopped; each save anew is sampled (draw_sample), so the page can watch the
+samples improve; Pace says how long is left. A run that ends with a checkpoint is listed for
+the other pages as `run<n>`. Every run writes to a new numbered folder of the runs folder given
+at start, where a later server finds its checkpoint again (RunManager.list_earlier_runs).
 """
 
+import collections
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -47,54 +32,72 @@ from ..edge.checkpoint import DATA_MODES, read_checkpoint
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
 from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, flag_default, flag_name
-from . import loss, runrecord
+from ..sampling import TEMPERATURE, generate, sample_names
+from . import loss
 from .api import ApiError, field, model_size, only_known
 from .limits import MAX_RUN_LOG_READ, RUN_LIMITS, TEXT_RUN_LIMITS
-from .runsamples import draw_sample
-from .runtime import Pace
+from .loading import load
+from .sampling import context
 
-# The package's parent folder: where `python -m microgpt.train` finds microgpt/ whether or not
-# the project is installed.
+# where `python -m microgpt.train` finds microgpt/, whether or not the project is installed
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# A run's engine is one of train.py's CORE_ENGINES (the Value graph, or src/backprop's arrays),
-# not PyTorch: an optional extra, which a page offering it would have to say is missing. Its data
-# mode is one of the checkpoint's DATA_MODES: names, one a line, or running text.
-# The checkpoint a run writes, by data mode: names in JSON, a file to open and read; running text
-# in the compact binary format, as the command line's recipe (docs/training.md: a JSON save of
-# its model takes 2.3 s, a .safetensors one 45 to 71 ms)
+# A run's engine is one of train.py's CORE_ENGINES, not PyTorch (an optional extra). Its checkpoint,
+# by data mode: names in JSON, a file to read; running text in the compact binary format, as the
+# command line's recipe (docs/training.md: a JSON save of its model 2.3 s, a .safetensors one 45-71 ms)
 CHECKPOINT = {'lines': 'model.json', 'text': 'model.safetensors'}
-KEEP_PROBES = 8                  # the latest estimates kept, for a run started on one of them
+WINDOW = 5.0       # seconds of the run's latest steps its pace is measured on: a loaded machine changes speed
+NUM_SAMPLES = 5    # names shown after each save
+TEXT_SAMPLE = 120  # characters of running text sampled after each save
+
+
+class Pace:
+    """How long a run has left at its own pace: the steps it logged over the last WINDOW
+    seconds, stamped with the time the server read them (the page asks every 0.4 s), its
+    evaluations included as they come."""
+
+    def __init__(self, steps):
+        self.steps = steps
+        self.marks = collections.deque()  # (time read, latest step), the last WINDOW s
+
+    def see(self, now, records):
+        step = max((r['step'] for r in records if 'loss' in r), default=None)
+        if step is not None and (not self.marks or step > self.marks[-1][1]):
+            self.marks.append((now, step))
+            while len(self.marks) > 2 and now - self.marks[1][0] >= WINDOW:
+                self.marks.popleft()  # the oldest kept is the last one at least WINDOW s old
+
+    def estimate(self):
+        """{'left': seconds, 'text'}, or None before two reads of the log have found steps."""
+        if len(self.marks) < 2:
+            return None
+        (t0, step0), (t1, step1) = self.marks[0], self.marks[-1]
+        step_s = (t1 - t0) / (step1 - step0)
+        left = (self.steps - step1) * step_s
+        return {'left': left, 'text': f"about {duration(left)} left, at this run's {1e3 * step_s:.1f} ms "
+                                      f"a step (its last {t1 - t0:.0f} s)"}
+
+
+def duration(seconds):
+    """Seconds as a person says them: 45 s, 3 min 10 s."""
+    seconds = round(seconds)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 class RunProcess:
     """One subprocess of train.py and what the page has been told about it."""
 
-    def __init__(self, number, folder, params, proc, output, process=None, probed=None):
-        self.number, self.folder, self.params = number, folder, params
-        self.proc, self.output = proc, output
-        self.process = process   # the identity of proc (runrecord.identity), for a later server
-        self.out = checkpoint_in(folder, params)
+    def __init__(self, number, folder, params, proc):
+        self.number, self.folder, self.params, self.proc = number, folder, params, proc
+        self.out = os.path.join(folder, CHECKPOINT[params.get('data_mode', 'lines')])
         self.log = log_path_for(self.out)  # where train.py writes the log beside its checkpoint
-        self.state = 'running'   # -> stopping -> finished / stopped / failed
-        self.stop_sent = False   # Stop was pressed (a SIGINT sent)
-        self.step = None         # the step its checkpoint holds, once it has ended
+        self.state = 'running'   # -> stopping (Stop pressed) -> finished / stopped / failed
         self.exit_code = None
         self.ckpt_id = None      # set once the finished run's checkpoint is listed
         self.samples = []        # [{'step', 'names'}], one per checkpoint save
         self.sampled_mtime = None
         self.waiter = None       # the thread that waits for the process to end
         self.started = time.time()
-        self.adopted = False     # started by an earlier server: not this one's child
-        self.pace = Pace(params, probed)  # how long it has left, from its log as read (runtime.py)
-        self.probed = probed     # the estimate made before it started, if the page asked for one
-
-    def record(self):
-        """What run.json says of this run (runrecord.py): enough for a later server."""
-        return {'number': self.number, 'params': self.params, 'pid': self.proc.pid, 'process': self.process,
-                'server_pid': os.getpid(), 'server_process': runrecord.identity(os.getpid()),
-                'state': self.state, 'exit_code': self.exit_code, 'step': self.step,
-                'started': self.started}
+        self.pace = Pace(params['steps'])
 
 
 class RunManager:
@@ -108,15 +111,13 @@ class RunManager:
         self.text = None if text is None else os.path.abspath(text)  # running text, or None: names only
         self.lock = threading.Lock()
         self.run = None
-        self.news = []  # what recover() found, for the server to print after its address
-        self.probes = {}  # the flags of a run estimated (runtime.probe) -> the estimate
         if checkpoints is not None:
-            self.recover()
+            self.list_earlier_runs()
 
     def options(self):
-        """What the Training page offers: whether train.py is here, the engines and the dtypes
-        each computes in, the fields (in order, each with train.py's help) and their limits."""
-        return {'available': True, 'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
+        """What the Training page offers: the engines and the dtypes each computes in, the
+        fields (in order, each with train.py's help) and their limits, the data."""
+        return {'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
                 'dtypes': {e: list(ENGINE_DTYPES[e]) for e in ENGINES},
                 'fields': [{'name': name, 'integer': isinstance(default, int), 'help': FLAGS[name]['help']}
                            for name, (_, _, default) in RUN_LIMITS.items()],
@@ -152,24 +153,14 @@ class RunManager:
             run['data'] = self.data
         return p, [str(word) for name, value in run.items() for word in (flag_name(name), value)]
 
-    def estimate(self, body, compute):
-        """How long the run this request would start should take: runtime.probe's, computed by
-        `compute` (the lab's workers), and kept for the run started with the same settings."""
-        params, flags = self.params(body)
-        probed = compute(flags, CHECKPOINT[params['data_mode']])
-        with self.lock:
-            self.probes[tuple(flags)] = probed
-            while len(self.probes) > KEEP_PROBES:
-                self.probes.pop(next(iter(self.probes)))
-        return probed
-
     def start(self, body):
         params, flags = self.params(body)
         with self.lock:
             if self.run is not None and self.run.state in ('running', 'stopping'):
                 raise ApiError(409, f"run {self.run.number} is still going: stop it or wait, one run at a time")
             try:
-                number = self._next_number()
+                os.makedirs(self.runs_dir, exist_ok=True)
+                number = max(run_numbers(self.runs_dir), default=0) + 1
                 folder = os.path.join(self.runs_dir, str(number))
                 os.makedirs(folder)
                 output = open(os.path.join(folder, 'train.txt'), 'w', encoding='utf-8')
@@ -178,108 +169,46 @@ class RunManager:
                                     "start the server with another --runs-dir") from None
             argv = [sys.executable, '-m', 'microgpt.train', '--out', os.path.join(folder, CHECKPOINT[params['data_mode']]),
                     *flags]
-            env = dict(os.environ)
-            # microgpt/: found even when the project is not installed (installed, it is on the path)
-            env['PYTHONPATH'] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get('PYTHONPATH')]))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get('PYTHONPATH')])))
             # its own session: a Ctrl-C in the server's terminal reaches the server only, which
             # then sends the run exactly one SIGINT (a second one would make train.py quit at once)
-            try:
+            with output:  # the child holds its own copy
                 proc = subprocess.Popen(argv, cwd=folder, env=env, stdin=subprocess.DEVNULL,
                                         stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-            except OSError:
-                output.close()
-                raise
-            probed = self.probes.get(tuple(flags))
-            self.run = RunProcess(number, folder, params, proc, output, runrecord.identity(proc.pid), probed)
-            save_record(self.run)
+            self.run = RunProcess(number, folder, params, proc)
             print(f"run {number}: {' '.join(argv[1:])}", flush=True)
             self.run.waiter = threading.Thread(target=self._wait, args=(self.run,), daemon=True)
             self.run.waiter.start()
-            return {'run': number, 'params': params, 'state': 'running', 'probed': probed}
-
-    def _next_number(self):
-        os.makedirs(self.runs_dir, exist_ok=True)
-        taken = [int(n) for n in os.listdir(self.runs_dir) if n.isdigit()]
-        return max(taken, default=0) + 1
+            return {'run': number, 'params': params, 'state': 'running'}
 
     def _wait(self, run):
         """Wait for train.py to end; list its checkpoint if it saved one (finished or stopped)."""
         code = run.proc.wait()
-        if run.output is not None:
-            run.output.close()
-        step, config = read_saved(run.out)
-        if run.adopted:  # not our child: its exit status is unknown, its checkpoint tells
-            state = ended_as(step, run.params['steps'])
-        else:
-            state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
-            if state == 'failed' and run.stop_sent:
-                # Stop came while Python was still starting, before train.py could catch
-                # Ctrl-C: it quits with a traceback, but the learner asked for exactly that
-                state = 'stopped'
-        saved = state in ('finished', 'stopped') and step is not None
-        if saved:
-            self.checkpoints.add(f'run{run.number}', run.out, run_label(run.number, step, run.params['steps'], config))
+        state = {0: 'finished', 130: 'stopped'}.get(code, 'failed')
+        if state == 'failed' and run.state == 'stopping':
+            # Stop came while Python was still starting, before train.py could catch Ctrl-C:
+            # it quits with a traceback, but the learner asked for exactly that
+            state = 'stopped'
+        label = saved_label(run.number, run.out) if state != 'failed' else None
+        if label is not None:
+            self.checkpoints.add(f'run{run.number}', run.out, label)
         with self.lock:
             run.exit_code = code
-            run.step = step
-            run.ckpt_id = f'run{run.number}' if saved else None
+            run.ckpt_id = f'run{run.number}' if label is not None else None
             run.state = state
-        save_record(run)
-        how = f"exit status {code}" if code is not None else f"ended while no server watched; step {step}"
-        print(f"run {run.number} {run.state} ({how}): {run.out}", flush=True)
+        print(f"run {run.number} {run.state} (exit status {code}): {run.out}", flush=True)
 
-    def recover(self):
-        """What the runs folder holds from earlier servers: every run's saved checkpoint listed
-        again, and a run still going whose server is gone taken over (shown, stoppable). The
-        newest run is the Training page's. A run whose own server still runs is left to it."""
-        try:
-            numbers = sorted(int(n) for n in os.listdir(self.runs_dir) if n.isdigit())
-        except OSError:
-            return  # no runs folder yet
-        for number in numbers:
-            folder = os.path.join(self.runs_dir, str(number))
-            record = runrecord.read(folder)
-            out = checkpoint_in(folder, record and record['params'])
-            going = record is not None and record.get('state') in ('running', 'stopping') and \
-                runrecord.is_alive(record.get('pid'), record.get('process'))
-            if going and runrecord.is_alive(record.get('server_pid'), record.get('server_process')):
-                continue  # another server's run, still watched by it
-            if going:
-                run = RunProcess(number, folder, record['params'],
-                                 runrecord.Process(record['pid'], record['process']), None, record['process'])
-                run.adopted, run.started = True, record.get('started', run.started)
-                run.state = record['state']
-                run.stop_sent = run.state == 'stopping'
-                save_record(run)  # this server watches it now
-                self.news.append(f"run {number} (pid {record['pid']}), started by an earlier server, is "
-                                 "still going: the Training page shows it and can stop it")
-                run.waiter = threading.Thread(target=self._wait, args=(run,), daemon=True)
-                run.waiter.start()
-                self.run = run
-                continue
-            step, config = read_saved(out)
-            if step is not None:
-                steps = record['params']['steps'] if record else step
-                self.checkpoints.add(f'run{number}', out, run_label(number, step, steps, config))
-            if record is None:
-                continue
-            run = RunProcess(number, folder, record['params'], EndedProcess(record.get('pid')), None,
-                             record.get('process'))
-            run.started, run.step = record.get('started', run.started), step
-            run.exit_code = record.get('exit_code') if isinstance(record.get('exit_code'), int) else None
-            run.ckpt_id = f'run{number}' if step is not None else None
-            if record.get('state') in ('finished', 'stopped', 'failed'):
-                run.state = record['state']
-            else:  # it ended while no server watched it
-                run.state = ended_as(step, run.params['steps'])
-                save_record(run)
-            if self.run is None or not self.run.adopted:  # a run still going is the one to show
-                self.run = run
+    def list_earlier_runs(self):
+        """The checkpoint each run in the runs folder saved, listed again as run<n>."""
+        for number in sorted(run_numbers(self.runs_dir)):
+            for path in [os.path.join(self.runs_dir, str(number), name) for name in CHECKPOINT.values()]:
+                label = os.path.exists(path) and saved_label(number, path)
+                if label:
+                    self.checkpoints.add(f'run{number}', path, label)
 
     def going(self):
         """The number of the run still going (its process not ended), or None."""
-        with self.lock:
-            run = self.run
+        run = self.run
         return run.number if run is not None and run.proc.poll() is None else None
 
     def stop(self):
@@ -288,7 +217,6 @@ class RunManager:
             if run is None or run.state != 'running':
                 raise ApiError(409, "no run is going")
             run.state = 'stopping'
-            run.stop_sent = True
             run.proc.send_signal(signal.SIGINT)  # train.py's Ctrl-C: save the last whole step, exit 130
             return {'run': run.number, 'state': run.state}
 
@@ -307,12 +235,10 @@ class RunManager:
         return {'run': run.number, 'params': run.params, 'state': state, 'exit_code': code,
                 'records': records, 'offset': offset, 'smooth': smoothed(run, records),
                 'samples': list(run.samples), 'elapsed': time.time() - run.started, 'estimate': estimate,
-                'probed': run.probed and run.probed['text'],
                 'ckpt': ckpt_id, 'error': last_error(run) if state == 'failed' else None}
 
     def _sample(self, run):
-        """Sample a few names (or a line or two of running text) from the run's checkpoint
-        whenever it has been saved anew."""
+        """Sample the run's checkpoint (draw_sample) whenever it has been saved anew."""
         try:
             mtime = os.stat(run.out).st_mtime_ns
         except OSError:
@@ -330,15 +256,10 @@ class RunManager:
                 run.samples.append(sample)
 
     def shutdown(self, timeout=30):
-        """Stop a run that is still going (as Ctrl-C would) and wait for it to save.
-
-        The run is in its own session, out of the terminal's reach, so the server never exits
-        without passing its stop on: a second Ctrl-C while waiting goes to the run as a second
-        SIGINT (train.py then quits at once, its last saved checkpoint whole), and a run that
-        has not ended after `timeout` seconds is killed.
-        """
-        with self.lock:
-            run = self.run
+        """Stop a run still going (as Ctrl-C would) and wait for it to save. It is in its own
+        session, out of the terminal's reach: a second Ctrl-C while waiting goes to it as a second
+        SIGINT (train.py then quits at once, its last save whole); after `timeout` s it is killed."""
+        run = self.run
         if run is None:
             return
         if run.proc.poll() is None:
@@ -355,6 +276,29 @@ class RunManager:
             run.waiter.join(timeout)  # the run's last line is printed before the server's
 
 
+def draw_sample(path):
+    """What the page shows of a save: {'step', and a few 'names' or a line or two of running
+    'text' (after a newline, as sample.py starts)}, on one BLAS thread: beside the run, a thread
+    per core left threads spinning (120 characters of the Shakespeare recipe's model: 9.7 to
+    16.5 s so on the 2-core machine at load 5.6, 0.7 s on one thread)."""
+    from microgpt.backprop.threads import blas_threads
+    ckpt, model = load(path)
+    step = ckpt.train_state and ckpt.train_state.step
+    with blas_threads(1):
+        if ckpt.data_mode == 'text':
+            start = context(model, '', 'text')
+            return {'step': step, 'text': ''.join(generate(model, TEXT_SAMPLE, random.Random(42), TEMPERATURE, start))}
+        return {'step': step, 'names': sample_names(model, num=NUM_SAMPLES, temperature=TEMPERATURE, seed=42)}
+
+
+def run_numbers(runs_dir):
+    """The numbers of the run folders in runs_dir (none if it does not exist yet)."""
+    try:
+        return [int(n) for n in os.listdir(runs_dir) if n.isdigit()]
+    except OSError:
+        return []
+
+
 def read_records(path, offset):
     """The JSON records of whole lines in `path` from byte `offset`, and the offset after them."""
     try:
@@ -364,13 +308,7 @@ def read_records(path, offset):
     except OSError:
         return [], offset
     end = chunk.rfind(b'\n') + 1  # a line still being written waits for the next call
-    records = []
-    for line in chunk[:end].splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            pass
-    return records, offset + end
+    return [json.loads(line) for line in chunk[:end].splitlines()], offset + end  # train.py's own lines
 
 
 def smoothed(run, records):
@@ -398,65 +336,15 @@ def last_error(run):
     return (errors or lines or [f"train.py exited with status {run.exit_code}"])[-1]
 
 
-class EndedProcess:
-    """The process of a run that ended before this server started: nothing to wait for or signal."""
-
-    returncode = None
-
-    def __init__(self, pid):
-        self.pid = pid
-
-    def poll(self):
-        return 0
-
-    def wait(self, timeout=None):
-        return None
-
-    def send_signal(self, signum):
-        pass
-
-    def kill(self):
-        pass
-
-
-def checkpoint_in(folder, params):
-    """The checkpoint of the run in `folder` with these settings (run.json's; None: unknown): a
-    run of running text writes .safetensors, one of names .json, as did every run before."""
-    mode = params.get('data_mode') if isinstance(params, dict) else None
-    path = os.path.join(folder, CHECKPOINT.get(mode, CHECKPOINT['lines']))
-    older = os.path.join(folder, CHECKPOINT['lines'])
-    return older if not os.path.exists(path) and os.path.exists(older) else path
-
-
-def save_record(run):
-    """run.json for `run`; a folder that cannot be written loses only the record (a later
-    server then lists the checkpoint without the run's settings), never the run."""
+def saved_label(number, path):
+    """How the header's list names run `number`'s checkpoint: the step it reached, of how many,
+    and its size (n_layer x n_embd); None where no run's checkpoint reads there."""
     try:
-        runrecord.write(run.folder, run.record())
-    except (OSError, UserError) as e:
-        print(f"warning: cannot record run {run.number} in {run.folder}: {e}", file=sys.stderr, flush=True)
-
-
-def read_saved(path):
-    """(the step the checkpoint at path holds, its model's config), or (None, None) if there
-    is none that reads."""
-    try:
-        ckpt = read_checkpoint(path)
+        state = (ckpt := read_checkpoint(path)).train_state
     except (OSError, UserError):
-        return None, None
-    return (ckpt.train_state.step if ckpt.train_state is not None else None), ckpt.config
-
-
-def ended_as(step, steps):
-    """How a run no server saw end ended, from the step its checkpoint holds (None: none saved)."""
-    if step is None:
-        return 'failed'
-    return 'finished' if step >= steps else 'stopped'
-
-
-def run_label(number, step, steps, config):
-    """How the header's list names a run's checkpoint: the step it reached, of how many, and
-    its size (n_layer x n_embd), so that two runs drawn side by side say how they differ."""
-    if step >= steps:
-        return f"run {number}: {steps} steps, {model_size(config)}"
-    return f"run {number}: step {step} of {steps} (stopped), {model_size(config)}"
+        return None
+    if state is None:
+        return None
+    if state.step >= state.run.steps:
+        return f"run {number}: {state.run.steps} steps, {model_size(ckpt.config)}"
+    return f"run {number}: step {state.step} of {state.run.steps} (stopped), {model_size(ckpt.config)}"

@@ -11,11 +11,9 @@ const Lab = (() => {
   let markReady;
   const ready = new Promise(resolve => { markReady = resolve; });  // once the header is drawn
 
-  // fn for an input that may come in bursts (typing, dragging a slider): the first input after
-  // a quiet spell of `ms` runs fn at once (a pasted name, one click on a number box: no wait);
-  // one that follows within `ms` of the last run waits until the learner pauses for `ms`, so
-  // while the learner types a page asks the server once every `ms` at most, and always about
-  // the last key
+  // fn for an input that may come in bursts (typing, a slider): the first after a quiet `ms` runs
+  // at once; one within `ms` of the last run waits for a pause of `ms`, so a page asks the server
+  // once every `ms` at most while the learner types, and always about the last key
   function debounced(fn, ms = 100) {
     let timer = null, last = -Infinity;
     const run = () => { last = performance.now(); fn(); };
@@ -27,7 +25,6 @@ const Lab = (() => {
   }
 
   // a <select> of the options 0..n-1, each shown as label(i); the choice kept where it still exists
-  // (a layer, head or query position of the model or name now drawn)
   function fillSelect(select, n, label = i => `${i}`) {
     const old = select.value;
     select.replaceChildren(...Array.from({length: n}, (_, i) => el('option', {value: i}, label(i))));
@@ -43,32 +40,36 @@ const Lab = (() => {
     });
   }
 
-  // The newest POST to each route wins: an answer that arrives after a newer request to the
-  // same route was sent (a second name typed before the first was drawn, a slider moved on,
-  // Start pressed while a poll was on its way) is dropped as Superseded, never drawn.
+  // The newest POST to each URL wins: while one is answered (the server computes one at a time)
+  // a newer one waits, and only the newest of those waiting is sent, so typing a name queues one
+  // step at most; an answer that comes after a newer request was made is dropped, never drawn.
   class Superseded extends Error {}
-  const newest = {};
+  const newest = {}, answering = {};
 
   // POST body (or GET without one) to the API; the answer's JSON, or an Error with its message.
-  // A server saturated by other requests answers 503 with Retry-After (serve.py's Slots): the
-  // request is sent again after that many seconds, up to RETRIES times, unless a newer one was.
-  const RETRIES = 5;
   async function api(path, body) {
-    const init = body === undefined ? {method: 'GET'} :
-      {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+    const post = body !== undefined;
     const mine = newest[path] = (newest[path] || 0) + 1;
-    let response = await fetch(path, init);
-    for (let tries = 0; response.status === 503 && response.headers.has('Retry-After') && tries < RETRIES; tries++) {
-      await new Promise(resolve => setTimeout(resolve, 1000 * Math.min(5, Number(response.headers.get('Retry-After')) || 1)));
-      if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
-      response = await fetch(path, init);
-    }
-    // 204: the server left it uncomputed, as a newer request to the same route came meanwhile
-    if (response.status === 204) throw new Superseded(path);
-    const data = await response.json();
-    if (body !== undefined && mine !== newest[path]) throw new Superseded(path);
+    while (post && answering[path]) await answering[path];
+    if (post && mine !== newest[path]) throw new Superseded(path);
+    const init = post ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)}
+      : {method: 'GET'};
+    const answer = fetch(path, init).then(async response => [response, await response.json()]);
+    if (post) answering[path] = answer.catch(() => {}).finally(() => { delete answering[path]; });
+    const [response, data] = await answer;
+    if (post && mine !== newest[path]) throw new Superseded(path);
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
     return data;
+  }
+
+  // Inputs so far (each key, each control changed). A page asks for a slow answer (the scalar
+  // step, the draws) once the learner has paused `ms` after the quick one was drawn, so that the
+  // next quick answer does not wait behind it: the server computes one request at a time.
+  let inputs = 0;
+  document.addEventListener('input', () => { inputs += 1; }, true);  // before the page's own listeners
+  async function paused(since, ms = 250) {
+    await new Promise(resolve => setTimeout(resolve, ms));
+    return inputs === since;
   }
 
   // el('div', {class: 'x', onclick: f}, child, 'text', ...) -> an HTML element
@@ -104,10 +105,9 @@ const Lab = (() => {
     return isGlyph(label) ? el('span', {class: 'glyph'}, label) : label;
   }
 
-  // A heatmap of n positions (the Attention and Embeddings pages): up to COMPACT_ABOVE each
-  // cell shows its number and each axis its tokens; past that (64: the Shakespeare recipe) the
-  // cells are colour alone, square, 4 to 14 px a side as their room allows, and the axes marked
-  // every TICK positions, each mark spanning them
+  // A heatmap of n positions (Attention, Embeddings): up to COMPACT_ABOVE each cell shows its
+  // number and each axis its tokens; past that the cells are colour alone, 4 to 14 px square, and
+  // the axes marked every TICK positions
   const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
   const heatmap = {
     compact: n => n > COMPACT_ABOVE,
@@ -160,11 +160,9 @@ const Lab = (() => {
     box.hidden = !message;
   }
 
-  // Run an async draw, turning a refused request into the error line under the header. While
-  // it runs for more than BUSY_MS, a busy sign shows and the page's results are greyed out
-  // (they are for the inputs before; busy = false: they are not, the page shows its own sign);
-  // on an error, the elements named in `clear` are emptied, so no result is left on screen
-  // beside inputs it is not for.
+  // Run an async draw, a refused request shown as the error line under the header. Past BUSY_MS
+  // a busy sign shows and the results are greyed out (busy = false: the page shows its own sign);
+  // on an error the elements named in `clear` are emptied: no result beside inputs it is not for.
   const BUSY_MS = 200;
   let pending = 0;
   async function guard(fn, clear = [], busy = true) {
@@ -190,8 +188,7 @@ const Lab = (() => {
 
   function setBusy(on) {
     document.body.classList.toggle('busy', on);
-    const sign = document.getElementById('busy');
-    if (sign) sign.hidden = !on;
+    if (document.getElementById('busy')) document.getElementById('busy').hidden = !on;
   }
 
   function renderHeader() {
@@ -215,10 +212,9 @@ const Lab = (() => {
     applyMode();
   }
 
-  // A model of running text reads text, not a name: body[data-mode] says which ('text' or
-  // 'lines'), so lab.css shows a page's .text-only or .lines-only words; the input says 'text'
-  // or 'name'; its box (a textarea.text-input) takes newlines for text and grows to three
-  // lines, while for a name it is one line and Enter draws, as a form's text box does
+  // A model of running text reads text, not a name: body[data-mode] ('text' or 'lines') shows a
+  // page's .text-only or .lines-only words (lab.css); the input box is three lines for text, one
+  // for a name (where Enter draws)
   function applyMode() {
     const text = isText();
     document.body.dataset.mode = text ? 'text' : 'lines';
@@ -227,8 +223,7 @@ const Lab = (() => {
     for (const w of document.querySelectorAll('.unit-word')) w.textContent = ckptInfo().unit ?? 'character';
     for (const box of document.querySelectorAll('textarea.text-input')) {
       box.rows = text ? 3 : 1;
-      // the text to start with: the model's own example (a name, or its data's first lines), in
-      // place of the page's default or of the last checkpoint's example, never of the learner's
+      // the model's own example (a name, or its data's first lines), never over the learner's text
       if (box.id === 'text' && (box.value === box.defaultValue || box.value === box.dataset.example)) {
         box.value = box.dataset.example = ckptInfo().example ?? box.defaultValue;
       }
@@ -239,8 +234,7 @@ const Lab = (() => {
     return ckptInfo().data_mode === 'text';
   }
 
-  // Enter in a one-line (names) box submits its form; in running text it is a newline
-  // (Ctrl+Enter submits there)
+  // Enter in a one-line (names) box submits its form; in running text only Ctrl+Enter does
   document.addEventListener('keydown', e => {
     const box = e.target;
     if (e.key !== 'Enter' || !box.matches?.('textarea.text-input') || !box.form) return;
@@ -252,8 +246,7 @@ const Lab = (() => {
   // called once by each page: draws the header, then the page (and again on a new checkpoint)
   async function start(draw) {
     onChange = draw;
-    const main = document.querySelector('main');
-    main.before(el('p', {id: 'error', class: 'error', hidden: true}));
+    document.querySelector('main').before(el('p', {id: 'error', class: 'error', hidden: true}));
     try {
       config = await api('/api/config');
     } catch (e) {
@@ -273,5 +266,6 @@ const Lab = (() => {
   }
 
   return {api, el, svg, fmt, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
-          refreshConfig, isText, ckpt: currentCkpt, info: ckptInfo, get config() { return config; }};
+          refreshConfig, isText, paused, ckpt: currentCkpt, info: ckptInfo, get config() { return config; },
+          get inputs() { return inputs; }};
 })();

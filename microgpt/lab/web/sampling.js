@@ -7,9 +7,9 @@
 // (microgpt/lab/sampling.py's compute); this file only draws.
 //
 // It asks for what it shows, in two requests: the distributions alone (num 0: one forward pass,
-// drawn at once), and the draws at this page's temperature only (running text's take seconds on
-// a large model: the server computes one at a time and leaves uncomputed one overtaken by a
-// newer, so typing a prompt queues one at most, and the earlier ones stay on screen, greyed).
+// drawn at once), then the draws at this page's temperature only (running text's take seconds on
+// a large model: they are asked once the learner pauses, so that the next distribution does not
+// wait behind them, and the earlier ones stay on screen, greyed).
 'use strict';
 
 const {el} = Lab;
@@ -21,7 +21,7 @@ async function draw() {
   const own = Number($('temperature').value);
   $('temperature-value').textContent = $('temperature').value;
   const text = Lab.isText();
-  const common = {ckpt: Lab.ckpt(), prompt: $('prompt').value, top_k: Number($('top_k').value)};
+  const common = {ckpt: Lab.ckpt(), prompt: $('prompt').value, top_k: Number($('top_k').value)}, since = Lab.inputs;
   const distribution = Lab.guard(async () => {
     const data = await Lab.api('/api/sampling?part=distribution', {...common, temperatures: [...COMPARE, own], num: 0});
     const k = data.temperatures.indexOf(own);
@@ -42,13 +42,15 @@ async function draw() {
     $('sandbox').replaceChildren(sandbox(data, own));
   }, ['distribution', 'sandbox']);
   $('drawn').classList.add('stale');  // until this input's draws come
-  const drawn = Lab.guard(async () => {
+  // asked once the distribution is drawn and the learner has paused (the server computes one at a time)
+  await distribution;
+  if (!await Lab.paused(since)) return;
+  await Lab.guard(async () => {
     const data = await Lab.api('/api/sampling?part=draws', {...common, temperatures: [own], names_at: [own],
       num: Number($('num').value), seed: Number($('seed').value), ...(text ? {length: Number($('length').value)} : {})});
     $('names').replaceChildren(...(text ? continuations(data, own) : names(data, own)));
     $('drawn').classList.remove('stale');
   }, ['names'], false);
-  await Promise.all([distribution, drawn]);
 }
 
 // the names drawn at this page's temperature, without and with the top-k cut

@@ -38,20 +38,20 @@ function num(x, text, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
-// On a large model (the server says which: registry.STEP_NUMPY_FIRST_ABOVE), two answers per input,
-// asked for at once: the numpy training path's step (milliseconds, the same numbers to 1e-12),
-// drawn as soon as it comes, and the scalar engine's own (a second on a 4x64 model), which adds
-// the graph's size and the other engines' check of its gradients and replaces it. Each goes to
-// a route of its own (the query string tells them apart), so a newer input's request overtakes
-// the older input's of the same engine (Lab.api drops it). The server computes one scalar step
-// at a time, and one still waiting for its turn when a newer comes is not computed
-// (api.Lab.turn): a learner typing a name waits for one step at most.
+// On a large model (the server says which: registry.STEP_NUMPY_FIRST_ABOVE), two answers per input:
+// the numpy training path's step (milliseconds, the same numbers to 1e-12), drawn as soon as it
+// comes, then the scalar engine's own (a second on a 4x64 model), asked once the numpy one is
+// drawn (the server computes one request at a time), which adds the graph's size and the other
+// engines' check of its gradients and replaces it. Each goes to a route of its own (the query
+// string tells them apart), so a newer input's request overtakes the older input's of the same
+// engine (Lab.api drops it, and sends only the newest of those that wait for the one being
+// answered): a learner typing a name waits for one step at most.
 // On a model of many weights a long text would make the scalar engine's graph too large (the
 // server says how many positions it takes: step.scalar_positions): the numpy step alone is asked
 // then, and section 6 says why.
 async function draw() {
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
-  const info = Lab.info(), chars = [...body.text].length;
+  const info = Lab.info(), chars = [...body.text].length, since = Lab.inputs;
   // the positions the step reads: [BOS] + the name, or the window's characters but its last
   const positions = Lab.isText() ? Math.min(chars - 1, info.config.block_size) : chars + 1;
   if (positions > info.step_scalar_positions) {
@@ -59,21 +59,13 @@ async function draw() {
     return;
   }
   const numpyFirst = info.step_numpy_first;  // else a small model: the scalar step answers at once
-  let scalarShown = false;
-  // with the numpy step first, no busy sign over the page for the scalar one: the numbers shown
-  // are already this input's
-  const scalar = Lab.guard(async () => {
-    const data = await Lab.api('/api/step', {...body, engine: 'scalar'});
-    scalarShown = true;
-    show(data);
-  }, ['result'], !numpyFirst);
   if (numpyFirst) {
-    await Lab.guard(async () => {
-      const data = await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'});
-      if (!scalarShown) show(data);  // (on a quiet machine with a short name, the scalar may come first)
-    }, ['result']);
+    await Lab.guard(async () => show(await Lab.api('/api/step?engine=numpy', {...body, engine: 'numpy'})), ['result']);
+    if (!await Lab.paused(since)) return;  // still typing: the next name's numpy step comes first
   }
-  await scalar;
+  // with the numpy step shown, no busy sign over the page for the scalar one: the numbers shown
+  // are already this input's
+  await Lab.guard(async () => show(await Lab.api('/api/step', {...body, engine: 'scalar'})), ['result'], !numpyFirst);
 }
 
 // data: an answer; scalarComing: whether the scalar engine's step was asked too (and follows)

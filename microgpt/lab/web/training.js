@@ -1,10 +1,9 @@
 // The Training page: start train.py on the server, watch its log stream in (the training loss
 // of every step, the validation loss of every evaluation and the training loss measured beside
-// it), a few names (or a line or two of running text) sampled from each saved checkpoint, and
-// Stop (Ctrl-C for the run), and how long the run should take: before it starts (a probe of its
-// first steps on the server, /api/train/estimate) and while it goes (its own pace, in /status).
-// POST /api/train/estimate, /start, /stop and /status (lab/runs.py); the form's fields are the
-// server's list of train.py's flags (limits.RUN_LIMITS); this file draws what it is sent.
+// it), a few names (or a line or two of running text) sampled from each saved checkpoint, how
+// long the run has left at its own pace, and Stop (Ctrl-C for the run). POST /api/train/start,
+// /stop and /status (lab/runs.py); the form's fields are the server's list of train.py's flags
+// (limits.RUN_LIMITS); this file draws what it is sent.
 'use strict';
 
 const {el, svg} = Lab;
@@ -12,11 +11,9 @@ const $ = id => document.getElementById(id);
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
-let mode = 'lines', announced = null, going = false;
-// running text's settings to start from: README's Shakespeare recipe, shorter (its numpy engine,
-// in float32, an evaluation every 300 steps: the exact loss over every held-out character is a
-// few seconds); saved on train.py's schedule, every 100 steps (a .safetensors save is cheap),
-// so that the samples show it learn
+let mode = 'lines', announced = null;
+// running text's settings to start from: README's Shakespeare recipe, shorter (numpy, float32,
+// an evaluation every 300 steps, a save every 100 as train.py does, so that the samples show it learn)
 const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004,
                     eval_every: 300};
 const TEXT_DTYPE = 'float32';
@@ -28,9 +25,8 @@ function setup() {
   // one labelled number box per flag, its --help as the hint, after the data's choice
   $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
     el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
-  setLimits(options.limits, true);
+  setLimits(options.limits);
   fillDtypes();
-  $('start').disabled = !options.available;
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
   if (options.text && Lab.isText()) {  // a model of running text is looked at: train one like it
     $('data_mode').value = 'text';
@@ -38,17 +34,11 @@ function setup() {
   }
   describeData();
   poll();
-  estimate();
 }
 
-// each number box's bounds, and with `reset` its value, from the server's limits for the mode
-function setLimits(limits, reset) {
-  for (const name of FIELDS) {
-    const [low, high, value] = limits[name];
-    $(name).min = low;
-    $(name).max = high;
-    if (reset) $(name).value = value;
-  }
+// each number box's bounds and first value, from the server's limits for the mode
+function setLimits(limits) {
+  for (const name of FIELDS) [$(name).min, $(name).max, $(name).value] = limits[name];
 }
 
 // the dtypes the engine computes in; the one chosen kept where the engine has it
@@ -59,67 +49,43 @@ function fillDtypes(prefer) {
   $('dtype').value = dtypes.includes(keep) ? keep : dtypes[0];
 }
 
-// how long the run the form describes should take: the server times a few of its steps; a
-// refused setting is the one-line error above the page, and no estimate
-let asked = 0;
-const estimate = Lab.debounced(async () => {
-  if (going) return;  // the run's own pace is shown; a probe now would slow it down
-  const mine = ++asked;
-  $('estimate').textContent = 'estimating: timing a few steps on the server…';
-  const probed = await Lab.guard(() => Lab.api('/api/train/estimate', formBody()), [], false);
-  if (going || mine !== asked) return;  // a run started meanwhile, or a newer estimate was asked
-  $('estimate').textContent = probed ? `Estimate before starting: ${probed.text}.` : '';
-}, 400);
-
 // what the run will train on, as the server was told
 function describeData() {
   const options = Lab.config.features.training;
-  if ($('data_mode').value === 'text') {
-    $('data').textContent = `It trains on ${options.text} as running text (the server's --text): windows of ` +
-      'block_size + 1 characters drawn at random from its first 90%, the last 10% held out.';
-  } else {
-    $('data').textContent = (options.data
-      ? `It trains on ${options.data} (the server's --data): one name per line.`
+  $('data').textContent = $('data_mode').value === 'text'
+    ? `It trains on ${options.text} as running text (the server's --text): windows of block_size + 1 ` +
+      'characters drawn at random from its first 90%, the last 10% held out.'
+    : (options.data ? `It trains on ${options.data} (the server's --data): one name per line.`
       : "It trains on the census first names bundled with microgpt (start the server with --data FILE for your own).") +
       (options.text ? '' : ' For running text, start the server with --text FILE (or on a model of running text).');
-  }
 }
 
 // running text starts from the recipe's settings on the numpy engine; names from the page's own
 function chooseMode() {
   const text = $('data_mode').value === 'text';
   const options = Lab.config.features.training;
-  setLimits(text ? options.text_limits : options.limits, true);
+  setLimits(text ? options.text_limits : options.limits);
   if (text) for (const [name, value] of Object.entries(TEXT_START)) $(name).value = value;
   $('engine').value = text ? 'numpy' : 'scalar';
   fillDtypes(text ? TEXT_DTYPE : 'float64');
   describeData();
-  estimate();
 }
 
 // the request for the run the form describes: every field as the flag's value (an empty box,
 // or one that holds no number, is sent as it is, for the server to refuse in one line)
 function formBody() {
-  const body = Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)]));
-  body.engine = $('engine').value;
-  body.dtype = $('dtype').value;
-  body.data_mode = $('data_mode').value;
-  return body;
+  return {...Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)])),
+          engine: $('engine').value, dtype: $('dtype').value, data_mode: $('data_mode').value};
 }
 
 async function start() {
-  const body = formBody();
   await Lab.guard(async () => {
-    await Lab.api('/api/train/start', body);
+    await Lab.api('/api/train/start', formBody());
     train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
     $('samples').replaceChildren();
     $('finished').replaceChildren();
     poll();
   });
-}
-
-async function stop() {
-  await Lab.guard(() => Lab.api('/api/train/stop', {}));
 }
 
 async function poll() {
@@ -141,26 +107,18 @@ async function poll() {
       if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
     }
   }
-  going = status.state === 'running' || status.state === 'stopping';
-  $('start').disabled = going || !Lab.config.features.training.available;
+  const going = status.state === 'running' || status.state === 'stopping';
+  $('start').disabled = going;
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
-  total = status.params.steps;
-  batch = status.params.batch_size || 1;
-  mode = status.params.data_mode || 'lines';
+  ({steps: total, batch_size: batch, data_mode: mode} = status.params);
   const last = train.length ? train[train.length - 1] : null;
   $('status').textContent = `run ${status.run}: ${status.state}` +
     (last ? `, step ${last[0]}/${total}, loss ${Lab.fmt(last[1])}` : '') +
     (val.length ? `, val loss ${Lab.fmt(val[val.length - 1][1])}` : '') +
     (status.error ? ` — ${status.error}` : '');
-  if (going) {  // its own pace, once it has one; what was said before it started, beside
-    $('estimate').textContent = `${Lab.fmt(status.elapsed, 0)} s so far` +
-      (status.estimate ? `, ${status.estimate.text}` : ', timing its first steps') +
-      (status.probed ? `. Before it started: ${status.probed}.` : '.');
-  } else if (status.state !== 'idle' && $('estimate').dataset.ended !== String(status.run)) {
-    $('estimate').dataset.ended = status.run;  // said once, then the form's own estimate again
-    estimate();
-  }
+  $('estimate').textContent = going ?  // its own pace, once it has one
+    `${Lab.fmt(status.elapsed, 0)} s so far, ${status.estimate ? status.estimate.text : 'timing its first steps'}.` : '';
   drawChart();
   $('samples').replaceChildren(...status.samples.map(s => s.text !== undefined
     ? el('li', {}, `step ${s.step}:`, Lab.textBlock(s.text))
@@ -182,8 +140,7 @@ function line(points, x, y) {
 
 function drawChart() {
   const chart = $('chart');
-  chart.dataset.trainPoints = train.length;
-  chart.dataset.valPoints = val.length;
+  [chart.dataset.trainPoints, chart.dataset.valPoints] = [train.length, val.length];
   const losses = [...train, ...val, ...estimates].map(p => p[1]);
   if (!losses.length) { chart.replaceChildren(); $('chart-legend').replaceChildren(); return; }
   let lo = Math.min(...losses), hi = Math.max(...losses);
@@ -204,8 +161,7 @@ function drawChart() {
   drawLegend();
 }
 
-// what each mark is, below the chart: in the picture its line ran over the axis's step labels,
-// and as HTML it wraps on a phone instead of shrinking with the picture
+// what each mark is, below the chart (as HTML it wraps on a phone instead of shrinking with it)
 function drawLegend() {
   const each = mode === 'text' ? `mean of ${batch} window${batch === 1 ? '' : 's'}`
     : batch === 1 ? 'one name' : `mean of ${batch} names`;
@@ -218,7 +174,6 @@ function drawLegend() {
 
 Lab.on('form', 'submit', start);
 Lab.on('data_mode', 'change', chooseMode);
-Lab.on('form', 'input', estimate);
-Lab.on('engine', 'change', () => { fillDtypes(); estimate(); });
-Lab.on('stop', 'click', stop);
+Lab.on('engine', 'change', () => fillDtypes());
+Lab.on('stop', 'click', () => Lab.guard(() => Lab.api('/api/train/stop', {})));
 Lab.start(setup);
