@@ -68,7 +68,7 @@ def check_function(t, fn, args, names, read, project, out_hint, grad_hint='', ou
     central differences of the learner's own function."""
     def learner_forward(data):
         values = [tensor(a)[0] for a in data]
-        return read(t, t.call(fn, *values, hint=exception_hint, graph=False))  # its .data only
+        return read(t, t.call(fn, *values, hint=exception_hint))  # its .data only
 
     built = [tensor(a) for a in args]
     outs = read(t, t.call(fn, *[b[0] for b in built], hint=exception_hint))
@@ -392,7 +392,7 @@ def check_gpt(t, fn):
             logits.append(got)
             p_logits.append(want)
         compare_model_gradients(t, rng, sd, model, logits, p_logits, config,
-                                lambda sd_: [read(t, t.call(fn, tok, pos, ks, vs, sd_, config, hint=GPT_HINT, graph=False))
+                                lambda sd_: [read(t, t.call(fn, tok, pos, ks, vs, sd_, config, hint=GPT_HINT))
                                              for ks, vs in [model.empty_cache()]
                                              for pos, tok in enumerate(tokens)], weights)
 
@@ -473,7 +473,7 @@ def check_name_loss(t, fn):
                   mistakes=[(s, slips[s], h) for s, h in LOSS_SLIPS.items()],
                   oracle=('the numpy port, NumpyGPT.loss', NumpyGPT(cfg, weights).loss(tokens), 1e-9))
         compare_model_gradients(t, rng, sd, model, [[got]], [[want]], cfg,
-                                lambda sd_: [[read_value(t, t.call(fn, tokens, sd_, cfg, graph=False))[0]]], weights, scalar=True)
+                                lambda sd_: [[read_value(t, t.call(fn, tokens, sd_, cfg))[0]]], weights, scalar=True)
 
 
 # ---------------------------------------------------------------------------- 15. adam_step
