@@ -19,9 +19,9 @@ The files, in the order they are used:
   catalog.py      the exercises, declared once; files/ holds each one's stub and solution
   hints.py        each exercise's hints, one level at a time (`hint N`)
   workspace.py    the learner's folder: start, the checks of what is handed in, results, reset
-  checker.py      starts runner.py in a subprocess, with time limits, and answers for it
-  runner.py       the subprocess: loads the learner's files, runs the checks, reports
-  harness.py      calling learner code under a time limit, comparing, the report of a failed case
+  checker.py      runs the checks in a subprocess, with time limits, and answers for it
+  harness.py      in that subprocess: loading the learner's files, calling them under a time
+                  limit, comparing, the report of a failed case
   checks_engine.py, checks_model.py, checks_numpy.py, checks_regularization.py, checks_tokens.py
                   one check per exercise, a module per rung
   trainer.py      `train`: the learner's Value, blocks, gpt() and Adam beside microgpt's

@@ -1,25 +1,31 @@
 """
-The checker's parent half: starts runner.py in a subprocess, reads its reports, and answers for
-it when the learner's code takes the process down or past its time.
+The checker: check() starts main() below in a subprocess, the only process the learner's code
+runs in, reads what it reports, and answers for it when that code takes it down or past its time.
 
     results = check([(workspace, [1, 2, 3], True)])   # -> {(workspace, n): result dict}
 
-The subprocess is `python -I` with the workspace last on its sys.path, in a process group of its
-own that is killed whole at the end (with any thread or child the learner's code left running),
-its address space capped (runner.py: a MemoryError, not a frozen machine), its prints bounded
-(harness.Bounded) and its stdout and stderr in a temporary file whose last line is quoted if it
-crashes. What it reports is believed as it is: the learner's code runs with the learner's own
-rights, as any script they write, and a learner who forges a pass deceives only themselves
-(docs/reliability.md, the threat model). What this process adds is time: each call of a
-learner's function has harness.CASE_SECONDS inside the process, and each exercise its catalog
-budget here; past it (an endless loop that swallows even the time limit), or when the process
-ends early (os._exit, a crash), the exercise is reported in one line, and in a run that does not
-stop at the first failure (status) a fresh process carries on with the next one. The command
-line, the web lab and `exercises train` all check through here.
+The subprocess is `python -I -c BOOT REQUEST`: microgpt's folder first on its sys.path and the
+workspace last, so a learner's random.py or microgpt/ folder shadows none of the checker's
+modules. It runs in a process group of its own, killed whole at the end (with any thread or
+child the learner's code left running), its address space capped (a MemoryError, not a frozen
+machine), its prints bounded (harness.Bounded), its stdout and stderr in a temporary file whose
+last line is quoted if it crashes. It reports on a pipe of its own, one JSON object a line:
+{"begin": [workspace, n]} before each check, {"result": [workspace, n], "status", "line", ...}
+after it, {"done": true} at the end, or `exercises train`'s events (trainer.py).
+
+What it reports is believed as it is: the learner's code runs with the learner's own rights, as
+any script they write, and a learner who forges a pass deceives only themselves (the threat
+model, docs/reliability.md). What this process adds is time: each call of a learner's function
+has harness.CASE_SECONDS inside the subprocess, and each exercise its catalog budget here; past
+it (an endless loop that swallows even the time limit), or when the process ends early
+(os._exit, a crash), the exercise is reported in one line, and in a run that does not stop at
+the first failure (status) a fresh process carries on with the next one. The command line, the
+web lab and `exercises train` all check through here.
 """
 
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -27,18 +33,17 @@ import sys
 import tempfile
 import time
 
-from . import catalog
-from .harness import CASE_SECONDS
+from . import catalog, harness
 
 STARTUP = 30.0         # seconds for a fresh Python to import the checker (and numpy) on a busy machine
 TRAIN_SILENCE = 300.0  # seconds without a word from `train` (a step calls the learner's code three times)
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BOOT = ("import sys; sys.path[:0] = [p for p in {paths!r} if p not in sys.path]; "
-        "from microgpt.lab.exercises.runner import main; sys.exit(main(sys.argv[1:]))")
+        "from microgpt.lab.exercises.checker import main; sys.exit(main(sys.argv[1:]))")
 
 
 class Child:
-    """One runner process, started on `request`; events() until it ends, close() in any case."""
+    """One checking process, started on `request`; events() until it ends, close() in any case."""
 
     def __init__(self, request, cwd):
         self.fd, write_fd = os.pipe()
@@ -90,7 +95,7 @@ class Child:
         self.output.close()
 
 
-def check(jobs, seconds=CASE_SECONDS, on_event=None, budget=None):
+def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
     """Check exercises in a subprocess: jobs = [(workspace, [numbers], stop_at_first_failure)].
     Returns {(workspace, number): result} for every exercise checked (a stopped run's last
     exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
@@ -174,3 +179,31 @@ def train(workspace, steps, seed, lr, num_samples, temperature, on_event):
                      else {'event': 'ended', 'status': what[0], 'stderr': what[1]})
     finally:
         child.close()
+
+
+# ---------------------------------------------------------------------------- in the subprocess
+def main(argv):
+    request = json.loads(argv[0])
+    resource.setrlimit(resource.RLIMIT_AS, (harness.MEMORY_BYTES, harness.MEMORY_BYTES))
+    sys.dont_write_bytecode = True  # no __pycache__ left in the learner's folder
+    pipe = os.fdopen(request['report_fd'], 'w', encoding='utf-8')
+
+    def report(**event):
+        pipe.write(json.dumps(event) + '\n')
+        pipe.flush()
+    if request['mode'] == 'train':
+        from . import trainer
+        harness.use_workspace(request['workspace'])
+        trainer.run(request, report)
+        return 0
+    for workspace, numbers, stop in request['jobs']:
+        harness.use_workspace(workspace)
+        cache = {}
+        for n in numbers:
+            report(begin=[workspace, n])
+            result = harness.check_one(n, workspace, request['seconds'], cache)
+            report(result=[workspace, n], **result)
+            if stop and result['status'] != 'pass':
+                break
+    report(done=True)  # check() ends the process, and a thread the learner's code left running
+    return 0

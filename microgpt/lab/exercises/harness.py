@@ -1,5 +1,5 @@
 """
-The checker's half that runs beside the learner's code, in the subprocess runner.py starts.
+The checker's half that runs beside the learner's code, in the subprocess checker.py starts.
 
 It loads the learner's files, calls their functions one case at a time under a time limit with
 their printing bounded, compares what comes back with the project's own answer and with an
@@ -182,11 +182,50 @@ def exception_line(exc):
     return type(exc).__name__ + (f": {text}" if text else '')
 
 
-# ---------------------------------------------------------------------------- loading
-def clear_modules():
-    """Forget every learner module imported before (the runner checks many workspaces)."""
+# ---------------------------------------------------------------------------- loading and checking
+def use_workspace(workspace):
+    """Import the learner's files from `workspace`, and from no workspace checked before: it
+    goes last on sys.path, and their modules imported from another one are forgotten."""
     for name in [n for n in sys.modules if n[:2] == 'ex' and n[2:4].isdigit()]:
         del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if p != use_workspace.current] + [workspace]
+    use_workspace.current = workspace
+
+
+use_workspace.current = None
+
+
+def check_one(number, workspace, seconds, cache):
+    """The result of one exercise's check, as a dict (its dependencies checked quietly, once,
+    when it fails, so the report can say which of them does not pass either)."""
+    from . import catalog
+    if number in cache:
+        return cache[number]
+    e = catalog.get(number)
+    t = Check(e, workspace, seconds)
+    try:  # the check, from its rung's module (imported when first asked for: the numpy rung's needs numpy)
+        check = importlib.import_module(f'.checks_{e.rung}', __package__).CHECKS[number]
+        check(t, load(e, workspace, seconds))
+        result = {'status': 'pass', 'line': f"passed: {t.summary()}", 'cases': t.cases}
+    except Report as r:
+        result = {'status': r.status, 'line': r.line, 'details': r.details, 'hint': r.hint, 'cases': t.cases}
+    except Exception as exc:  # a bug of the checker's own: said in one line, the next one checked
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        result = {'status': 'error', 'cases': t.cases,
+                  'line': f"the checker itself failed ({exception_line(exc)}, {os.path.basename(where.filename)} "
+                          f"line {where.lineno}): a bug in microgpt, unless your code changes microgpt's or the "
+                          "checker's own objects"}
+        if isinstance(exc, ImportError) and (exc.name or '').split('.')[0] == 'numpy':  # cli.py asks first
+            result['line'] = ("not checked: its check needs numpy, which this Python lacks (not a fault in your "
+                              "code): run it with .venv/bin/python, or `pip install -e .` first")
+    if result['status'] == 'fail':
+        behind = [d for d in e.uses if check_one(d, workspace, seconds, cache)['status'] != 'pass']
+        if behind:
+            result['note'] = ("it calls your " + ', '.join(f"{catalog.get(d).function} (exercise {d})" for d in behind) +
+                              f", which do{'es' * (len(behind) == 1)} not pass yet: fix "
+                              f"{'that' if len(behind) == 1 else 'those'} first")
+    cache[number] = result
+    return result
 
 
 def load(exercise, workspace, seconds=CASE_SECONDS):

@@ -2,7 +2,7 @@
 `exercises train`, the payoff: microgpt trained with the learner's own engine and model, step by
 step beside the project's, then names sampled from the learner's model.
 
-It runs in runner.py's subprocess, both sides in turn. The learner's side: their Value assembled
+It runs in the checker's subprocess (checker.py), both sides in turn. The learner's side: their Value assembled
 from exercises 1 to 7 (learner_value_class: each op's forward value and local derivatives are
 theirs, + is given, backward() is theirs), their name_loss (14, through their gpt 13 and blocks
 8 to 12), backward (7) and adam_step (15), on weights that are the same numbers as a fresh
