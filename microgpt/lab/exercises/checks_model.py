@@ -62,56 +62,34 @@ def weighted(outs, coeffs):
 
 
 def check_function(t, fn, args, names, read, project, out_hint, grad_hint='', out_mistakes=(),
-                   out_oracle=None, seed=0, exception_hint='', project_read=None):
+                   out_oracle=None, seed=0, exception_hint=''):
     """One case of a function of Values: its output against the project's (and an oracle), then,
     through L = sum_k c_k out_k, the gradient of every input against the project's and against
     central differences of the learner's own function."""
-    def learner_forward(data):
-        values = [tensor(a)[0] for a in data]
-        return read(t, t.call(fn, *values, hint=exception_hint))  # its .data only
-
-    built = [tensor(a) for a in args]
+    built, p_built = [tensor(a) for a in args], [tensor(a) for a in args]
     outs = read(t, t.call(fn, *[b[0] for b in built], hint=exception_hint))
-    p_built = [tensor(a) for a in args]
-    p_outs = (project_read or read)(t, project(*[b[0] for b in p_built]))
-    got = [o.data for o in outs]
-    t.compare('the output', got, [o.data for o in p_outs], hint=out_hint,
-              mistakes=[(n, v, h) for n, v, h in out_mistakes], oracle=out_oracle)
+    p_outs = read(t, project(*[b[0] for b in p_built]))
+    t.compare('the output', [o.data for o in outs], [o.data for o in p_outs], hint=out_hint,
+              mistakes=out_mistakes, oracle=out_oracle)
     rng = random.Random(seed)
     coeffs = [1.0] if len(outs) == 1 else [round(rng.uniform(-1, 1), 2) for _ in outs]
     weighted(outs, coeffs).backward()
     weighted(p_outs, coeffs).backward()
     about = "" if len(outs) == 1 else f" of L = sum_k c_k * out_k, c = {fmt(coeffs)}"
+
+    def loss_at(i, j, z):  # L of the learner's function, with entry j of input i moved to z
+        fresh = [tensor(a) for a in args]
+        fresh[i][1][j].data = z
+        return sum(c * o.data for c, o in zip(coeffs, read(t, t.call(fn, *[f[0] for f in fresh], hint=exception_hint))))
     for i, name in enumerate(names):
-        leaves, p_leaves = built[i][1], p_built[i][1]
-        grads = [v.grad for v in leaves]
+        grads, p_leaves = [v.grad for v in built[i][1]], p_built[i][1]
         t.compare(f"the gradient of {name}{about}", grads, [v.grad for v in p_leaves],
                   hint=grad_hint or NO_GRAPH, mistakes=[('no graph', [0.0] * len(grads), NO_GRAPH)])
-        picks = sorted(rng.sample(range(len(leaves)), min(len(leaves), 12)))
-        flat_args = [tensor(a)[1] for a in args]
-        fd = []
-        for j in picks:
-            def loss_at(z, j=j):
-                data = [[v.data for v in leaf_list] for leaf_list in flat_args]
-                data[i][j] = z
-                return sum(c * o.data for c, o in zip(coeffs, learner_forward(
-                    [unflatten(args[k], data[k]) for k in range(len(args))])))
-            fd.append(central_difference(loss_at, flat_args[i][j].data))
+        picks = sorted(rng.sample(range(len(grads)), min(len(grads), 12)))
+        fd = [central_difference(lambda z: loss_at(i, j, z), p_leaves[j].data) for j in picks]
         t.compare(f"the gradient of {name}{about}, entries {picks}", [grads[j] for j in picks],
                   [p_leaves[j].grad for j in picks], hint=grad_hint or NO_GRAPH,
                   oracle=('central differences of your function', fd))
-    return outs
-
-
-def unflatten(shape_like, flat_data):
-    """flat floats back into the nesting of shape_like."""
-    it = iter(flat_data)
-
-    def rebuild(x):
-        if isinstance(x, (int, float)):
-            return next(it)
-        return [rebuild(y) for y in x]
-    return rebuild(shape_like)
 
 
 def vectors(rng, n, lo=-2.0, hi=2.0):
@@ -269,9 +247,7 @@ def check_attention_head(t, fn):
         else:
             oracle = ('the same three steps in floats, sums by math.fsum', right_out + right_w)
         mistakes = [(str(kw), sum(float_attention(q, keys, values, **kw), []), h) for kw, h in ATTENTION_SLIPS]
-        check_function(t, fn, [q, keys, values], ['q', 'keys', 'values'], read,
-                       lambda q_, k_, v_: sum(map(list, project(q_, k_, v_)), []),
-                       project_read=lambda t_, outs: outs,
+        check_function(t, fn, [q, keys, values], ['q', 'keys', 'values'], read, project,
                        out_hint="The three steps of the docstring: scaled scores, softmax, the weighted sum "
                                 "of the values per dimension.",
                        out_mistakes=mistakes, out_oracle=oracle, seed=k)
