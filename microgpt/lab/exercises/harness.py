@@ -348,17 +348,14 @@ class Check:
         """got against the project's `want` (and an oracle's (name, value[, tol])): numbers,
         lists of them or arrays of the same shape. Fails with the hint of the first of
         `mistakes` (label, value, hint) that got matches, else with `hint`."""
-        difference = largest_difference(got, want)
-        if difference is None or difference > tol * max(1.0, magnitude(want)):
-            hint = next((h for _, value, h in mistakes if agrees(got, value, tol)), hint)
-            self.fail(what, want, got, difference, hint, oracle, source)
+        against = [(what, want, tol)]
         if oracle is not None:
-            name, value = oracle[:2]
-            oracle_tol = oracle[2] if len(oracle) > 2 else FD_CLOSE
+            against.append((f"{what} (against {oracle[0]})", oracle[1], oracle[2] if len(oracle) > 2 else FD_CLOSE))
+        for label, value, close in against:
             difference = largest_difference(got, value)
-            if difference is None or difference > oracle_tol * max(1.0, magnitude(value)):
+            if difference is None or difference > close * max(1.0, magnitude(value)):
                 hint = next((h for _, v, h in mistakes if agrees(got, v, tol)), hint)
-                self.fail(f"{what} (against {name})", want, got, difference, hint, oracle, source)
+                self.fail(label, want, got, difference, hint, oracle, source)
 
 
 def is_number(x):
