@@ -3,10 +3,10 @@
 learner's Value, blocks, gpt(), loss and Adam, beside its own engine.
 
 With the reference solutions, the learner's losses are the project engine's to 1e-12 for the same
-seed: checked against a run of microgpt's own training.train_step in this process, an oracle
-beside the one the subprocess trains. With a wrong local derivative of log, the forward still agrees, so the
-first quantity that differs is a gradient at step 1, and that is what train says.
-A few steps each: the comparison is per step, so a few show it (300 steps is the command's default).
+seed, against a run of microgpt's own training.train_step in this process (an oracle beside the
+run the subprocess trains). With a wrong local derivative of log the forward still agrees, so
+the first quantity that differs is a gradient at step 1, and that is what train says. A few
+steps each: the comparison is per step (300 steps is the command's default).
 """
 
 import pytest
