@@ -113,7 +113,7 @@ class Learner:
 
 def first_difference(mine, theirs):
     """(difference, '[i][j]', mine, theirs) at the largest difference past PART of two matrices
-    ({name: rows} of the learner's numbers and of microgpt's), or None."""
+    (rows of the learner's numbers and of microgpt's), or None."""
     worst = None
     for i, (a_row, b_row) in enumerate(zip(mine, theirs)):
         for j, (a, b) in enumerate(zip(a_row, b_row)):
@@ -131,16 +131,15 @@ WHERE = {'loss': "the forward pass: your ops' forward values (1 to 5), blocks (8
 
 
 def parting(loss, p_loss, grads, p_grads, weights, p_weights):
-    """The first of the loss, the gradients, the weights after the update that differs, as a dict; else None."""
-    if not (harness.is_number(loss) and abs(loss - p_loss) <= PART * max(1.0, abs(p_loss))):
-        return {'quantity': 'the loss', 'yours': float(loss) if harness.is_number(loss) else math.nan,
-                'project': p_loss, 'difference': abs(loss - p_loss) if harness.is_number(loss) else math.inf,
-                'where': WHERE['loss']}
-    for kind, mine, theirs in (('gradient', grads, p_grads), ('weights', weights, p_weights)):
+    """The first of the loss, the gradients, the weights after the update that differs, as a
+    dict; else None."""
+    for kind, mine, theirs in (('loss', {'': [[loss]]}, {'': [[p_loss]]}), ('gradient', grads, p_grads),
+                               ('weights', weights, p_weights)):
         for name in theirs:
             worst = first_difference(mine[name], theirs[name])
             if worst:
-                quantity = f"the gradient of {name}{worst[1]}" if kind == 'gradient' else f"{name}{worst[1]} after the update"
+                quantity = {'loss': 'the loss', 'gradient': f"the gradient of {name}{worst[1]}",
+                            'weights': f"{name}{worst[1]} after the update"}[kind]
                 return {'quantity': quantity, 'yours': worst[2], 'project': worst[3], 'difference': worst[0],
                         'where': WHERE[kind]}
     return None
@@ -189,7 +188,7 @@ def run(request, report):
             p_loss.backward(tape)
             p_grads = numbers_of(model.state_dict, 'grad')
             adam.step(rate)  # the gradients were read before Adam uses them up
-            report(event='step', step=step, name=doc, loss=mine.data if harness.is_number(mine.data) else math.nan,
+            report(event='step', step=step, name=doc, loss=float(mine.data) if harness.is_number(mine.data) else math.nan,
                    project=p_loss.data)
             part = None if parted else parting(mine.data, p_loss.data, grads, p_grads, numbers_of(sd, 'data'),
                                                numbers_of(model.state_dict, 'data'))
