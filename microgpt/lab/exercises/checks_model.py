@@ -453,19 +453,22 @@ def check_name_loss(t, fn):
 
 
 # ---------------------------------------------------------------------------- 15. adam_step
-def float_adam(data, grads_per_step, lr, b1, b2, eps, slip=None):
-    """Parameters after each step, in floats, with one of ADAM_SLIPS on request."""
-    m, v, p, after = [0.0] * len(data), [0.0] * len(data), list(data), []
-    for t, grads in enumerate(grads_per_step, start=1):
+def float_adam(data, grads_per_step, lrs, b1, b2, eps, wd=0.0, slip=None):
+    """(the parameters, m) after each step, in floats: Adam with decoupled weight decay wd, with
+    one of ADAM_SLIPS or checks_regularization's ADAMW_SLIPS on request."""
+    m, v, w, after = [0.0] * len(data), [0.0] * len(data), list(data), []
+    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
         for i, g in enumerate(grads):
+            g = g + wd * w[i] if slip == 'L2' else g  # the decay as a gradient: the moments see it
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
             bias1, bias2 = (1.0, 1.0) if slip == 'no bias correction' else (1 - b1 ** t, 1 - b2 ** t)
-            if slip == 'eps inside':
-                p[i] -= lr * (m[i] / bias1) / math.sqrt(v[i] / bias2 + eps)
-            else:
-                p[i] -= lr * (m[i] / bias1) / (math.sqrt(v[i] / bias2) + eps)
-        after.append(list(p))
+            root = math.sqrt(v[i] / bias2 + eps) if slip == 'eps inside' else math.sqrt(v[i] / bias2) + eps
+            s = lr * (m[i] / bias1) / root
+            shrunk = {'no lr': w[i] * (1 - wd), 'constant': w[i] - lr * wd, 'L2': w[i], 'no decay': w[i],
+                      'after': w[i]}.get(slip, w[i] * (1 - lr * wd))
+            w[i] = (shrunk - s) * (1 - lr * wd if slip == 'after' else 1.0)
+        after.append((list(w), list(m)))
     return after
 
 
@@ -509,11 +512,12 @@ def check_adam(t, fn):
             if step == 1:  # the closed form of a fresh Adam's first step: lr * g / (|g| + eps)
                 oracle = ("Adam's first step, p - lr * g / (|g| + eps)",
                           [x - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], 1e-12)
-            mistakes = [(s, float_adam(data, grads[:step], lr, b1, b2, eps, s)[-1], h) for s, h in ADAM_SLIPS.items()]
-            mistakes.append(('betas swapped', float_adam(data, grads[:step], lr, b2, b1, eps)[-1],
+            lrs = [lr] * step
+            mistakes = [(s, float_adam(data, grads, lrs, b1, b2, eps, slip=s)[-1][0], h) for s, h in ADAM_SLIPS.items()]
+            mistakes.append(('betas swapped', float_adam(data, grads, lrs, b2, b1, eps)[-1][0],
                              "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."))
             if settings is not None:
-                mistakes.append(('defaults', float_adam(data, grads[:step], lr, 0.85, 0.99, 1e-8)[-1],
+                mistakes.append(('defaults', float_adam(data, grads, lrs, 0.85, 0.99, 1e-8)[-1][0],
                                  "Use the beta1, beta2 and eps passed in, not the default numbers."))
             t.compare(f"the parameters after step {step}", got, want, oracle=oracle, mistakes=mistakes,
                       hint="Follow the docstring's lines, in order, for every parameter.")

@@ -19,6 +19,7 @@ import random
 
 from ... import optim
 from ...engine import Value
+from .checks_model import float_adam
 from .harness import fmt
 
 RANDOM_CASES = 3
@@ -26,27 +27,6 @@ ORACLE_CLOSE = 1e-12  # a closed form of a few float operations agrees to roundi
 
 
 # ---------------------------------------------------------------------------- 21. adamw_step
-def float_adamw(data, grads_per_step, lrs, wd, b1, b2, eps, slip=None):
-    """(the parameters, m) after each step, in floats, with one of ADAMW_SLIPS on request."""
-    m, v, w, after = [0.0] * len(data), [0.0] * len(data), list(data), []
-    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
-        for i, g in enumerate(grads):
-            if slip == 'L2':
-                g = g + wd * w[i]          # the decay as a gradient: the moments see it
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
-            s = lr * (m[i] / (1 - b1 ** t)) / (math.sqrt(v[i] / (1 - b2 ** t)) + eps)
-            if slip == 'after':
-                w[i] = (w[i] - s) * (1 - lr * wd)
-            elif slip in ('L2', 'no decay'):
-                w[i] -= s
-            else:
-                shrunk = {'no lr': w[i] * (1 - wd), 'constant': w[i] - lr * wd}.get(slip, w[i] * (1 - lr * wd))
-                w[i] = shrunk - s
-        after.append((list(w), list(m)))
-    return after
-
-
 ADAMW_SLIPS = {
     'no decay': "The weights must shrink too: each loses the fraction lr * weight_decay of itself, before "
                 "Adam's step (weight_decay 0 is plain Adam).",
@@ -88,9 +68,9 @@ def check_adamw(t, fn):
         adamw = optim.Adam(p_params, b1, b2, eps, weight_decay=wd)
         plain_m = [0.0] * len(data)  # an Adam without decay's m on the same gradients: the oracle of m
         shrunk = list(data)          # w_0 * prod(1 - lr_t * wd): the oracle of a weight without gradient
-        slips = {s: float_adamw(data, grads, lrs, wd, b1, b2, eps, s) for s in ADAMW_SLIPS}
+        slips = {s: float_adam(data, grads, lrs, b1, b2, eps, wd, s) for s in ADAMW_SLIPS}
         if settings is not None:
-            slips['defaults'] = float_adamw(data, grads, lrs, wd, 0.85, 0.99, 1e-8)
+            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8, wd)
         hints = dict(ADAMW_SLIPS, defaults="Use the beta1, beta2 and eps passed in, and pass them on to your "
                                            "adam_step, not the default numbers.")
         for step, (g, lr) in enumerate(zip(grads, lrs), start=1):
