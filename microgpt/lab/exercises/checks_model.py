@@ -479,6 +479,25 @@ ADAM_SLIPS = {
 }
 
 
+def adam_steps(t, fn, data, grads, lrs, settings, wd=None, zero_hint=''):
+    """The learner's steps (fn: adam_step; adamw_step when wd is given) and optim.Adam's, side by
+    side on the same gradients: (step, g, lr, the learner's parameters, microgpt's, m, v, Adam)
+    after each step, the learner's gradients checked to be used up."""
+    b1, b2, eps = settings or (0.85, 0.99, 1e-8)
+    params, p_params = [Value(x) for x in data], [Value(x) for x in data]
+    m, v = [0.0] * len(data), [0.0] * len(data)
+    adam = optim.Adam(p_params, b1, b2, eps, weight_decay=wd or 0.0)
+    for step, (g, lr) in enumerate(zip(grads, lrs), start=1):
+        for p, q, gi in zip(params, p_params, g):
+            p.grad = q.grad = gi
+        t.call(fn, params, m, v, step, lr, *([] if wd is None else [wd]), *(settings or ()))
+        adam.step(lr)
+        if any(p.grad != 0 for p in params):
+            t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
+                        hint=zero_hint)
+        yield step, g, lr, [p.data for p in params], [p.data for p in p_params], m, v, adam
+
+
 def check_adam(t, fn):
     rng = random.Random(115)
     cases = [('one weight, 3 steps', [0.5], [[0.1], [-0.2], [0.05]], 0.01, None),
@@ -494,32 +513,22 @@ def check_adam(t, fn):
         b1, b2, eps = settings or (0.85, 0.99, 1e-8)
         t.case(label, f"params {fmt(data)}, lr {lr}, beta1 {b1}, beta2 {b2}, eps {eps:g}; the gradient at "
                       f"each step: {fmt(grads)}", k < 3)
-        params, p_params = [Value(x) for x in data], [Value(x) for x in data]
-        m, v = [0.0] * len(data), [0.0] * len(data)
-        adam = optim.Adam(p_params, b1, b2, eps)
-        for step, g in enumerate(grads, start=1):
-            for p, q, gi in zip(params, p_params, g):
-                p.grad = q.grad = gi
-            extra = () if settings is None else (b1, b2, eps)
-            t.call(fn, params, m, v, step, lr, *extra)
-            adam.step(lr)
-            if any(p.grad != 0 for p in params):
-                t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
-                            hint="Set p.grad = 0.0 once it is used: the next backward() adds to it.")
-            got = [p.data for p in params]
-            want = [p.data for p in p_params]
+        lrs = [lr] * len(grads)
+        slips = {s: float_adam(data, grads, lrs, b1, b2, eps, slip=s) for s in ADAM_SLIPS}
+        slips['betas swapped'] = float_adam(data, grads, lrs, b2, b1, eps)
+        hints = dict(ADAM_SLIPS, **{'betas swapped': "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."})
+        if settings is not None:
+            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8)
+            hints['defaults'] = "Use the beta1, beta2 and eps passed in, not the default numbers."
+        for step, g, lr, got, want, m, v, adam in adam_steps(
+                t, fn, data, grads, lrs, settings, zero_hint="Set p.grad = 0.0 once it is used: the next backward() "
+                                                               "adds to it."):
             oracle = None
             if step == 1:  # the closed form of a fresh Adam's first step: lr * g / (|g| + eps)
                 oracle = ("Adam's first step, p - lr * g / (|g| + eps)",
                           [x - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], 1e-12)
-            lrs = [lr] * step
-            mistakes = [(s, float_adam(data, grads, lrs, b1, b2, eps, slip=s)[-1][0], h) for s, h in ADAM_SLIPS.items()]
-            mistakes.append(('betas swapped', float_adam(data, grads, lrs, b2, b1, eps)[-1][0],
-                             "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."))
-            if settings is not None:
-                mistakes.append(('defaults', float_adam(data, grads, lrs, 0.85, 0.99, 1e-8)[-1][0],
-                                 "Use the beta1, beta2 and eps passed in, not the default numbers."))
-            t.compare(f"the parameters after step {step}", got, want, oracle=oracle, mistakes=mistakes,
+            t.compare(f"the parameters after step {step}", got, want, oracle=oracle,
+                      mistakes=[(s, after[step - 1][0], hints[s]) for s, after in slips.items()],
                       hint="Follow the docstring's lines, in order, for every parameter.")
             t.compare(f"m after step {step}", list(m), adam.m, hint="Update m in place (m[i] = ...): the caller "
                       "keeps the same list for the next step.")

@@ -17,9 +17,7 @@ Dropout's check imports numpy when it runs: weight decay's is checked by a Pytho
 import math
 import random
 
-from ... import optim
-from ...engine import Value
-from .checks_model import float_adam
+from .checks_model import adam_steps, float_adam
 from .harness import fmt
 
 RANDOM_CASES = 3
@@ -63,9 +61,6 @@ def check_adamw(t, fn):
         rates = f"lr {lrs[0]} at every step" if len(set(lrs)) == 1 else f"lr {fmt(lrs)}, step by step"
         t.case(label, f"params {fmt(data)}, weight_decay {wd}, beta1 {b1}, beta2 {b2}, eps {eps:g}; {rates}; "
                       f"the gradient at each step: {fmt(grads)}", k < 5)
-        params, p_params = [Value(x) for x in data], [Value(x) for x in data]
-        m, v = [0.0] * len(data), [0.0] * len(data)
-        adamw = optim.Adam(p_params, b1, b2, eps, weight_decay=wd)
         plain_m = [0.0] * len(data)  # an Adam without decay's m on the same gradients: the oracle of m
         shrunk = list(data)          # w_0 * prod(1 - lr_t * wd): the oracle of a weight without gradient
         slips = {s: float_adam(data, grads, lrs, b1, b2, eps, wd, s) for s in ADAMW_SLIPS}
@@ -73,16 +68,9 @@ def check_adamw(t, fn):
             slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8, wd)
         hints = dict(ADAMW_SLIPS, defaults="Use the beta1, beta2 and eps passed in, and pass them on to your "
                                            "adam_step, not the default numbers.")
-        for step, (g, lr) in enumerate(zip(grads, lrs), start=1):
-            for p, q, gi in zip(params, p_params, g):
-                p.grad = q.grad = gi
-            extra = () if settings is None else (b1, b2, eps)
-            t.call(fn, params, m, v, step, lr, wd, *extra)
-            adamw.step(lr)
-            if any(p.grad != 0 for p in params):
-                t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
-                            hint="Your adam_step sets p.grad = 0.0 once it is used: call it, after the decay.")
-            got, want = [p.data for p in params], [p.data for p in p_params]
+        for step, g, lr, got, want, m, v, adamw in adam_steps(
+                t, fn, data, grads, lrs, settings, wd, zero_hint="Your adam_step sets p.grad = 0.0 once it is "
+                                                                  "used: call it, after the decay."):
             oracle = None
             if step == 1:  # a fresh AdamW's first step: w (1 - lr wd) - lr g / (|g| + eps)
                 oracle = ("AdamW's first step, w (1 - lr * wd) - lr * g / (|g| + eps)",
