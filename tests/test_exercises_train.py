@@ -9,8 +9,6 @@ the first quantity that differs is a gradient at step 1, and that is what train 
 steps each: the comparison is per step (300 steps is the command's default).
 """
 
-import pytest
-
 from microgpt import training
 from microgpt.edge.data import load_docs, split_docs
 from microgpt.lab.exercises import catalog, checker

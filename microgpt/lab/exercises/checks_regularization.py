@@ -14,7 +14,6 @@ the decay after Adam's move, the 1/(1 - p) forgotten, ...) is computed too, and 
 Dropout's check imports numpy when it runs: weight decay's is checked by a Python without it.
 """
 
-import math
 import random
 
 from .checks_model import adam_steps, float_adam
