@@ -13,23 +13,12 @@ import re
 
 import pytest
 
-from microgpt.lab.__main__ import main as lab_main
+from conftest import REPO_DIR
 from microgpt.lab.exercises import catalog, hints, workspace
 from microgpt.lab.exercises.lessons import CZECH_SCORES
-from microgpt.programs import cli
+from test_exercises import lab
 
-from conftest import REPO_DIR
-
-N = len(catalog.EXERCISES)
 SHORT = 12  # a solution line shorter than this (`x = [a]`, `total = 0`) may well appear in any prose
-
-
-def lab(argv, capsys):
-    """(exit status, stdout, stderr) of `python -m microgpt.lab exercises ARGV`, in this process."""
-    with pytest.raises(SystemExit) as e:
-        cli.run(lab_main, ['exercises', *argv])
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def docstrings(text):
@@ -43,30 +32,28 @@ def squeezed(text):
     return re.sub(r'\s+', '', text)
 
 
+def code_lines(n):
+    """Exercise n's solution lines worth comparing: comments and spaces aside, no return line, none short."""
+    lines = [line.split('#')[0].strip() for line in catalog.solution_body(n).split('\n')]
+    return [line for line in lines if len(line) >= SHORT and not line.startswith('return')]
+
+
 # ---------------------------------------------------------------------------- the stubs
 @pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
 def test_no_stub_gives_its_solution_line_by_line(e):
-    """No line of code of the solution (comments and spaces aside, return lines and short
-    ones left out) appears in the stub's docstrings."""
     docs = squeezed(docstrings(catalog.stub_text(e.number)))
-    lines = [line.split('#')[0].strip() for line in catalog.solution_body(e.number).split('\n')]
-    code = [line for line in lines if len(line) >= SHORT and not line.startswith('return')]
-    given = [line for line in code if squeezed(line) in docs]
+    given = [line for line in code_lines(e.number) if squeezed(line) in docs]
     assert not given, f"{e.filename}'s docstring gives its solution's lines {given}: move them to a hint"
 
 
 def test_the_comparison_sees_a_solution_line_in_a_docstring():
-    """The negative control: the same comparison finds a line pasted into a docstring (and the
-    solutions of more than one line have lines to compare at all)."""
-    compared = [n for n in catalog.NUMBERS if any(
-        len(l.split('#')[0].strip()) >= SHORT and not l.strip().startswith('return')
-        for l in catalog.solution_body(n).split('\n'))]
-    assert len(compared) >= 10, compared
-    e = catalog.get(15)
-    line = next(l.strip() for l in catalog.solution_body(15).split('\n') if 'beta1 * m[i]' in l)
+    """The negative control: the same comparison finds a line pasted into a docstring (and most
+    solutions have lines to compare at all)."""
+    assert len([n for n in catalog.NUMBERS if code_lines(n)]) >= 10
+    line = next(line for line in code_lines(15) if 'beta1 * m[i]' in line)
     pasted = catalog.stub_text(15).replace('One Adam update', f'One Adam update: {line}', 1)
     assert squeezed(line) in squeezed(docstrings(pasted)) and squeezed(line) not in squeezed(
-        docstrings(catalog.stub_text(e.number)))
+        docstrings(catalog.stub_text(15)))
 
 
 @pytest.mark.parametrize('n', [8, 9, 10, 11, 12, 13, 14])
@@ -87,8 +74,7 @@ def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
     figure = '[' + ', '.join(f'{w:.3f}' for w in weights) + ']'
     for n in (10, 12, 17):
         docs = docstrings(catalog.stub_text(n))
-        assert figure in docs, (catalog.get(n).filename, figure)
-        assert '0.394]' not in docs
+        assert figure in docs and '0.394]' not in docs, (catalog.get(n).filename, figure)
     with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
         guide = f.read()
     row = next(line for line in guide.split('\n') if line.startswith('| 10 | `ex10_softmax.py`'))
@@ -106,8 +92,7 @@ def test_every_exercise_has_at_least_two_hint_levels():
 
 @pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
 def test_hint_gives_each_level_in_turn_then_says_there_is_no_more(e, tmp_path, capsys):
-    ws = str(tmp_path / 'w')
-    workspace.start(ws)
+    ws, _ = started(tmp_path)
     levels = hints.HINTS[e.number]
     for level, text in enumerate(levels, start=1):
         status, out, err = lab(['hint', str(e.number), '--dir', ws], capsys)
@@ -120,46 +105,36 @@ def test_hint_gives_each_level_in_turn_then_says_there_is_no_more(e, tmp_path, c
     assert f'solution {e.number}' in out
 
 
+def started(tmp_path):
+    """(a fresh workspace, its record of results and hint levels)."""
+    workspace.start(str(tmp_path / 'w'))
+    return str(tmp_path / 'w'), tmp_path / 'w' / workspace.MANIFEST
+
+
 def test_the_level_is_kept_in_the_workspace_record_and_level_asks_one_directly(tmp_path, capsys):
-    ws = str(tmp_path / 'w')
-    workspace.start(ws)
-    record = os.path.join(ws, workspace.MANIFEST)
+    ws, record = started(tmp_path)
     lab(['hint', '13', '--dir', ws], capsys)
-    with open(record) as f:
-        assert json.load(f)['hints'] == {'13': 1}
+    assert json.loads(record.read_text())['hints'] == {'13': 1}
     status, out, _ = lab(['hint', '13', '--level', '3', '--dir', ws], capsys)
     assert status == 0 and 'hint 3 of 4' in out and squeezed(hints.HINTS[13][2]) in squeezed(out)
-    status, out, _ = lab(['hint', '13', '--dir', ws], capsys)  # the next after the highest seen
-    assert 'hint 4 of 4' in out
-    status, out, _ = lab(['hint', '6', '--dir', ws], capsys)  # each exercise has its own level
-    assert 'hint 1 of 3' in out
-    with open(record) as f:
-        assert json.load(f)['hints'] == {'13': 4, '6': 1}
+    assert 'hint 4 of 4' in lab(['hint', '13', '--dir', ws], capsys)[1]  # the next after the highest seen
+    assert 'hint 1 of 3' in lab(['hint', '6', '--dir', ws], capsys)[1]  # each exercise has its own level
+    assert json.loads(record.read_text())['hints'] == {'13': 4, '6': 1}
 
 
 def test_a_level_past_the_last_is_one_line_and_changes_nothing(tmp_path, capsys):
-    ws = str(tmp_path / 'w')
-    workspace.start(ws)
-    with open(os.path.join(ws, workspace.MANIFEST), 'rb') as f:
-        before = f.read()
+    ws, record = started(tmp_path)
+    before = record.read_bytes()
     status, out, err = lab(['hint', '1', '--level', '3', '--dir', ws], capsys)
     assert status == 2 and not out and err.startswith('error: ') and err.count('\n') == 1
-    assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err
-    with open(os.path.join(ws, workspace.MANIFEST), 'rb') as f:
-        assert f.read() == before
+    assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err and record.read_bytes() == before
 
 
 def test_a_damaged_hint_record_counts_as_none_seen(tmp_path, capsys):
     """The record is the learner's file too: a level that is not a whole number is ignored."""
-    ws = str(tmp_path / 'w')
-    workspace.start(ws)
-    path = os.path.join(ws, workspace.MANIFEST)
-    with open(path) as f:
-        manifest = json.load(f)
-    manifest['hints'] = {'2': 'lots', '3': -4, '4': True}
-    with open(path, 'w') as f:
-        json.dump(manifest, f)
-    for n in (2, 3):
+    ws, record = started(tmp_path)
+    record.write_text(json.dumps(dict(json.loads(record.read_text()), hints={'2': 'lots', '3': -4, '4': True})))
+    for n in (2, 3, 4):
         status, out, _ = lab(['hint', str(n), '--dir', ws], capsys)
         assert status == 0 and 'hint 1 of' in out
 

@@ -19,7 +19,8 @@ import random
 import pytest
 
 from microgpt.lab.exercises import catalog, checker
-from microgpt.lab.exercises.checks_regularization import ADAMW_SLIPS, DROPOUT_HINTS, exactly_kept, float_adamw
+from microgpt.lab.exercises.checks_model import float_adam
+from microgpt.lab.exercises.checks_regularization import ADAMW_SLIPS, DROPOUT_HINTS, exactly_kept
 from test_exercises import SLIPS, make_workspace, replaced
 
 SHRINK = "        p.data *= 1 - lr * weight_decay  # decoupled: the weight shrinks, Adam's m and v never see it\n"
@@ -87,21 +88,21 @@ def test_the_checks_adamw_and_l2_slip_are_pytorchs_adamw_and_adam():
     for slip, make in ((None, torch.optim.AdamW), ('L2', torch.optim.Adam)):
         w = torch.tensor(data, dtype=torch.float64, requires_grad=True)
         opt = make([w], lr=lr, betas=(0.85, 0.99), eps=1e-8, weight_decay=wd)
-        ours = float_adamw(data, grads, [lr] * 5, wd, 0.85, 0.99, 1e-8, slip)
+        ours = float_adam(data, grads, [lr] * 5, 0.85, 0.99, 1e-8, wd, slip)
         for step, g in enumerate(grads):
             w.grad = torch.tensor(g, dtype=torch.float64)
             opt.step()
             assert max(abs(a - b) for a, b in zip(w.tolist(), ours[step][0])) < 1e-13, (slip, step)
-    decoupled = float_adamw(data, grads, [lr] * 5, wd, 0.85, 0.99, 1e-8)[-1][0]
-    l2 = float_adamw(data, grads, [lr] * 5, wd, 0.85, 0.99, 1e-8, 'L2')[-1][0]
+    decoupled = float_adam(data, grads, [lr] * 5, 0.85, 0.99, 1e-8, wd)[-1][0]
+    l2 = float_adam(data, grads, [lr] * 5, 0.85, 0.99, 1e-8, wd, 'L2')[-1][0]
     assert max(abs(a - b) for a, b in zip(decoupled, l2)) > 1e-3  # negative control: L2 is not AdamW
 
 
 def test_decay_after_the_move_differs_by_lr_wd_s():
     """The stub's claim: (w - s)(1 - lr wd) = w (1 - lr wd) - s + lr wd s, on a first step."""
     w, g, lr, wd = 0.8, 0.3, 0.1, 0.5
-    right = float_adamw([w], [[g]], [lr], wd, 0.85, 0.99, 1e-8)[0][0][0]
-    after = float_adamw([w], [[g]], [lr], wd, 0.85, 0.99, 1e-8, 'after')[0][0][0]
+    right = float_adam([w], [[g]], [lr], 0.85, 0.99, 1e-8, wd)[0][0][0]
+    after = float_adam([w], [[g]], [lr], 0.85, 0.99, 1e-8, wd, 'after')[0][0][0]
     s = lr * g / (abs(g) + 1e-8)  # a fresh Adam's first step
     assert after - right == pytest.approx(lr * wd * s, rel=1e-9) and after != right
 

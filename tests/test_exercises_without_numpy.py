@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from conftest import REPO_DIR
-from microgpt.lab.exercises import catalog, workspace
+from microgpt.lab.exercises import catalog
+from test_exercises import make_workspace
 
 N = len(catalog.EXERCISES)
 NEEDS_NUMPY = [e.number for e in catalog.EXERCISES if e.needs_numpy]
@@ -34,21 +35,18 @@ def checkout(tmp_path_factory):
     for name in ('microgpt', 'src'):
         shutil.copytree(os.path.join(REPO_DIR, name), folder / name, ignore=shutil.ignore_patterns('__pycache__'))
     shutil.copy(os.path.join(REPO_DIR, 'pyproject.toml'), folder / 'pyproject.toml')
-    workspace.start(str(folder / 'ws'))
-    for n in catalog.NUMBERS:
-        if n != 11:
-            (folder / 'ws' / catalog.get(n).filename).write_text(catalog.solution_text(n))
+    make_workspace(folder / 'ws', solved=[n for n in catalog.NUMBERS if n != 11])
     return folder
 
 
-def bare(checkout, *argv):
-    return subprocess.run(BARE + ['-m', 'microgpt.lab', 'exercises', *argv, '--dir', 'ws'], cwd=checkout,
-                          capture_output=True, text=True, timeout=300)
+def bare(checkout, *argv, folder='ws'):
+    return subprocess.run(BARE + (['-m', 'microgpt.lab', 'exercises', *argv, '--dir', folder] if argv[0] != '-c'
+                                  else list(argv)), cwd=checkout, capture_output=True, text=True, timeout=300)
 
 
 def test_that_python_really_lacks_numpy(checkout):
     """The negative control: the same command line cannot import numpy."""
-    result = subprocess.run(BARE + ['-c', 'import numpy'], cwd=checkout, capture_output=True, text=True)
+    result = bare(checkout, '-c', 'import numpy')
     assert result.returncode != 0 and 'numpy' in result.stderr
 
 
@@ -91,12 +89,7 @@ def test_check_all_checks_what_it_can_and_names_the_rest(checkout):
 
 
 def test_train_lists_no_unchecked_exercise_as_not_passing(checkout, tmp_path):
-    ws = tmp_path / 'ws'  # every exercise solved: train's check has nothing to stop it
-    shutil.copytree(checkout / 'ws', ws)
-    (ws / catalog.get(11).filename).write_text(catalog.solution_text(11))
-    result = subprocess.run(BARE + ['-m', 'microgpt.lab', 'exercises', 'train', '--dir', str(ws), '--steps', '1'],
-                            cwd=checkout, capture_output=True, text=True, timeout=300)
-    out = result.stdout
-    assert 'Traceback' not in out + result.stderr
-    assert 'not passing' not in out, out
+    ws = make_workspace(tmp_path / 'ws')  # every exercise solved: train's check has nothing to stop it
+    out = bare(checkout, 'train', '--steps', '1', folder=ws).stdout
+    assert 'Traceback' not in out and 'not passing' not in out, out
     assert 'not checked here: exercise 13 (gpt), exercise 14 (name_loss)' in out

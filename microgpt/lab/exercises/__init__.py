@@ -19,18 +19,16 @@ The files, in the order they are used:
   catalog.py      the exercises, declared once; files/ holds each one's stub and solution
   hints.py        each exercise's hints, one level at a time (`hint N`)
   workspace.py    the learner's folder: start, the checks of what is handed in, results, reset
-  checker.py      starts runner.py in a subprocess, with time limits, and answers for it
-  sandbox.py      the process between them: caps, a process group, nothing left running
-  runner.py       the subprocess: loads the learner's files, runs the checks, reports
-  harness.py      calling learner code safely, comparing, and the report of a failed case
-  transcript.py   the learner's values written down as plain data, in the subprocess
-  verdict.py      a pass decided in the checker's process, replaying the check on those values
-  checks_engine.py, checks_model.py, checks_numpy.py, checks_regularization.py   one check per
-                  exercise, a module per rung
+  checker.py      runs the checks in a subprocess, with time limits, and answers for it
+  harness.py      in that subprocess: loading the learner's files, calling them under a time
+                  limit, comparing, the report of a failed case
+  checks_engine.py, checks_model.py, checks_numpy.py, checks_regularization.py, checks_tokens.py
+                  one check per exercise, a module per rung
   trainer.py      `train`: the learner's Value, blocks, gpt() and Adam beside microgpt's
   quiz.py, lessons.py   the lessons' questions and numbers
   report.py, cli.py, web.py   the words printed, the command line, the Exercises page's routes
-No learner code ever runs in the process of the command line or of the web server, nor in a
-child of theirs: only in the checker's subprocess, under sandbox.py, and what that process
-says is believed only as numbers the learner's functions returned (the house style's rule 19).
+No learner code ever runs in the process of the command line or of the web server: only in the
+checker's subprocess, with its time limits, memory cap and bounded output, so that a mistake
+cannot hang or kill either (the house style's rule 19). What that process reports is believed:
+the checker does not defend against a learner deceiving themselves.
 """

@@ -2,7 +2,7 @@
 The exercises, declared once: their order, files, functions, the reading they follow, the lab
 page that shows each idea, and which of the learner's other exercises each one calls.
 
-The command line (cli.py), the checker (checker.py, runner.py), the web lab's Exercises page
+The command line (cli.py), the checker (checker.py, harness.py), the web lab's Exercises page
 (web.py) and the reading guide's "Learn by doing" table (checked by tests/test_exercises.py)
 are all read from EXERCISES below. Each exercise's text lives in files/STEM.py: the module the
 learner gets, with its reference solution between the lines `# solution` and `# end solution`.

@@ -11,6 +11,7 @@ case that fails (harness.Report).
 
 import math
 import random
+from collections import Counter
 
 from ...engine import Value, topological_order as project_order
 from .harness import central_difference, fd_step, fmt, kind_of
@@ -19,35 +20,32 @@ RANDOM_CASES = 8
 
 
 # ---------------------------------------------------------------------------- exercises 1 to 5
-def op_result(t, fn, args, arity, inputs):
-    """(out, [local derivatives]) from the learner's op, its shape checked."""
-    got = t.call(fn, *args)
-    wanted = f"a pair (out, ({', '.join(f'd out/d {n}' for n in inputs)},))"
-    t.expect(type(got) in (tuple, list) and len(got) == 2, got, wanted)
-    out, grads = got
-    t.number(out, f"{wanted}, with out a number")
-    t.expect(type(grads) in (tuple, list) and len(grads) == arity, grads,
-             f"{arity} local derivative{'s' * (arity > 1)} in a tuple, one per input: "
-             f"({', '.join(f'd out/d {n}' for n in inputs)},)")
-    return float(out), t.numbers(grads, arity, "numbers as the local derivatives")
-
-
-def check_op(t, fn, inputs, cases, project, mistakes, forward_hint, slope_hint, kink=None):
+def check_op(t, fn, cases, project, mistakes, forward_hint, slope_hint, names='x', nodes=None, kink=None):
     """An op's check: forward value and each local derivative, against the engine's Value and
-    against central differences of the learner's own forward (skipped at a kink)."""
+    against central differences of the learner's own forward (skipped at a kink). names: the
+    arguments ('ab'; 'xn' for x ** n); nodes: those that are nodes, with a local derivative
+    (power's n is a constant); mistakes(*args): for each node, its (label, value, hint) slips."""
+    nodes = nodes or names
+    wanted = f"a pair (out, ({', '.join(f'd out/d {n}' for n in nodes)},))"
+
+    def result(args):  # (out, [local derivatives]), their form checked
+        got = t.call(fn, *args)
+        t.expect(type(got) in (tuple, list) and len(got) == 2, got, wanted)
+        t.number(got[0], f"{wanted}, with out a number")
+        t.expect(type(got[1]) in (tuple, list) and len(got[1]) == len(nodes), got[1],
+                 f"{len(nodes)} local derivative{'s' * (len(nodes) > 1)} in a tuple, one per input: "
+                 f"({', '.join(f'd out/d {n}' for n in nodes)},)")
+        return float(got[0]), t.numbers(got[1], len(nodes), "numbers as the local derivatives")
     for label, args, fixed in cases:
-        t.case(label, ', '.join(f"{n} = {fmt(a)}" for n, a in zip(inputs, args)), fixed)
-        out, grads = op_result(t, fn, args, len(inputs), inputs)
+        t.case(label, ', '.join(f"{n} = {fmt(a)}" for n, a in zip(names, args)), fixed)
+        out, grads = result(args)
         node = project(*args)
         t.compare('the forward value', out, node.data, hint=forward_hint)
-        for i, name in enumerate(inputs):
+        for i, name in enumerate(nodes):
             oracle = None
             if kink is None or abs(args[i] - kink) > 2 * fd_step(args[i]):  # no slope to measure at a kink
-                def forward(z, i=i):
-                    moved = list(args)
-                    moved[i] = z
-                    return op_result(t, fn, moved, len(inputs), inputs)[0]
-                oracle = ('central differences of your forward', central_difference(forward, args[i]))
+                fd = central_difference(lambda z: result(args[:i] + (z,) + args[i + 1:])[0], args[i])
+                oracle = ('central differences of your forward', fd)
             t.compare(f"d out/d {name}", grads[i], node._local_grads[i], hint=slope_hint,
                       mistakes=mistakes(*args)[i], oracle=oracle)
 
@@ -63,35 +61,28 @@ def check_mul(t, fn):
         swapped = "d(a * b)/da is b: each factor's slope is the OTHER factor's value (you have them swapped)"
         return [[('a', a, swapped), ('1', 1.0, "1 is the sum's slope; a product moves by h * b when a moves by h")],
                 [('b', b, swapped), ('1', 1.0, "1 is the sum's slope; a product moves by h * a when b moves by h")]]
-    check_op(t, fn, ('a', 'b'), cases_of([(3.0, -2.0), (0.0, 5.0), (1.5, 1.5), (-0.5, 4.0)],
-                                         lambda r: (r.uniform(-3, 3), r.uniform(-3, 3)), 101),
-             lambda a, b: Value(a) * Value(b), mistakes,
+    check_op(t, fn, cases_of([(3.0, -2.0), (0.0, 5.0), (1.5, 1.5), (-0.5, 4.0)],
+                             lambda r: (r.uniform(-3, 3), r.uniform(-3, 3)), 101),
+             lambda a, b: Value(a) * Value(b), mistakes, names='ab',
              forward_hint="The forward value of a * b is the product of the two numbers.",
              slope_hint="Nudge a by h: a * b moves by h * b. So d(a*b)/da = b and d(a*b)/db = a.")
 
 
 def check_power(t, fn):
     """x ** n has one input node, x: n is a constant, so there is one local derivative."""
-    def mistakes(x, n):
-        return [[('n x^n', n * x ** n, "The power drops by one: n * x ** (n - 1), not n * x ** n."),
-                 ('x^(n-1)', x ** (n - 1), "Keep the factor n in front: n * x ** (n - 1)."),
-                 ('x^n', x ** n, "That is the forward value again: the slope is n * x ** (n - 1).")]]
-    cases = cases_of([(3.0, 2), (2.0, -1), (4.0, -0.5), (-2.0, 3), (9.0, 0.5), (1.5, 0)],
-                     lambda r: (r.uniform(0.2, 3.0), r.choice([2, 3, -1, -0.5, 0.5, 1.5])), 102)
-    for label, (x, n), fixed in cases:
-        t.case(label, f"x = {fmt(x)}, n = {fmt(n)}", fixed)
-        out, (grad,) = op_result(t, fn, (x, n), 1, ('x',))
-        node = Value(x) ** n
-        t.compare('the forward value', out, node.data, hint="x ** n, with n a plain number.")
-        fd = central_difference(lambda z: op_result(t, fn, (z, n), 1, ('x',))[0], x)
-        t.compare('d out/d x', grad, node._local_grads[0], mistakes=mistakes(x, n)[0],
-                  hint="d(x^n)/dx = n * x^(n - 1): the exponent comes down in front and drops by one.",
-                  oracle=('central differences of your forward', fd))
+    check_op(t, fn, cases_of([(3.0, 2), (2.0, -1), (4.0, -0.5), (-2.0, 3), (9.0, 0.5), (1.5, 0)],
+                             lambda r: (r.uniform(0.2, 3.0), r.choice([2, 3, -1, -0.5, 0.5, 1.5])), 102),
+             lambda x, n: Value(x) ** n,
+             lambda x, n: [[('n x^n', n * x ** n, "The power drops by one: n * x ** (n - 1), not n * x ** n."),
+                            ('x^(n-1)', x ** (n - 1), "Keep the factor n in front: n * x ** (n - 1)."),
+                            ('x^n', x ** n, "That is the forward value again: the slope is n * x ** (n - 1).")]],
+             forward_hint="x ** n, with n a plain number.", names='xn', nodes='x',
+             slope_hint="d(x^n)/dx = n * x^(n - 1): the exponent comes down in front and drops by one.")
 
 
 def check_exp(t, fn):
-    cases = cases_of([(0.0,), (1.0,), (-2.0,), (3.5,)], lambda r: (r.uniform(-5, 5),), 103)
-    check_op(t, fn, ('x',), cases, lambda x: Value(x).exp(),
+    check_op(t, fn, cases_of([(0.0,), (1.0,), (-2.0,), (3.5,)], lambda r: (r.uniform(-5, 5),), 103),
+             lambda x: Value(x).exp(),
              lambda x: [[('1', 1.0, "d(e^x)/dx is e^x itself, not 1."),
                          ('x e^(x-1)', x * math.exp(x - 1), "e^x is not a power of x (the power rule "
                                                              "does not apply): its slope is e^x itself.")]],
@@ -100,8 +91,8 @@ def check_exp(t, fn):
 
 
 def check_log(t, fn):
-    cases = cases_of([(1.0,), (2.0,), (0.5,), (10.0,), (1e-3,)], lambda r: (r.uniform(0.05, 20),), 104)
-    check_op(t, fn, ('x',), cases, lambda x: Value(x).log(),
+    check_op(t, fn, cases_of([(1.0,), (2.0,), (0.5,), (10.0,), (1e-3,)], lambda r: (r.uniform(0.05, 20),), 104),
+             lambda x: Value(x).log(),
              lambda x: [[('1', 1.0, "A missing 1/x: d ln(x)/dx = 1/x, not 1."),
                          ('ln x', math.log(x), "That is the forward value again: d ln(x)/dx = 1/x."),
                          ('-1/x', -1.0 / x, "Mind the sign: d ln(x)/dx = +1/x, the log grows."),
@@ -111,8 +102,8 @@ def check_log(t, fn):
 
 
 def check_relu(t, fn):
-    cases = cases_of([(3.0,), (-2.0,), (0.0,), (1e-9,), (-1e-9,)], lambda r: (r.uniform(-3, 3),), 105)
-    check_op(t, fn, ('x',), cases, lambda x: Value(x).relu(),
+    check_op(t, fn, cases_of([(3.0,), (-2.0,), (0.0,), (1e-9,), (-1e-9,)], lambda r: (r.uniform(-3, 3),), 105),
+             lambda x: Value(x).relu(),
              lambda x: [[('1', 1.0, "The slope is 1 only where x > 0: a negative input gets slope 0, "
                                     "as relu stops it" + (", and at exactly 0 microgpt picks 0 too."
                                                           if x == 0 else ".")),
@@ -122,113 +113,52 @@ def check_relu(t, fn):
 
 
 # ---------------------------------------------------------------------------- graphs to test on
-def build(shape, data):
-    """A graph of Values from a recipe: (root, leaves, names). `shape` is a function of the
-    leaves' Values that returns the root and a dict naming the inner nodes."""
-    leaves = [Value(x) for x in data]
-    root, inner = shape(*leaves)
-    names = {id(leaf): name for leaf, name in zip(leaves, 'abcdefgh')}
-    names.update({id(node): name for name, node in inner.items()})
-    return root, leaves, names
-
-
-def _sum_product(a, b, c):
-    s = a + b
-    y = s * c
-    return y, {'a+b': s, '(a+b)*c': y}
-
-
-def _diamond(a):
-    aa = a * a
-    y = aa + a
-    return y, {'a*a': aa, 'a*a+a': y}
-
-
-def _shared(a, b):
-    e = a * b
-    f = e + a
-    g = f * e
-    return g, {'e=a*b': e, 'f=e+a': f, 'g=f*e': g}
-
-
-def _mixed(a, b, c):
-    ea = a.exp()
-    rb = b.relu()
-    s = ea + rb
-    ls = s.log()
-    y = ls * c - a / c
-    return y, {'exp(a)': ea, 'relu(b)': rb, 'exp(a)+relu(b)': s, 'log(...)': ls, 'y': y}
-
-
-def _two_uses(a, b, c):
-    ab, ac = a * b, a * c
-    y = ab + ac
-    return y, {'a*b': ab, 'a*c': ac, 'a*b+a*c': y}
-
-
+OPS = {'+': lambda x, y: x + y, '-': lambda x, y: x - y, '*': lambda x, y: x * y, '/': lambda x, y: x / y,
+       '**': lambda x, y: x ** y, 'exp': lambda x, _: x.exp(), 'log': lambda x, _: x.log(),
+       'relu': lambda x, _: x.relu()}
 CHAIN = 3000
 
 
-def _chain(a):
-    x = a
-    for _ in range(CHAIN):
-        x = x * 1.0001 + 0.001
-    return x, {}
+def build(recipe, data):
+    """A graph of Values: leaves a, b, c ... holding `data`, then one node per (op, i, j) of
+    the recipe, on earlier nodes i and j (or the number j). (root, leaves, {id: name})."""
+    nodes = [Value(x) for x in data]
+    names = {id(v): name for v, name in zip(nodes, 'abcdefgh')}
+    for k, (op, i, j) in enumerate(recipe):
+        x, y = nodes[i], nodes[j] if type(j) is int else j
+        said = [names[id(v)].split(' =')[0] if isinstance(v, Value) else f'{v:g}' for v in (x, y) if v is not None]
+        nodes.append(OPS[op](x, y))
+        names[id(nodes[-1])] = f"n{k + 1} = " + (f"{op}({said[0]})" if y is None else f" {op} ".join(said))
+    return nodes[-1], nodes[:len(data)], names
 
 
-def _leaf(a):
-    return a, {}
-
-
-def random_shape(rng):
-    """A random expression over 3 leaves: 4 to 9 ops, each on earlier nodes (so nodes are reused)."""
-    ops = [rng.choice(['+', '*', '*', 'exp', 'relu', '-', '**2']) for _ in range(rng.randint(4, 9))]
-
-    def shape(a, b, c):
-        nodes = [a, b, c]
-        named = {}
-        for k, op in enumerate(ops):
-            x, y = rng_pick(nodes, k, 0), rng_pick(nodes, k, 1)
-            if op == '+':
-                z = x + y
-            elif op == '*':
-                z = x * y
-            elif op == '-':
-                z = x - y
-            elif op == 'exp':
-                z = (x * 0.1).exp()  # small, so that nothing overflows
-            elif op == 'relu':
-                z = x.relu()
-            else:
-                z = x ** 2
-            nodes.append(z)
-            named[f'n{k + 1} ({op})'] = z
-        return nodes[-1], named
-
-    def rng_pick(nodes, k, which):
-        return nodes[picks[k][which] % len(nodes)]
-    picks = [(rng.randrange(100), rng.randrange(100)) for _ in ops]
-    return shape
+def random_recipe(rng):
+    """4 to 9 ops over 3 leaves, each on earlier nodes (so that nodes are reused)."""
+    ops = [rng.choice(['+', '*', '*', 'exp', 'relu', '-', '**']) for _ in range(rng.randint(4, 9))]
+    return [(op, rng.randrange(3 + k), 2.0 if op == '**' else None if op in ('exp', 'relu') else rng.randrange(3 + k))
+            for k, op in enumerate(ops)]
 
 
 def graph_cases(seed):
-    """(label, shape, data, fixed): the fixed graphs first, then random ones."""
+    """(label, recipe, data, fixed): the fixed graphs first, then random ones."""
     rng = random.Random(seed)
-    cases = [('a leaf alone', _leaf, [2.0], True),
-             ('(a + b) * c', _sum_product, [2.0, -3.0, 10.0], True),
-             ('a * a + a (a diamond)', _diamond, [3.0], True),
-             ('e = a*b, f = e + a, g = f * e', _shared, [1.5, -2.0], True),
-             ('a * b + a * c', _two_uses, [2.0, 3.0, -4.0], True),
-             ('log(exp(a) + relu(b)) * c - a / c', _mixed, [0.5, 1.5, 2.0], True),
-             (f'a chain of {CHAIN} steps (x * 1.0001 + 0.001)', _chain, [0.5], True)]
+    cases = [('a leaf alone', [], [2.0], True),
+             ('(a + b) * c', [('+', 0, 1), ('*', 3, 2)], [2.0, -3.0, 10.0], True),
+             ('a * a + a (a diamond)', [('*', 0, 0), ('+', 1, 0)], [3.0], True),
+             ('e = a*b, f = e + a, g = f * e', [('*', 0, 1), ('+', 2, 0), ('*', 3, 2)], [1.5, -2.0], True),
+             ('a * b + a * c', [('*', 0, 1), ('*', 0, 2), ('+', 3, 4)], [2.0, 3.0, -4.0], True),
+             ('log(exp(a) + relu(b)) * c - a / c', [('exp', 0, None), ('relu', 1, None), ('+', 3, 4),
+              ('log', 5, None), ('*', 6, 2), ('/', 0, 2), ('-', 7, 8)], [0.5, 1.5, 2.0], True),
+             (f'a chain of {CHAIN} steps (x * 1.0001 + 0.001)',
+              [op for k in range(CHAIN) for op in (('*', 2 * k, 1.0001), ('+', 2 * k + 1, 0.001))], [0.5], True)]
     while len(cases) < 11:
-        shape, data = random_shape(rng), [rng.uniform(-2, 2) for _ in range(3)]
+        recipe, data = random_recipe(rng), [rng.uniform(-2, 2) for _ in range(3)]
         try:  # keep the graphs whose every number stays modest (squares of squares grow fast)
-            ok = all(abs(n.data) < 1e6 for n in project_order(build(shape, data)[0]))
+            ok = all(abs(n.data) < 1e6 for n in project_order(build(recipe, data)[0]))
         except (OverflowError, ZeroDivisionError):
             ok = False
         if ok:
-            cases.append((f'random {len(cases) - 6}', shape, data, False))
+            cases.append((f'random {len(cases) - 6}', recipe, data, False))
     return cases
 
 
@@ -242,21 +172,19 @@ def node_name(node, names):
 
 # ---------------------------------------------------------------------------- exercise 6
 def check_topological_order(t, fn):
-    for label, shape, data, fixed in graph_cases(106):
+    for label, recipe, data, fixed in graph_cases(106):
         t.case(label, describe_graph(label, data), fixed)
-        root, leaves, names = build(shape, data)
+        root, leaves, names = build(recipe, data)
         got = t.call(fn, root)
         t.expect(type(got) in (list, tuple), got, "a list of the graph's nodes")
         want = project_order(root)
-        mine = {id(n): n for n in want}
+        mine = {id(n) for n in want}
         stray = next((x for x in got if id(x) not in mine), None)
         if stray is not None or any(x is None for x in got):
             t.fail_line(f"your order holds {'None' if stray is None else kind_of(stray)}, which is "
                         "not a node of this graph", hint="Collect the nodes themselves (root, its _children, "
                         "theirs ...), not their .data or new Values.")
-        counts = {}
-        for x in got:
-            counts[id(x)] = counts.get(id(x), 0) + 1
+        counts = Counter(id(x) for x in got)
         twice = next((x for x in got if counts[id(x)] > 1), None)
         if twice is not None:
             t.fail_line(f"the node {node_name(twice, names)} is in your order {counts[id(twice)]} times",
@@ -278,28 +206,23 @@ def check_topological_order(t, fn):
 
 
 # ---------------------------------------------------------------------------- exercise 7
-def project_backward(root, leaves, preset):
+def graph_with(recipe, data, preset):
+    """build(recipe, data), its leaves' .grad set to `preset` first."""
+    root, leaves, names = build(recipe, data)
     for leaf, g in zip(leaves, preset):
         leaf.grad = g
-    root.backward()
+    return root, leaves
 
 
 def variant_backward(root, kind):
     """The usual slips, run on a fresh graph: which one did the learner make?"""
     order = project_order(root)
-    if kind != 'no root grad':
-        root.grad = 1.0
-    if kind == 'reset first':
-        for node in order:
-            if node is not root:
-                node.grad = 0.0
-    walk = order if kind == 'forward order' else reversed(order)
-    for node in walk:
+    root.grad = root.grad if kind == 'no root grad' else 1.0
+    for node in order if kind == 'reset first' else ():
+        node.grad = node.grad if node is root else 0.0
+    for node in order if kind == 'forward order' else reversed(order):
         for child, local in zip(node._children, node._local_grads):
-            if kind == 'assigned':
-                child.grad = local * node.grad
-            else:
-                child.grad += local * node.grad
+            child.grad = local * node.grad + (0.0 if kind == 'assigned' else child.grad)
 
 
 BACKWARD_HINTS = {
@@ -315,28 +238,24 @@ BACKWARD_HINTS = {
 
 
 def check_backward(t, fn):
-    for label, shape, data, fixed in graph_cases(107):
+    for label, recipe, data, fixed in graph_cases(107):
         preset = [0.0] * len(data)
         if label.startswith('a * b + a * c'):  # gradients accumulate across calls
             preset = [0.5, 0.0, 0.0]
             label = 'a * b + a * c, with a.grad = 0.5 before'
         t.case(label, describe_graph(label, data) + (f"; leaves' .grad before: {preset}" if any(preset) else ''),
                fixed)
-        root, leaves, names = build(shape, data)
-        for leaf, g in zip(leaves, preset):
-            leaf.grad = g
+        root, leaves = graph_with(recipe, data, preset)
         got = t.call(fn, root)
         if got is not None:
             t.fail_line(f"your backward() returned {kind_of(got)}; it should return nothing and leave "
                         "the answers in the nodes' .grad")
-        expected_root, expected_leaves, _ = build(shape, data)
-        project_backward(expected_root, expected_leaves, preset)
+        expected_root, expected_leaves = graph_with(recipe, data, preset)
+        expected_root.backward()
         mine_nodes, want_nodes = project_order(root), project_order(expected_root)
         variants = {}
         for kind in BACKWARD_HINTS:
-            v_root, v_leaves, _ = build(shape, data)
-            for leaf, g in zip(v_leaves, preset):
-                leaf.grad = g
+            v_root, _ = graph_with(recipe, data, preset)
             try:
                 variant_backward(v_root, kind)
                 variants[kind] = [n.grad for n in project_order(v_root)]
@@ -352,7 +271,7 @@ def check_backward(t, fn):
                 def f(z, i=i):
                     moved = list(data)
                     moved[i] = z
-                    return build(shape, moved)[0].data
+                    return build(recipe, moved)[0].data
                 fd = preset[i] + central_difference(f, data[i])
                 t.compare(f"the gradient of {'abcdefgh'[i]}", leaf.grad, expected_leaves[i].grad,
                           oracle=('central differences of the expression', fd),

@@ -62,56 +62,34 @@ def weighted(outs, coeffs):
 
 
 def check_function(t, fn, args, names, read, project, out_hint, grad_hint='', out_mistakes=(),
-                   out_oracle=None, seed=0, exception_hint='', project_read=None):
+                   out_oracle=None, seed=0, exception_hint=''):
     """One case of a function of Values: its output against the project's (and an oracle), then,
     through L = sum_k c_k out_k, the gradient of every input against the project's and against
     central differences of the learner's own function."""
-    def learner_forward(data):
-        values = [tensor(a)[0] for a in data]
-        return read(t, t.call(fn, *values, hint=exception_hint, graph=False))  # its .data only
-
-    built = [tensor(a) for a in args]
+    built, p_built = [tensor(a) for a in args], [tensor(a) for a in args]
     outs = read(t, t.call(fn, *[b[0] for b in built], hint=exception_hint))
-    p_built = [tensor(a) for a in args]
-    p_outs = (project_read or read)(t, project(*[b[0] for b in p_built]))
-    got = [o.data for o in outs]
-    t.compare('the output', got, [o.data for o in p_outs], hint=out_hint,
-              mistakes=[(n, v, h) for n, v, h in out_mistakes], oracle=out_oracle)
+    p_outs = read(t, project(*[b[0] for b in p_built]))
+    t.compare('the output', [o.data for o in outs], [o.data for o in p_outs], hint=out_hint,
+              mistakes=out_mistakes, oracle=out_oracle)
     rng = random.Random(seed)
     coeffs = [1.0] if len(outs) == 1 else [round(rng.uniform(-1, 1), 2) for _ in outs]
     weighted(outs, coeffs).backward()
     weighted(p_outs, coeffs).backward()
     about = "" if len(outs) == 1 else f" of L = sum_k c_k * out_k, c = {fmt(coeffs)}"
+
+    def loss_at(i, j, z):  # L of the learner's function, with entry j of input i moved to z
+        fresh = [tensor(a) for a in args]
+        fresh[i][1][j].data = z
+        return sum(c * o.data for c, o in zip(coeffs, read(t, t.call(fn, *[f[0] for f in fresh], hint=exception_hint))))
     for i, name in enumerate(names):
-        leaves, p_leaves = built[i][1], p_built[i][1]
-        grads = [v.grad for v in leaves]
+        grads, p_leaves = [v.grad for v in built[i][1]], p_built[i][1]
         t.compare(f"the gradient of {name}{about}", grads, [v.grad for v in p_leaves],
                   hint=grad_hint or NO_GRAPH, mistakes=[('no graph', [0.0] * len(grads), NO_GRAPH)])
-        picks = sorted(rng.sample(range(len(leaves)), min(len(leaves), 12)))
-        flat_args = [tensor(a)[1] for a in args]
-        fd = []
-        for j in picks:
-            def loss_at(z, j=j):
-                data = [[v.data for v in leaf_list] for leaf_list in flat_args]
-                data[i][j] = z
-                return sum(c * o.data for c, o in zip(coeffs, learner_forward(
-                    [unflatten(args[k], data[k]) for k in range(len(args))])))
-            fd.append(central_difference(loss_at, flat_args[i][j].data))
+        picks = sorted(rng.sample(range(len(grads)), min(len(grads), 12)))
+        fd = [central_difference(lambda z: loss_at(i, j, z), p_leaves[j].data) for j in picks]
         t.compare(f"the gradient of {name}{about}, entries {picks}", [grads[j] for j in picks],
                   [p_leaves[j].grad for j in picks], hint=grad_hint or NO_GRAPH,
                   oracle=('central differences of your function', fd))
-    return outs
-
-
-def unflatten(shape_like, flat_data):
-    """flat floats back into the nesting of shape_like."""
-    it = iter(flat_data)
-
-    def rebuild(x):
-        if isinstance(x, (int, float)):
-            return next(it)
-        return [rebuild(y) for y in x]
-    return rebuild(shape_like)
 
 
 def vectors(rng, n, lo=-2.0, hi=2.0):
@@ -269,9 +247,7 @@ def check_attention_head(t, fn):
         else:
             oracle = ('the same three steps in floats, sums by math.fsum', right_out + right_w)
         mistakes = [(str(kw), sum(float_attention(q, keys, values, **kw), []), h) for kw, h in ATTENTION_SLIPS]
-        check_function(t, fn, [q, keys, values], ['q', 'keys', 'values'], read,
-                       lambda q_, k_, v_: sum(map(list, project(q_, k_, v_)), []),
-                       project_read=lambda t_, outs: outs,
+        check_function(t, fn, [q, keys, values], ['q', 'keys', 'values'], read, project,
                        out_hint="The three steps of the docstring: scaled scores, softmax, the weighted sum "
                                 "of the values per dimension.",
                        out_mistakes=mistakes, out_oracle=oracle, seed=k)
@@ -392,7 +368,7 @@ def check_gpt(t, fn):
             logits.append(got)
             p_logits.append(want)
         compare_model_gradients(t, rng, sd, model, logits, p_logits, config,
-                                lambda sd_: [read(t, t.call(fn, tok, pos, ks, vs, sd_, config, hint=GPT_HINT, graph=False))
+                                lambda sd_: [read(t, t.call(fn, tok, pos, ks, vs, sd_, config, hint=GPT_HINT))
                                              for ks, vs in [model.empty_cache()]
                                              for pos, tok in enumerate(tokens)], weights)
 
@@ -473,23 +449,26 @@ def check_name_loss(t, fn):
                   mistakes=[(s, slips[s], h) for s, h in LOSS_SLIPS.items()],
                   oracle=('the numpy port, NumpyGPT.loss', NumpyGPT(cfg, weights).loss(tokens), 1e-9))
         compare_model_gradients(t, rng, sd, model, [[got]], [[want]], cfg,
-                                lambda sd_: [[read_value(t, t.call(fn, tokens, sd_, cfg, graph=False))[0]]], weights, scalar=True)
+                                lambda sd_: [[read_value(t, t.call(fn, tokens, sd_, cfg))[0]]], weights, scalar=True)
 
 
 # ---------------------------------------------------------------------------- 15. adam_step
-def float_adam(data, grads_per_step, lr, b1, b2, eps, slip=None):
-    """Parameters after each step, in floats, with one of ADAM_SLIPS on request."""
-    m, v, p, after = [0.0] * len(data), [0.0] * len(data), list(data), []
-    for t, grads in enumerate(grads_per_step, start=1):
+def float_adam(data, grads_per_step, lrs, b1, b2, eps, wd=0.0, slip=None):
+    """(the parameters, m) after each step, in floats: Adam with decoupled weight decay wd, with
+    one of ADAM_SLIPS or checks_regularization's ADAMW_SLIPS on request."""
+    m, v, w, after = [0.0] * len(data), [0.0] * len(data), list(data), []
+    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
         for i, g in enumerate(grads):
+            g = g + wd * w[i] if slip == 'L2' else g  # the decay as a gradient: the moments see it
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
             bias1, bias2 = (1.0, 1.0) if slip == 'no bias correction' else (1 - b1 ** t, 1 - b2 ** t)
-            if slip == 'eps inside':
-                p[i] -= lr * (m[i] / bias1) / math.sqrt(v[i] / bias2 + eps)
-            else:
-                p[i] -= lr * (m[i] / bias1) / (math.sqrt(v[i] / bias2) + eps)
-        after.append(list(p))
+            root = math.sqrt(v[i] / bias2 + eps) if slip == 'eps inside' else math.sqrt(v[i] / bias2) + eps
+            s = lr * (m[i] / bias1) / root
+            shrunk = {'no lr': w[i] * (1 - wd), 'constant': w[i] - lr * wd, 'L2': w[i], 'no decay': w[i],
+                      'after': w[i]}.get(slip, w[i] * (1 - lr * wd))
+            w[i] = (shrunk - s) * (1 - lr * wd if slip == 'after' else 1.0)
+        after.append((list(w), list(m)))
     return after
 
 
@@ -498,6 +477,25 @@ ADAM_SLIPS = {
                           "(1 - beta2 ** t). Without it the first steps are the wrong size (m and v start at 0).",
     'eps inside': "eps goes outside the square root: m_hat / (sqrt(v_hat) + eps).",
 }
+
+
+def adam_steps(t, fn, data, grads, lrs, settings, wd=None, zero_hint=''):
+    """The learner's steps (fn: adam_step; adamw_step when wd is given) and optim.Adam's, side by
+    side on the same gradients: (step, g, lr, the learner's parameters, microgpt's, m, v, Adam)
+    after each step, the learner's gradients checked to be used up."""
+    b1, b2, eps = settings or (0.85, 0.99, 1e-8)
+    params, p_params = [Value(x) for x in data], [Value(x) for x in data]
+    m, v = [0.0] * len(data), [0.0] * len(data)
+    adam = optim.Adam(p_params, b1, b2, eps, weight_decay=wd or 0.0)
+    for step, (g, lr) in enumerate(zip(grads, lrs), start=1):
+        for p, q, gi in zip(params, p_params, g):
+            p.grad = q.grad = gi
+        t.call(fn, params, m, v, step, lr, *([] if wd is None else [wd]), *(settings or ()))
+        adam.step(lr)
+        if any(p.grad != 0 for p in params):
+            t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
+                        hint=zero_hint)
+        yield step, g, lr, [p.data for p in params], [p.data for p in p_params], m, v, adam
 
 
 def check_adam(t, fn):
@@ -515,31 +513,22 @@ def check_adam(t, fn):
         b1, b2, eps = settings or (0.85, 0.99, 1e-8)
         t.case(label, f"params {fmt(data)}, lr {lr}, beta1 {b1}, beta2 {b2}, eps {eps:g}; the gradient at "
                       f"each step: {fmt(grads)}", k < 3)
-        params, p_params = [Value(x) for x in data], [Value(x) for x in data]
-        m, v = [0.0] * len(data), [0.0] * len(data)
-        adam = optim.Adam(p_params, b1, b2, eps)
-        for step, g in enumerate(grads, start=1):
-            for p, q, gi in zip(params, p_params, g):
-                p.grad = q.grad = gi
-            extra = () if settings is None else (b1, b2, eps)
-            t.call(fn, params, m, v, step, lr, *extra)
-            adam.step(lr)
-            if any(p.grad != 0 for p in params):
-                t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
-                            hint="Set p.grad = 0.0 once it is used: the next backward() adds to it.")
-            got = [p.data for p in params]
-            want = [p.data for p in p_params]
+        lrs = [lr] * len(grads)
+        slips = {s: float_adam(data, grads, lrs, b1, b2, eps, slip=s) for s in ADAM_SLIPS}
+        slips['betas swapped'] = float_adam(data, grads, lrs, b2, b1, eps)
+        hints = dict(ADAM_SLIPS, **{'betas swapped': "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."})
+        if settings is not None:
+            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8)
+            hints['defaults'] = "Use the beta1, beta2 and eps passed in, not the default numbers."
+        for step, g, lr, got, want, m, v, adam in adam_steps(
+                t, fn, data, grads, lrs, settings, zero_hint="Set p.grad = 0.0 once it is used: the next backward() "
+                                                               "adds to it."):
             oracle = None
             if step == 1:  # the closed form of a fresh Adam's first step: lr * g / (|g| + eps)
                 oracle = ("Adam's first step, p - lr * g / (|g| + eps)",
                           [x - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], 1e-12)
-            mistakes = [(s, float_adam(data, grads[:step], lr, b1, b2, eps, s)[-1], h) for s, h in ADAM_SLIPS.items()]
-            mistakes.append(('betas swapped', float_adam(data, grads[:step], lr, b2, b1, eps)[-1],
-                             "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."))
-            if settings is not None:
-                mistakes.append(('defaults', float_adam(data, grads[:step], lr, 0.85, 0.99, 1e-8)[-1],
-                                 "Use the beta1, beta2 and eps passed in, not the default numbers."))
-            t.compare(f"the parameters after step {step}", got, want, oracle=oracle, mistakes=mistakes,
+            t.compare(f"the parameters after step {step}", got, want, oracle=oracle,
+                      mistakes=[(s, after[step - 1][0], hints[s]) for s, after in slips.items()],
                       hint="Follow the docstring's lines, in order, for every parameter.")
             t.compare(f"m after step {step}", list(m), adam.m, hint="Update m in place (m[i] = ...): the caller "
                       "keeps the same list for the next step.")

@@ -14,11 +14,9 @@ the decay after Adam's move, the 1/(1 - p) forgotten, ...) is computed too, and 
 Dropout's check imports numpy when it runs: weight decay's is checked by a Python without it.
 """
 
-import math
 import random
 
-from ... import optim
-from ...engine import Value
+from .checks_model import adam_steps, float_adam
 from .harness import fmt
 
 RANDOM_CASES = 3
@@ -26,27 +24,6 @@ ORACLE_CLOSE = 1e-12  # a closed form of a few float operations agrees to roundi
 
 
 # ---------------------------------------------------------------------------- 21. adamw_step
-def float_adamw(data, grads_per_step, lrs, wd, b1, b2, eps, slip=None):
-    """(the parameters, m) after each step, in floats, with one of ADAMW_SLIPS on request."""
-    m, v, w, after = [0.0] * len(data), [0.0] * len(data), list(data), []
-    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
-        for i, g in enumerate(grads):
-            if slip == 'L2':
-                g = g + wd * w[i]          # the decay as a gradient: the moments see it
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
-            s = lr * (m[i] / (1 - b1 ** t)) / (math.sqrt(v[i] / (1 - b2 ** t)) + eps)
-            if slip == 'after':
-                w[i] = (w[i] - s) * (1 - lr * wd)
-            elif slip in ('L2', 'no decay'):
-                w[i] -= s
-            else:
-                shrunk = {'no lr': w[i] * (1 - wd), 'constant': w[i] - lr * wd}.get(slip, w[i] * (1 - lr * wd))
-                w[i] = shrunk - s
-        after.append((list(w), list(m)))
-    return after
-
-
 ADAMW_SLIPS = {
     'no decay': "The weights must shrink too: each loses the fraction lr * weight_decay of itself, before "
                 "Adam's step (weight_decay 0 is plain Adam).",
@@ -83,26 +60,16 @@ def check_adamw(t, fn):
         rates = f"lr {lrs[0]} at every step" if len(set(lrs)) == 1 else f"lr {fmt(lrs)}, step by step"
         t.case(label, f"params {fmt(data)}, weight_decay {wd}, beta1 {b1}, beta2 {b2}, eps {eps:g}; {rates}; "
                       f"the gradient at each step: {fmt(grads)}", k < 5)
-        params, p_params = [Value(x) for x in data], [Value(x) for x in data]
-        m, v = [0.0] * len(data), [0.0] * len(data)
-        adamw = optim.Adam(p_params, b1, b2, eps, weight_decay=wd)
         plain_m = [0.0] * len(data)  # an Adam without decay's m on the same gradients: the oracle of m
         shrunk = list(data)          # w_0 * prod(1 - lr_t * wd): the oracle of a weight without gradient
-        slips = {s: float_adamw(data, grads, lrs, wd, b1, b2, eps, s) for s in ADAMW_SLIPS}
+        slips = {s: float_adam(data, grads, lrs, b1, b2, eps, wd, s) for s in ADAMW_SLIPS}
         if settings is not None:
-            slips['defaults'] = float_adamw(data, grads, lrs, wd, 0.85, 0.99, 1e-8)
+            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8, wd)
         hints = dict(ADAMW_SLIPS, defaults="Use the beta1, beta2 and eps passed in, and pass them on to your "
                                            "adam_step, not the default numbers.")
-        for step, (g, lr) in enumerate(zip(grads, lrs), start=1):
-            for p, q, gi in zip(params, p_params, g):
-                p.grad = q.grad = gi
-            extra = () if settings is None else (b1, b2, eps)
-            t.call(fn, params, m, v, step, lr, wd, *extra)
-            adamw.step(lr)
-            if any(p.grad != 0 for p in params):
-                t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
-                            hint="Your adam_step sets p.grad = 0.0 once it is used: call it, after the decay.")
-            got, want = [p.data for p in params], [p.data for p in p_params]
+        for step, g, lr, got, want, m, v, adamw in adam_steps(
+                t, fn, data, grads, lrs, settings, wd, zero_hint="Your adam_step sets p.grad = 0.0 once it is "
+                                                                  "used: call it, after the decay."):
             oracle = None
             if step == 1:  # a fresh AdamW's first step: w (1 - lr wd) - lr g / (|g| + eps)
                 oracle = ("AdamW's first step, w (1 - lr * wd) - lr * g / (|g| + eps)",

@@ -1,12 +1,12 @@
 """
-The checker's half that runs beside the learner's code, in the subprocess runner.py starts.
+The checker's half that runs beside the learner's code, in the subprocess checker.py starts.
 
 It loads the learner's files, calls their functions one case at a time under a time limit with
 their printing bounded, compares what comes back with the project's own answer and with an
 independent oracle, and turns whatever happens (a wrong number, an exception, an endless loop,
-a flood of prints, a string where a list was due) into a Report: one line, and for a wrong
-answer the case's inputs, the expected and the learner's values, their largest difference and a
-hint. Nothing the learner's code does ends in a traceback of the checker.
+a flood of prints, memory run out, a string where a list was due) into a Report: one line, and
+for a wrong answer the case's inputs, the expected and the learner's values, their largest
+difference and a hint. Nothing the learner's code does ends in a traceback of the checker.
 
 A check (checks_*.py) reads like a test:
     t.case('x = 0.5', 'x = 0.5')
@@ -25,9 +25,8 @@ import signal
 import sys
 import traceback
 
-from .transcript import Decoder, Opaque, Recorder
-
 CASE_SECONDS = 2.0     # one call of a learner's function, at most: a right answer takes milliseconds
+MEMORY_BYTES = 2 * 2 ** 30  # the address space of the learner's process (numpy and a check need ~0.5 GiB)
 OUTPUT_LIMIT = 100_000  # characters one call may print; more is a flood, and the call is stopped
 OUTPUT_SHOWN = 600     # characters of what a failed case printed, shown with its report
 CLOSE = 1e-9           # agreement with the project's own: |got - want| <= CLOSE * max(1, |want|)
@@ -53,7 +52,7 @@ class Report(Exception):
         self.status, self.line, self.details, self.hint = status, line, list(details), hint
 
 
-# ---------------------------------------------------------------------------- printing, bounded
+# ---------------------------------------------------------------------------- running the learner's code
 class Bounded(io.TextIOBase):
     """A stdout for the learner's code: keeps the first OUTPUT_SHOWN characters, counts the rest,
     and stops the call (OutputFlood) past OUTPUT_LIMIT."""
@@ -80,15 +79,14 @@ class Bounded(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def time_limit(seconds):
-    """TimeLimit raised in whatever runs after `seconds` of wall time (POSIX: SIGALRM). Where
-    there is no alarm, the runner's parent still stops the whole process (checker.py)."""
-    if not hasattr(signal, 'setitimer'):
-        yield
-        return
-
+def guarded(sink, seconds):
+    """Run the learner's code inside the `with`: its prints go to `sink` (a Bounded), and
+    TimeLimit is raised in it after `seconds` of wall time (SIGALRM). What it raised is put in
+    words by mistake()."""
     def on_alarm(signum, frame):
         raise TimeLimit()
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = sink
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -96,21 +94,28 @@ def time_limit(seconds):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-
-@contextlib.contextmanager
-def guarded(sink, seconds):
-    """Run the learner's code inside the `with`: its prints go to `sink` (a Bounded: OutputFlood
-    past OUTPUT_LIMIT), and TimeLimit stops it after `seconds`. What it raised is the caller's
-    to put in words (load, Check.call, trainer.Learner.call)."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = sink
-    try:
-        with time_limit(seconds):
-            yield
-    finally:
         sys.stdout, sys.stderr = saved
+
+
+def mistake(e, what, seconds, workspace):
+    """(line, hint) for what the learner's code raised while `what` ran ('your mul()')."""
+    if isinstance(e, TimeLimit):
+        return (f"{what} did not finish within {seconds:g} s (an endless loop?)",
+                "Look for a loop whose condition never changes, or one that walks a graph without "
+                "remembering the nodes it has seen.")
+    if isinstance(e, OutputFlood):
+        return (f"{what} printed more than {OUTPUT_LIMIT:,} characters, and was stopped",
+                "A print inside a loop: the check runs many cases, so remove it or print only while "
+                "you debug one case.")
+    if isinstance(e, MemoryError):
+        return (f"{what} took more than {MEMORY_BYTES >> 20} MiB of memory, the most a check allows",
+                "Look for a list that grows in a loop that never ends, or a copy made at every step.")
+    if isinstance(e, RecursionError):
+        return (f"{what} raised RecursionError{where_in(e, workspace)}",
+                "Python stops a function that calls itself about 1000 deep: keep your own stack in a "
+                "list and loop, instead of recursing.")
+    return f"{what} raised {exception_line(e)}{where_in(e, workspace)}", ''
+
 
 # ---------------------------------------------------------------------------- describing things
 _short = reprlib.Repr()
@@ -120,10 +125,7 @@ BUILTIN = (int, float, str, bytes, list, tuple, dict, set, bool, type(None), com
 
 def kind_of(obj):
     """'a str ('hello')', 'a list of 3 items', 'a Value (data=0.5)': what came back, without
-    calling any method the learner wrote (a repr of theirs could loop for ever). On a learner's
-    own object it reads .data: called inside the time limit (transcript.py) or on plain data."""
-    if type(obj) is Opaque:
-        return obj.kind
+    calling any method the learner wrote (a repr of theirs could loop for ever)."""
     name = type(obj).__name__
     article = 'an' if name[:1].lower() in 'aeiou' else 'a'
     if obj is None:
@@ -180,11 +182,50 @@ def exception_line(exc):
     return type(exc).__name__ + (f": {text}" if text else '')
 
 
-# ---------------------------------------------------------------------------- loading
-def clear_modules():
-    """Forget every learner module imported before (the runner checks many workspaces)."""
+# ---------------------------------------------------------------------------- loading and checking
+def use_workspace(workspace):
+    """Import the learner's files from `workspace`, and from no workspace checked before: it
+    goes last on sys.path, and their modules imported from another one are forgotten."""
     for name in [n for n in sys.modules if n[:2] == 'ex' and n[2:4].isdigit()]:
         del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if p != use_workspace.current] + [workspace]
+    use_workspace.current = workspace
+
+
+use_workspace.current = None
+
+
+def check_one(number, workspace, seconds, cache):
+    """The result of one exercise's check, as a dict (its dependencies checked quietly, once,
+    when it fails, so the report can say which of them does not pass either)."""
+    from . import catalog
+    if number in cache:
+        return cache[number]
+    e = catalog.get(number)
+    t = Check(e, workspace, seconds)
+    try:  # the check, from its rung's module (imported when first asked for: the numpy rung's needs numpy)
+        check = importlib.import_module(f'.checks_{e.rung}', __package__).CHECKS[number]
+        check(t, load(e, workspace, seconds))
+        result = {'status': 'pass', 'line': f"passed: {t.summary()}", 'cases': t.cases}
+    except Report as r:
+        result = {'status': r.status, 'line': r.line, 'details': r.details, 'hint': r.hint, 'cases': t.cases}
+    except Exception as exc:  # a bug of the checker's own: said in one line, the next one checked
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        result = {'status': 'error', 'cases': t.cases,
+                  'line': f"the checker itself failed ({exception_line(exc)}, {os.path.basename(where.filename)} "
+                          f"line {where.lineno}): a bug in microgpt, unless your code changes microgpt's or the "
+                          "checker's own objects"}
+        if isinstance(exc, ImportError) and (exc.name or '').split('.')[0] == 'numpy':  # cli.py asks first
+            result['line'] = ("not checked: its check needs numpy, which this Python lacks (not a fault in your "
+                              "code): run it with .venv/bin/python, or `pip install -e .` first")
+    if result['status'] == 'fail':
+        behind = [d for d in e.uses if check_one(d, workspace, seconds, cache)['status'] != 'pass']
+        if behind:
+            result['note'] = ("it calls your " + ', '.join(f"{catalog.get(d).function} (exercise {d})" for d in behind) +
+                              f", which do{'es' * (len(behind) == 1)} not pass yet: fix "
+                              f"{'that' if len(behind) == 1 else 'those'} first")
+    cache[number] = result
+    return result
 
 
 def load(exercise, workspace, seconds=CASE_SECONDS):
@@ -194,16 +235,15 @@ def load(exercise, workspace, seconds=CASE_SECONDS):
     try:
         with guarded(Bounded(), seconds * 5):
             module = importlib.import_module(exercise.stem)
-    except TimeLimit:
-        raise Report('fail', f"{exercise.filename} did not finish loading in {seconds * 5:g} s: "
-                             "is there an endless loop outside the function?") from None
-    except OutputFlood:
-        raise Report('fail', f"{exercise.filename} printed more than {OUTPUT_LIMIT:,} characters while "
-                             "loading: remove the print outside the function") from None
+    except KeyboardInterrupt:
+        raise
     except BaseException as e:  # noqa: B902: the learner's file may raise anything, SystemExit too
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        raise Report('fail', f"{exercise.filename} does not load: {exception_line(e)}{where_in(e, workspace)}") from None
+        line = (f"did not finish loading in {seconds * 5:g} s: is there an endless loop outside the function?"
+                if isinstance(e, TimeLimit) else
+                f"printed more than {OUTPUT_LIMIT:,} characters while loading: remove the print outside the "
+                "function" if isinstance(e, OutputFlood) else
+                f"does not load: {exception_line(e)}{where_in(e, workspace)}")
+        raise Report('fail', f"{exercise.filename} {line}") from None
     fn = getattr(module, exercise.function, None)
     if not callable(fn):
         raise Report('fail', f"{exercise.filename} has no function {exercise.function}(): keep the stub's "
@@ -216,9 +256,8 @@ class Check:
     """One exercise's check in progress: the current case, and the tools to call the learner's
     function and compare what it returns. The first failure raises a Report."""
 
-    def __init__(self, exercise, workspace, seconds=CASE_SECONDS, calls=None):
-        """calls: a list to record each call of the learner's function in (transcript.py), or None."""
-        self.exercise, self.workspace, self.seconds, self.calls = exercise, workspace, seconds, calls
+    def __init__(self, exercise, workspace, seconds=CASE_SECONDS):
+        self.exercise, self.workspace, self.seconds = exercise, workspace, seconds
         self.label, self.inputs = '', ''
         self.fixed = self.random = 0
         self.printed = ''
@@ -240,46 +279,29 @@ class Check:
         return f"{self.cases} cases ({self.fixed} fixed, then {self.random} random)"
 
     # ---- calling the learner
-    def call(self, fn, *args, name=None, hint='', graph=True):
+    def call(self, fn, *args, name=None, hint=''):
         """fn(*args) under the time limit, its prints kept aside; any failure is a Report (with
-        `hint` if it raised: what this case's exception usually means). What comes back is the
-        plain copy transcript.py writes down (inside the time limit, as every read of the
-        learner's objects is): the rest of the check works on numbers, never on their objects.
-        graph=False: only the numbers of the Values it returns are kept (finite differences)."""
+        `hint` if it raised: what this case's exception usually means)."""
         name = name or self.exercise.function
         sink = Bounded()
         try:
             with guarded(sink, self.seconds):
-                recorder = Recorder(args, graph, kind_of)
-                entry = recorder.entry(args, fn(*args))
-        except TimeLimit:
-            self.fail_line(f"your {name}() did not finish within {self.seconds:g} s (an endless loop?)",
-                           hint="Look for a loop whose condition never changes, or one that walks a "
-                                "graph without remembering the nodes it has seen.")
-        except OutputFlood:
-            self.fail_line(f"your {name}() printed more than {OUTPUT_LIMIT:,} characters, and was stopped",
-                           hint="A print inside a loop: the check runs many cases, so remove it or "
-                                "print only while you debug one case.")
-        except NotImplementedError as e:
+                return fn(*args)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: B902: SystemExit from the learner is a failure too
+            self.printed = sink.text()
             where = where_in(e, self.workspace)
-            if self.exercise.filename in where or not where:
+            if isinstance(e, NotImplementedError) and (self.exercise.filename in where or not where):
                 raise Report('todo', f"not written yet: {self.exercise.filename} still raises "
                                      "NotImplementedError") from None
-            self.fail_line(f"your {name}() calls an exercise not written yet{where}",
-                           hint="Write that exercise first: this one builds on it.")
-        except RecursionError as e:
-            self.fail_line(f"your {name}() raised RecursionError{where_in(e, self.workspace)}",
-                           hint="Python stops a function that calls itself about 1000 deep: keep "
-                                "your own stack in a list and loop, instead of recursing.")
-        except BaseException as e:  # noqa: B902: SystemExit from the learner is a failure too
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            self.fail_line(f"your {name}() raised {exception_line(e)}{where_in(e, self.workspace)}", hint=hint)
+            if isinstance(e, NotImplementedError):
+                self.fail_line(f"your {name}() calls an exercise not written yet{where}",
+                               hint="Write that exercise first: this one builds on it.")
+            line, usual = mistake(e, f"your {name}()", self.seconds, self.workspace)
+            self.fail_line(line, hint=usual or hint)
         finally:
             self.printed = sink.text()
-        if self.calls is not None:
-            self.calls.append(entry)
-        return Decoder(recorder.known, entry).apply(args)
 
     # ---- failing
     def where(self):
@@ -326,17 +348,14 @@ class Check:
         """got against the project's `want` (and an oracle's (name, value[, tol])): numbers,
         lists of them or arrays of the same shape. Fails with the hint of the first of
         `mistakes` (label, value, hint) that got matches, else with `hint`."""
-        difference = largest_difference(got, want)
-        if difference is None or difference > tol * max(1.0, magnitude(want)):
-            hint = next((h for _, value, h in mistakes if agrees(got, value, tol)), hint)
-            self.fail(what, want, got, difference, hint, oracle, source)
+        against = [(what, want, tol)]
         if oracle is not None:
-            name, value = oracle[:2]
-            oracle_tol = oracle[2] if len(oracle) > 2 else FD_CLOSE
+            against.append((f"{what} (against {oracle[0]})", oracle[1], oracle[2] if len(oracle) > 2 else FD_CLOSE))
+        for label, value, close in against:
             difference = largest_difference(got, value)
-            if difference is None or difference > oracle_tol * max(1.0, magnitude(value)):
+            if difference is None or difference > close * max(1.0, magnitude(value)):
                 hint = next((h for _, v, h in mistakes if agrees(got, v, tol)), hint)
-                self.fail(f"{what} (against {name})", want, got, difference, hint, oracle, source)
+                self.fail(label, want, got, difference, hint, oracle, source)
 
 
 def is_number(x):

@@ -20,11 +20,10 @@ import datetime
 import hashlib
 import json
 import os
-import tempfile
 
 from ...edge.checks import short
 from ...edge.errors import UserError
-from ...edge.files import mode_for, parse_json, read_user_file
+from ...edge.files import parse_json, probe_writable, read_user_file, write_atomic
 from . import catalog, report
 
 MANIFEST = '.microgpt-exercises.json'
@@ -142,16 +141,12 @@ class Workspace:
         self.manifest[key] = value
         try:
             write_manifest(self.path, self.manifest)
-        except OSError as e:
-            return f"({what} not saved in {shown(self.path)}: {e.strerror})"
+        except UserError as e:
+            return f"({what} not saved: {e})"
         return ''
 
-    # ---- reset
     def reset(self, number):
-        try:
-            write_text(self.file(number), catalog.stub_text(number))
-        except OSError as e:
-            raise UserError(f"cannot write {shown(self.file(number))} ({e.strerror}): it is as it was") from None
+        write_text(self.file(number), catalog.stub_text(number))  # a WriteError says the file is intact
 
 
 def read_manifest(path):
@@ -197,19 +192,8 @@ def check_files(path, missing_ok):
 
 
 def write_text(path, text):
-    """path's new content, whole or not at all: a temporary file beside it, then a rename; with
-    the permissions the file had, or a plain open() would give it (mkstemp's are the owner's only)."""
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='.part')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-        os.chmod(tmp, mode_for(path))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """path's new content, whole or not at all, with the permissions the file had (edge/files.py)."""
+    write_atomic(path, lambda f: f.write(text.encode('utf-8')))
 
 
 def write_manifest(path, manifest):
@@ -230,20 +214,13 @@ def start(path):
         missing = [e.filename for e in catalog.EXERCISES]
     try:
         os.makedirs(path, exist_ok=True)
-        probe_fd, probe = tempfile.mkstemp(dir=path, prefix='.tmp-', suffix='.probe')
-        os.close(probe_fd)
-        os.remove(probe)
+        probe_writable(os.path.join(path, MANIFEST))
     except OSError as e:
         raise UserError(f"cannot write in {shown(path)} ({e.strerror}): give a folder you can write to, "
                         f"e.g. {COMMAND} start ~/microgpt-exercises") from None
-    manifest = manifest or {'version': catalog.VERSION, 'results': {}}
-    try:
-        for e in catalog.EXERCISES:
-            if e.filename in missing:
-                write_text(os.path.join(path, e.filename), catalog.stub_text(e.number))
-        write_manifest(path, manifest)
-    except OSError as e:  # a disk that filled up meanwhile: what was written is whole, and kept
-        raise UserError(f"cannot write in {shown(path)} ({e.strerror}): free some space, then run "
-                        f"`{COMMAND} start {shown(path)}` again to add the rest") from None
+    for e in catalog.EXERCISES:  # a disk that fills up meanwhile: what was written is whole, and kept
+        if e.filename in missing:
+            write_text(os.path.join(path, e.filename), catalog.stub_text(e.number))
+    write_manifest(path, manifest or {'version': catalog.VERSION, 'results': {}})
     kept = [e.filename for e in catalog.EXERCISES if e.filename not in missing]
     return missing, kept
