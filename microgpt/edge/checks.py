@@ -133,11 +133,6 @@ def check_prompt(tokenizer, block_size, prompt):
 
 def check_sampling(temperature, top_k, vocab_size=None):
     """Temperature >= 0 (0 = greedy); top_k None (no cut) or 1..vocab_size."""
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-            and math.isfinite(temperature) and temperature >= 0):
-        raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and not Range(int, 1).holds(top_k):
-        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {short(top_k)}")
-    if top_k is not None and vocab_size is not None and top_k > vocab_size:
-        raise UserError(f"--top-k {top_k} is more than the model's {vocab_size} tokens: use "
-                        f"1..{vocab_size} (or leave it out to keep them all)")
+    Range(float, 0).check(temperature, '--temperature')
+    if top_k is not None:
+        Range(int, 1, vocab_size).check(top_k, '--top-k')

@@ -14,7 +14,7 @@ a trained model only with --force, the format named by the real target's extensi
 
 import os
 
-from ..edge.checkpoint import check_fits, read_checkpoint
+from ..edge.checkpoint import read_checkpoint
 from . import cli
 from .run import Output
 
@@ -33,7 +33,6 @@ def main(argv=None):
     with Output(args.target, fresh=True, force=args.force, what='target',
                 protected=[(args.source, 'the source checkpoint')]) as output:
         ckpt = read_checkpoint(args.source, training=True)
-        check_fits(args.target, ckpt.config)
         output.write(ckpt)
         if output.log is not None:
             output.log.trim(0)  # a replaced model's log told of another model

@@ -60,11 +60,10 @@ def parse_args(argv=None):
     g.add_argument('--num', type=Range(int, 0, limits.MAX_NAMES).parse,
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
                         f"(default {DEFAULT_NUM['lines']} names, {DEFAULT_NUM['text']} text)")
-    g.add_argument('--length', type=Range(int, 1, limits.MAX_LENGTH).parse, metavar='N',
-                   help=f"running-text models: tokens to generate after the prompt (characters, with the "
-                        "character tokenizer; a byte pair is about 2 of English), "
-                        f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
-                        "name at its end token")
+    g.add_argument('--length', type=Range(int, 1).parse, metavar='N',
+                   help="running-text models: tokens to generate after the prompt (characters, with the "
+                        f"character tokenizer; a byte pair is about 2 of English) (default {DEFAULT_LENGTH}); "
+                        "a names model stops each name at its end token")
     g.add_argument('--temperature', type=Range(float, 0, limits.MAX_TEMPERATURE).parse, default=TEMPERATURE,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character)")
