@@ -1,14 +1,11 @@
 """
 The checks at the edges: what a user hands in, verified before the core sees it.
 
-The core (engine, model, tokenizer, training, sampling) trusts its arguments, as micrograd and
-microgpt do: it would index a missing character, build a model of a trillion layers, or divide
-by a temperature of -1 without a word. Everything that comes from outside (flags, checkpoint
-fields, text typed in the lab, web requests) passes through one of these first, at the edge
-where it enters: microgpt/programs/train.py and sample.py, checkpoint.py's reader, the lab and its API.
-Each failure is a one-line UserError saying what is wrong and what to do. Below them, the
-predicates every reader of a saved value uses (a count in a range, a finite number) and the
-one way a message quotes what it was handed (`short`: a bounded piece of it).
+The core trusts its arguments, as micrograd and microgpt do: it would index a missing character
+or divide by a temperature of -1 without a word. Everything from outside (flags, checkpoint
+fields, text typed in the lab, web requests) passes through one of these first, where it enters;
+each failure is a one-line UserError. `Range` declares a number's range once for a flag, a web
+field and a saved value; `short` bounds what a message quotes of what it was handed.
 """
 
 import argparse

@@ -20,9 +20,8 @@ from .errors import UserError
 
 # ---------------------------------------------------------------------------- reading
 def open_user_file(path, what, hint):
-    """The file at `path` opened for reading bytes, at most limits.MAX_FILE_BYTES long; else a
-    one-line UserError naming it (`what`: 'checkpoint', 'data file'; hint: what to do if it is
-    missing)."""
+    """The file at `path` opened for reading bytes, or a one-line UserError naming it (what:
+    'checkpoint', 'data file'; hint: what to do if it is missing)."""
     try:
         f = open(path, 'rb')
     except FileNotFoundError:
@@ -62,9 +61,9 @@ def read_head(path, n):
 def describe_os_error(e):
     """What an OSError means, in words a user can act on."""
     reasons = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
-               errno.EROFS: "the folder is on a read-only file system",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.EISDIR: "it is a directory", errno.ENAMETOOLONG: "the file name is too long"}
+               errno.EROFS: "the folder is on a read-only file system", errno.EACCES: "permission denied",
+               errno.EPERM: "permission denied", errno.EISDIR: "it is a directory",
+               errno.ENAMETOOLONG: "the file name is too long"}
     return reasons.get(e.errno, e.strerror or str(e))
 
 
@@ -141,7 +140,7 @@ def probe_writable(path):
 
 def remove_stale_temporaries(path):
     """Delete the temporary files a killed save of `path` (or of its link's target) left, and
-    return their paths: regular files of our own name pattern in that folder only. Called while
+    return their paths: regular files of mkstemp's name pattern in that folder only. Called while
     holding the output's lock: a save in progress has a temporary file of the same pattern."""
     target = os.path.realpath(path)
     folder, prefix = os.path.dirname(target), _temp_prefix(target)
@@ -156,25 +155,22 @@ def remove_stale_temporaries(path):
 
 
 def make_folders(folder):
-    """os.makedirs(folder), returning the folders it made, so that a refused run can remove them."""
+    """os.makedirs(folder), returning the folders it made (a refused run removes them again)."""
     missing = []
     while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
-        missing.append(folder)
+        missing.insert(0, folder)
         folder = os.path.dirname(folder)
-    made = []
-    try:
-        for path in reversed(missing):
+    for made, path in enumerate(missing):
+        try:
             os.mkdir(path)
-            made.append(path)
-    except OSError:
-        remove_empty_folders(made)
-        raise
-    return made
+        except OSError:
+            remove_empty_folders(missing[:made])
+            raise
+    return missing
 
 
 def remove_empty_folders(made):
-    """Remove the folders make_folders made (its list), deepest first, as long as each is
-    empty: a refused or failed run leaves no folder of its own behind."""
+    """Remove the folders make_folders made, deepest first, as long as each is empty."""
     for path in reversed(made):
         try:
             os.rmdir(path)

@@ -1,13 +1,11 @@
 """
 What train.py, sample.py and the lab share as command-line programs.
 
-`run(main)` is the guard every entry point runs under: a UserError (bad flag, missing file,
-corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and no traceback;
-Ctrl-C exits with 130. `ArgumentParser` makes argparse's own errors
-one line too, and `parse_args_and_given` also says which flags the command line set (train.py
-fills the others from the run it resumes). A numeric flag's type is a checks.Range's `parse`,
-whose message says what is allowed. `import_optional` turns a missing optional library (numpy, PyTorch) into one
-line naming the command that brings it.
+`run(main)` is the guard every entry point runs under: a UserError is printed as one line,
+`error: ...`, with exit status 2 and no traceback; Ctrl-C exits with 130. `ArgumentParser` makes
+argparse's own errors one line too, and says which flags the command line set (train.py fills
+the others from the run it resumes). `import_optional` turns a missing optional library (numpy,
+PyTorch) into one line naming the command that brings it.
 """
 
 import argparse

@@ -373,12 +373,9 @@ def closing_samples(settings, built):
     same text (sample.model_for)."""
     if settings.num_samples == 0:
         return
-    trainer, text_mode = built.trainer, settings.data_mode == 'text'
-    block = trainer.config.block_size
-    positions = (sample.text_positions(1, TEXT_SAMPLE_LENGTH, block) if text_mode
-                 else settings.num_samples * block)  # what model_for weighs the engines by
-    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer, positions=positions)
-    if text_mode:
+    trainer = built.trainer
+    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer)
+    if settings.data_mode == 'text':
         print("sample:")
         sample.stream_text(model, length=TEXT_SAMPLE_LENGTH, seed=settings.seed)
         return
