@@ -15,7 +15,6 @@ the checkout; skipped (exit 0) when absent.
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 

@@ -8,7 +8,6 @@ Run: .venv/bin/python -m pytest -q tests/test_backprop_float32.py
 """
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -12,14 +12,12 @@ import json
 import math
 
 import numpy as np
-import pytest
 
 from microgpt import inference
 from microgpt.backprop import Trainer
 from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, read_checkpoint, write_checkpoint
 from microgpt.engine import Tape
 from microgpt.fused import vsum
-from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer

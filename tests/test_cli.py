@@ -1,14 +1,9 @@
 """
-End-to-end tests of the two programs, train.py and sample.py, on tiny models and a few steps.
-
-Most run in-process through cli.run(main, argv), the same guard the scripts run under, so that
-exit codes and the `error: ...` line are exactly what a user sees; a few run as real subprocesses
-to prove there is no traceback and to send a real Ctrl-C (SIGINT). The central promises checked:
-the log is what a hand-written training loop produces, loss for loss; an interrupted run resumed
-with --resume equals the uninterrupted run, loss for loss; a bad input is one line on stderr and
-a non-zero exit; and no failure (unwritable --out, divergence, Ctrl-C) damages a good checkpoint.
-
-Run: .venv/bin/python -m pytest -q tests/test_cli.py
+train.py and sample.py end to end, on tiny models and a few steps, in-process through
+cli.run(main, argv) (the guard the scripts run under: the exit status and `error: ...` line a
+user sees) and as real processes: the log is a hand-written loop's, loss for loss; a run cut by
+a real Ctrl-C and resumed is the uninterrupted run; a bad input is one line; and no failure
+(an unwritable --out, divergence) damages a good checkpoint.
 """
 
 import dataclasses
@@ -23,12 +18,10 @@ import time
 import pytest
 
 import microgpt.programs.run
-from microgpt.programs import sample
-from microgpt.programs import train
 from conftest import REPO_DIR, TINY_NAMES
-from microgpt.programs import cli
+from microgpt.programs import cli, sample, train
 from microgpt import load_checkpoint
-from microgpt.edge.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
@@ -97,12 +90,9 @@ def test_train_prints_its_config_logs_every_step_and_saves(tmp_path, names_file,
     assert [e['step'] for e in vals] == [10, 20, 30]
     assert all(set(e) == {'step', 'val_loss', 'train_loss', 'val_bpc', 'train_bpc'} for e in vals)
 
-    obj = json.loads(out.read_text(encoding='utf-8'))
-    assert (obj['format'], obj['version']) == ('microgpt', 1)
-    assert obj['config'] == {'vocab_size': 26, 'n_layer': 1, 'n_embd': 8, 'n_head': 2, 'block_size': 12}
-    assert obj['vocab'] == sorted(set(''.join(TINY_NAMES)))
-    assert obj['train_state']['step'] == 30 and obj['train_state']['adam']['t'] == 30
-    assert obj['train_state']['val_loss'] == vals[-1]['val_loss']
+    ckpt = read_checkpoint(str(out), training=True)
+    assert ckpt.vocab == tuple(sorted(set(''.join(TINY_NAMES)))) and ckpt.optimizer['t'] == 30
+    assert (ckpt.train_state.step, ckpt.train_state.val_loss) == (30, vals[-1]['val_loss'])
 
 
 def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, capsys):
@@ -146,7 +136,7 @@ def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, nam
 
 
 # ---------------------------------------------------------------------------- sample.py end to end
-def test_sample_same_seed_same_names(tiny_ckpt, capsys):
+def test_sample_same_seed_same_names_and_a_prompt(tiny_ckpt, capsys):
     args = ['--ckpt', tiny_ckpt, '--num', '6', '--seed', '7']
     code, first, err = run(sample.main, args, capsys)
     assert code == 0 and err == ''
@@ -155,13 +145,9 @@ def test_sample_same_seed_same_names(tiny_ckpt, capsys):
     assert all(set(n) <= set(''.join(TINY_NAMES)) and len(n) <= 11 for n in names)
     assert run(sample.main, args, capsys)[1] == first
     assert run(sample.main, ['--ckpt', tiny_ckpt, '--num', '6', '--seed', '8'], capsys)[1] != first
-
-
-def test_sample_with_a_prompt(tiny_ckpt, capsys):
-    code, out, _ = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '5', '--prompt', 'ja',
-                                     '--temperature', '1.5'], capsys)
-    assert code == 0
-    assert len(out.splitlines()) == 5 and all(n.startswith('ja') for n in out.splitlines())
+    code, out, _ = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '5', '--prompt', 'ja', '--temperature', '1.5'],
+                       capsys)
+    assert code == 0 and len(out.splitlines()) == 5 and all(n.startswith('ja') for n in out.splitlines())
     # the longest prompt that leaves room: 11 characters + BOS fill the 12-position block
     code, out, _ = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '2', '--prompt', 'abcdefghijk'], capsys)
     assert code == 0 and all(n.startswith('abcdefghijk') for n in out.splitlines())
@@ -171,34 +157,31 @@ def test_sample_with_a_prompt(tiny_ckpt, capsys):
     (['--prompt', 'jaZ'], "character 'Z' is not in the vocabulary"),
     (['--prompt', 'abcdefghijkl'], 'use at most 11 characters'),
     (['--top-k', '0'], '--top-k: 0 is out of range: give an integer from 1 to'),
+    (['--top-k', '27'], '--top-k is 27: give an integer from 1 to 26'),  # the model's 26 tokens
     (['--temperature', '-1'], '--temperature: -1 is out of range: give a number from 0 to 1000'),
-    (['--temperature', 'nan'], '--temperature'),
     (['--num', '-2'], '--num'),
-    (['--num', '1' + '0' * 20], '--num'),
-    (['--seed', '-1'], '--seed: -1 is out of range'),
     (['--engine', 'gpu'], '--engine'),
-], ids=['prompt-unknown-char', 'prompt-too-long', 'top-k-0', 'temperature-negative',
-        'temperature-nan', 'num-negative', 'num-absurd', 'seed-negative', 'engine-unknown'])
+], ids=['prompt-unknown-char', 'prompt-too-long', 'top-k-0', 'top-k-above-the-vocabulary', 'temperature-negative',
+        'num-negative', 'engine-unknown'])
 def test_sample_bad_input_is_a_one_line_error(tiny_ckpt, capsys, args, fragment):
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, *args], capsys)
     assert_one_line_error(code, err, fragment)
     assert out == ''
 
 
-def test_sample_missing_checkpoint_points_to_train_py(tmp_path, capsys):
-    code, _, err = run(sample.main, ['--ckpt', str(tmp_path / 'none.json')], capsys)
-    assert_one_line_error(code, err, 'does not exist: train one first with `python train.py --out')
-
-
-def test_sample_reads_the_tutorial_export_with_n_head(tmp_path, tiny_ckpt, capsys):
-    model = load_checkpoint(tiny_ckpt)
-    export = dict(model.weights(), _vocab=model.tokenizer.chars, _bos_id=model.tokenizer.bos,
-                  _vocab_size=model.tokenizer.vocab_size)
+def test_sample_and_init_read_the_tutorial_export_with_n_head(tmp_path, tiny_ckpt, names_file, capsys):
+    model = load_checkpoint(tiny_ckpt)  # n_head 2, which the export does not record
     path = tmp_path / 'tutorial.json'
-    path.write_text(json.dumps(export), encoding='utf-8')
+    path.write_text(json.dumps(dict(model.weights(), _vocab=model.tokenizer.chars, _bos_id=model.tokenizer.bos,
+                                    _vocab_size=model.tokenizer.vocab_size)), encoding='utf-8')
     expected = run(sample.main, ['--ckpt', tiny_ckpt, '--num', '5'], capsys)[1]
     code, out, _ = run(sample.main, ['--ckpt', str(path), '--num', '5', '--n-head', '2'], capsys)
     assert code == 0 and out == expected
+    out = tmp_path / 'model.json'
+    code, stdout, err = run(train.main, ['--init', str(path), '--n-head', '2', '--data', names_file, '--out', str(out),
+                                         '--steps', '2', '--no-shuffle', '--val-size', '6', *QUIET], capsys)
+    assert code == 0 and 'n_head=2' in stdout, err
+    assert losses(log_of(out))[0]['loss'] == doc_loss(model, doc_tokens(model.tokenizer, TINY_NAMES[0])).data
     # --n-head is only for the export: on a microgpt checkpoint it may not contradict the file
     code, _, err = run(sample.main, ['--ckpt', tiny_ckpt, '--n-head', '4'], capsys)
     assert_one_line_error(code, err, "--n-head 4 contradicts the checkpoint's n_head 2")
@@ -221,7 +204,7 @@ def test_sampling_a_diverged_model_is_a_one_line_error_on_either_engine(tmp_path
 def test_scripts_fail_with_one_line_and_no_traceback_as_processes(tmp_path):
     result = run_script('sample.py', ['--ckpt', 'missing.json'], tmp_path)
     assert result.returncode == 2 and result.stdout == ''
-    assert_one_line_error(result.returncode, result.stderr, 'missing.json does not exist')
+    assert_one_line_error(result.returncode, result.stderr, 'missing.json does not exist: train one first with')
 
     result = run_script('train.py', ['--data', 'missing.txt', '--out', 'o/m.json'], tmp_path)
     assert result.returncode == 2 and result.stdout == ''
@@ -232,42 +215,45 @@ def test_scripts_fail_with_one_line_and_no_traceback_as_processes(tmp_path):
     assert os.listdir(tmp_path) == []  # no log, no checkpoint, not even the --out folder it made
 
 
+def running(folder, args, lines):
+    """A train.py process started in `folder`, once its log folder/model.log.jsonl holds `lines`
+    lines (it runs on after that)."""
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log, deadline = folder / 'model.log.jsonl', time.monotonic() + POLL_TIMEOUT
+    while not (log.exists() and log.read_text().count('\n') >= lines):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"train.py did not log {lines} lines: {proc.communicate()}")
+        time.sleep(0.005)
+    return proc
+
+
 def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run(tmp_path, names_file, capsys):
-    args = ['--data', names_file, '--steps', str(SIGINT_STEPS), '--val-size', '6', '--save-every', '0',
-            *TINY, *QUIET]
-    out = tmp_path / 'cut' / 'model.json'
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args, '--out', str(out)],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log_file = tmp_path / 'cut' / 'model.log.jsonl'
-    deadline = time.monotonic() + POLL_TIMEOUT
+    """A real SIGINT to a train.py process mid-run, evaluations and saves on: the command it
+    prints resumes it, and the two runs' log and checkpoint are the uninterrupted run's."""
+    args = ['--data', names_file, '--steps', str(SIGINT_STEPS), '--val-size', '6', '--eval-every', '10',
+            '--save-every', '15', '--num-samples', '0', *TINY]
+    out = tmp_path / 'model.json'
+    proc = running(tmp_path, [*args, '--out', str(out)], 15)
     try:
-        while True:  # wait until at least 15 steps are logged, then press Ctrl-C
-            if log_file.exists() and log_file.read_text(encoding='utf-8').count('\n') >= 15:
-                break
-            assert proc.poll() is None, f"train.py ended before the interrupt: {proc.communicate()}"
-            assert time.monotonic() < deadline, "train.py logged nothing in time"
-            time.sleep(0.005)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=POLL_TIMEOUT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, (stdout, stderr)
-    assert 'Traceback' not in stderr
+        proc.kill()
+    assert proc.returncode == 130 and 'Traceback' not in stderr, stderr
     saved = read_checkpoint(str(out)).train_state.step
-    logged = losses(log_of(out))
-    assert 15 <= saved < SIGINT_STEPS, "the Ctrl-C came after the run had finished: machine too slow?"
-    assert logged[-1]['step'] == saved == len(logged)  # the checkpoint holds the last completed step
+    assert 10 <= saved < SIGINT_STEPS, "the Ctrl-C came after the run had finished: machine too slow?"
+    assert losses(log_of(out))[-1]['step'] == saved  # the checkpoint holds the last completed step
+    resume_line = stdout.splitlines()[-1].strip()
     assert f'interrupted after step {saved}; saved {out}' in stdout
-    assert f'python train.py --out {out} --resume' in stdout
-
-    code, _, _ = run(train.main, ['--out', str(out), '--resume', '--num-samples', '0'], capsys)
-    assert code == 0
+    assert resume_line == f'python train.py --out {out} --resume'
+    assert run(train.main, shlex.split(resume_line)[2:], capsys)[0] == 0  # the very command it printed
     whole = tmp_path / 'whole' / 'model.json'
     assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
-    assert log_of(out) == log_of(whole)  # loss for loss, lr for lr, and the final val loss
-    assert read_checkpoint(str(out)).weights == read_checkpoint(str(whole)).weights
+    assert log_of(out) == log_of(whole)  # loss for loss, lr for lr, every validation
+    a, b = json.loads(out.read_text()), json.loads(whole.read_text())
+    assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
 
 
 def interrupt_after(monkeypatch, calls, engine=ScalarTrainer):
@@ -285,49 +271,17 @@ def interrupt_after(monkeypatch, calls, engine=ScalarTrainer):
     monkeypatch.setattr(engine, 'step', step_then_ctrl_c)
 
 
-def test_ctrl_c_at_step_20_of_40_then_resume_equals_40_steps(tmp_path, names_file, capsys, monkeypatch):
-    """The same check at an exact step, in-process, with evaluations and periodic saves on."""
-    args = ['--data', names_file, '--steps', '40', '--val-size', '6', '--eval-every', '10',
-            '--save-every', '15', '--num-samples', '0', *TINY]
-    whole = tmp_path / 'whole.json'
-    assert run(train.main, [*args, '--out', str(whole)], capsys)[0] == 0
-
-    out = tmp_path / 'cut.json'
-    interrupt_after(monkeypatch, 20)
-    code, stdout, _ = run(train.main, [*args, '--out', str(out)], capsys)
-    monkeypatch.undo()
-    assert code == 130
-    assert read_checkpoint(str(out)).train_state.step == 20
-    assert [e['step'] for e in losses(log_of(out))] == list(range(1, 21))
-    resume_line = stdout.splitlines()[-1].strip()
-    assert resume_line == f'python train.py --out {out} --resume'
-
-    # run the very command it printed
-    code, stdout, _ = run(train.main, shlex.split(resume_line)[2:] + ['--num-samples', '0'], capsys)
-    assert code == 0 and 'start_step=20' in stdout
-    assert losses(log_of(out)) == losses(log_of(whole))
-    # --eval-every and --save-every are saved with the run, so the printed command needs neither:
-    # the resumed run evaluates at the same steps as the uninterrupted one
-    assert log_of(out) == log_of(whole)
-    a, b = json.loads(out.read_text()), json.loads(whole.read_text())
-    assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
-
-
 # ---------------------------------------------------------------------------- --out
-def test_unwritable_out_fails_before_training(tmp_path, names_file, capsys):
-    blocker = tmp_path / 'blocker'
-    blocker.write_text('a regular file, so nothing can be created under it')
-    out = blocker / 'model.json'
-    code, stdout, err = run(train.main, ['--data', names_file, '--out', str(out), *TINY], capsys)
-    assert_one_line_error(code, err, f'cannot write the checkpoint to {out}')
-    assert stdout == ''  # not even the config: nothing was started
-    assert os.listdir(tmp_path) == ['blocker']  # no log anywhere
-
-
-def test_out_that_is_a_directory_fails_before_training(tmp_path, names_file, capsys):
-    code, stdout, err = run(train.main, ['--data', names_file, '--out', str(tmp_path), *TINY], capsys)
-    assert_one_line_error(code, err, 'is a directory')
-    assert stdout == '' and os.listdir(tmp_path) == []
+@pytest.mark.parametrize('where, fragment', [('blocker/model.json', 'cannot write the checkpoint to'),
+                                             ('folder/', 'is a directory'), ('', '--out is empty')])
+def test_an_out_that_cannot_be_written_fails_before_training(tmp_path, names_file, capsys, monkeypatch, where,
+                                                             fragment):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'blocker').write_text('a regular file, so nothing can be created under it')
+    (tmp_path / 'folder').mkdir()
+    code, stdout, err = run(train.main, ['--data', names_file, '--out', where, *TINY], capsys)
+    assert_one_line_error(code, err, fragment)
+    assert stdout == '' and sorted(os.listdir(tmp_path)) == ['blocker', 'folder']  # no log, nothing started
 
 
 # ---------------------------------------------------------------------------- divergence
@@ -341,41 +295,35 @@ def good_ckpt_at_out(tmp_path, tiny_ckpt):
     return out, good
 
 
-def test_divergence_stops_with_an_error_and_keeps_the_good_checkpoint(good_ckpt_at_out, names_file, capsys):
+@pytest.mark.parametrize('extra, fragment', [
+    (['--steps', '20'], 'the loss became non-finite at step 2 (training diverged): lower --lr'),
+    (['--steps', '20', '--engine', 'numpy'], 'the loss became non-finite at step 2 (training diverged): lower --lr'),
+    (['--steps', '1', '--eval-every', '1'], 'the validation loss became non-finite after step 1'),
+], ids=['scalar', 'numpy', 'found-by-the-evaluation'])
+def test_divergence_stops_with_an_error_and_keeps_the_good_checkpoint(good_ckpt_at_out, names_file, capsys, extra,
+                                                                      fragment):
+    """A step whose own loss is finite may leave weights that are not: the evaluation finds it."""
     out, good = good_ckpt_at_out
-    code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
-                                    '--lr', '1e100', '--force', *TINY, *QUIET], capsys)
+    code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--lr', '1e100', '--force', '--val-size',
+                                    '6', *TINY, *QUIET, *extra], capsys)
     assert code == 1
-    assert_one_line_error(code, err, 'the loss became non-finite at step 2 (training diverged): lower --lr')
+    assert_one_line_error(code, err, fragment)
     assert out.read_bytes() == good
     assert [e['step'] for e in losses(log_of(out))] == [1]  # the last finite step is logged
 
 
-def test_divergence_found_by_the_final_evaluation_keeps_the_good_checkpoint(good_ckpt_at_out, names_file):
-    """One step with an absurd lr: the step's own loss is finite, the weights it leaves are not
-    usable. Run as a process, to see that no traceback escapes."""
-    out, good = good_ckpt_at_out
-    result = run_script('train.py', ['--data', names_file, '--out', str(out), '--steps', '1',
-                                     '--lr', '1e100', '--val-size', '6', '--force', *TINY, *QUIET], out.parent)
-    assert_one_line_error(result.returncode, result.stderr, 'diverged')
-    assert out.read_bytes() == good
-
-
 def test_a_diverged_run_never_leaves_an_unreadable_checkpoint(tmp_path, names_file, capsys):
-    """Saving every step, the file at --out is always a whole, valid checkpoint of the last
-    finite step; sampling from its huge weights is a one-line error too."""
+    """Saving every step, the file at --out is always a whole, valid checkpoint of the last finite step."""
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '20',
                                     '--lr', '1e100', '--save-every', '1', *TINY, *QUIET], capsys)
     assert_one_line_error(code, err, 'non-finite')
     assert read_checkpoint(str(out)).train_state.step == 1
     assert sorted(os.listdir(tmp_path)) == ['model.json', 'model.log.jsonl']  # no temporary files left
-    code, _, err = run(sample.main, ['--ckpt', str(out), '--num', '2'], capsys)
-    assert_one_line_error(code, err, 'not finite')
 
 
 # ---------------------------------------------------------------------------- --init
-def test_init_starts_from_the_checkpoint_weights_and_config(tmp_path, tiny_ckpt, names_file, capsys):
+def test_init_starts_from_the_checkpoint_weights_and_config_and_its_vocabulary(tmp_path, tiny_ckpt, names_file, capsys):
     out = tmp_path / 'model.json'
     code, stdout, _ = run(train.main, ['--init', tiny_ckpt, '--data', names_file, '--out', str(out),
                                        '--steps', '5', '--no-shuffle', '--val-size', '6', *QUIET], capsys)
@@ -387,38 +335,9 @@ def test_init_starts_from_the_checkpoint_weights_and_config(tmp_path, tiny_ckpt,
     assert log[0]['loss'] == first_loss and len(log) == 5
     ckpt = read_checkpoint(str(out), training=True)
     assert ckpt.train_state.step == 5 and ckpt.optimizer['t'] == 5  # a fresh optimizer, counted from 0
-
-
-def test_init_from_a_tutorial_export_takes_n_head(tmp_path, tiny_ckpt, names_file, capsys):
-    model = load_checkpoint(tiny_ckpt)  # n_head 2, which the export does not record
-    export = tmp_path / 'tutorial.json'
-    export.write_text(json.dumps(dict(model.weights(), _vocab=model.tokenizer.chars,
-                                      _bos_id=model.tokenizer.bos, _vocab_size=model.tokenizer.vocab_size)))
-    out = tmp_path / 'model.json'
-    code, stdout, err = run(train.main, ['--init', str(export), '--n-head', '2', '--data', names_file,
-                                         '--out', str(out), '--steps', '2', '--no-shuffle',
-                                         '--val-size', '6', *QUIET], capsys)
-    assert code == 0, err
-    assert 'n_head=2' in stdout
-    first_loss = doc_loss(model, doc_tokens(model.tokenizer, TINY_NAMES[0])).data
-    assert losses(log_of(out))[0]['loss'] == first_loss
-
-
-@pytest.mark.parametrize('extra, fragment', [
-    (['--n-embd', '16'], "--n-embd 16 contradicts the checkpoint's n_embd 8: drop the flag"),
-    (['--resume'], '--resume and --init cannot be combined'),
-], ids=['model-flag-contradicts', 'with-resume'])
-def test_init_conflicts(tmp_path, tiny_ckpt, names_file, capsys, extra, fragment):
-    code, _, err = run(train.main, ['--init', tiny_ckpt, '--data', names_file,
-                                    '--out', str(tmp_path / 'm.json'), *extra], capsys)
-    assert_one_line_error(code, err, fragment)
-
-
-def test_init_with_data_the_vocabulary_lacks(tmp_path, tiny_ckpt, capsys):
     data = tmp_path / 'names.txt'
     data.write_text('emma\nZoe\n', encoding='utf-8')
-    code, _, err = run(train.main, ['--init', tiny_ckpt, '--data', str(data),
-                                    '--out', str(tmp_path / 'm.json')], capsys)
+    code, _, err = run(train.main, ['--init', tiny_ckpt, '--data', str(data), '--out', str(tmp_path / 'm.json')], capsys)
     assert_one_line_error(code, err, "character 'Z' is not in the vocabulary")
 
 
@@ -434,37 +353,16 @@ def finished_run(tmp_path, tiny_ckpt):
 
 @pytest.mark.parametrize('extra, fragment', [
     (['--lr', '0.02'], '--lr 0.02 differs from the run being resumed (0.01): drop the flag'),
-    (['--seed', '1'], '--seed 1 differs from the run being resumed (42)'),
     (['--no-shuffle'], '--no-shuffle differs from the run being resumed (which shuffled)'),
-    (['--val-size', '7'], '--val-size 7 differs'),
     (['--data', 'other.txt', '--steps', '70'], 'data file other.txt does not exist'),
     (['--n-embd', '16', '--steps', '70'], "--n-embd 16 contradicts the checkpoint's n_embd 8"),
     ([], 'already trained for 60 steps: pass --steps greater than 60'),
-    (['--steps', '50'], 'already trained for 60 steps'),
-], ids=['lr', 'seed', 'shuffle', 'val-size', 'data', 'model-flag', 'no-more-steps', 'fewer-steps'])
+], ids=['lr', 'shuffle', 'data', 'model-flag', 'no-more-steps'])
 def test_resume_conflicts(finished_run, capsys, extra, fragment):
     before = finished_run.read_bytes()
     code, _, err = run(train.main, ['--out', str(finished_run), '--resume', *extra], capsys)
     assert_one_line_error(code, err, fragment)
     assert finished_run.read_bytes() == before
-
-
-def test_resume_extends_a_finished_run(finished_run, capsys):
-    code, stdout, _ = run(train.main, ['--out', str(finished_run), '--resume', '--steps', '64',
-                                       '--num-samples', '0'], capsys)
-    assert code == 0 and 'start_step=60' in stdout
-    assert read_checkpoint(str(finished_run)).train_state.step == 64
-
-
-def test_resume_refuses_changed_data(tmp_path, capsys):
-    data = tmp_path / 'names.txt'
-    data.write_text('\n'.join(TINY_NAMES[:10]), encoding='utf-8')
-    out = tmp_path / 'model.json'
-    args = ['--data', str(data), '--out', str(out), '--steps', '3', '--val-size', '0', *TINY, *QUIET]
-    assert run(train.main, args, capsys)[0] == 0
-    data.write_text('\n'.join(TINY_NAMES[:10] + ['maya']), encoding='utf-8')  # no new letter
-    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '6'], capsys)
-    assert_one_line_error(code, err, 'changed since')
 
 
 def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
@@ -480,63 +378,42 @@ def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
     lambda s: s.pop('run'),
     lambda s: s.pop('adam'),
     lambda s: s['adam'].update(m=s['adam']['m'][:-1]),
-    lambda s: s['adam'].update(v=None),
     lambda s: s.update(step='20'),
     lambda s: s['run'].pop('lr'),
+    lambda s: s['run'].update(lr='0.01'),
+    lambda s: s['run'].update(engine='gpu'),
     lambda s: s['adam']['v'].__setitem__(3, -1.0),
-    lambda s: s['adam']['m'].__setitem__(0, 'x'),
-], ids=['no-run', 'no-adam', 'adam-too-short', 'adam-v-null', 'step-string', 'run-no-lr',
-        'adam-v-negative', 'adam-m-string'])
+], ids=['no-run', 'no-adam', 'adam-too-short', 'step-string', 'run-no-lr', 'run-lr-string', 'run-engine-unknown',
+        'adam-v-negative'])
 def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, capsys, damage):
     obj = json.loads(finished_run.read_text(encoding='utf-8'))
     damage(obj['train_state'])
     finished_run.write_text(json.dumps(obj), encoding='utf-8')
+    before = finished_run.read_bytes()
     code, _, err = run(train.main, ['--out', str(finished_run), '--resume', '--steps', '70'], capsys)
     assert_one_line_error(code, err, 'training state')
+    assert finished_run.read_bytes() == before
 
 
 # ---------------------------------------------------------------------------- bad flags
 @pytest.mark.parametrize('args, fragment', [
-    (['--steps', '0'], '--steps: 0 is out of range: give an integer from 1 to'),
+    (['--steps', '0'], '--steps: 0 is out of range: give an integer of at least 1'),
     (['--lr', '0'], '--lr: 0 is out of range: give a number greater than 0'),
-    (['--lr', 'inf'], '--lr'),
-    (['--lr', 'nan'], '--lr'),
     (['--val-size', '-1'], '--val-size: -1 is not a fraction between 0 and 1 (exclusive) nor a count'),
     (['--n-embd', '10', '--n-head', '4'], 'n_embd (10) must be divisible by n_head (4)'),
     (['--val-size', '54'], '--val-size 54 leaves no training documents out of 54'),
-    (['--n-layer', '0'], '--n-layer'),
     (['--bogus'], 'unrecognized arguments: --bogus'),
+    (['--batch-size', '50'], '--batch-size 50 is larger than the 49 training names'),
     (['--tokenizer', 'bpe', '--vocab-size', '16385'], '--vocab-size: 16385 is out of range: give an integer from 257 to 16,384'),
     (['--tokenizer', 'bpe', '--vocab-size', '256'], '--vocab-size: 256 is out of range: give an integer from 257'),
     (['--tokenizer', 'wordpiece'], "--tokenizer: invalid choice: 'wordpiece' (choose from 'char', 'bpe')"),
-], ids=['steps-0', 'lr-0', 'lr-inf', 'lr-nan', 'val-size-negative', 'heads-do-not-divide',
-        'val-size-all', 'n-layer-0', 'unknown-flag', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes',
-        'tokenizer-unknown'])
+], ids=['steps-0', 'lr-0', 'val-size-negative', 'heads-do-not-divide', 'val-size-all',
+        'unknown-flag', 'batch-above-the-names', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes', 'tokenizer-unknown'])
 def test_train_bad_flags_are_one_line_errors(tmp_path, names_file, capsys, args, fragment):
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), *args], capsys)
     assert_one_line_error(code, err, fragment)
     assert code == 2 and os.listdir(tmp_path) == []  # a usage error, and neither checkpoint nor log
-
-
-@pytest.mark.parametrize('content, fragment', [
-    (b'', 'has no documents'),
-    (b'emma\nli\xffam\n', 'line 2 is not valid UTF-8'),
-], ids=['empty', 'non-utf8'])
-def test_train_bad_data_files_are_one_line_errors(tmp_path, capsys, content, fragment):
-    data = tmp_path / 'names.txt'
-    data.write_bytes(content)
-    code, _, err = run(train.main, ['--data', str(data), '--out', str(tmp_path / 'm.json')], capsys)
-    assert_one_line_error(code, err, fragment)
-
-
-def test_train_reads_a_crlf_file(tmp_path, capsys):
-    data = tmp_path / 'names.txt'
-    data.write_bytes(b'emma\r\nava\r\n\r\nmia\r\n')
-    code, stdout, _ = run(train.main, ['--data', str(data), '--out', str(tmp_path / 'm.json'),
-                                       '--steps', '2', '--val-size', '0', *TINY, *QUIET], capsys)
-    assert code == 0
-    assert "3 names, 3 train / 0 val, vocab 6 ('aeimv' + BOS)" in stdout  # no '\r' in the vocabulary
 
 
 def test_one_range_checks_a_flag_a_web_field_and_a_saved_value_alike():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from microgpt.backprop import layers
-from microgpt.backprop.dropout import Masks, draw, sites
+from microgpt.backprop.dropout import draw, sites
 from microgpt.backprop.model import loss_and_grads
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import load_docs, split_docs

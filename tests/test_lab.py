@@ -261,8 +261,8 @@ def test_a_partial_last_line_is_skipped(tmp_path):
 # ---------------------------------------------------------------------------- errors
 BAD_LOGS = {
     'not JSON': ('{"step": 1, "loss": 3.0}\nnonsense\n', 'line 2 is not valid JSON'),
-    'no step': ('{"loss": 3.0}\n', "no integer 'step'"),
-    'nan': ('{"step": 1, "loss": NaN}\n', 'non-finite number NaN'),
+    'no step': ('{"loss": 3.0}\n', "with an integer 'step'"),
+    'nan': ('{"step": 1, "loss": NaN}\n', 'loss is nan, not a finite number'),
     'no loss': ('{"step": 1, "acc": 0.5}\n', "neither 'loss' nor 'val_loss'"),
     'empty': ('', 'no training steps'),
     'checkpoint': ('{"format": "microgpt", "state_dict": {}}\n', 'is a checkpoint, not a training log: give the .log.jsonl file beside it'),

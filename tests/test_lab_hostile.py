@@ -14,15 +14,11 @@ README's Reliability section counts these cases; tests/test_readme.py checks its
 Run: .venv/bin/python -m pytest -q tests/test_lab_hostile.py
 """
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO_DIR
 from labserver import live_server, request, server_process
 from microgpt.lab import phases
 from microgpt.lab.__main__ import main as lab_main
@@ -85,22 +81,6 @@ def test_an_input_of_100000_characters_is_quoted_in_a_few(argv, words, tiny_ckpt
     """Each message once quoted the whole input: 100,000 characters on one line."""
     model_free = argv[0] in ('scaling', 'autograd')
     assert_one_line(*run_lab(argv + ([] if model_free else ['--ckpt', tiny_ckpt]), capsys)[::2], words)
-
-
-@pytest.mark.parametrize('runs_dir', [None, 'absolute'])
-def test_serving_from_a_deleted_folder_is_one_line(runs_dir, tiny_ckpt, names_file, tmp_path):
-    """Was a FileNotFoundError traceback: from the runs folder (out/lab-runs, found from the
-    current folder), or, with --runs-dir absolute, from each worker's warm-up, after which the
-    server went on serving with no process to compute in. (cli.run checks it, for every program.)"""
-    gone = tmp_path / 'gone'
-    gone.mkdir()
-    argv = [sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', tiny_ckpt, '--data', names_file,
-            '--port', '0'] + (['--runs-dir', str(tmp_path / 'runs')] if runs_dir else [])
-    env = dict(os.environ, PYTHONPATH=REPO_DIR)
-    done = subprocess.run(['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(gone), *argv],
-                          capture_output=True, text=True, timeout=60, env=env)
-    assert_one_line(done.returncode, done.stderr, 'the folder this was started in no longer exists')
-    assert done.stdout == ''
 
 
 def test_stopping_a_server_with_no_run_going_says_nothing_of_one(tiny_ckpt, names_file, tmp_path):

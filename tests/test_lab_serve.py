@@ -17,7 +17,6 @@ import socket
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from labserver import live_server, post, request, server_process, wait_for_run

@@ -2,18 +2,12 @@
 A run goes down the layers and comes back with little back and forth: train.py's main, traced.
 
 test_layout.py holds the imports to the layers' order (core < edge < arrays < programs < lab);
-this test holds the calls a real run makes to it. train.main runs in-process on a tiny fresh run
-and on its resumption, under sys.setprofile, and every call to a function or method of the
-project (not a comprehension, lambda or generator expression: their code names start with '<';
-a generator counted at its first entry, not at each resumption) is recorded as (the file of the
-nearest project frame that called it, its own file). Guaranteed, per run:
-  - at most 8 entries from programs/ (and the entry points) into edge/checkpoint.py, besides the
-    two that each file written takes (its record, Checkpoint.of, and write_checkpoint);
-  - at most 8 entries from programs/ into model.py (these runs evaluate and save once);
-  - no call from a layer into a layer above it (an engine handed down and called back, say).
-A made-up list of calls with one entry too many, and one with a call back up, fail the same checks.
-
-Run: .venv/bin/python -m pytest -q tests/test_layer_crossings.py
+this test holds a real run's calls to it. train.main runs a tiny fresh run and its resumption
+under sys.setprofile, recording each call to a function of the project (a generator at its first
+entry only) as (the file of the nearest project frame that called it, its own file). Per run: at
+most 8 entries from programs/ into edge/checkpoint.py (besides each file written's Checkpoint.of
+and write_checkpoint) and into model.py, and no call from a layer into one above it. Made-up
+calls with one entry too many, or one call back up, fail the same checks.
 """
 
 import collections

@@ -1,11 +1,7 @@
 """
-Checkpoints in safetensors (microgpt/edge/safetensors.py): written and read by the project's own
-standard-library code, checked against the `safetensors` library (the test extra) both ways,
-taken by every reader, converted to and from JSON bit for bit, and refused in one line when
-the file lies.
-
-The library is an oracle only: `pip install -e '.[test]'` brings it; the two tests that need
-it skip without it. Every hostile file below is a real file on disk, made by damaging a good one.
+Checkpoints in safetensors (microgpt/edge/safetensors.py), the project's own standard-library
+code: checked against the `safetensors` library both ways (an oracle only, the test extra),
+taken by every reader, converted to and from JSON bit for bit, one line when damaged.
 """
 
 import json
@@ -17,13 +13,9 @@ import numpy as np
 import pytest
 
 from microgpt import inference
-from microgpt.edge import checkpoint
 from microgpt.programs import convert, sample, train
-from microgpt.edge import safetensors as st
 from microgpt.edge.checkpoint import is_our_checkpoint, read_checkpoint
-from microgpt.edge.files import WriteError
 from microgpt.lab.__main__ import main as lab_main
-from microgpt.lab.api import Checkpoints, Lab
 from test_cli import assert_one_line_error, losses, run
 from test_run import train_args
 
@@ -43,14 +35,9 @@ def log_of(out):
 def trained(tmp_path_factory, names_file):
     """A 12-step run saved as .safetensors, and the same run saved as JSON."""
     folder = tmp_path_factory.mktemp('st')
-    paths = {}
-    for ext in ('.safetensors', '.json'):
-        paths[ext] = str(folder / f'model{ext}')
-        with pytest.raises(SystemExit) as e:
-            from microgpt.programs import cli
-            cli.run(train.main, train_args(names_file, paths[ext], '--steps', '12', '--engine', 'numpy',
-                                           '--batch-size', '2'))
-        assert e.value.code == 0
+    paths = {ext: str(folder / f'model{ext}') for ext in ('.safetensors', '.json')}
+    for path in paths.values():
+        assert train.main(train_args(names_file, path, '--steps', '12', '--engine', 'numpy', '--batch-size', '2')) == 0
     return paths
 
 
@@ -83,7 +70,7 @@ def test_it_resumes_exactly_and_converts_both_ways_bit_for_bit(trained, tmp_path
     assert (tmp_path / 'd.json').read_bytes() == (tmp_path / 'c.json').read_bytes()
 
 
-def test_every_reader_takes_it(trained, capsys):
+def test_every_reader_takes_it(trained, tmp_path, names_file, capsys):
     path = trained['.safetensors']
     for engine in ('scalar', 'numpy'):
         code, names_st, _ = run(sample.main, ['--ckpt', path, '--num', '5', '--engine', engine], capsys)
@@ -95,15 +82,8 @@ def test_every_reader_takes_it(trained, capsys):
     out_json = run(lab_main, ['overview', 'emma', '--ckpt', trained['.json']], capsys)[1]
     # the same printout but for the file's name (whose length may move where a long line wraps)
     assert code == 0 and out_st.replace('model.safetensors', 'model.json').split() == out_json.split()
-    web = Lab(Checkpoints(path), None)  # the web lab's API on the same file
-    assert web.sandbox('overview', {'ckpt': 'start', 'text': 'emma'}) == \
-        Lab(Checkpoints(trained['.json']), None).sandbox('overview', {'ckpt': 'start', 'text': 'emma'})
-
-
-def test_init_takes_it(trained, tmp_path, names_file, capsys):
-    code, stdout, _ = run(train.main, train_args(names_file, tmp_path / 'next.json', '--steps', '2',
-                                                 '--init', trained['.safetensors']), capsys)
-    assert code == 0 and f"init={trained['.safetensors']}" in stdout
+    code, stdout, _ = run(train.main, train_args(names_file, tmp_path / 'next.json', '--steps', '2', '--init', path), capsys)
+    assert code == 0 and f"init={path}" in stdout
 
 
 def test_the_safetensors_library_reads_ours(trained):
@@ -171,7 +151,7 @@ def test_we_read_the_bfloat16_the_safetensors_library_writes(trained, tmp_path):
         assert (np.array(matrix) == torch.from_numpy(ours[name]).to(torch.bfloat16).double().numpy()).all()
 
 
-# ---------------------------------------------------------------------------- hostile files
+# ---------------------------------------------------------------------------- damaged files
 def parts(path):
     raw = open(path, 'rb').read()
     n = struct.unpack('<Q', raw[:8])[0]
@@ -195,37 +175,22 @@ def bytes_of(f):
     return lambda path: f(open(path, 'rb').read())
 
 
-HOSTILE = {
-    'empty': (bytes_of(lambda raw: b''), "too short for a safetensors file"),
-    'truncated-length': (bytes_of(lambda raw: raw[:5]), "too short for a safetensors file"),
-    'header-past-the-file': (bytes_of(lambda raw: struct.pack('<Q', 10 ** 12) + raw[8:]), "header of 1,000,000,000,000 bytes"),
+DAMAGED = {
+    'empty': (bytes_of(lambda raw: b''), "is not a safetensors file, or is truncated"),
+    'header-past-the-file': (bytes_of(lambda raw: struct.pack('<Q', 10 ** 12) + raw[8:]), "is not a safetensors file"),
     'header-not-json': (bytes_of(lambda raw: raw[:8] + b'!' + raw[9:]), "the safetensors header is not valid JSON"),
-    'header-not-utf8': (bytes_of(lambda raw: raw[:8] + b'\xff' + raw[9:]), "header is not UTF-8"),
-    'header-a-list': (lambda p: pack([1, 2], b''), "not a JSON object"),
-    'metadata-not-strings': (edit_header(lambda h: h['__metadata__'].update(config={'n_layer': 1})),
-                             "metadata must map names to strings"),
     'no-metadata': (edit_header(lambda h: h.pop('__metadata__')), "no microgpt metadata"),
-    'unknown-dtype': (edit_header(lambda h: h['wte'].update(dtype='C64')), "dtype 'C64', which microgpt does not read"),
-    'shape-lies': (edit_header(lambda h: h['wte'].update(shape=[28, 16])), "but its offsets span"),
-    'offsets-past-end': (edit_header(lambda h: h['adam.v']['data_offsets'].__setitem__(1, 10 ** 9)),
-                         "but its offsets span"),
-    'overlap': (edit_header(lambda h: h['wpe'].update(data_offsets=h['wte']['data_offsets'], shape=h['wte']['shape'])),
-                "overlap"),
-    'negative-offset': (edit_header(lambda h: h['wte'].update(data_offsets=[-8, 0])), "two data offsets"),
-    'zero-dim': (edit_header(lambda h: h['wte'].update(shape=[0, 16])), "none of them 0"),
-    'truncated-data': (bytes_of(lambda raw: raw[:-100]), "it is truncated"),
-    'trailing-bytes': (bytes_of(lambda raw: raw + b'\0' * 8), "it is damaged"),
-    'adam-half': (lambda p: (lambda h, d: pack({k: v for k, v in h.items() if k != 'adam.v'},
-                                              d[:h['adam.v']['data_offsets'][0]]))(*parts(p)),
-                  "but not the rest of Adam's state"),  # adam.v is the last tensor: its bytes cut too
+    'unknown-dtype': (edit_header(lambda h: h['wte'].update(dtype='C64')), "lacks a dtype microgpt reads"),
+    'shape-lies': (edit_header(lambda h: h['wte'].update(shape=[28, 16])), "offsets do not span its shape"),
+    'truncated-data': (bytes_of(lambda raw: raw[:8 + struct.unpack('<Q', raw[:8])[0] + 100]), "is truncated in tensor"),
     'nan-weight': (lambda p: (lambda h, d: pack(h, struct.pack('<d', float('nan')) + d[8:]))(*parts(p)),
                    "wte holds nan, not a finite number"),  # wte is the first tensor
 }
 
 
-@pytest.mark.parametrize('name', sorted(HOSTILE))
-def test_a_lying_file_is_one_line_for_every_reader(trained, tmp_path, capsys, name):
-    damage, fragment = HOSTILE[name]
+@pytest.mark.parametrize('name', sorted(DAMAGED))
+def test_a_damaged_file_is_one_line_for_every_reader(trained, tmp_path, capsys, name):
+    damage, fragment = DAMAGED[name]
     path = tmp_path / 'bad.safetensors'
     path.write_bytes(damage(trained['.safetensors']))
     code, _, err = run(sample.main, ['--ckpt', str(path), '--num', '1'], capsys)
@@ -236,38 +201,6 @@ def test_a_lying_file_is_one_line_for_every_reader(trained, tmp_path, capsys, na
     code, _, err = run(train.main, ['--out', str(path), '--resume'], capsys)
     assert code == 2 and err.startswith('error: ') and err.count('\n') == 1
     assert path.read_bytes() == before
-
-
-def test_a_model_too_big_for_the_format_is_refused_before_it_is_built(tmp_path, names_file, capsys):
-    out = tmp_path / 'big.safetensors'
-    # 93.7M parameters: within limits.MAX_PARAMETERS, but 2.25 GB with Adam's moments
-    code, _, err = run(train.main, train_args(names_file, out, '--n-layer', '7', '--n-embd', '1056',
-                                              '--n-head', '4'), capsys)
-    assert_one_line_error(code, err, "more than the 2,048 MiB microgpt reads back")
-    assert code == 2 and os.listdir(tmp_path) == []
-
-
-def test_the_size_bound_holds(trained):
-    ckpt = read_checkpoint(trained['.safetensors'])
-    shapes = [(len(m), len(m[0])) for m in ckpt.weights.values()]
-    n = sum(a * b for a, b in shapes)
-    bound = st.file_bytes(3 * n, sum(a for a, _ in shapes) + 2, ckpt.config.vocab_size)
-    size = os.path.getsize(trained['.safetensors'])
-    assert size <= bound < 1.1 * size + 32768  # an upper bound, and not a wild one
-
-
-def test_a_failed_save_keeps_the_previous_file(trained, tmp_path, monkeypatch):
-    path = tmp_path / 'model.safetensors'
-    shutil.copy(trained['.safetensors'], path)
-    before = path.read_bytes()
-    ckpt = read_checkpoint(trained['.json'])
-
-    def disk_full(fd):
-        raise OSError(28, 'No space left on device')
-    monkeypatch.setattr(os, 'fsync', disk_full)
-    with pytest.raises(WriteError, match='the disk is full; the previous .* is intact'):
-        checkpoint.write_checkpoint(str(path), ckpt)
-    assert path.read_bytes() == before and os.listdir(tmp_path) == ['model.safetensors']
 
 
 @pytest.mark.parametrize('args,fragment', [

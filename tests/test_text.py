@@ -202,7 +202,7 @@ def test_bad_running_text_input_is_one_line_and_overwrites_nothing(prose_file, t
     short = tmp_path / 'short.txt'
     short.write_text('To be, or not to be', encoding='utf-8')
     binary = tmp_path / 'image.png'
-    binary.write_bytes(b'\x89PNG\r\n\x1a\n\0\0\0\rIHDR' + bytes(range(256)))
+    binary.write_bytes('UTF-16 text'.encode('utf-16-le'))  # valid UTF-8, but every other byte a NUL
     names = tmp_path / 'names.json'
     names_data = tmp_path / 'names.txt'
     names_data.write_text('emma\nolivia\nava\nmia\nliam\nnoah\n' * 3, encoding='utf-8')

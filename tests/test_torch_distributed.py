@@ -7,7 +7,6 @@ on the loopback interface), a port that was free a moment before, each launch bo
 LAUNCH_TIMEOUT. The one-process references run in this process (PyTorch is already loaded).
 """
 
-import json
 import os
 import signal
 import socket

@@ -1,14 +1,11 @@
 """
 The checks at the edges: what a user hands in, verified before the core sees it.
 
-The core (engine, model, tokenizer, training, sampling) trusts its arguments, as micrograd and
-microgpt do: it would index a missing character, build a model of a trillion layers, or divide
-by a temperature of -1 without a word. Everything that comes from outside (flags, checkpoint
-fields, text typed in the lab, web requests) passes through one of these first, at the edge
-where it enters: microgpt/programs/train.py and sample.py, checkpoint.py's reader, the lab and its API.
-Each failure is a one-line UserError saying what is wrong and what to do. Below them, the
-predicates every reader of a saved value uses (a count in a range, a finite number) and the
-one way a message quotes what it was handed (`short`: a bounded piece of it).
+The core trusts its arguments, as micrograd and microgpt do: it would index a missing character
+or divide by a temperature of -1 without a word. Everything from outside (flags, checkpoint
+fields, text typed in the lab, web requests) passes through one of these first, where it enters;
+each failure is a one-line UserError. `Range` declares a number's range once for a flag, a web
+field and a saved value; `short` bounds what a message quotes of what it was handed.
 """
 
 import argparse
@@ -133,11 +130,6 @@ def check_prompt(tokenizer, block_size, prompt):
 
 def check_sampling(temperature, top_k, vocab_size=None):
     """Temperature >= 0 (0 = greedy); top_k None (no cut) or 1..vocab_size."""
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-            and math.isfinite(temperature) and temperature >= 0):
-        raise UserError(f"--temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
-    if top_k is not None and not Range(int, 1).holds(top_k):
-        raise UserError(f"--top-k must be a positive integer (1 = greedy), got {short(top_k)}")
-    if top_k is not None and vocab_size is not None and top_k > vocab_size:
-        raise UserError(f"--top-k {top_k} is more than the model's {vocab_size} tokens: use "
-                        f"1..{vocab_size} (or leave it out to keep them all)")
+    Range(float, 0).check(temperature, '--temperature')
+    if top_k is not None:
+        Range(int, 1, vocab_size).check(top_k, '--top-k')

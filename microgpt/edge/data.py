@@ -4,7 +4,8 @@ The training data: a list of documents (here, names), and its train/validation s
 By default the documents are the first names of the US census lists that ship inside the
 `names` package (female and male), lowercased and deduplicated: 5,163 names over 26 letters,
 read from the installed package, nothing downloaded. `--data PATH` takes any UTF-8 text file
-instead, one document per line, normalized to NFC. train.py calls `load_docs` and then `split_docs`.
+instead, one document per line, normalized to NFC (running text reads it with `read_text`).
+train.py calls `load_docs` and then `split_docs`.
 """
 
 import hashlib
@@ -18,25 +19,27 @@ from .files import read_user_file
 NAMES_FILES = ('dist.female.first', 'dist.male.first')  # the census first-name lists
 
 
-def load_docs(path=None):
-    """The documents of `path` (one per line), or the bundled census first names if None.
-
-    The file is read as UTF-8 text: a byte-order mark at its start is dropped, a line may end
-    in LF, CRLF or CR alone, each line is stripped of surrounding spaces and blank lines are
-    skipped, and the text is normalized to NFC, so that an accented letter is one character
-    (one token) however the editor stored it. A control character (NUL, a tab, an escape
-    code) is refused with the line it is on: it would become a token no one can see.
-    """
-    if path is None:
-        return bundled_names()
-    raw = read_user_file(path, 'data file', "give --data a text file with one name per line", binary=True)
+def read_text(path, hint):
+    """The UTF-8 text of the file at `path`, a byte-order mark dropped, CRLF and CR line ends made
+    LF, normalized to NFC (an accented letter is one token however the editor stored it); a byte
+    that is not UTF-8 is one line naming its line."""
+    raw = read_user_file(path, 'data file', hint, binary=True)
     try:
         text = raw.decode('utf-8')
     except UnicodeDecodeError as e:
-        raise UserError(f"{path} line {_line_of(raw, e.start)} is not valid UTF-8: save the file as UTF-8") from None
-    text = unicodedata.normalize('NFC', text.removeprefix('\ufeff'))
+        line = raw[:e.start].replace(b'\r\n', b'\n').replace(b'\r', b'\n').count(b'\n') + 1
+        raise UserError(f"{path} line {line} is not valid UTF-8: save the file as UTF-8") from None
+    return unicodedata.normalize('NFC', text.removeprefix('\ufeff').replace('\r\n', '\n').replace('\r', '\n'))
+
+
+def load_docs(path=None):
+    """The documents of `path` (one per line, read_text's), or the bundled census first names if
+    None. Each line is stripped of surrounding spaces, blank lines are skipped, and a control
+    character (NUL, a tab, an escape code) is refused with its line: no one could see its token."""
+    if path is None:
+        return bundled_names()
     docs = []
-    for lineno, line in enumerate(text.replace('\r\n', '\n').replace('\r', '\n').split('\n'), start=1):
+    for lineno, line in enumerate(read_text(path, "give --data a text file with one name per line").split('\n'), 1):
         line = line.strip()
         bad = next((c for c in line if unicodedata.category(c) == 'Cc'), None)
         if bad is not None:
@@ -47,12 +50,6 @@ def load_docs(path=None):
     if not docs:
         raise UserError(f"{path} has no documents: it needs at least one non-blank line")
     return docs
-
-
-def _line_of(raw, offset):
-    """The line number of byte `offset`, counting LF, CRLF and CR line ends as load_docs does."""
-    head = raw[:offset].replace(b'\r\n', b'\n').replace(b'\r', b'\n')
-    return head.count(b'\n') + 1
 
 
 def bundled_names():

@@ -1,11 +1,8 @@
 """
-What can go wrong with what a user hands in, and how it is said.
-
-A bad flag, a missing data file, a corrupt checkpoint: each is raised as a `UserError` whose
-message says what is wrong and how to fix it, in one line. train.py, sample.py and the lab catch
-it at the top (microgpt.programs.cli.run), print `error: <message>` and exit with status 2, so nobody sees
-a traceback for a mistake that is not a bug. Anything else that escapes is a bug and keeps its
-traceback. This file imports nothing: every layer above the core may use it.
+What can go wrong with what a user hands in, and how it is said: a `UserError` whose message
+says what is wrong and how to fix it, in one line. The programs catch it at the top
+(programs/cli.run), print `error: <message>` and exit with status 2; anything else that escapes
+is a bug and keeps its traceback. This file imports nothing.
 """
 
 

@@ -1,10 +1,9 @@
 """
 Files: every file a user names is read here, and every file microgpt writes is written here.
 
-Reading takes only regular files (a device reads forever, a named pipe waits forever), at most
-limits.MAX_FILE_BYTES of them, and JSON through `parse_json`, which refuses what json.loads lets
-through or crashes on. Writing (`write_atomic`) replaces a file whole or not at all: a temporary
-file beside it, then a rename. Each problem is one UserError naming the file and what to do.
+Reading takes at most limits.MAX_FILE_BYTES of a file, and JSON through `parse_json`; each
+problem is one UserError naming the file. Writing (`write_atomic`) replaces a file whole or not
+at all: a temporary file beside it, then a rename.
 """
 
 import errno
@@ -21,57 +20,31 @@ from .errors import UserError
 
 # ---------------------------------------------------------------------------- reading
 def open_user_file(path, what, hint):
-    """The file at `path` opened for reading bytes, if it is a regular file; else a one-line
-    UserError naming it (`what`: 'checkpoint', 'data file'; hint: what to do if it is missing)."""
+    """The file at `path` opened for reading bytes, or a one-line UserError naming it (what:
+    'checkpoint', 'data file'; hint: what to do if it is missing)."""
     try:
-        mode = os.stat(path).st_mode  # before opening: opening a named pipe would block
-        if stat.S_ISDIR(mode):
-            raise UserError(f"{what} {path} is a directory: give the file itself")
-        if not stat.S_ISREG(mode):
-            raise UserError(f"{what} {path} is not a regular file (a device, pipe or socket): give a file")
         f = open(path, 'rb')
     except FileNotFoundError:
         raise UserError(f"{what} {path} does not exist: {hint}") from None
     except OSError as e:
         raise UserError(f"cannot read {what} {path}: {describe_os_error(e)}") from None
-    except ValueError:  # a NUL byte in the path
-        raise UserError(f"{what} path {path!r} contains a NUL character") from None
-    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # replaced by something else since the stat
+    if os.fstat(f.fileno()).st_size > limits.MAX_FILE_BYTES:
         f.close()
-        raise UserError(f"{what} {path} is not a regular file: give a file")
+        raise UserError(f"{what} {path} is larger than {limits.MAX_FILE_BYTES >> 20:,} MiB, the most "
+                        f"microgpt reads: is it really a {what}?")
     return f
 
 
 def read_user_file(path, what, hint, binary=False):
-    """The contents of a file the user named (text, or bytes if binary), at most
-    limits.MAX_FILE_BYTES, or a one-line UserError."""
+    """The contents of a file the user named (text, or bytes if binary), or a one-line UserError."""
     with open_user_file(path, what, hint) as f:
-        try:
-            data = read_at_most(f, limits.MAX_FILE_BYTES + 1)
-        except OSError as e:
-            raise UserError(f"cannot read {what} {path}: {describe_os_error(e)}") from None
-    if len(data) > limits.MAX_FILE_BYTES:
-        raise UserError(f"{what} {path} is larger than {limits.MAX_FILE_BYTES >> 20:,} MiB, the most "
-                        f"microgpt reads: is it really a {what}?")
+        data = f.read()
     if binary:
         return data
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as e:
         raise UserError(f"{what} {path} is not UTF-8 text (byte {e.start}): is it really a {what}?") from None
-
-
-def read_at_most(f, limit, chunk=1 << 24):
-    """Up to `limit` bytes of f, in chunks of 16 MiB: f.read(limit) would reserve all of `limit`
-    at once, and a file still growing could outrun its size from stat."""
-    parts, total = [], 0
-    while total < limit:
-        part = f.read(min(chunk, limit - total))
-        if not part:
-            break
-        parts.append(part)
-        total += len(part)
-    return b''.join(parts)
 
 
 def read_head(path, n):
@@ -88,51 +61,22 @@ def read_head(path, n):
 def describe_os_error(e):
     """What an OSError means, in words a user can act on."""
     reasons = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
-               errno.EROFS: "the folder is on a read-only file system",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
+               errno.EROFS: "the folder is on a read-only file system", errno.EACCES: "permission denied",
+               errno.EPERM: "permission denied", errno.EISDIR: "it is a directory",
                errno.ENAMETOOLONG: "the file name is too long"}
     return reasons.get(e.errno, e.strerror or str(e))
 
 
-# ---------------------------------------------------------------------------- JSON
-# A JSON string (its brackets do not count) or one bracket: the only tokens nesting depends on.
-_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
 def parse_json(text, where, hint="the file is damaged or not one of microgpt's"):
     """The value `text` holds, or a one-line UserError beginning with `where` (a file name,
-    perhaps with a line number). json.loads would end in RecursionError on deep nesting (checked
-    first, against limits.MAX_JSON_DEPTH) and ValueError on a 4,301-digit integer, and would
-    accept NaN and Infinity, which are not JSON: each is refused here."""
-    depth = nesting_depth(text)
-    if depth > limits.MAX_JSON_DEPTH:
-        raise UserError(f"{where} nests brackets {depth:,} deep; no microgpt file nests "
-                        f"more than {limits.MAX_JSON_DEPTH}: {hint}")
+    perhaps with a line number)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         at = f"line {e.lineno}, column {e.colno}" if '\n' in text.rstrip('\n') else f"column {e.colno}"
         raise UserError(f"{where} is not valid JSON ({at}): {hint}") from None
-    except ValueError as e:  # our NaN/Infinity refusal, or an integer of over 4,300 digits
-        raise UserError(f"{where}: {str(e).split(';')[0]}") from None
-
-
-def nesting_depth(text):
-    """The deepest nesting of [ and { in text, brackets inside strings not counted."""
-    depth = deepest = 0
-    for m in _STRING_OR_BRACKET.finditer(text):
-        c = m.group()
-        if c in '[{':
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in ']}':
-            depth -= 1
-    return deepest
-
-
-def _reject_constant(name):
-    raise ValueError(f"the non-finite number {name} appears in the file, and is not JSON")
+    except (ValueError, RecursionError):  # an integer of over 4,300 digits, or nesting past Python's stack
+        raise UserError(f"{where} is not JSON microgpt can read: {hint}") from None
 
 
 # ---------------------------------------------------------------------------- writing, whole or not at all
@@ -149,7 +93,7 @@ def write_atomic(path, write):
     target = os.path.realpath(path)
     folder, existed, tmp = os.path.dirname(target), os.path.exists(target), None
     try:
-        make_folders(folder)
+        os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix='.tmp', dir=folder)
         with os.fdopen(fd, 'wb') as f:
             os.fchmod(f.fileno(), mode_for(target))  # mkstemp makes 0600
@@ -196,52 +140,37 @@ def probe_writable(path):
 
 def remove_stale_temporaries(path):
     """Delete the temporary files a killed save of `path` (or of its link's target) left, and
-    return their paths: regular files of our own name pattern in that folder only. Called while
+    return their paths: regular files of mkstemp's name pattern in that folder only. Called while
     holding the output's lock: a save in progress has a temporary file of the same pattern."""
     target = os.path.realpath(path)
     folder, prefix = os.path.dirname(target), _temp_prefix(target)
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return []
     removed = []
-    for name in names:  # mkstemp's random part: 8 of lowercase letters, digits and '_'
-        if name.startswith(prefix) and re.fullmatch(r'[a-z0-9_]{8}\.tmp', name[len(prefix):]):
-            full = os.path.join(folder, name)
-            try:
-                if stat.S_ISREG(os.lstat(full).st_mode):  # never follow a link, never a folder
-                    os.remove(full)
-                    removed.append(full)
-            except FileNotFoundError:
-                pass
+    for name in sorted(os.listdir(folder)):  # mkstemp's random part: 8 of lowercase letters, digits and '_'
+        full = os.path.join(folder, name)
+        if name.startswith(prefix) and re.fullmatch(r'[a-z0-9_]{8}\.tmp', name[len(prefix):]) \
+                and stat.S_ISREG(os.lstat(full).st_mode):  # never a link, never a folder
+            os.remove(full)
+            removed.append(full)
     return removed
 
 
 def make_folders(folder):
-    """os.makedirs(folder, exist_ok=True) without its recursion (a path 1,000 folders deep
-    ended in RecursionError), returning the folders it made; on failure they are removed again."""
+    """os.makedirs(folder), returning the folders it made (a refused run removes them again)."""
     missing = []
     while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
-        missing.append(folder)
+        missing.insert(0, folder)
         folder = os.path.dirname(folder)
-    made = []
-    try:
-        for path in reversed(missing):
-            try:
-                os.mkdir(path)
-                made.append(path)
-            except FileExistsError:
-                if not os.path.isdir(path):
-                    raise
-    except OSError:
-        remove_empty_folders(made)
-        raise
-    return made
+    for made, path in enumerate(missing):
+        try:
+            os.mkdir(path)
+        except OSError:
+            remove_empty_folders(missing[:made])
+            raise
+    return missing
 
 
 def remove_empty_folders(made):
-    """Remove the folders make_folders made (its list), deepest first, as long as each is
-    empty: a refused or failed run leaves no folder of its own behind."""
+    """Remove the folders make_folders made, deepest first, as long as each is empty."""
     for path in reversed(made):
         try:
             os.rmdir(path)
@@ -263,11 +192,9 @@ def mode_for(target):
 def _fsync_folder(folder):
     try:
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # not every system can open a folder
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # not every system can open or sync a folder; the file itself is whole
         pass
-    finally:
-        os.close(fd)

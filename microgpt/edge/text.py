@@ -13,9 +13,8 @@ vocabulary but running text never contains it.
 import random
 import unicodedata
 
-from .data import _line_of
+from .data import read_text
 from .errors import UserError
-from .files import read_user_file
 from ..training import doc_losses
 
 DEFAULT_VAL_FRACTION = 0.1  # nanoGPT's split: the first 90% trains, the last 10% validates
@@ -23,25 +22,16 @@ DEFAULT_VAL_FRACTION = 0.1  # nanoGPT's split: the first 90% trains, the last 10
 
 # ---------------------------------------------------------------------------- reading
 def load_text(path):
-    """The whole file as one string, read as data.load_docs reads names: UTF-8, a byte-order
-    mark dropped, CRLF and CR line ends made LF, normalized to NFC (an accented letter is one
-    token however the editor stored it). A tab is text; NUL and other control characters are
-    refused with their line: NUL means a binary file, the others no one could see.
-    """
-    hint = "give --data a UTF-8 text file"
-    raw = read_user_file(path, 'data file', hint, binary=True)
-    if b'\0' in raw:  # text never holds NUL; images, archives and executables do
-        raise UserError(f"{path} looks like a binary file (it holds NUL bytes), not text: {hint}")
-    try:
-        text = raw.decode('utf-8')
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path} line {_line_of(raw, e.start)} is not valid UTF-8: save the file as UTF-8") from None
-    text = unicodedata.normalize('NFC', text.removeprefix('\ufeff').replace('\r\n', '\n').replace('\r', '\n'))
+    """The whole file as one string, read as names are (data.read_text). A tab is text; NUL and
+    other control characters are refused with their line: NUL means a binary file, the others no
+    one could see."""
+    text = read_text(path, "give --data a UTF-8 text file")
     bad = next((c for c in set(text) if unicodedata.category(c) == 'Cc' and c not in '\n\t'), None)
+    if bad == '\0':  # text never holds NUL; images, archives and executables do
+        raise UserError(f"{path} looks like a binary file (it holds NUL bytes), not text: give --data a UTF-8 text file")
     if bad is not None:
-        line = text[:text.index(bad)].count('\n') + 1
-        raise UserError(f"{path} line {line} holds the control character U+{ord(bad):04X}: remove it "
-                        "(running text is plain text)")
+        raise UserError(f"{path} line {text[:text.index(bad)].count(chr(10)) + 1} holds the control character "
+                        f"U+{ord(bad):04X}: remove it (running text is plain text)")
     return text
 
 

@@ -1,20 +1,16 @@
 """
 What train.py, sample.py and the lab share as command-line programs.
 
-`run(main)` is the guard every entry point runs under: a UserError (bad flag, missing file,
-corrupt checkpoint) is printed as one line, `error: ...`, with exit status 2 and no traceback;
-Ctrl-C exits with 130; a file-size limit (`ulimit -f`) makes a write fail with EFBIG, which the
-writer reports, instead of killing the program. `ArgumentParser` makes argparse's own errors
-one line too, and `parse_args_and_given` also says which flags the command line set (train.py
-fills the others from the run it resumes). A numeric flag's type is a checks.Range's `parse`,
-whose message says what is allowed. `import_optional` turns a missing optional library (numpy, PyTorch) into one
-line naming the command that brings it.
+`run(main)` is the guard every entry point runs under: a UserError is printed as one line,
+`error: ...`, with exit status 2 and no traceback; Ctrl-C exits with 130. `ArgumentParser` makes
+argparse's own errors one line too, and says which flags the command line set (train.py fills
+the others from the run it resumes). `import_optional` turns a missing optional library (numpy,
+PyTorch) into one line naming the command that brings it.
 """
 
 import argparse
 import importlib
 import importlib.metadata
-import math
 import os
 import re
 import signal
@@ -61,18 +57,11 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def run(main, argv=None):
     """Call main(argv) and turn expected failures into one-line messages and exit codes."""
-    if hasattr(signal, 'SIGXFSZ'):  # over `ulimit -f` the kernel would kill us: make the write fail
-        try:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        except ValueError:  # not the main thread: signal handlers cannot be changed there
-            pass
-    _end_on_stop_signals()
+    try:  # Ctrl-C raises KeyboardInterrupt again (the entry scripts quiet it while they import)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread (a test calling main): the caller's handler stays
+        pass
     try:
-        try:
-            os.getcwd()
-        except FileNotFoundError:  # every relative path would fail, deep inside, with a traceback
-            raise UserError("the folder this was started in no longer exists (it was deleted or moved): "
-                            "cd to an existing folder and run it again") from None
         status = main(argv)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -84,22 +73,6 @@ def run(main, argv=None):
         sys.stderr.close()
         status = 0
     sys.exit(status or 0)
-
-
-def _end_on_stop_signals():
-    """Until a run sets its own handlers (run.Run saves on them), SIGTERM and SIGHUP end the
-    program as Ctrl-C does: through its `with` blocks, so that a log made a moment ago and never
-    written is removed, and a lock is let go. Ctrl-C gets Python's handler back (the entry
-    scripts give it its default, a quiet end, while they import: there it would be a traceback)."""
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for name in ('SIGTERM', 'SIGHUP'):
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), stop)
-    except ValueError:  # not the main thread (a test calling main): the caller's handlers stay
-        pass
 
 
 # ---------------------------------------------------------------------------- optional parts
@@ -145,15 +118,15 @@ def program_name(script):
 
 
 # ---------------------------------------------------------------------------- argparse types
-def count_or_fraction(hi):
+def count_or_fraction():
     """An argparse type: a fraction strictly between 0 and 1 (written with a point: 0.1), kept
-    as a float, or a count from 0 to hi, kept as an int. --val-size 0.1 and --val-size 5000."""
-    fraction, count = Range(float, 0, 1, above=True, below=True), Range(int, 0, hi)
+    as a float, or a count of 0 or more, kept as an int. --val-size 0.1 and --val-size 5000."""
+    fraction, count = Range(float, 0, 1, above=True, below=True), Range(int, 0)
 
     def parse(text):
         try:
             return (fraction if any(c in text for c in '.eE') else count).parse(text)
         except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a count "
-                                             f"from 0 to {hi:,}: give e.g. 0.1 or 5000") from None
+            raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a "
+                                             "count of 0 or more: give e.g. 0.1 or 5000") from None
     return parse

@@ -4,17 +4,15 @@ Convert a checkpoint from one format to the other: JSON (readable) <-> safetenso
     python -m microgpt.convert out/model.json out/model.safetensors
     python -m microgpt.convert out/model.safetensors out/model.json
 
-It reads the one checkpoint record (edge/checkpoint.py), with everything in it: weights, config,
-vocabulary, data mode, Adam's state and the training state, so the converted file samples and
-resumes exactly where the original would (float64 both ways, bit for bit). Then it writes the
-record through the same output checks as train.py's --out (run.Output): the target locked
-against a run writing it, never a file that is not a microgpt checkpoint, never the source,
-a trained model only with --force, the format named by the real target's extension.
+It reads the whole checkpoint record (edge/checkpoint.py), Adam's state and the training state
+included, so the converted file samples and resumes exactly as the original would (bit for bit),
+and writes it through train.py's own output checks (run.Output): the lock, never the source nor a
+file that is not a checkpoint, a trained model only with --force.
 """
 
 import os
 
-from ..edge.checkpoint import check_fits, read_checkpoint
+from ..edge.checkpoint import read_checkpoint
 from . import cli
 from .run import Output
 
@@ -33,7 +31,6 @@ def main(argv=None):
     with Output(args.target, fresh=True, force=args.force, what='target',
                 protected=[(args.source, 'the source checkpoint')]) as output:
         ckpt = read_checkpoint(args.source, training=True)
-        check_fits(args.target, ckpt.config)
         output.write(ckpt)
         if output.log is not None:
             output.log.trim(0)  # a replaced model's log told of another model

@@ -8,7 +8,6 @@ run safe", says where each guarantee lives.
 """
 
 import collections
-import errno
 import math
 import os
 import shlex
@@ -130,14 +129,6 @@ def check_out(out, fresh, force, protected=(), what='--out'):
         raise UserError(f"{what} is empty: give a file name such as out/model.json")
     if out.endswith(os.sep) or os.path.isdir(out):
         raise UserError(f"{what} {out} is a directory: give a file name such as {os.path.join(out, 'model.json')}")
-    try:
-        os.stat(out)
-    except OSError as e:
-        if e.errno == errno.ELOOP:  # a link that leads back to itself: writing "through" it is impossible
-            raise UserError(f"{what} {out} is a symbolic link that loops back on itself: remove it, "
-                            f"or choose another {what}") from None
-    except ValueError:
-        raise UserError(f"{what} {out!r} contains a NUL character: choose another {what}") from None
     target = os.path.realpath(out)  # a symlink is written through to its target
     best = os.path.realpath(best_path_for(out))  # a run's best checkpoint, beside (what='--out' only)
     written = [(target, 'checkpoint'), (os.path.realpath(log_path_for(out)), 'log')]
@@ -146,13 +137,7 @@ def check_out(out, fresh, force, protected=(), what='--out'):
             if other is not None and os.path.exists(other) and os.path.exists(path) and os.path.samefile(path, other):
                 raise UserError(f"{what} {out} would overwrite {whose} {other} with the {kind}: "
                                 f"choose another {what}")
-    log = os.path.realpath(log_path_for(out))
-    if log == target or (os.path.exists(log) and os.path.exists(target) and os.path.samefile(log, target)):
-        raise UserError(f"the log path {log_path_for(out)} leads to the checkpoint {out} itself (a link?): "
-                        f"writing the log would destroy it; remove that link or choose another {what}")
     checkpoint_format(target, f"{what} {out}" + (f" (a link to {target})" if os.path.islink(out) else ""))
-    if os.path.isdir(log_path_for(out)):
-        raise UserError(f"the log path {log_path_for(out)} is a directory: move it away or choose another {what}")
     made = []
     try:
         made = make_folders(os.path.dirname(target))

@@ -7,17 +7,15 @@ Generate names, or running text, from a trained checkpoint.
     python sample.py --ckpt out/shakespeare.safetensors --length 500 --prompt "ROMEO:"   # running text
 
 main() reads as three stages: settle the flags, read the checkpoint (one record: config,
-vocabulary and data mode), generate with microgpt/sampling.py, names that end at BOS or text
-of any length through a window that jumps on when full. Either engine gives the same text for the same seed,
-so the engine is a matter of speed: the Value engine for a model as small as train.py's
-default (it is the lesson, and as fast there), the numpy port above. Each name or character is
-printed as soon as it is made, so Ctrl-C keeps what was already printed.
+vocabulary and data mode), generate with microgpt/sampling.py. Either engine gives the same text
+for the same seed: the Value engine for a model as small as train.py's default (it is the
+lesson, and as fast there), the numpy port above. Each name or character is printed as soon as
+it is made, so Ctrl-C keeps what was already printed.
 """
 
 import os
 import random
 import sys
-import time
 import unicodedata
 
 from ..edge import limits
@@ -37,7 +35,6 @@ TEXT_START = '\n'        # an empty prompt for running text starts after a newli
 # (4,192) the Value engine draws 20 names in about 0.1 s, as fast as anyone reads them; at the
 # names recipe's 4 x 64 (200,000) one name takes it seconds (bench/inference_speed.py).
 SCALAR_UP_TO = 20_000
-SLOW = 10.0              # seconds: a slower scalar run is announced, with how to go faster
 
 
 def parse_args(argv=None):
@@ -60,11 +57,10 @@ def parse_args(argv=None):
     g.add_argument('--num', type=Range(int, 0, limits.MAX_NAMES).parse,
                    help=f"how many names (or running-text samples), 0..{limits.MAX_NAMES:,} "
                         f"(default {DEFAULT_NUM['lines']} names, {DEFAULT_NUM['text']} text)")
-    g.add_argument('--length', type=Range(int, 1, limits.MAX_LENGTH).parse, metavar='N',
-                   help=f"running-text models: tokens to generate after the prompt (characters, with the "
-                        "character tokenizer; a byte pair is about 2 of English), "
-                        f"1..{limits.MAX_LENGTH:,} (default {DEFAULT_LENGTH}); a names model stops each "
-                        "name at its end token")
+    g.add_argument('--length', type=Range(int, 1).parse, metavar='N',
+                   help="running-text models: tokens to generate after the prompt (characters, with the "
+                        f"character tokenizer; a byte pair is about 2 of English) (default {DEFAULT_LENGTH}); "
+                        "a names model stops each name at its end token")
     g.add_argument('--temperature', type=Range(float, 0, limits.MAX_TEMPERATURE).parse, default=TEMPERATURE,
                    help=f"0..{limits.MAX_TEMPERATURE:g}; below 1 is safer and more typical, above 1 more "
                         "inventive, 0 = greedy (always the most likely character)")
@@ -86,11 +82,10 @@ def main(argv=None):
                         f"run behind {args.ckpt} has validated (not with --val-size 0)")
     ckpt = read_checkpoint(path, n_head=args.n_head)          # 2. read: the one record
     prompt = unicodedata.normalize('NFC', args.prompt)        # as train.py's data is
+    model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine)
     if ckpt.data_mode == 'text':                              # 3. generate
-        length, num = args.length or DEFAULT_LENGTH, DEFAULT_NUM['text'] if args.num is None else args.num
-        model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine,
-                          positions=num * text_positions(len(prompt) or 1, length, ckpt.config.block_size))
-        stream_text(model, prompt, num, length, args.temperature, args.top_k, args.seed)
+        num = DEFAULT_NUM['text'] if args.num is None else args.num
+        stream_text(model, prompt, num, args.length or DEFAULT_LENGTH, args.temperature, args.top_k, args.seed)
         return 0
     if args.length is not None:
         raise UserError("--length is for running-text models: a names model ends each name at its "
@@ -99,59 +94,34 @@ def main(argv=None):
     check_sampling(args.temperature, args.top_k, ckpt.config.vocab_size)
     check_prompt(ckpt.tokenizer, ckpt.config.block_size, prompt)
     num = DEFAULT_NUM['lines'] if args.num is None else args.num
-    model = model_for(ckpt.config, ckpt.weights, ckpt.tokenizer, args.engine, positions=num * ckpt.config.block_size)
-    names = iter_names(model, num=num, temperature=args.temperature, seed=args.seed, prompt=prompt, top_k=args.top_k)
     try:
-        for name in names:
+        for name in iter_names(model, num=num, temperature=args.temperature, seed=args.seed, prompt=prompt,
+                               top_k=args.top_k):
             print(name, flush=True)  # at once: Ctrl-C keeps every name already made
     except OVERFLOWS:  # the scalar engine's exp() overflowed, or the logits are inf or nan
         raise UserError(DIVERGED) from None
     return 0
 
 
-def text_positions(prompt_length, length, block_size):
-    """About how many gpt() calls the Value engine makes for `length` tokens after a prompt: one
-    a token while the window grows; once full, a whole window for every block_size // 2 + 1
-    tokens (sampling.generate's window keeps its last half when it jumps, and is fed again)."""
-    total = prompt_length + length
-    return min(total, block_size) + max(0, total - block_size) * block_size // (block_size // 2 + 1)
-
-
-def model_for(config, weights, tokenizer, engine=None, positions=0):
+def model_for(config, weights, tokenizer, engine=None):
     """The model to sample from: the engine asked for, else the fastest that gives the same
-    text (the numpy port above SCALAR_UP_TO parameters, where numpy is installed). Where only
-    the Value engine can run a large model, say first how long it will take and how to go faster.
-    positions: about how many gpt() calls the sampling will make (for that estimate)."""
-    n_params = limits.parameter_count(config)
-    faster = "drop --engine scalar"
+    text (the numpy port above SCALAR_UP_TO parameters, where numpy is installed)."""
+    n_params, faster = limits.parameter_count(config), "drop --engine scalar"
     if engine is None:
         try:
-            from microgpt import inference  # noqa: F401  (needs numpy)
+            import numpy  # noqa: F401  (the port needs it)
             engine = 'numpy' if n_params > SCALAR_UP_TO else 'scalar'
         except ImportError:
             engine, faster = 'scalar', "install numpy (pip install numpy)"
-    if engine == 'numpy':
-        inference = cli.import_optional('microgpt.inference', "--engine numpy")
-        from microgpt.backprop.threads import for_generation
-        for_generation()  # one position's products: more BLAS threads only wait, on a busy core too
-        return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
-    model = GPT.from_weights(config, weights, tokenizer)
-    if n_params > SCALAR_UP_TO and positions:
-        _announce(model, positions, faster)
-    return model
-
-
-def _announce(model, positions, faster):
-    """Time one gpt() call and, when `positions` of them would take over SLOW seconds, say so on
-    stderr with the way to go faster."""
-    keys, values = model.empty_cache()
-    t0 = time.perf_counter()
-    model.gpt(0, 0, keys, values)
-    seconds = (time.perf_counter() - t0) * positions
-    if seconds > SLOW:
-        print(f"note: the scalar engine will take about {max(1, round(seconds / 60))} min here ({positions:,} "
-              f"positions of a {limits.parameter_count(model.config):,}-parameter model); the numpy port "
-              f"gives the same text in seconds: {faster}", file=sys.stderr, flush=True)
+    if engine == 'scalar':
+        if n_params > SCALAR_UP_TO:  # a learner waiting minutes should know why, and the way out
+            print(f"note: the Value engine is slow on {n_params:,} parameters; the numpy port gives "
+                  f"the same text in seconds: {faster}", file=sys.stderr, flush=True)
+        return GPT.from_weights(config, weights, tokenizer)
+    inference = cli.import_optional('microgpt.inference', "--engine numpy")
+    from microgpt.backprop.threads import for_generation
+    for_generation()  # one position's products: more BLAS threads only wait, on a busy core too
+    return inference.NumpyGPT(config, weights, tokenizer=tokenizer)
 
 
 def text_prompt_ids(tokenizer, prompt):

@@ -9,7 +9,6 @@ the run's unless given (how it is computed and saved), the checkpoint's (the mod
 --resume and --init). Nothing writes to the parsed flags, and nothing changes the record.
 """
 
-import argparse
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from . import cli, original
 
 ENGINES = ('scalar', 'numpy', 'torch')
 BPE_VOCAB_SIZE = 512  # --tokenizer bpe's default: 255 merges, about 2 characters a token on English text
+BPE_VOCAB_MOST = 16_384  # each merge scans every pair's count: 4,096 tokens of tiny Shakespeare take
+                         # 392 s to learn, 256 take 3.4 s (bench/bpe_speed.py); GPT-2 has 50,257
 CORE_ENGINES = ENGINES[:2]  # those that need no PyTorch: sample.py's, and the lab's
 DTYPES = ('float64', 'float32', 'bfloat16')
 ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32'), 'torch': DTYPES}
@@ -41,7 +42,7 @@ class Kind:
         self.parse, self.holds, self.what, self.choices = parse, holds, what, choices
 
 
-def ints(lo, hi):
+def ints(lo, hi=None):
     return Range(int, lo, hi)
 
 
@@ -52,7 +53,7 @@ def one_of(choices):
 POSITIVE = Range(float, 0, above=True)
 SWITCH = Kind(None, lambda v: isinstance(v, bool), "true or false")
 PATH = Kind(None, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, "a file name or null")
-VAL_SIZE = Kind(cli.count_or_fraction(limits.MAX_FILE_BYTES),
+VAL_SIZE = Kind(cli.count_or_fraction(),
                 lambda v: v is None or Range(int, 0).holds(v) or isinstance(v, float) and 0 < v < 1,
                 "a count, a fraction or null")
 
@@ -92,15 +93,14 @@ class Settings:
                            "says how many; 64 or more for running text)", MODEL, ints(1, limits.MAX_BLOCK_SIZE))
     vocab_size: Optional[int] = flag(BPE_VOCAB_SIZE, 'model', "--tokenizer bpe: tokens in the vocabulary, the "
                                      "256 bytes, the merges and BOS, so 257 (bytes only) to "
-                                     f"{limits.MAX_BPE_VOCAB_SIZE:,} (with --tokenizer char it is the data's "
-                                     "characters + 1)", MODEL,
-                                     ints(257, limits.MAX_BPE_VOCAB_SIZE), metavar='N')
+                                     f"{BPE_VOCAB_MOST:,} (with --tokenizer char it is the data's "
+                                     "characters + 1)", MODEL, ints(257, BPE_VOCAB_MOST), metavar='N')
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
     # ---- optimization
     steps: int = flag(1000, 'optimization', "training steps; with --resume, the total to reach: the learning "
                       "rate's decay is then spread over the new total, so it rises at the resumed step (printed)",
-                      MORE, ints(1, limits.MAX_STEPS))
+                      MORE, ints(1))
     lr: float = flag(0.01, 'optimization', "peak Adam learning rate, decayed linearly to 0 over --steps",
                      SAME, POSITIVE)
     weight_decay: float = flag(0.0, 'optimization', "shrink every weight by lr x this at each step, apart from "
@@ -114,7 +114,7 @@ class Settings:
                           Range(float, 0, 1, below=True), metavar='P')
     batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
                            "loss is the mean over every predicted token of the batch", SAME,
-                           ints(1, limits.MAX_BATCH_SIZE), metavar='B')
+                           ints(1), metavar='B')
     seed: int = flag(42, 'optimization', f"seed for the initial weights and the data order, 0..{limits.MAX_SEED}",
                      SAME, ints(0, limits.MAX_SEED))
     # ---- engine (the same losses either way; only the speed differs)
@@ -134,7 +134,7 @@ class Settings:
     threads: Optional[int] = flag(None, 'engine', "numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if "
                                   "set, else the fastest of 1 thread, every core, or the batch split over the cores, timed on "
                                   "the run's first steps)",
-                                  kind=ints(1, limits.MAX_THREADS), metavar='N')
+                                  kind=ints(1), metavar='N')
     unfused: bool = flag(False, 'engine', "scalar engine only: build the graph from microgpt/ops.py's composed "
                          "blocks as microgpt does, instead of fused.py's (same losses, about 6x slower: "
                          "bench/train_speed.py measures it)", kind=SWITCH)
@@ -146,9 +146,9 @@ class Settings:
     force: bool = flag(False, 'output', "start a fresh run even if --out holds a trained model, replacing it",
                        kind=SWITCH)
     save_every: int = flag(100, 'output', "also save the checkpoint every N steps (0 = only at the end)",
-                           HABIT, ints(0, limits.MAX_STEPS), metavar='N')
+                           HABIT, ints(0), metavar='N')
     eval_every: int = flag(200, 'output', "validation loss every N steps (0 = only at the end)",
-                           HABIT, ints(0, limits.MAX_STEPS), metavar='N')
+                           HABIT, ints(0), metavar='N')
     num_samples: int = flag(10, 'output', "names to sample when training ends (20 with --reproduce-original; "
                             f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)",
                             kind=ints(0, limits.MAX_NAMES), metavar='N')

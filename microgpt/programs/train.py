@@ -19,12 +19,10 @@ through it).
 import functools
 import itertools
 import math
-import os
 from functools import partial
 from typing import NamedTuple
 
 from ..edge import text
-from ..edge.checkpoint import check_fits
 from ..edge.checks import encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
 from ..edge.errors import UserError
@@ -45,11 +43,15 @@ def main(argv=None):
     with Output.of_run(flags) as output:               # 1. lock --out, then read what it guards
         ckpt = output.read(flags, given)
         settings = settle(flags, given, ckpt, output.place)  # 2. settle: one frozen record of the run
-        built = build(settings, ckpt)                  # 3. build: data, first weights, engine
-        with Run(settings, output, built, ckpt) as run:
-            for line in report(settings, built) + resume_notes(settings, ckpt):
-                run.say(line)
-            status = loop(settings, built, run)        # 4. loop
+        try:
+            built = build(settings, ckpt)              # 3. build: data, first weights, engine
+            with Run(settings, output, built, ckpt) as run:
+                for line in report(settings, built) + resume_notes(settings, ckpt):
+                    run.say(line)
+                status = loop(settings, built, run)    # 4. loop
+        except MemoryError:  # a step's arrays (or its graph of Values) larger than this machine holds
+            raise UserError("this run's training step does not fit in this machine's memory: lower "
+                            "--batch-size or --block-size, or train a smaller model") from None
     if status == 0:
         closing_samples(settings, built)               # 5. sample
     return status
@@ -71,8 +73,6 @@ def build(settings, ckpt):
     data = (RunningText if settings.data_mode == 'text' else Names)(settings, ckpt)
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
                          n_head=settings.n_head, block_size=settings.block_size)
-    check_fits(settings.out, config)  # a checkpoint too large to read back is refused before any work
-    check_memory(settings, config, data.longest)
     # --reproduce-original: its weights, and its samples after training, come from the one
     # generator that shuffled its data (resumed too: the samples need the generator's state)
     recipe = original.prepare(data.docs) if settings.reproduce_original else None
@@ -144,53 +144,6 @@ class ScalarTrainer:
         self.optimizer.load_state(state)
 
 
-# Bytes one number of a step takes, by engine: a float of the numpy and torch engines (its
-# itemsize), or a Value of the scalar engine with its float, children and local gradients.
-VALUE_BYTES, UNFUSED = 250, 15  # --unfused builds about 15x the fused graph's nodes
-
-
-def check_memory(settings, config, T):
-    """Refuse, before any work, a run whose one step cannot fit in this machine's free memory.
-
-    A rough count of what a step keeps alive, per predicted token and layer: about 17 n_embd
-    numbers (the residual stream, its norms, q, k, v, the MLP's 4 n_embd twice) and 2 n_head T
-    (each head's scores and weights), the vocab_size logits, held once forward and about
-    once more by the backward; then 4 numbers per weight (itself, its gradient, Adam's m and v).
-    T: the longest sequence a step holds (the block, or the longest name + 1).
-    """
-    if settings.device != 'cpu':
-        return  # a GPU's memory is its own; PyTorch says when it is short
-    c, tokens = config, settings.batch_size * T
-    numbers = 2 * tokens * (c.n_layer * (17 * c.n_embd + 2 * c.n_head * T) + 3 * c.vocab_size)
-    weights = 4 * parameter_count(c)
-    if settings.engine == 'scalar':
-        need = VALUE_BYTES * (numbers * (UNFUSED if settings.unfused else 1) + weights)
-    else:
-        need = (4 if settings.dtype != 'float64' else 8) * (numbers + weights)
-    free = available_memory()
-    if free is not None and need > free:
-        raise UserError(f"one training step of this run needs about {need / 2**30:,.1f} GiB ({settings.batch_size} x "
-                        f"{T} positions, {c.n_layer} layers of width {c.n_embd}, on the {settings.engine} engine), "
-                        f"more than the {free / 2**30:,.1f} GiB this machine has free: lower --batch-size or "
-                        "--block-size (or n_layer, --n-embd)")
-
-
-def available_memory():
-    """Bytes of memory free for a new program (Linux's MemAvailable), else the machine's total,
-    else None where neither can be read."""
-    try:
-        with open('/proc/meminfo', encoding='ascii') as f:
-            for line in f:
-                if line.startswith('MemAvailable:'):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    try:
-        return os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def make_trainer(settings, config, weights, tokenizer):
     """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
     if settings.engine == 'torch':
@@ -234,8 +187,6 @@ class Names:
             raise UserError(f"--batch-size {settings.batch_size} is larger than the {len(self.train_tokens)} "
                             f"training names: use at most {len(self.train_tokens)}")
         self.held_out = f"{len(self.val_docs)} held-out names"
-        longest = max(len(self.tokenizer.encode(doc)) for doc in docs) + 1  # BOS + name predicts this many
-        self.longest = min(longest, settings.block_size)  # the longest batch row
 
     def describe(self):
         note = long_docs_note(self.docs, self.settings.block_size)
@@ -290,7 +241,6 @@ class RunningText:
                              for part in (self.val_windows, self.train_sample)]
         self.n_chars, self.n_val = len(whole), len(val_text)
         self.held_out = f"{self.n_val:,} held-out characters"
-        self.longest = settings.block_size
 
     def describe(self):
         return (f"data: {self.settings.data}: running text, {self.n_chars:,} characters, "
@@ -423,12 +373,9 @@ def closing_samples(settings, built):
     same text (sample.model_for)."""
     if settings.num_samples == 0:
         return
-    trainer, text_mode = built.trainer, settings.data_mode == 'text'
-    block = trainer.config.block_size
-    positions = (sample.text_positions(1, TEXT_SAMPLE_LENGTH, block) if text_mode
-                 else settings.num_samples * block)  # what model_for weighs the engines by
-    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer, positions=positions)
-    if text_mode:
+    trainer = built.trainer
+    model = sample.model_for(trainer.config, trainer.weights(), trainer.tokenizer)
+    if settings.data_mode == 'text':
         print("sample:")
         sample.stream_text(model, length=TEXT_SAMPLE_LENGTH, seed=settings.seed)
         return

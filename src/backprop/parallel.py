@@ -1,28 +1,18 @@
 """
 Two cores (or more) for one step: the batch split into parts that run at once, one per thread.
 
-Read trainer.py first. A step's matrix products are small at the running-text recipe's shapes
-((768, 128) @ (128, 512) and the like): two BLAS threads on one product spend much of their
-time waiting for each other, and the elementwise work between the products (softmax, rmsnorm,
-relu, Adam) runs on one core whatever BLAS does. So `Split` runs the step the other way round:
-the batch's B windows or names are cut into `workers` parts, and each part's forward and
-backward runs in its own Python thread with ONE BLAS thread, on its own core. numpy lets go of
-Python's interpreter lock inside every matrix product and every pass over an array, which is
-nearly all of a step, so the threads run side by side: not quite at full speed, as each of
-numpy's many short calls takes the lock back for its Python part, and the parts share the
-caches (two parts side by side took 1.3 to 1.6 times one part alone on the project's 2-core
-machine: bench/text_speed.py's last lines). threads.py measures whether it pays for the run's
-own model, against one thread and against every core for BLAS, and keeps the fastest.
+Read trainer.py first. At the running-text recipe's shapes two BLAS threads on one product spend
+much of their time waiting for each other, and the elementwise work between products runs on one
+core whatever BLAS does. So `Split` cuts the batch into `workers` parts, each part's forward and
+backward in its own Python thread with ONE BLAS thread: numpy lets go of the interpreter lock in
+nearly all of a step, so the parts run side by side (1.3 to 1.6 times one part alone on the
+2-core machine: bench/text_speed.py). threads.py measures whether it pays for the run's model.
 
-The parts add up to the whole batch exactly in the math, and to rounding in floats:
-  * the loss is the mean over the batch's predicted tokens, so each part's token losses are
-    divided by the whole batch's count n (model_forward's n_tokens), and the parts' losses add up
-    to the batch's; the same 1/n scales each part's gradient, so the parts' gradients add up too;
-  * the only difference from one pass is the order of additions: a gradient's sum over the
-    batch's rows is split in two sums that are then added, so float64 losses agree with one
-    thread's to about 1e-16 (tests/test_backprop_parallel.py holds them to 1e-12 over 30 steps).
-The sum of the parts' gradients, the check that it is finite and Adam's update run on all
-cores too, each on its own slice of the weights (an elementwise update, so the same floats).
+The parts add up to the whole batch exactly in the math, and to rounding in floats: each part's
+token losses, and so its gradient, are divided by the whole batch's count n (model_forward's
+n_tokens); only the order of additions differs (float64 losses agree with one thread's to about
+1e-16; tests/test_backprop_parallel.py holds them to 1e-12 over 30 steps). The sum of the parts'
+gradients, its finiteness check and Adam's update run on all cores too, slice by slice.
 """
 
 from concurrent.futures import ThreadPoolExecutor

@@ -1,27 +1,12 @@
 """
 BLAS threads for the numpy engine: chosen by measuring, not left to chance.
 
-Every matrix product of a training step runs in OpenBLAS, numpy's matrix library, which by
-default starts one thread per core. That pays off for wide matrices on an idle machine; for
-the small matrices of a names model, or when other programs keep the cores busy, the extra
-threads spin waiting for each other and a step can take several times longer (on the 2-core
-machine this project is developed on, 400 names steps took 30.4 s with the default threads
-under load and 7.7 s with one). So train.py's numpy engine decides:
-
-  * --threads N, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS in the environment: the user's count;
-  * otherwise the run's first steps are its measurement (`Trial`): they are trained three
-    ways in turn, timed: one thread; every core for BLAS; and the batch split into one part per
-    core, each part in its own Python thread with one BLAS thread (parallel.py: that uses the
-    cores for the elementwise work too, which BLAS threads never do). From then on the run keeps
-    the fastest (the median of each; a tie goes to one thread, which leaves a core to everything
-    else). Timing real steps costs the run only the slower ways' few steps and at most three
-    pauses of SPIN, and the first step starts at once (timing passes of their own before it
-    took 3.2 s of the Shakespeare recipe's start on an AMD EPYC).
-
-The count is set through threadpoolctl, which finds the BLAS library numpy loaded (OpenBLAS
-in numpy's wheels, MKL or BLIS elsewhere). Where it finds none, nothing is changed and the
-resolved config line says so. Generating (sample.py, the lab) simply takes one thread, unless the
-user chose: its products are one position wide (for_generation).
+OpenBLAS starts a thread per core. That pays for wide matrices on an idle machine; for a names
+model's small ones, or beside busy cores, the threads spin waiting for each other (on the 2-core
+machine, 400 names steps: 30.4 s with the default threads under load, 7.7 s with one). So the
+user's count is taken (--threads, OPENBLAS_NUM_THREADS, OMP_NUM_THREADS), or else the run's own
+first steps are timed three ways (`Trial`: one thread; every core for BLAS; the batch split over
+the cores, one BLAS thread each, parallel.py) and the fastest kept. threadpoolctl sets the count.
 """
 
 import contextlib
@@ -33,63 +18,41 @@ import time
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-
-# OpenBLAS's threads keep spinning for about 0.1 s after their last product (2^28 cycles, its
-# THREAD_TIMEOUT), on the cores the next way would use: the way after them waits this long
-SPIN = 0.15
+SPIN = 0.15  # OpenBLAS's threads spin ~0.1 s after their last product (its THREAD_TIMEOUT): the next way waits
 
 
 @functools.cache
 def _blas():
-    """The BLAS libraries numpy loaded, as threadpoolctl's controller, or None where it finds
-    none (looked for once: each evaluation and each way the trial tries sets the threads)."""
+    """threadpoolctl's controller of numpy's BLAS, or None where it finds none (nothing is set)."""
     np.ones((2, 2)) @ np.ones((2, 2))  # make sure the library is loaded
     blas = ThreadpoolController().select(user_api='blas')
     return blas if blas.lib_controllers else None
 
 
-def set_threads(n):
-    """Set the BLAS thread count to n; False if this numpy's BLAS cannot be told."""
-    blas = _blas()
-    if blas is None:
-        return False
-    blas.limit(limits=n)
-    return True
+def set_threads(n):  # nothing where this numpy's BLAS cannot be told
+    if _blas() is not None:
+        _blas().limit(limits=n)
 
 
-def get_threads():
-    """The BLAS thread count now, or None where threadpoolctl finds no BLAS."""
-    blas = _blas()
-    return blas.info()[0]['num_threads'] if blas else None
+def get_threads():  # the BLAS thread count now, or None where threadpoolctl finds no BLAS
+    return _blas().info()[0]['num_threads'] if _blas() else None
 
 
-@contextlib.contextmanager
 def blas_threads(n):
-    """BLAS at n threads inside the `with`, and as it was after (unchanged where this numpy's
-    BLAS cannot be told): for work that spreads itself over Python threads."""
-    before = get_threads()
-    set_threads(n)
-    try:
-        yield
-    finally:
-        if before is not None:
-            set_threads(before)
+    """BLAS at n threads inside the `with` (work spread over Python threads), as it was after."""
+    return _blas().limit(limits=n) if _blas() else contextlib.nullcontext()
 
 
 def for_generation():
-    """One BLAS thread for sampling and the lab, unless the user chose a count in the
-    environment: a generated token's products are one row, too small to share, and a thread
-    per core waits on every core, a busy one too (bench/sampling_speed.py)."""
+    """One BLAS thread for sampling and the lab (a token's products are one row, too small to
+    share: bench/sampling_speed.py), unless the user chose a count."""
     if user_threads()[0] is None:
         set_threads(1)
 
 
 def cores():
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """The cores this process may run on (anywhere but Linux, the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
 
 
 def user_threads(requested=None):
@@ -104,57 +67,40 @@ def user_threads(requested=None):
 
 
 def choose_threads(trainer, batch_size, requested=None):
-    """Set the BLAS threads the user asked for and return (trainer, what to print): the trainer
-    itself, or a Trial that measures the ways to use the cores on the run's first steps.
-
-    The text is what train.py prints in its resolved config, e.g. '1 (OPENBLAS_NUM_THREADS)' or
-    'timed on the first 27 steps: 1 thread, 2 threads, 2 workers'.
-    """
+    """(the trainer, or a Trial timing the ways on its first steps; what train.py prints of it)."""
     n, source = user_threads(requested)
     if _blas() is None:
         return trainer, (f"{n} ({source})" if n else "as the BLAS library chooses (threadpoolctl finds none to set)")
-    set_to = set_threads
-    if n:
-        set_to(n)
+    most = 1 if n else cores()
+    set_threads(n or 1)
+    if n or most == 1:
         trainer.use_workers(1)
-        return trainer, f"{n} ({source})"
-    most = cores()
-    if most == 1:
-        set_to(1)
-        return trainer, "1 (one core)"
-    ways = {'1 thread': lambda: (set_to(1), trainer.use_workers(1)),
-            f'{most} threads': lambda: (set_to(most), trainer.use_workers(1))}
+        return trainer, f"{n} ({source})" if n else "1 (one core)"
+    ways = {'1 thread': lambda: (set_threads(1), trainer.use_workers(1)),
+            f'{most} threads': lambda: (set_threads(most), trainer.use_workers(1))}
     if batch_size > 1:  # one name: nothing to split
-        ways[f'{most} workers'] = lambda: (set_to(1), trainer.use_workers(most))
+        ways[f'{most} workers'] = lambda: (set_threads(1), trainer.use_workers(most))
     trial = Trial(trainer, ways)
     return trial, f"timed on the first {len(trial.schedule)} steps: {', '.join(trial.ways)}"
 
 
 class Trial:
-    """The numpy trainer, trying each way to use the cores on the run's first steps, then
-    keeping the fastest. It is the trainer to the loop (every method but step is the trainer's),
-    and each step is a real one: only the thread counts change, and with them the order in
-    which the numbers are added (float64 losses to 1e-12, tests/test_backprop_parallel.py).
-
-    The ways take turns in runs of RUN steps, ROUNDS times, so that a change of load hits all
-    alike. Only a run's last RUN - 1 steps are timed: its first finds the caches full of the
-    previous way's arrays (on the recipe's model that made the split look 10% slower than one
-    thread). After the BLAS threads' way the next waits SPIN, for those threads to stop.
-    """
+    """The numpy trainer, to the loop, trying each way on the run's first steps (real ones: only
+    the order of additions changes) in turns of RUN steps, ROUNDS times, so that a change of load
+    hits all alike, then keeping the fastest. A turn's first step (the last way's arrays in the
+    caches) is not timed."""
     RUN, ROUNDS = 3, 3
 
     def __init__(self, trainer, ways):
         self.trainer, self.ways = trainer, ways
         self.schedule = [way for _ in range(self.ROUNDS) for way in ways for _ in range(self.RUN)]
         self.times = {way: [] for way in ways}
-        self.steps = 0
-        self.chosen = None  # the line to print once the trial has decided, until news() says it
+        self.steps, self.chosen = 0, None  # chosen: the line to print once decided, until news() says it
 
     def __getattr__(self, name):  # weights(), optimizer_state(), config, ... are the trainer's
         return getattr(self.trainer, name)
 
-    def news(self):
-        """The way chosen, once the trial has decided (said once), else None."""
+    def news(self):  # the way chosen, once the trial has decided (said once), else None
         news, self.chosen = self.chosen, None
         return news
 
@@ -171,15 +117,11 @@ class Trial:
         if not first:
             self.times[way].append(time.perf_counter() - t0)
         self.steps += 1
-        if self.steps == len(self.schedule):
-            self.chosen = self.choose()
+        if self.steps == len(self.schedule):  # keep the fastest (a tie keeps one thread, a core left free)
+            median = {way: statistics.median(t) for way, t in self.times.items()}
+            best = min(median, key=lambda way: (median[way], way != '1 thread'))
+            self.ways[best]()
+            measured = ', '.join(f"{way} {1e3 * median[way]:.1f} ms/step" for way in median)
+            chosen = f"1 in each of {best.split()[0]} workers" if best.endswith('workers') else best.split()[0]
+            self.chosen = f"threads: {chosen} from step {self.steps + 1} (measured: {measured})"
         return loss
-
-    def choose(self):
-        """Keep the fastest way; the line that says so."""
-        median = {way: statistics.median(t) for way, t in self.times.items()}
-        best = min(median, key=lambda way: (median[way], way != '1 thread'))  # a tie keeps one thread
-        self.ways[best]()
-        measured = ', '.join(f"{way} {1e3 * median[way]:.1f} ms/step" for way in median)
-        chosen = f"1 in each of {best.split()[0]} workers" if best.endswith('workers') else best.split()[0]
-        return f"threads: {chosen} from step {self.steps + 1} (measured: {measured})"

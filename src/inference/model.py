@@ -41,7 +41,7 @@ from microgpt.model import parameter_shapes
 from microgpt.ops import RMS_EPS
 from microgpt.training import doc_tokens, num_predictions
 
-from .attention import attention_head, causal_mask, masked_attention, softmax
+from .attention import attention_head, causal_mask, softmax
 
 # Everything forward() can hand back; capture='all' means all of them.
 CAPTURE_NAMES = ('attention_logits', 'attention_softmax', 'q', 'k', 'v', 'head_output',
