@@ -4,10 +4,10 @@ Why training is fast: the model's building blocks as ONE node each, gradients de
 Read this after training.py. ops.py composes dot, softmax, rmsnorm and cross-entropy from basic
 ops, and autograd differentiates them node by node. Here each block is a single node (or one per
 output) whose local gradients are derived once, in its docstring, and stored as numbers: the same
-math (tests/test_fused.py checks values and gradients to 1e-12) with a nineteenth of the nodes
-(3,419 against 64,723 for a step on the 7-letter 'ellamae' at the default config: `python
-bench/train_speed.py --nodes`), each of whose sums runs in C. gpt() uses this set by default;
-`train.py --unfused` trains with ops.py instead and logs the same losses, only slower.
+math (tests/test_fused.py checks values and gradients to 1e-12) with a small fraction of the
+nodes (`python bench/train_speed.py --nodes` counts both), each of whose sums runs in C. train.py
+and sample.py use this set (`GPT(..., fused=True)`); `train.py --unfused` trains with ops.py
+instead and logs the same losses, only slower.
 """
 
 import math

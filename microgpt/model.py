@@ -5,13 +5,14 @@ The GPT itself: parameters with microgpt's names, and `gpt()`, which runs ONE po
 logits (scores for the next token). It does not see the earlier tokens directly: it sees their
 keys and values, which earlier calls appended to the KV cache (one list per layer), so the
 model is causal by construction: the future has not been computed yet. train.py calls it once
-per position of a name, sample.py once per generated character; src/inference/ computes the
+per position of a name, sample.py once per generated token; src/inference/ computes the
 same for a whole sequence at once with numpy, and tests check that the two agree.
 
 Every parameter matrix is a list of rows, stored [n_out][n_in], so `linear(x, w)` is one dot
-product per row. The building blocks (dot, linear, softmax, rmsnorm) come from fused.py (one
-hand-differentiated node each, the default) or ops.py (composed from basic ops exactly as
-microgpt writes them: `GPT(..., fused=False)`); the logits agree either way, to rounding.
+product per row. The building blocks (dot, linear, softmax, rmsnorm) come from ops.py (composed
+from basic ops, the default) or fused.py (one hand-differentiated node each, for speed:
+`GPT(..., fused=True)`, what train.py and sample.py use); the logits agree either way, to
+rounding.
 """
 
 import random
@@ -60,13 +61,14 @@ def parameter_shapes(config):
 def init_weights(config, seed=42, init_std=None):
     """The initial weights, {name: [[float]]}: Gaussian numbers from random.Random(seed), matrix
     by matrix in parameter_shapes order, row by row. GPT() makes each a Value; the numpy and
-    torch engines take them as they are (no Value made: 0.38 s for the recipe's 811,520 against
-    1.13 s through GPT(config).weights(), `python bench/init_loss.py`).
+    torch engines take the floats as they are, and make no Value at all.
 
     std: microgpt's 0.08 at its width 16, 0.08 * sqrt(16 / n_embd) at others: a linear's outputs
     grow as std * sqrt(n_in), and this keeps the first loss near ln(vocab_size). What each block
     adds to the residual stream (attn_wo's and mlp_fc2's outputs) is also divided by
-    sqrt(n_layer): the stream sums 2 * n_layer of them, and would otherwise grow with depth.
+    sqrt(n_layer). The stream sums 2 * n_layer of them, so their variances add up to 2 * n_layer
+    * std^2 / n_layer = 2 * std^2 at every depth: what microgpt's one layer adds (GPT-2 divides
+    by sqrt(2 * n_layer) instead, which would change microgpt's own one-layer weights).
     At the default config (16 wide, 1 layer) both factors are 1: exactly microgpt's weights.
     init_std: one std for every matrix instead (the original microgpt.py's recipe).
     """
@@ -87,10 +89,11 @@ def init_stds(config, init_std=None):
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
 
-    def __init__(self, config, seed=42, tokenizer=None, init_std=None, fused=True):
+    def __init__(self, config, seed=42, tokenizer=None, init_std=None, fused=False):
         self.config = config
-        # The building blocks gpt() and the loss call: fused.py's (one node each, fast) or ops.py's
-        # (microgpt's own, composed from basic ops). Same math, the same numbers to rounding.
+        # The building blocks gpt() and the loss call: ops.py's (composed from basic ops, the ones
+        # you read) or, with fused=True, fused.py's (one node each, for speed; train.py's choice).
+        # Same math, the same numbers to rounding.
         self.blocks = fused_blocks if fused else composed_blocks
         self.tokenizer = tokenizer  # set when the model comes from data or a checkpoint
         # Let there be parameters: init_weights' numbers, each one a Value.
@@ -99,83 +102,58 @@ class GPT:
         # The flat list the optimizer walks over; it shares the Value objects with state_dict.
         self.params = [p for matrix in self.state_dict.values() for row in matrix for p in row]
 
-    def gpt(self, token_id, pos_id, keys, values, capture=None, dropout=None):
+    def gpt(self, token_id, pos_id, keys, values):
         """Logits (vocab_size Values) for the token after `token_id` at position `pos_id`.
 
         keys, values: the KV cache, [n_layer] lists of earlier positions' k and v vectors.
         This call appends its own k and v, so call it for positions 0, 1, 2, ... in order.
-        capture: a dict to fill with this position's intermediates, by name (the lab reads them).
-        dropout: in training with --dropout only, this position's masks {site: factors}, each
-        factor 0 (dropped) or 1/(1-P) (kept); src/backprop/dropout.py draws them and says where.
         """
-        cfg, sd = self.config, self.state_dict
-        blocks = self.blocks  # fused.py, or ops.py with GPT(fused=False): blocks.softmax is one of those
-        capture = {} if capture is None else capture  # the intermediates, by name (no copies made)
+        cfg, sd, blocks = self.config, self.state_dict, self.blocks
         head_dim = cfg.head_dim
-        scale = head_dim ** -0.5  # 1/sqrt(head_dim): keeps q.k at unit scale whatever head_dim is
 
         # 1) The token's meaning plus its position's, as one vector of n_embd numbers.
         tok_emb = sd['wte'][token_id]
         pos_emb = sd['wpe'][pos_id]
         x = [t + p for t, p in zip(tok_emb, pos_emb)]
-        capture['embedding'] = x
         # note: not redundant with the block's rmsnorm below. The residual stream carries THIS
         # normalised vector forward; each block normalises only a copy of the stream for itself.
         x = blocks.rmsnorm(x)
-        drop = dropout or {}  # no masks (evaluation, sampling, dropout 0): dropped() keeps all
-        x = dropped(x, drop.get('embedding'))
 
         for li in range(cfg.n_layer):
             # 2) Attention: this position, the query i = pos_id, gathers from keys j = 0..i.
             x_residual = x
-            capture[f'layer{li}.attn_in'] = x
             x = blocks.rmsnorm(x)
             q = blocks.linear(x, sd[f'layer{li}.attn_wq'])  # what this position is looking for
             k = blocks.linear(x, sd[f'layer{li}.attn_wk'])  # what it offers to later positions
             v = blocks.linear(x, sd[f'layer{li}.attn_wv'])  # what it hands to whoever attends to it
             keys[li].append(k)      # the cache now holds positions 0..pos_id
             values[li].append(v)
-            x_attn, logits_per_head, weights_per_head = [], [], []
+            x_attn = []
             for h in range(cfg.n_head):
                 hs = h * head_dim   # this head's slice of the n_embd dimensions
                 q_h = q[hs:hs + head_dim]
                 k_h = [k_j[hs:hs + head_dim] for k_j in keys[li]]
                 v_h = [v_j[hs:hs + head_dim] for v_j in values[li]]
-                # one score per visible key j <= i: no future key exists to score
-                attn_logits = [blocks.dot(q_h, k_j) * scale for k_j in k_h]
+                # one score per visible key j <= i (no future key exists to score), scaled by
+                # 1/sqrt(head_dim) so that q.k stays at unit scale whatever head_dim is
+                attn_logits = [blocks.dot(q_h, k_j) * head_dim ** -0.5 for k_j in k_h]
                 attn_weights = blocks.softmax(attn_logits)  # sums to 1 over the visible positions
-                kept = dropped(attn_weights, drop[f'layer{li}.attn_weights'][h]) if drop else attn_weights
                 # the head's output: the values averaged with those weights, per dimension d
-                head_out = [blocks.dot(kept, [v_j[d] for v_j in v_h]) for d in range(head_dim)]
+                head_out = [blocks.dot(attn_weights, [v_j[d] for v_j in v_h]) for d in range(head_dim)]
                 x_attn.extend(head_out)  # heads side by side: back to n_embd numbers
-                logits_per_head.append(attn_logits)
-                weights_per_head.append(attn_weights)
             x = blocks.linear(x_attn, sd[f'layer{li}.attn_wo'])
-            capture[f'layer{li}.q'] = q
-            capture[f'layer{li}.k'] = k
-            capture[f'layer{li}.v'] = v
-            capture[f'layer{li}.attn_logits'] = logits_per_head
-            capture[f'layer{li}.attn_weights'] = weights_per_head
-            capture[f'layer{li}.attn_out'] = x
-            x = dropped(x, drop.get(f'layer{li}.attn_out'))
             x = [a + b for a, b in zip(x, x_residual)]  # residual: attention adds to the stream
 
             # 3) MLP: each position thinks on its own about what it gathered.
             x_residual = x
-            capture[f'layer{li}.mlp_in'] = x
             x = blocks.rmsnorm(x)
             x = blocks.linear(x, sd[f'layer{li}.mlp_fc1'])  # 4 * n_embd numbers
             x = [xi.relu() for xi in x]
-            capture[f'layer{li}.mlp_hidden'] = x
             x = blocks.linear(x, sd[f'layer{li}.mlp_fc2'])  # back to n_embd
-            capture[f'layer{li}.mlp_out'] = x
-            x = dropped(x, drop.get(f'layer{li}.mlp_out'))
             x = [a + b for a, b in zip(x, x_residual)]
 
         # 4) One score per token id for what comes next (no final norm, as in microgpt).
-        capture['lm_head_in'] = x
-        capture['logits'] = logits = blocks.linear(x, sd['lm_head'])
-        return logits
+        return blocks.linear(x, sd['lm_head'])
 
     def empty_cache(self):
         """A fresh KV cache: no positions seen yet, one list per layer for keys and values."""
@@ -211,13 +189,9 @@ class GPT:
                     p.data = float(x)
 
     @classmethod
-    def from_weights(cls, config, weights, tokenizer=None, fused=True):
+    def from_weights(cls, config, weights, tokenizer=None, fused=False):
         """A GPT holding trained weights (a checkpoint's) in place of freshly drawn ones."""
         model = cls(config, tokenizer=tokenizer, fused=fused)
         model.load_weights(weights)
         return model
 
-
-def dropped(x, mask):
-    """Inverted dropout: each x_i times its mask factor (0 or 1/(1-P)); x itself without a mask."""
-    return x if mask is None else [xi * m for xi, m in zip(x, mask)]

@@ -1,15 +1,15 @@
 """
-The model's building blocks, composed from the engine's basic ops exactly as microgpt writes them.
+The model's building blocks, composed from the engine's basic ops, as microgpt composes them.
 
 Read this with model.py, after engine.py. Each block is a few lines of +, *, **, exp and log
 on Values, so autograd derives its gradient for free: nothing here has a backward of its own.
 That is the point of an autograd engine. The price is size: softmax over n logits builds 6n + 1
-nodes and a linear layer two nodes per weight, so a step on the 7-letter 'ellamae' at the
-default config builds 64,723 nodes (`python bench/train_speed.py --nodes` counts them).
+nodes and a linear layer two nodes per weight (`python bench/train_speed.py --nodes` counts a
+whole step's).
 
 fused.py computes the same functions as one hand-differentiated node each (tests check they
-agree to 1e-12); gpt() uses that set unless it is told otherwise (`GPT(..., fused=False)`,
-`train.py --unfused`). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
+agree to 1e-12). gpt() uses this file's unless told otherwise: train.py and sample.py ask for
+fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
 cross_entropy.
 """
 

@@ -95,14 +95,14 @@ def sample_names(model, num=20, temperature=TEMPERATURE, seed=42, prompt='', top
 
 # ---------------------------------------------------------------------------- past the block
 def generate(model, length, rng, temperature=TEMPERATURE, prompt_ids=(), top_k=None, stop_at_bos=False):
-    """Yield the text of up to `length` tokens drawn after prompt_ids (characters, with the
-    character tokenizer), one token at a time, as each is made.
+    """Yield the text of up to `length` tokens drawn after prompt_ids (a character each with the
+    character tokenizer, a byte pair's text with bpe.py's), one token at a time, as each is made.
 
     The model sees a window of at most block_size tokens: the prompt's last ones and what was
     drawn since. When the window is full it jumps: it keeps its last half and grows again.
     stop_at_bos: end early when the model draws BOS (a names model's end of a name); otherwise
     BOS is left out of the draw: running text never contains it, and BOS is the last id, so the
-    draw is over the characters' logits alone.
+    draw is over the other tokens' logits alone.
     """
     tokenizer, block_size = model.tokenizer, model.config.block_size
     next_logits = model.next_logits_fn()

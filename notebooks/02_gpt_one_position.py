@@ -35,6 +35,7 @@ from microgpt.lab import attention, overview
 from microgpt.lab.loading import load
 from microgpt.lab.notebook import show, work_folder
 from microgpt.lab.render import token_label
+from microgpt.programs.taps import Recorder
 from microgpt.sampling import probabilities
 from microgpt.training import doc_loss, doc_tokens
 
@@ -63,8 +64,9 @@ assert 'step 200: val loss 2.4116' in run.stdout and 'step 1000: val loss 2.2452
 #
 # The lesson's own model: every weight a `Value` (`load(..., 'scalar')`). A name is read as
 # `[BOS] + name`, and at each position `gpt()` appends this position's key and value to the cache,
-# then scores only the keys already there: at position i, i + 1 of them. `capture` hands back the
-# position's intermediates by name.
+# then scores only the keys already there: at position i, i + 1 of them. A `Recorder`
+# (`microgpt/programs/taps.py`) stands in for `gpt()`'s building blocks and keeps each position's
+# intermediates by name; `gpt()` itself records nothing.
 
 # %%
 ckpt, model = load(str(CKPT), 'scalar')
@@ -74,10 +76,11 @@ labels = [token_label(tokenizer, t) for t in tokens]
 print(config)
 
 keys, values = model.empty_cache()  # one list per layer, empty: no position seen yet
+model.blocks = recorder = Recorder(model)  # every block call passes through it to the real one
 scalar_logits, scalar_weights = [], []
 for pos_id, token_id in enumerate(tokens[:-1]):
-    capture = {}
-    logits = model.gpt(token_id, pos_id, keys, values, capture)  # vocab_size Values
+    logits = model.gpt(token_id, pos_id, keys, values)  # vocab_size Values
+    capture = recorder.captures[pos_id]  # this position's intermediates, by name
     scalar_logits.append([l.data for l in logits])
     scalar_weights.append([[w.data for w in head] for head in capture['layer0.attn_weights']])
     probs = probabilities(scalar_logits[-1], 1.0)  # softmax, temperature 1
@@ -88,6 +91,7 @@ for pos_id, token_id in enumerate(tokens[:-1]):
                                for i in top) + f"   (true: {labels[pos_id + 1]})")
 assert [len(w[0]) for w in scalar_weights] == [1, 2, 3, 4, 5]  # position i scores keys 0..i
 assert scalar_weights[0][0] == [1.0]  # position 0 sees only itself: weight exactly 1
+model.blocks = recorder.blocks  # the real blocks again
 
 # %% [markdown]
 # ## The numpy port: every position at once, with its captures

@@ -119,7 +119,7 @@ step = best.train_state.step
 print(f"plain run: best validation {best.train_state.val_loss:.4f} at step {step}, "
       f"against {plain[800][0]:.4f} at step 800")
 _, val_docs = split_docs(load_docs(str(DATA)), val_size=200, seed=42)
-again = evaluate(best.model(), val_docs)
+again = evaluate(best.model(fused=True), val_docs)  # fused.py's blocks: the same sums as train.py's
 print(f"those weights, evaluated again by the scalar engine: {again:.4f}")
 assert step < 800 and abs(again - plain[step][0]) < 1e-10
 

@@ -1,7 +1,7 @@
 """
-The byte-pair tokenizer (microgpt/bpe.py) against slow, obvious oracles written here: merges
-learned by recounting every pair after every merge, and encoding by merging the earliest-learned
-pair present until none is (minbpe's loop). Any text round-trips, whatever training saw.
+The byte-pair tokenizer: microgpt/bpe.py (the plain algorithm: recount, merge, again) on a
+worked example done by hand, and bpe_fast.py (counts kept up to date) against it, merge for
+merge and id for id. Any valid Unicode text round-trips, whatever training saw.
 """
 
 import json
@@ -13,115 +13,79 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import REPO_DIR
-from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges
+from microgpt import bpe, bpe_fast
+from microgpt.bpe import BPETokenizer, learn_merges
+from microgpt.bpe_fast import FastBPETokenizer
+from microgpt.edge.data import load_docs
 
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True)
 
 
-# ---------------------------------------------------------------------------- the oracles
-def pairs_of(seqs):
-    counts = {}
-    for seq in seqs:
-        for pair in zip(seq, seq[1:]):
-            counts[pair] = counts.get(pair, 0) + 1
-    return counts
-
-
-def merge_all(seq, pair, new_id):
-    out, i = [], 0
-    while i < len(seq):
-        if i + 1 < len(seq) and (seq[i], seq[i + 1]) == pair:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(seq[i])
-            i += 1
-    return out
-
-
-def recount_merges(texts, n_merges):
-    """The textbook trainer: count every pair afresh, merge the most frequent (ties: smallest)."""
-    seqs, merges = [list(t.encode('utf-8')) for t in texts], []
-    while len(merges) < n_merges:
-        counts = pairs_of(seqs)
-        if not counts:
-            break
-        pair = min(counts, key=lambda p: (-counts[p], p))
-        seqs = [merge_all(s, pair, N_BYTES + len(merges)) for s in seqs]
-        merges.append(pair)
-    return merges
-
-
-def slow_encode(merges, text):
-    """minbpe's encode: while some learned pair is present, merge the earliest learned."""
-    rank = {tuple(p): k for k, p in enumerate(merges)}
-    seq = list(text.encode('utf-8'))
-    while len(seq) > 1:
-        present = [p for p in zip(seq, seq[1:]) if p in rank]
-        if not present:
-            break
-        pair = min(present, key=rank.get)
-        seq = merge_all(seq, pair, N_BYTES + rank[pair])
-    return seq
-
-
 # ---------------------------------------------------------------------------- the worked example
-def test_the_wikipedia_example_learns_aa_then_ab_then_their_pair():
-    merges = learn_merges(['aaabdaaabac'], 3)
+@pytest.mark.parametrize('way', [bpe, bpe_fast])
+def test_the_worked_example_learns_aa_then_ab_then_their_pair(way):
+    merges = way.learn_merges(['aaabdaaabac'], 3)
     a, b = ord('a'), ord('b')
     assert merges == [(a, a), (a, b), (256, 257)]  # Z = aa, Y = ab (tied with Za: the smaller pair), X = ZY
-    tok = BPETokenizer(merges)
+    tok = (BPETokenizer if way is bpe else FastBPETokenizer)(merges)
     assert tok.encode('aaabdaaabac') == [258, ord('d'), 258, a, ord('c')]  # XdXac
     assert tok.vocab[258] == b'aaab' and tok.chars[258] == 'aaab'
     assert tok.bos == 259 and tok.vocab_size == 260
 
 
-def test_training_stops_when_no_pair_is_left():
-    assert learn_merges(['ab'], 10) == [(97, 98)]  # one merge and 'ab' is one token
-    assert learn_merges(['', 'a'], 10) == []
+@pytest.mark.parametrize('way', [bpe, bpe_fast])
+def test_training_stops_when_no_pair_is_left(way):
+    assert way.learn_merges(['ab'], 10) == [(97, 98)]  # one merge and 'ab' is one token
+    assert way.learn_merges(['', 'a'], 10) == []
     assert BPETokenizer(learn_merges(['ab'], 10)).vocab_size == 258
 
 
-# ---------------------------------------------------------------------------- incremental = recount
+# ---------------------------------------------------------------------------- fast = plain
 RANDOM_TEXTS = st.lists(st.text(alphabet='ab c\né', max_size=40), min_size=1, max_size=4)
 
 
 @SETTINGS
 @given(RANDOM_TEXTS, st.integers(1, 30))
-def test_the_incremental_trainer_learns_what_recounting_learns(texts, n_merges):
+def test_the_fast_trainer_learns_what_recounting_learns(texts, n_merges):
     """Runs of one letter ('aaaa'), pairs that overlap and several texts (no pair crosses two)
     are where keeping counts up to date can go wrong."""
-    assert learn_merges(texts, n_merges) == recount_merges(texts, n_merges)
+    assert bpe_fast.learn_merges(texts, n_merges) == learn_merges(texts, n_merges)
 
 
-def test_the_incremental_trainer_agrees_on_longer_random_texts():
+def test_the_two_agree_on_names_and_on_longer_random_texts():
+    """The merges and the ids of 300 names (the bundled ones), and of random runs of few letters."""
+    names = load_docs()
+    docs = names[:300]
+    merges = bpe_fast.learn_merges(docs, 60)
+    assert merges == learn_merges(docs, 60)
+    plain, fast = BPETokenizer(merges), FastBPETokenizer(merges)
+    assert all(plain.encode(d) == fast.encode(d) for d in names[300:600])
     rng = random.Random(0)
-    for _ in range(5):
+    for _ in range(3):
         texts = [''.join(rng.choice('aab ba\n') for _ in range(rng.randrange(300))) for _ in range(3)]
-        assert learn_merges(texts, 40) == recount_merges(texts, 40)
+        assert bpe_fast.learn_merges(texts, 40) == learn_merges(texts, 40)
 
 
-def test_the_oracles_can_disagree():
-    """Negative control: a trainer that forgot to count the pairs a merge forms would be seen."""
+def test_a_trainer_that_forgets_the_pairs_a_merge_forms_is_seen():
+    """Negative control: never recounting after a merge learns other merges."""
     texts = ['abababcabc']
-    broken, seqs = [], [list(texts[0].encode())]
-    counts = pairs_of(seqs)
-    for k in range(3):
+    counts, broken = bpe.get_stats([list(texts[0].encode())]), []
+    for _ in range(3):
         pair = min(counts, key=lambda p: (-counts[p], p))
         broken.append(pair)
-        del counts[pair]  # never recounted
-    assert broken != recount_merges(texts, 3)
+        del counts[pair]
+    assert broken != learn_merges(texts, 3) == bpe_fast.learn_merges(texts, 3)
 
 
 @SETTINGS
 @given(RANDOM_TEXTS, st.text(alphabet='ab c\né', max_size=60), st.integers(1, 20))
-def test_encoding_equals_merging_the_earliest_pair_until_none(texts, text, n_merges):
+def test_fast_encoding_equals_merging_the_earliest_pair_until_none(texts, text, n_merges):
     merges = learn_merges(texts, n_merges)
-    assert BPETokenizer(merges).encode(text) == slow_encode(merges, text)
+    assert FastBPETokenizer(merges).encode(text) == BPETokenizer(merges).encode(text)
 
 
 # ---------------------------------------------------------------------------- round trips
-TRAINED = BPETokenizer(learn_merges(['the cat sat on the mat\r\n', 'emma olivia ava'], 60))
+TRAINED = FastBPETokenizer(learn_merges(['the cat sat on the mat\r\n', 'emma olivia ava'], 60))
 UNICODE = st.text(st.characters(exclude_categories=['Cs']), max_size=80)  # any character but half a pair
 
 
@@ -153,7 +117,7 @@ def test_a_whole_file_round_trips_with_merges_learned_on_another():
         training = f.read()
     with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
         readme = f.read()
-    tok = BPETokenizer(learn_merges([training], 200))
+    tok = FastBPETokenizer(bpe_fast.learn_merges([training], 200))
     ids = tok.encode(readme)
     assert tok.decode(ids) == readme
     assert len(ids) < 0.7 * len(readme.encode('utf-8'))  # the merges compress text they did not see

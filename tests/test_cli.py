@@ -106,7 +106,7 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
     train_docs = TINY_NAMES[:48]  # no shuffle: the last 6 of the file are held out
     tok = CharTokenizer.from_docs(TINY_NAMES)
     model = GPT(GPTConfig(tok.vocab_size, n_layer=1, n_embd=8, n_head=2, block_size=12),
-                seed=42, tokenizer=tok)
+                seed=42, tokenizer=tok, fused=True)  # train.py's blocks: the same sums, bit for bit
     opt = Adam(model.params)
     expected = []
     for s in range(60):
@@ -181,7 +181,8 @@ def test_sample_and_init_read_the_tutorial_export_with_n_head(tmp_path, tiny_ckp
     code, stdout, err = run(train.main, ['--init', str(path), '--n-head', '2', '--data', names_file, '--out', str(out),
                                          '--steps', '2', '--no-shuffle', '--val-size', '6', *QUIET], capsys)
     assert code == 0 and 'n_head=2' in stdout, err
-    assert losses(log_of(out))[0]['loss'] == doc_loss(model, doc_tokens(model.tokenizer, TINY_NAMES[0])).data
+    fast = GPT.from_weights(model.config, model.weights(), model.tokenizer, fused=True)  # train.py's blocks
+    assert losses(log_of(out))[0]['loss'] == doc_loss(fast, doc_tokens(model.tokenizer, TINY_NAMES[0])).data
     # --n-head is only for the export: on a microgpt checkpoint it may not contradict the file
     code, _, err = run(sample.main, ['--ckpt', tiny_ckpt, '--n-head', '4'], capsys)
     assert_one_line_error(code, err, "--n-head 4 contradicts the checkpoint's n_head 2")
@@ -329,7 +330,7 @@ def test_init_starts_from_the_checkpoint_weights_and_config_and_its_vocabulary(t
                                        '--steps', '5', '--no-shuffle', '--val-size', '6', *QUIET], capsys)
     assert code == 0
     assert 'n_embd=8 n_head=2 head_dim=4 block_size=12' in stdout  # the checkpoint's, not the defaults
-    start = load_checkpoint(tiny_ckpt)
+    start = read_checkpoint(tiny_ckpt).model(fused=True)  # train.py's blocks: the same loss, bit for bit
     first_loss = doc_loss(start, doc_tokens(start.tokenizer, TINY_NAMES[0])).data
     log = losses(log_of(out))
     assert log[0]['loss'] == first_loss and len(log) == 5

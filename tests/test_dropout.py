@@ -21,7 +21,8 @@ from microgpt.engine import Tape
 from microgpt.model import GPT, GPTConfig
 from microgpt.programs import sample, train
 from microgpt.sampling import iter_names
-from microgpt.training import batch_loss, evaluate, num_predictions
+from microgpt.programs.taps import dropout_batch_loss
+from microgpt.training import evaluate, num_predictions
 from test_backprop_layers import FD_TOL, max_diff, numeric_grad
 from test_cli import TINY, assert_one_line_error, interrupt_after, log_of, losses, run
 
@@ -113,7 +114,7 @@ def scalar_loss_and_grads(weights, masks):
     model = GPT.from_weights(CONFIG, weights)
     dropout = [masks.positions(b, num_predictions(tokens, CONFIG.block_size)) for b, tokens in enumerate(BATCH)]
     with Tape() as tape:
-        loss = batch_loss(model, BATCH, dropout)
+        loss = dropout_batch_loss(model, BATCH, dropout)
     loss.backward(tape)
     return loss.data, {name: np.array([[p.grad for p in row] for row in m]) for name, m in model.state_dict.items()}
 

@@ -332,8 +332,8 @@ def test_the_phases_are_found_whatever_gpts_variables_are_called(tmp_path):
     with open(phases.MODEL_FILE, encoding='utf-8') as f:
         source = f.read()
     func = source[source.index('    def gpt('):source.index('    def empty_cache(')]
-    names = ['keys', 'values', 'tok_emb', 'pos_emb', 'x_residual', 'x_attn', 'logits_per_head',
-             'weights_per_head', 'hs', 'q_h', 'k_h', 'v_h', 'attn_logits', 'attn_weights', 'head_out']
+    names = ['keys', 'values', 'tok_emb', 'pos_emb', 'x_residual', 'x_attn',
+             'hs', 'q_h', 'k_h', 'v_h', 'attn_logits', 'attn_weights', 'head_out']
     renamed = func
     for n, name in enumerate(names):
         assert re.search(rf'\b{name}\b', func), name  # the test renames what gpt() really has

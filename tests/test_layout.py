@@ -22,7 +22,7 @@ import pytest
 
 from conftest import REPO_DIR
 
-CORE = {'engine', 'ops', 'fused', 'graph', 'model', 'tokenizer', 'bpe', 'training', 'optim', 'sampling'}
+CORE = {'engine', 'ops', 'fused', 'graph', 'model', 'tokenizer', 'bpe', 'bpe_fast', 'training', 'optim', 'sampling'}
 # microgpt/'s other top-level files: the package's front door and the `python -m` entry points
 ENTRY_POINTS = {'microgpt', 'microgpt.train', 'microgpt.sample', 'microgpt.convert'}
 PACKAGES = {'microgpt': 'microgpt', 'microgpt.inference': 'src/inference', 'microgpt.backprop': 'src/backprop',
@@ -240,3 +240,33 @@ def test_importing_the_lesson_loads_no_module_of_the_edge_layer():
     assert 'microgpt.engine' in loaded and not [m for m in loaded if m.startswith(('microgpt.edge', 'microgpt.programs',
                                                                                  'microgpt.lab'))], loaded
     assert out[1] == 'microgpt.edge.checkpoint'
+
+
+def function_code_lines(path, qualname):
+    """code_lines of one function of a file (Class.method or function), its docstring aside."""
+    with open(path, encoding='utf-8') as f:
+        source = f.read()
+    tree, (owner, _, name) = ast.parse(source), qualname.rpartition('.')
+    scope = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner) if owner else tree
+    func = next(n for n in scope.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = source.splitlines()[func.lineno - 1:func.end_lineno]
+    doc = func.body[0]
+    skip = set(range(doc.lineno, doc.end_lineno + 1)) if isinstance(doc, ast.Expr) else set()
+    return sum(1 for i, line in enumerate(lines, func.lineno)
+               if i not in skip and line.strip() and not line.strip().startswith('#'))
+
+
+def test_gpt_and_the_training_step_hold_the_models_lines_and_run_what_is_read():
+    """gpt() near the original microgpt.py's (about 40 lines of code), the lesson's step three
+    lines and its return: no captures, dropout, tape or collector in them. And a GPT built as a
+    reader builds it runs ops.py's blocks, the ones gpt()'s calls name when read."""
+    from microgpt import ops
+    from microgpt.model import GPT, GPTConfig
+    model_py, training_py = (os.path.join(REPO_DIR, 'microgpt', f) for f in ('model.py', 'training.py'))
+    assert function_code_lines(model_py, 'GPT.gpt') <= 45
+    assert function_code_lines(training_py, 'batch_step') <= 6
+    with open(model_py, encoding='utf-8') as f:
+        gpt_source = f.read().split('    def gpt(')[1].split('\n    def ')[0]
+    for word in ('capture', 'dropout', 'Tape', 'gc.'):
+        assert word not in gpt_source, word
+    assert GPT(GPTConfig(vocab_size=5)).blocks is ops

@@ -182,13 +182,20 @@ def test_the_edge_refuses_characters_outside_the_vocabulary():
     assert encode(tok, 'dab') == [3, 0, 1]
 
 
-def test_capture_holds_each_positions_intermediates_and_changes_nothing():
+def test_a_recorder_holds_each_positions_intermediates_and_changes_nothing():
+    """programs/taps.py's Recorder on gpt()'s blocks: gpt()'s own Values, by name, at each
+    position, and the same logits as gpt() without it."""
+    from microgpt.programs.taps import Recorder
     model = model_with_fixed_weights(SMALL)
+    plain = model.blocks
     keys, values = model.empty_cache()
     keys2, values2 = model.empty_cache()
+    model.blocks = recorder = Recorder(model)
     for t, tok in enumerate(TOKENS):
-        capture = {}
-        logits = model.gpt(tok, t, keys, values, capture)
+        model.blocks = recorder
+        logits = model.gpt(tok, t, keys, values)
+        capture = recorder.captures[t]
+        model.blocks = plain
         traced, trace = gpt_with_trace(model, tok, t, keys2, values2)
         assert [l.data for l in logits] == [l.data for l in traced]
         assert capture['logits'] is logits

@@ -24,7 +24,8 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Optional
 
 from ..model import GPT, GPTConfig, parameter_shapes
-from ..bpe import N_BYTES, BPETokenizer
+from ..bpe import N_BYTES
+from ..bpe_fast import FastBPETokenizer
 from ..tokenizer import CharTokenizer
 from . import safetensors
 from .checks import CONFIG_FIELDS, Range, is_finite_number, make_config, short
@@ -104,11 +105,11 @@ class Checkpoint:
 
     @property
     def tokenizer(self):
-        return CharTokenizer(list(self.vocab)) if self.merges is None else BPETokenizer(self.merges)
+        return CharTokenizer(list(self.vocab)) if self.merges is None else FastBPETokenizer(self.merges)
 
-    def model(self):
-        """A GPT of Values (microgpt/model.py) holding these weights."""
-        return GPT.from_weights(self.config, self.weights, self.tokenizer)
+    def model(self, fused=False):
+        """A GPT of Values (microgpt/model.py) holding these weights; fused: with fused.py's blocks."""
+        return GPT.from_weights(self.config, self.weights, self.tokenizer, fused=fused)
 
 
 def load_checkpoint(path, n_head=None):

@@ -62,7 +62,7 @@ def load(path, kind='numpy', n_head=None):
     from ..edge.checkpoint import read_checkpoint
     ckpt = read_checkpoint(path, n_head=n_head)
     if kind == 'scalar':
-        return Loaded(ckpt, ckpt.model())
+        return Loaded(ckpt, ckpt.model(fused=True))  # fused.py's blocks: the lab's scalar steps are train.py's
     from microgpt import inference  # the numpy port; imported here so that `autograd` and `loss` do not need it
     return Loaded(ckpt, inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer))
 

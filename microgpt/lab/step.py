@@ -51,7 +51,9 @@ from ..edge.errors import DIVERGED, OVERFLOWS, UserError
 from ..edge.limits import parameter_count
 from ..programs.settings import CORE_ENGINES as ENGINES, flag_default
 from ..sampling import probabilities
-from ..training import collector_paused, doc_losses, mean_loss
+from ..programs.taps import Recorder
+from ..programs.train import collector_paused
+from ..training import doc_losses, mean_loss
 from .loading import data_mode, read_text, trained_lr
 from .registry import scalar_step_positions
 from .render import bar, number, table, token_label
@@ -68,15 +70,19 @@ def forward(model, tokens):
     """(loss, per-position losses, per-position captures): training.doc_loss, and its parts.
 
     The loss is built from training's own pieces (doc_losses, then mean_loss, which is exactly
-    doc_loss), so the graph is the one train_step backpropagates; gpt()'s capture= hands over
-    each position's intermediates by name, so nothing here depends on how the graph is wired.
+    doc_loss), so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
+    (programs/taps.py) hands over each position's intermediates by name.
     """
-    captures = []
+    blocks = model.blocks
+    model.blocks = recorder = Recorder(model)
     try:
-        losses = doc_losses(model, tokens, captures)
+        losses = doc_losses(model, tokens)
         loss = mean_loss(model, losses)
     except OVERFLOWS:  # an exp() too large: the weights diverged
         raise UserError(DIVERGED) from None
+    finally:
+        model.blocks = blocks
+    captures = recorder.captures
     if not math.isfinite(loss.data):
         raise UserError(DIVERGED)
     return loss, losses, captures

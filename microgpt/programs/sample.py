@@ -117,7 +117,7 @@ def model_for(config, weights, tokenizer, engine=None):
         if n_params > SCALAR_UP_TO:  # a learner waiting minutes should know why, and the way out
             print(f"note: the Value engine is slow on {n_params:,} parameters; the numpy port gives "
                   f"the same text in seconds: {faster}", file=sys.stderr, flush=True)
-        return GPT.from_weights(config, weights, tokenizer)
+        return GPT.from_weights(config, weights, tokenizer, fused=True)  # the fast blocks, the same text
     inference = cli.import_optional('microgpt.inference', "--engine numpy")
     from microgpt.backprop.threads import for_generation
     for_generation()  # one position's products: more BLAS threads only wait, on a busy core too

@@ -17,8 +17,10 @@ through it).
 """
 
 import functools
+import gc
 import itertools
 import math
+from contextlib import contextmanager
 from functools import partial
 from typing import NamedTuple
 
@@ -27,14 +29,17 @@ from ..edge.checks import encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
 from ..edge.errors import UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
+from ..engine import Tape, zero_grad
 from ..model import GPT, init_weights
 from ..optim import Adam
 from ..sampling import TEMPERATURE, iter_names
 from ..bpe import BPETokenizer
+from ..bpe_fast import FastBPETokenizer
 from ..tokenizer import CharTokenizer
-from ..training import batch_step, doc_tokens, evaluate, learning_rate, num_predictions
+from ..training import batch_loss, doc_tokens, evaluate, learning_rate, num_predictions
 from . import cli, original, sample
 from .run import Output, Run, resume_notes
+from .taps import dropout_batch_loss
 from .settings import TEXT_SAMPLE_LENGTH, parse_args, settle
 
 
@@ -125,14 +130,27 @@ class ScalarTrainer:
         return None
 
     def step(self, batch, lr, masks=None):
-        """One update on a batch of tokenized names; nan if an exp() overflowed (divergence).
-        masks: the batch's dropout masks (backprop's dropout.Masks), handed to gpt() as lists."""
+        """training.batch_step, made fast and guarded: one update on a batch of tokenized names,
+        or nan and no weight changed where the run diverged (an exp() overflowed, or the loss or
+        a gradient is not finite). masks: the batch's dropout masks (backprop's dropout.Masks),
+        handed to gpt() as lists."""
         dropout = masks and [masks.positions(b, num_predictions(tokens, self.config.block_size))
                              for b, tokens in enumerate(batch)]
-        try:
-            return batch_step(self.model, self.optimizer, batch, lr, dropout)
-        except OverflowError:  # raised in the forward pass, before any weight changed
-            return math.nan
+        params = self.optimizer.params
+        with collector_paused():
+            try:
+                with Tape() as tape:  # records the graph as it is built: backward needs no search
+                    loss = dropout_batch_loss(self.model, batch, dropout) if dropout else batch_loss(self.model, batch)
+            except OverflowError:  # raised in the forward pass, before any weight changed
+                return math.nan
+            loss.backward(tape)
+            # one check for the step, as the numpy engine's: a diverged run's inf or nan in the
+            # loss or in any gradient shows in their sum
+            if not math.isfinite(loss.data + sum(p.grad for p in params)):
+                zero_grad(params)
+                return math.nan
+            self.optimizer.step(lr)
+        return loss.data
 
     def weights(self):
         return self.model.weights()
@@ -144,6 +162,21 @@ class ScalarTrainer:
         self.optimizer.load_state(state)
 
 
+@contextmanager
+def collector_paused():
+    """Python's cycle collector off for a step, then as it was. A graph holds no reference
+    cycles (children never point back to parents), so reference counting frees it as soon as the
+    next step drops it; the collector would only search the fresh objects in vain (3,419 Values
+    for a 7-letter name at the default config: `python bench/train_speed.py --nodes`)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def make_trainer(settings, config, weights, tokenizer):
     """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
     if settings.engine == 'torch':
@@ -153,7 +186,7 @@ def make_trainer(settings, config, weights, tokenizer):
     if settings.engine == 'numpy':
         backprop = cli.import_optional('microgpt.backprop', "--engine numpy")
         return backprop.Trainer(config, weights, tokenizer, dtype=settings.dtype, weight_decay=settings.weight_decay)
-    model = GPT.from_weights(config, weights, tokenizer, fused=not settings.unfused)
+    model = GPT.from_weights(config, weights, tokenizer, fused=not settings.unfused)  # fused: the fast blocks
     return ScalarTrainer(model, Adam(model.params, weight_decay=settings.weight_decay))
 
 
@@ -293,7 +326,7 @@ def _vocabulary(settings, ckpt, docs, train_docs):
         raise UserError(f"the data ({settings.data or 'bundled names'}) changed since {settings.out} was "
                         "saved: resuming would train on a different order; start a new run")
     if ckpt is None and settings.tokenizer == 'bpe':
-        return digest, BPETokenizer.from_docs(train_docs, settings.vocab_size)
+        return digest, FastBPETokenizer.from_docs(train_docs, settings.vocab_size)
     if ckpt is None:
         return digest, CharTokenizer.from_docs(docs)
     tokenizer = ckpt.tokenizer

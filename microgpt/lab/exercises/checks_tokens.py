@@ -2,8 +2,8 @@
 The checks of exercises 23 to 25, the byte-pair tokenizer: counting pairs, one merge, and
 encoding with a learned merge table.
 
-The project's own answers come from microgpt/bpe.py (its linked list of tokens, whose counts a
-merge keeps up to date, and BPETokenizer.encode's heap of ranks); the independent oracles are
+The project's own answers come from microgpt/bpe.py (get_stats, merge, BPETokenizer.encode);
+the independent oracles are
 written here the slow, obvious way: collections.Counter over zip(ids, ids[1:]), a merge that
 rebuilds the list through a string of its ids, and an encoder that tries every merge of the
 table in order, again and again, until none applies. The Wikipedia example (aaabdaaabac: 3
@@ -13,7 +13,7 @@ merges give XdXac) is among the fixed cases of each; random ones follow.
 import random
 from collections import Counter
 
-from ...bpe import N_BYTES, BPETokenizer, _Tokens, learn_merges
+from ...bpe import N_BYTES, BPETokenizer, get_stats, learn_merges, merge
 
 RANDOM_CASES = 8
 WIKIPEDIA = 'aaabdaaabac'
@@ -47,7 +47,7 @@ def check_get_stats(t, fn):
         t.expect(type(got) is dict and all(type(p) is tuple and len(p) == 2 and type(n) is int
                                            for p, n in got.items()), got,
                  "a dict {(a, b): count}, each key a tuple of two ids and each count an int")
-        want = _Tokens([list(ids)]).counts
+        want = get_stats([list(ids)])
         no_overlap = {}
         i = 0
         while i + 1 < len(ids):  # the slip: counting 'aaa' as one 'aa', as a merge would see it
@@ -76,9 +76,7 @@ def rebuilt(ids, pair, new_id):
 
 
 def projects_merge(ids, pair, new_id):
-    tokens = _Tokens([list(ids)])
-    tokens.merge(tuple(pair), new_id)
-    return tokens.sequence(0) if ids else []
+    return merge(list(ids), tuple(pair), new_id)
 
 
 def check_merge(t, fn):

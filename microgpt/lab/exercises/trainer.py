@@ -163,7 +163,7 @@ def run(request, report):
     steps, seed = request['steps'], request['seed']
     lr, num_samples, temperature = request['lr'], request['num_samples'], request['temperature']
     train_docs, tokenizer, config = setting(seed)
-    model = GPT(config, seed=seed, tokenizer=tokenizer)  # train.py's own model and engine
+    model = GPT(config, seed=seed, tokenizer=tokenizer, fused=True)  # train.py's own model and engine
     adam = Adam(model.params)
     report(event='train-start', steps=steps, seed=seed, config=config.to_dict(), names=len(train_docs),
            parameters=len(model.params))

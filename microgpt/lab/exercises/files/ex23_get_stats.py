@@ -1,6 +1,6 @@
 """
 Exercise 23: counting pairs, the first half of a byte-pair merge (the real one: microgpt/bpe.py,
-_Tokens, which keeps these counts up to date instead of counting again).
+get_stats; bpe_fast.py keeps these counts up to date instead of counting again).
 
 Reading: docs/reading-guide.md, section 14 (Tokens: what the model sees).
 See it live: `python -m microgpt.lab tokens "the king" --ckpt out/bpe.json` (a model trained with

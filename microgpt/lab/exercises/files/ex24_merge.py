@@ -1,6 +1,6 @@
 """
 Exercise 24: one merge, every occurrence of a pair replaced by a new token (the real one:
-microgpt/bpe.py, _Tokens.merge).
+microgpt/bpe.py, merge).
 
 Reading: docs/reading-guide.md, section 14 (Tokens: what the model sees).
 See it live: `python -m microgpt.lab tokens "the king" --ckpt out/bpe.json` (a model trained with
