@@ -12,7 +12,7 @@ both alike; the mean step times give the ratio. Each measurement runs in a fresh
 the kernel's high-water mark of resident memory, everything included).
 
 1. scalar  Batch size 1, the default config (n_layer 1, n_embd 16, n_head 4, block_size 16):
-           microgpt.training.train_step + microgpt.optim.Adam against backprop.Trainer.step,
+           train.py's ScalarTrainer.step (+ microgpt.optim.Adam) against backprop.Trainer.step,
            from the same initial weights, on the same names, same lr schedule: the ratio of
            their step times, and the largest difference of their losses.
 2. torch   n_layer 4, n_embd 64, n_head 4, block_size 16, batch 32, float64: backprop.Trainer
@@ -86,23 +86,24 @@ def setup(args, n_layer, n_embd, n_head=4, block_size=16):
     train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
     tokenizer = CharTokenizer.from_docs(docs)
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
-    return config, GPT(config, seed=42, tokenizer=tokenizer), tokenizer, \
+    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, \
         [doc_tokens(tokenizer, d) for d in train_docs]
 
 
 def child_scalar(args):
     from microgpt import backprop
     from microgpt.optim import Adam
-    from microgpt.training import learning_rate, train_step
+    from microgpt.programs.train import ScalarTrainer
+    from microgpt.training import learning_rate
     config, model, tokenizer, tokens = setup(args, 1, 16)
     trainer = backprop.Trainer(config, model.weights(), tokenizer)
-    optimizer = Adam(model.params)
+    scalar = ScalarTrainer(model, Adam(model.params))  # train.py's Value engine
     before = peak_rss_bytes()
     out = {'scalar_loss': [], 'numpy_loss': [], 'scalar_time': [], 'numpy_time': []}
     for step in range(args.steps):
         lr = learning_rate(0.01, step, args.steps)
         t0 = time.perf_counter()
-        out['scalar_loss'].append(train_step(model, optimizer, tokens[step], lr))
+        out['scalar_loss'].append(scalar.step([tokens[step]], lr))
         t1 = time.perf_counter()
         out['numpy_loss'].append(trainer.step([tokens[step]], lr))
         t2 = time.perf_counter()

@@ -84,7 +84,7 @@ def setup(args, n_layer, n_embd, block_size=16, text=False):
     train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
     tokenizer = CharTokenizer.from_docs(docs)
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, 16)
-    model = GPT(config, seed=42, tokenizer=tokenizer)
+    model = GPT(config, seed=42, tokenizer=tokenizer, fused=True)  # train.py's blocks
     return config, model, tokenizer, [doc_tokens(tokenizer, d) for d in train_docs]
 
 
@@ -99,7 +99,7 @@ def text_setup(n_layer, n_embd, block_size, n_windows=2000):
     rng = random.Random(42)
     starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, block_size)
-    model = GPT(config, seed=42, tokenizer=tokenizer)
+    model = GPT(config, seed=42, tokenizer=tokenizer, fused=True)  # train.py's blocks
     return config, model, tokenizer, [ids[i:i + block_size + 1] for i in starts]
 
 

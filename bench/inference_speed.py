@@ -29,7 +29,7 @@ sys.path[:0] = [REPO_DIR]  # run from a checkout, installed or not
 import numpy as np  # noqa: E402  (after the path set-up above)
 
 from microgpt import inference  # noqa: E402
-from microgpt.edge.checkpoint import load_checkpoint  # noqa: E402
+from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
 from microgpt.sampling import sample_names  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
@@ -72,13 +72,13 @@ def scalar_block_logits(model, token_ids):
 def main(argv=None):
     args = parse_args(argv)
     if args.ckpt:
-        scalar = load_checkpoint(args.ckpt)
+        scalar = read_checkpoint(args.ckpt).model(fused=True)  # sample.py's blocks
         source = args.ckpt
     else:
         chars = 'abcdefghijklmnopqrstuvwxyz'  # a names-like vocabulary: 26 letters plus BOS
         config = GPTConfig(vocab_size=len(chars) + 1, n_layer=args.n_layer, n_embd=args.n_embd,
                            n_head=args.n_head, block_size=args.block_size)
-        scalar = GPT(config, seed=args.seed, tokenizer=CharTokenizer(chars), init_std=args.init_std)
+        scalar = GPT(config, seed=args.seed, tokenizer=CharTokenizer(chars), init_std=args.init_std, fused=True)
         source = f'random weights (std {args.init_std}, seed {args.seed})'
     port = inference.NumpyGPT.from_scalar(scalar)
     cfg = scalar.config

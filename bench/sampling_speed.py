@@ -105,7 +105,7 @@ def main(argv=None):
     args = parse_args(argv)
     config, weights, tokenizer, what = the_model(args.ckpt)
     port = inference.NumpyGPT(config, weights, tokenizer=tokenizer)
-    sides = [('scalar engine (Values)', GPT.from_weights(config, weights, tokenizer), 1, args.scalar_length),
+    sides = [('scalar engine (Values)', GPT.from_weights(config, weights, tokenizer, fused=True), 1, args.scalar_length),
              ('numpy, KV cache, 1 BLAS thread', port, 1, args.length),
              ('numpy, whole window, 1 BLAS thread', Uncached(port), 1, args.length),
              ('numpy, KV cache, default BLAS threads', port, None, args.length),

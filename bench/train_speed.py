@@ -8,7 +8,8 @@ How much faster is a training step on the project's engine than on the original 
 For each config (LxE = n_layer x n_embd; n_head 4, block_size 16) two trainers start from the
 same initial weights, GPT(config, seed).weights(), and train on the same names (the train split
 of split_docs(docs, seed=42); step s uses train[s % len(train)]) at the same learning rate:
-  ours      microgpt.training.train_step with microgpt.optim.Adam, on microgpt/engine.py;
+  ours      train.py's ScalarTrainer.step (training.batch_step with fused.py's blocks, the
+            collector paused and the graph taped) and microgpt.optim.Adam, on microgpt/engine.py;
   unfused   the same with GPT(..., fused=False): microgpt/ops.py's composed blocks, what
             `train.py --unfused` trains with (the same losses, a larger graph);
   baseline  bench/baseline_microgpt.py, written the original way: a two-input node for every
@@ -25,7 +26,7 @@ make each trainer pay for the other's garbage: Python's cyclic garbage collector
 the baseline's graphs are only freed by it (as in the original, backward's recursive helper is a
 closure that refers to itself, a reference cycle holding the graph), so collections it triggers
 land in our steps. The baseline runs with the collector on, as the original does; ours pauses
-it during each step, as microgpt/training.py's train_step does (its graph holds no cycles).
+it during each step, as train.py's ScalarTrainer does (its graph holds no cycles).
 
 Peak memory is VmHWM from /proc/self/status: the kernel's high-water mark of the child's resident
 memory, everything included (interpreter, imports, parameters, the largest graph of any step),
@@ -56,7 +57,8 @@ from microgpt.edge.data import load_docs, split_docs  # noqa: E402
 from microgpt.model import GPT, GPTConfig  # noqa: E402
 from microgpt.optim import Adam  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from microgpt.training import doc_tokens, learning_rate, train_step  # noqa: E402
+from microgpt.programs.train import ScalarTrainer  # noqa: E402
+from microgpt.training import doc_tokens, learning_rate  # noqa: E402
 
 N_HEAD = 4
 BLOCK_SIZE = 16
@@ -130,16 +132,14 @@ def make_step_fn(args, which, spec):
     n_layer, n_embd = parse_spec(spec)
     config = GPTConfig(vocab_size=tokenizer.vocab_size, n_layer=n_layer, n_embd=n_embd,
                        n_head=N_HEAD, block_size=BLOCK_SIZE)
-    model = GPT(config, seed=args.seed, tokenizer=tokenizer)  # both children build it once
+    model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=which != 'unfused')  # every child builds it once
 
     if which in ('ours', 'unfused'):
-        if which == 'unfused':
-            model = GPT(config, seed=args.seed, tokenizer=tokenizer, fused=False)
-        optimizer = Adam(model.params)
+        trainer = ScalarTrainer(model, Adam(model.params))
 
         def step_fn(step):
             tokens = doc_tokens(tokenizer, names[step])
-            return train_step(model, optimizer, tokens, learning_rate(args.lr, step, args.steps))
+            return trainer.step([tokens], learning_rate(args.lr, step, args.steps))
         return step_fn
 
     trainer = BaselineTrainer(BaselineGPT(model.weights(), N_HEAD), steps=args.steps, lr=args.lr)
@@ -216,7 +216,7 @@ def print_summary(spec, runs, steps):
 
 def count_nodes(args):
     """The size of one training step's graph: the nodes recorded on the tape for the first
-    training name, with fused.py's blocks (the default) and with ops.py's composed ones."""
+    training name, with fused.py's blocks (train.py's) and with ops.py's composed ones."""
     from microgpt.engine import Tape
     from microgpt.training import doc_loss
     docs = load_docs(args.data)
