@@ -28,7 +28,7 @@ CONFIGS = {'default': dict(n_layer=1, n_embd=16, n_head=4),
 def setup(config_name, block_size=12, seed=3):
     tokenizer = CharTokenizer.from_docs(NAMES)
     config = GPTConfig(tokenizer.vocab_size, block_size=block_size, **CONFIGS[config_name])
-    model = GPT(config, seed=seed, tokenizer=tokenizer)
+    model = GPT(config, seed=seed, tokenizer=tokenizer, fused=True)  # the fast blocks
     return model, Trainer(config, model.weights(), tokenizer), tokenizer
 
 

@@ -34,7 +34,7 @@ STEPS = 100
 def fresh(n_layer=1, n_embd=16, n_head=4, block_size=16, seed=42):
     tokenizer = CharTokenizer.from_docs(NAMES)
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
-    model = GPT(config, seed=seed, tokenizer=tokenizer)
+    model = GPT(config, seed=seed, tokenizer=tokenizer, fused=True)  # the fast blocks
     return model, Trainer(config, model.weights(), tokenizer), tokenizer
 
 

@@ -34,7 +34,7 @@ def project_run(steps, seed=42, num_samples=0):
     docs = load_docs(None)
     train_docs, _ = split_docs(docs, seed=seed)
     tokenizer = CharTokenizer.from_docs(docs)
-    model = GPT(GPTConfig(tokenizer.vocab_size), seed=seed, tokenizer=tokenizer)
+    model = GPT(GPTConfig(tokenizer.vocab_size), seed=seed, tokenizer=tokenizer, fused=True)  # train.py's
     adam = Adam(model.params)
     losses = [training.train_step(model, adam, training.doc_tokens(tokenizer, train_docs[s % len(train_docs)]),
                                   training.learning_rate(0.01, s, steps)) for s in range(steps)]

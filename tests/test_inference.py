@@ -21,6 +21,7 @@ from attention_trace import gpt_with_trace
 from microgpt.programs import sample
 from microgpt.inference.model import merge_heads, split_heads
 from microgpt.edge.checkpoint import load_checkpoint as scalar_load_checkpoint
+from microgpt.edge.checkpoint import read_checkpoint as scalar_read_checkpoint
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.sampling import sample_names
@@ -46,7 +47,7 @@ CONFIGS = {
 def random_pair(name, seed=0):
     """A scalar GPT with random weights and its port, sharing config, weights and tokenizer."""
     config, chars = CONFIGS[name]
-    model = GPT(config, seed=seed, tokenizer=CharTokenizer(chars), init_std=INIT_STD)
+    model = GPT(config, seed=seed, tokenizer=CharTokenizer(chars), init_std=INIT_STD, fused=True)  # the fast blocks
     return model, inference.NumpyGPT.from_scalar(model)
 
 
@@ -185,7 +186,7 @@ def test_sample_py_numpy_engine_prints_the_scalar_names(tiny_ckpt, capsys):
 def test_evaluate_on_a_trained_checkpoint_agrees(tiny_ckpt, names_file):
     with open(names_file, encoding='utf-8') as f:
         docs = f.read().split()
-    expected = scalar_evaluate(scalar_load_checkpoint(tiny_ckpt), docs)
+    expected = scalar_evaluate(scalar_read_checkpoint(tiny_ckpt).model(fused=True), docs)
     port = inference.load_checkpoint(tiny_ckpt)
     assert inference.evaluate(port, docs) == pytest.approx(expected, abs=AGREE_TOL)
 
@@ -265,7 +266,7 @@ def test_earlier_positions_do_not_see_later_tokens(name):
 
 # ---------------------------------------------------------------------------- checkpoints
 def test_load_checkpoint_gives_the_scalar_model_as_arrays(tiny_ckpt):
-    scalar = scalar_load_checkpoint(tiny_ckpt)
+    scalar = scalar_read_checkpoint(tiny_ckpt).model(fused=True)
     port = inference.load_checkpoint(tiny_ckpt)
     assert port.config == scalar.config
     assert port.tokenizer.chars == scalar.tokenizer.chars

@@ -149,7 +149,7 @@ def our_run(docs, steps, settings=ORIGINAL):
     rng, _, tokenizer, config, weights = prepare(docs, settings)
     train_docs, _ = split_docs(docs, val_size=0, seed=settings['seed'])
     train_tokens = [doc_tokens(tokenizer, doc) for doc in train_docs]
-    model = GPT(config, tokenizer=tokenizer)
+    model = GPT(config, tokenizer=tokenizer, fused=True)  # train.py's blocks
     model.load_weights(weights)
     optimizer = Adam(model.params, beta1=settings['beta1'],
                      beta2=settings['beta2'], eps=settings['eps'])

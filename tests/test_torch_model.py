@@ -33,7 +33,7 @@ CONFIGS = {'default': dict(n_layer=1, n_embd=16, n_head=4, block_size=16),
 def setup(config_name, seed=3):
     tokenizer = CharTokenizer.from_docs(NAMES)
     config = GPTConfig(tokenizer.vocab_size, **CONFIGS[config_name])
-    model = GPT(config, seed=seed, tokenizer=tokenizer)
+    model = GPT(config, seed=seed, tokenizer=tokenizer, fused=True)  # the fast blocks
     return model, torchgpt.Trainer(config, model.weights(), tokenizer), tokenizer
 
 
