@@ -6,7 +6,7 @@ names recipe's (n_layer 4, n_embd 64, n_head 4: 200,000 weights, the Step page's
 
 Each model is trained for a few steps on makemore's names (its speed is what matters, not its
 training), served by `lab serve`'s own server in this process, and driven by Playwright in
-Debian's Chromium: for each input (tests/labtimes.py lists them) the time from the input to the page's redraw, the page's
+Debian's Chromium: for each input (tests/helpers.py lists them) the time from the input to the page's redraw, the page's
 pause for typing included. Prints, never asserts. The default model's share also runs in the
 test suite (tests/test_lab_pages_browser.py); the recipe's model takes tens of seconds. Last,
 where ../shared/data/tinyshakespeare.txt is, a model of the Shakespeare recipe's shape: a
@@ -44,13 +44,13 @@ def main():
         from playwright.sync_api import sync_playwright
     except ImportError:
         sync_playwright = None
-    from chromium import CHROMIUM_ARGS
+    from helpers import CHROMIUM_ARGS
     from conftest import CHROMIUM
     if data is None or sync_playwright is None or not os.path.exists(CHROMIUM):
         print("lab_speed: needs ../shared/data/names.txt, Playwright (pip install -e '.[test]') and "
               f"{CHROMIUM} (apt-get install chromium): skipped")
         return 0
-    import labtimes
+    import helpers
     from microgpt.programs import train
     from microgpt.lab.serve import make_server
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
@@ -62,8 +62,8 @@ def main():
             server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'), data=data)
             threading.Thread(target=server.serve_forever, daemon=True).start()
             try:
-                steps = labtimes.steps(on_the_model=k > 0)
-                print(labtimes.report(label, labtimes.interaction_times(server, browser, steps)))
+                steps = helpers.steps(on_the_model=k > 0)
+                print(helpers.report(label, helpers.interaction_times(server, browser, steps)))
             finally:
                 server.shutdown()
                 server.server_close()
@@ -76,7 +76,7 @@ def main():
             server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
             threading.Thread(target=server.serve_forever, daemon=True).start()
             try:
-                print(labtimes.report(label, labtimes.interaction_times(server, browser, labtimes.ON_TEXT)))
+                print(helpers.report(label, helpers.interaction_times(server, browser, helpers.ON_TEXT)))
             finally:
                 server.shutdown()
                 server.server_close()

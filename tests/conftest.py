@@ -7,15 +7,10 @@ train.py's main() on a tiny config takes about a second, so it is done once and 
 
 import importlib.util
 import os
-import sys
 
 import pytest
+from helpers import TINY_NAMES, train_text
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(TESTS_DIR)
-for path in (TESTS_DIR, REPO_DIR):
-    if path not in sys.path:
-        sys.path.insert(0, path)
 
 
 # ---------------------------------------------------------------------------- the extras
@@ -107,39 +102,11 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"{nodeid}:{text}")
 
 
-def data_file(filename):
-    """A public data file (makemore's names.txt, char-rnn's tinyshakespeare.txt) where a user or
-    a developer has it: in the checkout's root, where README's download command puts it, or in
-    ../shared/data beside the checkout. None if neither: tests that need it skip."""
-    for folder in (REPO_DIR, os.path.join(REPO_DIR, '..', 'shared', 'data')):
-        path = os.path.join(folder, filename)
-        if os.path.isfile(path):
-            return os.path.normpath(path)
-    return None
-
-
-def bench_script(name):
-    """bench/NAME.py loaded as a module, its main() not run: for the tests that hold a text or a
-    page to the figures a benchmark measures (its recipe's flags, the fields it sends)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(REPO_DIR, 'bench', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# A few dozen short names: enough to train on for a few steps, small enough to read.
-TINY_NAMES = """emma olivia ava isabella sophia mia charlotte amelia harper evelyn abigail emily
-elizabeth sofia avery ella scarlett grace chloe victoria riley aria lily aubrey zoey penelope
-liam noah william james oliver benjamin elijah lucas mason logan alexander ethan jacob michael
-daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wyatt john jack""".split()
-
-
 @pytest.fixture(scope='session')
 def browser():
     """One headless Chromium for every browser test of the session (see chromium.py): only
     tests marked `browser` ask for it, and they are skipped where it is missing."""
-    from chromium import CHROMIUM_ARGS
+    from helpers import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -149,8 +116,8 @@ def browser():
 
 @pytest.fixture(scope='module')
 def server(tiny_ckpt, names_file, tmp_path_factory):
-    """The web lab's server (labserver.live_server) on tiny_ckpt, one per test module."""
-    from labserver import live_server
+    """The web lab's server (helpers.live_server) on tiny_ckpt, one per test module."""
+    from helpers import live_server
     with live_server(tiny_ckpt, tmp_path_factory.mktemp('lab-runs'), names_file) as s:
         yield s
 
@@ -159,7 +126,7 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
 def window(browser):
     """open(width, height=800) -> a fresh page of that size whose console errors and uncaught
     exceptions are collected in page.errors (chromium.watched_page); closed after the test."""
-    from chromium import watched_page
+    from helpers import watched_page
     contexts = []
 
     def open_window(width, height=800):
@@ -217,14 +184,6 @@ def play_file(tmp_path_factory):
     path = tmp_path_factory.mktemp('play') / 'play.txt'
     path.write_text(PLAY * 12, encoding='utf-8')
     return str(path)
-
-
-def train_text(out, data, block_size, *flags):
-    """A checkpoint of running text trained by train.py in a second or two (numpy engine)."""
-    from microgpt.programs import train
-    assert train.main(['--engine', 'numpy', '--data', data, '--data-mode', 'text', '--block-size',
-                       str(block_size), '--num-samples', '0', '--out', str(out), *flags]) == 0
-    return str(out)
 
 
 @pytest.fixture(scope='session')

@@ -15,28 +15,10 @@ from microgpt.backprop.model import loss_and_grads, make_batch, model_forward
 from microgpt.inference.model import merge_heads
 from microgpt.model import GPTConfig, parameter_shapes
 from microgpt.training import num_predictions
+from helpers import FD_TOL, max_diff, numeric_grad_array
 
 H = 1e-6          # finite-difference step
-FD_TOL = 1e-7     # central differences are accurate to ~1e-9 here; a wrong backward is off by >1e-3
 WRONG_MIN = 1e-3  # a wrong backward must miss by at least this much
-
-
-def numeric_grad(f, x):
-    """dL/dx by central differences, where f() computes L from x (an array changed in place)."""
-    g = np.zeros_like(x)  # same shape as x
-    for i in np.ndindex(x.shape):
-        old = x[i]
-        x[i] = old + H
-        up = f()
-        x[i] = old - H
-        down = f()
-        x[i] = old
-        g[i] = (up - down) / (2 * H)
-    return g
-
-
-def max_diff(a, b):
-    return float(np.abs(a - b).max())
 
 
 def rng():
@@ -55,8 +37,8 @@ def test_embedding_backward_adds_up_repeated_tokens():
     def loss():
         return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
     dwte, dwpe = layers.embedding_backward(R, (ids, pos), vocab_size, block_size)
-    assert max_diff(dwte, numeric_grad(loss, wte)) < FD_TOL
-    assert max_diff(dwpe, numeric_grad(loss, wpe)) < FD_TOL
+    assert max_diff(dwte, numeric_grad_array(loss, wte)) < FD_TOL
+    assert max_diff(dwpe, numeric_grad_array(loss, wpe)) < FD_TOL
     assert np.all(dwte[4] == 0) and np.all(dwpe[4:] == 0)  # unused rows get exactly nothing
 
 
@@ -70,7 +52,7 @@ def test_embedding_negative_control_overwriting_repeats_is_caught():
 
     def loss():
         return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
-    assert max_diff(dwte_wrong, numeric_grad(loss, wte)) > WRONG_MIN
+    assert max_diff(dwte_wrong, numeric_grad_array(loss, wte)) > WRONG_MIN
 
 
 def test_rmsnorm_backward():
@@ -79,7 +61,7 @@ def test_rmsnorm_backward():
     R = r.normal(size=(4, 6))
     _, cache = layers.rmsnorm_forward(x)
     dx = layers.rmsnorm_backward(R, cache)
-    assert max_diff(dx, numeric_grad(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) < FD_TOL
+    assert max_diff(dx, numeric_grad_array(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) < FD_TOL
 
 
 def test_rmsnorm_negative_control_without_the_scale_term_is_caught():
@@ -88,7 +70,7 @@ def test_rmsnorm_negative_control_without_the_scale_term_is_caught():
     R = r.normal(size=(4, 6))
     s = ((x * x).mean(axis=-1, keepdims=True) + layers.RMS_EPS) ** -0.5  # (4, 1)
     dx_wrong = s * R  # forgets that s itself depends on x
-    assert max_diff(dx_wrong, numeric_grad(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) > WRONG_MIN
+    assert max_diff(dx_wrong, numeric_grad_array(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) > WRONG_MIN
 
 
 def test_linear_backward():
@@ -100,8 +82,8 @@ def test_linear_backward():
         return float((R * layers.linear_forward(x, w)[0]).sum())
     dx, dw = layers.linear_backward(R, x, w)
     assert dw.shape == w.shape
-    assert max_diff(dx, numeric_grad(loss, x)) < FD_TOL
-    assert max_diff(dw, numeric_grad(loss, w)) < FD_TOL
+    assert max_diff(dx, numeric_grad_array(loss, x)) < FD_TOL
+    assert max_diff(dw, numeric_grad_array(loss, w)) < FD_TOL
 
 
 def test_linear_negative_control_untransposed_weight_gradient_is_caught():
@@ -109,7 +91,7 @@ def test_linear_negative_control_untransposed_weight_gradient_is_caught():
     x, w = r.normal(size=(5, 4)), r.normal(size=(4, 4))  # square, so the wrong one has the right shape
     R = r.normal(size=(5, 4))
     dw_wrong = x.T @ R  # [n_in, n_out]: the transpose of the right answer
-    assert max_diff(dw_wrong, numeric_grad(lambda: float((R * layers.linear_forward(x, w)[0]).sum()), w)) > WRONG_MIN
+    assert max_diff(dw_wrong, numeric_grad_array(lambda: float((R * layers.linear_forward(x, w)[0]).sum()), w)) > WRONG_MIN
 
 
 def test_relu_backward():
@@ -118,7 +100,7 @@ def test_relu_backward():
     x[np.abs(x) < 0.01] = 0.5  # keep finite differences away from the kink at 0
     R = r.normal(size=(4, 5))
     dx = layers.relu_backward(R.copy(), layers.relu_forward(x)[1])  # a copy: it writes into its dy
-    assert max_diff(dx, numeric_grad(lambda: float((R * layers.relu_forward(x)[0]).sum()), x)) < FD_TOL
+    assert max_diff(dx, numeric_grad_array(lambda: float((R * layers.relu_forward(x)[0]).sum()), x)) < FD_TOL
 
 
 def test_residual_backward():
@@ -128,8 +110,8 @@ def test_residual_backward():
     def loss():
         return float((R * layers.residual_forward(a, b)).sum())
     da, db = layers.residual_backward(R)
-    assert max_diff(da, numeric_grad(loss, a)) < FD_TOL
-    assert max_diff(db, numeric_grad(loss, b)) < FD_TOL
+    assert max_diff(da, numeric_grad_array(loss, a)) < FD_TOL
+    assert max_diff(db, numeric_grad_array(loss, b)) < FD_TOL
 
 
 def attention_case():
@@ -150,7 +132,7 @@ def test_attention_backward():
     _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head)
     dq, dk, dv = layers.attention_backward(R, cache)
     for d, x in ((dq, q), (dk, k), (dv, v)):
-        assert max_diff(d, numeric_grad(loss, x)) < FD_TOL
+        assert max_diff(d, numeric_grad_array(loss, x)) < FD_TOL
 
 
 def test_attention_is_causal():
@@ -191,7 +173,7 @@ def test_attention_negative_control_without_softmax_correction_is_caught():
 
     def loss():
         return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
-    assert max_diff(dq_wrong, numeric_grad(loss, q)) > WRONG_MIN
+    assert max_diff(dq_wrong, numeric_grad_array(loss, q)) > WRONG_MIN
 
 
 def cross_entropy_case():
@@ -207,14 +189,14 @@ def cross_entropy_case():
 def test_cross_entropy_backward():
     logits, targets, loss = cross_entropy_case()
     dlogits = layers.cross_entropy_backward(layers.cross_entropy_forward(logits, targets)[1])
-    assert max_diff(dlogits, numeric_grad(loss, logits)) < FD_TOL
+    assert max_diff(dlogits, numeric_grad_array(loss, logits)) < FD_TOL
 
 
 def test_cross_entropy_negative_control_without_the_target_term_is_caught():
     logits, targets, loss = cross_entropy_case()
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)  # (R, vocab_size)
     dlogits_wrong = p / len(targets)  # forgets "- delta(k, t_r)": d logsumexp alone
-    assert max_diff(dlogits_wrong, numeric_grad(loss, logits)) > WRONG_MIN
+    assert max_diff(dlogits_wrong, numeric_grad_array(loss, logits)) > WRONG_MIN
 
 
 # ---------------------------------------------------------------------------- the whole model

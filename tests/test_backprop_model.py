@@ -13,14 +13,12 @@ import pytest
 from microgpt.backprop import Trainer, make_batch
 from microgpt.backprop.model import model_forward
 from microgpt.inference.model import cross_entropy
-from microgpt.engine import Tape
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from microgpt.training import doc_loss, doc_tokens, num_predictions
+from microgpt.training import doc_tokens, num_predictions
+from helpers import GRAD_TOL, NAMES, assert_names_as_the_scalar_engine, scalar_loss_and_grads
 
-GRAD_TOL = 1e-10  # same math in float64: only rounding differs (observed ~1e-16)
-NAMES = ['emma', 'ava', 'isabella', 'christopherson', 'liam', 'bob']  # one longer than the block
 CONFIGS = {'default': dict(n_layer=1, n_embd=16, n_head=4),
            '2x32': dict(n_layer=2, n_embd=32, n_head=4)}
 
@@ -30,32 +28,6 @@ def setup(config_name, block_size=12, seed=3):
     config = GPTConfig(tokenizer.vocab_size, block_size=block_size, **CONFIGS[config_name])
     model = GPT(config, seed=seed, tokenizer=tokenizer, fused=True)  # the fast blocks
     return model, Trainer(config, model.weights(), tokenizer), tokenizer
-
-
-def scalar_loss_and_grads(model, tokens):
-    """doc_loss and every parameter's gradient, {name: array}, from the scalar engine."""
-    for p in model.params:
-        p.grad = 0.0
-    with Tape() as tape:
-        loss = doc_loss(model, tokens)
-    loss.backward(tape)
-    grads = {name: np.array([[p.grad for p in row] for row in matrix])  # (n_out, n_in)
-             for name, matrix in model.state_dict.items()}
-    return loss.data, grads
-
-
-def assert_names_as_the_scalar_engine(model, trainer, tokenizer, tol=GRAD_TOL):
-    """For each of NAMES alone: trainer.loss_and_grads gives the scalar engine's loss and every
-    parameter's gradient, each of the parameter's shape (tests/test_torch_model.py uses it too)."""
-    for name in NAMES:
-        tokens = doc_tokens(tokenizer, name)
-        loss, grads = scalar_loss_and_grads(model, tokens)
-        their_loss, their_grads = trainer.loss_and_grads([tokens])
-        assert abs(loss - their_loss) < tol
-        assert set(their_grads) == set(grads)
-        for pname in grads:
-            assert their_grads[pname].shape == grads[pname].shape
-            assert np.abs(their_grads[pname] - grads[pname]).max() < tol, (name, pname)
 
 
 @pytest.mark.parametrize('config_name', sorted(CONFIGS))

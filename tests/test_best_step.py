@@ -15,7 +15,7 @@ from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import load_docs, split_docs
 from microgpt.programs import sample, train
 from microgpt.training import evaluate
-from test_cli import TINY, assert_one_line_error, log_of, run
+from helpers import TINY, assert_one_line_error, log_of, run
 
 COMMON = ['--num-samples', '0', '--eval-every', '5', '--val-size', '8', '--lr', '0.03', *TINY]
 

@@ -12,7 +12,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import REPO_DIR
+from helpers import REPO_DIR
 from microgpt import bpe, bpe_fast
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.bpe_fast import FastBPETokenizer
@@ -198,7 +198,7 @@ def test_a_byte_pair_model_trains_and_samples_on_the_scalar_engine(tmp_path, nam
     """The Value engine takes byte pairs as it takes characters: its losses are the numpy
     engine's step for step, and sample.py draws from its checkpoint the names the numpy port
     draws, each of them text the merges decode."""
-    from test_cli import run
+    from helpers import run
     from microgpt.programs import sample, train
     from microgpt.sampling import sample_names
     from microgpt import inference
@@ -226,7 +226,7 @@ def test_a_byte_pair_run_stopped_and_resumed_logs_the_uninterrupted_runs_losses(
     loss and evaluation for evaluation, and the merges the first part learned (none relearned:
     the resumed part reads the checkpoint's). One BLAS thread, as the dropout run's check."""
     from microgpt import backprop
-    from test_cli import interrupt_after, run
+    from helpers import interrupt_after, run
     from microgpt.edge.checkpoint import read_checkpoint
     from microgpt.programs import train
     whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
@@ -328,7 +328,7 @@ SURROGATES = ['a\udcff', '\ud800b']
 def test_a_lone_surrogate_is_one_line_on_every_command(model, request, capsys):
     from microgpt.lab.__main__ import main as lab_main
     from microgpt.programs import sample
-    from test_cli import assert_one_line_error, run
+    from helpers import assert_one_line_error, run
     path = request.getfixturevalue(model)
     capsys.readouterr()  # what training the fixture printed
     for text in SURROGATES:
@@ -343,7 +343,7 @@ def test_a_lone_surrogate_is_one_line_on_every_command(model, request, capsys):
 
 @pytest.mark.parametrize('model', ['tiny_ckpt', 'bpe_ckpt'])
 def test_a_lone_surrogate_is_a_400_from_every_route(model, request, names_file, tmp_path):
-    from labserver import live_server, request as ask
+    from helpers import live_server, request as ask
     with live_server(request.getfixturevalue(model), tmp_path / 'runs', names_file) as server:
         for route, field in (('tokens', 'text'), ('overview', 'text'), ('attention', 'text'), ('phases', 'text'),
                              ('step', 'text'), ('sampling', 'prompt')):

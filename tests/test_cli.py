@@ -13,51 +13,21 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 import microgpt.programs.run
-from conftest import REPO_DIR, TINY_NAMES
-from microgpt.programs import cli, sample, train
+from helpers import (POLL_TIMEOUT, QUIET, REPO_DIR, TINY, TINY_NAMES, assert_one_line_error, log_of, losses, run, running)
+from microgpt.programs import sample, train
 from microgpt import load_checkpoint
 from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
-from microgpt.programs.train import ScalarTrainer
 from microgpt.training import doc_loss, doc_tokens, learning_rate
 
-TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12']  # ~1000 parameters, ~300 steps/s
-QUIET = ['--num-samples', '0', '--eval-every', '0']
 LR_TOL = 1e-15       # the logged lr is the schedule's float, up to rounding
 SIGINT_STEPS = 150   # long enough (~0.5 s) that a Ctrl-C sent after 15 logged steps lands mid-run
-POLL_TIMEOUT = 60.0  # seconds to wait for the subprocess's log before giving up
-
-
-def run(main, argv, capsys):
-    """(exit code, stdout, stderr) of main under the scripts' own guard, cli.run."""
-    with pytest.raises(SystemExit) as e:
-        cli.run(main, argv)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
-
-def assert_one_line_error(code, err, fragment=''):
-    assert code not in (0, None)
-    assert err.startswith('error: ') and err.count('\n') == 1, err
-    assert 'Traceback' not in err
-    assert fragment in err, err
-
-
-def log_of(out):
-    """The JSON lines train.py wrote beside checkpoint `out`."""
-    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
-        return [json.loads(line) for line in f]
-
-
-def losses(log):
-    return [entry for entry in log if 'loss' in entry]
 
 
 def run_script(script, args, cwd):
@@ -216,20 +186,6 @@ def test_scripts_fail_with_one_line_and_no_traceback_as_processes(tmp_path):
     assert os.listdir(tmp_path) == []  # no log, no checkpoint, not even the --out folder it made
 
 
-def running(folder, args, lines):
-    """A train.py process started in `folder`, once its log folder/model.log.jsonl holds `lines`
-    lines (it runs on after that)."""
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=folder,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log, deadline = folder / 'model.log.jsonl', time.monotonic() + POLL_TIMEOUT
-    while not (log.exists() and log.read_text().count('\n') >= lines):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"train.py did not log {lines} lines: {proc.communicate()}")
-        time.sleep(0.005)
-    return proc
-
-
 def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run(tmp_path, names_file, capsys):
     """A real SIGINT to a train.py process mid-run, evaluations and saves on: the command it
     prints resumes it, and the two runs' log and checkpoint are the uninterrupted run's."""
@@ -255,21 +211,6 @@ def test_real_ctrl_c_saves_the_last_step_and_resume_equals_the_uninterrupted_run
     assert log_of(out) == log_of(whole)  # loss for loss, lr for lr, every validation
     a, b = json.loads(out.read_text()), json.loads(whole.read_text())
     assert a['state_dict'] == b['state_dict'] and a['train_state'] == b['train_state']
-
-
-def interrupt_after(monkeypatch, calls, engine=ScalarTrainer):
-    """Make train.py receive a real SIGINT during its `calls`-th training step (of the scalar
-    engine, or of the engine class given: backprop.Trainer)."""
-    real_step = engine.step
-    count = [0]
-
-    def step_then_ctrl_c(*args):
-        loss = real_step(*args)
-        count[0] += 1
-        if count[0] == calls:
-            os.kill(os.getpid(), signal.SIGINT)  # delivered now, to train.py's own handler
-        return loss
-    monkeypatch.setattr(engine, 'step', step_then_ctrl_c)
 
 
 # ---------------------------------------------------------------------------- --out

@@ -22,7 +22,7 @@ from microgpt.edge.files import WriteError, remove_stale_temporaries, write_json
 from microgpt.lab.__main__ import main as lab_main
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from test_cli import assert_one_line_error, run
+from helpers import assert_one_line_error, run
 
 TEXT = 'emma'
 

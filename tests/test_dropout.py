@@ -23,8 +23,7 @@ from microgpt.programs import sample, train
 from microgpt.sampling import iter_names
 from microgpt.programs.taps import dropout_batch_loss
 from microgpt.training import evaluate, num_predictions
-from test_backprop_layers import FD_TOL, max_diff, numeric_grad
-from test_cli import TINY, assert_one_line_error, interrupt_after, log_of, losses, run
+from helpers import (FD_TOL, TINY, assert_one_line_error, interrupt_after, log_of, losses, max_diff, numeric_grad_array, run)
 
 CONFIG = GPTConfig(vocab_size=6, n_layer=2, n_embd=4, n_head=2, block_size=5)
 BATCH = [[5, 1, 2, 5], [5, 3, 5], [5, 4, 0, 0, 1, 2, 5]]  # the last is cut at block_size
@@ -71,7 +70,7 @@ def test_dropout_backward_against_finite_differences():
 
     def loss():
         return float((R * layers.dropout_forward(x, m)[0]).sum())
-    assert max_diff(layers.dropout_backward(R, m), numeric_grad(loss, x)) < FD_TOL
+    assert max_diff(layers.dropout_backward(R, m), numeric_grad_array(loss, x)) < FD_TOL
     assert np.all(layers.dropout_backward(R, m)[m == 0] == 0)  # a dropped number learns nothing
 
 
@@ -88,7 +87,7 @@ def test_attention_backward_with_dropped_weights_against_finite_differences():
     _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head, drop)
     dq, dk, dv = layers.attention_backward(R, cache)
     for x, dx in ((q, dq), (k, dk), (v, dv)):
-        assert max_diff(dx, numeric_grad(loss, x)) < FD_TOL
+        assert max_diff(dx, numeric_grad_array(loss, x)) < FD_TOL
     _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
     assert max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3  # the mask mattered
 

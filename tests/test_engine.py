@@ -2,7 +2,7 @@
 Tests for the basic ops of microgpt/engine.py and for microgpt/graph.py.
 
 Every op is checked twice: its forward value against the same formula in plain float math, and
-its gradient against central finite differences (tests/gradcheck.py), an oracle that shares no
+its gradient against central finite differences (tests/helpers.py), an oracle that shares no
 code with backward(). A negative control proves that the finite-difference check can fail.
 Then: diamonds, a very long chain, repeated backward(), the error messages, and the graph views.
 
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from gradcheck import check_grads, numeric_grad
+from helpers import check_grads, numeric_grad
 from microgpt.engine import Tape, Value, topological_order, zero_grad
 from microgpt.graph import graph_rows, graph_table, to_dot
 

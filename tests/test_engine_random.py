@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 
-from gradcheck import check_grads
+from helpers import check_grads
 from microgpt.engine import Value, topological_order, zero_grad
 from microgpt.graph import graph_rows
 

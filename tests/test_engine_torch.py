@@ -21,7 +21,7 @@ pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from gradcheck import backprop_grads  # noqa: E402  (after the skip, like torch itself)
+from helpers import backprop_grads  # noqa: E402  (after the skip, like torch itself)
 from microgpt.engine import Value  # noqa: E402
 from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum  # noqa: E402
 

@@ -18,55 +18,13 @@ import time
 import pytest
 
 from microgpt.lab import registry
-from microgpt.lab.__main__ import main as lab_main
 from microgpt.lab.exercises import catalog, checker, workspace
-from microgpt.programs import cli
+from helpers import SLIPS, lab, make_workspace, replaced, with_body
 
 N = len(catalog.EXERCISES)
 
 
 # ---------------------------------------------------------------------------- helpers
-def make_workspace(path, solved=catalog.NUMBERS, files=None):
-    """A started workspace with the reference solutions of `solved` and `files` ({n: text})."""
-    workspace.start(str(path))
-    for n in solved:
-        (path / catalog.get(n).filename).write_text(catalog.solution_text(n))
-    for n, text in (files or {}).items():
-        (path / catalog.get(n).filename).write_text(text)
-    return str(path)
-
-
-def with_body(n, body):
-    """Exercise n's file with `body` (unindented lines) in place of the stub's raise."""
-    stub = catalog.stub_text(n)
-    raise_line = next(line for line in stub.split('\n') if 'raise NotImplementedError("' in line)
-    indent = raise_line[:len(raise_line) - len(raise_line.lstrip())]
-    return stub.replace(raise_line, '\n'.join(indent + line for line in body.strip('\n').split('\n')))
-
-
-def replaced(n, old, new):
-    """Exercise n's solution with one piece of it changed: a typical slip."""
-    text = catalog.solution_text(n)
-    assert old in text, f"exercise {n}'s solution no longer has {old!r}: update the test's slip"
-    return text.replace(old, new)
-
-
-def lab(argv, capsys, answers=None, monkeypatch=None):
-    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, run in this process as
-    cli.run runs it (its learner code still runs in the checker's subprocess)."""
-    if answers is not None:  # what the learner types, then the end of input (Ctrl-D)
-        replies = iter(answers)
-
-        def typed(prompt=''):
-            print(prompt, end='')
-            for reply in replies:
-                return reply
-            raise EOFError
-        monkeypatch.setattr('builtins.input', typed)
-    with pytest.raises(SystemExit) as e:
-        cli.run(lab_main, ['exercises', *argv])
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def snapshot(folder):
@@ -124,60 +82,6 @@ def test_the_reference_solutions_pass_every_check(tmp_path, measured):
 
 
 # ---------------------------------------------------------------------------- a typical slip per exercise
-# exercise -> (the wrong file, the case it must fail on, words of the hint it must give)
-SLIPS = {
-    1: (replaced(1, 'return a * b, (b, a)', 'return a * b, (a, b)'), "fixed 1", "swapped"),
-    2: (replaced(2, '(n * x ** (n - 1),)', '(n * x ** n,)'), "fixed 1", "drops by one"),
-    3: (replaced(3, 'return out, (out,)', 'return out, (1.0,)'), "fixed 2", "not 1"),
-    4: (replaced(4, '(1.0 / x,)', '(1.0,)'), "fixed 2", "A missing 1/x"),
-    5: (replaced(5, 'float(x > 0)', 'float(x >= 0)'), "fixed 3", "at exactly 0 microgpt picks 0"),
-    6: (with_body(6, '''
-order, seen = [], set()
-def visit(node):
-    if node not in seen:
-        seen.add(node)
-        for child in node._children:
-            visit(child)
-        order.append(node)
-visit(root)
-return order'''), "a chain of 3000", "keep your own stack"),
-    7: (replaced(7, 'child.grad += local * node.grad', 'child.grad = local * node.grad'), "a diamond",
-        "assigned instead of added"),
-    8: (replaced(8, 'sum(ai * bi for', 'sum(ai.data * bi.data for'), "fixed 1", "has no graph"),
-    9: (replaced(9, '[dot(w_row, x) for w_row in w]', '[dot([row[i] for row in w], x) for i in range(len(x))]'),
-        "fixed 1", "ROW o of w"),
-    10: (replaced(10, '(z - max_val).exp()', 'z.exp()'), "large logits", "Subtract the largest logit"),
-    11: (replaced(11, '(ms + eps) ** -0.5', 'ms ** -0.5'), "fixed 1", "Add eps inside the square root"),
-    12: (replaced(12, 'scale = len(q) ** -0.5', 'scale = 1.0'), "the Czech lesson", "sqrt(head_dim)"),
-    13: (replaced(13, "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]\n    x = rmsnorm(x)",
-                  "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]"),
-         "1 layer, 2 heads", "the embedding is normalised once"),
-    14: (replaced(14, 'return sum(losses) * (1.0 / n)', 'return sum(losses)'), "a name of 4 letters",
-         "MEAN over its positions"),
-    15: (replaced(15, 'bias1 = 1 - beta1 ** t\n    bias2 = 1 - beta2 ** t', 'bias1 = bias2 = 1.0'),
-         "one weight, 3 steps", "bias correction forgotten"),
-    16: (replaced(16, 'math.exp((l - top) / temperature)', 'math.exp(l / temperature)'), "large logits",
-         "largest logit subtracted first"),
-    17: (with_body(17, '''
-T, head_dim = q.shape
-weights = np.exp(q @ k.T * head_dim ** -0.5)
-weights /= weights.sum(axis=-1, keepdims=True)
-weights[np.triu(np.ones((T, T), dtype=bool), k=1)] = 0.0
-return weights @ v, weights'''), "the Czech lesson", "mask applied after the softmax"),
-    18: (replaced(18, 'return dy @ w, dy.T @ x', 'return dy @ w, x.T @ dy'), "one row", "dw has w's shape"),
-    19: (replaced(19, 'return p * (dp - (dp * p).sum(axis=-1, keepdims=True))', 'return p * dp'), "one row of 3",
-         "missing its row sum"),
-    20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
-         "the Czech lesson", "multiplied by"),
-    21: (replaced(21, 'p.data *= 1 - lr * weight_decay', 'p.grad += weight_decay * p.data'), "no gradient shrink",
-         "That is L2 regularization"),
-    22: (replaced(22, 'factor = kept / (1.0 - p)', 'factor = kept * 1.0'), "p = 0.1", "divides the kept numbers by 1 - p"),
-    23: (replaced(23, 'counts[pair] = counts.get(pair, 0) + 1', 'counts[pair] = 1'), "the Wikipedia example",
-         "add one to each pair's count"),
-    24: (replaced(24, 'i += 2', 'i += 1'), "the Wikipedia example", "skip BOTH ids"),
-    25: (replaced(25, 'ids = merge(ids, pair, 256 + rank[pair])', 'return merge(ids, pair, 256 + rank[pair])'),
-         "the Wikipedia example", "while some adjacent pair is in the table"),
-}
 
 
 ORDER = with_body(6, '''
@@ -389,7 +293,7 @@ def test_the_console_script_is_the_same_command(tmp_path):
 
 # ---------------------------------------------------------------------------- the web lab's routes
 def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
-    from labserver import request
+    from helpers import request
     status, got, _ = request(server, 'POST', '/api/exercises', {})
     assert status == 200 and got['workspace'] is None and len(got['exercises']) == N
     assert all(e['result'] is None and e['page'] in dict(registry.pages()) for e in got['exercises'])
@@ -409,7 +313,7 @@ def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ck
 
 # ---------------------------------------------------------------------------- documented
 def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
-    from conftest import REPO_DIR
+    from helpers import REPO_DIR
     with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
         guide = f.read()
     section = guide.split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]

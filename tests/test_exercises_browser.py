@@ -10,11 +10,9 @@ the report: the failing case, the hint. Skipped where Playwright or Chromium is 
 
 import pytest
 
-from chromium import quiet
-from labserver import live_server
+from helpers import SLIPS, live_server, make_workspace, quiet
 from microgpt.lab import registry
 from microgpt.lab.exercises import catalog, checker, workspace
-from test_exercises import SLIPS, make_workspace
 
 N = len(catalog.EXERCISES)
 

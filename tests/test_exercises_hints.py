@@ -13,10 +13,9 @@ import re
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import REPO_DIR, lab
 from microgpt.lab.exercises import catalog, hints, workspace
 from microgpt.lab.exercises.lessons import CZECH_SCORES
-from test_exercises import lab
 
 SHORT = 12  # a solution line shorter than this (`x = [a]`, `total = 0`) may well appear in any prose
 

@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from labserver import live_server, request
+from helpers import live_server, make_workspace, request, with_body
 from microgpt.lab.exercises import checker, harness
-from test_exercises import make_workspace, with_body
 
 SECONDS = 1.0  # the time limit of one call, in these tests (2 s by default)
 MISTAKES = {  # mul()'s body -> the words of its one line

@@ -12,7 +12,7 @@ import pytest
 
 from microgpt.lab.exercises import quiz
 from microgpt.lab.exercises.lessons import CZECH_KEYS, CZECH_Q, CZECH_VALUES
-from test_exercises import lab
+from helpers import lab
 
 # question -> (answers the lesson itself gives or would accept, wrong answers)
 ANSWERS = {

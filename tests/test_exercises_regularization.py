@@ -21,7 +21,7 @@ import pytest
 from microgpt.lab.exercises import catalog, checker
 from microgpt.lab.exercises.checks_model import float_adam
 from microgpt.lab.exercises.checks_regularization import ADAMW_SLIPS, DROPOUT_HINTS, exactly_kept
-from test_exercises import SLIPS, make_workspace, replaced
+from helpers import SLIPS, make_workspace, replaced
 
 SHRINK = "        p.data *= 1 - lr * weight_decay  # decoupled: the weight shrinks, Adam's m and v never see it\n"
 ADAM = "    adam_step(params, m, v, t, lr, beta1, beta2, eps)"

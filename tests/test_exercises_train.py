@@ -16,7 +16,7 @@ from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.sampling import sample_names
 from microgpt.tokenizer import CharTokenizer
-from test_exercises import SLIPS, lab, make_workspace, replaced, with_body
+from helpers import SLIPS, lab, make_workspace, replaced, with_body
 
 STEPS = 4
 SAME = 1e-12

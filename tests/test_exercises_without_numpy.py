@@ -15,9 +15,8 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import REPO_DIR, make_workspace
 from microgpt.lab.exercises import catalog
-from test_exercises import make_workspace
 
 N = len(catalog.EXERCISES)
 NEEDS_NUMPY = [e.number for e in catalog.EXERCISES if e.needs_numpy]

@@ -5,7 +5,7 @@ A fused primitive is one node whose local gradients were derived by hand, so eac
 against two independent oracles:
   1. its UNFUSED composition, written here from the basic ops (+ * / ** exp log), which
      backward() differentiates node by node: values and every gradient must agree to 1e-12;
-  2. central finite differences (tests/gradcheck.py), with a negative control per primitive:
+  2. central finite differences (tests/helpers.py), with a negative control per primitive:
      the same node with one typical derivation mistake must fail the same check.
 softmax and rmsnorm have a vector output, so their gradients are checked through a random
 weighted sum of the outputs, sum_i c_i * y_i, which exercises every entry of the Jacobian.
@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from gradcheck import backprop_grads, check_grads
+from helpers import backprop_grads, check_grads
 from microgpt.engine import Value, topological_order
 from microgpt.fused import cross_entropy, dot, rmsnorm, softmax, vsum
 

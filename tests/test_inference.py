@@ -2,7 +2,7 @@
 The numpy port (src/inference) against the scalar GPT (microgpt/model.py), its oracle.
 
 Layered as the style guide asks: the logits of every position, then the attention weights
-(gpt()'s softmax outputs, recorded by tests/attention_trace.py) and the KV cache, then the
+(gpt()'s softmax outputs, recorded by tests/helpers.py) and the KV cache, then the
 loss, then the names that sampling draws.
 Each runs on several configs with random weights: microgpt's default, a deeper and wider one
 with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from microgpt import inference
-from attention_trace import gpt_with_trace
+from helpers import gpt_with_trace
 from microgpt.programs import sample
 from microgpt.inference.model import merge_heads, split_heads
 from microgpt.edge.checkpoint import load_checkpoint as scalar_load_checkpoint

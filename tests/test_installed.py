@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR, TINY_NAMES
+from helpers import REPO_DIR, TINY_NAMES
 from microgpt.lab.exercises import catalog
 
 

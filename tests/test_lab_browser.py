@@ -19,13 +19,10 @@ import json
 
 import pytest
 
-from chromium import quiet
-from labserver import live_server, post, request
+from helpers import DRAWN, PAGES, live_server, post, quiet, request
 
 from microgpt.lab import registry
 
-PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
-DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
 TEXT = 'emma'
 
 pytestmark = pytest.mark.browser

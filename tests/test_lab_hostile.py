@@ -7,7 +7,7 @@ a message quotes at most a short piece of what it was handed (edge.checks.short)
 part of an answer cannot be given (In phases' lines of model.py), the rest is answered and
 that part says why. The commands run through cli.run, as `python -m microgpt.lab` runs them,
 or in a subprocess where the process itself is the case (a deleted folder, a stopped server);
-the requests go to a live server (tests/labserver.py).
+the requests go to a live server (tests/helpers.py).
 
 README's Reliability section counts these cases; tests/test_readme.py checks its count.
 
@@ -19,28 +19,10 @@ import signal
 
 import pytest
 
-from labserver import live_server, request, server_process
+from helpers import BRIEF, assert_one_line, live_server, request, run_lab, server_process
 from microgpt.lab import phases
-from microgpt.lab.__main__ import main as lab_main
-from microgpt.programs import cli
 
 LONG = 'a' * 100_000  # a pasted file, say: each message quotes a few dozen characters of it
-BRIEF = 300           # characters of a one-line message that quotes such an input, at most
-
-
-def run_lab(argv, capsys):
-    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, under its guard."""
-    with pytest.raises(SystemExit) as info:
-        cli.run(lab_main, argv)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
-
-
-def assert_one_line(status, err, fragment):
-    assert status == 2, err
-    assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err[:500]
-    assert fragment in err, err[:500]
-    assert len(err) < BRIEF, err[:500]
 
 
 def one_hot(weights):

@@ -15,10 +15,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 
 import pytest
 
-from labserver import live_server, post, wait_for_run
-from chromium import quiet, settled
-from pagelayout import check_layout
-from test_lab_browser import DRAWN, PAGES
+from helpers import DRAWN, PAGES, check_layout, live_server, post, quiet, settled, wait_for_run
 
 pytestmark = pytest.mark.browser
 
@@ -80,7 +77,7 @@ def trained(server):
 
 @pytest.mark.parametrize('width', [390, 1280])
 def test_no_table_is_cut_and_no_labels_overlap(server, trained, window, width):
-    """tests/pagelayout.py's rules on every page of the default names model (the Step page's
+    """tests/helpers.py's rules on every page of the default names model (the Step page's
     section 6 headers ran together, '(scalar)numpy − scalar'; the Training chart's legend was
     drawn over 'step 1' and 'step 600'); a 64-position model of running text is
     tests/test_lab_text_browser.py's."""

@@ -13,8 +13,7 @@ import shutil
 
 import pytest
 
-from chromium import open_page, quiet
-from labserver import live_server
+from helpers import live_server, open_page, quiet
 from microgpt.programs import train
 from microgpt.programs.runlog import log_path_for
 

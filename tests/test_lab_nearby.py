@@ -5,7 +5,7 @@ a run trained from the command line next to its own; and each checkpoint's label
 
 A request still never names a file: the server looks in that one folder and answers an id
 ('file:<name>') only if it found that name there, a checkpoint of ours with a log beside it.
-Against a live server (tests/labserver.py), in the test process.
+Against a live server (tests/helpers.py), in the test process.
 """
 
 import os
@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from labserver import live_server, post, request
+from helpers import live_server, post, request
 from microgpt.lab import loss
 from microgpt.lab.api import NEARBY_MOST
 from microgpt.programs import train

@@ -352,7 +352,7 @@ def test_the_phases_printout_names_the_lines(model):
 
 # ---------------------------------------------------------------------------- the routes
 def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
-    from labserver import post, request
+    from helpers import post, request
     from microgpt.lab import embeddings, loss
     from microgpt.lab.api import jsonable
     from microgpt.programs.run import log_path_for
@@ -387,6 +387,6 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     ('/api/phases', {'text': 'emma', 'head': 9}, '--head 9 is out of range'),
 ])
 def test_a_bad_request_to_a_new_route_is_a_400_with_one_line(server, route, body, words):
-    from labserver import request
+    from helpers import request
     status, answer, _ = request(server, 'POST', route, body)
     assert status == 400 and words in answer['error'], answer

@@ -18,9 +18,8 @@ import shutil
 
 import pytest
 
-import labtimes
-from chromium import draws, open_page, wait_redraw
-from labserver import live_server, post
+import helpers
+from helpers import draws, live_server, open_page, post, wait_redraw
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
 
@@ -312,5 +311,5 @@ def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured
     default size; asserts only that each redraw happened (a timed test would be flaky). The
     names recipe's larger model is bench/lab_speed.py's: a measurement of tens of seconds."""
     with live_server(default_ckpt, tmp_path, names_file) as server:
-        times = labtimes.interaction_times(server, browser, labtimes.steps())
-    measured(labtimes.report("train.py's default model", times))
+        times = helpers.interaction_times(server, browser, helpers.steps())
+    measured(helpers.report("train.py's default model", times))

@@ -15,9 +15,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR
-from labserver import live_server, request
-from test_lab_hostile import assert_one_line, run_lab
+from helpers import REPO_DIR, assert_one_line, live_server, request, run_lab
 
 pytestmark = pytest.mark.plot
 
@@ -41,7 +39,7 @@ def copied(tiny_ckpt, tmp_path):
 def trained(tmp_path, names_file, capsys):
     """A trained run's files in tmp_path/w: its data, checkpoint, best file and log."""
     from microgpt.programs import train
-    from test_cli import run
+    from helpers import run
     folder = tmp_path / 'w'
     folder.mkdir()
     data = folder / 'names.txt'

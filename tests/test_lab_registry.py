@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from labserver import live_server, request
+from helpers import live_server, request
 from microgpt.edge.errors import UserError
 from microgpt.lab import registry, serve
 from microgpt.lab.__main__ import flag_of, main
@@ -155,12 +155,12 @@ def test_what_a_page_knows_of_a_model_comes_from_its_entry(tiny_ckpt, names_file
 
 
 def test_every_page_is_timed_or_says_why_not():
-    """tests/labtimes.py's pages are the registry's: each has its inputs, or its reason."""
-    import labtimes
+    """tests/helpers.py's pages are the registry's: each has its inputs, or its reason."""
+    import helpers
     names = [name for name, _ in registry.pages()]
-    assert sorted(names) == sorted([*labtimes.INPUTS, *labtimes.UNTIMED])
-    assert not set(labtimes.INPUTS) & set(labtimes.UNTIMED)
-    assert {step[0] for step in labtimes.steps()} == set(labtimes.INPUTS)
+    assert sorted(names) == sorted([*helpers.INPUTS, *helpers.UNTIMED])
+    assert not set(helpers.INPUTS) & set(helpers.UNTIMED)
+    assert {step[0] for step in helpers.steps()} == set(helpers.INPUTS)
 
 
 def test_the_packages_examples_name_every_command():
@@ -247,7 +247,7 @@ def test_each_shared_constant_is_written_once():
     each written once, in their home, and imported everywhere else; the scan compares values,
     not names, so a copy under another name is found too."""
     import os
-    from conftest import REPO_DIR
+    from helpers import REPO_DIR
     copies = [(f, what) for f, _, what in copied_constants(os.path.join(REPO_DIR, 'microgpt'))]
     assert sorted(set(copies)) == sorted(HOMES), copies
 

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from labserver import live_server, post, request, server_process, wait_for_run
+from helpers import live_server, post, request, server_process, wait_for_run
 from microgpt import sampling
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import attention, autograd, loss, overview, registry, step

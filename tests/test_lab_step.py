@@ -472,7 +472,7 @@ def weights_like(tiny_ckpt, tmp_path, kind):
 def test_lab_step_on_unusual_weights_prints_and_the_page_answers(tiny_ckpt, tmp_path, kind, capsys, names_file):
     """All-zero and subnormal weights once crashed the printout (IndexError: no wpe row
     had a gradient), a huge lm_head weight its bars (NaN); /api/step answered 200 on the same files."""
-    from labserver import live_server, request
+    from helpers import live_server, request
     path = weights_like(tiny_ckpt, tmp_path, kind)
     try:
         main(['step', TEXT, '--ckpt', path])

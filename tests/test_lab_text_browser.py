@@ -14,12 +14,9 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 import pytest
 
 from microgpt import inference
-from chromium import open_page, quiet
-from pagelayout import check_layout
-from labserver import live_server, post
+from helpers import PAGES, check_layout, live_server, open_page, post, quiet
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import registry
-from test_lab_browser import PAGES
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microgpt import inference
-from conftest import TINY_NAMES
+from helpers import TINY_NAMES
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.errors import UserError
@@ -129,7 +129,7 @@ def test_the_command_says_why_each_token_is_cut_where_it_is(bpe_ckpt, capsys):
 @pytest.fixture(scope='module')
 def bpe_text_ckpt(tmp_path_factory, play_file):
     """A byte-pair model of running text (300 tokens), trained 2 steps: for the words, not the numbers."""
-    from conftest import train_text
+    from helpers import train_text
     return train_text(tmp_path_factory.mktemp('bpe-text') / 'play.json', play_file, 16, '--tokenizer', 'bpe',
                       '--vocab-size', '300', '--steps', '2', '--n-embd', '8', '--n-head', '2', '--eval-every', '0')
 

@@ -8,9 +8,7 @@ Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped with
 
 import pytest
 
-from chromium import open_page
-from labserver import live_server, request
-from pagelayout import check_layout
+from helpers import check_layout, live_server, open_page, request
 
 pytestmark = pytest.mark.browser
 

@@ -16,8 +16,7 @@ import re
 
 import pytest
 
-from conftest import REPO_DIR, bench_script
-from labserver import live_server, post, request, wait_for_run
+from helpers import REPO_DIR, bench_script, live_server, post, request, wait_for_run
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import loss
 from microgpt.lab.runs import Pace

@@ -15,7 +15,7 @@ import pytest
 from microgpt.lab import __main__ as lab
 from microgpt.lab import registry, render
 from microgpt.programs.runlog import log_path_for
-from conftest import train_text
+from helpers import train_text
 
 COLUMNS = render.PIPE_WIDTH
 WINDOW = "ROMEO: But soft, what light through yonder window breaks? It"  # 60 characters

@@ -15,10 +15,8 @@ import inspect
 import os
 import sys
 
-from conftest import REPO_DIR
+from helpers import LAYERS, QUIET, REPO_DIR, TINY, layer_of, project_modules, run
 from microgpt.programs import train
-from test_cli import QUIET, TINY, run
-from test_layout import LAYERS, layer_of, project_modules
 
 MAX_ENTRIES = 8  # from programs/ into checkpoint.py (besides each write's two), and into model.py
 CHECKPOINT, MODEL = 'microgpt/edge/checkpoint.py', 'microgpt/model.py'

@@ -20,15 +20,9 @@ import tokenize
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import LAYERS, REPO_DIR, layer_of, project_modules
 
 CORE = {'engine', 'ops', 'fused', 'graph', 'model', 'tokenizer', 'bpe', 'bpe_fast', 'training', 'optim', 'sampling'}
-# microgpt/'s other top-level files: the package's front door and the `python -m` entry points
-ENTRY_POINTS = {'microgpt', 'microgpt.train', 'microgpt.sample', 'microgpt.convert'}
-PACKAGES = {'microgpt': 'microgpt', 'microgpt.inference': 'src/inference', 'microgpt.backprop': 'src/backprop',
-            'microgpt.torchgpt': 'src/torchgpt'}
-ARRAYS = ('inference', 'backprop', 'torchgpt')  # src/'s packages, installed inside microgpt
-LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
 # The core is read in one sitting: its code (not its comments) fits in about as many lines as
 # microgpt's single file, and the engine in fewer than micrograd's 94-line engine.py. (458: the
 # collector's pause during a step is one context manager in training.py, which the lab's step uses
@@ -42,21 +36,6 @@ CORE_CODE_LINES, ENGINE_CODE_LINES = 559, 80
 # about 4.2 x the core's 559: 2190 before dropout's and byte pairs' flags and checks, 2300 before
 # the run's saved settings became one typed record, 2320 before a run's best file was held to be its own
 PROGRAM_CODE_LINES = 2360
-
-
-def project_modules():
-    """{module name: path} for every .py file of the project's packages."""
-    found = {}
-    for package, folder in PACKAGES.items():
-        top = os.path.join(REPO_DIR, folder)
-        for dirpath, _, files in os.walk(top):
-            for filename in files:
-                if filename.endswith('.py'):
-                    parts = os.path.relpath(os.path.join(dirpath, filename), top)[:-3].split(os.sep)
-                    if parts[-1] == '__init__':
-                        parts = parts[:-1]
-                    found['.'.join([package, *parts])] = os.path.join(dirpath, filename)
-    return found
 
 
 def imported_names(module, path, modules):
@@ -83,18 +62,6 @@ def import_graph():
     modules = project_modules()
     return modules, {name: {i for i in imported_names(name, path, modules) if i != name}
                      for name, path in modules.items()}
-
-
-def layer_of(module):
-    """The layer is the folder: microgpt/ itself (the core), microgpt/edge/, src/ (the arrays),
-    microgpt/programs/, microgpt/lab/."""
-    package, _, rest = module.partition('.')
-    folder = rest.split('.')[0]
-    if folder in ARRAYS:
-        return 'arrays'
-    if module in ENTRY_POINTS:
-        return 'programs'
-    return folder if folder in ('edge', 'programs', 'lab') else 'core'
 
 
 def test_the_core_imports_only_the_standard_library_and_itself():
@@ -270,3 +237,16 @@ def test_gpt_and_the_training_step_hold_the_models_lines_and_run_what_is_read():
     for word in ('capture', 'dropout', 'Tape', 'gc.'):
         assert word not in gpt_source, word
     assert GPT(GPTConfig(vocab_size=5)).blocks is ops
+
+
+def test_no_test_file_imports_another():
+    """Helpers shared by tests live in tests/helpers.py (fixtures in conftest.py): a test file
+    that imports from another would run that file's module-level set-up as a side effect."""
+    import re
+    offenders = []
+    for name in sorted(os.listdir(os.path.join(REPO_DIR, 'tests'))):
+        if name.endswith('.py'):
+            with open(os.path.join(REPO_DIR, 'tests', name), encoding='utf-8') as f:
+                offenders += [f"{name}: {line.strip()}" for line in f
+                              if re.match(r'\s*(from|import) (test_\w+|conftest)\b', line)]
+    assert offenders == []

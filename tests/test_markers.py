@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import TESTS_DIR
+from helpers import TESTS_DIR
 
 CASES = '''
 import pytest
@@ -31,7 +31,8 @@ def test_unmarked_skips_for_another_reason():
 
 def outcomes(tmp_path, extras, source=CASES):
     """{test name: its outcome} of a pytest run on `source` with MICROGPT_EXTRAS=extras."""
-    shutil.copy(os.path.join(TESTS_DIR, 'conftest.py'), tmp_path / 'conftest.py')
+    for name in ('conftest.py', 'helpers.py'):  # conftest imports its helpers
+        shutil.copy(os.path.join(TESTS_DIR, name), tmp_path / name)
     (tmp_path / 'test_cases.py').write_text(source)
     env = dict(os.environ, MICROGPT_EXTRAS=extras)
     result = subprocess.run([sys.executable, '-m', 'pytest', '-v', '-p', 'no:cacheprovider', '-p', 'no:xdist',

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from attention_trace import gpt_with_trace
+from helpers import gpt_with_trace
 from microgpt.edge.errors import UserError
 from microgpt.model import GPT, GPTConfig, init_weights, parameter_shapes
 from microgpt.tokenizer import CharTokenizer

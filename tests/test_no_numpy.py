@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR, TINY_NAMES
+from helpers import REPO_DIR, TINY_NAMES
 
 NO_NUMPY = '''
 import importlib.abc, sys

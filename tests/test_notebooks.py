@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import REPO_DIR
 
 pytestmark = pytest.mark.notebooks
 

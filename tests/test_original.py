@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from conftest import TINY_NAMES, data_file
+from helpers import TINY_NAMES, data_file
 from microgpt.engine import Value
 from microgpt.model import GPT
 from microgpt.optim import Adam
@@ -239,7 +239,7 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     names, in order."""
     from microgpt.programs import train
     from microgpt.edge.data import load_docs
-    from test_cli import interrupt_after, log_of, losses, run
+    from helpers import interrupt_after, log_of, losses, run
     out = tmp_path / 'model.json'
     interrupt_after(monkeypatch, 6)
     code, stdout, _ = run(train.main, ['--reproduce-original', '--data', NAMES_TXT, '--out', str(out)], capsys)
@@ -267,7 +267,7 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
 ], ids=['model-size', 'held-out-split', 'batch', 'steps', 'no-shuffle'])
 def test_train_py_refuses_flags_that_change_the_original(tmp_path, names_file, capsys, extra, fragment):
     from microgpt.programs import train
-    from test_cli import assert_one_line_error, run
+    from helpers import assert_one_line_error, run
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out), *extra], capsys)
     assert_one_line_error(code, err, fragment)

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR, TINY_NAMES, bench_script
+from helpers import REPO_DIR, TINY_NAMES, bench_script
 
 TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
 

@@ -12,7 +12,7 @@ import pytest
 from microgpt.edge.checkpoint import SavedRun, read_checkpoint
 from microgpt.edge.errors import UserError
 from microgpt.programs import convert, sample, settings, train
-from test_cli import QUIET, TINY, assert_one_line_error, run
+from helpers import QUIET, TINY, assert_one_line_error, run
 
 
 def prose(tmp_path, times=12):

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from conftest import TINY_NAMES
+from helpers import TINY_NAMES
 from microgpt.programs import cli, train
 from microgpt.programs.runlog import log_path_for
 

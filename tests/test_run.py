@@ -17,21 +17,16 @@ import pytest
 import microgpt.edge.checkpoint
 import microgpt.edge.limits
 from microgpt.programs import train
-from conftest import REPO_DIR, TINY_NAMES
+from helpers import (QUIET, REPO_DIR, TINY, TINY_NAMES, assert_one_line_error, log_of, losses, run, running, train_args)
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.optim import Adam
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_losses, doc_tokens, learning_rate
-from test_cli import QUIET, TINY, assert_one_line_error, log_of, losses, run, running
 
 UNFUSED_TOL = 1e-12  # composed vs fused blocks: the same math in another float order
 BATCH_TOL = 1e-12
 ENGINE_TOL = 1e-9   # the scalar engine and the numpy path: the same math, rounded differently
-
-
-def train_args(data, out, *extra):
-    return ['--data', str(data), '--out', str(out), '--val-size', '6', *TINY, *QUIET, *extra]
 
 
 # ---------------------------------------------------------------------------- the user's own files
@@ -463,7 +458,7 @@ def test_resuming_with_more_steps_says_the_learning_rate_jumps(finished, capsys)
 def test_a_reproduce_original_run_resumes_with_more_steps(tmp_path, names_file, capsys, monkeypatch):
     """It was a dead end (drop --reproduce-original, a flag the user never passed): it goes on,
     and says that from there on it is no longer the original's run."""
-    from test_cli import interrupt_after
+    from helpers import interrupt_after
     out = tmp_path / 'model.json'
     interrupt_after(monkeypatch, 3)
     code, _, _ = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out),

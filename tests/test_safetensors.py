@@ -16,8 +16,7 @@ from microgpt import inference
 from microgpt.programs import convert, sample, train
 from microgpt.edge.checkpoint import is_our_checkpoint, read_checkpoint
 from microgpt.lab.__main__ import main as lab_main
-from test_cli import assert_one_line_error, losses, run
-from test_run import train_args
+from helpers import assert_one_line_error, losses, run, train_args
 
 
 def lists(weights):

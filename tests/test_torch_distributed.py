@@ -9,18 +9,13 @@ LAUNCH_TIMEOUT. The one-process references run in this process (PyTorch is alrea
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import (LAUNCH_TIMEOUT, assert_no_process_left, log_of, losses, run, torchrun, train_args)
 from microgpt.programs import train
 from microgpt.edge.checkpoint import read_checkpoint
-from test_cli import log_of, losses, run
-from test_run import train_args
 
 pytestmark = pytest.mark.torch
 
@@ -28,39 +23,7 @@ torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[to
 torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 
 DP_TOL = 1e-9          # float64: two ranks' partial sums added, against one process's sum
-LAUNCH_TIMEOUT = 120   # seconds for one torchrun launch (about 10 here: three Pythons import torch)
 SIGINT_STEPS = 400     # long enough that a Ctrl-C sent at step 5 lands mid-run (~150 steps/s: 2.5 s)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def torchrun(args, program=os.path.join(REPO_DIR, 'train.py'), env=(), **popen):
-    """A torchrun of train.py (or `program`, with train.py's flags) with two ranks on the loopback
-    interface, in its own session (so the test can tell afterwards whether any of its processes
-    survived). env: variables added to the ranks' environment."""
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--nnodes', '1',
-           '--master_addr', '127.0.0.1', '--master_port', str(free_port()), program, '--engine', 'torch', *args]
-    return subprocess.Popen(cmd, cwd=REPO_DIR, env=rank_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, **popen)
-
-
-def rank_env(extra=()):
-    """What every rank's environment adds: gloo on the loopback interface, one thread, src/."""
-    return {**os.environ, 'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1',
-            'PYTHONPATH': REPO_DIR, **dict(extra)}
-
-
-def assert_no_process_left(p):
-    try:
-        os.killpg(p.pid, 0)  # signal 0: only asks whether any process of the session remains
-    except ProcessLookupError:
-        return
-    os.killpg(p.pid, signal.SIGKILL)
-    pytest.fail("a process of the torchrun launch outlived it")
 
 
 def test_two_ranks_log_one_process_losses_and_write_once(tmp_path, names_file, capsys):

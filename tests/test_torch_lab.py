@@ -12,10 +12,9 @@ import numpy as np
 
 import pytest
 
-from labserver import live_server, post
+from helpers import live_server, post, run
 from microgpt.lab import step
 from microgpt.lab.__main__ import main as lab_main
-from test_cli import run
 
 pytestmark = pytest.mark.torch
 

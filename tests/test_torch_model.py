@@ -22,7 +22,7 @@ from microgpt import torchgpt  # noqa: E402
 from microgpt.model import GPT, GPTConfig, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens, learning_rate  # noqa: E402
-from test_backprop_model import NAMES, assert_names_as_the_scalar_engine, scalar_loss_and_grads  # noqa: E402
+from helpers import NAMES, assert_names_as_the_scalar_engine, scalar_loss_and_grads  # noqa: E402
 
 TOL = 1e-10        # float64 both sides: the torch engine's logits, loss and gradients all but equal
 STEPS_TOL = 1e-9   # 100 Adam steps: rounding compounds a little

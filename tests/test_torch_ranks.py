@@ -19,13 +19,10 @@ import time
 
 import pytest
 
-from conftest import REPO_DIR, TINY_NAMES
+from helpers import (LAUNCH_TIMEOUT, REPO_DIR, TINY_NAMES, assert_no_process_left, free_port, log_of, losses, rank_env, torchrun, train_args)
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import fingerprint, load_docs
 from microgpt.programs import train
-from test_cli import log_of, losses
-from test_run import train_args
-from test_torch_distributed import LAUNCH_TIMEOUT, assert_no_process_left, free_port, rank_env, torchrun
 
 pytestmark = pytest.mark.torch
 

@@ -18,11 +18,9 @@ import sys
 
 import pytest
 
-from conftest import REPO_DIR
+from helpers import REPO_DIR, assert_one_line_error, interrupt_after, log_of, losses, run, train_args
 from microgpt.programs import train
 from microgpt.edge.checkpoint import read_checkpoint
-from test_cli import assert_one_line_error, interrupt_after, log_of, losses, run
-from test_run import train_args
 
 pytestmark = pytest.mark.torch
 

@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from conftest import TINY_NAMES
+from helpers import TINY_NAMES
 from microgpt.edge.data import bundled_names, default_val_size, load_docs, split_docs
 from microgpt.engine import Value
 from microgpt.edge.errors import UserError

@@ -17,7 +17,7 @@ from microgpt.backprop.optim import AdamArrays
 from microgpt.engine import Value
 from microgpt.optim import Adam
 from microgpt.programs import train
-from test_cli import TINY, assert_one_line_error, log_of, losses, run
+from helpers import TINY, assert_one_line_error, log_of, losses, run
 
 WD = 0.1
 

@@ -1,0 +1,843 @@
+"""
+What tests share: paths, small data, runners for the programs, the lab's live server, gradient
+checks and the attention trace. Fixtures live in conftest.py (pytest finds them there); every
+plain helper lives here, so that no test file imports another.
+"""
+
+import http.client
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(TESTS_DIR)
+for path in (TESTS_DIR, REPO_DIR):  # the checkout's microgpt, whatever is installed
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from microgpt.engine import Tape, Value  # noqa: E402
+from microgpt.lab import registry  # noqa: E402
+from microgpt.lab.__main__ import main as lab_main  # noqa: E402
+from microgpt.lab.exercises import catalog, checker, workspace  # noqa: E402
+from microgpt.lab.serve import make_server  # noqa: E402
+from microgpt.programs import cli, sample, train  # noqa: E402
+from microgpt.programs.train import ScalarTrainer  # noqa: E402
+from microgpt.training import doc_loss, doc_tokens, num_predictions  # noqa: E402
+
+
+# ---------------------------------------------------------------------------- gpt()'s attention weights, read through its blocks
+class _RecordingOps:
+    """The model's building blocks, with every softmax output's numbers kept in `weights`."""
+
+    def __init__(self, blocks):
+        self.blocks, self.weights = blocks, []
+
+    def __getattr__(self, name):
+        return getattr(self.blocks, name)
+
+    def softmax(self, logits):
+        p = self.blocks.softmax(logits)
+        self.weights.append([w.data for w in p])
+        return p
+
+
+def gpt_with_trace(model, token_id, pos_id, keys, values):
+    """(logits, {'layer{li}.head{h}': attention weights over positions 0..pos_id})."""
+    recorder, saved = _RecordingOps(model.blocks), model.blocks
+    model.blocks = recorder
+    try:
+        logits = model.gpt(token_id, pos_id, keys, values)
+    finally:
+        model.blocks = saved
+    names = [f'layer{li}.head{h}' for li in range(model.config.n_layer) for h in range(model.config.n_head)]
+    assert len(recorder.weights) == len(names), "gpt() called softmax other than once per head"
+    return logits, dict(zip(names, recorder.weights))
+
+
+# ---------------------------------------------------------------------------- Chromium, driven by Playwright: pages that collect their console errors
+# headless as root, with none of Chromium's own connections (this machine reaches no network)
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+
+def watched_page(context):
+    """A new page of `context` whose console errors and uncaught exceptions are collected in
+    page.errors, and the URL of every request it makes in page.requests."""
+    p = context.new_page()
+    p.errors, p.requests, p.in_flight = [], [], set()
+    p.on('request', lambda r: (p.requests.append(r.url), p.in_flight.add(r)))
+    p.on('requestfinished', lambda r: p.in_flight.discard(r))
+    p.on('requestfailed', lambda r: p.in_flight.discard(r))
+    p.on('console', lambda m: p.errors.append(m.text) if m.type == 'error' else None)
+    p.on('pageerror', lambda e: p.errors.append(str(e)))
+    return p
+
+
+def quiet(page, timeout_s=30):
+    """Until a watched_page has no request in flight: sooner than the network's idle state,
+    which Playwright reports after 500 ms without one."""
+    deadline = time.monotonic() + timeout_s
+    while page.in_flight:
+        assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in page.in_flight]}"
+        page.wait_for_timeout(10)
+
+
+def settled(page, idle_s=0.2, timeout_s=30):
+    """Until a watched_page has had no request in flight for idle_s: Playwright's network idle,
+    which waits 500 ms without one, with a spell long enough for lab.js's debounced requests
+    (100 or 150 ms after the event that asks) to have started."""
+    if not hasattr(page, 'in_flight'):  # a page not opened by watched_page: Playwright's own rule
+        page.wait_for_load_state('networkidle')
+        return
+    deadline, idle_from = time.monotonic() + timeout_s, None
+    while True:
+        if page.in_flight:
+            idle_from = None
+        elif idle_from is None:
+            idle_from = time.monotonic()
+        elif time.monotonic() - idle_from >= idle_s:
+            return
+        assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in page.in_flight]}"
+        page.wait_for_timeout(10)
+
+
+def open_page(page, server, name):
+    """Open the lab's page NAME and wait until it has drawn its first answer and asked for no more."""
+    page.goto(server.url + name)
+    page.wait_for_selector('body[data-drawn]', state='attached')
+    settled(page)
+
+
+def draws(page, selector='body'):
+    """How many times the page (or a panel) has drawn: lab.js counts them in data-draws."""
+    return int(page.locator(selector).first.get_attribute('data-draws') or 0)
+
+
+def wait_redraw(page, before, selector='body'):
+    """Until the page (or a panel) has drawn once more than `before`."""
+    page.wait_for_function(f"() => Number(document.querySelector('{selector}').dataset.draws || 0) > {before}")
+
+
+# ---------------------------------------------------------------------------- small data, and the bench scripts as modules
+
+
+def data_file(filename):
+    """A public data file (makemore's names.txt, char-rnn's tinyshakespeare.txt) where a user or
+    a developer has it: in the checkout's root, where README's download command puts it, or in
+    ../shared/data beside the checkout. None if neither: tests that need it skip."""
+    for folder in (REPO_DIR, os.path.join(REPO_DIR, '..', 'shared', 'data')):
+        path = os.path.join(folder, filename)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return None
+
+
+def bench_script(name):
+    """bench/NAME.py loaded as a module, its main() not run: for the tests that hold a text or a
+    page to the figures a benchmark measures (its recipe's flags, the fields it sends)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(REPO_DIR, 'bench', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# A few dozen short names: enough to train on for a few steps, small enough to read.
+TINY_NAMES = """emma olivia ava isabella sophia mia charlotte amelia harper evelyn abigail emily
+elizabeth sofia avery ella scarlett grace chloe victoria riley aria lily aubrey zoey penelope
+liam noah william james oliver benjamin elijah lucas mason logan alexander ethan jacob michael
+daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wyatt john jack""".split()
+
+
+def train_text(out, data, block_size, *flags):
+    """A checkpoint of running text trained by train.py in a second or two (numpy engine)."""
+    from microgpt.programs import train
+    assert train.main(['--engine', 'numpy', '--data', data, '--data-mode', 'text', '--block-size',
+                       str(block_size), '--num-samples', '0', '--out', str(out), *flags]) == 0
+    return str(out)
+
+
+# ---------------------------------------------------------------------------- gradients against central finite differences, on the Value engine
+H = 1e-6  # finite-difference step: small enough for O(h^2) truncation, big enough for rounding
+
+
+def numeric_grad(f, xs, i, h=H):
+    """The central difference estimate of df/dx_i at xs, where f maps a list of floats to a float."""
+    up = list(xs)
+    up[i] += h
+    down = list(xs)
+    down[i] -= h
+    return (f(up) - f(down)) / (2 * h)
+
+
+def backprop_grads(build, xs):
+    """(output value, [d output / d x_i for each i]) from the engine's backward().
+
+    `build` maps a list of leaf Values to one scalar Value; the leaves are made here from xs.
+    """
+    leaves = [Value(x) for x in xs]
+    out = build(leaves)
+    out.backward()
+    return out.data, [leaf.grad for leaf in leaves]
+
+
+def grad_error(a, b):
+    """How far apart two gradients are: absolute near 0, relative once they are larger than 1.
+
+    A purely relative error would blow up for a gradient that should be 0; a purely absolute one
+    would be too strict for a gradient of 1e4, whose finite-difference estimate is only good to a
+    few digits in the last place times 1e4.
+    """
+    return abs(a - b) / max(1.0, abs(a), abs(b))
+
+
+def grad_errors(build, xs, h=H, indices=None):
+    """[(i, backprop grad, numeric grad, error)] for each input index i (all, or those in indices).
+
+    Checking only some indices keeps a check of a model with thousands of parameters fast: every
+    numeric gradient costs two forward passes.
+    """
+    _, grads = backprop_grads(build, xs)
+
+    def f(values):
+        return build([Value(v) for v in values]).data
+
+    indices = range(len(xs)) if indices is None else indices
+    report = []
+    for i in indices:
+        num = numeric_grad(f, xs, i, h)
+        report.append((i, grads[i], num, grad_error(grads[i], num)))
+    return report
+
+
+def check_grads(build, inputs, h=H, indices=None):
+    """The largest error between backward()'s gradients and central differences, over the inputs.
+
+    Callers compare it with their own named tolerance, so the same function serves both the real
+    checks (error must be tiny) and the negative controls (error must be large).
+    """
+    return max((err for _, _, _, err in grad_errors(build, inputs, h, indices)), default=0.0)
+
+
+# ---------------------------------------------------------------------------- the web lab's server, live in this process or in its own
+RUN_TIMEOUT = 60  # seconds a small training run may take on a loaded 2-core machine
+
+
+@contextmanager
+def live_server(ckpt, runs_dir, data, exercises=None, text=None):
+    """A server on its own thread. exercises: the folder `serve --exercises DIR` names, or None;
+    text: `serve --text FILE`'s."""
+    server = make_server(ckpt, port=0, runs_dir=str(runs_dir), data=data, exercises=exercises, text=text)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.lab.runs.shutdown()
+        server.shutdown()
+        server.server_close()
+
+
+def request(server, method, path, body=None, raw=None, headers=None):
+    """(status, parsed JSON or None, raw bytes) of one request on a fresh connection."""
+    host, port = server.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    hdrs = {'Content-Type': 'application/json'} if data is not None else {}
+    hdrs.update(headers or {})
+    conn.request(method, path, body=data, headers=hdrs)
+    response = conn.getresponse()
+    payload = response.read()
+    conn.close()
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        parsed = None
+    return response.status, parsed, payload
+
+
+def post(server, path, body):
+    status, parsed, _ = request(server, 'POST', path, body)
+    assert status == 200, (status, parsed)
+    return parsed
+
+
+def wait_for_run(server, offset=0):
+    """Poll /api/train/status until the run has ended and its whole log is read:
+    (the last status, every record after `offset`, every [step, running mean] sent)."""
+    records, smooth, deadline = [], [], time.time() + RUN_TIMEOUT
+    while True:
+        status = post(server, '/api/train/status', {'offset': offset})
+        records += status['records']
+        smooth += status['smooth']
+        offset = status['offset']
+        if status['state'] in ('finished', 'stopped', 'failed') and not status['records']:
+            return status, records, smooth
+        assert time.time() < deadline, f"the run did not end in {RUN_TIMEOUT} s: {status['state']}"
+        time.sleep(0.05)
+
+
+class Address:
+    """What request() and post() need of a server running in another process: its address."""
+
+    def __init__(self, port):
+        self.server_address = ('127.0.0.1', port)
+        self.url = f'http://127.0.0.1:{port}/'
+
+
+@contextmanager
+def server_process(ckpt, runs_dir, data):
+    """`python -m microgpt.lab serve` in its own process on a free port: yields (the process,
+    its Address). On leaving it is stopped as Ctrl-C stops it, unless the test has already
+    stopped it; it never outlives the test."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', ckpt, '--port', '0',
+                             '--runs-dir', str(runs_dir), '--data', data],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith('microgpt lab on '), (first, proc.stderr.read() if proc.poll() else '')
+        address = Address(int(first.split('http://127.0.0.1:')[1].split('/')[0]))
+        address.first_line = first  # what the server printed first: its address
+        yield proc, address
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
+# ---------------------------------------------------------------------------- a page's layout: nothing cut, nothing overlapping
+# Every label's text box in the page coordinates, grouped by what lays it out (a table row, an
+# SVG): the text's own extent (a Range), not its cell's, so a header spilling over the next shows
+LABELS = '''() => {
+  const box = node => { const r = document.createRange(); r.selectNodeContents(node);
+                        const b = r.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const rows = Array.from(document.querySelectorAll('main tr')).map(tr =>
+    Array.from(tr.children).filter(c => c.tagName === 'TH' && c.textContent.trim()).map(box));
+  const svgs = Array.from(document.querySelectorAll('main svg')).filter(s => s.getBoundingClientRect().width).map(s =>
+    Array.from(s.querySelectorAll('text')).filter(t => t.textContent.trim() && t.getBoundingClientRect().width)
+      .map(t => { const b = t.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom, t.textContent]; }));
+  // HTML placed over a picture (position absolute or fixed) is laid out by no one against the
+  // picture's own labels: each such label is checked against every SVG text and the others
+  const floating = Array.from(document.querySelectorAll('main *')).filter(e =>
+    ['absolute', 'fixed'].includes(getComputedStyle(e).position) && e.textContent.trim() && e.getBoundingClientRect().width)
+    .map(e => { const b = box(e); return [...b, e.textContent.trim().slice(0, 40)]; });
+  return {rows, svgs, floating};
+}'''
+
+
+# Each table that reaches past the box that clips it (overflow other than visible) without that box
+# scrolling: a cut table. A table wider than its panel must scroll in it.
+CUT_TABLES = '''() => Array.from(document.querySelectorAll('main table')).filter(t => t.getBoundingClientRect().width).flatMap(t => {
+  const right = t.getBoundingClientRect().right;
+  for (let a = t.parentElement; a && a.tagName !== 'MAIN'; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if (o === 'visible') continue;
+    const edge = a.getBoundingClientRect().right;
+    const scrolls = (o === 'auto' || o === 'scroll') && a.scrollWidth > a.clientWidth;
+    return right > edge + 1 && !scrolls ? [t.id || t.className || t.outerHTML.slice(0, 60)] : [];
+  }
+  return right > document.documentElement.clientWidth + 1 ? [t.id || t.className] : [];
+})'''
+
+
+def overlaps(boxes, gap=0.0):
+    """Pairs of boxes [left, top, right, bottom, ...] closer than `gap` px across both axes."""
+    return [(a, b) for k, a in enumerate(boxes) for b in boxes[k + 1:]
+            if a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] and b[1] < a[3]]
+
+
+def check_layout(p, name, width):
+    """The page `name` open in `p`, a window `width` px wide, holds the three rules above."""
+    assert p.evaluate('document.documentElement.scrollWidth') <= width, name
+    assert p.evaluate(CUT_TABLES) == [], name
+    labels = p.evaluate(LABELS)
+    for row in labels['rows']:  # headers of a row 6 px apart at least: '(scalar)numpy − scalar' read as one
+        assert overlaps(row, gap=6) == [], (name, row)
+    for texts in labels['svgs']:  # overlapping by more than half a pixel: drawn over each other
+        assert overlaps([b for b in texts if b[2] - b[0] > 0], gap=-0.5) == [], (name, overlaps(texts, -0.5)[:3])
+    drawn = [b for texts in labels['svgs'] for b in texts]
+    for k, label in enumerate(labels['floating']):
+        hits = [b for b in drawn + labels['floating'][k + 1:] if overlaps([label, b], gap=-0.5)]
+        assert hits == [], (name, label, hits[:3])
+
+
+# ---------------------------------------------------------------------------- finite differences on arrays
+FD_TOL = 1e-7     # central differences are accurate to ~1e-9 here; a wrong backward is off by >1e-3
+
+
+def numeric_grad_array(f, x):
+    """dL/dx by central differences, where f() computes L from x (an array changed in place)."""
+    g = np.zeros_like(x)  # same shape as x
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + H
+        up = f()
+        x[i] = old - H
+        down = f()
+        x[i] = old
+        g[i] = (up - down) / (2 * H)
+    return g
+
+
+def max_diff(a, b):
+    return float(np.abs(a - b).max())
+
+
+# ---------------------------------------------------------------------------- the numpy trainer beside the scalar engine
+GRAD_TOL = 1e-10  # same math in float64: only rounding differs (observed ~1e-16)
+
+
+NAMES = ['emma', 'ava', 'isabella', 'christopherson', 'liam', 'bob']  # one longer than the block
+
+
+def scalar_loss_and_grads(model, tokens):
+    """doc_loss and every parameter's gradient, {name: array}, from the scalar engine."""
+    for p in model.params:
+        p.grad = 0.0
+    with Tape() as tape:
+        loss = doc_loss(model, tokens)
+    loss.backward(tape)
+    grads = {name: np.array([[p.grad for p in row] for row in matrix])  # (n_out, n_in)
+             for name, matrix in model.state_dict.items()}
+    return loss.data, grads
+
+
+def assert_names_as_the_scalar_engine(model, trainer, tokenizer, tol=GRAD_TOL):
+    """For each of NAMES alone: trainer.loss_and_grads gives the scalar engine's loss and every
+    parameter's gradient, each of the parameter's shape (tests/test_torch_model.py uses it too)."""
+    for name in NAMES:
+        tokens = doc_tokens(tokenizer, name)
+        loss, grads = scalar_loss_and_grads(model, tokens)
+        their_loss, their_grads = trainer.loss_and_grads([tokens])
+        assert abs(loss - their_loss) < tol
+        assert set(their_grads) == set(grads)
+        for pname in grads:
+            assert their_grads[pname].shape == grads[pname].shape
+            assert np.abs(their_grads[pname] - grads[pname]).max() < tol, (name, pname)
+
+
+# ---------------------------------------------------------------------------- the programs run in this process: exit status, output, logs, Ctrl-C
+TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12']  # ~1000 parameters, ~300 steps/s
+
+
+QUIET = ['--num-samples', '0', '--eval-every', '0']
+
+
+POLL_TIMEOUT = 60.0  # seconds to wait for the subprocess's log before giving up
+
+
+def run(main, argv, capsys):
+    """(exit code, stdout, stderr) of main under the scripts' own guard, cli.run."""
+    with pytest.raises(SystemExit) as e:
+        cli.run(main, argv)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def assert_one_line_error(code, err, fragment=''):
+    assert code not in (0, None)
+    assert err.startswith('error: ') and err.count('\n') == 1, err
+    assert 'Traceback' not in err
+    assert fragment in err, err
+
+
+def log_of(out):
+    """The JSON lines train.py wrote beside checkpoint `out`."""
+    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+        return [json.loads(line) for line in f]
+
+
+def losses(log):
+    return [entry for entry in log if 'loss' in entry]
+
+
+def running(folder, args, lines):
+    """A train.py process started in `folder`, once its log folder/model.log.jsonl holds `lines`
+    lines (it runs on after that)."""
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_DIR, 'train.py'), *args], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log, deadline = folder / 'model.log.jsonl', time.monotonic() + POLL_TIMEOUT
+    while not (log.exists() and log.read_text().count('\n') >= lines):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"train.py did not log {lines} lines: {proc.communicate()}")
+        time.sleep(0.005)
+    return proc
+
+
+def interrupt_after(monkeypatch, calls, engine=ScalarTrainer):
+    """Make train.py receive a real SIGINT during its `calls`-th training step (of the scalar
+    engine, or of the engine class given: backprop.Trainer)."""
+    real_step = engine.step
+    count = [0]
+
+    def step_then_ctrl_c(*args):
+        loss = real_step(*args)
+        count[0] += 1
+        if count[0] == calls:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered now, to train.py's own handler
+        return loss
+    monkeypatch.setattr(engine, 'step', step_then_ctrl_c)
+
+
+# ---------------------------------------------------------------------------- the exercises' workspace and the learner's slips
+def make_workspace(path, solved=catalog.NUMBERS, files=None):
+    """A started workspace with the reference solutions of `solved` and `files` ({n: text})."""
+    workspace.start(str(path))
+    for n in solved:
+        (path / catalog.get(n).filename).write_text(catalog.solution_text(n))
+    for n, text in (files or {}).items():
+        (path / catalog.get(n).filename).write_text(text)
+    return str(path)
+
+
+def with_body(n, body):
+    """Exercise n's file with `body` (unindented lines) in place of the stub's raise."""
+    stub = catalog.stub_text(n)
+    raise_line = next(line for line in stub.split('\n') if 'raise NotImplementedError("' in line)
+    indent = raise_line[:len(raise_line) - len(raise_line.lstrip())]
+    return stub.replace(raise_line, '\n'.join(indent + line for line in body.strip('\n').split('\n')))
+
+
+def replaced(n, old, new):
+    """Exercise n's solution with one piece of it changed: a typical slip."""
+    text = catalog.solution_text(n)
+    assert old in text, f"exercise {n}'s solution no longer has {old!r}: update the test's slip"
+    return text.replace(old, new)
+
+
+def lab(argv, capsys, answers=None, monkeypatch=None):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, run in this process as
+    cli.run runs it (its learner code still runs in the checker's subprocess)."""
+    if answers is not None:  # what the learner types, then the end of input (Ctrl-D)
+        replies = iter(answers)
+
+        def typed(prompt=''):
+            print(prompt, end='')
+            for reply in replies:
+                return reply
+            raise EOFError
+        monkeypatch.setattr('builtins.input', typed)
+    with pytest.raises(SystemExit) as e:
+        cli.run(lab_main, ['exercises', *argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+# exercise -> (the wrong file, the case it must fail on, words of the hint it must give)
+SLIPS = {
+    1: (replaced(1, 'return a * b, (b, a)', 'return a * b, (a, b)'), "fixed 1", "swapped"),
+    2: (replaced(2, '(n * x ** (n - 1),)', '(n * x ** n,)'), "fixed 1", "drops by one"),
+    3: (replaced(3, 'return out, (out,)', 'return out, (1.0,)'), "fixed 2", "not 1"),
+    4: (replaced(4, '(1.0 / x,)', '(1.0,)'), "fixed 2", "A missing 1/x"),
+    5: (replaced(5, 'float(x > 0)', 'float(x >= 0)'), "fixed 3", "at exactly 0 microgpt picks 0"),
+    6: (with_body(6, '''
+order, seen = [], set()
+def visit(node):
+    if node not in seen:
+        seen.add(node)
+        for child in node._children:
+            visit(child)
+        order.append(node)
+visit(root)
+return order'''), "a chain of 3000", "keep your own stack"),
+    7: (replaced(7, 'child.grad += local * node.grad', 'child.grad = local * node.grad'), "a diamond",
+        "assigned instead of added"),
+    8: (replaced(8, 'sum(ai * bi for', 'sum(ai.data * bi.data for'), "fixed 1", "has no graph"),
+    9: (replaced(9, '[dot(w_row, x) for w_row in w]', '[dot([row[i] for row in w], x) for i in range(len(x))]'),
+        "fixed 1", "ROW o of w"),
+    10: (replaced(10, '(z - max_val).exp()', 'z.exp()'), "large logits", "Subtract the largest logit"),
+    11: (replaced(11, '(ms + eps) ** -0.5', 'ms ** -0.5'), "fixed 1", "Add eps inside the square root"),
+    12: (replaced(12, 'scale = len(q) ** -0.5', 'scale = 1.0'), "the Czech lesson", "sqrt(head_dim)"),
+    13: (replaced(13, "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]\n    x = rmsnorm(x)",
+                  "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]"),
+         "1 layer, 2 heads", "the embedding is normalised once"),
+    14: (replaced(14, 'return sum(losses) * (1.0 / n)', 'return sum(losses)'), "a name of 4 letters",
+         "MEAN over its positions"),
+    15: (replaced(15, 'bias1 = 1 - beta1 ** t\n    bias2 = 1 - beta2 ** t', 'bias1 = bias2 = 1.0'),
+         "one weight, 3 steps", "bias correction forgotten"),
+    16: (replaced(16, 'math.exp((l - top) / temperature)', 'math.exp(l / temperature)'), "large logits",
+         "largest logit subtracted first"),
+    17: (with_body(17, '''
+T, head_dim = q.shape
+weights = np.exp(q @ k.T * head_dim ** -0.5)
+weights /= weights.sum(axis=-1, keepdims=True)
+weights[np.triu(np.ones((T, T), dtype=bool), k=1)] = 0.0
+return weights @ v, weights'''), "the Czech lesson", "mask applied after the softmax"),
+    18: (replaced(18, 'return dy @ w, dy.T @ x', 'return dy @ w, x.T @ dy'), "one row", "dw has w's shape"),
+    19: (replaced(19, 'return p * (dp - (dp * p).sum(axis=-1, keepdims=True))', 'return p * dp'), "one row of 3",
+         "missing its row sum"),
+    20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
+         "the Czech lesson", "multiplied by"),
+    21: (replaced(21, 'p.data *= 1 - lr * weight_decay', 'p.grad += weight_decay * p.data'), "no gradient shrink",
+         "That is L2 regularization"),
+    22: (replaced(22, 'factor = kept / (1.0 - p)', 'factor = kept * 1.0'), "p = 0.1", "divides the kept numbers by 1 - p"),
+    23: (replaced(23, 'counts[pair] = counts.get(pair, 0) + 1', 'counts[pair] = 1'), "the Wikipedia example",
+         "add one to each pair's count"),
+    24: (replaced(24, 'i += 2', 'i += 1'), "the Wikipedia example", "skip BOTH ids"),
+    25: (replaced(25, 'ids = merge(ids, pair, 256 + rank[pair])', 'return merge(ids, pair, 256 + rank[pair])'),
+         "the Wikipedia example", "while some adjacent pair is in the table"),
+}
+
+
+# ---------------------------------------------------------------------------- the lab's pages
+PAGES = [name for name, _ in registry.pages()]  # every page the registry lists, nothing else
+
+
+DRAWN = 'body[data-drawn]'  # lab.js sets it once a page's first draw is done
+
+
+# ---------------------------------------------------------------------------- the lab's command line
+BRIEF = 300           # characters of a one-line message that quotes such an input, at most
+
+
+def run_lab(argv, capsys):
+    """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, under its guard."""
+    with pytest.raises(SystemExit) as info:
+        cli.run(lab_main, argv)
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+def assert_one_line(status, err, fragment):
+    assert status == 2, err
+    assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err[:500]
+    assert fragment in err, err[:500]
+    assert len(err) < BRIEF, err[:500]
+
+
+# ---------------------------------------------------------------------------- the layers of the source tree
+# microgpt/'s other top-level files: the package's front door and the `python -m` entry points
+ENTRY_POINTS = {'microgpt', 'microgpt.train', 'microgpt.sample', 'microgpt.convert'}
+
+
+PACKAGES = {'microgpt': 'microgpt', 'microgpt.inference': 'src/inference', 'microgpt.backprop': 'src/backprop',
+            'microgpt.torchgpt': 'src/torchgpt'}
+
+
+ARRAYS = ('inference', 'backprop', 'torchgpt')  # src/'s packages, installed inside microgpt
+
+
+LAYERS = ('core', 'edge', 'arrays', 'programs', 'lab')
+
+
+def project_modules():
+    """{module name: path} for every .py file of the project's packages."""
+    found = {}
+    for package, folder in PACKAGES.items():
+        top = os.path.join(REPO_DIR, folder)
+        for dirpath, _, files in os.walk(top):
+            for filename in files:
+                if filename.endswith('.py'):
+                    parts = os.path.relpath(os.path.join(dirpath, filename), top)[:-3].split(os.sep)
+                    if parts[-1] == '__init__':
+                        parts = parts[:-1]
+                    found['.'.join([package, *parts])] = os.path.join(dirpath, filename)
+    return found
+
+
+def layer_of(module):
+    """The layer is the folder: microgpt/ itself (the core), microgpt/edge/, src/ (the arrays),
+    microgpt/programs/, microgpt/lab/."""
+    package, _, rest = module.partition('.')
+    folder = rest.split('.')[0]
+    if folder in ARRAYS:
+        return 'arrays'
+    if module in ENTRY_POINTS:
+        return 'programs'
+    return folder if folder in ('edge', 'programs', 'lab') else 'core'
+
+
+# ---------------------------------------------------------------------------- train.py's flags
+def train_args(data, out, *extra):
+    return ['--data', str(data), '--out', str(out), '--val-size', '6', *TINY, *QUIET, *extra]
+
+
+# ---------------------------------------------------------------------------- torchrun with gloo on 127.0.0.1
+LAUNCH_TIMEOUT = 120   # seconds for one torchrun launch (about 10 here: three Pythons import torch)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def torchrun(args, program=os.path.join(REPO_DIR, 'train.py'), env=(), **popen):
+    """A torchrun of train.py (or `program`, with train.py's flags) with two ranks on the loopback
+    interface, in its own session (so the test can tell afterwards whether any of its processes
+    survived). env: variables added to the ranks' environment."""
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--nnodes', '1',
+           '--master_addr', '127.0.0.1', '--master_port', str(free_port()), program, '--engine', 'torch', *args]
+    return subprocess.Popen(cmd, cwd=REPO_DIR, env=rank_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, **popen)
+
+
+def rank_env(extra=()):
+    """What every rank's environment adds: gloo on the loopback interface, one thread, src/."""
+    return {**os.environ, 'GLOO_SOCKET_IFNAME': 'lo', 'OMP_NUM_THREADS': '1',
+            'PYTHONPATH': REPO_DIR, **dict(extra)}
+
+
+def assert_no_process_left(p):
+    try:
+        os.killpg(p.pid, 0)  # signal 0: only asks whether any process of the session remains
+    except ProcessLookupError:
+        return
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("a process of the torchrun launch outlived it")
+
+
+# ---------------------------------------------------------------------------- the lab's interaction times, input to redraw
+SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn
+
+
+# What to wait for, made before the input (so that it knows the page's state before it): each
+# returns the wait itself, called after the input.
+def redraw(panel='body', settled=None):
+    """One more draw of `panel` (lab.js counts them) than before the input; settled: a selector
+    the page's previous answer shows once complete, waited for first."""
+    def begin(p):
+        if settled:
+            p.wait_for_selector(settled, state='attached', timeout=60_000)
+        before = draws(p, panel)
+        return lambda: wait_redraw(p, before, panel)
+    return begin
+
+
+def shown(css, text=''):
+    """An element matching `css` whose text contains `text`: the answer for this input, drawn.
+    (Checked at every frame: wait_for_selector polls every 500 ms once it has waited a while.)"""
+    test = f"() => document.querySelector({json.dumps(css)})?.textContent.includes({json.dumps(text)})"
+    return lambda p: lambda: p.wait_for_function(test, timeout=60_000)
+
+
+def phase_moved(p):
+    """The phases page's next phase (drawn in the page alone: no request)."""
+    before = p.get_attribute('body', 'data-phase')
+    return lambda: p.wait_for_function(f"() => document.body.dataset.phase !== '{before}'")
+
+
+def typed(text, delay_ms=80, box='#text'):
+    """The learner types TEXT into the box (#text, or the Sampling page's #prompt), a key every
+    delay_ms (a quick typist), after clearing it; the time is counted from its last key
+    (returned: the typing is the learner's own time)."""
+    def act(p):
+        p.fill(box, '')
+        p.locator(box).press_sequentially(text[:-1], delay=delay_ms)
+        p.wait_for_timeout(delay_ms)
+        start = time.perf_counter()
+        p.locator(box).press(text[-1])
+        return start
+    return act
+
+
+def continued(prompt):
+    """The Sampling page showing running text's continuations of PROMPT, none of an earlier
+    input's left greyed: the page settled."""
+    test = ("() => !document.getElementById('drawn').classList.contains('stale') && "
+            f"document.querySelector('#names pre.sample b')?.textContent === {json.dumps(prompt)}")
+    return lambda p: lambda: p.wait_for_function(test, timeout=120_000)
+
+
+def stepped(text):
+    """The Step page showing the scalar engine's step on TEXT."""
+    return shown(f'{SCALAR} #summary', f"'{text}'")
+
+
+# What the learner does on each page of the registry (registry.pages(), by the page's name):
+# [(what, the input, the redraw, what follows it or None)]. A page not timed says why in UNTIMED;
+# tests/test_lab_registry.py checks that every page is in one of the two.
+INPUTS = {
+    'overview': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(), None),
+                 ("typed 'olivia'", typed('olivia'), shown('#positions [data-position="6"]'), None)],
+    'attention': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(), None)],
+    'byhand': [('a vector', lambda p: p.fill('#k-1', '0.9, 0.1, 0.4, 1'), redraw(), None)],
+    'phases': [('a name', lambda p: p.fill('#text', 'emma'), redraw(), None),
+               ('a phase forward', lambda p: p.click('#forward'), phase_moved, None)],
+    'scaling': [('the √d toggle', lambda p: p.uncheck('#scale'), redraw('#row-panel'), None),
+                ('a size', lambda p: p.fill('#size-h', '8'), redraw('#index-panel'), None),
+                ('n', lambda p: p.fill('#n', '4096'), redraw('#cost-panel'), None)],
+    'sampling': [('a prompt', lambda p: p.fill('#prompt', 'em'), redraw(), None)],
+    'step': [('a name', lambda p: p.fill('#text', 'emmy'), redraw(settled=SCALAR), stepped('emmy')),
+             ("'christopher'", lambda p: p.fill('#text', 'christopher'), redraw(settled=SCALAR),
+              stepped('christopher')),
+             ("typed 'elizabeth'", typed('elizabeth'), shown('#summary', "'elizabeth'"), stepped('elizabeth'))],
+    'embeddings': [('neighbours', lambda p: p.fill('#neighbours', '4'), redraw(), None)],
+}
+
+
+UNTIMED = {'autograd': "not timed yet", 'tokens': "not timed yet",
+           'loss': "no input to time: it draws the checkpoint's log once",
+           'training': "no redraw to time: the page polls a run of train.py",
+           'exercises': "no model to compute: the page lists a workspace's results"}
+
+
+def steps(on_the_model=False):
+    """[(page, what, the input, the redraw, what follows)] for the pages of the registry, in the
+    navigation's order; on_the_model: only the pages whose sandbox reads the model, whose times
+    grow with its size (bench/lab_speed.py times those on the larger model)."""
+    reads_model = {s.name for s in registry.SANDBOXES if s.model in ('numpy', 'scalar')}
+    return [(name, *step) for name, _ in registry.pages() if not on_the_model or name in reads_model
+            for step in INPUTS.get(name, ())]
+
+
+# a model of running text (the Shakespeare recipe's; bench/lab_speed.py): the pages whose time
+# grows with it; the Sampling page draws the distribution for a typed prompt first, then its
+# continuations
+ON_TEXT = [('overview', "typed 'ROMEO:'", typed('ROMEO:'), shown('.position[data-position="5"] h3', 'reads :'), None),
+           ('attention', 'a text', lambda p: p.fill('#text', 'ROMEO:\nWhat say you?'), redraw(), None),
+           ('sampling', "typed 'ROMEO:'", typed('ROMEO:', box='#prompt'), shown('#context', 'ROMEO:'),
+            continued('ROMEO:'))]
+
+
+THEN = {'step': "then the scalar engine's step", 'sampling': 'then the continuations'}  # what follows a redraw
+
+
+def interaction_times(server, browser, steps):
+    """[(page, what, seconds to the redraw, seconds to what follows it or None)]: from the input
+    (a typed name's last key) to the redraw."""
+    times = []
+    context = browser.new_context(viewport={'width': 1280, 'height': 800})
+    p = context.new_page()
+    for name, what, act, first, then in steps:
+        if not p.url.endswith('/' + name):
+            open_page(p, server, name)
+        wait_first, wait_then = first(p), then(p) if then else None
+        start = time.perf_counter()
+        start = act(p) or start  # a typed name: from its last key
+        wait_first()
+        drawn = time.perf_counter() - start
+        if wait_then:
+            wait_then()
+        times.append((name, what, drawn, time.perf_counter() - start if then else None))
+    context.close()
+    return times
+
+
+def report(label, times):
+    """The times as lines of text, for a printout."""
+    lines = [f"\ninteraction times on {label}: from the input (a typed name's last key) to the redraw, in ms"]
+    for name, what, drawn, then in times:
+        after = f"   {THEN[name]} {then * 1000:5.0f}" if then is not None else ''
+        lines.append(f"  {name:<11} {what:<18} {drawn * 1000:6.0f}{after}")
+    return '\n'.join(lines)
