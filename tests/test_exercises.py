@@ -155,6 +155,18 @@ def test_a_slip_in_an_exercise_it_calls_is_named(tmp_path):
 
 
 # ---------------------------------------------------------------------------- start, reset, status
+def test_from_inside_the_workspace_the_commands_find_it(tmp_path, capsys, monkeypatch):
+    """Was: `cd exercises && ... check 1` said "no exercises at exercises: run start exercises
+    first", and following it made exercises/exercises/ with fresh stubs beside the learner's work."""
+    ws = make_workspace(tmp_path / 'exercises', solved=[1])
+    monkeypatch.chdir(ws)
+    status, out, err = lab(['check', '1'], capsys)
+    assert status == 0 and err == '' and '✓ exercise 1 (mul): passed' in out
+    status, out, err = lab(['start'], capsys)
+    assert status == 0 and not os.path.exists(os.path.join(ws, 'exercises'))
+    assert lab(['check', '1'], capsys)[0] == 0  # the solution is still the learner's, not a stub
+
+
 def test_start_writes_the_stubs_and_never_overwrites(tmp_path, capsys):
     folder = tmp_path / 'ex'
     status, out, _ = lab(['start', str(folder)], capsys)
@@ -199,6 +211,16 @@ def test_status_reflects_what_passes(tmp_path, capsys):
     assert f'train (microgpt trained with your engine) uses 1 to 16: 11 of them not written yet ({unwritten})' in out
     saved = workspace.Workspace.open(ws).results()  # what the web lab's page shows
     assert saved['1']['status'] == 'pass' and saved['4']['status'] == 'fail' and saved['6']['status'] == 'todo'
+
+
+def test_when_the_whole_path_passes_status_and_the_page_say_where_to_go(tmp_path, capsys):
+    """Was: "all pass: train, and quiz", and nothing beyond the path."""
+    ws = make_workspace(tmp_path / 'w')
+    status, out, _ = lab(['status', '--dir', ws], capsys)
+    assert status == 0 and 'beyond the path' in out and all(step in out for step in catalog.WHAT_NEXT)
+    from microgpt.lab.exercises.web import ExercisesPage
+    assert ExercisesPage(ws).listing({})['next'] == list(catalog.WHAT_NEXT)  # status recorded every pass
+    assert ExercisesPage(make_workspace(tmp_path / 'v', solved=[1])).listing({})['next'] is None
 
 
 def test_solution_is_shown_only_when_asked(tmp_path, capsys):

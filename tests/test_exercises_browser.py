@@ -60,3 +60,15 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
         assert page.errors == []
     assert (folder / 'ex04_log.py').read_text() == before  # the page reads the learner's files, never writes them
     assert workspace.Workspace.open(ws).results()['4']['status'] == 'fail'  # the command line sees it too
+
+
+def test_when_every_exercise_passes_the_page_says_where_to_go(tiny_ckpt, names_file, tmp_path, window):
+    ws = make_workspace(tmp_path / 'done')
+    saved = workspace.Workspace.open(ws)
+    saved.record({n: r for (_, n), r in checker.check([(ws, catalog.NUMBERS, False)]).items()})
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
+        page = window(390, 800)
+        page.goto(server.url + 'exercises')
+        page.wait_for_selector('#next li')
+        assert page.locator('#next li').all_inner_texts() == list(catalog.WHAT_NEXT)
+        assert page.errors == []

@@ -250,6 +250,8 @@ def cmd_status(args, say, ws):
     say(f"next: {COMMAND} check {todo}{dir_flag(ws.path)}" if todo else
         f"all pass: `{COMMAND} train{dir_flag(ws.path)}`, and `{COMMAND} quiz`" if not not_here else
         f"all that this Python can check pass: `{COMMAND} train{dir_flag(ws.path)}`")
+    if not todo and not not_here:
+        say("then, beyond the path:\n" + '\n'.join(f"  - {step}" for step in catalog.WHAT_NEXT))
     return 0
 
 

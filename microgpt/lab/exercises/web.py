@@ -38,7 +38,9 @@ class ExercisesPage:
                          'rung': e.rung, 'reading': e.reading, 'real': e.real, 'command': e.command,
                          'page': e.page, 'page_title': pages.get(e.page, e.page),
                          'result': last, 'edited': bool(ws and ws.edited_since_check(e.number))})
+        done = bool(ws) and all((r['result'] or {}).get('status') == 'pass' for r in rows)
         return {'workspace': shown(self.path) if self.path else None, 'rungs': catalog.RUNGS,
+                'next': list(catalog.WHAT_NEXT) if done else None,
                 'start': [f"{COMMAND} start", f"{COMMAND} check 1"],
                 'serve': f"python -m microgpt.lab serve --exercises exercises", 'exercises': rows}
 

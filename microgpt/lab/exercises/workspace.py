@@ -64,6 +64,14 @@ def check_place(path):
                         f"exercises outside it, e.g. {COMMAND} start {DEFAULT_DIR}")
 
 
+def found(path):
+    """The folder a command means: `path`; but where the default folder is not here and this
+    folder is itself a workspace (the learner went into it), this folder, not a new one in it."""
+    if path == DEFAULT_DIR and not os.path.isdir(path) and os.path.isfile(MANIFEST):
+        return os.getcwd()
+    return path
+
+
 class Workspace:
     """An existing workspace, checked: Workspace.open(path)."""
 
@@ -74,7 +82,7 @@ class Workspace:
     @classmethod
     def open(cls, path):
         """The workspace at path, or a UserError saying what to do: start it, fix a renamed stub..."""
-        path = os.path.abspath(path)
+        path = os.path.abspath(found(path))
         check_place(path)
         if not os.path.isdir(path):
             raise UserError(f"no exercises at {shown(path)}: run `{COMMAND} start {shown(path)}` first")
@@ -203,7 +211,7 @@ def write_manifest(path, manifest):
 def start(path):
     """Make the workspace at path, or add what it is missing: (the files written, the files kept).
     Every check comes before the first write, so a refused start leaves the folder as it was."""
-    path = os.path.abspath(path)
+    path = os.path.abspath(found(path))
     check_place(path)
     manifest = read_manifest(path) if os.path.isdir(path) else None
     if manifest is not None:

@@ -46,6 +46,8 @@ function show(d) {
     rows.push(el('tr', {'data-number': e.number}, cells));
   }
   $('path').replaceChildren(...rows);
+  if (d.next) $('start').append(el('div', {id: 'next'}, el('p', {}, 'Every exercise passes. Beyond the path:'),
+    el('ul', {}, ...d.next.map(step => el('li', {}, step)))));
 }
 
 // the report of the last check, in a row of its own right under the exercise checked
