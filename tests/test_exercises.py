@@ -121,6 +121,32 @@ def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, i):
         assert {'inputs', 'expected', 'yours', 'largest difference'} <= set(labels), labels
 
 
+def test_a_wrong_forward_with_the_right_derivative_is_named_as_the_forward(tmp_path):
+    """Was: log10 for ln with 1/x as its slope agrees with ln at x = 1, and the checker said the
+    derivative differed there ("A missing 1/x"), pointing away from the slip."""
+    ws = make_workspace(tmp_path / 'w', files={4: replaced(4, 'return math.log(x), (1.0 / x,)',
+                                                          'return math.log10(x), (1.0 / x,)')})
+    result = checker.check([(ws, [4], True)])[(ws, 4)]
+    assert result['line'] == "case 'fixed 1': the slope of your forward value (d out/d x by central differences) differs"
+    assert 'your forward value is not' in result['hint'] and 'math.log(x)' in result['hint']
+
+
+def test_a_bare_number_for_the_derivatives_is_named_as_that(tmp_path):
+    """Was: "your power() returned a float (6.0)", when it returned a pair whose second half,
+    the derivatives, was a bare float instead of a tuple of one."""
+    ws = make_workspace(tmp_path / 'w', files={2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')})
+    result = checker.check([(ws, [2], True)])[(ws, 2)]
+    assert result['line'] == ("case 'fixed 1': your power() returned (out, a float (6.0)): the local derivatives "
+                              "go in a tuple, even one alone: (d out/d x,)"), result['line']
+
+
+def test_an_attention_heads_report_says_what_its_numbers_are(tmp_path):
+    """Was: "compared: the output" above 7 numbers, 4 of out and 3 weights."""
+    ws = make_workspace(tmp_path / 'w', files={12: SLIPS[12][0]})
+    result = checker.check([(ws, [12], True)])[(ws, 12)]
+    assert ['compared', 'out (4 numbers), then the weights (3)'] in result['details'], result['details']
+
+
 def test_every_exercise_has_a_slip():
     """The negative control of the reference test: the same checker says no to a slip of each."""
     assert sorted(SLIPS) == list(catalog.NUMBERS)

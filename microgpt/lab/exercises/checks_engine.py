@@ -14,7 +14,7 @@ import random
 from collections import Counter
 
 from ...engine import Value, topological_order as project_order
-from .harness import central_difference, fd_step, fmt, kind_of
+from .harness import FD_CLOSE, agrees, central_difference, fd_step, fmt, kind_of
 
 RANDOM_CASES = 8
 
@@ -32,7 +32,11 @@ def check_op(t, fn, cases, project, mistakes, forward_hint, slope_hint, names='x
         got = t.call(fn, *args)
         t.expect(type(got) in (tuple, list) and len(got) == 2, got, wanted)
         t.number(got[0], f"{wanted}, with out a number")
-        t.expect(type(got[1]) in (tuple, list) and len(got[1]) == len(nodes), got[1],
+        if type(got[1]) not in (tuple, list):  # the pair is right, its second half is not a tuple
+            t.fail_line(f"your {t.exercise.function}() returned (out, {kind_of(got[1])}): the local derivatives "
+                        f"go in a tuple, even one alone: ({', '.join(f'd out/d {n}' for n in nodes)},)",
+                        hint="A tuple of one is written with a comma: (slope,).")
+        t.expect(len(got[1]) == len(nodes), got[1],
                  f"{len(nodes)} local derivative{'s' * (len(nodes) > 1)} in a tuple, one per input: "
                  f"({', '.join(f'd out/d {n}' for n in nodes)},)")
         return float(got[0]), t.numbers(got[1], len(nodes), "numbers as the local derivatives")
@@ -42,11 +46,15 @@ def check_op(t, fn, cases, project, mistakes, forward_hint, slope_hint, names='x
         node = project(*args)
         t.compare('the forward value', out, node.data, hint=forward_hint)
         for i, name in enumerate(nodes):
-            oracle = None
+            oracle, want = None, node._local_grads[i]
             if kink is None or abs(args[i] - kink) > 2 * fd_step(args[i]):  # no slope to measure at a kink
                 fd = central_difference(lambda z: result(args[:i] + (z,) + args[i + 1:])[0], args[i])
                 oracle = ('central differences of your forward', fd)
-            t.compare(f"d out/d {name}", grads[i], node._local_grads[i], hint=slope_hint,
+                if agrees(grads[i], want) and not agrees(fd, want, FD_CLOSE):  # the slip is the forward's
+                    t.fail(f"the slope of your forward value (d out/d {name} by central differences)", want, fd,
+                           abs(fd - want), hint=f"Your local derivative is right; your forward value is not, "
+                                                f"even where it happens to agree: {forward_hint}")
+            t.compare(f"d out/d {name}", grads[i], want, hint=slope_hint,
                       mistakes=mistakes(*args)[i], oracle=oracle)
 
 

@@ -62,14 +62,14 @@ def weighted(outs, coeffs):
 
 
 def check_function(t, fn, args, names, read, project, out_hint, grad_hint='', out_mistakes=(),
-                   out_oracle=None, seed=0, exception_hint=''):
+                   out_oracle=None, seed=0, exception_hint='', out_label='the output'):
     """One case of a function of Values: its output against the project's (and an oracle), then,
     through L = sum_k c_k out_k, the gradient of every input against the project's and against
-    central differences of the learner's own function."""
+    central differences of the learner's own function. out_label: what the outputs compared are."""
     built, p_built = [tensor(a) for a in args], [tensor(a) for a in args]
     outs = read(t, t.call(fn, *[b[0] for b in built], hint=exception_hint))
     p_outs = read(t, project(*[b[0] for b in p_built]))
-    t.compare('the output', [o.data for o in outs], [o.data for o in p_outs], hint=out_hint,
+    t.compare(out_label, [o.data for o in outs], [o.data for o in p_outs], hint=out_hint,
               mistakes=out_mistakes, oracle=out_oracle)
     rng = random.Random(seed)
     coeffs = [1.0] if len(outs) == 1 else [round(rng.uniform(-1, 1), 2) for _ in outs]
@@ -250,7 +250,8 @@ def check_attention_head(t, fn):
         check_function(t, fn, [q, keys, values], ['q', 'keys', 'values'], read, project,
                        out_hint="The three steps of the docstring: scaled scores, softmax, the weighted sum "
                                 "of the values per dimension.",
-                       out_mistakes=mistakes, out_oracle=oracle, seed=k)
+                       out_mistakes=mistakes, out_oracle=oracle, seed=k,
+                       out_label=f"out ({head_dim} numbers), then the weights ({n})")
 
 
 # ---------------------------------------------------------------------------- 13. gpt
