@@ -151,3 +151,12 @@ def test_solution_says_it_is_the_whole_function(capsys):
     status, out, _ = lab(['solution', '13'], capsys)
     assert status == 0 and out.count('\ndef gpt(token_id, pos_id, keys, values, state_dict, config):\n') == 1
     assert 'whole function' in out and 'replace your def gpt()' in out
+
+
+@pytest.mark.parametrize('n, formula', [(2, 'n * x^(n - 1)'), (3, 'd(e^x)/dx = e^x'), (4, '1/x'),
+                                        (5, 'slope is 1 on the right')])
+def test_the_stub_leaves_the_derivative_to_the_learner_and_the_last_hint_gives_it(n, formula):
+    """Was: stubs 2 to 5 stated the derivative they asked for. The stub gives the idea to reach
+    for; the formula comes at `hint N`'s last level."""
+    assert formula not in catalog.stub_text(n)
+    assert formula in hints.HINTS[n][-1] and formula not in hints.HINTS[n][0]

@@ -16,16 +16,19 @@ HINTS = {
         "unit of h?",
         "The local derivative toward a is the other input, b; toward b it is a. Return the product and "
         "the pair (d/da, d/db) in that order."),
-    2: ("Only x is a node: n is a constant, so there is one local derivative, the power rule's.",
-        "Return x ** n and a one-element tuple holding n * x ** (n - 1). Mind the comma: (y,) is a "
-        "tuple, (y) is just y."),
-    3: ("d(e^x)/dx = e^x: the derivative is the forward value itself.",
-        "Compute out = e ** x once with math.exp, and return out with the tuple (out,)."),
-    4: ("d ln(x)/dx = 1/x: at x = 4 the slope is 0.25. The forward value is math.log(x), the natural log.",
-        "Return math.log(x) and the one-element tuple (1 / x,). A slope of x, or of ln x, is the usual slip."),
-    5: ("Two pieces: the forward value is max(0, x); the slope is 1 on the right of 0, 0 on the left.",
-        "At exactly x = 0 take slope 0.0, as microgpt does: the slope is 1.0 only where x > 0 "
-        "(float(x > 0) is one way to write it)."),
+    2: ("Only x is a node: n is a constant, so there is one local derivative. Try n = 2: (x + h)^2 = "
+        "x^2 + 2xh + h^2, so x^2 moves by about 2x per unit of h.",
+        "The power rule: d(x^n)/dx = n * x^(n - 1). Return x ** n and a one-element tuple holding it. "
+        "Mind the comma: (y,) is a tuple, (y) is just y."),
+    3: ("Compare e^(x + h) with e^x: e^(x + h) = e^x * e^h, and e^h is about 1 + h for a small h.",
+        "So e^x moves by about e^x per unit of h: d(e^x)/dx = e^x, the forward value itself. Compute "
+        "out = math.exp(x) once, and return out with the tuple (out,)."),
+    4: ("Nudge x by h: ln(x + h) - ln(x) = ln(1 + h/x), and ln(1 + u) is about u for a small u.",
+        "d ln(x)/dx = 1/x: at x = 4 the slope is 0.25. The forward value is math.log(x), the natural "
+        "log. Return it and the one-element tuple (1 / x,). A slope of x, or of ln x, is the usual slip."),
+    5: ("Two pieces: the forward value is max(0, x); right of 0 it is x itself, left of 0 the constant 0.",
+        "So the slope is 1 on the right of 0 and 0 on the left. At exactly x = 0 take 0.0, as microgpt "
+        "does: 1.0 only where x > 0 (float(x > 0) is one way to write it)."),
     6: ("A node may be appended only after all of its children are. Walk the graph from root with a "
         "list used as a stack, and a set of the nodes already met (a node used twice is one node).",
         "Push (node, False) for a node whose children are not done yet. When you pop one: the first "

@@ -15,7 +15,8 @@ def power(x, n):
 
     x: a plain float (the input node's .data); n: a plain number (2, -1, -0.5), not a node.
     Returns (out, (d_out_d_x,)): a one-element tuple, as there is one input node.
-    The rule from calculus: d(x^n)/dx = n * x^(n - 1).
+    Nudge x by a small h and ask how far x ** n moves, per unit of h. (`exercises hint 2`, one
+    level at a time, if you get stuck.)
     """
     # solution
     return x ** n, (n * x ** (n - 1),)

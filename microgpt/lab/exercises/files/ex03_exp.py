@@ -15,7 +15,8 @@ def exp(x):
     """The forward value of e ** x, and its local derivative toward x.
 
     x: a plain float. Returns (out, (d_out_d_x,)).
-    e ** x is its own derivative: reuse the number you just computed.
+    e ** x is a special function under differentiation: what you already computed may be all
+    you need (`exercises hint 3` if you do not remember why).
     """
     # solution
     out = math.exp(x)

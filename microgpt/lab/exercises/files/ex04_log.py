@@ -16,7 +16,8 @@ def log(x):
     """The forward value of ln x (x > 0), and its local derivative toward x.
 
     x: a plain float above 0. Returns (out, (d_out_d_x,)).
-    d ln(x)/dx = 1/x: the log changes fast near 0 and slowly for large x.
+    The log climbs fast near 0 and slowly for large x: its slope shrinks as x grows. Which
+    simple function of x does that? (`exercises hint 4` if you get stuck.)
     """
     # solution
     return math.log(x), (1.0 / x,)

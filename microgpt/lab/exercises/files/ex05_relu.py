@@ -14,8 +14,9 @@ def relu(x):
     """The forward value of max(0, x), and its local derivative toward x.
 
     x: a plain float. Returns (out, (d_out_d_x,)).
-    The slope is 1 where x > 0 and 0 where x < 0. At exactly 0 there is no slope; microgpt
-    picks 0 there (`train` compares with microgpt's numbers, so pick the same).
+    Draw max(0, x): two straight pieces meeting at 0, and the slope is each piece's. At exactly
+    0 there is no slope; microgpt picks 0 there (`train` compares with microgpt's numbers, so
+    pick the same).
     """
     # solution
     return max(0.0, x), (float(x > 0),)
