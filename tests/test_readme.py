@@ -475,3 +475,12 @@ def test_the_recipe_check_finds_a_flag_changed_added_or_left_out():
     assert recipe_differences(same.replace('12000', '5500'), recipe) == [('--steps', '5500', '12000')]
     assert recipe_differences(same.replace(' --dropout 0.05', ''), recipe) == [('--dropout', None, '0.05')]
     assert recipe_differences(same + ' --lr 0.01', recipe) == [('--lr', '0.01', None)]
+
+
+def test_the_reading_guides_list_of_lab_commands_names_every_command():
+    """Was: section 4 left out byhand, phases and tokens."""
+    from microgpt.lab import registry
+    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
+        section = f.read().split('## 4. The lab')[1].split('\n## ')[0]
+    listed = set(re.findall(r'^python -m microgpt\.lab (\w+)', section, re.M))
+    assert {s.name for s in registry.SANDBOXES} | {'serve', 'exercises'} <= listed
