@@ -153,16 +153,16 @@ print(f"mean loss of anna: {bars['mean_loss']:.4f} (port), {loss:.4f} (gpt() on 
 assert abs(bars['mean_loss'] - loss) < 1e-10 and loss < bars['uniform_loss']
 
 # %% [markdown]
-# ## Your turn: exercises 8, 9, 11, 13 and 14
+# ## Your turn: exercises 8, 9 and 11
 #
-# The GPT's pieces on Values: `dot`, `linear` (w stored [n_out][n_in]), `rmsnorm`, then `gpt()`
-# itself, one position over the KV cache, and the loss of a name. (Softmax and one attention head,
-# exercises 10 and 12, belong to the next notebook's lesson, attention by hand; your `gpt()` calls
-# your own.) The cell writes the stubs once into your exercises folder and checks these in order,
-# stopping at the first one not passed. From a terminal: `python -m microgpt.lab exercises check 8`.
+# The GPT's pieces on Values: `dot`, `linear` (w stored [n_out][n_in]) and `rmsnorm`. Softmax and
+# one attention head (exercises 10 and 12) belong to the next notebook, attention by hand; `gpt()`
+# itself and the loss of a name (13 and 14) call them, so they come after it. The cell writes the
+# stubs once into your exercises folder and checks these in order, stopping at the first one not
+# passed. From a terminal: `python -m microgpt.lab exercises check 8`.
 
 # %%
 from microgpt.lab.notebook import check_exercises
 
-LESSON_EXERCISES = (8, 9, 11, 13, 14)
+LESSON_EXERCISES = (8, 9, 11)
 check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

@@ -176,10 +176,12 @@ for r in numbers['cost']:
 show(scaling, {**numbers, 'draws': 500}, WORK / 'scaling.png', 'lab scaling')
 
 # %% [markdown]
-# ## Your turn: exercises 10, 12, 17 and 19
+# ## Your turn: exercises 10, 12, 13, 14, 17 and 19
 #
 # `softmax` with the max subtracted (checked on the lesson's 0.309, 0.297, 0.395), one head of
-# attention over the KV cache (the lesson's out₃, and out₁ = v₁), the same head over a whole
+# attention over the KV cache (the lesson's out₃, and out₁ = v₁); with them and the previous
+# notebook's pieces, `gpt()` itself, one position over the KV cache, and the loss of a name;
+# then the same head over a whole
 # sequence with the mask before the softmax (numpy), and the softmax's backward (the gradient that
 # vanishes once a row saturates). The cell writes the stubs once into your exercises folder and
 # checks these in order, stopping at the first not passed. The lessons' own questions are
@@ -188,5 +190,5 @@ show(scaling, {**numbers, 'draws': 500}, WORK / 'scaling.png', 'lab scaling')
 # %%
 from microgpt.lab.notebook import check_exercises
 
-LESSON_EXERCISES = (10, 12, 17, 19)
+LESSON_EXERCISES = (10, 12, 13, 14, 17, 19)
 check_exercises(LESSON_EXERCISES)  # the stubs written once into exercises/, then checked in order

@@ -358,3 +358,17 @@ def test_png_to_an_unwritable_place(tiny_ckpt, tmp_path, capsys):
     (tmp_path / 'a-file').write_text('a file, where the picture path wants a folder\n')
     status, out, err = run_lab(['loss', log_of(tiny_ckpt), '--png', str(tmp_path / 'a-file' / 'dir.png')], capsys)
     assert status == 2 and err.startswith('error: --png: could not write')
+
+
+@pytest.mark.plot
+def test_several_runs_are_named_by_their_files_in_a_legend_beside_the_plot(tiny_ckpt, tmp_path, monkeypatch):
+    """Was: each run named by its whole path (a temporary folder's, in notebook 5), in a legend
+    drawn over the curves."""
+    from microgpt.lab import plot
+    drawn = []
+    monkeypatch.setattr(plot, '_save', lambda fig, path: drawn.append(fig))
+    plot.loss_curves('unused.png', loss.compute([log_of(tiny_ckpt)] * 2)['runs'], 'two runs')
+    legend = drawn[0].axes[0].get_legend()
+    names = [t.get_text() for t in legend.get_texts()]
+    assert names and all(n.startswith(os.path.basename(log_of(tiny_ckpt)) + ':') for n in names), names
+    assert legend.get_bbox_to_anchor().x0 > drawn[0].axes[0].get_window_extent().x1  # right of the axes

@@ -163,3 +163,14 @@ def test_the_checks_can_fail():
     assert exercises_checked("LESSON_EXERCISES = (8, 9, 11)\n") == [8, 9, 11]
     assert exercises_checked("LESSON_EXERCISES = ()\n") == []
     assert exercises_checked("exercises = (8, 9)\n") is None
+
+
+def test_a_notebook_checks_no_exercise_before_the_ones_it_uses():
+    """Was: notebook 2 ended with exercise 13, whose gpt() calls 10 and 12 from notebook 3."""
+    from microgpt.lab.exercises.catalog import get
+    seen = set()
+    for path in NOTEBOOKS:
+        checked = exercises_checked(source(path)) or []
+        for n in checked:
+            assert set(get(n).uses) - {n} <= seen | set(checked), (os.path.basename(path), n, get(n).uses)
+        seen |= set(checked)

@@ -9,6 +9,7 @@ gradient norms and p(true next) before and after, the embeddings' projection and
 """
 
 import io
+import os
 import math
 
 import numpy as np
@@ -107,12 +108,13 @@ def probability_bars(path, rows, title):
 def loss_curves(path, runs, title, unit='nats'):
     """Each run's training loss per step (light), its running mean (dark), its validation loss
     (circles) and the training loss measured alike at each evaluation (triangles), one colour
-    a run, named by its log where there are several."""
+    a run, named by its log's file name where there are several (the legend then beside the
+    plot, where it covers no curve)."""
     plt = require_matplotlib()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colours = plt.rcParams['axes.prop_cycle'].by_key()['color']
     for k, r in enumerate(runs):
-        colour, name = colours[k % len(colours)], (f"{r['path']}: " if len(runs) > 1 else '')
+        colour, name = colours[k % len(colours)], (f"{os.path.basename(r['path'])}: " if len(runs) > 1 else '')
         # one run: validation orange and the estimate green, as the Loss page draws them
         val_colour, estimate_colour = (colour, colour) if len(runs) > 1 else ('tab:orange', 'tab:green')
         steps = [s for s, _, _ in r['train']]
@@ -131,7 +133,10 @@ def loss_curves(path, runs, title, unit='nats'):
     ax.set_xlabel('step')
     ax.set_ylabel('bits per character' if unit == 'bits' else 'loss (mean cross-entropy, nats)')
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    if len(runs) > 1:  # six entries or more: beside the axes, not over the curves
+        ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    else:
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)
 
