@@ -188,6 +188,25 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     assert page.errors == []
 
 
+def test_a_refused_start_is_said_under_the_form_and_holds_start_until_a_field_changes(server, window):
+    """Was: the error line at the top of the page, off-screen at 390 px, and Start still enabled."""
+    page = window(390, 700)
+    page.goto(server.url + 'training')
+    page.wait_for_selector(DRAWN, state='attached')
+    last_run = post(server, '/api/train/status', {'offset': 0})['run']
+    page.fill('#n_head', '3')  # 16 does not divide by 3
+    page.click('#start')
+    page.wait_for_selector('#form-error:not([hidden])')
+    assert 'n_head' in page.inner_text('#form-error') and page.is_disabled('#start')
+    box = page.locator('#form-error').bounding_box()
+    assert 0 <= box['y'] and box['y'] + box['height'] <= 700  # in the window, where the learner is
+    assert page.locator('#error').is_hidden()  # said once, here
+    page.fill('#n_head', '4')
+    assert page.is_enabled('#start') and page.locator('#form-error').is_hidden()
+    assert [e for e in page.errors if 'status of 400' not in e] == []  # the refusal's own 400 aside
+    assert post(server, '/api/train/status', {'offset': 0})['run'] == last_run  # nothing started
+
+
 def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
     """The page had followed an earlier run far into its log; a run started from another tab
     must be read from its own start, not from the old run's offset."""
@@ -210,8 +229,8 @@ def test_the_training_page_says_how_long_a_run_has_left_while_it_goes(server, pa
         page.fill(f'#{name}', str(value))
     page.click('#start')  # 8 does not divide by 3
     refused = request(server, 'POST', '/api/train/start', {'n_embd': 8, 'n_head': 3})[1]['error']
-    page.locator('#error', has_text='does not divide by n_head 3').wait_for()
-    assert page.inner_text('#error') == refused
+    page.locator('#form-error', has_text='does not divide by n_head 3').wait_for()
+    assert page.inner_text('#form-error') == refused
     page.fill('#n_head', '2')
     page.click('#start')
     pace = page.locator('#estimate', has_text="left, at this run's")

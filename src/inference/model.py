@@ -70,8 +70,8 @@ def rmsnorm(x, eps=RMS_EPS):
 def rms_scale(x, eps=RMS_EPS):
     """What rmsnorm multiplies each row of x by, (mean(x^2) + eps)^(-1/2): (T, 1). (backprop's
     rmsnorm keeps it for its backward.)"""
-    ms = (x * x).mean(axis=-1, keepdims=True)  # (T, 1): each position's mean square
-    return (ms + eps) ** -0.5                  # (T, 1)
+    ms = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # (T, 1): each position's mean square
+    return (ms + eps) ** -0.5                                # (T, 1)
 
 
 def split_heads(x, n_head):
@@ -128,22 +128,27 @@ def finite_forward(method):
 class KVCache:
     """What gpt()'s keys and values lists hold, as arrays: each layer's keys and values of the
     positions fed so far, (B, n_head, length, head_dim). forward_batch(idx, cache) reads them
-    and appends idx's, so a generated token costs one position's work, not the window's."""
+    and appends idx's, so a generated token costs one position's work, not the window's. Each
+    layer's arrays are made once, a block long, and filled in place: nothing is copied."""
 
-    def __init__(self, n_layer):
+    def __init__(self, n_layer, block_size):
         self.keys, self.values = [None] * n_layer, [None] * n_layer
+        self.block_size = block_size
         self.length = 0  # positions held: the next one fed is at this position
 
     def extend(self, li, k, v):
-        """Layer li's keys and values with k, v (B, H, T, D) appended: (B, H, length + T, D)
-        each. The last layer's call moves `length` on."""
-        if self.keys[li] is not None:
-            k = np.concatenate([self.keys[li], k], axis=2)    # (B, H, length + T, D)
-            v = np.concatenate([self.values[li], v], axis=2)  # (B, H, length + T, D)
-        self.keys[li], self.values[li] = k, v
+        """Layer li's keys and values with k, v (B, H, T, D) appended: views (B, H, length + T,
+        D) of the block-long arrays. The last layer's call moves `length` on."""
+        B, H, T, D = k.shape
+        if self.keys[li] is None:
+            self.keys[li] = np.empty((B, H, self.block_size, D), dtype=k.dtype)    # (B, H, block_size, D)
+            self.values[li] = np.empty((B, H, self.block_size, D), dtype=v.dtype)  # (B, H, block_size, D)
+        end = self.length + T
+        self.keys[li][:, :, self.length:end] = k
+        self.values[li][:, :, self.length:end] = v
         if li == len(self.keys) - 1:
-            self.length = k.shape[2]
-        return k, v
+            self.length = end
+        return self.keys[li][:, :, :end], self.values[li][:, :, :end]  # (B, H, length + T, D) each
 
 
 # ---------------------------------------------------------------------------- the model
@@ -265,7 +270,9 @@ class NumpyGPT:
             if cache is not None:
                 k, v = cache.extend(li, k, v)                                # (B, H, start + T, D) each
             att = (q @ k.swapaxes(-1, -2)) * D ** -0.5                       # (B, H, T, start + T)
-            att = softmax(np.where(future, -np.inf, att))                    # (B, H, T, start + T)
+            if T > 1:  # one new position sees every key: nothing of its row lies in the future
+                att = np.where(future, -np.inf, att)                         # (B, H, T, start + T)
+            att = softmax(att)                                               # (B, H, T, start + T)
             x_attn = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, H * D)    # (B, T, n_embd)
             x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual        # (B, T, n_embd)
             # 3) MLP
@@ -302,14 +309,14 @@ class NumpyGPT:
         reference the cache is checked against (tests/test_generate.py), and what
         bench/sampling_speed.py compares it with.
         """
-        fed, cache, last = [], KVCache(self.config.n_layer), None
+        fed, cache, last = [], KVCache(self.config.n_layer, self.config.block_size), None
 
         def next_logits(token_ids):
             nonlocal fed, cache, last
             if not cached:
                 return self.forward_batch([token_ids])[0, -1].tolist()  # (vocab_size,) as floats
             if list(token_ids[:len(fed)]) != fed:  # not a continuation: no cached key is where it was
-                fed, cache = [], KVCache(self.config.n_layer)
+                fed, cache = [], KVCache(self.config.n_layer, self.config.block_size)
             new = list(token_ids[len(fed):])
             if new:  # ids already fed (the same ids again) keep their logits
                 last = self.forward_batch([new], cache)[0, -1].tolist()  # (vocab_size,) as floats

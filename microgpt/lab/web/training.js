@@ -11,7 +11,7 @@ const $ = id => document.getElementById(id);
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
-let mode = 'lines', announced = null;
+let mode = 'lines', announced = null, going = false, refused = false;
 // running text's settings to start from: README's Shakespeare recipe, shorter (numpy, float32,
 // an evaluation every 300 steps, a save every 100 as train.py does, so that the samples show it learn)
 const TEXT_START = {steps: 500, n_layer: 4, n_embd: 128, n_head: 4, block_size: 64, batch_size: 12, lr: 0.004,
@@ -78,14 +78,27 @@ function formBody() {
           engine: $('engine').value, dtype: $('dtype').value, data_mode: $('data_mode').value};
 }
 
+// a refused start said under the form, where the learner is (not above the page), and Start
+// held back until a field changes: the same settings would be refused again
+function refuse(message) {
+  refused = Boolean(message);
+  $('form-error').textContent = message;
+  $('form-error').hidden = !refused;
+  $('start').disabled = going || refused;
+  if (refused) $('form-error').scrollIntoView({block: 'nearest'});
+}
+
 async function start() {
-  await Lab.guard(async () => {
+  try {
     await Lab.api('/api/train/start', formBody());
-    train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
-    $('samples').replaceChildren();
-    $('finished').replaceChildren();
-    poll();
-  });
+  } catch (e) {
+    refuse(e.message);
+    return;
+  }
+  train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
+  $('samples').replaceChildren();
+  $('finished').replaceChildren();
+  poll();
 }
 
 async function poll() {
@@ -107,8 +120,8 @@ async function poll() {
       if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
     }
   }
-  const going = status.state === 'running' || status.state === 'stopping';
-  $('start').disabled = going;
+  going = status.state === 'running' || status.state === 'stopping';
+  $('start').disabled = going || refused;
   $('stop').disabled = status.state !== 'running';
   if (status.state === 'idle') return;
   ({steps: total, batch_size: batch, data_mode: mode} = status.params);
@@ -173,6 +186,7 @@ function drawLegend() {
 }
 
 Lab.on('form', 'submit', start);
+Lab.on('form', 'input', () => refuse(''));
 Lab.on('data_mode', 'change', chooseMode);
 Lab.on('engine', 'change', () => fillDtypes());
 Lab.on('stop', 'click', () => Lab.guard(() => Lab.api('/api/train/stop', {})));
