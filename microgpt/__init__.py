@@ -25,10 +25,9 @@ if os.path.isdir(os.path.join(_SRC, 'inference')):
 __all__ = ['Value', 'GPT', 'GPTConfig', 'load_checkpoint']
 
 
-def __getattr__(name):
-    """load_checkpoint comes from the edge layer (edge/checkpoint.py, which checks every file it
-    reads), imported when first asked for: importing the lesson's files loads none of the edge."""
-    if name == 'load_checkpoint':
-        from .edge.checkpoint import load_checkpoint
-        return load_checkpoint
-    raise AttributeError(f"module 'microgpt' has no attribute {name!r}")
+def load_checkpoint(path, n_head=None):
+    """A GPT of Values, with its tokenizer, from a checkpoint file. The edge layer reads and
+    checks the file (edge/checkpoint.py); it is imported here, when first used, so that the
+    lesson's files load none of it."""
+    from .edge.checkpoint import load_checkpoint as load
+    return load(path, n_head)
