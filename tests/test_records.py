@@ -35,7 +35,7 @@ def text_ckpt(tmp_path_factory):
 # ---------------------------------------------------------------------------- the settings record
 def settled(argv, ckpt=None, environ=None):
     flags, given = settings.parse_args(argv)
-    return settings.settle(flags, given, ckpt, place=settings.torchrun_place(environ or {}))
+    return settings.resolve_settings(flags, given, ckpt, rank_world=settings.torchrun_rank_world(environ or {}))
 
 
 def test_the_records_are_frozen_and_the_settings_hold_every_flag(tiny_ckpt):
@@ -55,9 +55,9 @@ def test_the_records_are_frozen_and_the_settings_hold_every_flag(tiny_ckpt):
 
 
 @pytest.mark.parametrize('name, rule', sorted(settings.ON_RESUME.items()))
-def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
+def test_each_resume_rule_through_resolve_settings(tmp_path, names_file, name, rule):
     """Every row of ON_RESUME, through the one function: a resumed run keeps (SAME), may grow
-    (MORE), takes unless given (HABIT) or takes the checkpoint's (MODEL) that setting."""
+    (MORE), takes unless given (UNLESS_GIVEN) or takes the checkpoint's (MODEL) that setting."""
     out = tmp_path / 'model.json'
     first = ['--data', names_file, '--out', str(out), '--steps', '4', '--seed', '3', '--lr', '0.02',
              '--batch-size', '2', '--val-size', '6', '--save-every', '2', '--eval-every', '2',
@@ -77,7 +77,7 @@ def test_each_resume_rule_through_settle(tmp_path, names_file, name, rule):
             settled(['--out', str(out), '--resume', '--steps', '4'], ckpt)
     else:
         assert getattr(resumed, name) == (os.path.abspath(names_file) if name == 'data' else getattr(saved, name))
-    if rule == settings.HABIT:  # given, it wins
+    if rule == settings.UNLESS_GIVEN:  # given, it wins
         other = {'engine': ['--engine', 'scalar'], 'dtype': ['--dtype', 'float64'],
                  'eval_every': ['--eval-every', '9'], 'save_every': ['--save-every', '9']}[name]
         again = settled(['--out', str(out), '--resume', '--steps', '6', *other], ckpt)
@@ -187,7 +187,7 @@ def test_a_run_saved_before_a_setting_existed_reads_as_it_trained(tmp_path, name
 def test_the_ranks_place_is_read_once_and_needs_torchruns_four_variables(monkeypatch):
     """Set by hand without MASTER_ADDR and MASTER_PORT, RANK and WORLD_SIZE are one line."""
     ranks = {'RANK': '1', 'WORLD_SIZE': '2'}
-    assert settings.torchrun_place({}) == (0, None) and settings.torchrun_place(ranks) == (1, 2)
+    assert settings.torchrun_rank_world({}) == (0, None) and settings.torchrun_rank_world(ranks) == (1, 2)
     with pytest.raises(UserError, match='RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not'):
         settled(['--engine', 'torch', '--batch-size', '2'], environ=ranks)
     monkeypatch.setenv('MASTER_ADDR', '127.0.0.1')

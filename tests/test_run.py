@@ -499,7 +499,7 @@ def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tm
     rank's number was sent: it counts at the next step's agreement, not written over by this one's
     answer (it was, and 1 run in 5 trained on to its last step)."""
     from microgpt.programs.run import Output, Run
-    from microgpt.programs.settings import settle
+    from microgpt.programs.settings import resolve_settings
 
     class OneRank:  # agree() as torchgpt.distributed.World's, for a world of this rank alone
         calls = []
@@ -513,7 +513,7 @@ def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tm
         def rank0_works_alone(self):  # nothing to wait for in a world of one
             pass
     flags, given = train.parse_args(train_args(names_file, tmp_path / 'model.json'))
-    settings = settle(flags, given)
+    settings = resolve_settings(flags, given)
     built = train.build(settings, None)
     built.trainer.world = OneRank()  # as torchgpt's trainer holds its World
     with Output.of_run(flags) as output, Run(settings, output, built) as run:

@@ -24,7 +24,7 @@ from ..edge.limits import MAX_LOSS
 from ..training import learning_rate
 from . import original
 from .runlog import best_path_for, log_path_for, open_locked_log
-from .settings import torchrun_place
+from .settings import torchrun_rank_world
 
 
 class Diverged(UserError):
@@ -53,8 +53,8 @@ class Output:
     so it alone locks), read once for --resume or --init, replaced whole by each save."""
 
     def __init__(self, out, fresh, force, protected=(), what='--out'):
-        self.place = torchrun_place(os.environ)  # (rank, world_size), read once: settle takes it from here
-        self.out, self.rank = out, self.place[0]
+        self.rank_world = torchrun_rank_world(os.environ)  # (rank, world_size), read once: resolve_settings takes it from here
+        self.out, self.rank = out, self.rank_world[0]
         self.log_path = log_path_for(out)
         self.log, self.made = None, []
         if self.rank == 0:

@@ -1,6 +1,6 @@
 """
 A training run's settings: every flag of train.py declared once, on a frozen record, and
-`settle`, which turns the command line (and, on --resume, the run being continued) into it.
+`resolve_settings`, which turns the command line (and, on --resume, the run being continued) into it.
 
 Each field of `Settings` is a flag: its default (what --help shows), group, help, the values it
 may take (checked on the command line and in a saved run alike), and its rule on --resume,
@@ -30,7 +30,7 @@ ENGINE_DTYPES = {'scalar': ('float64',), 'numpy': ('float64', 'float32'), 'torch
 DEVICES = ('cpu', 'cuda', 'mps')
 TOKENIZERS = ('char', 'bpe')  # microgpt/tokenizer.py's characters | microgpt/bpe.py's byte-pair merges
 TEXT_SAMPLE_LENGTH = 200  # characters of running text train.py prints when training ends
-SAME, MORE, HABIT, MODEL = 'kept', 'may grow', "the run's unless given", "the checkpoint's"
+SAME, MORE, UNLESS_GIVEN, MODEL = 'kept', 'may grow', "the run's unless given", "the checkpoint's"
 
 
 class Kind:
@@ -120,13 +120,13 @@ class Settings:
     # ---- engine (the same losses either way; only the speed differs)
     engine: str = flag('scalar', 'engine', "scalar: the Value autograd of microgpt/ (the teaching path); numpy: "
                        "src/backprop, every gradient derived by hand, much faster; torch: src/torchgpt, PyTorch's "
-                       "autograd (needs PyTorch), also data-parallel under torchrun", HABIT, one_of(ENGINES))
+                       "autograd (needs PyTorch), also data-parallel under torchrun", UNLESS_GIVEN, one_of(ENGINES))
     device: str = flag('cpu', 'engine', "--engine torch only: where it computes (under torchrun, cuda means each "
                        "rank's own GPU)", kind=one_of(DEVICES))
     dtype: str = flag('float64', 'engine', "the weights' precision: float64 (the engines agree to rounding; the "
                       "scalar engine's only one); --engine numpy also float32 (about twice as fast on wide models, "
                       "the same checkpoint format); --engine torch also float32 and bfloat16 (float32 weights, "
-                      "bfloat16 products), faster on GPUs", HABIT, one_of(DTYPES))
+                      "bfloat16 products), faster on GPUs", UNLESS_GIVEN, one_of(DTYPES))
     reproduce_original: bool = flag(False, 'engine', "the original single-file microgpt.py's run, number for "
                                     "number: its data order, weights, 1000 steps and 20 samples at temperature "
                                     "0.5, all from one generator seeded 42 (no held-out split; refuses flags "
@@ -146,9 +146,9 @@ class Settings:
     force: bool = flag(False, 'output', "start a fresh run even if --out holds a trained model, replacing it",
                        kind=SWITCH)
     save_every: int = flag(100, 'output', "also save the checkpoint every N steps (0 = only at the end)",
-                           HABIT, ints(0), metavar='N')
+                           UNLESS_GIVEN, ints(0), metavar='N')
     eval_every: int = flag(200, 'output', "validation loss every N steps (0 = only at the end)",
-                           HABIT, ints(0), metavar='N')
+                           UNLESS_GIVEN, ints(0), metavar='N')
     num_samples: int = flag(10, 'output', "names to sample when training ends (20 with --reproduce-original; "
                             f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)",
                             kind=ints(0, limits.MAX_NAMES), metavar='N')
@@ -195,7 +195,7 @@ def resume_rule():
     """ON_RESUME in words, for --help."""
     flags = lambda rule: ', '.join(flag_name(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
     return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
-            f"{flags(HABIT)} are the run's unless given; the model's size is the checkpoint's")
+            f"{flags(UNLESS_GIVEN)} are the run's unless given; the model's size is the checkpoint's")
 
 
 def _shown(value):
@@ -237,16 +237,16 @@ def parse_args(argv=None, prog=None):
 
 
 # ---------------------------------------------------------------------------- settling
-def settle(flags, given, ckpt=None, place=None):
+def resolve_settings(flags, given, ckpt=None, rank_world=None):
     """The Settings of this run: the flags, completed and checked in the order a reader would.
 
     flags, given: parse_args's. ckpt: the Checkpoint of --resume (read with its training state)
-    or of --init, None for a fresh run. place: (rank, world_size), torchrun_place's, as the
+    or of --init, None for a fresh run. rank_world: (rank, world_size), torchrun_rank_world's, as the
     Output that locked --out read it (None: read it from this process's environment).
     Every refusal is a one-line UserError naming the flag and the fix.
     """
     values = {name: getattr(flags, name) for name in FLAGS}
-    rank, world_size = torchrun_place(os.environ) if place is None else place
+    rank, world_size = torchrun_rank_world(os.environ) if rank_world is None else rank_world
     if values['resume'] and values['init']:
         raise UserError("--resume and --init cannot be combined: --resume continues --out, "
                         "--init starts a new run from another checkpoint")
@@ -380,7 +380,7 @@ def _check_engine(values, given, world_size):
                         "or fewer ranks (--nproc_per_node)")
 
 
-def torchrun_place(environ):
+def torchrun_rank_world(environ):
     """(rank, world_size) from the environment torchrun gives each process it starts, or
     (0, None) when torchrun did not start this one."""
     if 'RANK' not in environ or 'WORLD_SIZE' not in environ:

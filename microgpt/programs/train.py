@@ -40,14 +40,14 @@ from ..training import batch_loss, doc_tokens, evaluate, learning_rate, num_pred
 from . import cli, original, sample
 from .run import Output, Run, resume_notes
 from .taps import dropout_batch_loss
-from .settings import TEXT_SAMPLE_LENGTH, parse_args, settle
+from .settings import TEXT_SAMPLE_LENGTH, parse_args, resolve_settings
 
 
 def main(argv=None):
     flags, given = parse_args(argv, prog=cli.program_name('train.py'))
     with Output.of_run(flags) as output:               # 1. lock --out, then read what it guards
         ckpt = output.read(flags, given)
-        settings = settle(flags, given, ckpt, output.place)  # 2. settle: one frozen record of the run
+        settings = resolve_settings(flags, given, ckpt, output.rank_world)  # 2. settle: one frozen record of the run
         try:
             built = build(settings, ckpt)              # 3. build: data, first weights, engine
             with Run(settings, output, built, ckpt) as run:
@@ -117,7 +117,7 @@ def report(settings, built):
 class ScalarTrainer:
     """The Value engine behind the loop: a GPT of Values and its Adam. The numpy and torch
     engines (backprop.Trainer, torchgpt.Trainer) have the same interface, so the loop does not
-    care which one it drives: step(batch, lr) -> loss; news(), a line to say once or None;
+    care which one it drives: step(batch, lr) -> loss; notice(), a line to say once or None;
     weights() and optimizer_state() for the checkpoint; config, tokenizer, dtype (the weights'
     precision, a name) and world (torchrun's ranks, or None)."""
     dtype, world = 'float64', None
@@ -126,7 +126,7 @@ class ScalarTrainer:
         self.model, self.optimizer = model, optimizer
         self.config, self.tokenizer = model.config, model.tokenizer
 
-    def news(self):
+    def notice(self):
         return None
 
     def step(self, batch, lr, masks=None):
@@ -380,9 +380,9 @@ def loop(settings, built, run):
         masks = built.dropout and built.dropout(step, len(batch))  # None without --dropout
         loss = trainer.step(batch, lr_t, masks)
         run.log_step(step, loss, lr_t)  # a non-finite loss stops the run here
-        news = trainer.news()  # e.g. the numpy engine's threads, once timed on the first steps
-        if news:
-            run.say(news)
+        notice = trainer.notice()  # e.g. the numpy engine's threads, once timed on the first steps
+        if notice:
+            run.say(notice)
         if run.evaluation_due(step):
             losses = data.losses(trainer)
             if losses is not None:

@@ -95,14 +95,14 @@ class Trial:
         self.trainer, self.ways = trainer, ways
         self.schedule = [way for _ in range(self.ROUNDS) for way in ways for _ in range(self.RUN)]
         self.times = {way: [] for way in ways}
-        self.steps, self.chosen = 0, None  # chosen: the line to print once decided, until news() says it
+        self.steps, self.chosen = 0, None  # chosen: the line to print once decided, until notice() says it
 
     def __getattr__(self, name):  # weights(), optimizer_state(), config, ... are the trainer's
         return getattr(self.trainer, name)
 
-    def news(self):  # the way chosen, once the trial has decided (said once), else None
-        news, self.chosen = self.chosen, None
-        return news
+    def notice(self):  # the way chosen, once the trial has decided (said once), else None
+        notice, self.chosen = self.chosen, None
+        return notice
 
     def step(self, batch, lr, masks=None):
         if self.steps >= len(self.schedule):

@@ -72,7 +72,7 @@ class Trainer:
         self.split = Split(self, workers) if workers > 1 else None
         self.workers = workers
 
-    def news(self):  # nothing to say between steps (threads.Trial, wrapping it, says what it chose)
+    def notice(self):  # nothing to say between steps (threads.Trial, wrapping it, says what it chose)
         return None
 
     def step(self, batch, lr, masks=None):

@@ -60,7 +60,7 @@ class Trainer:
         self.load_weights(weights)
         self._optimizer = None
 
-    def news(self):  # the loop asks each engine between steps; this one has nothing to say
+    def notice(self):  # the loop asks each engine between steps; this one has nothing to say
         return None
 
     @property
