@@ -72,3 +72,16 @@ def test_when_every_exercise_passes_the_page_says_where_to_go(tiny_ckpt, names_f
         page.wait_for_selector('#next li')
         assert page.locator('#next li').all_inner_texts() == list(catalog.WHAT_NEXT)
         assert page.errors == []
+
+
+def test_at_390_px_the_wide_table_says_it_scrolls(server, window):
+    """Was: at 390 px the path's table was 1075 px wide in its scrolling box, with no cue."""
+    for width, overflows in ((390, True), (1920, False)):
+        page = window(width, 800)
+        page.goto(server.url + 'exercises')
+        page.wait_for_selector('body[data-drawn]', state='attached')
+        box = page.locator('div.scroll:has(#path)')
+        assert (box.get_attribute('data-overflows') is not None) == overflows, width
+        cue = box.evaluate("b => getComputedStyle(b, '::before').content")
+        assert ('scroll sideways' in cue) == overflows, cue
+        assert page.errors == []

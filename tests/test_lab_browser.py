@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from helpers import DRAWN, PAGES, live_server, post, quiet, request
+from helpers import DRAWN, PAGES, live_server, post, quiet, request, wait_for_run
 
 from microgpt.lab import registry
 
@@ -193,6 +193,9 @@ def test_a_refused_start_is_said_under_the_form_and_holds_start_until_a_field_ch
     page = window(390, 700)
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')
+    if post(server, '/api/train/status', {'offset': 0})['state'] != 'idle':
+        post(server, '/api/train/stop', {})  # another test's run, still going: Start waits for it
+        wait_for_run(server)
     last_run = post(server, '/api/train/status', {'offset': 0})['run']
     page.fill('#n_head', '3')  # 16 does not divide by 3
     page.click('#start')

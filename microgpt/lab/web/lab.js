@@ -154,6 +154,15 @@ const Lab = (() => {
     onChange();
   }
 
+  // a box whose table is wider than the window says so above it (on a phone a cut-off table
+  // looks like the whole of one)
+  function markScrollers() {
+    for (const box of document.querySelectorAll('.scroll')) {
+      box.toggleAttribute('data-overflows', box.scrollWidth > box.clientWidth + 1);
+    }
+  }
+  window.addEventListener('resize', markScrollers);
+
   function showError(message) {
     const box = document.getElementById('error');
     box.textContent = message || '';
@@ -171,6 +180,7 @@ const Lab = (() => {
     try {
       showError('');
       const result = await fn();
+      markScrollers();
       document.body.dataset.draws = Number(document.body.dataset.draws || 0) + 1;  // drawn: the tests wait for it
       return result;
     } catch (e) {
