@@ -174,6 +174,10 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     page.wait_for_selector('#open-run', timeout=60_000)
     assert page.get_attribute('#chart', 'data-train-points') == '30'
     assert int(page.get_attribute('#chart', 'data-val-points')) >= 1
+    # the loss axis: five heights labelled, each with its grid line (it had the top and bottom only)
+    texts = page.locator('#chart text').evaluate_all('ts => ts.map(t => t.textContent)')
+    labels = [float(t) for t in texts if not t.startswith('step')]
+    assert len(labels) == 5 and labels == sorted(labels) and page.locator('#chart line.grid').count() == 5
     assert 'finished, step 30/30' in page.inner_text('#status')
     assert page.locator('#samples li').count() >= 1
     page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
@@ -194,7 +198,7 @@ def test_a_refused_start_is_said_under_the_form_and_holds_start_until_a_field_ch
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')
     if post(server, '/api/train/status', {'offset': 0})['state'] != 'idle':
-        post(server, '/api/train/stop', {})  # another test's run, still going: Start waits for it
+        request(server, 'POST', '/api/train/stop', {})  # another test's run, still going (or just ended)
         wait_for_run(server)
     last_run = post(server, '/api/train/status', {'offset': 0}).get('run')
     page.fill('#n_head', '3')  # 16 does not divide by 3

@@ -160,11 +160,12 @@ function drawChart() {
   if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
   const x = s => LEFT + (total > 1 ? (s - 1) / (total - 1) : 0.5) * (W - LEFT - RIGHT);
   const y = l => TOP + (hi - l) / (hi - lo) * (H - TOP - BOTTOM);
+  const ticks = Array.from({length: 5}, (_, k) => lo + (hi - lo) * k / 4);  // a loss read off any height
   chart.replaceChildren(
+    ...ticks.flatMap(t => [svg('line', {class: 'grid', x1: LEFT, y1: y(t), x2: W - RIGHT, y2: y(t)}),
+      svg('text', {x: LEFT - 5, y: y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))]),
     svg('line', {class: 'axis', x1: LEFT, y1: H - BOTTOM, x2: W - RIGHT, y2: H - BOTTOM}),
     svg('line', {class: 'axis', x1: LEFT, y1: TOP, x2: LEFT, y2: H - BOTTOM}),
-    svg('text', {x: LEFT - 5, y: TOP + 4, 'text-anchor': 'end'}, hi.toFixed(2)),
-    svg('text', {x: LEFT - 5, y: H - BOTTOM, 'text-anchor': 'end'}, lo.toFixed(2)),
     svg('text', {x: LEFT, y: H - 12}, 'step 1'),
     svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
     svg('polyline', {class: 'train', points: line(train, x, y)}),
