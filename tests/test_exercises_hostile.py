@@ -1,17 +1,13 @@
 """
-Learner code that loops, crashes, eats memory or floods the terminal (microgpt/lab/exercises/:
-checker.py, harness.py): each mistake is one line that names it, never a traceback; the checker
-carries on (status) or stops (check) as documented, and nothing hangs the command line or the lab.
-
-The checker does not defend against code that forges its own pass (docs/reliability.md, the
-threat model): no test here does that.
+Learner code that loops, crashes, eats memory or floods the terminal (checker.py, harness.py):
+each mistake is one line that names it, and a correct exercise checked afterwards still passes.
 """
 
 import time
 
 import pytest
 
-from helpers import live_server, make_workspace, request, with_body
+from helpers import make_workspace, with_body
 from microgpt.lab.exercises import checker, harness
 
 SECONDS = 1.0  # the time limit of one call, in these tests (2 s by default)
@@ -22,12 +18,11 @@ MISTAKES = {  # mul()'s body -> the words of its one line
     'raises': ('raise ValueError("boom")', "raised ValueError: boom (ex01_mul.py line"),
     'floods': ('for i in range(1_000_000):\n    print("line", i)\nreturn a * b, (b, a)',
                "printed more than 100,000 characters"),
-    'a string': ('return "a * b"', "returned a str ('a * b')"),
     'exits': ('import os\nos._exit(3)', "the checking process ended while your mul() ran (exit status 3): "
                                         "does your code call os._exit()"),
+    'a string': ('return "a * b"', "returned a str ('a * b')"),
     'eats memory': ('x = bytearray(8 * 2 ** 30)\nreturn a * b, (b, a)',
                     f"took more than {harness.MEMORY_BYTES >> 20} MiB of memory"),
-    'prints a pass': ('print("passed: 12 cases " * 100)\nreturn a * b, (a, b)', "d out/d a differs"),
 }
 
 
@@ -60,22 +55,9 @@ def test_they_take_their_time_limits_not_more(mistakes, measured):
     measured(f"\n  {len(MISTAKES)} mistaken mul()s, each followed by a passing exercise 2: {seconds:.1f} s")
 
 
-def test_what_a_case_printed_is_shown_bounded_beside_the_checkers_words(mistakes):
-    results, _ = mistakes
-    printed = dict(results[('prints a pass', 1)]['details'])['printed']
-    assert len(printed) < harness.OUTPUT_SHOWN + 40 and printed.endswith(f"({17 * 100 + 1:,} characters in all)")
-
-
-def test_a_thread_the_learner_leaves_running_does_not_hold_the_checker(tmp_path):
-    body = 'import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\nreturn a * b, (b, a)'
-    ws = make_workspace(tmp_path / 'w', solved=[2], files={1: with_body(1, body)})
-    start = time.monotonic()
-    results = checker.check([(ws, [1, 2], True)])
-    assert [r['status'] for r in results.values()] == ['pass', 'pass'] and time.monotonic() - start < 20
-
-
 def test_the_learners_random_numpy_and_microgpt_shadow_nothing(tmp_path):
-    """Exercise 13's check imports numpy after the workspace is on sys.path: last, it shadows nothing."""
+    """A learner's own random.py or numpy.py (an accident, not a forgery): exercise 13's check
+    imports numpy after the workspace is on sys.path, last, so it shadows nothing."""
     ws = make_workspace(tmp_path / 'w')
     for name in ('random', 'numpy'):
         (tmp_path / 'w' / f'{name}.py').write_text(f'raise SystemExit("the learner\'s {name}.py")\n')
@@ -84,11 +66,3 @@ def test_the_learners_random_numpy_and_microgpt_shadow_nothing(tmp_path):
     results = checker.check([(ws, [1, 13], False)])
     assert [r['status'] for r in results.values()] == ['pass', 'pass'], results
 
-
-def test_through_the_web_lab_a_crash_is_a_fail_and_the_server_keeps_answering(tiny_ckpt, names_file, tmp_path):
-    ws = make_workspace(tmp_path / 'w', solved=[], files={1: with_body(1, MISTAKES['exits'][0])})
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
-        status, body, _ = request(server, 'POST', '/api/exercises/check', {'number': 1})
-        assert status == 200 and body['status'] == 'fail' and 'os._exit()' in body['report'], body
-        status, body, _ = request(server, 'POST', '/api/exercises', {})
-        assert status == 200 and body['exercises'][0]['result']['status'] == 'fail'

@@ -4,23 +4,13 @@ runs in, reads what it reports, and answers for it when that code takes it down 
 
     results = check([(workspace, [1, 2, 3], True)])   # -> {(workspace, n): result dict}
 
-The subprocess is `python -I -c BOOT REQUEST`: microgpt's folder first on its sys.path and the
-workspace last, so a learner's random.py or microgpt/ folder shadows none of the checker's
-modules. It runs in a process group of its own, killed whole at the end (with any thread or
-child the learner's code left running), its address space capped (a MemoryError, not a frozen
-machine), its prints bounded (harness.Bounded), its stdout and stderr in a temporary file whose
-last line is quoted if it crashes. It reports on a pipe of its own, one JSON object a line:
-{"begin": [workspace, n]} before each check, {"result": [workspace, n], "status", "line", ...}
-after it, {"done": true} at the end, or `exercises train`'s events (trainer.py).
-
-What it reports is believed as it is: the learner's code runs with the learner's own rights, as
-any script they write, and a learner who forges a pass deceives only themselves (the threat
-model, docs/reliability.md). What this process adds is time: each call of a learner's function
-has harness.CASE_SECONDS inside the subprocess, and each exercise its catalog budget here; past
-it (an endless loop that swallows even the time limit), or when the process ends early
-(os._exit, a crash), the exercise is reported in one line, and in a run that does not stop at
-the first failure (status) a fresh process carries on with the next one. The command line, the
-web lab and `exercises train` all check through here.
+The subprocess (`python -I -c BOOT REQUEST`, the workspace last on its sys.path) runs in a
+process group of its own, killed whole at the end, its address space capped, its prints
+bounded, its output in a temporary file whose last line is quoted if it crashes. It reports one
+JSON object a line on a pipe: {"begin"}, {"result"}, {"done"}, or `exercises train`'s events.
+What it reports is believed (the threat model, docs/reliability.md). Past an exercise's budget,
+or when the process ends early (os._exit, a crash), the exercise is one line, and `status`
+carries on in a fresh process.
 """
 
 import json

@@ -1,15 +1,9 @@
 """
 The checks of exercises 8 to 16: the GPT's building blocks on Values, gpt(), the loss of a name,
-Adam and temperature.
-
-The project's own answers come from microgpt/ops.py (composed from basic ops, as the learner
-composes them), GPT.gpt with fused=False, training.doc_loss, optim.Adam and
-sampling.probabilities, each run on inputs of its own. The independent oracles: central finite
-differences of the learner's own function for every gradient; the Czech lesson's numbers for
-softmax and attention (lessons.py); sums taken with math.fsum; the numpy port (src/inference)
-for gpt()'s logits and the loss of a name; the closed form of Adam's first step. When a check
-fails, the usual slips are computed too (a mean without its 1/n, attention without its
-sqrt(head_dim), ...), and a slip the learner's numbers match names its own hint.
+Adam and temperature. The project's answers come from ops.py, GPT.gpt (fused=False),
+training.doc_loss, optim.Adam and sampling; the oracles are finite differences, the Czech
+lesson's numbers, math.fsum, the numpy port and Adam's closed first step. A usual slip the
+learner's numbers match names its own hint.
 """
 
 import math

@@ -1,16 +1,11 @@
 """
-The checks of exercises 21 and 22, what keeps the model from memorizing: decoupled weight decay
-beside Adam (on Values, as exercise 15) and inverted dropout's forward and backward (on arrays).
+The checks of exercises 21 and 22: decoupled weight decay beside Adam (on Values, as exercise
+15) and inverted dropout's forward and backward (on arrays).
 
-The project's own answers: microgpt/optim.py's Adam with weight_decay, and src/backprop/layers.py's
-dropout_forward and dropout_backward on the mask src/backprop/dropout.py would build from the same
-kept numbers. The independent oracles: the closed forms of the decay (a weight with no gradient
-shrinks to w_0 * prod(1 - lr_t * wd); a fresh AdamW's first step is w (1 - lr wd) - lr g / (|g| + eps));
-the moments of an Adam without decay, which the decay never enters; a mask that keeps exactly
-1 - p of each column, under which the mean of the outputs is x itself; y written with np.where;
-and central finite differences of L = sum(dy * y) for dx. Each usual slip (L2 in place of decoupled decay,
-the decay after Adam's move, the 1/(1 - p) forgotten, ...) is computed too, and names its hint.
-
+The project's answers: optim.Adam with weight_decay, and src/backprop/layers.py's dropout on the
+same mask. The oracles: the decay's closed forms, the moments of an Adam without decay, a mask
+keeping exactly 1 - p of each column, y written with np.where, and finite differences for dx.
+Each usual slip (L2 for decoupled decay, the 1/(1 - p) forgotten, ...) names its hint.
 Dropout's check imports numpy when it runs: weight decay's is checked by a Python without it.
 """
 

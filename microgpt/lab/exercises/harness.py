@@ -1,18 +1,13 @@
 """
 The checker's half that runs beside the learner's code, in the subprocess checker.py starts.
 
-It loads the learner's files, calls their functions one case at a time under a time limit with
-their printing bounded, compares what comes back with the project's own answer and with an
-independent oracle, and turns whatever happens (a wrong number, an exception, an endless loop,
-a flood of prints, memory run out, a string where a list was due) into a Report: one line, and
-for a wrong answer the case's inputs, the expected and the learner's values, their largest
-difference and a hint. Nothing the learner's code does ends in a traceback of the checker.
-
-A check (checks_*.py) reads like a test:
+It imports the learner's files, calls their functions one case at a time (time limit, bounded
+prints), compares the answer with the project's own and an independent oracle, and turns
+whatever happens into a Report: one line, and for a wrong answer the case, expected, got,
+largest difference and a hint. A check (checks_*.py) reads like a test:
     t.case('x = 0.5', 'x = 0.5')
-    out, grads = t.call(learner, 0.5)                  # time limit, bounded output, errors reported
+    out, grads = t.call(learner, 0.5)
     t.compare('d out/d x', grads[0], 2.0, hint=..., oracle=('finite differences', fd))
-and the first comparison that fails raises the Report that ends the exercise.
 """
 
 import contextlib
@@ -359,8 +354,7 @@ class Check:
 
 
 def is_number(x):
-    """A float, an int a float can hold, or numpy's own float (an exact type: a class of the
-    learner's that names itself numpy.float64 is not one)."""
+    """A float, an int a float can hold, or numpy's own float."""
     if type(x) is int:
         return abs(x) <= sys.float_info.max
     if type(x) is float:

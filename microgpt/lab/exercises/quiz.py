@@ -1,19 +1,11 @@
 """
 The lessons' exercises and questions as a quiz: `python -m microgpt.lab exercises quiz`.
 
-The questions are the three lessons' own (docs/lessons.md says what each lesson is; their text
-is not shipped): the Czech lesson's three exercises and three questions, the Russian lesson's
-numbers and widget exercises, and the 3D tutorial's sandbox exercises, asked in English in this
-project's words. Each takes a number, a few numbers or a letter; an answer is right when it is
-the lesson's own within the lesson's rounding (0.051 for 0.0506, 0.394 or 0.395 for 0.3945),
-written the lesson's way too: a decimal comma (0,051) and spaced or comma-grouped thousands
-(33 554 432, 33,554,432) are read as meant. An answer that is not of the kind asked (a word where
-a letter or numbers are due, three numbers where four are) is not graded: `unreadable` says what
-form to give, and the question stays open. Each answer is followed by the lesson's reasoning and
-by the lab command and page that show it. A choice question shows its choices with the question,
-before any answer, in every form of the command.
-
-This file imports only the standard library.
+The three lessons' own questions (docs/lessons.md), asked in this project's words. An answer is
+right when it is the lesson's own within the lesson's rounding, written its way too (a decimal
+comma, spaced or comma-grouped thousands). An answer not of the kind asked is `unreadable`: it
+says what form to give, and the question stays open. Each answer is followed by the lesson's
+reasoning and the lab command and page that show it. This file imports only the standard library.
 """
 
 import math

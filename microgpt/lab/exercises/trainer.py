@@ -2,16 +2,11 @@
 `exercises train`, the payoff: microgpt trained with the learner's own engine and model, step by
 step beside the project's, then names sampled from the learner's model.
 
-It runs in the checker's subprocess (checker.py), both sides in turn. The learner's side: their Value assembled
-from exercises 1 to 7 (learner_value_class: each op's forward value and local derivatives are
-theirs, + is given, backward() is theirs), their name_loss (14, through their gpt 13 and blocks
-8 to 12), backward (7) and adam_step (15), on weights that are the same numbers as a fresh
-GPT(config, seed)'s. microgpt's side: train.py's default on the same names (training.doc_loss
-on GPT's fused blocks, Value.backward, optim.Adam.step). Each step compares the loss, every
-gradient and every weight after the update, in that order; the first that differs by more than
-PART is reported once, with its step. The losses are shown at every step (equal to rounding when
-the learner is right: a sum taken in another order differs in its last bits). Then the learner's
-model samples names through their gpt() and probabilities() (16), and microgpt's with the same seed.
+It runs in the checker's subprocess (checker.py). The learner's side: their Value (exercises 1
+to 7), name_loss (14, through 8 to 13) and adam_step (15), on the same weights as a fresh
+GPT(config, seed). microgpt's side: train.py's default on the same names. Each step compares
+the loss, every gradient and every weight after the update; the first that differs by more than
+PART is reported once, with its step. Then both models sample names with the same seed.
 """
 
 import math

@@ -2,18 +2,12 @@
 The learner's folder of exercises: made by `start`, read by every other command, and the one
 place that writes in it.
 
-A workspace is a folder of the stub files (catalog.EXERCISES) and one file of ours,
-.microgpt-exercises.json: the version of the exercises that made it, each exercise's last
-result (what `status` and the web lab's Exercises page show) and the last hint level shown
-(what the next `hint N` follows). A file whose text is still its
-stub's (catalog.stub_text) is untouched, and `reset` says there is nothing to do. Nothing ever
-overwrites a file the learner may have edited: `start` adds only what is missing, `reset` asks
-first.
-
-Everything a learner hands in is checked here before anything is written, each problem one
-UserError naming the fix: a path that is a file, a folder that cannot be written, a folder
-inside the microgpt package (pip would replace it, and the project's own layout test would read
-it), a workspace of another version of the exercises, a stub missing, renamed or extra.
+A workspace is the stub files (catalog.EXERCISES) and .microgpt-exercises.json: the exercises'
+version, each exercise's last result and the last hint level shown. Nothing overwrites a file
+the learner may have edited: `start` adds only what is missing, `reset` asks first. What a
+learner hands in is checked before anything is written, each problem one UserError naming the
+fix: a path that is a file, a folder not writable or inside the package, a workspace of another
+version, a stub missing, renamed or extra.
 """
 
 import datetime
