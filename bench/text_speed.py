@@ -1,55 +1,27 @@
 """
-Running-text training speed at nanoGPT's shakespeare_char CPU configuration (n_layer 4, n_head 4,
-n_embd 128, block_size 64, batch 12, float32): the numpy engine against PyTorch, and each against
-the time its own matrix products need and the machine's matrix-multiply peak.
+Running-text training speed at nanoGPT's shakespeare_char CPU shape (4 layers, 4 heads, n_embd
+128, block 64, batch 12, float32): the numpy engine against PyTorch, each against its own
+matrix products and the machine's matmul peak. docs/performance.md gives the figures and the
+method; in short:
 
     python bench/text_speed.py                  # 1 and 2 threads, 40 timed rounds each
     python bench/text_speed.py --steps 100 --threads 1
 
-The PyTorch side is the same GPT written as PyTorch users write it (torch_gpt below): an
-nn.Module of nn.Embedding and nn.Linear(bias=False) layers, F.rms_norm, F.scaled_dot_product_attention
-(is_causal=True), ReLU, torch.optim.Adam (betas 0.85, 0.99, as microgpt's), float32, loss.backward().
-Both start from the same weights (microgpt's init_weights(config, 42)) and train on the same
-batches (microgpt/edge/text.py's windows of tinyshakespeare, seed 42).
-
-What each round times, side after side (so that a load spike from the other developers'
-processes on this shared machine hits every column alike), each with perf_counter: BLOCK (4)
-steps of a side in a row, then as many of its products alone. (A side's steps one at a time,
-between the other sides', ran every one of them on caches the others had just filled with their
-own arrays: 34.6 against 30.8 ms for the one-thread numpy step on a quiet machine, 27.7 against
-19.3 ms for the split one; a training run does its steps in a row. The medians keep the first
-step of a block, which pays for that, out of the figures.) Between sides, a pause of SPIN (0.3 s):
-OpenBLAS's threads keep spinning for about 0.1 s after a product that used them, and PyTorch's
-OpenMP threads after theirs, on the very core a split numpy step's second part needs (without
-it, the split step measured 23.5 ms against 19.3 alone).
-  * a full training step (forward, backward, Adam) of each side: at 1 thread the numpy engine and
-    PyTorch; at N threads the numpy engine two ways, its batch split into N parts on N Python
-    threads of one BLAS thread each (Trainer(workers=N), backprop/parallel.py) and one pass with
-    N BLAS threads, and PyTorch with torch.set_num_threads(N);
-  * the same step's matrix products alone, for each side's library: every product the step computes,
-    shape for shape and transpose for transpose, each layer on arrays of its own, nothing between
-    them (products_alone). For the split numpy step, the products of its N parts on N threads.
-    step / products is how close a step comes to the floor its own products set.
-Peak: in the same child, a 2048 x 2048 float32 matrix product (numpy's @ and torch.mm, the
-faster of the two, best of 5) gives the machine's measured matmul rate at that thread count;
-each step's fraction of it is its model FLOPs per second (the matrix products a step needs: 6 x
-tokens x matrix weights, plus the T x T attention products, counted in model_flops) over it.
-Medians of the rounds throughout (the mean besides, for the steps). Beside the wall times, the
-CPU seconds of the same (process_time, every thread of the child): on a machine busy with other
-work, what a one-thread step and its products cost in CPU is disturbed less than their wall time.
-
-Each thread count runs in a fresh child process (this script with --child N) with
-OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = N and torch.set_num_threads(N), and with
-OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET for the child only (this machine sets them to
-work around old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls here).
-Peak memory (VmHWM, getrusage's maxrss): of each timing child, and of the numpy engine alone, in a
-child that trains 20 steps and does nothing else (one pass, and split on two workers). Last, in a
-child of its own, where a one-thread numpy step's time goes: each of backprop/model.py's layer
-functions and Adam timed (CPU seconds), the attention's products apart from its passes over
-arrays; and the split step's phases on two workers, beside one part alone. The processor
-(lscpu's model name) and the load average before and after are printed: the machine is shared,
-so the numbers are noisy. Data: ../shared/data/tinyshakespeare.txt beside the checkout; skipped
-(exit 0) when absent.
+- PyTorch's side is the same GPT as its users write it (torch_gpt: nn.Linear(bias=False),
+  F.rms_norm, F.scaled_dot_product_attention, torch.optim.Adam), from the same weights on the
+  same batches (edge/text.py's windows of tinyshakespeare, seed 42).
+- A round times BLOCK steps of a side in a row, then as many of its products alone
+  (products_alone: every product the step computes, shape for shape), then the next side,
+  SPIN seconds apart; medians of the rounds, CPU seconds beside wall times.
+- At N threads the numpy step runs two ways: split on N Python threads of one BLAS thread
+  each (Trainer(workers=N)), and one pass with N BLAS threads.
+- Peak: a 2048 x 2048 float32 product in the same child; a step's share of it counts
+  model_flops. Peak memory (VmHWM) of each child, and of the numpy engine alone.
+- Last, where a one-thread numpy step's time goes, layer function by layer function.
+Each thread count runs in a fresh child (--child N) with OPENBLAS_NUM_THREADS = OMP_NUM_THREADS
+= N, and OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it (this machine sets them; users'
+machines do not). The processor and the load are printed. Data: ../shared/data/
+tinyshakespeare.txt beside the checkout; skipped (exit 0) when absent.
 """
 
 import argparse
