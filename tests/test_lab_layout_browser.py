@@ -51,20 +51,6 @@ def type_name(p, text):
     settled(p)  # and no later answer still to come: a redraw after a click drops it
 
 
-@pytest.mark.parametrize('width', [390, 1920])  # the two ends of the range the pages must hold
-def test_every_page_fits_its_window_and_the_header_is_whole(server, window, width):
-    p = window(width)
-    for name in PAGES:  # every page the registry lists
-        open_page(p, server, name)
-        assert page_width(p) <= width, name
-        header = p.locator('header').evaluate(BOX)
-        assert header[2] == width, name  # the band spans the window, no wider
-        for part in ('nav a:last-child', '#config', '#ckpt'):  # nothing of it cut off at the right
-            box = p.locator(part).evaluate(BOX)
-            assert box[0] >= 0 and box[0] + box[2] <= width + 0.5, (name, part, box)
-    assert p.errors == []
-
-
 @pytest.fixture(scope='module')
 def trained(server):
     """A short run of the Training page, ended: its chart is drawn, not the empty picture of
@@ -75,11 +61,12 @@ def trained(server):
     return status
 
 
-@pytest.mark.parametrize('width', [390, 1280])
-def test_no_table_is_cut_and_no_labels_overlap(server, trained, window, width):
-    """tests/helpers.py's rules on every page of the default names model (the Step page's
-    section 6 headers ran together, '(scalar)numpy − scalar'; the Training chart's legend was
-    drawn over 'step 1' and 'step 600'); a 64-position model of running text is
+@pytest.mark.parametrize('width', [390, 1280, 1920])  # a phone, a laptop, a wide screen
+def test_every_page_loads_whole_and_fits_its_window(server, trained, window, width):
+    """Every page the registry lists: no console error, no request to another server, its own
+    link marked; within the window, the header's band whole; and tests/helpers.py's rules (the
+    Step page's section 6 headers ran together, '(scalar)numpy − scalar'; the Training chart's
+    legend was drawn over 'step 1' and 'step 600'). A 64-position model of running text is
     tests/test_lab_text_browser.py's."""
     p = window(width)
     for name in PAGES:
@@ -90,8 +77,17 @@ def test_no_table_is_cut_and_no_labels_overlap(server, trained, window, width):
             p.wait_for_selector('#chart circle.val', state='attached')
             p.wait_for_selector('#open-run', state='attached')
         quiet(p)
+        assert p.locator('#error').is_hidden(), name
+        assert p.get_attribute('nav a.here', 'href') == '/' + name
+        assert p.locator('nav a').evaluate_all('as => as.map(a => a.getAttribute("href"))') == ['/' + n for n in PAGES]
+        header = p.locator('header').evaluate(BOX)
+        assert header[2] == width, name  # the band spans the window, no wider
+        for part in ('nav a:last-child', '#config', '#ckpt'):  # nothing of it cut off at the right
+            box = p.locator(part).evaluate(BOX)
+            assert box[0] >= 0 and box[0] + box[2] <= width + 0.5, (name, part, box)
         check_layout(p, name, width)
     assert p.errors == []
+    assert len(p.requests) >= 4 * len(PAGES) and all(url.startswith(server.url) for url in p.requests)
 
 
 # the Training chart as it was drawn: its legend's line at the height of the axis's step labels

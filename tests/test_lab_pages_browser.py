@@ -8,8 +8,7 @@ exactly what its API route answers; redraw as the learner types, without Enter; 
 console error. The sqrt(d) widget must be sharper unscaled than scaled at d = 64 and warn of a
 vanishing gradient at a large d unscaled only. Play must walk every phase in order, back must
 walk them back, and the highlighted code must be the lines phases.gpt_source finds in
-microgpt/model.py. test_interaction_times prints (never asserts) how long each interaction
-takes on a model of train.py's default size.
+microgpt/model.py. How long each interaction takes: bench/lab_speed.py.
 
 Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
 """
@@ -18,7 +17,6 @@ import shutil
 
 import pytest
 
-import helpers
 from helpers import draws, live_server, open_page, post, wait_redraw
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
@@ -303,13 +301,3 @@ def test_the_loss_page_without_a_log_says_so_and_asks_nothing(tiny_ckpt, names_f
 
 
 # Each page fitting its window from 390 to 1920 px: tests/test_lab_layout_browser.py, for every page.
-
-
-# ---------------------------------------------------------------------------- how fast
-def test_interaction_times(default_ckpt, names_file, tmp_path, browser, measured):
-    """Prints the time from an input to its redraw on each page, on a model of train.py's
-    default size; asserts only that each redraw happened (a timed test would be flaky). The
-    names recipe's larger model is bench/lab_speed.py's: a measurement of tens of seconds."""
-    with live_server(default_ckpt, tmp_path, names_file) as server:
-        times = helpers.interaction_times(server, browser, helpers.steps())
-    measured(helpers.report("train.py's default model", times))

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from helpers import live_server, request
+from helpers import bench_script, live_server, request
 from microgpt.edge.errors import UserError
 from microgpt.lab import registry, serve
 from microgpt.lab.__main__ import flag_of, main
@@ -155,12 +155,12 @@ def test_what_a_page_knows_of_a_model_comes_from_its_entry(tiny_ckpt, names_file
 
 
 def test_every_page_is_timed_or_says_why_not():
-    """tests/helpers.py's pages are the registry's: each has its inputs, or its reason."""
-    import helpers
+    """bench/lab_speed.py's pages are the registry's: each has its inputs, or its reason."""
+    bench = bench_script('lab_speed')
     names = [name for name, _ in registry.pages()]
-    assert sorted(names) == sorted([*helpers.INPUTS, *helpers.UNTIMED])
-    assert not set(helpers.INPUTS) & set(helpers.UNTIMED)
-    assert {step[0] for step in helpers.steps()} == set(helpers.INPUTS)
+    assert sorted(names) == sorted([*bench.INPUTS, *bench.UNTIMED])
+    assert not set(bench.INPUTS) & set(bench.UNTIMED)
+    assert {step[0] for step in bench.steps()} == set(bench.INPUTS)
 
 
 def test_the_packages_examples_name_every_command():

@@ -2,7 +2,7 @@
 The web lab on a model of running text, in a real browser: the pages read text as train.py
 trained the model (no BOS anywhere, the Overview's loss train.py's for the same window, text
 words, continuations of the length asked for with their newlines), and every page stays
-readable at the Shakespeare recipe's size (a 64-position block, 66 tokens) at 1280 and 390 px:
+readable at the Shakespeare recipe's size (a 64-position block, 66 tokens) at 390 px:
 no horizontal overflow of the page, no table cut off instead of scrolling, no labels drawn over
 each other or run together.
 
@@ -32,11 +32,11 @@ def server(wide_text_ckpt, names_file, tmp_path_factory):
         yield s
 
 
-@pytest.mark.parametrize('width', [1280, 390])
-def test_every_page_is_readable_at_64_positions(server, window, width):
-    """The layout rules on every page; and at 1280 px, every page's words: no BOS token read,
-    scored or drawn, no "name" (nor "the name ends")."""
-    p = window(width, 900)
+def test_every_page_is_readable_at_64_positions(server, window):
+    """The layout rules on every page at a phone's 390 px, where 64 positions are hardest to
+    hold (1280 and 1920 px: tests/test_lab_layout_browser.py, on the names model); and every
+    page's words: no BOS token read, scored or drawn, no "name" (nor "the name ends")."""
+    p = window(390, 900)
     for name in PAGES:
         open_page(p, server, name)
         if name == 'step':
@@ -45,8 +45,8 @@ def test_every_page_is_readable_at_64_positions(server, window, width):
             p.locator('td.filled[data-head="1"][data-query="40"][data-key="36"]').click()
             p.wait_for_selector('#detail-weight')
         quiet(p)
-        check_layout(p, name, width)
-        if width == 1280 and name in MODEL_PAGES:
+        check_layout(p, name, 390)
+        if name in MODEL_PAGES:
             text = p.inner_text('main').replace(p.inner_text('#code') if name == 'phases' else '', '')  # not model.py's
             assert '<BOS>' not in text and '[BOS]' not in text, name
             assert ' name' not in text.replace('names', ''), name
