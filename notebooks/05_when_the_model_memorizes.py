@@ -32,11 +32,11 @@ import sys
 
 from IPython.display import Image, display
 
+from microgpt import inference
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import bundled_names, load_docs, split_docs
 from microgpt.lab import loss
 from microgpt.lab.notebook import work_folder
-from microgpt.training import evaluate
 
 # the data, the checkpoints, their logs and the pictures, in a folder removed when the kernel stops
 WORK_DIR = work_folder()
@@ -111,17 +111,18 @@ assert dropped[800][0] - dropped[800][1] < 0.3                    # and its gap 
 #
 # Each run wrote `NAME.best.json` beside its checkpoint: the weights of its best validation, as
 # its last line said. For the plain run that is an early step, far better than where it ended.
-# Evaluation never drops, so those weights, evaluated by the scalar engine with no mask anywhere,
-# give exactly the loss the run logged (`python sample.py --best` samples them).
+# Evaluation never drops, so those weights, evaluated again with no mask anywhere, give exactly
+# the loss the run logged (`python sample.py --best` samples them).
 
 # %%
-best = read_checkpoint(str(ckpts['plain'].with_name('plain.best.json')))
+best_path = str(ckpts['plain'].with_name('plain.best.json'))
+best = read_checkpoint(best_path)
 step = best.train_state.step
 print(f"plain run: best validation {best.train_state.val_loss:.4f} at step {step}, "
       f"against {plain[800][0]:.4f} at step 800")
 _, val_docs = split_docs(load_docs(str(DATA)), val_size=200, seed=42)
-again = evaluate(best.model(fused=True), val_docs)  # fused.py's blocks: the same sums as train.py's
-print(f"those weights, evaluated again by the scalar engine: {again:.4f}")
+again = inference.evaluate(inference.load_checkpoint(best_path), val_docs)  # the numpy port
+print(f"those weights, evaluated again: {again:.4f}")
 assert step < 800 and abs(again - plain[step][0]) < 1e-10
 
 # %% [markdown]
