@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from microgpt.edge.errors import UserError
-from microgpt.lab import byhand, phases, scaling
+from microgpt.lab import byhand, czech, phases, scaling
 from microgpt.lab.rowstats import row_statistics, softmax
 
 EXACT_TOL = 1e-12
@@ -29,13 +29,13 @@ def preset(**changes):
 def test_the_czech_preset_gives_the_lessons_numbers():
     r = preset()
     h = r['head']
-    assert np.abs(h['raw'] - scaling.CZECH_SCORES).max() < EXACT_TOL
+    assert np.abs(h['raw'] - czech.CZECH_SCORES).max() < EXACT_TOL
     assert h['divisor'] == 2
     assert np.abs(h['scores'] - [0.485, 0.445, 0.730]).max() < EXACT_TOL
     assert np.abs(h['exps'] - [1.624, 1.561, 2.075]).max() < LESSON_ROUNDING
     assert abs(h['sum'] - 5.260) < LESSON_ROUNDING
-    assert np.abs(h['weights'] - scaling.CZECH_WEIGHTS).max() < LESSON_ROUNDING
-    assert np.abs(h['out'] - scaling.CZECH_OUT).max() < LESSON_ROUNDING
+    assert np.abs(h['weights'] - czech.CZECH_WEIGHTS).max() < LESSON_ROUNDING
+    assert np.abs(h['out'] - czech.CZECH_OUT).max() < LESSON_ROUNDING
     # every w_j * v_j component, as the lesson's step 6 writes them
     lesson_terms = [[0.062, 0.247, 0, 0.031], [0.208, 0.030, 0.089, 0], [0.039, 0.079, 0.355, 0.158]]
     assert np.abs(h['weighted'] - lesson_terms).max() < LESSON_ROUNDING
@@ -59,7 +59,7 @@ def test_by_hand_is_the_ports_attention_head():
 def test_the_first_token_sees_itself_only_and_gets_v1():
     r = preset(query=0)
     assert r['head']['weights'].tolist() == [1.0]
-    assert r['head']['out'].tolist() == scaling.CZECH_VALUES[0]
+    assert r['head']['out'].tolist() == czech.CZECH_VALUES[0]
     assert abs(r['head']['scores'][0] - 0.55) < EXACT_TOL  # q1.k1 / 2, not the lesson's 0.485
     assert r['masked'] == [1, 2]
 
@@ -114,7 +114,7 @@ def test_shapes_that_do_not_fit_are_one_line(change, words):
 def test_the_sandbox_reads_typed_text_and_defaults_to_the_lesson():
     d = byhand.compute()
     assert d['query'] == 2 and d['tokens'] == ['kočka', 'spí', 'venku'] and d['q_given'] == [True, False, True]
-    assert np.abs(d['head']['out'] - scaling.CZECH_OUT).max() < LESSON_ROUNDING
+    assert np.abs(d['head']['out'] - czech.CZECH_OUT).max() < LESSON_ROUNDING
     assert d['inputs']['q'][2] == '0.9, 0.8, 0.2, 0.1'
     assert d['shapes']['score_numbers'] == 33_554_432
     typed = byhand.compute(q=['1 0', '0 1'], k=['1, 0', '0,1'], v=['2 0', '0 2'], query=2, tokens=['a'])
@@ -160,7 +160,7 @@ def test_at_d_64_unscaled_is_sharper_than_scaled():
 
 
 def test_the_gradient_warning_appears_at_large_d_only_without_scaling():
-    assert scaling.random_row_widget(256, scale=False)['vanishing']    # the lesson's exercise 2
+    assert scaling.random_row_widget(256, scale=False)['vanishing']
     assert scaling.random_row_widget(1024, scale=False)['vanishing']
     assert not scaling.random_row_widget(64, scale=False)['vanishing']
     for d in (4, 64, 256, 1024):
@@ -169,30 +169,22 @@ def test_the_gradient_warning_appears_at_large_d_only_without_scaling():
     assert scaling.random_row_widget(64, scale=True, temperature=0.05)['vanishing']
 
 
-def test_the_lessons_table_sits_beside_ours():
-    table = scaling.lesson_row_table(draws=300)
-    assert table['without scaling']['lesson'] == (25.1, 0.994, 0.547)
-    assert table['with scaling']['lesson'] == (3.14, 2.295, 0.355)
-    assert table['without scaling']['median']['max_weight'] > table['with scaling']['median']['max_weight']
-
-
-def test_the_variance_widget_lists_the_lessons_measurements():
+def test_the_variance_widget_measures_d():
     rows = scaling.variance_widget(2000)
     assert [r['d'] for r in rows] == [4, 64, 1024]
-    assert [r['lesson_var'] for r in rows] == [4.03, 64.21, 1017.8]
-    assert [r['lesson_sd'] for r in rows] == [2.01, 8.01, 31.9]
     for r in rows:
         assert abs(r['var'] - r['d']) < 5 * r['se']
+        assert r['sd'] == math.sqrt(r['var'])
 
 
 # ---------------------------------------------------------------------------- cost and index notation
-def test_the_index_widget_at_the_lessons_sizes():
-    c = scaling.contraction('bhqd,bhkd->bhqk', scaling.LESSON_SIZES)
+def test_the_index_widget_at_gpt2_smalls_sizes():
+    c = scaling.contraction('bhqd,bhkd->bhqk', scaling.EXAMPLE_SIZES)
     assert c['shape'] == [1, 12, 64, 64]
     assert c['elements'] == 49_152 and c['multiply_adds'] == 3_145_728 and c['per_element'] == 64
     assert [(i['index'], i['size'], i['role']) for i in c['indices']] == [
         ('b', 1, 'kept'), ('h', 12, 'kept'), ('q', 64, 'kept'), ('d', 64, 'summed'), ('k', 64, 'kept')]
-    out = scaling.contraction('bhqk,bhkd->bhqd', scaling.LESSON_SIZES)
+    out = scaling.contraction('bhqk,bhkd->bhqd', scaling.EXAMPLE_SIZES)
     assert out['multiply_adds'] == c['multiply_adds']  # "two equally expensive multiplications"
 
 
@@ -215,7 +207,7 @@ def test_each_tab_agrees_with_numpy_einsum(tab):
 def test_the_cost_widget_is_the_index_widgets_contractions_counted():
     for n in (128, 1024, 8192):
         cost = scaling.cost_table(n, 768)
-        sizes = dict(scaling.LESSON_SIZES, q=n, k=n, t=n)
+        sizes = dict(scaling.EXAMPLE_SIZES, q=n, k=n, t=n)
         attention = sum(scaling.contraction(scaling.CONTRACTIONS[t][0], sizes)['multiply_adds']
                         for t in ('scores', 'output'))
         projections = 4 * scaling.contraction(scaling.CONTRACTIONS['projection'][0], sizes)['multiply_adds']

@@ -118,7 +118,7 @@ def test_the_sqrt_d_widget_sharpens_without_scaling_and_warns_at_large_d(server,
     assert abs(unscaled['spread'] / scaled['spread'] - 8) < 1e-9
     assert page.locator('#vanishing').is_hidden()  # d = 64 unscaled: saturating, not yet vanishing
     before = draws(page, '#row-panel')
-    set_range(page, '#d', 8)  # d = 256, the lesson's exercise
+    set_range(page, '#d', 8)  # d = 256
     wait_redraw(page, before, '#row-panel')
     assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '256'
     assert page.locator('#vanishing').is_visible() and 'gradient vanishes' in page.inner_text('#vanishing')
@@ -126,8 +126,6 @@ def test_the_sqrt_d_widget_sharpens_without_scaling_and_warns_at_large_d(server,
     page.check('#scale')
     wait_redraw(page, before, '#row-panel')
     assert page.locator('#vanishing').is_hidden()
-    # the lesson's table beside ours
-    assert values(page, '#lesson [data-lesson]') == [25.1, 0.994, 0.547, 3.14, 2.295, 0.355]
     assert page.errors == []
 
 
@@ -148,7 +146,7 @@ def test_the_row_widget_on_the_models_own_scores(server, page):
     assert page.errors == []
 
 
-def test_the_index_widget_and_the_lessons_tables(server, page):
+def test_the_index_widget_and_the_variance_and_cost_tables(server, page):
     open_page(page, server, 'scaling')
     assert page.inner_text('#index-elements') == '49,152' and page.inner_text('#index-macs') == '3,145,728'
     assert page.inner_text('#index-shape') == '[1, 12, 64, 64]' and page.inner_text('#index-per') == '64'
@@ -162,13 +160,11 @@ def test_the_index_widget_and_the_lessons_tables(server, page):
     page.fill('#size-h', '8')
     wait_redraw(page, before, '#index-panel')
     assert page.inner_text('#index-elements') == '32,768'
-    # Var(q.k) = d: the lesson's measurements beside the API's
-    assert values(page, '#variance-table [data-kind=lesson-var]') == [4.03, 64.21, 1017.8]
+    # Var(q.k) = d: the API's measurements
     want = post(server, '/api/scaling', {'part': 'variance', 'samples': 5000})
     assert values(page, '#variance-table [data-kind=var]') == [r['var'] for r in want['rows']]
-    # the cost: n / (2D) and the lesson's 0.08, 0.67, 5.3
-    assert texts(page, '#cost-lesson-table [data-kind=lesson-ratio]') == ['0.08', '0.67', '5.3']
-    assert texts(page, '#cost-lesson-table [data-kind=ratio]') == ['0.0833', '0.6667', '5.3333']
+    # the cost: n / (2D) at D = 768 for n = 128, 1024, 8192, and at the page's n
+    assert texts(page, '#cost-examples-table [data-kind=ratio]') == ['0.0833', '0.6667', '5.3333']
     assert page.inner_text('#cost-ratio') == '0.6667'
     assert page.errors == []
 

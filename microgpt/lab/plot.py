@@ -188,7 +188,7 @@ def embedding_pictures(path, v, title):
 
 
 def scaling_pictures(path, v, title):
-    """`lab scaling --png`: Var(q.k) against d with the lesson's measurements; one row's weights
+    """`lab scaling --png`: Var(q.k) against d; one row's weights
     without and with scaling; the median saturation against d; the cost ratio n / (2 D)."""
     plt = require_matplotlib()
     fig, ((var, row), (sweep, cost)) = plt.subplots(2, 2, figsize=(12, 8.5))
@@ -197,8 +197,6 @@ def scaling_pictures(path, v, title):
     var.errorbar(ds, [r['var'] / r['d'] for r in v['variance']],
                  yerr=[2 * r['se'] / r['d'] for r in v['variance']],
                  fmt='o', color='tab:blue', capsize=4, label='measured here (± 2 standard errors)')
-    var.scatter(ds, [r['lesson_var'] / r['d'] for r in v['variance']], marker='x', color='tab:orange',
-                zorder=3, label="the Russian lesson's 4.03, 64.21, 1017.8")
     var.axhline(1, color='tab:gray', linewidth=1, label='Var = d')
     var.set_xscale('log', base=2)
     var.set_xlabel('head size d')
@@ -225,8 +223,6 @@ def scaling_pictures(path, v, title):
     sweep.set_title(f'median over random rows of {n_keys} keys')
     sweep.legend(fontsize=7)
     cost.plot(v['cost_n'], v['cost_ratio'], color='tab:blue', label='n / (2 D)')
-    cost.scatter(list(v['cost_lesson']), list(v['cost_lesson'].values()), marker='x', color='tab:orange',
-                 zorder=3, label="the lesson's 0.08, 0.67, 5.3")
     cost.axhline(1, color='tab:gray', linewidth=1)
     cost.axvline(2 * v['cost_D'], color='tab:gray', linewidth=1, linestyle=':')
     cost.set_xscale('log', base=2)

@@ -265,8 +265,8 @@ SANDBOXES = [
                           help="a variable without a value starts at 1, a value whose variable is "
                                "gone is dropped (the page, as its learner types)"))),
     Sandbox('scaling', 'Scaling', model=None,
-            help="the lessons' numbers on sqrt(d) scaling and cost, measured afresh",
-            description="Var(q.k) = d, softmax saturation, the hand-worked example, one row with and "
+            help="why the scores are divided by sqrt(d), and what attention costs, measured afresh",
+            description="Var(q.k) = d, softmax saturation, three tokens by hand, one row with and "
                         "without scaling, the cost ratio n/(2D), the size of the score matrix; --part "
                         "shows one of the Scaling page's widgets instead.",
             png="Var(q.k), one row without and with scaling, saturation against d and the cost ratio",
@@ -277,7 +277,7 @@ SANDBOXES = [
                           help="random rows for the medians of the row statistics"),
                     Param('row_d', int, 64, 1, 4096, metavar='D', group='sampling',
                           help=f"head size of the random row in section 4, with --draws x --row-d at "
-                               f"most {MAX_ROW_NUMBERS:,}; the default is the lesson's (try 256 to watch "
+                               f"most {MAX_ROW_NUMBERS:,} (try 256 to watch "
                                "the unscaled row saturate)"),
                     SEED,
                     Param('part', str, 'all', metavar='PART', group='one widget of the Scaling page',

@@ -1,4 +1,4 @@
-// The Scaling page: the Russian lesson's four widgets. Every number comes from POST /api/scaling
+// The Scaling page: four widgets on the 1/sqrt(d) factor. Every number comes from POST /api/scaling
 // (microgpt/lab/scaling.py, the functions `python -m microgpt.lab scaling` prints from), one
 // `part` at a time: 'row' (one attention row, random or this model's scores), 'variance',
 // 'cost' and 'index'. With "this model's" q and k, the row's scores q.k come from POST
@@ -70,7 +70,6 @@ async function drawRow() {
     labels = labels || r.weights.map((_, j) => `k${j}`);
     rowBars(r, labels);
     rowStats(r);
-    lessonTable(r.lesson);
     drawn('row-panel');
   }, ['row-bars', 'row-stats']);
 }
@@ -108,35 +107,16 @@ function rowStats(r) {
       `${r.threshold}: the weights barely move when the scores change.`) : '';
 }
 
-function lessonTable(t) {
-  const names = [['spread', 'spread'], ['entropy', 'entropy (bits)'], ['max_weight', 'max weight']];
-  $('lesson-table').replaceChildren(scroll(el('table', {class: 'data', id: 'lesson'},
-    el('tr', {}, el('th', {class: 'l'}, ''), el('th', {class: 'l'}, 'row'), names.map(([, l]) => el('th', {}, l))),
-    Object.entries(t).flatMap(([label, row]) => [
-      el('tr', {}, el('th', {class: 'l'}, label), el('td', {class: 'l'}, 'the lesson (one draw)'),
-        row.lesson.map((x, k) => el('td', {}, num(x, k === 0 ? 2 : 3, {'data-lesson': names[k][0]})))),
-      el('tr', {}, el('th', {}, ''), el('td', {class: 'l'}, 'our draw: std, then max − min'),
-        el('td', {}, `${Lab.fmt(row.draw.spread, 2)} / ${Lab.fmt(row.draw_max_minus_min, 2)}`),
-        el('td', {}, num(row.draw.entropy, 3)), el('td', {}, num(row.draw.max_weight, 3))),
-      el('tr', {}, el('th', {}, ''), el('td', {class: 'l'}, 'median of our draws'),
-        el('td', {}, `${Lab.fmt(row.median.spread, 2)} / ${Lab.fmt(row.median_max_minus_min, 2)}`),
-        el('td', {}, num(row.median.entropy, 3)), el('td', {}, num(row.median.max_weight, 3)))]))),
-    el('p', {class: 'muted small'}, "The lesson never says what its spread is: its numbers fit max − min " +
-      "(docs/lessons.md). Its table is one draw; ours is a fixed-seed draw and the median of many."));
-}
-
 // ---------------------------------------------------------------------------- 2) Var(q.k) = d
 async function drawVariance() {
   await Lab.guard(async () => {
     const v = await part('variance', {samples: Number($('samples').value),
                                              seed: Number($('variance-seed').value)});
     $('variance').replaceChildren(scroll(el('table', {class: 'data', id: 'variance-table'},
-      el('tr', {}, ['d', 'measured Var(q·k)', '± std. error', 'predicted d', 'std dev', 'the lesson: Var', 'the lesson: sd']
+      el('tr', {}, ['d', 'measured Var(q·k)', '± std. error', 'predicted d', 'std dev']
         .map(h => el('th', {}, h))),
       v.rows.map(r => el('tr', {'data-d': r.d}, el('td', {}, r.d), el('td', {}, num(r.var, 2, {'data-kind': 'var'})),
-        el('td', {}, `± ${Lab.fmt(r.se, 2)}`), el('td', {}, r.d), el('td', {}, num(r.sd, 2)),
-        el('td', {}, num(r.lesson_var, r.d === 1024 ? 1 : 2, {'data-kind': 'lesson-var'})),
-        el('td', {}, num(r.lesson_sd, r.d === 1024 ? 1 : 2)))))),
+        el('td', {}, `± ${Lab.fmt(r.se, 2)}`), el('td', {}, r.d), el('td', {}, num(r.sd, 2)))))),
       el('p', {class: 'muted small'}, `${v.samples.toLocaleString('en')} dot products per d. Without the ` +
         'division the scores spread like √d (±8 at d = 64); divided by √d their variance is 1 whatever d is.'));
     drawn('variance-panel');
@@ -154,17 +134,16 @@ async function drawCost() {
       el('p', {class: c.ratio > 1 ? 'miss' : 'hit'}, c.ratio > 1
         ? `n = ${c.n} is past 2D = ${c.crossover}: attention outweighs the projections.`
         : `Below n = 2D = ${c.crossover} the projections cost more than attention.`));
-    $('cost-lesson').replaceChildren(el('table', {class: 'data', id: 'cost-lesson-table'},
-      el('tr', {}, el('th', {}, `n (D = ${c.lesson[0].D})`), el('th', {}, 'n / (2D)'), el('th', {}, 'the lesson')),
-      c.lesson.map(r => el('tr', {}, el('td', {}, r.n), el('td', {}, num(r.ratio, 4, {'data-kind': 'ratio'})),
-        el('td', {}, num(r.lesson_ratio, r.n === 8192 ? 1 : 2, {'data-kind': 'lesson-ratio'}))))));
+    $('cost-examples').replaceChildren(el('table', {class: 'data', id: 'cost-examples-table'},
+      el('tr', {}, el('th', {}, `n (D = ${c.examples[0].D})`), el('th', {}, 'n / (2D)')),
+      c.examples.map(r => el('tr', {}, el('td', {}, r.n), el('td', {}, num(r.ratio, 4, {'data-kind': 'ratio'}))))));
     drawn('cost-panel');
   }, ['cost']);
 }
 
 // ---------------------------------------------------------------------------- 4) index notation
 let tab = 'scores';
-const sizes = {};  // the sizes typed so far, by index letter; the API fills in the lesson's
+const sizes = {};  // the sizes typed so far, by index letter; the API fills in GPT-2 small's
 
 async function drawIndex() {
   await Lab.guard(async () => {
@@ -229,6 +208,6 @@ Lab.on('index-model', 'click', () => {
   setSizes({b: 1, h: c.n_head, q: c.block_size, k: c.block_size, d: c.head_dim, t: c.block_size,
             c: c.n_embd, e: c.n_embd});
 });
-Lab.on('index-lesson', 'click', () => { for (const k of Object.keys(sizes)) delete sizes[k]; setSizes({}); });
+Lab.on('index-example', 'click', () => { for (const k of Object.keys(sizes)) delete sizes[k]; setSizes({}); });
 for (const id of ['row-form', 'variance-form', 'cost-form', 'index-form']) Lab.on(id, 'submit', () => {});
 Lab.start(drawAll);
