@@ -87,6 +87,15 @@ def test_a_run_trained_beside_it_is_drawn_in_the_colour_its_legend_names(server,
         assert f'{label} ({line})' in legend, (label, line, legend)
         words.add(line)
     assert len(words) == 2 and said(p) == words  # 'orange circles' and 'green triangles' no more
+    # 60 steps beside 6: the steps on a log scale, where the short run takes half the picture's
+    # width, not its first tenth (six runs once buried the short ones in the left 3%)
+    def right_edge():
+        return max(float(x) for x in p.locator('#loss-chart circle.val[data-run="file:wide.json"]').evaluate_all(
+            'cs => cs.map(c => c.getAttribute("cx"))'))
+    assert p.get_attribute('#loss-chart', 'data-xscale') == 'log' and right_edge() > 0.4 * 760
+    p.select_option('#xscale', 'linear')
+    p.wait_for_selector('#loss-chart[data-xscale="linear"]')
+    assert right_edge() < 0.2 * 760
     assert p.errors == []
 
 

@@ -82,7 +82,12 @@ function chart(runs) {
   const all = runs.flatMap(r => r.train.map(x => x[1]).concat(r.val.map(v => v[1]), r.val.filter(v => v[2] !== null).map(v => v[2])));
   const [s0, s1] = [Math.min(...steps), Math.max(...steps)];
   const [l0, l1] = [Math.min(...all), Math.max(...all)];
-  const X = s => L + (s - s0) / ((s1 - s0) || 1) * (W - L - R);
+  // Steps on a log scale where the runs' lengths differ tenfold: on a linear one, a 100-step run
+  // beside a 10,000-step one is squeezed into the picture's first pixels.
+  const ends = runs.map(r => Math.max(...r.train.map(x => x[0])));
+  const log = $('xscale').value === 'log' || ($('xscale').value === 'auto' && Math.max(...ends) >= 10 * Math.min(...ends));
+  const u = log ? Math.log : s => s;  // steps count from 1: the log is defined
+  const X = s => L + (u(s) - u(s0)) / ((u(s1) - u(s0)) || 1) * (W - L - R);
   const Y = l => T + (l1 - l) / ((l1 - l0) || 1) * (H - T - B);
   const line = (xs, ys) => xs.map((x, i) => `${i ? 'L' : 'M'}${X(x).toFixed(1)},${Y(ys[i]).toFixed(1)}`).join('');
   const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);
@@ -94,6 +99,7 @@ function chart(runs) {
   c.dataset.trainPoints = runs[0].train.length;
   c.dataset.valPoints = runs[0].val.length;
   c.dataset.runs = runs.length;
+  c.dataset.xscale = log ? 'log' : 'linear';
   const curves = runs.map(r => {
     const ss = r.train.map(x => x[0]);
     return tint(svg('g', {class: 'run', 'data-run': r.id},
@@ -115,7 +121,7 @@ function chart(runs) {
     ...ticks.map(t => svg('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))),
     svg('text', {x: L, y: H - B + 16}, `step ${s0}`),
     svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
-    svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, 'step'),
+    svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, log ? 'step (log scale)' : 'step'),
     ...curves, ...marks);
   // the legend: what each mark is, in the words of the colours painted, and with several runs
   // each one's colour and name
@@ -136,4 +142,5 @@ function chart(runs) {
 }
 
 $('unit').addEventListener('change', draw);
+$('xscale').addEventListener('change', draw);
 Lab.start(draw);
