@@ -372,3 +372,18 @@ def test_several_runs_are_named_by_their_files_in_a_legend_beside_the_plot(tiny_
     names = [t.get_text() for t in legend.get_texts()]
     assert names and all(n.startswith(os.path.basename(log_of(tiny_ckpt)) + ':') for n in names), names
     assert legend.get_bbox_to_anchor().x0 > drawn[0].axes[0].get_window_extent().x1  # right of the axes
+
+
+@pytest.mark.plot
+def test_the_heads_share_one_column_of_query_names(monkeypatch):
+    """Was: every head's heatmap named its queries, and the names ran into the heatmap beside
+    (notebook 2's '<BOS>' over head 0's last column)."""
+    from microgpt.lab import plot
+    drawn = []
+    monkeypatch.setattr(plot, '_save', lambda fig, path: drawn.append(fig))
+    labels = ['<BOS>', 'a', 'n', 'n', 'a']
+    weights = np.tril(np.full((4, 5, 5), 0.2)) + np.triu(np.full((4, 5, 5), np.nan), 1)  # (n_head, T, T)
+    plot.attention_heatmaps('unused.png', weights, labels, 3, 'four heads')
+    heads = [ax for ax in drawn[0].axes if ax.get_title().startswith('head')]
+    named = [[t.get_text() for t in ax.get_yticklabels()] for ax in heads]
+    assert named[0] == labels and all(not any(n) for n in named[1:]), named

@@ -62,7 +62,9 @@ def attention_heatmaps(path, weights, labels, query, title):
         image = ax.imshow(np.ma.masked_invalid(weights[h]), cmap=cmap, vmin=0.0, vmax=1.0)
         ax.set_title(f'head {h}')
         ax.set_xticks(range(T), labels, fontsize=8)
-        ax.set_yticks(range(T), labels, fontsize=8)
+        # the queries' names on a row's first heatmap only: the heads share them, and on every
+        # heatmap they ran into the one beside
+        ax.set_yticks(range(T), labels if h % cols == 0 else [], fontsize=8)
         ax.set_xlabel('key j')
         if h % cols == 0:
             ax.set_ylabel('query i')
