@@ -546,9 +546,9 @@ def lab(argv, capsys, answers=None, monkeypatch=None):
 # exercise -> (the wrong file, the case it must fail on, words of the hint it must give)
 SLIPS = {
     1: (replaced(1, 'return a * b, (b, a)', 'return a * b, (a, b)'), "fixed 1", "swapped"),
-    2: (replaced(2, '(n * x ** (n - 1),)', '(n * x ** n,)'), "fixed 1", "drops by one"),
-    3: (replaced(3, 'return out, (out,)', 'return out, (1.0,)'), "fixed 2", "not 1"),
-    4: (replaced(4, '(1.0 / x,)', '(1.0,)'), "fixed 2", "A missing 1/x"),
+    2: (replaced(2, '(n * x ** (n - 1),)', '(n * x ** n,)'), "fixed 1", "check the power of x"),
+    3: (replaced(3, 'return out, (out,)', 'return out, (1.0,)'), "fixed 2", "grow by the same h"),
+    4: (replaced(4, '(1.0 / x,)', '(1.0,)'), "fixed 2", "A missing factor"),
     5: (replaced(5, 'float(x > 0)', 'float(x >= 0)'), "fixed 3", "at exactly 0 microgpt picks 0"),
     6: (with_body(6, '''
 order, seen = [], set()

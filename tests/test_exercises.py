@@ -121,6 +121,25 @@ def test_a_typical_slip_fails_on_its_case_with_its_hint(slip_results, i):
         assert {'inputs', 'expected', 'yours', 'largest difference'} <= set(labels), labels
 
 
+# the derivative each of exercises 1 to 5 asks for, as a hint would write it out; and as the last
+# level of `hint N` writes it
+ANSWERS = {1: ('= b', 'is b'), 2: ('n * x ** (n - 1)', 'n * x^(n - 1)'), 3: ('own derivative', 'e^x itself'),
+           4: ('1/x,', '= 1/x', '(1 / x'), 5: ('1 where x > 0', '1 or 0')}
+RECIPES = {1: 'toward a is the other input, b', 2: 'd(x^n)/dx = n * x^(n - 1)', 3: 'd(e^x)/dx = e^x',
+           4: 'd ln(x)/dx = 1/x', 5: '1.0 only where x > 0'}
+
+
+def test_a_slips_hint_points_at_the_idea_and_hint_n_ends_with_the_answer(slip_results):
+    """Was: each op's failure hint wrote the derivative out ("d(a * b)/da is b ... you have
+    them swapped"), leaving the learner nothing to think through. The recipe is hint N's last level."""
+    from microgpt.lab.exercises.hints import HINTS
+    for i, (n, *_) in enumerate(ALL_SLIPS):
+        if n in ANSWERS:
+            hint = slip_results[i]['hint']
+            assert not any(answer in hint for answer in ANSWERS[n]), (n, hint)
+            assert RECIPES[n] in HINTS[n][-1], n
+
+
 def test_a_wrong_forward_with_the_right_derivative_is_named_as_the_forward(tmp_path):
     """Was: log10 for ln with 1/x as its slope agrees with ln at x = 1, and the checker said the
     derivative differed there ("A missing 1/x"), pointing away from the slip."""

@@ -51,7 +51,7 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
         page.click('button.check[data-number="4"]')
         page.wait_for_selector('#report-row[data-number="4"][data-status="fail"]')
         report = page.inner_text('#report')
-        assert "exercise 4 (log): case 'fixed 2': d out/d x differs" in report and 'A missing 1/x' in report
+        assert "exercise 4 (log): case 'fixed 2': d out/d x differs" in report and 'A missing factor' in report
         assert page.get_attribute('#path tr[data-number="4"] td.result', 'data-status') == 'fail'
         page.click('button.check[data-number="5"]')
         page.wait_for_selector('#report-row[data-number="5"][data-status]')

@@ -66,14 +66,18 @@ def cases_of(fixed, draw, seed):
 
 def check_mul(t, fn):
     def mistakes(a, b):
-        swapped = "d(a * b)/da is b: each factor's slope is the OTHER factor's value (you have them swapped)"
-        return [[('a', a, swapped), ('1', 1.0, "1 is the sum's slope; a product moves by h * b when a moves by h")],
-                [('b', b, swapped), ('1', 1.0, "1 is the sum's slope; a product moves by h * a when b moves by h")]]
+        swapped = ("Your two slopes are swapped: nudge a alone by a small h and see which number multiplies h "
+                   "in the product's change")
+        return [[('a', a, swapped), ('1', 1.0, "1 would be a sum's slope: nudge a by a small h and see how far "
+                                               "the product moves")],
+                [('b', b, swapped), ('1', 1.0, "1 would be a sum's slope: nudge b by a small h and see how far "
+                                               "the product moves")]]
     check_op(t, fn, cases_of([(3.0, -2.0), (0.0, 5.0), (1.5, 1.5), (-0.5, 4.0)],
                              lambda r: (r.uniform(-3, 3), r.uniform(-3, 3)), 101),
              lambda a, b: Value(a) * Value(b), mistakes, names='ab',
              forward_hint="The forward value of a * b is the product of the two numbers.",
-             slope_hint="Nudge a by h: a * b moves by h * b. So d(a*b)/da = b and d(a*b)/db = a.")
+             slope_hint="Nudge one input by a small h, keep the other fixed, and divide the product's change "
+                        "by h (`hint 1` walks through it).")
 
 
 def check_power(t, fn):
@@ -81,43 +85,53 @@ def check_power(t, fn):
     check_op(t, fn, cases_of([(3.0, 2), (2.0, -1), (4.0, -0.5), (-2.0, 3), (9.0, 0.5), (1.5, 0)],
                              lambda r: (r.uniform(0.2, 3.0), r.choice([2, 3, -1, -0.5, 0.5, 1.5])), 102),
              lambda x, n: Value(x) ** n,
-             lambda x, n: [[('n x^n', n * x ** n, "The power drops by one: n * x ** (n - 1), not n * x ** n."),
-                            ('x^(n-1)', x ** (n - 1), "Keep the factor n in front: n * x ** (n - 1)."),
-                            ('x^n', x ** n, "That is the forward value again: the slope is n * x ** (n - 1).")]],
+             lambda x, n: [[('n x^n', n * x ** n, "Close: check the power of x in your slope. Work out x ** 2 "
+                                                  "by hand, nudging x by h: which power of x is left?"),
+                            ('x^(n-1)', x ** (n - 1), "Close: a factor is missing in front. Work out x ** 2 by "
+                                                      "hand: (x + h) ** 2 - x ** 2 is about how many x's times h?"),
+                            ('x^n', x ** n, "That is the forward value again, not its slope.")]],
              forward_hint="x ** n, with n a plain number.", names='xn', nodes='x',
-             slope_hint="d(x^n)/dx = n * x^(n - 1): the exponent comes down in front and drops by one.")
+             slope_hint="Work out n = 2 and n = 3 by hand, nudging x by a small h, and find the pattern "
+                        "in n (`hint 2`).")
 
 
 def check_exp(t, fn):
     check_op(t, fn, cases_of([(0.0,), (1.0,), (-2.0,), (3.5,)], lambda r: (r.uniform(-5, 5),), 103),
              lambda x: Value(x).exp(),
-             lambda x: [[('1', 1.0, "d(e^x)/dx is e^x itself, not 1."),
-                         ('x e^(x-1)', x * math.exp(x - 1), "e^x is not a power of x (the power rule "
-                                                             "does not apply): its slope is e^x itself.")]],
+             lambda x: [[('1', 1.0, "A slope of 1 would make e^x grow by the same h everywhere. Compare "
+                                    "e^(x + h) with e^x: by what factor does it grow?"),
+                         ('x e^(x-1)', x * math.exp(x - 1), "e^x is not a power of x, so the power rule does "
+                                                             "not apply: compare e^(x + h) with e^x instead.")]],
              forward_hint="e ** x: math.exp(x).",
-             slope_hint="e^x is its own derivative: the local gradient is the output you just computed.")
+             slope_hint="Compare e^(x + h) with e^x: e^(x + h) = e^x * e^h, and e^h is about 1 + h for a "
+                        "small h (`hint 3`).")
 
 
 def check_log(t, fn):
     check_op(t, fn, cases_of([(1.0,), (2.0,), (0.5,), (10.0,), (1e-3,)], lambda r: (r.uniform(0.05, 20),), 104),
              lambda x: Value(x).log(),
-             lambda x: [[('1', 1.0, "A missing 1/x: d ln(x)/dx = 1/x, not 1."),
-                         ('ln x', math.log(x), "That is the forward value again: d ln(x)/dx = 1/x."),
-                         ('-1/x', -1.0 / x, "Mind the sign: d ln(x)/dx = +1/x, the log grows."),
-                         ('1/x^2', x ** -2, "d ln(x)/dx = 1/x; 1/x^2 is the slope of -1/x.")]],
+             lambda x: [[('1', 1.0, "A missing factor: the log's slope changes with x, steep near 0 and "
+                                    "flat far out. Nudge x by h: ln(x + h) - ln(x) = ln(1 + h/x)."),
+                         ('ln x', math.log(x), "That is the forward value again, not its slope."),
+                         ('-1/x', -1.0 / x, "Mind the sign: the log grows as x grows, so its slope is positive."),
+                         ('1/x^2', x ** -2, "Too steep: that is the slope of another function. Nudge x by h: "
+                                            "ln(x + h) - ln(x) = ln(1 + h/x).")]],
              forward_hint="ln x: math.log(x), the natural logarithm.",
-             slope_hint="d ln(x)/dx = 1/x: steep near 0, flat for large x.")
+             slope_hint="Nudge x by a small h: ln(x + h) - ln(x) = ln(1 + h/x), and ln(1 + u) is about u "
+                        "for a small u (`hint 4`).")
 
 
 def check_relu(t, fn):
     check_op(t, fn, cases_of([(3.0,), (-2.0,), (0.0,), (1e-9,), (-1e-9,)], lambda r: (r.uniform(-3, 3),), 105),
              lambda x: Value(x).relu(),
-             lambda x: [[('1', 1.0, "The slope is 1 only where x > 0: a negative input gets slope 0, "
-                                    "as relu stops it" + (", and at exactly 0 microgpt picks 0 too."
-                                                          if x == 0 else ".")),
-                         ('x', x, "The slope of max(0, x) is 1 or 0, not x itself.")]],
+             lambda x: [[('1', 1.0, "The slope is not the same on both sides of 0: what does relu do to a "
+                                    "negative input?" + (" And at exactly 0 microgpt picks 0."
+                                                         if x == 0 else "")),
+                         ('x', x, "Each of relu's two pieces is a straight line: its slope is a constant, "
+                                  "not x itself.")]],
              forward_hint="max(0, x): a negative x gives 0.",
-             slope_hint="1 where x > 0, else 0 (microgpt picks 0 at exactly 0).", kink=0.0)
+             slope_hint="Two straight pieces, one on each side of 0: what is the slope of each? (`hint 5`)",
+             kink=0.0)
 
 
 # ---------------------------------------------------------------------------- graphs to test on
