@@ -9,15 +9,15 @@
 # %% [markdown]
 # # 3. Attention by hand, and where √d comes from
 #
-# The lessons the project grew from ([docs/lessons.md](../docs/lessons.md)): the Czech lesson works
-# one head of attention through by hand, three tokens of "kočka spí venku" with head_dim 4; the
-# Russian lesson measures why the scores are divided by √head_dim. The lab reproduces every number
-# of theirs (`python -m microgpt.lab byhand`, `python -m microgpt.lab scaling`), and this notebook
-# calls those same functions: the worked example step by step, the lesson's exercises, the
-# variance table, one row with and without the scaling, and what attention costs. It ends with
-# the exercises 10, 12, 17 and 19. No model is needed: the lessons write their vectors down. Run it
-# top to bottom. Its source is `notebooks/03_attention_by_hand.py`
-# ([docs/notebooks.md](../docs/notebooks.md)).
+# One head of attention, worked by hand. Three tokens of "kočka spí venku", head_dim 4: every
+# score, weight and output written out. Then why the scores are divided by √head_dim, measured.
+# The lab computes all of it (`python -m microgpt.lab byhand`, `python -m microgpt.lab scaling`),
+# and this notebook calls the same functions: the worked example step by step, three questions
+# on it, the variance table, one row with and without the scaling, and what attention costs. It
+# ends with exercises 10, 12, 13, 14, 17 and 19. No model is needed: the vectors are written
+# down. Run it top to bottom. Its source is `notebooks/03_attention_by_hand.py`
+# ([docs/notebooks.md](../docs/notebooks.md)); [docs/lessons.md](../docs/lessons.md) credits the
+# texts these examples come from.
 
 # %%
 import pathlib
@@ -39,19 +39,19 @@ WORK = pathlib.Path(WORK_DIR.name)
 # %% [markdown]
 # ## The worked example: token 3 attends to tokens 1 to 3
 #
-# `byhand.compute()` with no vectors given takes the lesson's: q₃ = [0.9, 0.8, 0.2, 0.1] against
-# the keys of the three tokens, divided by √4 = 2, a softmax, then the weighted sum of the values.
+# `byhand.compute()` with no vectors given takes the worked example's: q₃ = [0.9, 0.8, 0.2, 0.1]
+# against the keys of the three tokens, divided by √4 = 2, a softmax, then the weighted sum of the values.
 # The printout is the lab's (`python -m microgpt.lab byhand`), step by step; its section 6 is the
-# lesson's table of shapes at d_model 4096, 32 heads and 1,024 tokens.
+# table of shapes at d_model 4096, 32 heads and 1,024 tokens.
 
 # %%
-worked = byhand.compute()  # the lesson's vectors, query = token 3
+worked = byhand.compute()  # the worked example's vectors, query = token 3
 print(byhand.render(worked))
 h = worked['head']
-assert np.allclose(h['raw'], [0.97, 0.89, 1.46])           # q3 . k_j, the lesson's scores
+assert np.allclose(h['raw'], [0.97, 0.89, 1.46])           # q3 . k_j, the raw scores
 assert np.allclose(h['scores'], [0.485, 0.445, 0.730])     # divided by sqrt(4)
 assert np.round(h['weights'], 3).tolist() == [0.309, 0.297, 0.395]
-assert abs(h['weights'][2] - 0.394521) < 1e-6              # the lesson's 0.394 is this, truncated
+assert abs(h['weights'][2] - 0.394521) < 1e-6              # 0.394 when truncated, 0.395 rounded
 assert np.allclose(h['out'], CZECH_OUT, atol=5e-4)         # out3 = [0.309, 0.356, 0.444, 0.189]
 
 # %% [markdown]
@@ -64,7 +64,7 @@ print("scores", np.round(scores3, 4), "weights", np.round(weights3, 4), "out3", 
 assert np.allclose(weights3, h['weights'], rtol=0, atol=1e-15) and np.allclose(out3, h['out'], rtol=0, atol=1e-15)
 
 # %% [markdown]
-# ## The lesson's exercises
+# ## Three questions on it
 #
 # **1.** *Compute out₁, the output of the first token. Why is it exactly v₁?* The causal mask
 # leaves token 1 one key, its own: weight 1, so out₁ = v₁.
@@ -78,7 +78,7 @@ assert first['head']['weights'].tolist() == [1.0] and first['head']['out'].tolis
 # %% [markdown]
 # **2.** *Multiply every score by ten, as if √d were missing: how far does the weakest weight
 # fall?* From 0.297 to 0.051, about six times, and token 3 takes 0.874: the softmax saturates.
-# (`scale=False` drops only the factor √head_dim, 2 here; the lesson's ×10 is the stronger case.)
+# (`scale=False` drops only the factor √head_dim, 2 here; ×10 is the stronger case.)
 
 # %%
 tenfold = softmax(h['raw'] / 2 * 10)  # (3,): the scores times ten
@@ -169,13 +169,13 @@ show(scaling, {**numbers, 'draws': 500}, WORK / 'scaling.png', 'lab scaling')
 # %% [markdown]
 # ## Your turn: exercises 10, 12, 13, 14, 17 and 19
 #
-# `softmax` with the max subtracted (checked on the lesson's 0.309, 0.297, 0.395), one head of
-# attention over the KV cache (the lesson's out₃, and out₁ = v₁); with them and the previous
+# `softmax` with the max subtracted (checked on the worked example's 0.309, 0.297, 0.395), one head
+# of attention over the KV cache (its out₃, and out₁ = v₁); with them and the previous
 # notebook's pieces, `gpt()` itself, one position over the KV cache, and the loss of a name;
 # then the same head over a whole
 # sequence with the mask before the softmax (numpy), and the softmax's backward (the gradient that
 # vanishes once a row saturates). The cell writes the stubs once into your exercises folder and
-# checks these in order, stopping at the first not passed. The lessons' own questions are
+# checks these in order, stopping at the first not passed. Questions on these examples are
 # `python -m microgpt.lab exercises quiz` in a terminal (it asks and waits for your answers).
 
 # %%

@@ -123,7 +123,7 @@ def test_the_sandbox_reads_typed_text_and_defaults_to_the_lesson():
     assert np.abs(typed['head']['weights'] - [1 / (1 + w), w / (1 + w)]).max() < EXACT_TOL
     text = byhand.render(d)
     assert 'e^0.485 = 1.624' in text and 'sum = 5.260' in text and 'out3 = [0.309, 0.356, 0.444, 0.189]' in text
-    assert '33,554,432' in text and '64 MiB' in text and 'the lesson gives no q2' in text
+    assert '33,554,432' in text and '64 MiB' in text and 'the worked example needs no q2' in text
     with pytest.raises(UserError, match='give 1..3'):
         byhand.compute(query=4)
 

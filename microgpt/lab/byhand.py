@@ -201,8 +201,9 @@ def render(r):
     lines = [f"{r['T']} tokens, d = {r['d']}, query = token {i + 1} ({tokens[i]}): it sees tokens "
              f"1..{i + 1}" + (f"; tokens {i + 2}..{r['T']} are masked" if r['masked'] else ''), '']
     if not all(r['q_given'][:r['T']]):
-        lines.append("(the lesson gives no " + ', '.join(f'q{j + 1}' for j, g in enumerate(r['q_given']) if not g)
-                     + ": the preset's is ours)")
+        lines.append("(the worked example needs no " + ', '.join(f'q{j + 1}' for j, g in enumerate(r['q_given'])
+                                                                 if not g)
+                     + ": the preset's is made up, and matters only when that token is the query)")
     lines.append("1) scores q.k, one product per dimension")
     for j, (prods, raw) in enumerate(zip(h['products'], h['raw'])):
         lines.append(f"   q{i + 1}.k{j + 1} = " + ' + '.join(f'{p:.2f}' for p in prods) + f" = {raw:.4g}")

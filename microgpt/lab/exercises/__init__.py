@@ -6,7 +6,7 @@ Learn by doing: exercises that make the learner the author of the engine and of 
     python -m microgpt.lab exercises status         # the path, with what passes
     python -m microgpt.lab exercises hint 13        # the next hint for exercise 13, one level at a time
     python -m microgpt.lab exercises train          # microgpt trained with YOUR engine, beside its own
-    python -m microgpt.lab exercises quiz           # the lessons' exercises and questions
+    python -m microgpt.lab exercises quiz           # questions on the attention examples
     python -m microgpt.lab serve --exercises exercises   # the web lab's Exercises page, with results
 
 One function each, in the reading guide's order (docs/reading-guide.md, "Learn by doing"): the

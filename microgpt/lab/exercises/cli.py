@@ -6,7 +6,7 @@ COMMAND`, installed).
     check [N]         check exercise N, or all in order, stopping at the first not passed
     status            the path, with what passes
     train             train microgpt with your engine and model, beside microgpt's own
-    quiz [ID [ANSWER]]  the lessons' exercises and questions
+    quiz [ID [ANSWER]]  questions on the attention examples
     hint N [--level K]  the next hint of exercise N, one level at a time (or level K)
     solution N        a reference solution (only when asked)
     reset N           put exercise N's stub back (after asking)
@@ -88,10 +88,10 @@ def add_commands(parser):
                    help=f"sampling temperature (default {TEMPERATURE:g}, sample.py's; 0 = greedy)")
     c.add_argument('--every', type=Range(int, 1, MAX_TRAIN_STEPS).parse, default=None, metavar='K',
                    help="print the losses every K steps (default: about 12 lines in all)")
-    c = commands.add_parser('quiz', help="the lessons' exercises and questions, checked",
-                            description="Asks each question of the lessons (in English, citing the lesson), "
-                                        "says right or wrong with the lesson's reasoning and the lab command "
-                                        "that shows it. With ID and ANSWER, grades that one answer.")
+    c = commands.add_parser('quiz', help="questions on the attention examples, checked",
+                            description="Asks each question on the reading guide's worked examples of "
+                                        "attention, says right or wrong with the reasoning and the lab "
+                                        "command that shows it. With ID and ANSWER, grades that one answer.")
     c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
     c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
     c.add_argument('--list', action='store_true', help="list the questions and stop")
@@ -340,7 +340,7 @@ def cmd_train(args, say, ws):
 def cmd_quiz(args, say, ask):
     if args.list:
         for q in quiz.QUESTIONS:
-            say(f"{q.id:<20} {q.lesson}: {q.text}")
+            say(f"{q.id:<20} {q.topic}: {q.text}")
             for letter, choice in zip('abcd', q.choices):
                 say(f"{'':<20}   {letter}) {choice}")
         return 0
@@ -371,7 +371,7 @@ def cmd_quiz(args, say, ask):
             break
         asked += 1
         if not text.strip():
-            say(f"  skipped: the lesson's answer is {quiz.right_answer(q)}\n  see it: {q.see}")
+            say(f"  skipped: the answer is {quiz.right_answer(q)}\n  see it: {q.see}")
             continue
         right, understood = quiz.grade(q, text)
         score += right

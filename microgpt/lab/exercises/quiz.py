@@ -1,11 +1,11 @@
 """
-The lessons' exercises and questions as a quiz: `python -m microgpt.lab exercises quiz`.
+Questions on the attention examples as a quiz: `python -m microgpt.lab exercises quiz`.
 
-The three lessons' own questions (docs/lessons.md), asked in this project's words. An answer is
-right when it is the lesson's own within the lesson's rounding, written its way too (a decimal
-comma, spaced or comma-grouped thousands). An answer not of the kind asked is `unreadable`: it
-says what form to give, and the question stays open. Each answer is followed by the lesson's
-reasoning and the lab command and page that show it. This file imports only the standard library.
+The worked examples of the reading guide's section 3, asked as questions. An answer is right
+within the rounding of three decimals, written any usual way (a decimal comma, spaced or
+comma-grouped thousands). An answer not of the kind asked is `unreadable`: it says what form to
+give, and the question stays open. Each answer is followed by the reasoning and the lab command
+and page that show it. This file imports only the standard library.
 """
 
 import math
@@ -13,27 +13,28 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-CZECH = "the Czech lesson (attention by hand)"
-RUSSIAN = "the Russian lesson (where sqrt(d) comes from)"
-TUTORIAL = "the 3D tutorial, lesson 03 (the attention sandbox)"
+BY_HAND = "attention by hand (reading guide, section 3)"
+SQRT_D = "where sqrt(d) comes from (reading guide, section 3)"
+SANDBOX = "the attention sandbox (reading guide, section 3)"
+TOPICS = (BY_HAND, SQRT_D, SANDBOX)
 WIDTH = 100  # characters of a printed line
 
 
 @dataclass(frozen=True)
 class Question:
     id: str
-    lesson: str      # which lesson, and where in it
+    topic: str       # which worked example, and where in it
     text: str        # the question, in English
     kind: str        # 'number', 'numbers' or 'choice'
     answer: object   # a number, a list of numbers, or the right letter
-    tol: float       # how far a number may be from it: the lesson's rounding
-    why: str         # the lesson's reasoning, in short
+    tol: float       # how far a number may be from it: the rounding of the numbers given
+    why: str         # the reasoning, in short
     see: str         # the lab command and page that show it
     choices: tuple = ()
 
 
 QUESTIONS = [
-    Question('czech-1', f"{CZECH}, exercise 1",
+    Question('byhand-1', f"{BY_HAND}, question 1",
              "Compute out1, the attention output of the first token (k1 = [0.9, 0.1, 0.4, 0], v1 = [0.2, 0.8, 0, "
              "0.1]), after the causal mask. Give its four numbers.",
              'numbers', [0.2, 0.8, 0.0, 0.1], 5e-4,
@@ -41,45 +42,45 @@ QUESTIONS = [
              "weight of 1 is that value itself, so out1 = v1 exactly. Attention does nothing for the first "
              "token; it pays as context grows to its left.",
              "python -m microgpt.lab attention anna --query 0 (BOS sees only itself); web lab: By hand, query 1"),
-    Question('czech-weights', f"{CZECH}, step 4",
+    Question('byhand-weights', f"{BY_HAND}, step 4",
              "q3 = [0.9, 0.8, 0.2, 0.1] scores the keys 0.97, 0.89 and 1.46; divided by sqrt(4) and put through "
              "a softmax, what are token 3's three attention weights (3 decimals)?",
              'numbers', [0.30879344, 0.29668548, 0.39452108], 1.5e-3,
              "The scores / 2 are [0.485, 0.445, 0.730], their exponentials [1.624, 1.561, 2.075], sum 5.260: the "
-             "weights are [0.309, 0.297, 0.395]. (The lesson prints the last as 0.394: 0.394521, truncated.)",
+             "weights are [0.309, 0.297, 0.395]. (The last is 0.394521: 0.394 truncated.)",
              "python -m microgpt.lab scaling, section 3; web lab: By hand"),
-    Question('czech-out3', f"{CZECH}, step 6",
+    Question('byhand-out3', f"{BY_HAND}, step 6",
              "With those weights, what is out3 = 0.309 v1 + 0.297 v2 + 0.394 v3 (v1 = [0.2, 0.8, 0, 0.1], v2 = "
              "[0.7, 0.1, 0.3, 0], v3 = [0.1, 0.2, 0.9, 0.4])?",
              'numbers', [0.30889063, 0.35560752, 0.44407462, 0.18868778], 1.5e-3,
              "Each dimension is a weighted average of the values' same dimension: out3 = [0.309, 0.356, 0.444, "
              "0.189]. That is all of attention: dot products, sqrt(d), softmax, a weighted average.",
              "python -m microgpt.lab scaling, section 3; web lab: By hand"),
-    Question('czech-2', f"{CZECH}, exercise 2",
+    Question('byhand-2', f"{BY_HAND}, question 2",
              "Multiply token 3's three scores by ten, as if the division by sqrt(d) were missing, and take the "
              "softmax again. What does the weakest weight, 0.297, fall to?",
              'number', 0.05055712296744972, 1.5e-3,
              "The scores become [4.85, 4.45, 7.30] and the weights [0.075, 0.051, 0.874]: the weakest falls "
              "about six times. Without sqrt(d) the softmax saturates, picks one token, and its gradient vanishes.",
              "python -m microgpt.lab scaling, section 3; web lab: By hand, without 'divide by sqrt(d)'"),
-    Question('czech-2b', f"{CZECH}, exercise 2",
+    Question('byhand-2b', f"{BY_HAND}, question 2",
              "And what does the strongest weight (0.395, token 3 itself) rise to?",
              'number', 0.874020512348022, 1.5e-3,
              "From 0.395 to 0.874: the largest score takes almost everything once the scores are ten times apart.",
              "python -m microgpt.lab scaling, section 3"),
-    Question('czech-3', f"{CZECH}, exercise 3",
+    Question('byhand-3', f"{BY_HAND}, question 3",
              "d_model = 4096 with 32 heads: how many numbers does one layer's score matrix hold for a sequence "
              "of 1,024 tokens?",
              'number', 33554432, 0.0,
              "n_heads x T x T = 32 x 1024 x 1024 = 33,554,432. d_model is not in it: the score matrix grows with "
              "the heads and with the square of the context, which is why FlashAttention never builds it whole.",
              "python -m microgpt.lab scaling, section 6; web lab: By hand, the shapes table"),
-    Question('czech-3b', f"{CZECH}, exercise 3",
+    Question('byhand-3b', f"{BY_HAND}, question 3",
              "And how many MiB is that in fp16, 2 bytes a number (1 MiB = 1,048,576 bytes)?",
              'number', 64, 0.0,
              "33,554,432 x 2 bytes = 67,108,864 bytes = 64 MiB, for one layer.",
              "python -m microgpt.lab scaling, section 6; web lab: By hand, the shapes table"),
-    Question('czech-why-sqrt', f"{CZECH}, question 1",
+    Question('byhand-why-sqrt', f"{BY_HAND}, question 1",
              "Why are the scores divided by the square root of head_dim?",
              'choice', 'b', 0.0,
              "A dot product adds head_dim products, so the scores grow with the head; large scores saturate the "
@@ -91,7 +92,7 @@ QUESTIONS = [
                       "saturate and the gradient does not vanish",
                       "to normalise the value vectors",
                       "to save memory")),
-    Question('czech-mask', f"{CZECH}, question 2",
+    Question('byhand-mask', f"{BY_HAND}, question 2",
              "How is a token kept from seeing the tokens after it?",
              'choice', 'b', 0.0,
              "The scores of the later tokens are set to minus infinity before the softmax: e^-inf = 0, so they "
@@ -101,7 +102,7 @@ QUESTIONS = [
                       "their scores are set to minus infinity before the softmax",
                       "their values are set to 0",
                       "the keys are sorted by position")),
-    Question('czech-wo', f"{CZECH}, question 3",
+    Question('byhand-wo', f"{BY_HAND}, question 3",
              "What is W_O for, once every head's output is computed?",
              'choice', 'c', 0.0,
              "The heads' outputs side by side are projected by W_O back to the model's dimension: it mixes "
@@ -112,24 +113,24 @@ QUESTIONS = [
                       "it computes the queries",
                       "it mixes the heads' outputs and writes the result into the residual stream",
                       "it scales the scores")),
-    Question('russian-variance', f"{RUSSIAN}, where sqrt(d) comes from",
+    Question('sqrtd-variance', f"{SQRT_D}, where sqrt(d) comes from",
              "The d = 64 components of q and k are independent, with mean 0 and variance 1. What is Var(q . k)?",
              'number', 64, 0.0,
              "q . k is a sum of d products, each of variance 1, and variances of independent terms add: Var = d. "
              "So the scores spread like sqrt(d), and dividing by sqrt(d) brings the variance back to 1.",
              "python -m microgpt.lab scaling, section 1 (measured for d = 4, 64, 1024); web lab: Scaling"),
-    Question('russian-spread', f"{RUSSIAN}, where sqrt(d) comes from",
+    Question('sqrtd-spread', f"{SQRT_D}, where sqrt(d) comes from",
              "Without the division, what is the standard deviation of the scores at d = 1024?",
              'number', 32, 0.0,
              "sqrt(1024) = 32: the logits spread over +-32, where the softmax is long saturated.",
              "python -m microgpt.lab scaling, section 1"),
-    Question('russian-entropy', f"{RUSSIAN}, the widget",
+    Question('sqrtd-entropy', f"{SQRT_D}, the row widget",
              "How many bits of entropy has a uniform distribution over 8 keys?",
              'number', 3, 0.0,
-             "log2(8) = 3 bits. The lesson's unscaled row has 0.994 bits: attention has almost decided before "
+             "log2(8) = 3 bits. A typical unscaled row at d = 64 has under one bit: attention has almost decided before "
              "seeing a single training example, from the geometry of random weights alone.",
              "python -m microgpt.lab scaling, section 4; web lab: Scaling, the row widget"),
-    Question('russian-widget', f"{RUSSIAN}, the widget's exercise 1",
+    Question('sqrtd-widget', f"{SQRT_D}, the row widget",
              "Switch the scaling off at d = 64: what happens to the row's entropy and its largest weight?",
              'choice', 'a', 0.0,
              "The scores spread 8 times wider, the softmax sharpens: entropy falls and the max weight rises; "
@@ -137,35 +138,35 @@ QUESTIONS = [
              "python -m microgpt.lab scaling --row-d 64, and --row-d 256; web lab: Scaling",
              choices=("the entropy falls and the max weight rises", "both rise",
                       "the entropy rises and the max weight falls", "nothing changes")),
-    Question('russian-cost', f"{RUSSIAN}, the cost",
+    Question('sqrtd-cost', f"{SQRT_D}, the cost",
              "Attention's two contractions cost 2 n^2 D, the projections 4 n D^2. What is the ratio attention / "
              "projections at D = 768 for n = 1,024 tokens?",
              'number', 1024 / 1536, 5e-3,
              "The ratio is n / (2D) = 1024 / 1536 = 0.67: at this length the projections still cost more.",
              "python -m microgpt.lab scaling, section 5"),
-    Question('russian-crossover', f"{RUSSIAN}, the cost",
+    Question('sqrtd-crossover', f"{SQRT_D}, the cost",
              "Beyond how many tokens n does attention cost more than the projections, at D = 768?",
              'number', 1536, 0.0,
              "n / (2D) > 1 when n > 2D = 1,536. Below it, optimising attention is pointless; beyond a thousand "
              "or so tokens the quadratic term takes over, and FlashAttention and the rest pay.",
              "python -m microgpt.lab scaling, section 5"),
-    Question('russian-einsum', f"{RUSSIAN}, the index notation",
+    Question('sqrtd-einsum', f"{SQRT_D}, the index notation",
              "'bhqd,bhkd->bhqk' with b = 1, h = 12 and q = k = d = 64: how many elements has the result?",
              'number', 49152, 0.0,
              "Its shape is [1, 12, 64, 64]: 49,152 elements, each a sum over d = 64 products, 3,145,728 "
              "multiply-adds in all. The free letters q and k, two instead of one, are the quadratic cost.",
              "web lab: Scaling, the index notation widget"),
-    Question('russian-einsum-macs', f"{RUSSIAN}, the index notation",
+    Question('sqrtd-einsum-macs', f"{SQRT_D}, the index notation",
              "And how many multiply-adds does it take?",
              'number', 3145728, 0.0,
              "49,152 elements x 64 products each = 3,145,728.",
              "web lab: Scaling, the index notation widget"),
-    Question('3d-first', f"{TUTORIAL}, exercise 2",
+    Question('phases-first', f"{SANDBOX}, question 2",
              "Put the query on the first symbol. What must its attention weight be, before you even look?",
              'number', 1, 0.0,
              "Its softmax row has exactly one visible key, itself, and a softmax over one score is 1.",
              "python -m microgpt.lab attention anna --query 0; web lab: Attention, In phases"),
-    Question('3d-heads', f"{TUTORIAL}, exercise 1",
+    Question('phases-heads', f"{SANDBOX}, question 1",
              "Load anna and take the last a as the query. Do the heads all attend to the same earlier character?",
              'choice', 'b', 0.0,
              "They need not: each head learned its own projections, so its own habit, on its own slice of the "
@@ -173,7 +174,7 @@ QUESTIONS = [
              "python -m microgpt.lab attention anna --head 1 (and 2, 3), section 4; web lab: Attention",
              choices=("yes, always: they share their weights",
                       "not necessarily: each head learned its own habit")),
-    Question('3d-mask', f"{TUTORIAL}, exercise 4",
+    Question('phases-mask', f"{SANDBOX}, question 4",
              "The future keys are masked. What do the weights over the visible past sum to?",
              'number', 1, 0.0,
              "1: the mask comes before the softmax, which normalises over the visible keys only.",
@@ -187,7 +188,7 @@ def get(qid):
 
 # ---------------------------------------------------------------------------- reading an answer
 def readings(text):
-    """Every number `text` may mean, the lesson's ways of writing included: '0,051' -> [0.051, 51.0],
+    """Every number `text` may mean, the usual ways of writing included: '0,051' -> [0.051, 51.0],
     '33 554 432' -> [33554432.0], '64 MiB' -> [64.0]. [] if it is not a number."""
     s = text.strip().lower().replace('\u2009', ' ').replace('\u00a0', ' ').replace('\u2212', '-')
     s = re.sub(r'\s*(mib|gib|bits?|tokens?|numbers?|elements?|%)$', '', s).strip()
@@ -273,12 +274,12 @@ def wrapped(text, indent, first=''):
 
 def ask_text(question, number=None):
     head = f"[{number}/{len(QUESTIONS)}] " if number else ''
-    lines = [f"{head}{question.lesson} ({question.id})", wrapped(question.text, '  ')]
+    lines = [f"{head}{question.topic} ({question.id})", wrapped(question.text, '  ')]
     for letter, choice in zip('abcd', question.choices):
         lines.append(wrapped(choice, '    ', f"{letter}) "))
     return '\n'.join(lines)
 
 
 def verdict_text(question, right, understood):
-    first = "right." if right else f"not quite (read as {understood or 'no answer'}): the lesson's answer is {right_answer(question)}."
+    first = "right." if right else f"not quite (read as {understood or 'no answer'}): the answer is {right_answer(question)}."
     return '\n'.join([wrapped(first, '  '), wrapped(question.why, '  ', 'why: '), wrapped(question.see, '  ', 'see it: ')])

@@ -1,5 +1,5 @@
-// The Attention by hand page: q, k and v typed for up to six tokens, and the Czech lesson's
-// computation on them, step by step. Every number comes from POST /api/byhand
+// The Attention by hand page: q, k and v typed for up to six tokens, and attention computed
+// on them by hand, step by step. Every number comes from POST /api/byhand
 // (microgpt/lab/byhand.py's compute): the boxes are sent as typed, the server reads them and
 // says which box it cannot read. This file only draws.
 'use strict';
@@ -47,8 +47,8 @@ async function draw() {
     options($('query'), r.T, i => `${i} ${r.tokens[i - 1]}`, r.query + 1);
     options($('n_head'), r.d, i => `${i}`, r.n_head);
     $('note').textContent = r.q_given.every(g => g) ? '' :
-      `The lesson gives no ${r.q_given.map((g, j) => g ? null : `q${j + 1}`).filter(Boolean).join(', ')}: ` +
-      'the preset\'s is ours, needed only when that token is the query.';
+      `The worked example needs no ${r.q_given.map((g, j) => g ? null : `q${j + 1}`).filter(Boolean).join(', ')} ` +
+      'for token 3: the preset\'s is made up, and matters only when that token is the query.';
     drawScores(r);
     drawSoftmax(r);
     drawOutput(r);
@@ -126,7 +126,7 @@ function drawHeads(r) {
         el('tr', {}, el('th', {class: 'l'}, 'W_O · concat'), el('td', {}, ''), el('td', {}, ''),
           el('td', {class: 'l'}, vec(r.final, 3, {id: 'final'}))))),
       el('div', {}, el('p', {class: 'muted small'}, `W_O, one row per output (stored [n_out][n_in] as every ` +
-        'microgpt matrix): out[r] = Σ_c W_O[r][c] · concat[c]. The lesson gives none; the identity passes concat through.'),
+        'microgpt matrix): out[r] = Σ_c W_O[r][c] · concat[c]. By default it is the identity: it passes concat through.'),
         el('div', {class: 'vec'}, rows.flatMap((input, n) => [el('span', {class: 'mono'}, `row ${n + 1}`), input])),
         el('button', {type: 'button', class: 'secondary', id: 'identity',
                       onclick: () => { boxes.w_o = null; draw(); }}, 'W_O = the identity'))));

@@ -1,4 +1,4 @@
-// The Attention in phases page: the 3D tutorial's sandbox on the learner's model. One POST
+// The Attention in phases page: one head's attention on the learner's model, phase by phase. One POST
 // /api/phases (microgpt/lab/phases.py) per name, layer, head and query brings every number of
 // every phase and gpt()'s lines as microgpt/model.py holds them now, with each phase's line
 // numbers; Play, back and forward only choose which of them to draw. Nothing is computed here.
