@@ -567,7 +567,7 @@ return order'''), "a chain of 3000", "keep your own stack"),
         "fixed 1", "ROW o of w"),
     10: (replaced(10, '(z - max_val).exp()', 'z.exp()'), "large logits", "Subtract the largest logit"),
     11: (replaced(11, '(ms + eps) ** -0.5', 'ms ** -0.5'), "fixed 1", "Add eps inside the square root"),
-    12: (replaced(12, 'scale = len(q) ** -0.5', 'scale = 1.0'), "the Czech lesson", "sqrt(head_dim)"),
+    12: (replaced(12, 'scale = len(q) ** -0.5', 'scale = 1.0'), "three tokens by hand", "sqrt(head_dim)"),
     13: (replaced(13, "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]\n    x = rmsnorm(x)",
                   "x = [t + p for t, p in zip(sd['wte'][token_id], sd['wpe'][pos_id])]"),
          "1 layer, 2 heads", "the embedding is normalised once"),
@@ -582,12 +582,12 @@ T, head_dim = q.shape
 weights = np.exp(q @ k.T * head_dim ** -0.5)
 weights /= weights.sum(axis=-1, keepdims=True)
 weights[np.triu(np.ones((T, T), dtype=bool), k=1)] = 0.0
-return weights @ v, weights'''), "the Czech lesson", "mask applied after the softmax"),
+return weights @ v, weights'''), "three tokens by hand", "mask applied after the softmax"),
     18: (replaced(18, 'return dy @ w, dy.T @ x', 'return dy @ w, x.T @ dy'), "one row", "dw has w's shape"),
     19: (replaced(19, 'return p * (dp - (dp * p).sum(axis=-1, keepdims=True))', 'return p * dp'), "one row of 3",
          "missing its row sum"),
     20: (replaced(20, 'dq = dz @ k * s ', 'dq = dz @ k ').replace('dk = dz.T @ q * s', 'dk = dz.T @ q'),
-         "the Czech lesson", "multiplied by"),
+         "three tokens by hand", "multiplied by"),
     21: (replaced(21, 'p.data *= 1 - lr * weight_decay', 'p.grad += weight_decay * p.data'), "no gradient shrink",
          "That is L2 regularization"),
     22: (replaced(22, 'factor = kept / (1.0 - p)', 'factor = kept * 1.0'), "p = 0.1", "divides the kept numbers by 1 - p"),

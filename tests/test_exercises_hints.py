@@ -64,9 +64,8 @@ def test_the_value_rungs_stubs_say_what_a_value_offers(n):
 
 
 def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
-    """softmax(q3 . k / 2) of the Czech lesson, rounded to 3 decimals, is the figure ex10, ex12,
-    ex17 and the reading guide's table teach (0.394521 rounds to 0.395; the lesson's 0.394 is
-    a truncation, which the guide says beside the table)."""
+    """softmax(q3 . k / 2) of the three tokens by hand, rounded to 3 decimals, is the figure
+    ex10, ex12, ex17 and the reading guide's table teach (0.394521 rounds to 0.395, not 0.394)."""
     exps = [math.exp(s - max(CZECH_SCORES)) for s in CZECH_SCORES]
     weights = [round(x / math.fsum(exps), 3) for x in exps]
     assert weights == [0.309, 0.297, 0.395]
@@ -77,7 +76,7 @@ def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
     with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
         guide = f.read()
     row = next(line for line in guide.split('\n') if line.startswith('| 10 | `ex10_softmax.py`'))
-    assert '(' + ', '.join(f'{w:.3f}' for w in weights) + ')' in row, row
+    assert ', '.join(f'{w:.3f}' for w in weights) in row, row
     assert f'softmax {figure}' in guide  # the worked example's own line, in section 3's words
 
 

@@ -38,7 +38,6 @@ class Exercise:
     real: str          # the project's own code for that piece
     page: str          # the web lab's page that shows the idea (a name of registry.pages())
     command: str       # the lab command that shows it in a terminal
-    lesson: str = ''   # the lesson whose numbers the check uses, if any
     uses: tuple = ()   # the learner's other exercises it calls
     budget: float = 30.0  # seconds the whole check may take before the checker stops it
     numpy_check: bool = False  # its check uses numpy off the numpy rung: the port as oracle, or arrays
@@ -92,7 +91,7 @@ EXERCISES = [
              'python -m microgpt.lab phases anna', uses=(8,)),
     Exercise(10, 'ex10_softmax', 'softmax', 'logits', "softmax, with the max subtracted", 'model',
              "docs/reading-guide.md section 1, file 5", "microgpt/ops.py, softmax", 'byhand',
-             'python -m microgpt.lab scaling', lesson="the Czech lesson, step 4"),
+             'python -m microgpt.lab scaling'),
     Exercise(11, 'ex11_rmsnorm', 'rmsnorm', 'x, eps=1e-5', "rmsnorm", 'model',
              "docs/reading-guide.md section 1, files 5 and 6", "microgpt/ops.py, rmsnorm", 'step',
              'python -m microgpt.lab step anna'),
@@ -100,8 +99,7 @@ EXERCISES = [
              "one head of causal attention over the KV cache", 'model',
              "docs/reading-guide.md section 1, file 6; section 2, attention",
              "microgpt/model.py, gpt() step 2 (the head loop)", 'byhand',
-             'python -m microgpt.lab attention anna', lesson="the Czech lesson, steps 2 to 6 and exercise 1",
-             uses=(8, 10)),
+             'python -m microgpt.lab attention anna', uses=(8, 10)),
     Exercise(13, 'ex13_gpt', 'gpt', 'token_id, pos_id, keys, values, state_dict, config',
              "gpt(): one position end to end", 'model', "docs/reading-guide.md section 1, file 6",
              "microgpt/model.py, GPT.gpt", 'phases', 'python -m microgpt.lab phases anna',
@@ -121,8 +119,7 @@ EXERCISES = [
     Exercise(17, 'ex17_masked_attention', 'masked_attention', 'q, k, v',
              "one causal head over a whole sequence, masked", 'numpy',
              "docs/reading-guide.md section 1, file 13", "src/inference/attention.py, masked_attention",
-             'attention', 'python -m microgpt.lab attention anna --query 2',
-             lesson="the Czech lesson, steps 4 to 6 and exercise 1"),
+             'attention', 'python -m microgpt.lab attention anna --query 2'),
     Exercise(18, 'ex18_linear_backward', 'linear_backward', 'dy, x, w', "a linear layer's backward",
              'numpy', "docs/reading-guide.md section 9, file 1", "src/backprop/layers.py, linear_backward",
              'step', 'python -m microgpt.lab step anna --engine numpy'),

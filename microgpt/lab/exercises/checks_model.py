@@ -140,15 +140,15 @@ SOFTMAX_MAX = ("Subtract the largest logit before exp(): exp(1000) overflows, an
 
 def check_softmax(t, fn):
     rng = random.Random(110)
-    cases = [('the Czech lesson, step 4', CZECH_SCORES),
-             ('a saturated row (the Czech lesson, step 3)', [10.0, 2.0, 1.0]),
+    cases = [('three tokens by hand', CZECH_SCORES),
+             ('a saturated row', [10.0, 2.0, 1.0]),
              ('large logits', [1000.0, 999.0, 0.0]),
              ('very negative logits', [-1000.0, -1001.0, -1002.0]),
              ('one logit', [3.0])]
     cases += [(f"random {i + 1}", vectors(rng, rng.randint(2, 8), -5, 5)) for i in range(RANDOM_CASES)]
     for k, (label, z) in enumerate(cases):
         t.case(label, f"logits = {fmt(z)}", k < 5)
-        oracle = (('the Czech lesson (3 decimals)', CZECH_WEIGHTS, LESSON_ROUNDING) if k == 0 else
+        oracle = (('three tokens by hand (3 decimals)', CZECH_WEIGHTS, LESSON_ROUNDING) if k == 0 else
                   ('exp(z - max) / math.fsum', fsum_softmax(z)))
         exps = [math.exp(x - max(z)) for x in z]
         check_function(t, fn, [z], ['the logits'], read_values(len(z), "one probability per logit"),
@@ -208,8 +208,8 @@ ATTENTION_SLIPS = [
 
 def check_attention_head(t, fn):
     rng = random.Random(112)
-    cases = [("the Czech lesson: q3 over k1, k2, k3", CZECH_Q[2], CZECH_KEYS, CZECH_VALUES),
-             ("the Czech lesson's exercise 1: q1 sees only k1", CZECH_Q[0], CZECH_KEYS[:1], CZECH_VALUES[:1]),
+    cases = [("three tokens by hand: q3 over k1, k2, k3", CZECH_Q[2], CZECH_KEYS, CZECH_VALUES),
+             ("three tokens by hand: q1 sees only k1", CZECH_Q[0], CZECH_KEYS[:1], CZECH_VALUES[:1]),
              ("head_dim 2, two keys", [1.0, -1.0], [[0.5, 0.5], [2.0, -1.0]], [[1.0, 0.0], [0.0, 1.0]])]
     for i in range(RANDOM_CASES):
         head_dim, n = rng.choice([2, 4, 8]), rng.randint(1, 5)
@@ -234,7 +234,7 @@ def check_attention_head(t, fn):
 
         right_out, right_w = float_attention(q, keys, values)
         if k == 0:
-            oracle = ('the Czech lesson: out3, then the weights (3 decimals)', CZECH_OUT3 + CZECH_WEIGHTS,
+            oracle = ('three tokens by hand: out3, then the weights (3 decimals)', CZECH_OUT3 + CZECH_WEIGHTS,
                       LESSON_ROUNDING)
         elif k == 1:
             oracle = ('the lesson: one visible key has weight 1, so out1 = v1 exactly', CZECH_VALUES[0] + [1.0])

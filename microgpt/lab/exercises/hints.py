@@ -54,7 +54,7 @@ HINTS = {
          "x_i times it.",
          "Mean of squares: the sum of xi * xi over x, divided by len(x). The scale: (that + eps) ** -0.5, "
          "a power (your exercise 2). Multiply each xi by the scale."),
-    12: ("Three stages, as the Czech lesson computes them: scores (one per visible key), softmax, then a "
+    12: ("Three stages, as attention by hand computes them: scores (one per visible key), softmax, then a "
          "weighted sum of the values.",
          "score_j is your dot(q, keys[j]) times 1/sqrt(head_dim), head_dim = len(q). The weights are "
          "your softmax of the scores.",

@@ -2,9 +2,8 @@
 Exercise 10: softmax, scores to probabilities (the real one: microgpt/ops.py, softmax).
 
 softmax turns attention scores into weights, and the final logits into the probabilities of
-the next character. The Czech lesson computes one by hand: softmax([0.485, 0.445, 0.730]) =
-[0.309, 0.297, 0.395] (docs/lessons.md, which truncates the last to 0.394; `python -m
-microgpt.lab scaling`, section 3).
+the next character. One worked by hand: softmax([0.485, 0.445, 0.730]) = [0.309, 0.297, 0.395]
+(docs/reading-guide.md, section 3; `python -m microgpt.lab scaling`, section 3).
 
 What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
 a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for

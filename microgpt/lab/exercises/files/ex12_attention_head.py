@@ -5,8 +5,8 @@ attention_head).
 
 The query of position i looks at the keys and values of positions 0..i, which earlier calls
 of gpt() left in the KV cache: the future has not been computed yet, so no mask is needed.
-The Czech lesson works one by hand (docs/lessons.md): with its q3 and three keys the weights
-are [0.309, 0.297, 0.395] and out3 = [0.309, 0.356, 0.444, 0.189].
+One worked by hand (docs/reading-guide.md, section 3): with q3 = [0.9, 0.8, 0.2, 0.1] and three
+keys the weights are [0.309, 0.297, 0.395] and out3 = [0.309, 0.356, 0.444, 0.189].
 
 What a Value offers (microgpt/engine.py): .data (its number) and .grad; the arithmetic
 a + b, a - b, a * b, a / b, -a (with a number on either side, 2 * a or a + 1.0 too); a ** n for

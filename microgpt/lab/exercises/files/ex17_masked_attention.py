@@ -4,8 +4,8 @@ real one: src/inference/attention.py, masked_attention, for every head at once).
 
 gpt() computes one position per call, and the KV cache keeps the future out. On arrays every
 position is computed at once: every query scores every key, and the future pairs are masked.
-The Czech lesson's three tokens give row 3 of the weights as [0.309, 0.297, 0.395], and row 1
-as [1, 0, 0]: the first token sees only itself, so out1 = v1 (its exercise 1).
+The three tokens worked by hand (docs/reading-guide.md, section 3) give row 3 of the weights as
+[0.309, 0.297, 0.395], and row 1 as [1, 0, 0]: the first token sees only itself, so out1 = v1.
 
 Reading: docs/reading-guide.md, section 1, file 13 (src/inference/attention.py). See it live:
 `python -m microgpt.lab attention anna --query 2` (the masked keys), the web lab's Attention page.
