@@ -26,7 +26,7 @@ import numpy as np
 
 from microgpt import inference
 from microgpt.lab import byhand, scaling
-from microgpt.lab.czech import CZECH_KEYS, CZECH_OUT, CZECH_Q3, CZECH_VALUES, CZECH_WEIGHTS_X10
+from microgpt.lab.example import KEYS, OUT3, Q3, VALUES, WEIGHTS_X10
 from microgpt.lab.notebook import show, work_folder
 from microgpt.lab.rowstats import softmax
 from microgpt.lab.render import table
@@ -52,14 +52,14 @@ assert np.allclose(h['raw'], [0.97, 0.89, 1.46])           # q3 . k_j, the raw s
 assert np.allclose(h['scores'], [0.485, 0.445, 0.730])     # divided by sqrt(4)
 assert np.round(h['weights'], 3).tolist() == [0.309, 0.297, 0.395]
 assert abs(h['weights'][2] - 0.394521) < 1e-6              # 0.394 when truncated, 0.395 rounded
-assert np.allclose(h['out'], CZECH_OUT, atol=5e-4)         # out3 = [0.309, 0.356, 0.444, 0.189]
+assert np.allclose(h['out'], OUT3, atol=5e-4)         # out3 = [0.309, 0.356, 0.444, 0.189]
 
 # %% [markdown]
 # The model computes the same with the numpy port's own `attention_head`, the function its
 # `forward()` calls for every head and position:
 
 # %%
-out3, scores3, weights3 = inference.attention_head(CZECH_Q3, CZECH_KEYS, CZECH_VALUES)
+out3, scores3, weights3 = inference.attention_head(Q3, KEYS, VALUES)
 print("scores", np.round(scores3, 4), "weights", np.round(weights3, 4), "out3", np.round(out3, 4))
 assert np.allclose(weights3, h['weights'], rtol=0, atol=1e-15) and np.allclose(out3, h['out'], rtol=0, atol=1e-15)
 
@@ -72,8 +72,8 @@ assert np.allclose(weights3, h['weights'], rtol=0, atol=1e-15) and np.allclose(o
 # %%
 first = byhand.compute(query=1)
 print(f"weights {first['head']['weights']}, masked: tokens {[j + 1 for j in first['masked']]}, "
-      f"out1 = {first['head']['out']}, v1 = {CZECH_VALUES[0]}")
-assert first['head']['weights'].tolist() == [1.0] and first['head']['out'].tolist() == CZECH_VALUES[0]
+      f"out1 = {first['head']['out']}, v1 = {VALUES[0]}")
+assert first['head']['weights'].tolist() == [1.0] and first['head']['out'].tolist() == VALUES[0]
 
 # %% [markdown]
 # **2.** *Multiply every score by ten, as if √d were missing: how far does the weakest weight
@@ -85,7 +85,7 @@ tenfold = softmax(h['raw'] / 2 * 10)  # (3,): the scores times ten
 unscaled = byhand.compute(scale=False)['head']['weights']
 print(f"scores x 10: {np.round(tenfold, 3)}   without sqrt(d): {np.round(unscaled, 3)}   "
       f"the weakest weight falls {h['weights'][1] / tenfold[1]:.1f} times")
-assert np.round(tenfold, 3).tolist() == CZECH_WEIGHTS_X10  # [0.075, 0.051, 0.874]
+assert np.round(tenfold, 3).tolist() == WEIGHTS_X10  # [0.075, 0.051, 0.874]
 assert round(h['weights'][1] / tenfold[1], 1) == 5.9
 
 # %% [markdown]

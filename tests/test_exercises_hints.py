@@ -15,7 +15,7 @@ import pytest
 
 from helpers import REPO_DIR, lab
 from microgpt.lab.exercises import catalog, hints, workspace
-from microgpt.lab.exercises.lessons import CZECH_SCORES
+from microgpt.lab.example import SCORES
 
 SHORT = 12  # a solution line shorter than this (`x = [a]`, `total = 0`) may well appear in any prose
 
@@ -66,7 +66,7 @@ def test_the_value_rungs_stubs_say_what_a_value_offers(n):
 def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
     """softmax(q3 . k / 2) of the three tokens by hand, rounded to 3 decimals, is the figure
     ex10, ex12, ex17 and the reading guide's table teach (0.394521 rounds to 0.395, not 0.394)."""
-    exps = [math.exp(s - max(CZECH_SCORES)) for s in CZECH_SCORES]
+    exps = [math.exp(s - max(SCORES)) for s in SCORES]
     weights = [round(x / math.fsum(exps), 3) for x in exps]
     assert weights == [0.309, 0.297, 0.395]
     figure = '[' + ', '.join(f'{w:.3f}' for w in weights) + ']'

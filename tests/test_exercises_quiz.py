@@ -11,7 +11,7 @@ import math
 import pytest
 
 from microgpt.lab.exercises import quiz
-from microgpt.lab.exercises.lessons import CZECH_KEYS, CZECH_Q, CZECH_VALUES
+from microgpt.lab.example import KEYS, Q, VALUES
 from helpers import lab
 
 # question -> (answers the lesson itself gives or would accept, wrong answers)
@@ -63,10 +63,10 @@ def test_the_computed_answers_are_what_the_lessons_numbers_give():
     def softmax(z):
         e = [math.exp(x - max(z)) for x in z]
         return [x / sum(e) for x in e]
-    scores = [sum(a * b for a, b in zip(CZECH_Q[2], k)) / 2 for k in CZECH_KEYS]
+    scores = [sum(a * b for a, b in zip(Q[2], k)) / 2 for k in KEYS]
     weights = softmax(scores)
     assert quiz.get('byhand-weights').answer == pytest.approx(weights, abs=1e-8)
-    out3 = [sum(w * v[d] for w, v in zip(weights, CZECH_VALUES)) for d in range(4)]
+    out3 = [sum(w * v[d] for w, v in zip(weights, VALUES)) for d in range(4)]
     assert quiz.get('byhand-out3').answer == pytest.approx(out3, abs=1e-8)
     ten = softmax([10 * s for s in [0.97 / 2, 0.89 / 2, 1.46 / 2]])  # the lesson's rounded scores, x10
     assert quiz.get('byhand-2').answer == pytest.approx(min(ten)) and quiz.get('byhand-2b').answer == pytest.approx(max(ten))

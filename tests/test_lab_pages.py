@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from microgpt.edge.errors import UserError
-from microgpt.lab import byhand, czech, phases, scaling
+from microgpt.lab import byhand, example, phases, scaling
 from microgpt.lab.rowstats import row_statistics, softmax
 
 EXACT_TOL = 1e-12
@@ -29,13 +29,13 @@ def preset(**changes):
 def test_the_czech_preset_gives_the_lessons_numbers():
     r = preset()
     h = r['head']
-    assert np.abs(h['raw'] - czech.CZECH_SCORES).max() < EXACT_TOL
+    assert np.abs(h['raw'] - example.RAW_SCORES).max() < EXACT_TOL
     assert h['divisor'] == 2
     assert np.abs(h['scores'] - [0.485, 0.445, 0.730]).max() < EXACT_TOL
     assert np.abs(h['exps'] - [1.624, 1.561, 2.075]).max() < LESSON_ROUNDING
     assert abs(h['sum'] - 5.260) < LESSON_ROUNDING
-    assert np.abs(h['weights'] - czech.CZECH_WEIGHTS).max() < LESSON_ROUNDING
-    assert np.abs(h['out'] - czech.CZECH_OUT).max() < LESSON_ROUNDING
+    assert np.abs(h['weights'] - example.WEIGHTS).max() < LESSON_ROUNDING
+    assert np.abs(h['out'] - example.OUT3).max() < LESSON_ROUNDING
     # every w_j * v_j component, as the lesson's step 6 writes them
     lesson_terms = [[0.062, 0.247, 0, 0.031], [0.208, 0.030, 0.089, 0], [0.039, 0.079, 0.355, 0.158]]
     assert np.abs(h['weighted'] - lesson_terms).max() < LESSON_ROUNDING
@@ -59,7 +59,7 @@ def test_by_hand_is_the_ports_attention_head():
 def test_the_first_token_sees_itself_only_and_gets_v1():
     r = preset(query=0)
     assert r['head']['weights'].tolist() == [1.0]
-    assert r['head']['out'].tolist() == czech.CZECH_VALUES[0]
+    assert r['head']['out'].tolist() == example.VALUES[0]
     assert abs(r['head']['scores'][0] - 0.55) < EXACT_TOL  # q1.k1 / 2, not the lesson's 0.485
     assert r['masked'] == [1, 2]
 
@@ -114,7 +114,7 @@ def test_shapes_that_do_not_fit_are_one_line(change, words):
 def test_the_sandbox_reads_typed_text_and_defaults_to_the_lesson():
     d = byhand.compute()
     assert d['query'] == 2 and d['tokens'] == ['kočka', 'spí', 'venku'] and d['q_given'] == [True, False, True]
-    assert np.abs(d['head']['out'] - czech.CZECH_OUT).max() < LESSON_ROUNDING
+    assert np.abs(d['head']['out'] - example.OUT3).max() < LESSON_ROUNDING
     assert d['inputs']['q'][2] == '0.9, 0.8, 0.2, 0.1'
     assert d['shapes']['score_numbers'] == 33_554_432
     typed = byhand.compute(q=['1 0', '0 1'], k=['1, 0', '0,1'], v=['2 0', '0 2'], query=2, tokens=['a'])

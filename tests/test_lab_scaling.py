@@ -1,6 +1,6 @@
 """
 The scaling numbers (microgpt/lab/scaling.py) and the row statistics (rowstats.py) against
-closed forms, sampling and the numbers the project grew from (microgpt/lab/czech.py holds the
+closed forms, sampling and the numbers the project grew from (microgpt/lab/example.py holds the
 three-token example's), with tolerances that say where they come from: sampling error for what
 is sampled, three decimals for what was printed rounded.
 """
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from microgpt.lab import czech, scaling
+from microgpt.lab import example, scaling
 from microgpt.lab.__main__ import main
 from microgpt.lab.rowstats import batch_statistics, entropy_bits, gradient_scale, row_statistics, softmax
 
@@ -76,14 +76,14 @@ def test_saturation_example():
 
 def test_three_tokens_by_hand():
     from microgpt import inference
-    out, logits, weights = inference.attention_head(czech.CZECH_Q3, czech.CZECH_KEYS, czech.CZECH_VALUES)
+    out, logits, weights = inference.attention_head(example.Q3, example.KEYS, example.VALUES)
     printed = 1.5e-3  # printed to 3 decimals, sums of rounded products
-    assert np.abs(logits * 2 - czech.CZECH_SCORES).max() < EXACT_TOL + 1e-15
-    assert np.abs(weights - czech.CZECH_WEIGHTS).max() < printed
-    assert np.abs(out - czech.CZECH_OUT).max() < printed
-    assert np.abs(softmax(logits * 10) - czech.CZECH_WEIGHTS_X10).max() < printed
+    assert np.abs(logits * 2 - example.RAW_SCORES).max() < EXACT_TOL + 1e-15
+    assert np.abs(weights - example.WEIGHTS).max() < printed
+    assert np.abs(out - example.OUT3).max() < printed
+    assert np.abs(softmax(logits * 10) - example.WEIGHTS_X10).max() < printed
     assert abs(weights[2] - 0.394521) < 5e-7
-    assert math.floor(weights[2] * 1000) / 1000 == czech.CZECH_WEIGHTS[2] == 0.394  # truncated, not rounded
+    assert round(weights[2], 3) == example.WEIGHTS[2] == 0.395  # rounded (truncated, it reads 0.394)
 
 
 # ---------------------------------------------------------------------------- 4) one row

@@ -26,16 +26,13 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .limits import MAX_HAND_ABS, MAX_HAND_DIM, MAX_HAND_TOKENS
-from .czech import CZECH_KEYS, CZECH_Q, CZECH_VALUES
+from .example import KEYS, Q, TOKENS, VALUES
 from .scaling import score_matrix_size
 
-# The Czech lesson's tokens ("kočka spí venku"); its vectors are czech.py's. It gives q1 and q3
-# only: q2 is ours (x2's pattern, as q1 is x1's), needed only when the query is token 2.
-CZECH_TOKENS = ['kočka', 'spí', 'venku']
-CZECH_Q_GIVEN = [True, False, True]  # which q the lesson itself gives
-PRESET = {'tokens': CZECH_TOKENS, 'q': CZECH_Q, 'k': CZECH_KEYS, 'v': CZECH_VALUES,
-          'q_given': CZECH_Q_GIVEN, 'query': 2, 'n_head': 1,
-          'w_o': np.eye(4).tolist()}  # the lesson gives no W_O: the identity passes concat through
+Q_GIVEN = [True, False, True]  # the worked example needs q1 and q3; q2 is made up
+PRESET = {'tokens': TOKENS, 'q': Q, 'k': KEYS, 'v': VALUES,
+          'q_given': Q_GIVEN, 'query': 2, 'n_head': 1,
+          'w_o': np.eye(4).tolist()}  # W_O the identity: it passes concat through
 
 
 # ---------------------------------------------------------------------------- reading what was typed

@@ -31,8 +31,8 @@ from .render import table
 from .attention import temper
 from .limits import MAX_ROW_NUMBERS  # draws x row_d: section 4 holds draws x 8 x row_d numbers, twice
 from .rowstats import batch_statistics, row_statistics, softmax
-# the three-token example's vectors (czech.py, standard library only: the exercises read them too)
-from .czech import CZECH_KEYS, CZECH_Q3, CZECH_VALUES
+# the three-token example's vectors (example.py, standard library only: the exercises read them too)
+from .example import KEYS, Q3, VALUES
 
 SATURATED = [10.0, 2.0, 1.0]                   # section 2's scores
 LABELS = ('without scaling', 'with scaling')
@@ -270,8 +270,8 @@ def worked_examples(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
                         f"{MAX_ROW_NUMBERS:,}: section 4 would hold {draws * row_d * ROW_KEYS * 16 >> 20:,} MiB; "
                         "lower one of them")
     rng = np.random.default_rng(seed)
-    out3, logits3, w3 = inference.attention_head(CZECH_Q3, CZECH_KEYS, CZECH_VALUES)  # (4,), (3,), (3,)
-    raw3 = np.array(CZECH_KEYS) @ np.array(CZECH_Q3)  # (3,) the unscaled q3.k_j
+    out3, logits3, w3 = inference.attention_head(Q3, KEYS, VALUES)  # (4,), (3,), (3,)
+    raw3 = np.array(KEYS) @ np.array(Q3)  # (3,) the unscaled q3.k_j
     return {'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d,
             'variance': [{'d': dd, 'var': var, 'se': se, 'sd': sd} for dd, var, se, sd in variance_table(samples, rng)],
             'saturation': {'scores': SATURATED, 'weights': softmax(np.array(SATURATED)),  # (3,)

@@ -25,7 +25,7 @@ The files, in the order they are used:
   checks_engine.py, checks_model.py, checks_numpy.py, checks_regularization.py, checks_tokens.py
                   one check per exercise, a module per rung
   trainer.py      `train`: the learner's Value, blocks, gpt() and Adam beside microgpt's
-  quiz.py, lessons.py   the lessons' questions and numbers
+  quiz.py         questions on the attention examples (their numbers: ../example.py)
   report.py, cli.py, web.py   the words printed, the command line, the Exercises page's routes
 No learner code ever runs in the process of the command line or of the web server: only in the
 checker's subprocess, with its time limits, memory cap and bounded output, so that a mistake

@@ -13,7 +13,7 @@ from ... import ops, optim, sampling, training
 from ...engine import Value
 from ...model import GPT, GPTConfig
 from .harness import central_difference, fmt
-from .lessons import CZECH_KEYS, CZECH_OUT3, CZECH_Q, CZECH_SCORES, CZECH_VALUES, CZECH_WEIGHTS, LESSON_ROUNDING
+from ..example import KEYS, OUT3, Q, ROUNDING, SCORES, VALUES, WEIGHTS
 
 RANDOM_CASES = 6
 FD_SAMPLES = 3  # weights of a model whose gradient finite differences measure, per case
@@ -140,7 +140,7 @@ SOFTMAX_MAX = ("Subtract the largest logit before exp(): exp(1000) overflows, an
 
 def check_softmax(t, fn):
     rng = random.Random(110)
-    cases = [('three tokens by hand', CZECH_SCORES),
+    cases = [('three tokens by hand', SCORES),
              ('a saturated row', [10.0, 2.0, 1.0]),
              ('large logits', [1000.0, 999.0, 0.0]),
              ('very negative logits', [-1000.0, -1001.0, -1002.0]),
@@ -148,7 +148,7 @@ def check_softmax(t, fn):
     cases += [(f"random {i + 1}", vectors(rng, rng.randint(2, 8), -5, 5)) for i in range(RANDOM_CASES)]
     for k, (label, z) in enumerate(cases):
         t.case(label, f"logits = {fmt(z)}", k < 5)
-        oracle = (('three tokens by hand (3 decimals)', CZECH_WEIGHTS, LESSON_ROUNDING) if k == 0 else
+        oracle = (('three tokens by hand (3 decimals)', WEIGHTS, ROUNDING) if k == 0 else
                   ('exp(z - max) / math.fsum', fsum_softmax(z)))
         exps = [math.exp(x - max(z)) for x in z]
         check_function(t, fn, [z], ['the logits'], read_values(len(z), "one probability per logit"),
@@ -208,8 +208,8 @@ ATTENTION_SLIPS = [
 
 def check_attention_head(t, fn):
     rng = random.Random(112)
-    cases = [("three tokens by hand: q3 over k1, k2, k3", CZECH_Q[2], CZECH_KEYS, CZECH_VALUES),
-             ("three tokens by hand: q1 sees only k1", CZECH_Q[0], CZECH_KEYS[:1], CZECH_VALUES[:1]),
+    cases = [("three tokens by hand: q3 over k1, k2, k3", Q[2], KEYS, VALUES),
+             ("three tokens by hand: q1 sees only k1", Q[0], KEYS[:1], VALUES[:1]),
              ("head_dim 2, two keys", [1.0, -1.0], [[0.5, 0.5], [2.0, -1.0]], [[1.0, 0.0], [0.0, 1.0]])]
     for i in range(RANDOM_CASES):
         head_dim, n = rng.choice([2, 4, 8]), rng.randint(1, 5)
@@ -234,10 +234,10 @@ def check_attention_head(t, fn):
 
         right_out, right_w = float_attention(q, keys, values)
         if k == 0:
-            oracle = ('three tokens by hand: out3, then the weights (3 decimals)', CZECH_OUT3 + CZECH_WEIGHTS,
-                      LESSON_ROUNDING)
+            oracle = ('three tokens by hand: out3, then the weights (3 decimals)', OUT3 + WEIGHTS,
+                      ROUNDING)
         elif k == 1:
-            oracle = ('the lesson: one visible key has weight 1, so out1 = v1 exactly', CZECH_VALUES[0] + [1.0])
+            oracle = ('the lesson: one visible key has weight 1, so out1 = v1 exactly', VALUES[0] + [1.0])
         else:
             oracle = ('the same three steps in floats, sums by math.fsum', right_out + right_w)
         mistakes = [(str(kw), sum(float_attention(q, keys, values, **kw), []), h) for kw, h in ATTENTION_SLIPS]

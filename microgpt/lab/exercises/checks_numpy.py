@@ -15,7 +15,7 @@ from microgpt.inference.attention import causal_mask, softmax
 
 from .checks_model import float_attention
 from .harness import central_difference, fmt
-from .lessons import CZECH_KEYS, CZECH_OUT3, CZECH_Q, CZECH_VALUES, CZECH_WEIGHTS, LESSON_ROUNDING
+from ..example import KEYS, OUT3, Q, ROUNDING, VALUES, WEIGHTS
 
 RANDOM_CASES = 5
 
@@ -77,7 +77,7 @@ MASK_SLIPS = [
 def check_masked_attention(t, fn):
     from microgpt.inference.attention import masked_attention as project
     rng = random.Random(117)
-    cases = [("three tokens by hand", np.array(CZECH_Q), np.array(CZECH_KEYS), np.array(CZECH_VALUES)),
+    cases = [("three tokens by hand", np.array(Q), np.array(KEYS), np.array(VALUES)),
              ("one position", np.array([[0.5, -1.0]]), np.array([[2.0, 1.0]]), np.array([[3.0, 4.0]])),
              ("4 positions, head_dim 2", array(rng, 4, 2), array(rng, 4, 2), array(rng, 4, 2))]
     for i in range(RANDOM_CASES):
@@ -100,11 +100,11 @@ def check_masked_attention(t, fn):
                   hint="out = weights @ v: each row averages the values with that row's weights.")
         if k == 0:
             t.compare("the weights of token 3 (the lesson's step 4)", w[2], p_w[2],
-                      oracle=('three tokens by hand, 3 decimals', CZECH_WEIGHTS, LESSON_ROUNDING))
+                      oracle=('three tokens by hand, 3 decimals', WEIGHTS, ROUNDING))
             t.compare("out3 (the lesson's step 6)", out[2], p_out[2],
-                      oracle=('three tokens by hand, 3 decimals', CZECH_OUT3, LESSON_ROUNDING))
+                      oracle=('three tokens by hand, 3 decimals', OUT3, ROUNDING))
             t.compare("out1 (the lesson's exercise 1: the first token sees only itself)", out[0], p_out[0],
-                      oracle=('v1, exactly', CZECH_VALUES[0], 0.0),
+                      oracle=('v1, exactly', VALUES[0], 0.0),
                       hint="Row 1 has one visible key, so its weight is 1 and out1 = v1.")
 
 
@@ -191,7 +191,7 @@ def numpy_attention_backward(dout, q, k, v, slip=None):
 def check_attention_backward(t, fn):
     from microgpt.backprop.layers import attention_backward, attention_forward
     rng = random.Random(120)
-    cases = [("three tokens by hand", np.array(CZECH_Q), np.array(CZECH_KEYS), np.array(CZECH_VALUES)),
+    cases = [("three tokens by hand", np.array(Q), np.array(KEYS), np.array(VALUES)),
              ("one position", array(rng, 1, 2), array(rng, 1, 2), array(rng, 1, 2)),
              ("4 positions, head_dim 2", array(rng, 4, 2), array(rng, 4, 2), array(rng, 4, 2))]
     for i in range(RANDOM_CASES):
