@@ -127,7 +127,7 @@ def add_serve(commands):
 
 def parse_args(argv=None):
     p = cli.ArgumentParser(prog='python -m microgpt.lab',
-                           description="The lessons' sandboxes as commands, on a trained checkpoint.")
+                           description="The lab's sandboxes as commands, on a trained checkpoint.")
     commands = p.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for s in registry.SANDBOXES:
         add_sandbox(commands, s)

@@ -199,7 +199,7 @@ def float_attention(q, keys, values, scale='sqrt', use_keys=False):
 
 
 ATTENTION_SLIPS = [
-    ({'scale': 'none'}, "Divide every score by sqrt(head_dim) before the softmax (the lesson's step 3)."),
+    ({'scale': 'none'}, "Divide every score by sqrt(head_dim) before the softmax (three tokens by hand: q3.k / 2)."),
     ({'scale': 'keys'}, "The scale is 1/sqrt(head_dim), the length of q, not of the number of keys."),
     ({'scale': 'dim'}, "Divide by the square ROOT of head_dim, not by head_dim."),
     ({'use_keys': True}, "The output averages the VALUES with the weights; the keys only score."),
@@ -237,7 +237,7 @@ def check_attention_head(t, fn):
             oracle = ('three tokens by hand: out3, then the weights (3 decimals)', OUT3 + WEIGHTS,
                       ROUNDING)
         elif k == 1:
-            oracle = ('the lesson: one visible key has weight 1, so out1 = v1 exactly', VALUES[0] + [1.0])
+            oracle = ('one visible key has weight 1, so out1 = v1 exactly', VALUES[0] + [1.0])
         else:
             oracle = ('the same three steps in floats, sums by math.fsum', right_out + right_w)
         mistakes = [(str(kw), sum(float_attention(q, keys, values, **kw), []), h) for kw, h in ATTENTION_SLIPS]

@@ -99,11 +99,11 @@ def check_masked_attention(t, fn):
         t.compare('out', out, p_out, oracle=('the same loop', loop_out),
                   hint="out = weights @ v: each row averages the values with that row's weights.")
         if k == 0:
-            t.compare("the weights of token 3 (the lesson's step 4)", w[2], p_w[2],
+            t.compare("the weights of token 3", w[2], p_w[2],
                       oracle=('three tokens by hand, 3 decimals', WEIGHTS, ROUNDING))
-            t.compare("out3 (the lesson's step 6)", out[2], p_out[2],
+            t.compare("out3", out[2], p_out[2],
                       oracle=('three tokens by hand, 3 decimals', OUT3, ROUNDING))
-            t.compare("out1 (the lesson's exercise 1: the first token sees only itself)", out[0], p_out[0],
+            t.compare("out1 (the first token sees only itself)", out[0], p_out[0],
                       oracle=('v1, exactly', VALUES[0], 0.0),
                       hint="Row 1 has one visible key, so its weight is 1 and out1 = v1.")
 
