@@ -1,5 +1,5 @@
 """
-The lab: the lessons' sandboxes and their checkable numbers, as terminal commands, one per
+The lab: the sandboxes and their checkable numbers, as terminal commands, one per
 sandbox of registry.SANDBOXES (`python -m microgpt.lab --help` lists them), and as web pages.
 
     python -m microgpt.lab overview anna          # next-character bars, loss, one continuation
@@ -22,9 +22,8 @@ The model commands read a checkpoint written by train.py (default out/model.json
 inside it with the numpy port (src/inference), whose forward pass can hand back every
 intermediate: queries, keys, attention scores and weights, logits. Everything prints as text
 with unicode shading, so it works in any terminal; with the optional plot extra (matplotlib)
-`--png FILE` also draws a picture. docs/lessons.md says what each lesson shows and which
-command reproduces each of its numbers; docs/reading-guide.md maps the commands to the code
-and to the lessons' exercises.
+`--png FILE` also draws a picture. docs/reading-guide.md maps the commands to the code and to
+the exercises; docs/lessons.md credits the texts the worked examples come from.
 
 This subpackage is the one place in microgpt/ that imports numpy: the core modules (engine,
 model, training, ...) stay pure standard library. Each sandbox lives in its own file, with one

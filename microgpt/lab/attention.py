@@ -1,7 +1,7 @@
 """
 The attention sandbox: one head, one query position, every step of attention with the
-real numbers of a trained checkpoint. It follows the sandbox of the 3D tutorial's lesson 03
-and the Czech lesson's hand computation (docs/lessons.md says what each lesson shows).
+real numbers of a trained checkpoint: the computation byhand.py works on typed numbers, on
+the model's own q, k and v.
 
     python -m microgpt.lab attention anna                    # layer 0, head 0, last position
     python -m microgpt.lab attention anna --head 1 --query 2 # an earlier query: see the mask

@@ -1,24 +1,24 @@
 """
-Attention by hand: the Czech lesson's worked example (docs/lessons.md), on numbers a learner
+Attention by hand: the three-token worked example (example.py), on numbers a learner
 types. The web lab's Attention page draws this in its "By hand" mode.
 
-    python -m microgpt.lab byhand                       # the lesson's three tokens, query = token 3
+    python -m microgpt.lab byhand                       # the example's three tokens, query = token 3
     python -m microgpt.lab byhand --query 1             # the first token: one key, weight 1
 
 Up to MAX_HAND_TOKENS tokens (limits.py), each with a query q, a key k and a value v of d
-numbers (no model and no W_Q, W_K, W_V: the lesson, too, writes the vectors down). For query token i it computes, in
-the lesson's order and with nothing hidden:
+numbers (no model and no W_Q, W_K, W_V: the vectors are written down). For query token i it
+computes, in order and with nothing hidden:
   1. q_i . k_j for every key j <= i, one product per dimension;
-  2. the scores divided by sqrt(d) (or not: the lesson's exercise 2 drops it);
+  2. the scores divided by sqrt(d) (or not: --no-scale drops it);
   3. e^score for each visible key and their sum; the weights e^score / sum. A future key
      j > i is masked: its score is -inf, e^-inf = 0, and it gets weight exactly 0;
   4. each w_j * v_j, component by component, and their sum, the output out_i;
   5. several heads: each head h takes its slice of d / n_head dimensions of q, k and v and
      repeats 1-4 on it; the heads' outputs side by side (concat) then go through W_O, a d x d
      matrix stored [n_out][n_in] as every microgpt matrix, so out[r] = sum_c W_O[r][c] concat[c].
-The exponentials are taken of the scores as they are, as the lesson writes them (inputs are
+The exponentials are taken of the scores as they are, as a hand computation writes them (inputs are
 capped so they cannot overflow); the softmax inside the model subtracts the max first, which
-gives the same weights. `shapes` is the lesson's table of shapes and the memory of the score
+gives the same weights. `shapes` is a table of shapes and the memory of the score
 matrix, for sizes a learner picks.
 """
 
@@ -97,7 +97,7 @@ def one_head(q_i, keys, values, scale=True):
     raw = products.sum(axis=1)                     # (t,): q_i . k_j
     divisor = d ** 0.5 if scale else 1.0
     scores = raw / divisor                         # (t,)
-    exps = np.exp(scores)                          # (t,): e^score, as the lesson writes them
+    exps = np.exp(scores)                          # (t,): e^score, as a hand computation writes them
     total = float(exps.sum())
     weights = exps / total                         # (t,): sums to 1
     weighted = weights[:, None] * values           # (t, d): w_j * v_j
@@ -107,10 +107,10 @@ def one_head(q_i, keys, values, scale=True):
 
 
 def by_hand(q, k, v, query, n_head=1, w_o=None, scale=True):
-    """Every number of the lesson's computation for query token `query` (0-based).
+    """Every number of the computation for query token `query` (0-based).
 
     Returns {'T', 'd', 'query', 'head': one_head's numbers for the whole vector (steps 1-4,
-    the lesson's single head), 'masked': the future key positions, 'heads': [one_head's numbers
+    the example's single head), 'masked': the future key positions, 'heads': [one_head's numbers
     for each head's slice] with each head's 'slice', 'concat' (d,), 'w_o' (d, d), 'final' (d,)}.
     """
     q, k, v, w_o = check_inputs(q, k, v, query, n_head, w_o)
@@ -132,7 +132,7 @@ def by_hand(q, k, v, query, n_head=1, w_o=None, scale=True):
 
 
 def shapes(B, T, d_model, n_head, bytes_per_number=2):
-    """The lesson's table of shapes for a batch of B sequences of T tokens, and the memory of
+    """The table of shapes for a batch of B sequences of T tokens, and the memory of
     one layer's score matrix [B, n_head, T, T]: rows (name, shape, numbers, meaning)."""
     head_dim = d_model // n_head
     rows = [
@@ -165,10 +165,10 @@ DEFAULTS = {'tokens': PRESET['tokens'], 'q': [_text(x) for x in PRESET['q']],
 def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
             batch=1, length=1024, d_model=4096, n_heads=32, bytes=2):
     """The registry's contract: the vectors as typed (strings of numbers, one per token; none
-    given: the lesson's), the query token counted from 1 as the lesson counts, and the sizes of
+    given: the worked example's), the query token counted from 1, and the sizes of
     the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
     text, for the page's boxes), 'shapes' and 'max_tokens' (the page's + button stops there)."""
-    lesson = not (q or k or v)
+    preset = not (q or k or v)
     q, k, v = (list(x) or DEFAULTS[n] for n, x in (('q', q), ('k', k), ('v', v)))
     read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
             for name, vectors in (('q', q), ('k', k), ('v', v))}
@@ -176,7 +176,7 @@ def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
     if not 1 <= query <= len(read['k']):
         raise UserError(f"the query is token {query}, but there are {len(read['k'])} tokens: give 1..{len(read['k'])}")
     T = len(read['k'])
-    names = list(tokens or (DEFAULTS['tokens'] if lesson else []))[:T]
+    names = list(tokens or (DEFAULTS['tokens'] if preset else []))[:T]
     names += [f'token {j + 1}' for j in range(len(names), T)]
     if d_model % n_heads:
         raise UserError(f"{n_heads} heads cannot split d_model {d_model} evenly: pick a divisor of {d_model}")

@@ -1,6 +1,5 @@
 """
-Attention in phases, on the learner's model: the 3D tutorial's sandbox (docs/lessons.md), one
-head and one query, walked through in the order the model computes it, each phase beside the
+Attention in phases, on the learner's model: one head and one query, walked through in the order the model computes it, each phase beside the
 lines of microgpt/model.py's gpt() that compute it.
 
     python -m microgpt.lab phases anna                  # layer 0, head 0, the last position
@@ -33,7 +32,7 @@ from .attention import check_choice
 from .loading import data_mode, text_tokens
 from .render import token_label, width
 
-# (id, name, what it shows): the 3D tutorial's phases, in the order gpt() computes them
+# (id, name, what it shows): the phases, in the order gpt() computes them
 PHASES = [
     ('tokens', 'tokens', "each token and its position become one vector: wte[token] + wpe[pos], normalised"),
     ('qkv', 'Q / K / V', "three linear maps of the same vector: what it looks for (q), offers (k), hands over (v)"),

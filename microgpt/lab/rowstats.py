@@ -1,14 +1,11 @@
 """
-How peaked is one row of attention? The four numbers of the Russian lesson's widget (see
-docs/lessons.md), for one query.
+How peaked is one row of attention? Four numbers, for one query.
 
 Given the scores a query gives its visible keys (the softmax input), these say whether the
 softmax is still "soft" or has saturated into picking one key:
 
   spread          the standard deviation of the scores. Without the 1/sqrt(head_dim) factor
-                  it grows like sqrt(head_dim); that growth is what the factor removes. (The
-                  lesson does not define its spread; its numbers fit max - min instead, see
-                  `scaling` section 4.)
+                  it grows like sqrt(head_dim); that growth is what the factor removes.
   entropy         -sum_j p_j log2 p_j of the weights, in bits: log2(visible keys) for a
                   uniform row, 0 when one key takes everything.
   max weight      the largest p_j: 1/(visible keys) at the uniform end, 1 when saturated.
