@@ -153,9 +153,15 @@ def test_solution_says_it_is_the_whole_function(capsys):
 
 
 @pytest.mark.parametrize('n, formula', [(2, 'n * x^(n - 1)'), (3, 'd(e^x)/dx = e^x'), (4, '1/x'),
-                                        (5, 'slope is 1 on the right')])
+                                        (5, 'slope is 1 on the right'), (19, 'p_i * (dp_i - sum_j dp_j * p_j)')])
 def test_the_stub_leaves_the_derivative_to_the_learner_and_the_last_hint_gives_it(n, formula):
-    """Was: stubs 2 to 5 stated the derivative they asked for. The stub gives the idea to reach
-    for; the formula comes at `hint N`'s last level."""
+    """Was: stubs 2 to 5 and 19 stated the derivative they asked for. The stub gives the idea to
+    reach for; the formula comes at `hint N`'s later levels, never its first."""
     assert formula not in catalog.stub_text(n)
-    assert formula in hints.HINTS[n][-1] and formula not in hints.HINTS[n][0]
+    assert any(formula in level for level in hints.HINTS[n][1:]) and formula not in hints.HINTS[n][0]
+
+
+@pytest.mark.parametrize('n, backward', [(18, ('dx = dy @ w', 'dw = dy.T @ x')), (22, ('dx = f * dy',))])
+def test_a_backward_stub_leaves_the_backward_to_the_learner(n, backward):
+    """Was: stubs 18 and 22 wrote out the backward they asked for."""
+    assert not any(b in catalog.stub_text(n) for b in backward)

@@ -97,8 +97,10 @@ HINTS = {
          "(n_out, n_in) like w.",
          "Match the shapes: dy (R, n_out) with w (n_out, n_in) gives (R, n_in); dy transposed "
          "(n_out, R) with x (R, n_in) gives (n_out, n_in), summed over the rows for free."),
-    19: ("The Jacobian's formula collapses: dz_i = p_i * (dp_i - sum_j dp_j * p_j). Compute the sum "
-         "once per row.",
+    19: ("From p_j = e^z_j / sum_k e^z_k: for i = j, d p_j / d z_i = p_j (1 - p_j); for i != j it is "
+         "-p_j p_i. One formula holds both: p_j (delta_ij - p_i).",
+         "The chain rule sums over j: dz_i = sum_j dp_j p_j (delta_ij - p_i), which collapses to "
+         "dz_i = p_i * (dp_i - sum_j dp_j * p_j). Compute the sum once per row.",
          "(dp * p).sum(axis=-1, keepdims=True) is that sum with shape (..., 1), which broadcasts against "
          "the row; subtract it from dp and multiply by p."),
     20: ("Run the forward first (your masked_attention) to get the weights a; then go back through its "
@@ -114,7 +116,9 @@ HINTS = {
          "updates m and v, moves the weights and sets each .grad back to 0.0.",
          "Leave p.grad alone: adding weight_decay * p.data to it would be L2 regularization, which Adam's "
          "division by sqrt(v_hat) rescales weight by weight. And shrink before the step, not after it."),
-    22: ("One factor per number does both directions: f = 1 / (1 - p) where kept is True, 0 where it is "
+    22: ("y = f * x is a multiplication by a constant of the step, entry by entry: its slope in x_i is "
+         "f_i. A dropped number (f = 0) passed nothing on, and gets nothing back.",
+         "One factor per number does both directions: f = 1 / (1 - p) where kept is True, 0 where it is "
          "False. The forward multiplies x by it, the backward multiplies dy by the same f.",
          "kept / (1 - p) is that factor as an array: numpy reads True as 1 and False as 0. Return (x * f, "
          "dy * f), two new arrays; p = 0 gives f = 1 everywhere, y = x and dx = dy."),

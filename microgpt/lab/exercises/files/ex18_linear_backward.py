@@ -18,9 +18,9 @@ def linear_backward(dy, x, w):
     """(dx, dw) for y = x @ w.T, with w stored [n_out, n_in] as everywhere in microgpt.
 
     x: (R, n_in), one row per position. w: (n_out, n_in). dy: (R, n_out), dL/dy.
-    y[r, o] = sum_i x[r, i] * w[o, i], so
-      dy[r, o] / dx[r, i] = w[o, i]   ->  dx = dy @ w       (R, n_out) @ (n_out, n_in)
-      dy[r, o] / dw[o, i] = x[r, i]   ->  dw = dy.T @ x     summed over the rows r
+    y[r, o] = sum_i x[r, i] * w[o, i]. The idea: ask which outputs each x[r, i] and each w[o, i]
+    reaches, and with what slope; the chain rule then sums dy over those outputs. A weight is used
+    at every row r, so its gradient sums over the rows.
     Returns dx (R, n_in) and dw (n_out, n_in).
     """
     # solution

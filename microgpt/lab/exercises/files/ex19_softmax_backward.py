@@ -15,9 +15,9 @@ def softmax_backward(dp, p):
     """dz for p = softmax(z) along the last axis, given dp = dL/dp and p itself.
 
     p, dp: arrays of the same shape (..., n); each row of p sums to 1.
-    d p_j / d z_i = p_j * (delta_ij - p_i), so
-      dz_i = sum_j dp_j * p_j * (delta_ij - p_i) = p_i * (dp_i - sum_j dp_j * p_j)
-    The sum is over each row's own n entries: keep it per row (axis=-1, keepdims=True).
+    The idea: every p_j of a row depends on every z_i of that row, through the sum in the
+    softmax's denominator. Find d p_j / d z_i (two cases: i = j, and i != j), then the chain
+    rule sums dp_j times it over j. Rows never mix: anything summed is summed per row.
     Returns dz, the shape of p.
     """
     # solution

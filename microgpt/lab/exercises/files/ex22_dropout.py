@@ -28,8 +28,8 @@ def dropout(x, kept, p, dy):
     shape, the gradient handed back from the layer above.
     With the mask's factor f = 1 / (1 - p) where kept and 0 where dropped:
       y = f * x, entry by entry        E[y] = (1 - p) * x / (1 - p) + p * 0 = x
-      dy_i/dx_i = f_i                   f is drawn, not learned: a constant of the step
-      dx = f * dy                       a dropped number passed nothing on, and gets nothing back
+    f is drawn, not learned: a constant of the step. The idea for dx: what is the slope of y_i
+    in x_i, and what does a dropped number get back?
     Returns y and dx, each of x's shape. Leave the input arrays unchanged.
     `python -m microgpt.lab exercises hint 22` gives the way there, one level at a time.
     """
