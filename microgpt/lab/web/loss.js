@@ -86,7 +86,7 @@ function chart(runs) {
   // beside a 10,000-step one is squeezed into the picture's first pixels.
   const ends = runs.map(r => Math.max(...r.train.map(x => x[0])));
   const log = $('xscale').value === 'log' || ($('xscale').value === 'auto' && Math.max(...ends) >= 10 * Math.min(...ends));
-  const u = log ? Math.log : s => s;  // steps count from 1: the log is defined
+  const u = log ? s => Math.log(Math.max(s, 1)) : s => s;  // train.py counts steps from 1; a log may hold 0
   const X = s => L + (u(s) - u(s0)) / ((u(s1) - u(s0)) || 1) * (W - L - R);
   const Y = l => T + (l1 - l) / ((l1 - l0) || 1) * (H - T - B);
   const line = (xs, ys) => xs.map((x, i) => `${i ? 'L' : 'M'}${X(x).toFixed(1)},${Y(ys[i]).toFixed(1)}`).join('');
