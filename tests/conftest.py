@@ -55,12 +55,7 @@ def pytest_collection_modifyitems(config, items):
     # The files marked whole for an extra (Chromium, notebooks, torchrun) are the slowest: handed
     # out first, so that `make test`'s two workers end together, not one alone on a notebook at
     # the end. A stable sort by whole files: a module's tests stay together, in their order.
-    items.sort(key=lambda item: not any(getattr(m, 'name', None) in EXTRAS for m in _module_marks(item)))
-
-
-def _module_marks(item):
-    marks = getattr(getattr(item, 'module', None), 'pytestmark', [])
-    return marks if isinstance(marks, list) else [marks]
+    items.sort(key=lambda item: not any(mark.name in EXTRAS for mark in item.getparent(pytest.Module).own_markers))
 
 
 def _skipped_for_an_extra(report):

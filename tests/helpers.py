@@ -4,6 +4,7 @@ checks and the attention trace. Fixtures live in conftest.py (pytest finds them 
 plain helper lives here, so that no test file imports another.
 """
 
+import glob
 import http.client
 import importlib.util
 import json
@@ -140,6 +141,16 @@ def data_file(filename):
         if os.path.isfile(path):
             return os.path.normpath(path)
     return None
+
+
+# README and docs/*.md: the pages whose commands, links, figures and prose the tests hold
+DOC_TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
+
+
+def read_repo_file(name):
+    """The text of a file of the checkout, by its path from the checkout's root."""
+    with open(os.path.join(REPO_DIR, name), encoding='utf-8') as f:
+        return f.read()
 
 
 def bench_script(name):

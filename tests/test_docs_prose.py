@@ -17,17 +17,13 @@ import glob
 import os
 import re
 
-from helpers import REPO_DIR
+from helpers import DOC_TEXTS, REPO_DIR, read_repo_file
 
 MEAN_WORDS, LONG, LONG_SHARE = 22, 35, 0.10
 # the names of the texts a learner does not have: a Czech lesson, a Russian one, a 3D tutorial
 ELSEWHERE = re.compile(r"\b(?:Czech|Russian) (?:lessons?|one)\b|\bCzech and (?:a |the )?Russian\b|\b3D tutorial|"
                        r"\bthe lessons? (?:texts?|prints?|gives?|says?|writes?)\b", re.I)
 CREDITS = os.path.join('docs', 'lessons.md')
-
-
-def prose_files():
-    return ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
 
 
 def sentences(markdown):
@@ -60,14 +56,9 @@ def stats(texts):
     return len(lengths), sum(lengths) / len(lengths), sum(n > LONG for n in lengths) / len(lengths)
 
 
-def read(name):
-    with open(os.path.join(REPO_DIR, name), encoding='utf-8') as f:
-        return f.read()
-
-
 def test_the_docs_sentences_are_short():
-    per_file = {name: stats([read(name)]) for name in prose_files()}
-    count, mean, share = stats([read(name) for name in prose_files()])
+    per_file = {name: stats([read_repo_file(name)]) for name in DOC_TEXTS}
+    count, mean, share = stats([read_repo_file(name) for name in DOC_TEXTS])
     detail = '\n'.join(f"{name}: {n} sentences, {m:.1f} words, {s:.0%} past {LONG}"
                        for name, (n, m, s) in per_file.items())
     assert mean <= MEAN_WORDS and share <= LONG_SHARE, f"all: {count} sentences, {mean:.1f} words, {share:.0%}\n{detail}"
@@ -93,7 +84,7 @@ def learner_pages():
 
 def test_no_page_sends_the_learner_to_a_text_the_project_does_not_hold():
     found = [(name, n, line.strip()) for name in learner_pages()
-             for n, line in enumerate(read(name).split('\n'), 1) if ELSEWHERE.search(line)]
+             for n, line in enumerate(read_repo_file(name).split('\n'), 1) if ELSEWHERE.search(line)]
     assert found == [], '\n'.join(f"{name}:{n}: {line}" for name, n, line in found[:40]) + f"\n({len(found)} in all)"
 
 

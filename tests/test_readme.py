@@ -23,15 +23,7 @@ import sys
 
 import pytest
 
-from helpers import REPO_DIR, TINY_NAMES, bench_script
-
-TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
-
-
-def read(name):
-    with open(os.path.join(REPO_DIR, name), encoding='utf-8') as f:
-        return f.read()
-
+from helpers import DOC_TEXTS as TEXTS, REPO_DIR, TINY_NAMES, bench_script, read_repo_file as read
 
 BLOCKS = [block for name in TEXTS for block in re.findall(r'```python\n(.*?)```', read(name), flags=re.S)]
 
