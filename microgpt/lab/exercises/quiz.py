@@ -42,15 +42,15 @@ QUESTIONS = [
              "weight of 1 is that value itself, so out1 = v1 exactly. Attention does nothing for the first "
              "token; it pays as context grows to its left.",
              "python -m microgpt.lab attention anna --query 0 (BOS sees only itself); web lab: By hand, query 1"),
-    Question('byhand-weights', f"{BY_HAND}, step 4",
+    Question('byhand-weights', f"{BY_HAND}, the softmax",
              "q3 = [0.9, 0.8, 0.2, 0.1] scores the keys 0.97, 0.89 and 1.46; divided by sqrt(4) and put through "
              "a softmax, what are token 3's three attention weights (3 decimals)?",
              'numbers', [0.30879344, 0.29668548, 0.39452108], 1.5e-3,
              "The scores / 2 are [0.485, 0.445, 0.730], their exponentials [1.624, 1.561, 2.075], sum 5.260: the "
              "weights are [0.309, 0.297, 0.395]. (The last is 0.394521: 0.394 truncated.)",
              "python -m microgpt.lab scaling, section 3; web lab: By hand"),
-    Question('byhand-out3', f"{BY_HAND}, step 6",
-             "With those weights, what is out3 = 0.309 v1 + 0.297 v2 + 0.394 v3 (v1 = [0.2, 0.8, 0, 0.1], v2 = "
+    Question('byhand-out3', f"{BY_HAND}, the output",
+             "With those weights, what is out3 = 0.309 v1 + 0.297 v2 + 0.395 v3 (v1 = [0.2, 0.8, 0, 0.1], v2 = "
              "[0.7, 0.1, 0.3, 0], v3 = [0.1, 0.2, 0.9, 0.4])?",
              'numbers', [0.30889063, 0.35560752, 0.44407462, 0.18868778], 1.5e-3,
              "Each dimension is a weighted average of the values' same dimension: out3 = [0.309, 0.356, 0.444, "
@@ -80,7 +80,7 @@ QUESTIONS = [
              'number', 64, 0.0,
              "33,554,432 x 2 bytes = 67,108,864 bytes = 64 MiB, for one layer.",
              "python -m microgpt.lab scaling, section 6; web lab: By hand, the shapes table"),
-    Question('byhand-why-sqrt', f"{BY_HAND}, question 1",
+    Question('byhand-why-sqrt', f"{BY_HAND}, why sqrt(d)",
              "Why are the scores divided by the square root of head_dim?",
              'choice', 'b', 0.0,
              "A dot product adds head_dim products, so the scores grow with the head; large scores saturate the "
@@ -92,7 +92,7 @@ QUESTIONS = [
                       "saturate and the gradient does not vanish",
                       "to normalise the value vectors",
                       "to save memory")),
-    Question('byhand-mask', f"{BY_HAND}, question 2",
+    Question('byhand-mask', f"{BY_HAND}, the mask",
              "How is a token kept from seeing the tokens after it?",
              'choice', 'b', 0.0,
              "The scores of the later tokens are set to minus infinity before the softmax: e^-inf = 0, so they "
@@ -102,7 +102,7 @@ QUESTIONS = [
                       "their scores are set to minus infinity before the softmax",
                       "their values are set to 0",
                       "the keys are sorted by position")),
-    Question('byhand-wo', f"{BY_HAND}, question 3",
+    Question('byhand-wo', f"{BY_HAND}, W_O",
              "What is W_O for, once every head's output is computed?",
              'choice', 'c', 0.0,
              "The heads' outputs side by side are projected by W_O back to the model's dimension: it mixes "
