@@ -280,8 +280,8 @@ def worked_examples(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
                       'weights_x10': softmax(raw3 / 2 * 10)},  # (3,): the same scores x 10
             'row': row_study(draws, seed, row_d),
             'cost': [cost_table(n, COST_D) for n in COST_NS],
-            'score_matrix': [{'n_head': SCORE_HEADS, 'T': T, 'numbers': score_matrix_size(SCORE_HEADS, T)[0],
-                              'bytes': score_matrix_size(SCORE_HEADS, T)[1]} for T in SCORE_T]}
+            'score_matrix': [dict(zip(('numbers', 'bytes'), score_matrix_size(SCORE_HEADS, T)), n_head=SCORE_HEADS, T=T)
+                             for T in SCORE_T]}
 
 
 def render_all(d):
