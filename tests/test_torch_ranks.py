@@ -1,9 +1,10 @@
 """
-Ranks that cannot train together: they say so in one line and stop, and nothing of the user's
-is lost; rank 0's own work is waited for, however long it takes.
+torchrun data parallelism: two ranks log what one process logs, write once, wait for rank 0's
+own work and stop together; ranks that cannot train together say so in one line and stop,
+and nothing of the user's is lost.
 
 Needs PyTorch (skipped without it). Each case starts real processes, each bounded by
-LAUNCH_TIMEOUT: torchrun with two ranks (test_torch_distributed.torchrun), or ranks started by
+LAUNCH_TIMEOUT: torchrun with two ranks (helpers.torchrun), on gloo and 127.0.0.1, or ranks started by
 hand with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT, as a user without torchrun
 would. They run tests/rank_child.py, train.py with what a test must change inside the child (a
 small backstop, a slow validation, one rank's own flags). Processes that can run side by side
@@ -19,7 +20,8 @@ import time
 
 import pytest
 
-from helpers import (LAUNCH_TIMEOUT, REPO_DIR, TINY_NAMES, assert_no_process_left, free_port, log_of, losses, rank_env, torchrun, train_args)
+from helpers import (LAUNCH_TIMEOUT, REPO_DIR, TINY_NAMES, assert_no_process_left, free_port, log_of, losses, rank_env,
+                     run, torchrun, train_args)
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import fingerprint, load_docs
 from microgpt.programs import train
@@ -27,12 +29,15 @@ from microgpt.programs import train
 pytestmark = pytest.mark.torch
 
 torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
+torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
 
 CHILD = os.path.join(REPO_DIR, 'tests', 'rank_child.py')
 BACKSTOP_S = 5     # the children's TIMEOUT_S: above any lag between ranks here, even on a busy machine;
                    # the slow validation outlasts it by 1 s (the old code then died at its first)
 JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
 INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
+DP_TOL = 1e-9      # float64: two ranks' partial sums added, against one process's sum
+SIGINT_STEPS = 400  # long enough that a Ctrl-C sent after step 15 lands mid-run (~150 steps/s)
 
 
 @pytest.fixture(scope='module')
@@ -149,31 +154,44 @@ def test_ranks_that_disagree_on_the_run_stop_at_start_with_one_line(tmp_path, na
         assert not out.exists()  # no step was taken, nothing saved
 
 
-# ---------------------------------------------------------------------------- rank 0's own work, stopping
-def test_rank0s_own_work_is_waited_for_and_a_stop_is_said_once(tmp_path, names_file):
-    """Rank 0 validates and saves alone while the other rank waits. With the backstop set to
-    BACKSTOP_S and a first validation that takes longer, the run goes on past it (it died there
-    while that wait was timed by the backstop). Then SIGHUP to the launcher (its terminal
-    closed): torchrun sends it on, every rank stops after the same step, rank 0 alone says so
-    (each rank did), and no rank leaves before rank 0 has saved (one that left first had
-    torchrun stop rank 0, and could abort at exit)."""
-    out, log = tmp_path / 'model.json', tmp_path / 'model.log.jsonl'
-    args = ['--steps', '400', '--batch-size', '4', '--eval-every', '2', '--save-every', '0']
+# ---------------------------------------------------------------------------- one run on two ranks
+def test_two_ranks_log_one_process_losses_wait_for_rank_0_and_stop_at_ctrl_c_resumably(tmp_path, names_file, capsys):
+    """One torchrun launch, with dropout on (each rank takes its names' share of the step's
+    masks) and a first validation (rank 0's own work) that outlasts the backstop BACKSTOP_S: the
+    run goes on past it (it died there while that wait was timed by the backstop). A Ctrl-C to
+    torchrun stops both ranks after the same step; rank 0 alone says so and saves, and no rank
+    leaves before it has (one that left first had torchrun stop rank 0). One process then
+    resumes it into exactly the losses and validation losses of one process's whole run."""
+    out, whole = tmp_path / 'two' / 'model.json', tmp_path / 'whole' / 'model.json'
+    args = ['--steps', str(SIGINT_STEPS), '--batch-size', '8', '--eval-every', '10', '--dropout', '0.2',
+            '--save-every', '0']
     p = torchrun(train_args(names_file, out, *args), program=CHILD,
                  env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 1)})
+    log = out.parent / 'model.log.jsonl'
     deadline = time.time() + LAUNCH_TIMEOUT
-    while not (log.exists() and log.read_text().count('"loss"') >= 5):  # well past the slow validation
+    while not (log.exists() and log.read_text().count('"loss"') >= 15):  # past step 10's slow validation
         assert p.poll() is None and time.time() < deadline, "the run ended or never started"
         time.sleep(0.05)
-    os.kill(p.pid, signal.SIGHUP)  # the launcher alone, as a closed terminal's shell sends it
+    os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C in torchrun's terminal sends: the launcher and its ranks
     output = p.communicate(timeout=LAUNCH_TIMEOUT)[0]
     assert_no_process_left(p)
-    assert output.count('step 2: val loss') == 1 and not our_traceback(output), output
-    assert output.count('the terminal closed after step') == 1, output
+    assert 'ranks=2' in output and output.count('interrupted after step') == 1, output  # rank 0 alone
+    assert output.count('step 10: val loss') == 1 and not our_traceback(output), output
     step = read_checkpoint(str(out)).train_state.step
-    assert f'the terminal closed after step {step}; saved {out}' in output
+    assert 15 <= step < SIGINT_STEPS and f'interrupted after step {step}; saved {out}' in output
+    # one checkpoint, one best file and one log: written once, by rank 0
+    assert sorted(os.listdir(out.parent)) == ['model.best.json', 'model.json', 'model.log.jsonl']
     assert [e['step'] for e in losses(log_of(out))] == list(range(1, step + 1))
-    assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(2, step + 1, 2))
+    assert [e['step'] for e in log_of(out) if 'val_loss' in e] == list(range(10, step + 1, 10))
+    code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--num-samples', '0'], capsys)
+    assert code == 0 and 'engine=torch' in stdout
+    assert run(train.main, train_args(names_file, whole, *args, '--engine', 'torch'), capsys)[0] == 0
+    got, want = log_of(out), log_of(whole)
+    assert [e['step'] for e in losses(got)] == list(range(1, SIGINT_STEPS + 1))
+    pairs = [(a['loss'], b['loss']) for a, b in zip(losses(got), losses(want))]
+    pairs += [(a['val_loss'], b['val_loss']) for a, b in zip(*[[e for e in g if 'val_loss' in e] for g in (got, want)])]
+    assert len(pairs) == SIGINT_STEPS + SIGINT_STEPS // 10
+    assert max(abs(a - b) for a, b in pairs) < DP_TOL
 
 
 def test_a_peer_killed_mid_run_ends_rank_0_with_one_line_and_its_checkpoint_whole(tmp_path, names_file):
