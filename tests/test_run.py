@@ -242,15 +242,15 @@ def test_a_batch_step_is_the_token_weighted_mean_of_its_names(tmp_path, names_fi
     """Step s trains names (s-1)*B .. s*B-1 (wrapping); the loss is the mean over every
     predicted token of the batch, so a long name weighs more than a short one."""
     out = tmp_path / 'model.json'
-    assert run(train.main, ['--data', names_file, '--out', str(out), '--steps', '3', '--batch-size', '8',
-                            '--no-shuffle', '--val-size', '34', *TINY, *QUIET], capsys)[0] == 0
-    train_docs = TINY_NAMES[:20]  # 3 steps of 8: the third wraps round to the first names
+    assert run(train.main, ['--data', names_file, '--out', str(out), '--steps', '3', '--batch-size', '4',
+                            '--no-shuffle', '--val-size', str(len(TINY_NAMES) - 10), *TINY, *QUIET], capsys)[0] == 0
+    train_docs = TINY_NAMES[:10]  # 3 steps of 4: the third wraps round to the first names
     tok = CharTokenizer.from_docs(TINY_NAMES)
     model = GPT(GPTConfig(tok.vocab_size, n_layer=1, n_embd=8, n_head=2, block_size=12), seed=42, tokenizer=tok)
     opt = Adam(model.params)
     expected = []
     for s in range(3):
-        names = [train_docs[(s * 8 + b) % 20] for b in range(8)]
+        names = [train_docs[(s * 4 + b) % 10] for b in range(4)]
         per_token = [loss for name in names for loss in doc_losses(model, doc_tokens(tok, name))]
         loss = sum(per_token) / len(per_token)  # composed here: an independent sum
         for p in model.params:

@@ -90,7 +90,7 @@ def test_the_split_takes_a_fraction_or_a_count():
 
 def test_the_validation_loss_equals_a_direct_computation_over_the_validation_part():
     tok = CharTokenizer.from_docs([PROSE])
-    config = GPTConfig(tok.vocab_size, n_layer=2, n_embd=16, n_head=4, block_size=8)
+    config = GPTConfig(tok.vocab_size, n_layer=2, n_embd=8, n_head=2, block_size=8)
     model = GPT(config, seed=5)
     port = inference.NumpyGPT(config, model.weights(), tokenizer=tok)
     ids = tok.encode(PROSE)
