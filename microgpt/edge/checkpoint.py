@@ -93,7 +93,7 @@ class Checkpoint:
     @classmethod
     def of(cls, model, data_mode='lines', optimizer=None, train_state=None, weights=None):
         """The record of `model`: anything with .config, .tokenizer and .weights() (a GPT, or a
-        training engine); weights: its weights, where the caller took them already."""
+        training engine)."""
         merges = getattr(model.tokenizer, 'merges', None)  # only the byte-pair tokenizer has merges
         vocab = () if merges is not None else tuple(model.tokenizer.chars)
         return cls(model.config, vocab, model.weights() if weights is None else weights, data_mode, optimizer,
@@ -107,13 +107,11 @@ class Checkpoint:
     def tokenizer(self):
         return CharTokenizer(list(self.vocab)) if self.merges is None else FastBPETokenizer(self.merges)
 
-    def model(self, fused=False):
-        """A GPT of Values (microgpt/model.py) holding these weights; fused: with fused.py's blocks."""
+    def model(self, fused=False):  # a GPT of Values (microgpt/model.py); fused: with fused.py's blocks
         return GPT.from_weights(self.config, self.weights, self.tokenizer, fused=fused)
 
 
 def load_checkpoint(path, n_head=None):
-    """A GPT of Values, with its tokenizer, from a checkpoint file: read_checkpoint(path).model()."""
     return read_checkpoint(path, n_head=n_head).model()
 
 
@@ -139,7 +137,7 @@ def write_checkpoint(path, ckpt):
     write_atomic(path, lambda f: safetensors.write(f, tensors, metadata))
 
 
-def _json(value):
+def _json(value):  # a safetensors metadata value: JSON text
     return json.dumps(value, allow_nan=False, default=lambda row: row.tolist())
 
 
@@ -283,7 +281,6 @@ def _read_tutorial(path, obj, n_head):
 
 
 def _config(path, fields):
-    """The GPTConfig of fields (checks.make_config's), or one line naming the file."""
     try:
         return make_config(**fields)
     except UserError as e:
@@ -317,8 +314,7 @@ def check_merges(path, merges, vocab_size):
 
 
 def _expected(path, config, found):
-    """parameter_shapes(config), once `found` (a dict of name -> anything) names exactly those
-    matrices: none missing, none extra."""
+    """parameter_shapes(config), once `found` names exactly those matrices."""
     shapes = parameter_shapes(config)
     missing = [name for name in shapes if name not in found]
     if missing:
@@ -391,7 +387,6 @@ def _optimizer(path, adam, config):
     return {'t': adam['t'], 'm': adam['m'], 'v': adam['v']}
 
 
-def damaged(path, problem):
-    """Refuse to resume from path, whose training state has `problem` (read here and by settings.py)."""
+def damaged(path, problem):  # a refusal to resume (here and in settings.py)
     raise UserError(f"{path} has a damaged training state ({problem}): it cannot be resumed; "
                     f"start a new run with --init {path}")

@@ -36,7 +36,6 @@ def open_user_file(path, what, hint):
 
 
 def read_user_file(path, what, hint, binary=False):
-    """The contents of a file the user named (text, or bytes if binary), or a one-line UserError."""
     with open_user_file(path, what, hint) as f:
         data = f.read()
     if binary:
@@ -58,8 +57,7 @@ def read_head(path, n):
         return None
 
 
-def describe_os_error(e):
-    """What an OSError means, in words a user can act on."""
+def describe_os_error(e):  # in words a user can act on
     reasons = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
                errno.EROFS: "the folder is on a read-only file system", errno.EACCES: "permission denied",
                errno.EPERM: "permission denied", errno.EISDIR: "it is a directory",
@@ -86,10 +84,8 @@ class WriteError(UserError):
 
 def write_atomic(path, write):
     """Call write(f) on a binary file so that a reader of `path` only ever sees the old file or
-    the new one, whole: the bytes go to `.<name>.<random>.tmp` beside the target, are synced,
-    then renamed over it. A symbolic link's target is replaced and the link stays; the new file
-    keeps the old one's permissions (a new one gets the umask's). Any OSError removes the
-    temporary file and becomes a WriteError."""
+    the new one, whole: a synced temporary file beside the target, renamed over it. A link's
+    target is replaced and the link stays; an old file's permissions stay."""
     target = os.path.realpath(path)
     folder, existed, tmp = os.path.dirname(target), os.path.exists(target), None
     try:
@@ -154,8 +150,7 @@ def remove_stale_temporaries(path):
     return removed
 
 
-def make_folders(folder):
-    """os.makedirs(folder), returning the folders it made (a refused run removes them again)."""
+def make_folders(folder):  # os.makedirs(folder), returning the folders it made
     missing = []
     while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         missing.insert(0, folder)
@@ -169,8 +164,7 @@ def make_folders(folder):
     return missing
 
 
-def remove_empty_folders(made):
-    """Remove the folders make_folders made, deepest first, as long as each is empty."""
+def remove_empty_folders(made):  # a refused run leaves no folder it made
     for path in reversed(made):
         try:
             os.rmdir(path)

@@ -85,9 +85,8 @@ class Output:
         return False
 
     def read(self, flags, given):
-        """The Checkpoint --resume continues (with its training state) or --init starts from,
-        or None. Nothing at --out changes here: the run may still be refused. --n-head, where
-        given, tells the tutorial's export (which does not record it) how many heads it has."""
+        """The Checkpoint --resume continues or --init starts from, or None. Nothing at --out
+        changes here: the run may still be refused."""
         if flags.resume and not flags.init:
             return read_checkpoint(flags.out, training=True)
         if flags.init:
@@ -96,11 +95,9 @@ class Output:
 
     def begin(self, start, best_step=None):
         """The run is settled and built, its first step next: only now does anything at --out
-        change. The log keeps the lines up to the step resumed from (none for a fresh run), and
-        a save cut short by SIGKILL has its temporary file removed. The best checkpoint beside
-        is kept if it holds best_step, the checkpoint's record of it; otherwise (another run's,
-        over which --force starts; or one kept after the step resumed from, which this run
-        trains again) it is removed. Returns whether the run's best is still there."""
+        change. The best checkpoint beside is kept if it holds best_step, the checkpoint's record
+        of it; otherwise (another run's, over which --force starts; or one past the step resumed
+        from) it is removed. Returns whether the run's best is still there."""
         if self.log is None:
             return True
         self.log.trim(start)
@@ -197,8 +194,6 @@ class Run:
     and stopping on a signal. Made once everything it needs is known."""
 
     def __init__(self, settings, output, built, ckpt=None):
-        """settings: the settled record; built: train.build's (the trainer, the data's
-        fingerprint, the step it starts after); ckpt: the checkpoint resumed, if any."""
         trainer, start = built.trainer, built.start
         self.settings, self.output, self.world = settings, output, trainer.world
         self.vocab_size, self.fingerprint = trainer.config.vocab_size, built.data.fingerprint
@@ -240,8 +235,7 @@ class Run:
         if self.settings.world_size is None:  # torchrun sends its ranks a second signal, and kills them itself
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
-    def say(self, text):
-        """Print a line of the run's report (a closed stdout stops the run: see Progress)."""
+    def say(self, text):  # a closed stdout stops the run: see Progress
         self.progress.message(text)
 
     # ------------------------------------------------------------------ during the run
@@ -300,7 +294,6 @@ class Run:
         self.best = (step, self.val_loss)
 
     def best_line(self):
-        """What the run ends by saying of its best validation, or None without one."""
         if self.best is None:
             return None
         return f"best val {self.best[1]:.4f} at step {self.best[0]}: {best_path_for(self.settings.out)}"
@@ -313,7 +306,6 @@ class Run:
         return step == self.settings.steps or self.stop_signal is not None or bool(every and step % every == 0)
 
     def save(self, step, trainer):
-        """Replace the checkpoint at --out, whole, with the state after `step`."""
         s = self.settings
         ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(), weights=trainer.weights(),
                              train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss,
@@ -443,12 +435,10 @@ class Progress:
                 f"{rate:.1f} steps/s | {left:.0f}s left")
         self._print(('\r' + line + ' ' * 4) if self.tty else line, end='' if self.tty else '\n')
 
-    def message(self, text):
-        """Print a line without mangling the status line."""
+    def message(self, text):  # a line, without mangling the status line
         self._print(('\r' + ' ' * 70 + '\r' + text) if self.tty else text)
 
-    def end_line(self):
-        """End the status line, so an error printed next starts on a line of its own."""
+    def end_line(self):  # so that an error printed next starts on a line of its own
         if self.tty:
             self._print('')
 

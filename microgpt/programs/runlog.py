@@ -13,7 +13,7 @@ import os
 from ..edge.checks import Range, is_finite_number, short
 from ..edge.errors import UserError
 from ..edge.files import describe_os_error
-from ..edge.limits import MAX_FILE_BYTES, MAX_LOSS
+from ..edge.limits import MAX_LOSS
 
 try:
     import fcntl  # POSIX file locks, released by the kernel when the process ends, however it ends
@@ -92,9 +92,6 @@ class Log:
         short); a fresh run starts empty. Nothing is written, so a full disk cannot garble it."""
         end = 0
         if resume_step:
-            if os.fstat(self.f.fileno()).st_size > MAX_FILE_BYTES:
-                raise UserError(f"the log {self.path} is larger than {MAX_FILE_BYTES >> 20:,} MiB, the most "
-                                "microgpt reads: move it away, then resume (a new log starts)")
             with open(self.f.fileno(), 'rb', closefd=False) as reader:
                 reader.seek(0)
                 for line in reader:
@@ -108,7 +105,6 @@ class Log:
                             "choose another --out") from None
 
     def write(self, entry):
-        """Append one record as a JSON line."""
         self.f.write((json.dumps(entry) + '\n').encode('utf-8'))
         self.f.flush()
 

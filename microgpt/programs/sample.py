@@ -134,12 +134,8 @@ def text_prompt_ids(tokenizer, prompt):
 
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMPERATURE, top_k=None, seed=42,
                 out=None):
-    """`num` samples of `length` characters after the prompt, each character printed at once.
-
-    The arguments are checked here (this is an edge): the prompt's characters and the sampling
-    settings; an empty prompt starts after a newline, or, in a text without one, at its first
-    character.
-    """
+    """`num` samples of `length` characters after the prompt, each character printed at once;
+    the arguments are checked here (this is an edge)."""
     out = out or sys.stdout
     check_sampling(temperature, top_k, model.config.vocab_size)
     prompt_ids = text_prompt_ids(model.tokenizer, prompt)
@@ -156,8 +152,7 @@ def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMP
     out.flush()
 
 
-def command():
-    """`microgpt-sample` (installed), `python -m microgpt.sample` and the top-level sample.py."""
+def command():  # microgpt-sample, python -m microgpt.sample and sample.py
     cli.run(main)
 
 

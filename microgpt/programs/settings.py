@@ -191,20 +191,17 @@ def flag_default(name):
     return Settings.__dataclass_fields__[name].default
 
 
-def resume_rule():
-    """ON_RESUME in words, for --help."""
+def resume_rule():  # ON_RESUME in words, for --help
     flags = lambda rule: ', '.join(flag_name(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
     return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
             f"{flags(UNLESS_GIVEN)} are the run's unless given; the model's size is the checkpoint's")
 
 
-def _shown(value):
-    """A setting's value as a flag would take it (a name unquoted), bounded."""
+def _shown(value):  # as a flag would take it (a name unquoted)
     return value if isinstance(value, str) and len(value) <= 40 else short(value)
 
 
-def flag_name(name):
-    """train.py's flag for the setting `name`: --n-embd for n_embd (a switch by its own name)."""
+def flag_name(name):  # --n-embd for n_embd; a switch by its own name
     return FLAGS[name]['options'].get('switch') or '--' + name.replace('_', '-')
 
 
@@ -239,11 +236,7 @@ def parse_args(argv=None, prog=None):
 # ---------------------------------------------------------------------------- settling
 def resolve_settings(flags, given, ckpt=None, rank_world=None):
     """The Settings of this run: the flags, completed and checked in the order a reader would.
-
-    flags, given: parse_args's. ckpt: the Checkpoint of --resume (read with its training state)
-    or of --init, None for a fresh run. rank_world: (rank, world_size), torchrun_rank_world's, as the
-    Output that locked --out read it (None: read it from this process's environment).
-    Every refusal is a one-line UserError naming the flag and the fix.
+    ckpt: --resume's or --init's Checkpoint; rank_world: (rank, world_size) as the Output read it.
     """
     values = {name: getattr(flags, name) for name in FLAGS}
     rank, world_size = torchrun_rank_world(os.environ) if rank_world is None else rank_world
@@ -386,7 +379,7 @@ def torchrun_rank_world(environ):
     if 'RANK' not in environ or 'WORLD_SIZE' not in environ:
         return 0, None
     rank, size = environ.get('RANK', ''), environ.get('WORLD_SIZE', '')
-    if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)) or len(rank + size) > 9:
+    if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)):
         raise UserError(f"RANK={short(rank)} and WORLD_SIZE={short(size)} are not a rank and a number "
                         "of ranks: start train.py with torchrun, or unset them")
     return int(rank), int(size)

@@ -105,8 +105,7 @@ def build(settings, ckpt):
     return Built(data, trainer, start, threads, recipe, dropout)
 
 
-def report(settings, built):
-    """The resolved configuration: the data, the model, and the settings record."""
+def report(settings, built):  # the resolved configuration
     c = built.trainer.config
     return [built.data.describe(),
             f"model: n_layer={c.n_layer} n_embd={c.n_embd} n_head={c.n_head} head_dim={c.head_dim} "
@@ -178,7 +177,6 @@ def collector_paused():
 
 
 def make_trainer(settings, config, weights, tokenizer):
-    """The engine that computes each step: the Value graph (scalar), numpy arrays, or PyTorch."""
     if settings.engine == 'torch':
         torchgpt = cli.import_optional('microgpt.torchgpt', "--engine torch", "torch", "or use --engine numpy")
         return torchgpt.make_trainer(config, weights, tokenizer, settings.device, settings.dtype,
@@ -237,14 +235,12 @@ class Names:
         return validation_losses(trainer, [self.val_docs, self.train_sample])
 
 
-def batch_at(train_tokens, step, batch_size):
-    """The names of step s (counted from 1): the next batch_size names, wrapping around."""
+def batch_at(train_tokens, step, batch_size):  # step s counts from 1; the names wrap around
     start = (step - 1) * batch_size
     return [train_tokens[(start + b) % len(train_tokens)] for b in range(batch_size)]
 
 
-def long_docs_note(docs, block_size):
-    """What happens to documents longer than the block, said once at start (None if none are)."""
+def long_docs_note(docs, block_size):  # said once at start, None if no document is cut
     cut = [doc for doc in docs if len(doc) + 1 > block_size]  # BOS + doc predicts len + 1 tokens
     if not cut:
         return None
@@ -308,8 +304,7 @@ def bits_per_nat(tokenizer, predicted):
     return tokens / max(chars, 1) / math.log(2)
 
 
-def vocabulary(tokenizer):
-    """The vocabulary in a few words: the characters, or the byte pairs' first merges."""
+def vocabulary(tokenizer):  # in a few words: the characters, or the first merges
     if isinstance(tokenizer, BPETokenizer):
         first = ', '.join(repr(t) for t in tokenizer.chars[256:261])
         return f"256 bytes + {len(tokenizer.merges)} merges ({first}{', ...' * (len(tokenizer.merges) > 5)}) + BOS"
@@ -421,8 +416,7 @@ def closing_samples(settings, built):
         print(' ', name, flush=True)
 
 
-def command():
-    """`microgpt-train` (installed), `python -m microgpt.train` and the top-level train.py."""
+def command():  # microgpt-train, python -m microgpt.train and train.py
     cli.run(main)
 
 
