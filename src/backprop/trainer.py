@@ -4,13 +4,11 @@ Trainer: one numpy training step (forward, hand-derived backward, Adam) per batc
     from microgpt import backprop
     trainer = backprop.Trainer(config, GPT(config, seed=42).weights(), tokenizer)
     loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
-    save_checkpoint('out/model.json', trainer, {... 'adam': trainer.optimizer_state()})
 
 It is the twin of the scalar engine's train_step + microgpt.optim.Adam, over float64 arrays
 (model.py computes the loss and gradients, optim.py updates): with one name per batch the two
-give the same losses step after step (tests/test_backprop_trainer.py). A Trainer has .config,
-.tokenizer and .weights(), which is all microgpt.edge.checkpoint.save_checkpoint needs, and its
-optimizer_state() is the scalar Adam's state(): a checkpoint is the same whichever wrote it.
+give the same losses step after step (tests/test_backprop_trainer.py). Its optimizer_state() is
+the scalar Adam's state(): a checkpoint is the same whichever engine wrote it.
 
 Every weight matrix is a view into one flat array in GPT.params order (parameter_shapes order,
 each matrix row by row), so the Adam update is a handful of array operations over all of them.
@@ -21,10 +19,6 @@ wide running-text models train about twice as fast; its losses agree with float6
 1e-5 relative over tens of steps (tests/test_backprop_float32.py). A checkpoint is the same
 either way: weights() and optimizer_state() hand back Python floats, and a float32 run resumes
 on float64 or on the scalar engine (every float32 number is exactly a float64 one).
-
-workers: 1 (the default) runs each batch in one piece; N runs it as N parts at once, one thread
-each (parallel.py), the same loss to rounding; threads.Trial keeps it when the run's first steps
-measure it faster.
 """
 
 import math
@@ -106,8 +100,7 @@ class Trainer:
         loss, _ = self.split.loss_and_grad(batch)
         return loss, flat_views(self.grad.copy(), self.shapes)  # a copy: the next step overwrites self.grad
 
-    def weights(self):
-        """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
+    def weights(self):  # {name: [[float]]}, what a checkpoint stores
         return {name: self.params[name].tolist() for name in self.shapes}
 
     def load_weights(self, weights):
@@ -117,11 +110,9 @@ class Trainer:
         for name in self.shapes:
             self.params[name][...] = np.asarray(weights[name], dtype=self.dtype)  # (n_out, n_in)
 
-    def optimizer_state(self):
-        """{'t': int, 'm': [float], 'v': [float]}, flat in microgpt.optim.Adam's order."""
+    def optimizer_state(self):  # {'t': int, 'm': [float], 'v': [float]}, as microgpt.optim.Adam's
         return self.optimizer.state()
 
-    def load_optimizer_state(self, state):
-        """Resume Adam from a state saved by either engine, bit for bit."""
+    def load_optimizer_state(self, state):  # saved by any engine, resumed bit for bit
         self.optimizer.load_state(state)
 

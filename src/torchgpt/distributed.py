@@ -16,19 +16,9 @@ n_tokens (every rank knows the batch, so nobody has to ask), and then the shares
 to the one-process loss and gradient, however the names' lengths fall. Averaging the ranks'
 own means would weight a rank of short names like one of long names.
 
-What keeps the ranks in step, besides the gradients:
-  * meeting: under torchrun its agents have gathered every machine's processes before they
-    start. Ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set in each
-    shell) meet in `meet`, which Ctrl-C stops and which ends after JOIN_TIMEOUT_S naming the
-    ranks that never arrived;
-  * agreeing on the run: `check_same` stops every rank, with one line, unless each is about
-    to train what rank 0 trains (the settings, data, vocabulary and starting weights);
-  * waiting for rank 0: it alone validates and saves, for as long as that takes, while the
-    others wait at a barrier with no time limit (`rank0_works_alone`, `wait_for_rank0`);
-    TIMEOUT_S only bounds the collectives of a step, which every rank computes alike;
-  * stopping (microgpt/programs/run.py): a signal reaches the ranks at different moments;
-    `agree` takes the largest signal number any rank has seen after each step, so every rank
-    stops after the same one.
+Besides the gradients, the ranks meet (`meet`, for ranks started by hand), agree on the run
+(`check_same`), wait for rank 0's own validation and saving (`rank0_works_alone`), and stop
+after the same step (`agree`, which microgpt/programs/run.py calls after each one).
 """
 
 import atexit
