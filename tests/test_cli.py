@@ -36,43 +36,46 @@ def run_script(script, args, cwd):
 
 
 # ---------------------------------------------------------------------------- train.py end to end
-def test_train_prints_its_config_logs_every_step_and_saves(tmp_path, names_file, capsys):
-    out = tmp_path / 'run' / 'model.json'
-    code, stdout, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '30',
-                                       '--seed', '3', '--val-size', '6', '--eval-every', '10',
+def test_train_prints_its_config_saves_and_logs_a_hand_written_loops_losses(tmp_path, names_file, capsys,
+                                                                              monkeypatch):
+    """The resolved configuration first; a checkpoint every --save-every steps and at the end;
+    a log line per step and per validation. Step s trains on train_docs[(s - 1) % len] with the
+    linearly decayed lr, each loss logged at full precision: 60 steps over 48 training names
+    also check the wrap-around. The loop is microgpt's recipe written out, not train_step: every
+    grad starts at 0."""
+    out, saved_steps = tmp_path / 'run' / 'model.json', []
+    real_write = microgpt.programs.run.write_checkpoint
+
+    def recording_write(path, ckpt):
+        if path == str(out):  # not the best validation's weights, kept beside (tests/test_best_step.py)
+            saved_steps.append(ckpt.train_state.step)
+        real_write(path, ckpt)
+    monkeypatch.setattr(microgpt.programs.run, 'write_checkpoint', recording_write)
+    code, stdout, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '60', '--no-shuffle',
+                                       '--val-size', '6', '--eval-every', '20', '--save-every', '25',
                                        '--num-samples', '3', *TINY], capsys)
-    assert code == 0
+    assert code == 0 and saved_steps == [25, 50, 60]
+    assert sorted(os.listdir(out.parent)) == ['model.best.json', 'model.json', 'model.log.jsonl']
     lines = stdout.splitlines()
-    # the resolved configuration comes first, every setting filled in
     assert lines[0].startswith(f'data: {names_file}: 54 names, 48 train / 6 val, vocab 26')
     assert lines[1].startswith('model: n_layer=1 n_embd=8 n_head=2 head_dim=4 block_size=12')
-    assert lines[2].startswith('training: steps=30 lr=0.01 seed=3 shuffle=True start_step=0')
-    assert 'step 10: val loss' in stdout and 'step 30: val loss' in stdout
+    assert lines[2].startswith('training: steps=60 lr=0.01 seed=42 shuffle=False start_step=0')
+    assert 'step 20: val loss' in stdout and 'step 60: val loss' in stdout
     samples = lines[lines.index('samples:') + 1:]
     assert len(samples) == 3 and all(set(s.strip()) <= set(''.join(TINY_NAMES)) for s in samples)
 
     log = log_of(out)
     steps = losses(log)
-    assert [e['step'] for e in steps] == list(range(1, 31))  # one line per step, from 1
+    assert [e['step'] for e in steps] == list(range(1, 61))  # one line per step, from 1
     assert all(set(e) == {'step', 'loss', 'lr'} for e in steps)
-    assert all(abs(e['lr'] - 0.01 * (1 - (e['step'] - 1) / 30)) <= LR_TOL for e in steps)
+    assert all(abs(e['lr'] - 0.01 * (1 - (e['step'] - 1) / 60)) <= LR_TOL for e in steps)
     vals = [e for e in log if 'val_loss' in e]
-    assert [e['step'] for e in vals] == [10, 20, 30]
+    assert [e['step'] for e in vals] == [20, 40, 60]
     assert all(set(e) == {'step', 'val_loss', 'train_loss', 'val_bpc', 'train_bpc'} for e in vals)
-
     ckpt = read_checkpoint(str(out), training=True)
-    assert ckpt.vocab == tuple(sorted(set(''.join(TINY_NAMES)))) and ckpt.optimizer['t'] == 30
-    assert (ckpt.train_state.step, ckpt.train_state.val_loss) == (30, vals[-1]['val_loss'])
+    assert ckpt.vocab == tuple(sorted(set(''.join(TINY_NAMES)))) and ckpt.optimizer['t'] == 60
+    assert (ckpt.train_state.step, ckpt.train_state.val_loss) == (60, vals[-1]['val_loss'])
 
-
-def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, capsys):
-    """Step s trains on train_docs[(s - 1) % len] with the linearly decayed lr; the log holds
-    each loss at full precision. 60 steps over 48 training names also checks the wrap-around.
-    The loop is microgpt's recipe written out, not train_step: every grad starts at 0."""
-    out = tmp_path / 'model.json'
-    code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '60',
-                                  '--no-shuffle', '--val-size', '6', *TINY, *QUIET], capsys)
-    assert code == 0
     train_docs = TINY_NAMES[:48]  # no shuffle: the last 6 of the file are held out
     tok = CharTokenizer.from_docs(TINY_NAMES)
     model = GPT(GPTConfig(tok.vocab_size, n_layer=1, n_embd=8, n_head=2, block_size=12),
@@ -86,23 +89,8 @@ def test_train_log_equals_a_hand_written_training_loop(tmp_path, names_file, cap
         loss.backward()
         opt.step(learning_rate(0.01, s, 60))
         expected.append(loss.data)
-    assert [e['loss'] for e in losses(log_of(out))] == expected
+    assert [e['loss'] for e in steps] == expected
     assert load_checkpoint(str(out)).weights() == model.weights()
-
-
-def test_checkpoint_is_saved_every_save_every_steps_and_at_the_end(tmp_path, names_file, capsys, monkeypatch):
-    saved_steps, out = [], tmp_path / 'model.json'
-    real_write = microgpt.programs.run.write_checkpoint
-
-    def recording_write(path, ckpt):
-        if path == str(out):  # not the best validation's weights, kept beside (tests/test_best_step.py)
-            saved_steps.append(ckpt.train_state.step)
-        real_write(path, ckpt)
-    monkeypatch.setattr(microgpt.programs.run, 'write_checkpoint', recording_write)
-    code, _, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '7',
-                                  '--save-every', '3', *TINY, *QUIET], capsys)
-    assert code == 0 and saved_steps == [3, 6, 7]
-    assert sorted(os.listdir(tmp_path)) == ['model.best.json', 'model.json', 'model.log.jsonl']
 
 
 # ---------------------------------------------------------------------------- sample.py end to end
