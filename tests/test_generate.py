@@ -7,15 +7,17 @@ the numpy port, each with its KV cache, give the whole window's logits and the s
 Run: .venv/bin/python -m pytest -q tests/test_generate.py
 """
 
+import functools
 import io
 import random
 
 import numpy as np
 import pytest
 
+import helpers
 from microgpt import inference
 from microgpt.tokenizer import CharTokenizer
-from microgpt.programs import cli, sample, train
+from microgpt.programs import sample, train
 from microgpt import load_checkpoint
 from microgpt.model import GPTConfig, init_weights
 from microgpt.sampling import generate, sample_name
@@ -138,11 +140,7 @@ def test_running_text_is_streamed_character_by_character(text_ckpt):
     assert len(out.writes) == 1 + 25 + 1 and out.flushes >= 25
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.run(sample.main, argv)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
+run = functools.partial(helpers.run, sample.main)  # run(argv, capsys): sample.py's (status, stdout, stderr)
 
 
 def test_sample_py_generates_a_given_length_from_a_prompt_longer_than_the_block(text_ckpt, capsys):

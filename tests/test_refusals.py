@@ -5,14 +5,16 @@ run.Output.begin). A trained --out meets each kind of refusal, and both files' h
 compared; then a refused run's own folder.
 """
 
+import functools
 import hashlib
 import os
 import shutil
 
 import pytest
 
+import helpers
 from helpers import TINY_NAMES
-from microgpt.programs import cli, train
+from microgpt.programs import train
 from microgpt.programs.runlog import log_path_for
 
 TINY = ['--n-embd', '8', '--n-head', '2', '--block-size', '12', '--num-samples', '0', '--eval-every', '0']
@@ -24,11 +26,7 @@ def digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.run(train.main, argv)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
+run = functools.partial(helpers.run, train.main)  # run(argv, capsys): train.py's (status, stdout, stderr)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ batched forward that train.py uses) over exactly the context its window gives it
 Run: .venv/bin/python -m pytest -q tests/test_text.py
 """
 
-import json
+import functools
 import math
 import os
 import signal
@@ -17,8 +17,10 @@ import signal
 import numpy as np
 import pytest
 
+import helpers
+from helpers import log_of
 from microgpt import inference
-from microgpt.programs import cli, train
+from microgpt.programs import train
 from microgpt.edge import text
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
@@ -39,16 +41,7 @@ def prose_file(tmp_path):
     return str(path)
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.run(train.main, argv)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
-
-def log_of(out):
-    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
-        return [json.loads(line) for line in f]
+run = functools.partial(helpers.run, train.main)  # run(argv, capsys): train.py's (status, stdout, stderr)
 
 
 # ---------------------------------------------------------------------------- windows and split
