@@ -43,12 +43,7 @@ ORIGINAL = {
 
 def check_flags(**given):
     """Refuse, in one line naming the fix, any flag that would change the original's run.
-
-    given: each setting under its ORIGINAL name (n_layer, n_embd, n_head, block_size, steps,
-    lr, seed, val_size, batch_size, ...) with the value the user passed, None if not passed;
-    also shuffle=False for --no-shuffle and init=PATH for --init. A value equal to the
-    original's is accepted.
-    """
+    given: each setting under its ORIGINAL name (or shuffle, init), None where not passed."""
     for name, value in given.items():
         if value is None:
             continue
@@ -61,8 +56,6 @@ def check_flags(**given):
         if name == 'init':
             raise UserError(f"--init {value} would replace the original's initial weights: drop --init "
                             "or --reproduce-original")
-        if name not in ORIGINAL:
-            raise ValueError(f"check_flags: no original setting named {name!r}")
         if value != ORIGINAL[name]:
             raise UserError(f"{flag} {value} would change the original's run ({name} = {ORIGINAL[name]}): "
                             f"drop {flag}, or drop --reproduce-original")
@@ -78,13 +71,8 @@ class Recipe(NamedTuple):
 
 
 def prepare(docs, settings=ORIGINAL):
-    """The original's Recipe: its generator, data order, tokenizer, config and initial weights.
-
-    docs: the documents as microgpt.edge.data.load_docs reads them (stripped, blank lines dropped,
-    which is the original's `[l.strip() for l in ... if l.strip()]`). The returned rng has
-    been used for the shuffle and the weights, in that order, and nothing else: hand it to
-    sample_original after training, which draws no random numbers.
-    """
+    """The original's Recipe. docs: as load_docs reads them (stripped, blank lines dropped,
+    which is the original's `[l.strip() for l in ... if l.strip()]`)."""
     rng = random.Random(settings['seed'])  # the same stream as random.seed(42)
     docs = list(docs)
     rng.shuffle(docs)                       # 1. the data order, once
@@ -99,10 +87,6 @@ def prepare(docs, settings=ORIGINAL):
 
 
 def sample_original(model, rng, settings=ORIGINAL):
-    """Yield the original's samples one by one: temperature 0.5, drawn from `rng` as it is.
-
-    Our sampler draws exactly as the original's loop does: one rng.choices(range(vocab_size),
-    weights=softmax(logits / temperature)) per position, at most block_size positions, stop
-    at BOS.
-    """
+    """The original's samples, one by one, drawn from `rng` as training left it: our sampler
+    draws as its loop does, one rng.choices per position, stopping at BOS."""
     return iter_names(model, num=settings['num_samples'], temperature=settings['temperature'], rng=rng)
