@@ -86,13 +86,9 @@ class Trainer:
                 torch.from_numpy(mask).to(self.device, self.params[0].dtype))  # (B, T), (B*T,), (B*T,)
 
     def step(self, batch, lr, masks=None):
-        """One forward, backward and Adam update on `batch`; the mean loss over its tokens.
-
-        Under torchrun each rank takes its share of the batch and the gradients are summed
-        across ranks before Adam (torchgpt/distributed.py says why a sum). A non-finite loss
-        or gradient updates nothing and returns math.nan, as the other engines do. masks: the
-        batch's backprop dropout.Masks with --dropout, the same numbers the numpy engine uses.
-        """
+        """One forward, backward and Adam update on `batch`; the mean loss over its tokens, or
+        math.nan and nothing updated where it is not finite. Under torchrun each rank takes its
+        share and the gradients are summed (distributed.py says why a sum)."""
         n_tokens = sum(num_predictions(tokens, self.config.block_size) for tokens in batch)  # whole batch
         shard = batch if self.world is None else self.world.shard(batch)
         if masks is not None:  # this rank's names' masks, as tensors beside the weights
@@ -147,8 +143,7 @@ class Trainer:
             p.grad = None
         return loss.item(), grads
 
-    def weights(self):
-        """{name: [[float]]} in parameter_shapes order: what save_checkpoint stores."""
+    def weights(self):  # {name: [[float]]}, what a checkpoint stores
         return {name: p.detach().double().cpu().tolist() for name, p in self.model.named_parameters()}
 
     def load_weights(self, weights):
@@ -168,10 +163,8 @@ class Trainer:
         return {'t': t, 'm': flat['exp_avg'], 'v': flat['exp_avg_sq']}
 
     def load_optimizer_state(self, state):
-        """Resume from the Adam state any engine saved: torch's exp_avg is m, exp_avg_sq is v."""
-        n_params = sum(p.numel() for p in self.params)
-        if len(state['m']) != n_params or len(state['v']) != n_params:
-            raise ValueError("optimizer state does not match the number of parameters")
+        """Resume from the Adam state any engine saved (the checkpoint's reader checked its
+        sizes): torch's exp_avg is m, exp_avg_sq is v."""
         m, v = (torch.tensor(state[k], dtype=torch.float64) for k in ('m', 'v'))  # (n_params,) each
         start = 0
         for p in self.params:
