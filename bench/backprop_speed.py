@@ -1,60 +1,32 @@
 """
 How fast does the numpy training path (src/backprop/) train, against the scalar engine and PyTorch?
 
-    python bench/backprop_speed.py                         # the three measurements below
-    python bench/backprop_speed.py --recipe                # also the full recipe run (~1 min)
+    python bench/backprop_speed.py
     python bench/backprop_speed.py --steps 100 --torch-steps 20
 
-Every ratio is measured side by side in one run, the two trainers' steps interleaved (one step
-of each in turn, each timed with perf_counter) so that a load spike from other processes hits
-both alike; the mean step times give the ratio. Each measurement runs in a fresh child process
-(this script with --child), which also reports its peak memory (VmHWM from /proc/self/status,
-the kernel's high-water mark of resident memory, everything included).
-
-1. scalar  Batch size 1, the default config (n_layer 1, n_embd 16, n_head 4, block_size 16):
-           train.py's ScalarTrainer.step (+ microgpt.optim.Adam) against backprop.Trainer.step,
-           from the same initial weights, on the same names, same lr schedule: the ratio of
-           their step times, and the largest difference of their losses.
-2. torch   n_layer 4, n_embd 64, n_head 4, block_size 16, batch 32, float64: backprop.Trainer
-           against the same model in PyTorch (autograd, torch.optim.Adam with betas (0.85,
-           0.99), eps 1e-8), from the same weights on the same batches. Throughput is real
-           predicted tokens per second, and their ratio. The largest loss difference is printed
-           beside it (equal within ~1e-9: both do the same work). Skipped without torch; install
-           it with `.venv/bin/pip install torch==2.13.0`.
-3. ckpt    The recipe's model (bench/recipe.py's RECIPE): the mean step time and the time of one
-           microgpt.edge.checkpoint.write_checkpoint with the Adam state, so the share of a run spent
-           writing checkpoints every --save-every steps is save / (save_every * step + save).
-           (bench/recipe.py measures it on the real train.py run; --recipe runs it.)
-4. dropout The recipe's model, batch 32, float64 and float32: a step without masks against a
-           step with --dropout 0.1's (drawn each step, as train.py draws them), interleaved; and
-           the draw itself (backprop.dropout.draw), and the same count of mask numbers made as
-           one array from 16-bit random integers (draw's way) and from uniform float32s.
-
-Threads: the children run with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 and
-torch.set_num_threads(1) (--threads changes all three), the same for both sides: on this shared
-2-core machine two spinning OpenBLAS threads made numpy steps several times slower whenever
-other processes were busy. The children also run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
-UNSET (they are set machine-wide on purpose; unsetting them lets OpenBLAS pick its kernels for
-the actual CPU); --keep-openblas-env keeps them. --recipe runs bench/recipe.py in that same
-environment. This process itself changes nothing in its own environment. Data: makemore's
-names.txt (../shared/data/names.txt) when present, else the bundled census names. The script
-always exits 0 and leaves no files behind: it prints measurements.
+Each measurement runs in a fresh child process (peak memory: VmHWM), the two trainers' steps
+interleaved, one of each in turn, so that a load spike hits both alike:
+1. scalar   batch 1, the default config: train.py's ScalarTrainer against backprop.Trainer, from
+            the same weights on the same names: the ratio of step times, the largest loss gap.
+2. torch    4 x 64, batch 32, float64: backprop.Trainer against torch_loss below with
+            torch.optim.Adam, in predicted tokens per second (skipped without torch).
+3. ckpt     the recipe's model (bench/recipe.py): the share of a run spent saving every
+            --save-every steps, save / (save_every * step + save).
+4. dropout  the recipe's model, float64 and float32: a step without masks against one with
+            --dropout 0.1's; the draw itself, against one array from 16-bit integers or floats.
+The children run with one BLAS and torch thread (--threads): two spinning OpenBLAS threads made
+numpy steps several times slower whenever the shared machine was busy. Data: names.txt from
+../shared/data, else the bundled names.
 """
 
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
-
-from common import child_env, shared_data  # noqa: E402
-from train_speed import peak_rss_bytes  # noqa: E402  (VmHWM, measured as train_speed.py does)
+from common import child_env, interleaved, names_setup, peak_rss_bytes, run_child, shared_data
 
 TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
@@ -66,9 +38,6 @@ def parse_args(argv=None):
     p.add_argument('--save-every', type=int, default=None,
                    help="checkpoint interval the share is computed for (default: the recipe's)")
     p.add_argument('--threads', type=int, default=1, help="BLAS / torch threads in every child (default 1)")
-    p.add_argument('--keep-openblas-env', action='store_true',
-                   help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the children (default: unset them)")
-    p.add_argument('--recipe', action='store_true', help="also run bench/recipe.py (about a minute)")
     p.add_argument('--data', default=None, help="names file (default: ../shared/data/names.txt or bundled)")
     p.add_argument('--child', choices=('scalar', 'torch', 'ckpt', 'dropout'), default=None,
                    help="internal: run one measurement and print JSON")
@@ -76,39 +45,17 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------- the children
-def setup(args, n_layer, n_embd, n_head=4, block_size=16):
-    """(config, initial weights, tokenizer, train token lists) as train.py makes them."""
-    from microgpt.edge.data import load_docs, split_docs
-    from microgpt.model import GPT, GPTConfig
-    from microgpt.tokenizer import CharTokenizer
-    from microgpt.training import doc_tokens
-    docs = load_docs(args.data)
-    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
-    tokenizer = CharTokenizer.from_docs(docs)
-    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
-    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, \
-        [doc_tokens(tokenizer, d) for d in train_docs]
-
-
 def child_scalar(args):
     from microgpt import backprop
     from microgpt.optim import Adam
     from microgpt.programs.train import ScalarTrainer
     from microgpt.training import learning_rate
-    config, model, tokenizer, tokens = setup(args, 1, 16)
+    config, model, tokenizer, tokens = names_setup(args.data, 1, 16)
     trainer = backprop.Trainer(config, model.weights(), tokenizer)
     scalar = ScalarTrainer(model, Adam(model.params))  # train.py's Value engine
     before = peak_rss_bytes()
-    out = {'scalar_loss': [], 'numpy_loss': [], 'scalar_time': [], 'numpy_time': []}
-    for step in range(args.steps):
-        lr = learning_rate(0.01, step, args.steps)
-        t0 = time.perf_counter()
-        out['scalar_loss'].append(scalar.step([tokens[step]], lr))
-        t1 = time.perf_counter()
-        out['numpy_loss'].append(trainer.step([tokens[step]], lr))
-        t2 = time.perf_counter()
-        out['scalar_time'].append(t1 - t0)
-        out['numpy_time'].append(t2 - t1)
+    out = interleaved({'scalar': scalar.step, 'numpy': trainer.step}, args.steps, lambda step: [tokens[step]],
+                      lambda step: learning_rate(0.01, step, args.steps))
     return dict(out, peak=peak_rss_bytes(), before=before)
 
 
@@ -172,26 +119,18 @@ def child_torch(args):
     from microgpt import backprop
     from microgpt.training import learning_rate, num_predictions
     B, steps = 32, args.torch_steps
-    config, model, tokenizer, tokens = setup(args, 4, 64)
+    config, model, tokenizer, tokens = names_setup(args.data, 4, 64)
     trainer = backprop.Trainer(config, model.weights(), tokenizer)
     torch_step = torch_trainer(config, model.weights(), args.threads)
     if torch_step is None:
         return {'skipped': True}
     del model
+    batch_of = lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)]  # noqa: E731
     before = peak_rss_bytes()
-    out = {'numpy_loss': [], 'torch_loss': [], 'numpy_time': [], 'torch_time': [], 'tokens': []}
-    for step in range(steps):
-        batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
-        lr = learning_rate(0.01, step, steps)
-        t0 = time.perf_counter()
-        out['numpy_loss'].append(trainer.step(batch, lr))
-        t1 = time.perf_counter()
-        out['torch_loss'].append(torch_step(batch, lr))
-        t2 = time.perf_counter()
-        out['numpy_time'].append(t1 - t0)
-        out['torch_time'].append(t2 - t1)
-        out['tokens'].append(sum(num_predictions(t, config.block_size) for t in batch))
-    return dict(out, peak=peak_rss_bytes(), before=before)
+    out = interleaved({'numpy': trainer.step, 'torch': torch_step}, steps, batch_of,
+                      lambda step: learning_rate(0.01, step, steps))
+    tokens = [sum(num_predictions(t, config.block_size) for t in batch_of(step)) for step in range(steps)]
+    return dict(out, tokens=tokens, peak=peak_rss_bytes(), before=before)
 
 
 def child_ckpt(args):
@@ -201,7 +140,7 @@ def child_ckpt(args):
     from microgpt.edge.checkpoint import Checkpoint, SavedRun, TrainState, write_checkpoint
     from recipe import RECIPE
     B = RECIPE['batch_size']
-    config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
+    config, model, tokenizer, tokens = names_setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'],
                                              RECIPE['n_head'], RECIPE['block_size'])
     trainer = backprop.Trainer(config, model.weights(), tokenizer)
     del model
@@ -231,7 +170,7 @@ def child_dropout(args):
     from microgpt.backprop.dropout import draw, sites
     from recipe import RECIPE
     B, p = RECIPE['batch_size'], 0.1
-    config, model, tokenizer, tokens = setup(args, RECIPE['n_layer'], RECIPE['n_embd'],
+    config, model, tokenizer, tokens = names_setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'],
                                              RECIPE['n_head'], RECIPE['block_size'])
     out = {}
     for dtype in ('float64', 'float32'):
@@ -261,21 +200,10 @@ def child_dropout(args):
 
 
 # ---------------------------------------------------------------------------- the parent
-def threads_env(args):  # without this machine's OpenBLAS settings unless kept, as the docstring says
-    threads = dict(OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    return dict(os.environ, **threads) if args.keep_openblas_env else child_env(**threads)
-
-
-def run_child(args, which):
-    cmd = [sys.executable, os.path.abspath(__file__), '--child', which, '--steps', str(args.steps),
-           '--torch-steps', str(args.torch_steps), '--threads', str(args.threads)]
-    if args.data:
-        cmd += ['--data', args.data]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=threads_env(args))
-    if result.returncode != 0:
-        print(f"  the {which} child failed:\n{result.stderr}")
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def child(args, which):
+    return run_child(__file__, ['--child', which, '--steps', args.steps, '--torch-steps', args.torch_steps,
+                                '--threads', args.threads, *(['--data', args.data] if args.data else [])],
+                     child_env(args.threads), f"{which} child")
 
 
 def mib(n):
@@ -283,14 +211,14 @@ def mib(n):
 
 
 def report_scalar(r, steps):
-    s, n = statistics.mean(r['scalar_time']), statistics.mean(r['numpy_time'])
-    diff = max(abs(a - b) for a, b in zip(r['scalar_loss'], r['numpy_loss']))
+    times, loss = r['times'], r['loss']
+    s, n = statistics.mean(times['scalar']), statistics.mean(times['numpy'])
+    diff = max(abs(a - b) for a, b in zip(loss['scalar'], loss['numpy']))
     print(f"\n[1] batch 1, default config (1x16), {steps} steps, interleaved")
     print(f"    scalar engine {1e3 * s:8.3f} ms/step   numpy {1e3 * n:8.3f} ms/step   "
           f"ratio {s / n:5.1f}x")
-    print(f"    median ratio {statistics.median(r['scalar_time']) / statistics.median(r['numpy_time']):.1f}x; "
-          f"largest loss difference {diff:.1e}; "
-          f"last loss {r['numpy_loss'][-1]:.4f}")
+    print(f"    median ratio {statistics.median(times['scalar']) / statistics.median(times['numpy']):.1f}x; "
+          f"largest loss difference {diff:.1e}; last loss {loss['numpy'][-1]:.4f}")
     print(f"    peak memory {mib(r['peak']):.0f} MiB ({mib(r['peak'] - r['before']):.1f} MiB during training)")
 
 
@@ -299,13 +227,13 @@ def report_torch(r, steps):
     if r.get('skipped'):
         print(f"    SKIPPED: PyTorch is not installed; install it with `{TORCH_HINT}`")
         return
-    tokens = sum(r['tokens'])
-    n_tps, t_tps = tokens / sum(r['numpy_time']), tokens / sum(r['torch_time'])
-    diff = max(abs(a - b) for a, b in zip(r['numpy_loss'], r['torch_loss']))
-    print(f"    numpy {n_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['numpy_time']):.1f} ms/step)   "
-          f"PyTorch {t_tps:8.0f} tokens/s ({1e3 * statistics.mean(r['torch_time']):.1f} ms/step)")
+    tokens, times = sum(r['tokens']), r['times']
+    n_tps, t_tps = tokens / sum(times['numpy']), tokens / sum(times['torch'])
+    diff = max(abs(a - b) for a, b in zip(r['loss']['numpy'], r['loss']['torch']))
+    print(f"    numpy {n_tps:8.0f} tokens/s ({1e3 * statistics.mean(times['numpy']):.1f} ms/step)   "
+          f"PyTorch {t_tps:8.0f} tokens/s ({1e3 * statistics.mean(times['torch']):.1f} ms/step)")
     print(f"    ratio numpy / PyTorch {n_tps / t_tps:.2f}x; median-step ratio "
-          f"{statistics.median(r['torch_time']) / statistics.median(r['numpy_time']):.2f}x; "
+          f"{statistics.median(times['torch']) / statistics.median(times['numpy']):.2f}x; "
           f"largest loss difference {diff:.1e}")
     print(f"    peak memory {mib(r['peak']):.0f} MiB, both models in one process "
           f"({mib(r['peak'] - r['before']):.1f} MiB during training)")
@@ -348,24 +276,13 @@ def main(argv=None):
         return 0
     print(f"data: {args.data or 'bundled census names'}; children: OPENBLAS_NUM_THREADS="
           f"OMP_NUM_THREADS={args.threads}, torch threads {args.threads}, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
-          f"{'kept' if args.keep_openblas_env else 'unset'}; load average {os.getloadavg()[0]:.2f}")
-    r = run_child(args, 'scalar')
-    if r:
-        report_scalar(r, args.steps)
-    r = run_child(args, 'torch')
-    if r:
-        report_torch(r, args.torch_steps)
-    r = run_child(args, 'ckpt')
-    if r:
-        report_ckpt(r, args.save_every)
-    r = run_child(args, 'dropout')
-    if r:
-        report_dropout(r)
-    if args.recipe:
-        print("\n[5] the recipe, bench/recipe.py with its defaults, in the children's environment:",
-              flush=True)
-        subprocess.run([sys.executable, os.path.join(BENCH_DIR, 'recipe.py')]
-                       + (['--data', args.data] if args.data else []), env=threads_env(args))
+          f"unset; load average {os.getloadavg()[0]:.2f}")
+    for which, report in (('scalar', lambda r: report_scalar(r, args.steps)),
+                          ('torch', lambda r: report_torch(r, args.torch_steps)),
+                          ('ckpt', lambda r: report_ckpt(r, args.save_every)), ('dropout', report_dropout)):
+        r = child(args, which)
+        if r:
+            report(r)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -1,31 +1,17 @@
 """
-BASELINE FOR COMPARISON ONLY: the GPT trained the way the original single-file microgpt does it.
-
-Nothing in microgpt/ imports this file, and nothing should. It exists so that
-bench/train_speed.py can measure how much faster the project's engine (microgpt/engine.py) is
-than the original formulation, and so that tests/test_baseline_agrees.py can check that the two
-compute the same losses and gradients. It is deliberately slow, in the original's ways:
-
-  * every + and * builds its own two-input node (a dot product of n terms is 2n nodes);
-    softmax, rmsnorm and the loss are composed from those small ops, not fused;
-  * backward() orders the graph with a recursive depth-first search (a Python call per node);
-  * a Value is an ordinary object with a __dict__ (no __slots__).
-
-The math is the same as microgpt/model.py, step for step; only the bookkeeping differs.
-It takes its starting weights as {name: [[float]]} (what GPT(config, seed).weights() returns),
-so both trainers start from identical numbers. Standard library only, on purpose: it must not
-share code with the engine it is an oracle for.
-
-Run it through bench/train_speed.py; on its own it only defines things.
+BASELINE FOR COMPARISON ONLY: the GPT trained the way the original single-file microgpt does it,
+for bench/train_speed.py to time and tests/test_baseline_agrees.py to hold to the same losses and
+gradients. Nothing in microgpt/ imports it. Slow in the original's ways: a two-input node for
+every + and * (softmax, rmsnorm and the loss composed from them), a recursive topological sort,
+a Value with a __dict__. It starts from GPT(config, seed).weights(), {name: [[float]]}, and uses
+the standard library only: it must not share code with the engine it is an oracle for.
 """
 
 import math
 import sys
 
-# The recursive sort below makes one nested Python call per node on the longest path through
-# the graph. That path stays in the hundreds for these configs, but Python's default limit
-# (1000) leaves little room for a 2-layer or wider model, so give it head-room. Python 3.11
-# runs pure-Python recursion without growing the C stack, so a larger limit is safe.
+# The recursive sort nests one call per node of the graph's longest path: hundreds here, near the
+# default limit of 1000 for a wider model. Python 3.11 recurses without growing the C stack.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 
 

@@ -1,16 +1,11 @@
 """
-How long learning byte-pair merges takes, two ways, on tiny Shakespeare: microgpt/bpe.py's
-incremental trainer (pair counts updated where a merge changes them) against recounting every
-pair of the text after every merge (the textbook loop, minbpe's `train`), side by side.
+How long learning byte-pair merges takes on tiny Shakespeare: microgpt/bpe.py's incremental
+trainer (pair counts updated where a merge changes them) against recounting every pair after
+every merge (the textbook loop, minbpe's `train`), side by side; both must learn the same merges.
+Then encoding the whole text with them. The processor and the load average are printed.
 
     python bench/bpe_speed.py                 # 256 merges, both ways (the recount takes minutes)
     python bench/bpe_speed.py --merges 64     # fewer merges, quicker
-
-Both learn the same merges (checked here, and by tests/test_bpe.py on random texts); the figure
-bpe.py's docstring quotes is this script's ratio. It also times encoding the whole text with
-the merges learned. The processor (lscpu's model name) and the load average are printed: the
-machine may be shared, so the times are noisy. Data: ../shared/data/tinyshakespeare.txt beside
-the checkout; skipped (exit 0) when absent.
 """
 
 import argparse
@@ -18,9 +13,8 @@ import os
 import sys
 import time
 
-from common import REPO_DIR, processor, shared_data
+from common import processor, read_text, shared_data
 
-sys.path.insert(0, REPO_DIR)
 from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges  # noqa: E402
 
 
@@ -63,8 +57,7 @@ def main():
     if path is None or not os.path.exists(path):
         print("skipped: ../shared/data/tinyshakespeare.txt is not beside the checkout (give --data PATH)")
         return 0
-    with open(path, encoding='utf-8') as f:
-        text = f.read()
+    text = read_text(path)
     print(f"{processor()}; load average {os.getloadavg()[0]:.2f}; {path}: {len(text):,} characters, "
           f"{len(text.encode('utf-8')):,} bytes; {args.merges} merges")
     t0 = time.perf_counter()

@@ -1,12 +1,18 @@
 """
-What the benchmarks share: where ../shared/data's files are, and the environment their child
-processes run in. (Each script runs with bench/ on sys.path, as `python bench/NAME.py` puts it.)
+What the benchmarks share: the data's place, the children's environment and launch, the clocks,
+the processor's name. Each script runs as `python bench/NAME.py`, which puts bench/ on sys.path;
+importing this module puts the checkout there too, installed or not.
 """
 
+import json
 import os
+import resource
 import subprocess
+import sys
+import time
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_DIR)
 
 
 def shared_data(name):
@@ -18,12 +24,105 @@ def shared_data(name):
     return None
 
 
-def child_env(**variables):
-    """This environment for a child process, with `variables` set (OPENBLAS_NUM_THREADS='1', ...)
-    and OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET: this machine sets them for old OpenBLAS
-    bugs; users' machines do not, and they slow numpy's matrix products."""
+def read_text(path):
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def child_env(threads=None, **variables):
+    """This environment for a child process, with `variables` set, OPENBLAS_NUM_THREADS and
+    OMP_NUM_THREADS set to `threads` if given, and OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET:
+    this machine sets them for old OpenBLAS bugs; users' machines do not, and they slow numpy's
+    matrix products."""
     env = {k: v for k, v in os.environ.items() if k not in ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')}
+    if threads is not None:
+        variables.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     return dict(env, **variables)
+
+
+def run_child(script, args, env=None, what='child', prefix=()):
+    """Run `script` (a path) with `args` in a fresh Python, and return the JSON object its stdout
+    ends with, or None (the child's stderr printed) where it failed."""
+    result = subprocess.run([sys.executable, *prefix, os.path.abspath(script), *map(str, args)],
+                            capture_output=True, text=True, env=env or child_env())
+    lines = [line for line in result.stdout.splitlines() if line.startswith('{')]
+    if result.returncode != 0 or not lines:
+        print(f"  the {what} failed:\n{result.stderr[-2000:]}")
+        return None
+    return json.loads(lines[-1])
+
+
+def peak_rss_bytes():
+    """This process's peak resident memory so far, in bytes: VmHWM, the kernel's high-water mark
+    (getrusage's ru_maxrss where /proc is missing, e.g. macOS: on Linux it survives fork and exec
+    and would report the parent's size)."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == 'darwin' else peak * 1024  # macOS reports bytes, others KiB
+
+
+def interleaved(trainers, steps, batch_of, lr_of, limit=None):
+    """{'times': {name: [seconds]}, 'loss': {name: [loss]}} of `steps` steps of each trainer
+    ({name: step(batch, lr)}), one step of each in turn on the same batch, so that a load spike
+    hits all alike; limit: {name: steps} for a trainer that takes only its first few."""
+    out = {'times': {name: [] for name in trainers}, 'loss': {name: [] for name in trainers}}
+    for step in range(steps):
+        batch, lr = batch_of(step), lr_of(step)
+        for name, train in trainers.items():
+            if step < (limit or {}).get(name, steps):
+                t0 = time.perf_counter()
+                out['loss'][name].append(train(batch, lr))
+                out['times'][name].append(time.perf_counter() - t0)
+    return out
+
+
+def best_time(fn, repeats):
+    """The shortest of `repeats` wall-clock timings of fn(), in seconds, and fn's last result: the
+    minimum is the least disturbed by whatever else the machine is doing."""
+    best = float('inf')
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def timed_saves(path, steps, every, folder, repeats):
+    """(how many saves a run of `steps` made, saving every `every` steps and at its end; the mean
+    seconds one takes): the run's own final checkpoint at path written again into folder, the
+    same file, `repeats` times."""
+    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
+    ckpt = read_checkpoint(path, training=True)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        write_checkpoint(os.path.join(folder, 'copy' + os.path.splitext(path)[1]), ckpt)
+    return steps // every + (steps % every != 0), (time.perf_counter() - start) / repeats
+
+
+def load():
+    """The load averages, for a printout: the machine is shared, and a busy one is slower."""
+    return ' '.join(f'{x:.2f}' for x in os.getloadavg())
+
+
+def names_setup(data, n_layer, n_embd, n_head=4, block_size=16):
+    """(config, GPT, tokenizer, training token lists) as train.py makes them on a names file
+    (None: the bundled names), the GPT with fused.py's blocks, train.py's."""
+    from microgpt.edge.data import load_docs, split_docs
+    from microgpt.model import GPT, GPTConfig
+    from microgpt.tokenizer import CharTokenizer
+    from microgpt.training import doc_tokens
+    docs = load_docs(data)
+    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
+    tokenizer = CharTokenizer.from_docs(docs)
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
+    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, \
+        [doc_tokens(tokenizer, d) for d in train_docs]
 
 
 def processor():

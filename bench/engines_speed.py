@@ -4,36 +4,20 @@ The three engines side by side, data parallelism on this machine, and checkpoint
     python bench/engines_speed.py            # everything below, about five minutes here
     python bench/engines_speed.py --skip-checkpoints --steps 50
 
-Every ratio is measured in one run. Each measurement runs in a fresh child process (this
-script with --child ...), with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and torch's threads set to
-1 (--threads), and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset for the children only, as
-bench/backprop_speed.py does (they are set machine-wide here for old OpenBLAS bugs; users'
-machines do not set them).
-
-1. engines   Step time of the scalar engine (microgpt.programs.train.ScalarTrainer), the numpy engine
-             (backprop.Trainer) and the torch engine (torchgpt.Trainer, float64 and float32 on
-             the CPU), their steps interleaved (one step of each in turn, from the same weights
-             on the same batches) so that a load spike hits all alike, at the default config
-             (batch 1) and at n_layer 4, n_embd 64, batch 32. At the larger size the scalar
-             engine takes only the first --scalar-steps steps (each takes seconds). And at the
-             running-text recipe's size (README's tiny shakespeare: n_layer 4, n_embd 128, block
-             64, batch 12 windows of 65 characters), numpy and torch in float64 and float32; the
-             scalar engine is left out there, said so: one step's graph would hold about a
-             billion Values.
-2. ranks     torchrun with two processes against one process, the same global batch (n_layer 4,
-             n_embd 64, batch 32, float64, gloo on 127.0.0.1): the speedup, and the share of a
-             step spent in the all-reduce (timed around torchgpt.distributed.World.all_reduce_sum).
-             The two cannot share one process, so they alternate, --rounds times, each round
-             printed with the load average: on a machine shared with other work the spread shows.
-3. ckpt      The 8-layer n_embd 256 model (6.3M parameters) with Adam's moments: checkpoint size,
-             save and load times (write_checkpoint, read_checkpoint with all its checks), JSON
-             against safetensors.
-4. cuda      With a CUDA device (torch.cuda.is_available()), the torch engine's step time on it
-             at n_layer 4, n_embd 64, batch 32, against the CPU; without one it says it skipped.
-
-Without PyTorch every torch column says skipped and names `pip install -e '.[torch]'`. Data:
-makemore's names.txt (../shared/data/names.txt) when present, else the bundled census names.
-The script leaves no files behind and always exits 0: it prints measurements, never a verdict.
+Each measurement runs in a fresh child with one BLAS and torch thread (--threads):
+1. engines  the scalar, numpy and torch engines (float64 and float32), their steps interleaved
+            from the same weights on the same batches, at the default config (batch 1), at
+            4 x 64 batch 32 (the scalar engine only its first --scalar-steps), and at README's
+            tiny shakespeare size (4 x 128, block 64, batch 12), where the scalar engine is
+            left out: one step's graph would hold about a billion Values.
+2. ranks    torchrun with two processes against one, the same global batch (4 x 64, batch 32,
+            float64, gloo on 127.0.0.1): the speedup and the all-reduce's share of a step,
+            alternated --rounds times with the load average, so that the spread shows.
+3. ckpt     the 8 x 256 model (6.3M parameters) with Adam's moments: size, save and load times
+            (read_checkpoint with all its checks), JSON against safetensors.
+4. cuda     with a CUDA device, the torch engine's step on it against the CPU.
+Without PyTorch the torch lines say skipped. Data: names.txt from ../shared/data, else the
+bundled names.
 """
 
 import argparse
@@ -41,16 +25,11 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
-
-from common import child_env, shared_data  # noqa: E402
+from common import child_env, interleaved, names_setup, read_text, run_child, shared_data
 
 TORCH_HINT = "pip install -e '.[torch]'"
 SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
@@ -71,31 +50,17 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------- the children
-def setup(args, n_layer, n_embd, block_size=16, text=False):
-    """(config, initial weights, tokenizer, training token lists), as train.py makes them: the
-    names, or (text) random windows of block_size + 1 characters of tiny shakespeare."""
-    if text:
-        return text_setup(n_layer, n_embd, block_size)
-    from microgpt.edge.data import load_docs, split_docs
-    from microgpt.model import GPT, GPTConfig
-    from microgpt.tokenizer import CharTokenizer
-    from microgpt.training import doc_tokens
-    docs = load_docs(args.data)
-    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
-    tokenizer = CharTokenizer.from_docs(docs)
-    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, 16)
-    model = GPT(config, seed=42, tokenizer=tokenizer, fused=True)  # train.py's blocks
-    return config, model, tokenizer, [doc_tokens(tokenizer, d) for d in train_docs]
-
-
-def text_setup(n_layer, n_embd, block_size, n_windows=2000):
+def setup(args, n_layer, n_embd, block_size=16, text=False, n_windows=2000):
+    """names_setup's four, on the names or (text) on random windows of block_size + 1 characters of
+    tiny shakespeare."""
+    if not text:
+        return names_setup(args.data, n_layer, n_embd)
     import random
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
-    with open(shared_data('tinyshakespeare.txt'), encoding='utf-8') as f:
-        text = f.read()
-    tokenizer = CharTokenizer(sorted(set(text)))
-    ids = tokenizer.encode(text)
+    whole = read_text(shared_data('tinyshakespeare.txt'))
+    tokenizer = CharTokenizer(sorted(set(whole)))
+    ids = tokenizer.encode(whole)
     rng = random.Random(42)
     starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
     config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, block_size)
@@ -129,19 +94,10 @@ def child_engines(args, size):
             trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
     if not s.get('text'):  # at the text size one step's graph would not fit in memory
         trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
-    scalar_steps = args.steps if size == 'default' else args.scalar_steps
-    times = {name: [] for name in trainers}
-    loss = {name: [] for name in trainers}
-    for step in range(args.steps):
-        batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
-        lr = learning_rate(0.01, step, args.steps)
-        for name, trainer in trainers.items():
-            if name == 'scalar' and step >= scalar_steps:
-                continue
-            t0 = time.perf_counter()
-            loss[name].append(trainer.step(batch, lr))
-            times[name].append(time.perf_counter() - t0)
-    return {'times': times, 'loss': loss}
+    B, steps = s['batch'], {name: trainer.step for name, trainer in trainers.items()}
+    return interleaved(steps, args.steps, lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)],
+                       lambda step: learning_rate(0.01, step, args.steps),
+                       limit={'scalar': args.steps if size == 'default' else args.scalar_steps})
 
 
 def child_ranks(args):
@@ -228,28 +184,18 @@ def child_cuda(args):
 
 
 # ---------------------------------------------------------------------------- the parent
-def threads_env(args):  # without this machine's OpenBLAS settings, as the docstring says
-    return child_env(OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-
-
-def run_child(args, which, torchrun=False):
-    cmd = [os.path.abspath(__file__), '--child', which, '--steps', str(args.steps),
-           '--scalar-steps', str(args.scalar_steps), '--threads', str(args.threads)]
-    if args.data:
-        cmd += ['--data', args.data]
+def child(args, which, torchrun=False):
+    argv = ['--child', which, '--steps', args.steps, '--scalar-steps', args.scalar_steps, '--threads', args.threads,
+            *(['--data', args.data] if args.data else [])]
+    prefix = ()
     if torchrun:
         with socket.socket() as s:
             s.bind(('127.0.0.1', 0))
             port = s.getsockname()[1]
-        cmd = ['-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
-               '--master_port', str(port), *cmd]
-    env = dict(threads_env(args), GLOO_SOCKET_IFNAME='lo') if torchrun else threads_env(args)
-    result = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, env=env, timeout=3600)
-    lines = [line for line in result.stdout.splitlines() if line.startswith('{')]
-    if result.returncode != 0 or not lines:
-        print(f"  the {which} child failed:\n{result.stderr[-2000:]}")
-        return None
-    return json.loads(lines[-1])
+        prefix = ('-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
+                  '--master_port', str(port))
+    env = child_env(args.threads, **({'GLOO_SOCKET_IFNAME': 'lo'} if torchrun else {}))
+    return run_child(__file__, argv, env, f"{which} child", prefix)
 
 
 def report_engines(size, r, args):
@@ -328,23 +274,23 @@ def main(argv=None):
         if SIZES[size].get('text') and shared_data('tinyshakespeare.txt') is None:
             print("\n[1] the running-text recipe's size: SKIPPED, tinyshakespeare.txt is not in ../shared/data")
             continue
-        r = run_child(args, f'engines:{size}')
+        r = child(args, f'engines:{size}')
         if r:
             report_engines(size, r, args)
     rounds = []
     if torch_or_none(1) is not None:
         for _ in range(args.rounds):  # alternated, so a change in the machine's load shows as a spread
-            one, two = run_child(args, 'ranks'), run_child(args, 'ranks', torchrun=True)
+            one, two = child(args, 'ranks'), child(args, 'ranks', torchrun=True)
             if one and two:
                 rounds.append((one, two, os.getloadavg()[0]))
     report_ranks(rounds)
     if args.skip_checkpoints:
         print("\n[3] checkpoints: SKIPPED (--skip-checkpoints)")
     else:
-        r = run_child(args, 'ckpt')
+        r = child(args, 'ckpt')
         if r:
             report_ckpt(r)
-    report_cuda(run_child(args, 'cuda'))
+    report_cuda(child(args, 'cuda'))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -5,28 +5,20 @@ How much faster is the numpy port (src/inference) than the scalar gpt()? Measure
     python bench/inference_speed.py --ckpt out/model.json
     python bench/inference_speed.py --n-layer 2 --n-embd 24 --n-head 3 --block-size 8
 
-Two measurements, each engine timed in the same run on the same weights and inputs:
-  1. the logits for every position of one full block (T = block_size): the scalar gpt() once
-     per position with its KV cache, the port's forward() (attention as explicit j <= i loops,
-     the reference) and forward_batch() (attention as one masked softmax per head);
-  2. names sampled per second by each engine through microgpt.sampling, which also shows
-     that both engines draw the same names.
-Each port variant's line gives its time and its speed-up, scalar time / port time: how many
-times faster it is than the scalar path on these weights. Timings are the best of --repeats
-runs: the minimum is the least disturbed by whatever else the machine is doing. The script
-exits with status 1 only if the two engines draw different names.
+On the same weights and inputs: 1. the logits for every position of a full block: the scalar
+gpt() once per position with its KV cache, against the port's forward() (attention as j <= i
+loops, the reference) and forward_batch() (one masked softmax per head); 2. names sampled per
+second by each engine through microgpt.sampling, which also shows that both draw the same names
+(exit status 1 if not). Each line gives the time, best of --repeats, and the speed-up.
 """
 
 import argparse
-import os
 import random
 import sys
-import time
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO_DIR]  # run from a checkout, installed or not
+import numpy as np
 
-import numpy as np  # noqa: E402  (after the path set-up above)
+from common import best_time
 
 from microgpt import inference  # noqa: E402
 from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
@@ -51,16 +43,6 @@ def parse_args(argv=None):
     g.add_argument('--temperature', type=float, default=0.5, help="sampling temperature, > 0 (default 0.5)")
     g.add_argument('--seed', type=int, default=42, help="seed for weights, tokens and sampling (default 42)")
     return p.parse_args(argv)
-
-
-def best_time(fn, repeats):
-    """The shortest of `repeats` wall-clock timings of fn(), in seconds, and fn's last result."""
-    best = float('inf')
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def scalar_block_logits(model, token_ids):

@@ -5,26 +5,14 @@ The first loss over the whole grid of sizes: n_embd 16 to 512, n_layer 1 to 12, 
     python bench/init_loss.py --seeds 5
 
 A model that has learned nothing should guess every token evenly: its loss is ln(vocab_size).
-microgpt/model.py's initial weights keep the first loss near that at any size: std 0.08 * sqrt(16 /
-n_embd) for every matrix, and / sqrt(n_layer) more for attn_wo and mlp_fc2, the two matrices whose
-outputs a block adds to the residual stream. For every size this prints the first loss of a
-batch (32 names of names.txt; 12 windows of 64 characters of tinyshakespeare) as its distance
-from ln(vocab_size) in percent: the mean over --seeds draws of the weights and the worst of them;
-beside it, the same without the depth factor (every matrix at the width rule's std), and the
-final residual stream's root-mean-square (1 after the first rmsnorm, so the growth is the
-blocks'). The target: every batch's first loss within 5%, a model that starts out guessing evenly.
-
-The weights are drawn with numpy from model.py's rule (restated in `stds` below; tests/test_model.py
-checks GPT's own draws against it): the largest model here has 38 million weights, which
-init_weights (random.gauss, one Python float each) would take about 15 s and 1.2 GB to make,
-and the loss depends on the stds, not on which generator drew them. The forward is the numpy
-engine's, in float32.
-
-One name alone is no measure: its first loss moves by about 4% (one standard deviation) from
-one draw of the weights or one name to the next, at every size, microgpt's own default model
-included (printed at the end); a batch averages that out. Last, the time init_weights takes to
-draw the running-text recipe's initial weights, beside building the scalar GPT of Values and
-reading them back.
+For every size this prints the first loss of a batch (32 names; 12 windows of 64 characters) as
+its distance from ln(vocab_size) in percent, mean and worst over --seeds draws; beside it, the
+same without model.py's depth factor, and the final residual stream's rms with and without (1
+after the first rmsnorm: the growth is the blocks'). The target: within 5% everywhere. The
+weights are drawn with numpy at model.py's stds (init_stds): init_weights would take 15 s and
+1.2 GB for the largest, and the loss depends on the stds, not the generator. The forward is the
+numpy engine's, in float32. Last, why a batch: one name's first loss moves by about 4% from one
+draw to the next; and the time init_weights takes at the running-text recipe's size.
 """
 
 import argparse
@@ -35,15 +23,12 @@ import sys
 
 import numpy as np
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
+from common import read_text, shared_data
 
-from microgpt.backprop.model import make_batch, model_forward  # noqa: E402
+from microgpt.backprop.model import make_batch, model_forward  # noqa: E402  (common puts the checkout first)
 from microgpt.model import GPTConfig, init_stds, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens  # noqa: E402
-from common import shared_data  # noqa: E402
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 DEPTHS = (1, 2, 4, 6, 8, 12)
@@ -74,8 +59,7 @@ def data(args):
         if not path or not os.path.exists(path):
             print(f"  ({kind}: {path} not found, skipped)")
             continue
-        with open(path, encoding='utf-8') as f:
-            whole = f.read()
+        whole = read_text(path)
         if kind == 'names':
             names = [line.strip() for line in whole.splitlines() if line.strip()]
             tok = CharTokenizer.from_docs(names)
@@ -140,8 +124,7 @@ def single_names(args):
     """The spread of one name's first loss: why the grid is measured on batches."""
     if not args.names or not os.path.exists(args.names):
         return
-    with open(args.names, encoding='utf-8') as f:
-        names = [line.strip() for line in f if line.strip()]
+    names = [line.strip() for line in read_text(args.names).splitlines() if line.strip()]
     tok = CharTokenizer.from_docs(names)
     rng = random.Random(1)
     for C, L in ((16, 1), (256, 8)):

@@ -1,17 +1,14 @@
 """
 The web lab's interaction times in Chromium, on a model of train.py's default size and on the
-names recipe's (n_layer 4, n_embd 64, n_head 4: 200,000 weights, the Step page's slowest case).
+names recipe's (4 x 64: 200,000 weights, the Step page's slowest case); then, where tiny
+shakespeare is, a prompt typed on the Sampling page of the Shakespeare recipe's model.
 
     python bench/lab_speed.py
 
-Each model is trained for a few steps on makemore's names (its speed is what matters, not its
-training), served by `lab serve`'s own server in this process, and driven by Playwright in
-Debian's Chromium: for each input (INPUTS below) the time from the input to the page's
-redraw, the page's pause for typing included. Prints, never asserts. Last,
-where ../shared/data/tinyshakespeare.txt is, a model of the Shakespeare recipe's shape: a
-prompt typed on the Sampling page, until its distribution and then its continuations are drawn.
-Data: ../shared/data/names.txt beside the checkout; skipped (exit 0) when it, Playwright or
-Chromium is absent.
+Each model trains a few steps (its speed matters, not its training), is served by `lab serve`'s
+own server in this process and driven by Playwright in Debian's Chromium: for each input (INPUTS)
+the time from the input to the page's redraw, the page's pause for typing included. Skipped
+(exit 0) without names.txt in ../shared/data, Playwright or Chromium.
 """
 
 import json
@@ -21,10 +18,9 @@ import tempfile
 import threading
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, os.path.join(REPO_DIR, 'tests'), BENCH_DIR]
+from common import REPO_DIR, shared_data
 
+sys.path.insert(0, os.path.join(REPO_DIR, 'tests'))
 from helpers import draws, open_page, wait_redraw  # noqa: E402  (tests/helpers.py: the pages' waits)
 from microgpt.lab import registry  # noqa: E402
 
@@ -179,7 +175,6 @@ def main():
     import argparse
     argparse.ArgumentParser(description="Time the web lab's pages in Chromium, from an input to its redraw, "
                                         "on three models (prints, never asserts).").parse_args()
-    from common import shared_data
     data = shared_data('names.txt')
     try:
         from playwright.sync_api import sync_playwright
@@ -193,34 +188,27 @@ def main():
         return 0
     from microgpt.programs import train
     from microgpt.lab.serve import make_server
+
+    def timed(label, flags, steps, data, name, served=None):
+        """Train a model of `flags` three steps on `data`, serve it, and time `steps` on its pages."""
+        ckpt = os.path.join(tmp, name)
+        train.main(['--data', data, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0', *flags])
+        server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'), data=served)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            print(report(label, interaction_times(server, browser, steps)))
+        finally:
+            server.shutdown()
+            server.server_close()
+    text = shared_data('tinyshakespeare.txt')
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for k, (label, flags) in enumerate(MODELS):
-            ckpt = os.path.join(tmp, f'model{k}.json')
-            train.main(['--data', data, '--out', ckpt, '--steps', '3', '--eval-every', '0',
-                        '--num-samples', '0', *flags])
-            server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'), data=data)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            try:
-                print(report(label, interaction_times(server, browser, steps(on_the_model=k > 0))))
-            finally:
-                server.shutdown()
-                server.server_close()
-        text = shared_data('tinyshakespeare.txt')
+            timed(label, flags, steps(on_the_model=k > 0), data, f'model{k}.json', served=data)
         if text:
-            label, flags = TEXT_MODEL
-            ckpt = os.path.join(tmp, 'text.json')
-            train.main(['--data', text, '--out', ckpt, '--steps', '3', '--eval-every', '0', '--num-samples', '0',
-                        *flags])
-            server = make_server(ckpt, port=0, runs_dir=os.path.join(tmp, 'runs'))
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            try:
-                print(report(label, interaction_times(server, browser, ON_TEXT)))
-            finally:
-                server.shutdown()
-                server.server_close()
+            timed(TEXT_MODEL[0], TEXT_MODEL[1], ON_TEXT, text, 'text.json')
         else:
-            print(f"\nlab_speed: no {text}: the model of running text is skipped")
+            print("\nlab_speed: no tinyshakespeare.txt: the model of running text is skipped")
         browser.close()
     return 0
 

@@ -1,30 +1,18 @@
 """
-The batched numpy training recipe, measured end to end through train.py itself.
+README's numpy recipe on makemore's names, measured end to end through train.py itself.
 
-    python bench/recipe.py                                  # makemore's names.txt from ../shared/data
-    python bench/recipe.py --data names.txt --threads 1     # one BLAS thread (see below)
+    python bench/recipe.py                                  # names.txt from ../shared/data
+    python bench/recipe.py --data names.txt --threads 1     # one BLAS thread
+    python bench/recipe.py --keep DIR --plain               # README's two curves, kept in DIR
+    python bench/recipe.py --grid                           # first the runs that chose the recipe
 
-It runs the very command README shows, in a child process:
-
-    python train.py --engine numpy --data names.txt --n-layer 4 --n-embd 64 --n-head 4 \
-        --block-size 16 --batch-size 32 --lr 0.003 --steps 12000 --weight-decay 0.1 --dropout 0.05 \
-        --dtype float32 --save-every 4000 --eval-every 2000 --out ...
-
-and reports the wall time of the whole process (imports, data, training, validation, the
-checkpoint saves, the closing samples), the validation loss it logged last, and the share of the
-run spent writing checkpoints: the saves the run made (every --save-every steps and at the end),
-each timed afresh by saving the run's own final checkpoint (weights and Adam moments, the same
-file) with microgpt.edge.checkpoint.write_checkpoint. Peak memory is the child's (ru_maxrss).
-
-Threads: train.py times its first 27 steps three ways (one BLAS thread, two, the batch split on
-two workers) and keeps the fastest; its `threads:` line is printed here. --threads N sets
-OPENBLAS_NUM_THREADS for the child instead. The child runs with OPENBLAS_CORETYPE and
-OPENBLAS_L2_SIZE UNSET (this machine sets them for old OpenBLAS bugs; users' machines do not,
-and they slow numpy's matrix products). --keep DIR keeps the checkpoint and log, and with
---plain also a run of the same command without weight decay and dropout, DIR/plain.json (README's
-curve: python -m microgpt.lab loss DIR/plain.log.jsonl DIR/names.log.jsonl --png
-docs/img/recipe-loss.png). The closing names are printed with a * on those not in the data.
---grid first runs GRID, the runs that chose the regularizer, one line each.
+It runs README's command (RECIPE) in a child and reports the wall time of the whole process, the
+validation loss it logged last, train.py's `threads:` line (it times 1 thread, 2, and 2 workers
+on its first 27 steps and keeps the fastest; --threads sets OPENBLAS_NUM_THREADS instead), the
+share of the run spent saving (each save timed afresh on the run's own final checkpoint), the
+child's peak memory and its closing names (* on those not in the data). --plain also runs it
+without weight decay and dropout, into DIR/plain.json (README's curve: python -m microgpt.lab
+loss DIR/plain.log.jsonl DIR/names.log.jsonl --png docs/img/recipe-loss.png).
 """
 
 import argparse
@@ -36,33 +24,12 @@ import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout, installed or not
+from common import REPO_DIR, child_env, read_text, shared_data, timed_saves
 
-from common import child_env, shared_data  # noqa: E402
-
-# The recipe: makemore's Transformer shape, 4 x 64. What was tried on the way, all batch 32,
-# val after the whole run (linear decay):
-#   2x64 lr 0.01 3000 steps 2.055 | 2x64 lr 0.005 5000 steps 1.974 | 2x64 lr 0.005 8000 1.966
-#   2x64 lr 0.003 8000 steps 1.958 | 2x64 lr 0.002 8000 steps 1.969 | 3x64 lr 0.003 6000 1.954
-#   3x64 lr 0.003 7500 steps 1.955 | 4x64 lr 0.003 5500 steps 1.934 (with a fixed 0.08 init std)
-# Again with the width- and depth-scaled initial weights (2026-12-02, AMD EPYC, 2 cores):
-#   4x64 lr 0.003 5500 steps 1.9616 (42-56 s) | 7500 steps 1.9521 (58 s) | float32 9000 steps
-#   1.9517 (40 s) | float32 batch 64 lr 0.004 5000 steps 1.9556 | float32 4x96 6000 steps 1.9593.
-#   The training loss measured alike reaches 1.78: past ~1.95 the model memorizes (no weight decay,
-#   no dropout here), so more steps in the minute do not buy a lower validation loss.
-# GRID chose the regularizer (--grid runs it; one run each, 2026-12-02, AMD EPYC, the machine
-# shared, so times are not given here; the val is the code's):
-#   float64 5500 steps: none 1.9616 | wd 0.1 1.9610 | wd 0.3 1.9895 | wd 1.0 2.0711 | dropout 0.1
-#   1.9850 | dropout 0.2 2.0176: at this length dropout underfits and decay only lifts the training loss.
-#   float32 12000 steps: none 1.9622 (train 1.7321: it memorizes) | dropout 0.05 1.9382 | wd 0.1
-#   1.9431 | both 1.9333 | wd 0.1 with dropout 0.1 1.9526 | wd 0.2 1.9452. Also tried: float32 10000
-#   steps wd 0.1 1.9419, dropout 0.05 1.9454; 4x128 dropout 0.2 lr 0.002 4000 steps 2.0008.
-# RECIPE alone, nothing else running (2026-12-04, AMD EPYC, 2 cores): 1.9345 in 134 s, 7.2 ms a
-#   step on 2 threads; --plain 1.9504 in 110 s (train 1.7289). A float32 run's rounding follows the
-#   threads it keeps, so reruns part by about 0.01 (the grid's plain 12000 steps: 1.9622). Within
-#   a minute here: 9000 float32 steps with wd 0.1 end at 1.9450 in 91 s, the machine shared.
+# makemore's Transformer shape, 4 x 64; the steps are what a float32 run does in about two
+# minutes here. GRID chose the regularizer (--grid reruns it, one line a run: docs/lessons.md):
+# at 5500 float64 steps dropout underfits and decay only lifts the training loss; at 12000 float32
+# steps the plain model memorizes (train 1.73, val 1.96) and a little of both helps most.
 RECIPE = dict(n_layer=4, n_embd=64, n_head=4, block_size=16, batch_size=32, lr=0.003, steps=12000,
               weight_decay=0.1, dropout=0.05, dtype='float32', save_every=4000, eval_every=2000)
 # (weight decay, dropout, steps, dtype) of each grid run
@@ -118,8 +85,6 @@ def main(argv=None):
         print(f"recipe: {args.data} not found; get makemore's names.txt and pass --data")
         return 0
 
-    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
-
     env = child_env(**({'OPENBLAS_NUM_THREADS': str(args.threads)} if args.threads else {}))  # as the docstring says
     with tempfile.TemporaryDirectory() as tmp:
         if args.keep:
@@ -137,17 +102,8 @@ def main(argv=None):
         lines = stdout.splitlines()
         threads = next((l for l in lines if l.startswith('threads: ')), f"threads: {args.threads} (--threads)")
         names = [l.strip() for l in lines[lines.index('samples:') + 1:]] if 'samples:' in lines else []
-
-        # the run's saves, timed afresh on its own final checkpoint (the same size of file)
-        ckpt = read_checkpoint(out, training=True)
-        steps, every = RECIPE['steps'], RECIPE['save_every']
-        saves = steps // every + (steps % every != 0)
-        t = time.perf_counter()
-        for _ in range(3):
-            write_checkpoint(os.path.join(tmp, 'copy.json'), ckpt)
-        save = (time.perf_counter() - t) / 3
-    with open(args.data, encoding='utf-8') as f:
-        known = {line.strip() for line in f}
+        saves, save = timed_saves(out, RECIPE['steps'], RECIPE['save_every'], tmp, 3)
+    known = {line.strip() for line in read_text(args.data).splitlines()}
     print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']} (every logged: "
           f"{', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)}); whole run {total:.1f} s")
     print(threads)

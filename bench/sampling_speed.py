@@ -5,17 +5,13 @@ with the other core busy.
     python bench/sampling_speed.py                                  # README's Shakespeare model
     python bench/sampling_speed.py --ckpt out/shakespeare.safetensors --length 500
 
-The model is README's Shakespeare recipe's (4 layers, n_embd 128, 4 heads, block 64): the
-checkpoint at --ckpt where train.py has written it, else the same shape with fresh weights
-(speed does not depend on what the weights learned). Each engine writes --length characters
-after "ROMEO:" through microgpt/sampling.py's generate, as `sample.py --length` does:
-  * the scalar engine (Values; --scalar-length characters, it is slow at this size);
-  * the numpy port with its KV cache (each new character costs one position) and without it
-    (each character recomputes the whole window), at one BLAS thread (what sample.py and the
-    lab take) and at the BLAS library's default of a thread per core;
-  * PyTorch where installed: the whole window per character, as nanoGPT's generate does.
-Each is timed quiet, then while another process spins on the last core (another program using
-it). The best of --repeats runs is kept. The last lines print the ratios the choices rest on.
+The model is README's Shakespeare recipe's (4 x 128, block 64): the checkpoint at --ckpt, else
+fresh weights of its shape (the speed does not depend on what they learned). Each engine writes
+--length characters after "ROMEO:" through sampling.generate, as `sample.py --length` does: the
+scalar engine (--scalar-length), the numpy port with its KV cache and without it, at one BLAS
+thread (sample.py's and the lab's) and at the library's default, and PyTorch where installed (the
+whole window per character, as nanoGPT's generate). Each is timed quiet, then while another
+process spins on the last core; the best of --repeats runs is kept.
 """
 
 import argparse
@@ -25,16 +21,14 @@ import subprocess
 import sys
 import time
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO_DIR]  # run from a checkout, installed or not
+from common import processor, read_text, shared_data
 
-from microgpt import inference  # noqa: E402
+from microgpt import inference  # noqa: E402  (common puts the checkout first)
 from microgpt.backprop import threads  # noqa: E402
 from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
 from microgpt.model import GPT, GPTConfig, init_weights  # noqa: E402
 from microgpt.sampling import generate  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from common import processor, shared_data  # noqa: E402
 
 PROMPT = 'ROMEO:'
 SHAPE = dict(n_layer=4, n_embd=128, n_head=4, block_size=64)  # README's Shakespeare recipe
@@ -57,7 +51,7 @@ def the_model(path):
         ckpt = read_checkpoint(path)
         return ckpt.config, ckpt.weights, ckpt.tokenizer, path
     data = shared_data('tinyshakespeare.txt')
-    chars = sorted(set(open(data, encoding='utf-8').read())) if data else [chr(c) for c in range(32, 97)] + ['\n']
+    chars = sorted(set(read_text(data))) if data else [chr(c) for c in range(32, 97)] + ['\n']
     config = GPTConfig(vocab_size=len(chars) + 1, **SHAPE)
     return config, init_weights(config), CharTokenizer(chars), f"fresh weights of the recipe's shape ({path} not found)"
 

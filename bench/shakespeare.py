@@ -7,18 +7,12 @@ nanoGPT's CPU shakespeare_char shape (n_layer 4, n_head 4, n_embd 128, block 64,
     python bench/shakespeare.py --keep DIR       # keep the checkpoint and log in DIR
     python bench/shakespeare.py --tokenizer bpe  # the same recipe on byte pairs (--vocab-size 512)
 
-It runs the very command README shows, in a child process (RECIPE below), and reports the wall
-time of the whole process (imports, reading and encoding the 1.1M characters, the thread
-measurement, training, every exact validation loss, the checkpoint saves, the closing sample),
-the validation loss it logged last, the threads train.py chose and why, the peak memory of the
-child (ru_maxrss) and the size of the checkpoint, with the share of the run its saves took
-(each save timed afresh on the run's own final checkpoint). nanoGPT's README reports about
-1.88 in about 3 minutes for its recipe on a laptop CPU; this script prints how this one does.
-
-Environment: the child runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET (this machine
-sets them for old OpenBLAS bugs; users' machines do not, and they slow numpy's matmuls);
-everything else as it is. The machine is shared with other developers: the load average is
-printed before and after, and a busy machine makes the run slower, not the loss different.
+It runs README's command (RECIPE) in a child (common.child_env) and reports the whole process's
+wall time, the validation loss it logged last, each evaluation's time (between log lines, as they
+appear), the threads train.py chose, the child's peak memory, the checkpoint's size and the share
+of the run its saves took (each timed afresh on the run's own checkpoint). nanoGPT's README
+reports about 1.88 in about 3 minutes on a laptop CPU. The load average is printed before and
+after: a busy machine makes the run slower, not the loss different.
 """
 
 import argparse
@@ -31,18 +25,11 @@ import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
+from common import REPO_DIR, child_env, load, shared_data, timed_saves
 
-from common import child_env, shared_data  # noqa: E402
-
-# nanoGPT's shape and batch; lr and steps are this model's (no warm-up, linear decay to 0).
-# Tried (float32, train.py's exact validation loss, the width- and depth-scaled initial weights):
-# 1000 steps lr 0.004: 1.832 | 1500 steps lr 0.004: 1.747 | 2000 steps lr 0.004: 1.708. 1500 is
-# the most that fits in a minute here with room; nanoGPT needs its 2000 iterations for ~1.88.
-# An evaluation every 300 steps draws the curve with five points (nanoGPT evaluates every 250 of
-# its 2000): each takes 2-4 s, the exact loss over 111k validation characters and as many training.
+# nanoGPT's shape and batch; lr and steps are this model's (no warm-up, linear decay to 0): 1500
+# steps is the most that fits in a minute here with room (1000 gave 1.832, 2000 gave 1.708). An
+# evaluation every 300 steps draws the curve with five points; each takes 2-4 s.
 RECIPE = dict(n_layer=4, n_head=4, n_embd=128, block_size=64, batch_size=12, lr=0.004, steps=1500,
               eval_every=300, save_every=1500)
 OUT = 'shakespeare.safetensors'  # a save of 8 bytes a number (JSON writes about 20, as text)
@@ -67,8 +54,6 @@ def main(argv=None):
     if not args.data or not os.path.exists(args.data):
         print("shakespeare: tinyshakespeare.txt not found (../shared/data/): skipped")
         return 0
-    from microgpt.edge.checkpoint import read_checkpoint, write_checkpoint
-
     env = child_env()  # without this machine's OpenBLAS settings, as the docstring says
     flags = recipe_flags()
     for name in ('steps', 'lr'):
@@ -78,7 +63,7 @@ def main(argv=None):
         flags += ['--threads', str(args.threads)]
     if args.tokenizer == 'bpe':
         flags += ['--tokenizer', 'bpe', '--vocab-size', str(args.vocab_size)]
-    load_before = os.getloadavg()
+    load_before = load()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(args.keep or tmp, OUT)
         if args.keep:
@@ -93,9 +78,8 @@ def main(argv=None):
         total = time.perf_counter() - t0
         if child.returncode != 0:
             raise SystemExit(f"train.py failed: {stderr}")
-        result = subprocess.CompletedProcess(command, 0, stdout, stderr)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MiB
-        lines = result.stdout.splitlines()
+        lines = stdout.splitlines()
         threads = next((l[len('threads: '):] for l in lines if l.startswith('threads: ')), None)  # as timed
         if threads is None:  # as the user set them
             found = re.search(r'threads=(.*)$', next(l for l in lines if l.startswith('training:')))
@@ -105,13 +89,7 @@ def main(argv=None):
         # an evaluation's time: from its step's line to its val_loss line, the next one written
         evaluations = [t - seen[i - 1][0] for i, (t, line) in enumerate(seen) if 'val_loss' in line]
         size = os.path.getsize(out)
-        ckpt = read_checkpoint(out, training=True)
-        steps, every = int(flags[flags.index('--steps') + 1]), RECIPE['save_every']
-        saves = steps // every + (steps % every != 0)
-        t = time.perf_counter()
-        for _ in range(2):
-            write_checkpoint(os.path.join(tmp, 'copy' + os.path.splitext(out)[1]), ckpt)
-        save = (time.perf_counter() - t) / 2
+        saves, save = timed_saves(out, int(flags[flags.index('--steps') + 1]), RECIPE['save_every'], tmp, 2)
     print(f"validation loss {vals[-1]['val_loss']:.4f} at step {vals[-1]['step']} "
           f"(every logged: {', '.join(str(v['step']) + ': ' + format(v['val_loss'], '.4f') for v in vals)}); "
           f"{vals[-1]['val_bpc']:.4f} bits per character")
@@ -122,8 +100,7 @@ def main(argv=None):
           "on as many characters; timed between log lines, to 10 ms)")
     print(f"{saves} checkpoint saves of {1e3 * save:.0f} ms each = {100 * saves * save / total:.1f}% of the run; "
           f"checkpoint {size / 1e6:.1f} MB ({OUT}: weights and Adam moments); peak memory {peak:.0f} MiB")
-    print(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, after "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores)")
+    print(f"load average before {load_before}, after {load()} (2 cores)")
     return 0
 
 

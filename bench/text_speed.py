@@ -1,42 +1,27 @@
 """
 Running-text training speed at nanoGPT's shakespeare_char CPU shape (4 layers, 4 heads, n_embd
-128, block 64, batch 12, float32): the numpy engine against PyTorch, each against its own
-matrix products and the machine's matmul peak. docs/performance.md gives the figures and the
-method; in short:
+128, block 64, batch 12, float32): the numpy engine against PyTorch, each against its own matrix
+products and the machine's matmul peak (docs/performance.md gives the figures and the method).
 
     python bench/text_speed.py                  # 1 and 2 threads, 40 timed rounds each
     python bench/text_speed.py --steps 100 --threads 1
 
-- PyTorch's side is the same GPT as its users write it (torch_gpt: nn.Linear(bias=False),
-  F.rms_norm, F.scaled_dot_product_attention, torch.optim.Adam), from the same weights on the
-  same batches (edge/text.py's windows of tinyshakespeare, seed 42).
-- A round times BLOCK steps of a side in a row, then as many of its products alone
-  (products_alone: every product the step computes, shape for shape), then the next side,
-  SPIN seconds apart; medians of the rounds, CPU seconds beside wall times.
-- At N threads the numpy step runs two ways: split on N Python threads of one BLAS thread
-  each (Trainer(workers=N)), and one pass with N BLAS threads.
-- Peak: a 2048 x 2048 float32 product in the same child; a step's share of it counts
-  model_flops. Peak memory (VmHWM) of each child, and of the numpy engine alone.
-- Last, where a one-thread numpy step's time goes, layer function by layer function.
-Each thread count runs in a fresh child (--child N) with OPENBLAS_NUM_THREADS = OMP_NUM_THREADS
-= N, and OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it (this machine sets them; users'
-machines do not). The processor and the load are printed. Data: ../shared/data/
-tinyshakespeare.txt beside the checkout; skipped (exit 0) when absent.
+PyTorch's side is the GPT as its users write it (torch_gpt), from the same weights on the same
+batches. A round times BLOCK steps of a side, then as many of its products alone
+(products_alone), then the next side, SPIN seconds apart; medians, CPU seconds beside wall times.
+At N threads numpy runs two ways: N Python threads of one BLAS thread each, and N BLAS threads.
+Then each child's peak memory, the numpy engine's alone, and where a one-thread step's time
+goes, layer function by layer function. Each thread count runs in a fresh child (common.child_env).
 """
 
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
-
-from common import child_env, processor, shared_data  # noqa: E402
+from common import best_time, child_env, load, peak_rss_bytes, processor, read_text, run_child, shared_data
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
@@ -127,22 +112,17 @@ def peak_matmul(threads):
     import numpy as np
     n = 2048
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)  # (n, n)
+    products = {'numpy': lambda: a @ a}
+    try:
+        import torch
+        t = torch.from_numpy(a)
+        products['torch'] = lambda: torch.mm(t, t)
+    except ImportError:
+        pass
     best = {}
-    for name, mm in (('numpy', lambda: a @ a), ('torch', None)):
-        if name == 'torch':
-            try:
-                import torch
-            except ImportError:
-                continue
-            t = torch.from_numpy(a)
-            mm = lambda: torch.mm(t, t)  # noqa: E731
+    for name, mm in products.items():
         mm()
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            mm()
-            times.append(time.perf_counter() - t0)
-        best[name] = 2 * n ** 3 / min(times) / 1e9
+        best[name] = 2 * n ** 3 / best_time(mm, 5)[0] / 1e9
     return best
 
 
@@ -186,8 +166,7 @@ def recipe_data(path):
     from microgpt.edge import text
     from microgpt.model import GPTConfig
     from microgpt.tokenizer import CharTokenizer
-    with open(path, encoding='utf-8') as f:
-        whole = f.read()
+    whole = read_text(path)
     tokenizer = CharTokenizer.from_docs([whole])
     config = GPTConfig(tokenizer.vocab_size, **CONFIG)
     return config, tokenizer, tokenizer.encode(text.split_text(whole, None, config.block_size)[0])
@@ -206,7 +185,6 @@ def memory_child(args):
     else (its weights from numpy's generator: init_weights' Python floats would count too)."""
     from microgpt import backprop
     from microgpt.edge import text
-    from train_speed import peak_rss_bytes
     config, tokenizer, ids = recipe_data(args.data)
     weights = random_weights(config)
     before = peak_rss_bytes()
@@ -316,7 +294,6 @@ def child(args):
     from microgpt.edge import text
     from microgpt.model import init_weights
     from microgpt.training import learning_rate
-    from train_speed import peak_rss_bytes
     n = args.child
     config, tokenizer, ids = recipe_data(args.data)
     weights = init_weights(config, seed=42)
@@ -431,31 +408,22 @@ def main(argv=None):
         return 0
     print(f"config {CONFIG}, batch {BATCH}, {args.steps} steps a side, {BLOCK} in a row, sides in turn; "
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
-          f"unset; load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+          f"unset; load average before {load()}", flush=True)
     for n in args.threads or [1, 2]:
-        env = child_env(OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
-        cmd = [sys.executable, os.path.abspath(__file__), '--child', str(n), '--steps', str(args.steps),
-               '--data', args.data]
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if result.returncode != 0:
-            print(f"  the {n}-thread child failed:\n{result.stderr}")
-            continue
-        report(json.loads(result.stdout.strip().splitlines()[-1]))
+        r = run_child(__file__, ['--child', n, '--steps', args.steps, '--data', args.data], child_env(n), f"{n}-thread child")
+        if r:
+            report(r)
     for workers in (1, 2):
-        cmd = [sys.executable, os.path.abspath(__file__), '--memory', str(workers), '--data', args.data]
-        result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS='1'))
-        if result.returncode == 0:
-            m = json.loads(result.stdout.strip().splitlines()[-1])
+        m = run_child(__file__, ['--memory', workers, '--data', args.data], child_env(OPENBLAS_NUM_THREADS='1'))
+        if m:
             print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
                   f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
                   f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
-    cmd = [sys.executable, os.path.abspath(__file__), '--breakdown', '--steps', str(args.steps), '--data', args.data]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(OPENBLAS_NUM_THREADS='1'))
-    if result.returncode == 0:
-        report_breakdown(json.loads(result.stdout.strip().splitlines()[-1]))
-    else:
-        print(f"\nthe breakdown child failed:\n{result.stderr}")
-    print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    b = run_child(__file__, ['--breakdown', '--steps', args.steps, '--data', args.data],
+                  child_env(OPENBLAS_NUM_THREADS='1'), 'breakdown child')
+    if b:
+        report_breakdown(b)
+    print(f"\nload average after {load()}")
     return 0
 
 

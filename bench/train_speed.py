@@ -5,52 +5,27 @@ How much faster is a training step on the project's engine than on the original 
     python bench/train_speed.py --configs 1x16 --steps 20
     python bench/train_speed.py --data ../shared/data/names.txt   # original microgpt's name list
 
-For each config (LxE = n_layer x n_embd; n_head 4, block_size 16) two trainers start from the
-same initial weights, GPT(config, seed).weights(), and train on the same names (the train split
-of split_docs(docs, seed=42); step s uses train[s % len(train)]) at the same learning rate:
-  ours      train.py's ScalarTrainer.step (training.batch_step with fused.py's blocks, the
-            collector paused and the graph taped) and microgpt.optim.Adam, on microgpt/engine.py;
-  unfused   the same with GPT(..., fused=False): microgpt/ops.py's composed blocks, what
-            `train.py --unfused` trains with (the same losses, a larger graph);
-  baseline  bench/baseline_microgpt.py, written the original way: a two-input node for every
-            + and *, softmax/rmsnorm/loss composed from them, a recursive topological sort.
-The table shows both losses and their difference at every step; the summary gives the mean
-per-step time of each (forward, backward and Adam update, each step timed with perf_counter),
-their ratio (baseline / ours: how many times faster ours is), the largest loss difference over
-all steps (the two compute the same math, so only float rounding should separate them: expect
-far less than 1e-9), and each trainer's peak memory with the ratio ours / baseline.
-
-Each trainer runs in its own fresh child process (this script with --child), one after the
-other, and sends back its losses, step times and peak memory as JSON. Sharing one process would
-make each trainer pay for the other's garbage: Python's cyclic garbage collector is global, and
-the baseline's graphs are only freed by it (as in the original, backward's recursive helper is a
-closure that refers to itself, a reference cycle holding the graph), so collections it triggers
-land in our steps. The baseline runs with the collector on, as the original does; ours pauses
-it during each step, as train.py's ScalarTrainer does (its graph holds no cycles).
-
-Peak memory is VmHWM from /proc/self/status: the kernel's high-water mark of the child's resident
-memory, everything included (interpreter, imports, parameters, the largest graph of any step),
-measured with no instrumentation slowing the run. Both children do the same set-up (imports,
-data, building the initial GPT), so the difference is training; the "training" line subtracts
-each child's mark just before step 0. (getrusage's ru_maxrss is only the fallback where /proc is
-missing, e.g. macOS: on Linux it survives fork and exec and would report the parent's size.)
-
-The script prints measurements only, always exits with status 0, and writes nothing.
+For each config (LxE = n_layer x n_embd) three trainers start from the same weights and train on
+the same names at the same learning rate: ours (train.py's ScalarTrainer, fused.py's blocks),
+unfused (ops.py's composed blocks, `train.py --unfused`) and the baseline
+(bench/baseline_microgpt.py, written the original way). It prints both losses at every step,
+their largest difference (the same math: expect far less than 1e-9), the mean and median step
+times and their ratio, and each trainer's peak memory (VmHWM; "training" subtracts the mark
+before step 0). Each trainer runs in its own child process: Python's cyclic collector is global,
+and the baseline's graphs (held by a self-referring closure, as in the original) are freed only
+by it, so sharing a process would bill its collections to our steps. The baseline keeps the
+collector on, as the original does; ours pauses it during a step, as train.py does.
 """
 
 import argparse
 import gc
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout, installed or not
+from common import peak_rss_bytes, run_child as child
 
 from baseline_microgpt import BaselineGPT, BaselineTrainer  # noqa: E402
 from microgpt.edge.data import load_docs, split_docs  # noqa: E402
@@ -110,19 +85,6 @@ def parse_spec(spec):
 
 
 # ---------------------------------------------------------------------------- one trainer (child)
-def peak_rss_bytes():
-    """This process's peak resident memory so far, in bytes."""
-    try:
-        with open('/proc/self/status') as f:
-            for line in f:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) * 1024  # reported in kB
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == 'darwin' else peak * 1024  # macOS reports bytes, others KiB
-
-
 def make_step_fn(args, which, spec):
     """The shared set-up, then a function (step) -> loss for trainer `which`."""
     docs = load_docs(args.data)
@@ -167,15 +129,9 @@ def run_child(args):
 
 def run_trainer(args, spec, which):
     """Start a child for (spec, which) and return its JSON result, or None if it failed."""
-    cmd = [sys.executable, os.path.abspath(__file__), '--child', which, '--configs', spec,
-           '--steps', str(args.steps), '--lr', repr(args.lr), '--seed', str(args.seed)]
-    if args.data is not None:
-        cmd += ['--data', args.data]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"  the {which} trainer failed on {spec}:\n{result.stderr}")
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return child(__file__, ['--child', which, '--configs', spec, '--steps', args.steps, '--lr', repr(args.lr),
+                            '--seed', args.seed, *(['--data', args.data] if args.data else [])],
+                 env=dict(os.environ), what=f"{which} trainer on {spec}")
 
 
 # ---------------------------------------------------------------------------- report

@@ -1,25 +1,18 @@
 """
-The web lab's Training page against the command line, on the same model of running text: one
-run started through the page's API of a real `lab serve` (and polled every 0.4 s, as the page
-polls, so the server's samples after each save are part of it), one `train.py` run of the
-running-text recipe's flags (docs/training.md), one after the other, each timed from its start
-to its end.
+The web lab's Training page against the command line, on the same model of running text: one run
+started through the API of a real `lab serve` and polled every POLL seconds as the page polls it
+(so the server's samples after each save count), then one `train.py` run of the same model with
+the running-text recipe's flags (docs/training.md), each timed from its start to its end.
 
     python bench/training_page.py                          # 2 x 64, 600 steps, tiny shakespeare
     python bench/training_page.py --n-layer 4 --n-embd 128 --steps 500 --rounds 2
     python bench/training_page.py --page '{}'              # the server's defaults instead
 
-The page's run is sent the model and the steps asked here on the numpy engine, and what
-`--page` adds: by default what the page's running-text preset adds (training.js TEXT_START and
-TEXT_DTYPE: dtype float32, an evaluation every 300 steps), so that both sides run what a user
-runs; the rest is the server's defaults (train.py's own: float64, an evaluation every 200
-steps, a save every 100). The command line runs
-`train.py --data-mode text --engine numpy --dtype float32 ... --eval-every 300 --save-every
-1500`, the recipe's. What each wrote is printed beside its time: the format of the checkpoint,
-its dtype and how many evaluations its log holds; for the page, what it said the run would take
-at three moments while it went (the time so far + the time left). The machine is shared by several people: the
-two runs of a round go one after the other (the page's first in odd rounds, the command line's
-first in even ones), and the ratio is printed per round, with the load average before and after.
+The page's run gets the model, the steps and what --page adds (default: what the page's
+running-text preset adds, PRESET); the rest is the server's defaults. Beside each time: its
+checkpoint's format and dtype, its log's evaluations, and for the page what it said the run would
+take at three moments. The two runs of a round alternate in order (the page's first in odd
+rounds), and the ratio is printed per round with the load average before and after.
 """
 
 import argparse
@@ -30,11 +23,7 @@ import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [REPO_DIR, BENCH_DIR]  # run from a checkout
-
-from common import child_env, shared_data  # noqa: E402
+from common import REPO_DIR, child_env, shared_data
 
 POLL = 0.4  # seconds between the page's looks at a run (training.js)
 PRESET = {'dtype': 'float32', 'eval_every': 300}  # what training.js's running-text preset sends beside the model

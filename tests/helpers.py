@@ -157,6 +157,7 @@ def bench_script(name):
     """bench/NAME.py loaded as a module, its main() not run: for the tests that hold a text or a
     page to the figures a benchmark measures (its recipe's flags, the fields it sends)."""
     import importlib.util
+    sys.path.insert(0, os.path.join(REPO_DIR, 'bench'))  # as `python bench/NAME.py` has it: bench/common.py
     spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(REPO_DIR, 'bench', f'{name}.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
