@@ -28,14 +28,26 @@ from helpers import DOC_TEXTS as TEXTS, REPO_DIR, TINY_NAMES, bench_script, read
 BLOCKS = [block for name in TEXTS for block in re.findall(r'```python\n(.*?)```', read(name), flags=re.S)]
 
 
+def copy_of_the_checkout(folder):
+    """The source checkout's programs copied into folder, their bytecode too (a learner's first
+    command compiles it once; here every command of a fresh copy would, seconds in all)."""
+    import shutil
+    for name in ('microgpt', 'src'):
+        shutil.copytree(os.path.join(REPO_DIR, name), folder / name)
+    for name in ('train.py', 'sample.py'):
+        shutil.copy(os.path.join(REPO_DIR, name), folder / name)
+    return folder
+
+
 @pytest.fixture(scope='module')
-def trained_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp('readme')
-    data = folder / 'names.txt'
-    data.write_text('\n'.join(TINY_NAMES) + '\n')
-    result = subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', str(data),
-                             '--steps', '3', '--num-samples', '0', '--val-size', '0'],
-                            cwd=folder, capture_output=True, text=True, timeout=120)
+def checkout(tmp_path_factory):
+    """A copy of the source checkout with a trained out/model.json and a names.txt, as a
+    learner's folder is after `make run` and README's download: where the examples run too."""
+    folder = copy_of_the_checkout(tmp_path_factory.mktemp('checkout'))
+    (folder / 'names.txt').write_text('\n'.join(TINY_NAMES) + '\n')
+    result = subprocess.run([sys.executable, 'train.py', '--data', 'names.txt', '--steps', '3',
+                             '--num-samples', '0', '--val-size', '0'], cwd=folder, capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return folder
 
@@ -45,9 +57,9 @@ def test_the_docs_have_python_examples():
 
 
 @pytest.mark.parametrize('index', range(len(BLOCKS)))
-def test_each_python_example_runs_as_written(trained_folder, index):
+def test_each_python_example_runs_as_written(checkout, index):
     env = dict(os.environ, PYTHONPATH=REPO_DIR)
-    result = subprocess.run([sys.executable, '-c', BLOCKS[index]], cwd=trained_folder, env=env,
+    result = subprocess.run([sys.executable, '-c', BLOCKS[index]], cwd=checkout, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"python block {index} failed:\n{BLOCKS[index]}\n{result.stderr}"
 
@@ -68,24 +80,6 @@ def readme_commands():
     placeholder left out."""
     return [line for name in TEXTS for line in shell_lines(read(name))
             if line.startswith('python ') and '...' not in line]
-
-
-@pytest.fixture(scope='module')
-def checkout(tmp_path_factory):
-    """A copy of the source checkout with a trained out/model.json and a names.txt, as a
-    learner's folder is after `make run` and README's download."""
-    import shutil
-    folder = tmp_path_factory.mktemp('checkout')
-    for name in ('microgpt', 'src'):
-        shutil.copytree(os.path.join(REPO_DIR, name), folder / name, ignore=shutil.ignore_patterns('__pycache__'))
-    for name in ('train.py', 'sample.py'):
-        shutil.copy(os.path.join(REPO_DIR, name), folder / name)
-    (folder / 'names.txt').write_text('\n'.join(TINY_NAMES) + '\n')
-    result = subprocess.run([sys.executable, 'train.py', '--data', 'names.txt', '--steps', '3',
-                             '--num-samples', '0', '--val-size', '0'], cwd=folder, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return folder
 
 
 def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout):
@@ -256,11 +250,11 @@ def shown_fields(text):
     return [re.findall(r'"(\w+)"', group) for group in re.findall(r'`\{("\w+"(?:, "\w+")*)\}`', text)]
 
 
-def test_the_log_lines_shown_are_what_train_py_writes(trained_folder):
+def test_the_log_lines_shown_are_what_train_py_writes(checkout):
     subprocess.run([sys.executable, os.path.join(REPO_DIR, 'train.py'), '--data', 'names.txt', '--steps', '2',
                     '--eval-every', '2', '--val-size', '2', '--num-samples', '0', '--out', 'logged.json'],
-                   cwd=trained_folder, capture_output=True, text=True, timeout=120, check=True)
-    with open(trained_folder / 'logged.log.jsonl', encoding='utf-8') as f:
+                   cwd=checkout, capture_output=True, text=True, timeout=120, check=True)
+    with open(checkout / 'logged.log.jsonl', encoding='utf-8') as f:
         written = {tuple(json.loads(line)) for line in f}
     shown = shown_fields(read(os.path.join('docs', 'training.md')))
     assert {tuple(fields) for fields in shown} == written
@@ -276,8 +270,8 @@ def checkpoint_example(text):
     return top, state
 
 
-def test_the_checkpoint_shown_is_what_train_py_writes(trained_folder):
-    with open(trained_folder / 'out' / 'model.json', encoding='utf-8') as f:
+def test_the_checkpoint_shown_is_what_train_py_writes(checkout):
+    with open(checkout / 'out' / 'model.json', encoding='utf-8') as f:
         written = json.load(f)
     top, state = checkpoint_example(read(os.path.join('docs', 'training.md')))
     assert top == list(written)
@@ -329,11 +323,7 @@ def test_readmes_commands_work_in_the_order_it_gives_them(tmp_path):
     data a `curl` line downloads is a small stand-in; steps are shrunk; a server is not started).
     `exercises check 1` on a fresh stub reports it not passed (exit 1) and `exercises train`
     names what it needs first (exit 2): both are what README says they do."""
-    import shutil
-    for name in ('microgpt', 'src'):
-        shutil.copytree(os.path.join(REPO_DIR, name), tmp_path / name, ignore=shutil.ignore_patterns('__pycache__'))
-    for name in ('train.py', 'sample.py'):
-        shutil.copy(os.path.join(REPO_DIR, name), tmp_path / name)
+    copy_of_the_checkout(tmp_path)
     (tmp_path / 'my_names.txt').write_text('\n'.join(TINY_NAMES) + '\n')  # the reader's own names
     ran = []
     for line in shell_lines(read('README.md')):
