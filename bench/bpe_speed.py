@@ -15,7 +15,7 @@ import time
 
 from common import processor, read_text, shared_data
 
-from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges  # noqa: E402
+from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges
 
 
 def recount_merges(texts, n_merges):

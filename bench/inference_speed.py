@@ -20,11 +20,11 @@ import numpy as np
 
 from common import best_time
 
-from microgpt import inference  # noqa: E402
-from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
-from microgpt.model import GPT, GPTConfig  # noqa: E402
-from microgpt.sampling import sample_names  # noqa: E402
-from microgpt.tokenizer import CharTokenizer  # noqa: E402
+from microgpt import inference
+from microgpt.edge.checkpoint import read_checkpoint
+from microgpt.model import GPT, GPTConfig
+from microgpt.sampling import sample_names
+from microgpt.tokenizer import CharTokenizer
 
 
 def parse_args(argv=None):

@@ -25,10 +25,10 @@ import numpy as np
 
 from common import read_text, shared_data
 
-from microgpt.backprop.model import make_batch, model_forward  # noqa: E402  (common puts the checkout first)
-from microgpt.model import GPTConfig, init_stds, parameter_shapes  # noqa: E402
-from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from microgpt.training import doc_tokens  # noqa: E402
+from microgpt.backprop.model import make_batch, model_forward  # after common: it puts the checkout on sys.path
+from microgpt.model import GPTConfig, init_stds, parameter_shapes
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_tokens
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 DEPTHS = (1, 2, 4, 6, 8, 12)

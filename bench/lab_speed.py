@@ -22,7 +22,7 @@ from common import REPO_DIR, shared_data
 
 sys.path.insert(0, os.path.join(REPO_DIR, 'tests'))
 from helpers import draws, open_page, wait_redraw  # noqa: E402  (tests/helpers.py: the pages' waits)
-from microgpt.lab import registry  # noqa: E402
+from microgpt.lab import registry
 
 MODELS = [("train.py's default model", []),
           ("the names recipe's model (n_layer 4, n_embd 64)",

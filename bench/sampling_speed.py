@@ -23,12 +23,12 @@ import time
 
 from common import processor, read_text, shared_data
 
-from microgpt import inference  # noqa: E402  (common puts the checkout first)
-from microgpt.backprop import threads  # noqa: E402
-from microgpt.edge.checkpoint import read_checkpoint  # noqa: E402
-from microgpt.model import GPT, GPTConfig, init_weights  # noqa: E402
-from microgpt.sampling import generate  # noqa: E402
-from microgpt.tokenizer import CharTokenizer  # noqa: E402
+from microgpt import inference  # after common: it puts the checkout on sys.path
+from microgpt.backprop import threads
+from microgpt.edge.checkpoint import read_checkpoint
+from microgpt.model import GPT, GPTConfig, init_weights
+from microgpt.sampling import generate
+from microgpt.tokenizer import CharTokenizer
 
 PROMPT = 'ROMEO:'
 SHAPE = dict(n_layer=4, n_embd=128, n_head=4, block_size=64)  # README's Shakespeare recipe

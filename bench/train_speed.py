@@ -25,15 +25,15 @@ import statistics
 import sys
 import time
 
-from common import peak_rss_bytes, run_child as child
+from common import peak_rss_bytes, run_child
 
-from baseline_microgpt import BaselineGPT, BaselineTrainer  # noqa: E402
-from microgpt.edge.data import load_docs, split_docs  # noqa: E402
-from microgpt.model import GPT, GPTConfig  # noqa: E402
-from microgpt.optim import Adam  # noqa: E402
-from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from microgpt.programs.train import ScalarTrainer  # noqa: E402
-from microgpt.training import doc_tokens, learning_rate  # noqa: E402
+from baseline_microgpt import BaselineGPT, BaselineTrainer
+from microgpt.edge.data import load_docs, split_docs
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.tokenizer import CharTokenizer
+from microgpt.programs.train import ScalarTrainer
+from microgpt.training import doc_tokens, learning_rate
 
 N_HEAD = 4
 BLOCK_SIZE = 16
@@ -112,7 +112,7 @@ def make_step_fn(args, which, spec):
     return step_fn
 
 
-def run_child(args):
+def one_trainer(args):
     step_fn = make_step_fn(args, args.child, args.configs[0])
     gc.collect()  # start clean, so no set-up garbage is collected inside a timed step
     before = peak_rss_bytes()
@@ -129,9 +129,9 @@ def run_child(args):
 
 def run_trainer(args, spec, which):
     """Start a child for (spec, which) and return its JSON result, or None if it failed."""
-    return child(__file__, ['--child', which, '--configs', spec, '--steps', args.steps, '--lr', repr(args.lr),
-                            '--seed', args.seed, *(['--data', args.data] if args.data else [])],
-                 env=dict(os.environ), what=f"{which} trainer on {spec}")
+    return run_child(__file__, ['--child', which, '--configs', spec, '--steps', args.steps, '--lr', repr(args.lr),
+                                '--seed', args.seed, *(['--data', args.data] if args.data else [])],
+                     env=dict(os.environ), what=f"{which} trainer on {spec}")
 
 
 # ---------------------------------------------------------------------------- report
@@ -198,7 +198,7 @@ def count_nodes(args):
 def main(argv=None):
     args = parse_args(argv)
     if args.child:
-        return run_child(args)
+        return one_trainer(args)
     if args.nodes:
         return count_nodes(args)
     print("train_speed: ours (microgpt/engine.py) vs baseline (bench/baseline_microgpt.py)")
