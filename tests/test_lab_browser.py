@@ -1,24 +1,20 @@
 """
 The web lab's pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium).
 
-Each page must draw exactly what the API returns: the
-Lesson 04 step page shows the API's losses and Adam's numbers for one weight, and the API's
-one-line error for a name it refuses; the sampling sandbox has one column per temperature
-with the API's entropies; the attention heatmaps have one filled cell per visible (query, key)
-pair and a blank one per future pair; a clicked cell shows the API's numbers for that score;
-the autograd page shows the lesson's gradients 10, 10 and -1 and follows a slider; a 30-step
-run started from the Training page streams 30 points and leaves a checkpoint that loads, and
-the page says how long a run takes, before it starts and while it goes.
-
-Skipped, with the reason, where Playwright or Chromium is missing; `.ci/run` installs both,
-so CI always runs them. One browser for the whole module keeps this to a few seconds.
+Each page must draw exactly what the API returns: the Lesson 04 step page the API's losses and
+Adam's numbers, and its one-line error for a name it refuses; the sampling sandbox one column
+per temperature with the API's entropies; the attention heatmaps one filled cell per visible
+(query, key) pair and a blank one per future pair, a clicked cell the API's numbers; the
+autograd page the lesson's gradients 10, 10 and -1; a run started from the Training page
+streams its points and leaves a checkpoint that loads. One page load carries each page's
+assertions. Skipped, with the reason, where Playwright or Chromium is missing.
 """
 
 import json
 
 import pytest
 
-from helpers import DRAWN, PAGES, live_server, post, quiet, request, wait_for_run
+from helpers import DRAWN, post, request, settled, wait_for_run
 
 from microgpt.lab import registry
 
@@ -34,22 +30,34 @@ def page(window):
     return window(1100, 800)
 
 
-# Every page loading without a console error, asking only the lab's own server:
-# tests/test_lab_layout_browser.py, in its sweep of every page at three widths.
-
-
 def data_values(page, selector):
     """float(data-value) of every element matching selector, in page order."""
     return [float(v) for v in page.locator(selector).evaluate_all('els => els.map(e => e.dataset.value)')]
 
 
-def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
+def test_the_step_page_draws_the_newest_names_step_as_the_api_gives_it_and_its_error(server, page):
+    """A small model's page asks the scalar engine alone. Its first step (the default name) is
+    held back; the learner's name waits for it in lab.js (one request to a route at a time).
+    The held answer, overtaken, is never drawn: the learner's name is, once."""
+    held, sent = [], []
+
+    def hold_first(route):
+        sent.append(json.loads(route.request.post_data)['engine'])
+        held.append(route) if not held else route.continue_()
+    page.route('**/api/step', hold_first)
     page.goto(server.url + 'step')
     page.wait_for_selector('#form')
+    page.wait_for_function('() => true')  # let the first request reach the route
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    # emma's, not the first draw's anna; and the scalar engine's step, drawn over the numpy engine's
+    page.wait_for_timeout(200)
+    assert len(held) == 1 and page.get_attribute('body', 'data-draws') is None  # nothing drawn yet
+    held[0].continue_()  # the default name's answer arrives, overtaken
+    # emma's, not the first draw's anna; and the scalar engine's step
     page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
+    settled(page)
+    assert page.get_attribute('body', 'data-draws') == '1'
+    assert sent == ['scalar', 'scalar'] and not [u for u in page.requests if 'engine=numpy' in u]
     want = post(server, '/api/step', {'text': TEXT, 'lr': float(page.input_value('#lr'))})
     assert float(page.get_attribute('#loss-before', 'data-value')) == want['loss_before']
     assert float(page.get_attribute('#loss-after', 'data-value')) == want['loss_after']
@@ -69,15 +77,10 @@ def test_the_step_page_shows_the_apis_losses_and_adams_numbers(server, page):
     assert f"{want['graph_nodes']} nodes" in page.inner_text('#graph-size')
     assert page.inner_text('#without-grad') == want['without_grad']['text']
     assert 'MLP hidden units whose ReLU is 0' in want['without_grad']['text']
-    assert page.errors == []
-
-
-def test_the_step_page_shows_the_apis_error_for_an_unknown_character(server, page):
-    bad = 'an9a'
+    assert page.locator('#error').is_hidden() and page.errors == []
+    bad = 'an9a'  # a name the API refuses: its one-line error
     status, answer, _ = request(server, 'POST', '/api/step', {'text': bad})
     assert status == 400 and '9' in answer['error']
-    page.goto(server.url + 'step')
-    page.wait_for_selector('#summary')
     page.fill('#text', bad)
     page.press('#text', 'Enter')
     page.wait_for_selector('#error:not([hidden])')
@@ -108,11 +111,16 @@ def test_the_sampling_sandbox_has_a_column_per_temperature_with_the_apis_entropi
     assert page.errors == []
 
 
-def test_attention_heatmaps_leave_the_future_blank_and_a_click_shows_the_api_numbers(server, page):
+def test_attention_heatmaps_redraw_as_a_name_is_typed_and_a_click_shows_the_api_numbers(server, page):
     page.goto(server.url + 'attention')
+    page.wait_for_selector(DRAWN, state='attached')
+    page.locator('#text').press('End')
+    page.locator('#text').press_sequentially('e', delay=20)  # 'anna' -> 'annae': at each letter typed,
+    page.wait_for_selector('table.heatmap th:has-text("5 e")', timeout=5000)  # not only on Enter or blur
+    assert page.evaluate('document.activeElement.id') == 'text'
     page.fill('#text', TEXT)
     page.press('#text', 'Enter')
-    page.wait_for_selector('table.heatmap th:has-text("1 e")')  # emma's, not the first draw's anna
+    page.wait_for_selector('table.heatmap th:has-text("1 e")')  # emma's
     n_head, T = 2, len(TEXT) + 1
     assert page.locator('table.heatmap').count() == n_head
     assert page.locator('td.cell.filled').count() == n_head * T * (T + 1) // 2
@@ -151,7 +159,9 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
     assert page.errors == []
 
 
-def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoint_loads(server, page):
+def test_a_run_started_from_the_training_page_streams_its_points_and_its_checkpoint_loads(server, page):
+    """And a run started from another tab is read from its own first step, not from the offset
+    the page had reached in an earlier run's log."""
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')  # the page has its options
     assert page.locator('#engine option').all_inner_texts() == ['scalar', 'numpy']  # both always offered
@@ -168,9 +178,14 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     assert len(labels) == 5 and labels == sorted(labels) and page.locator('#chart line.grid').count() == 5
     assert 'finished, step 30/30' in page.inner_text('#status')
     assert page.locator('#samples li').count() >= 1
+    number = post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})['run']
+    page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
+    page.locator('#status', has_text=f'run {number}: finished').wait_for(timeout=60_000)
+    page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
+    page.wait_for_selector('#open-run')
     page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
     ckpt_id = page.input_value('#ckpt')
-    assert ckpt_id.startswith('run')
+    assert ckpt_id == f'run{number}'
     from microgpt import inference
     model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
     assert model.config.n_embd == 8
@@ -180,8 +195,10 @@ def test_a_run_started_from_the_training_page_streams_30_points_and_its_checkpoi
     assert page.errors == []
 
 
-def test_a_refused_start_is_said_under_the_form_and_holds_start_until_a_field_changes(server, window):
-    """Was: the error line at the top of the page, off-screen at 390 px, and Start still enabled."""
+def test_a_refused_start_is_said_under_the_form_and_a_run_says_how_long_it_has_left(server, window):
+    """Was: the error line at the top of the page, off-screen at 390 px, and Start still enabled.
+    The refusal is the API's one line; while the run goes: the time so far and the time left at
+    its own pace."""
     page = window(390, 700)
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')
@@ -189,44 +206,19 @@ def test_a_refused_start_is_said_under_the_form_and_holds_start_until_a_field_ch
         request(server, 'POST', '/api/train/stop', {})  # another test's run, still going (or just ended)
         wait_for_run(server)
     last_run = post(server, '/api/train/status', {'offset': 0}).get('run')
-    page.fill('#n_head', '3')  # 16 does not divide by 3
-    page.click('#start')
-    page.wait_for_selector('#form-error:not([hidden])')
-    assert 'n_head' in page.inner_text('#form-error') and page.is_disabled('#start')
-    box = page.locator('#form-error').bounding_box()
-    assert 0 <= box['y'] and box['y'] + box['height'] <= 700  # in the window, where the learner is
-    assert page.locator('#error').is_hidden()  # said once, here
-    page.fill('#n_head', '4')
-    assert page.is_enabled('#start') and page.locator('#form-error').is_hidden()
-    assert [e for e in page.errors if 'status of 400' not in e] == []  # the refusal's own 400 aside
-    assert post(server, '/api/train/status', {'offset': 0}).get('run') == last_run  # nothing started
-
-
-def test_a_run_started_elsewhere_is_drawn_from_its_first_step(server, page):
-    """The page had followed an earlier run far into its log; a run started from another tab
-    must be read from its own start, not from the old run's offset."""
-    page.goto(server.url + 'training')
-    page.wait_for_selector(DRAWN, state='attached')  # the page has its options
-    post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})
-    page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
-    page.locator('#status', has_text='finished').wait_for(timeout=60_000)
-    page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
-    assert page.errors == []
-
-
-def test_the_training_page_says_how_long_a_run_has_left_while_it_goes(server, page):
-    """A refused field: its one-line error, as the API gives it; while the run goes: the time
-    so far and the time left at its own pace."""
-    page.goto(server.url + 'training')
-    page.wait_for_selector(DRAWN, state='attached')
     assert page.get_attribute('label:has(#weight_decay)', 'title').startswith('shrink every weight')  # --help
     for name, value in {'steps': 20000, 'n_embd': 8, 'n_head': 3, 'block_size': 12, 'weight_decay': 0.2}.items():
         page.fill(f'#{name}', str(value))
     page.click('#start')  # 8 does not divide by 3
     refused = request(server, 'POST', '/api/train/start', {'n_embd': 8, 'n_head': 3})[1]['error']
     page.locator('#form-error', has_text='does not divide by n_head 3').wait_for()
-    assert page.inner_text('#form-error') == refused
+    assert page.inner_text('#form-error') == refused and page.is_disabled('#start')
+    box = page.locator('#form-error').bounding_box()
+    assert 0 <= box['y'] and box['y'] + box['height'] <= 700  # in the window, where the learner is
+    assert page.locator('#error').is_hidden()  # said once, here
+    assert post(server, '/api/train/status', {'offset': 0}).get('run') == last_run  # nothing started
     page.fill('#n_head', '2')
+    assert page.is_enabled('#start') and page.locator('#form-error').is_hidden()
     page.click('#start')
     pace = page.locator('#estimate', has_text="left, at this run's")
     pace.wait_for(timeout=30_000)
@@ -272,70 +264,3 @@ def test_the_step_page_draws_the_numpy_engines_step_then_the_scalar_engines(serv
     assert scalar[0] == 'anna' and scalar[-1] == 'christopher', scalar
     assert len([text for engine, text in sent if engine == 'numpy']) >= 3  # the letters were drawn
     assert page.locator('#error').is_hidden() and page.errors == []
-
-
-def test_a_small_models_step_page_asks_the_scalar_engine_alone(server, page):
-    sent = []
-    page.on('request', lambda r: sent.append(json.loads(r.post_data)['engine']) if r.url.endswith('/api/step') else None)
-    page.goto(server.url + 'step')
-    page.wait_for_selector('#result[data-engine=scalar] #graph-size:has-text("nodes recorded")')
-    assert sent == ['scalar'] and page.errors == []
-
-
-def test_an_answer_overtaken_by_a_newer_request_is_never_drawn(server, page):
-    """The page's first step (for its default name) is held back; the learner's own name waits
-    for it in lab.js (one request to a route at a time). When the held answer arrives, the page
-    does not draw it: it sends the learner's name and draws that, once."""
-    held = []
-    page.route('**/api/step', lambda route: held.append(route) if not held else route.continue_())
-    page.goto(server.url + 'step')
-    page.wait_for_selector('#form')
-    page.wait_for_function('() => true')  # let the first request reach the route
-    page.fill('#text', TEXT)
-    page.press('#text', 'Enter')
-    page.wait_for_timeout(200)
-    assert len(held) == 1 and page.get_attribute('body', 'data-draws') is None  # nothing drawn yet
-    held[0].continue_()  # the default name's answer arrives, overtaken
-    page.wait_for_selector(f"#result[data-engine=scalar] #summary:has-text(\"'{TEXT}'\")")
-    page.wait_for_load_state('networkidle')
-    assert page.get_attribute('body', 'data-draws') == '1'
-    assert page.locator('#error').is_hidden() and page.errors == []
-
-
-def test_the_attention_page_redraws_as_a_name_is_typed(server, page):
-    """The name box redraws at each letter typed, not only on Enter or blur as it once did."""
-    page.goto(server.url + 'attention')
-    page.wait_for_selector(DRAWN, state='attached')
-    page.locator('#text').press('End')
-    page.locator('#text').press_sequentially('e', delay=20)  # 'anna' -> 'annae'
-    page.wait_for_selector('table.heatmap th:has-text("5 e")', timeout=5000)  # no Enter, no blur
-    assert page.evaluate('document.activeElement.id') == 'text'
-    want = post(server, '/api/attention', {'text': 'annae'})
-    assert page.locator('td.cell.filled').count() == 2 * len(want['labels']) * (len(want['labels']) + 1) // 2
-    assert page.errors == []
-
-
-def test_a_model_of_running_text_is_asked_for_text_not_a_name(tmp_path, names_file, window):
-    """A checkpoint of --data-mode text: the pages' input says 'text' (a names model's says
-    'name', as every other test here sees), and the pages draw it."""
-    from microgpt.programs import train
-    data = tmp_path / 'play.txt'
-    data.write_text("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n" * 20)
-    ckpt = tmp_path / 'text.json'
-    assert train.main(['--engine', 'numpy', '--data', str(data), '--data-mode', 'text', '--steps', '5',
-                       '--block-size', '16', '--eval-every', '0', '--num-samples', '0', '--out', str(ckpt)]) == 0
-    p = window(1280, 900)
-    with live_server(str(ckpt), tmp_path / 'runs', names_file) as text_server:
-        for name in ('overview', 'attention', 'step'):
-            p.goto(text_server.url + name)
-            p.wait_for_selector(DRAWN, state='attached')
-            assert p.locator('.input-word').inner_text() == 'text', name
-        p.fill('#text', 'To be')
-        p.wait_for_selector('#result:has-text("To be")', timeout=10000)  # the Step page on it
-    assert p.errors == []
-
-
-def test_a_names_model_is_asked_for_a_name(server, page):
-    page.goto(server.url + 'overview')
-    page.wait_for_selector(DRAWN, state='attached')
-    assert page.locator('.input-word').inner_text() == 'name'

@@ -84,7 +84,8 @@ def test_every_page_loads_whole_and_fits_its_window(server, trained, window):
         assert p.locator('#error').is_hidden(), name
         assert p.get_attribute('nav a.here', 'href') == '/' + name
         assert p.locator('nav a').evaluate_all('as => as.map(a => a.getAttribute("href"))') == ['/' + n for n in PAGES]
-        assert set(p.locator('.input-word').all_inner_texts()) <= {'name'}, name  # a names model: a name
+        if name in ('overview', 'attention', 'step'):  # a names model asks for a name
+            assert p.locator('.input-word').first.inner_text() == 'name', name
         for width in (390, 1280, 1920):
             p.set_viewport_size({'width': width, 'height': 800})
             p.wait_for_timeout(50)  # the pages' resize handlers: the first at once (Lab.debounced)
