@@ -8,6 +8,8 @@ named by this file's own table, not by the page's.
 Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
 """
 
+import json
+import math
 import re
 import shutil
 
@@ -49,7 +51,11 @@ def said(p):
     return set(WORDS.findall(p.inner_text('p.lead') + ' ' + p.inner_text('#legend')))
 
 
-def test_one_run_offers_nothing_to_tick_and_names_its_marks_colours(server, window):
+def test_one_run_offers_nothing_to_tick_names_its_marks_colours_and_draws_bits(server, window):
+    """Bits per character redraw the validation loss as the log's own val_bpc, which for this
+    character model is its loss over ln 2: the page computes nothing of it."""
+    with open(log_path_for(str(server.out / 'model.json')), encoding='utf-8') as f:
+        last = [r for r in map(json.loads, f) if 'val_loss' in r][-1]
     p = window(1280)
     open_page(p, server, 'loss')
     assert p.locator('#compare input').count() == 0
@@ -62,6 +68,12 @@ def test_one_run_offers_nothing_to_tick_and_names_its_marks_colours(server, wind
     for word, shape in painted.items():
         assert f'({word} {shape})' in legend, (word, legend)
     assert said(p) == set(painted)  # and no colour the picture does not show
+    nats = float(p.inner_text('#last-val'))
+    p.select_option('#unit', 'bits')
+    p.wait_for_function("() => document.querySelector('#source').textContent.includes('bits per character')")
+    bits = float(p.inner_text('#last-val'))
+    assert nats == pytest.approx(last['val_loss'], abs=1e-4)
+    assert bits == pytest.approx(last['val_bpc'], abs=1e-4) and bits == pytest.approx(nats / math.log(2), abs=1e-3)
     assert p.errors == []
 
 
@@ -97,20 +109,3 @@ def test_a_run_trained_beside_it_is_drawn_in_the_colour_its_legend_names(server,
     p.wait_for_selector('#loss-chart[data-xscale="linear"]')
     assert right_edge() < 0.2 * 760
     assert p.errors == []
-
-
-def test_bits_per_character_redraw_the_validation_loss_as_the_log_gives_it(server, window):
-    """Choosing bits per character draws the log's own val_bpc, which for this character model
-    is its loss over ln 2; the page computes nothing of it."""
-    import json
-    import math
-    with open(log_path_for(str(server.out / 'model.json')), encoding='utf-8') as f:
-        last = [r for r in map(json.loads, f) if 'val_loss' in r][-1]
-    p = window(1280)
-    open_page(p, server, 'loss')
-    nats = float(p.inner_text('#last-val'))
-    p.select_option('#unit', 'bits')
-    p.wait_for_function("() => document.querySelector('#source').textContent.includes('bits per character')")
-    bits = float(p.inner_text('#last-val'))
-    assert nats == pytest.approx(last['val_loss'], abs=1e-4)
-    assert bits == pytest.approx(last['val_bpc'], abs=1e-4) and bits == pytest.approx(nats / math.log(2), abs=1e-3)

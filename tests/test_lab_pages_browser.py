@@ -43,7 +43,7 @@ def set_range(page, selector, value):
 
 
 # ---------------------------------------------------------------------------- by hand
-def test_the_czech_preset_shows_the_lessons_weights_and_out3(server, page):
+def test_by_hand_shows_the_lessons_numbers_and_redraws_as_a_vector_is_typed(server, page):
     open_page(page, server, 'byhand')
     want = post(server, '/api/byhand', {})
     assert [page.input_value(f'#{n}-3') for n in 'qkv'] == ['0.9, 0.8, 0.2, 0.1', '0.8, 0.9, 0.1, 0',
@@ -60,11 +60,18 @@ def test_the_czech_preset_shows_the_lessons_weights_and_out3(server, page):
     assert page.inner_text('#exp-sum') == '5.260'
     assert page.inner_text('#score-numbers') == '33,554,432' and page.inner_text('#score-mib') == '64 MiB'
     assert 'no q2' in page.inner_text('#note')
-    assert page.errors == []
-
-
-def test_typing_a_vector_redraws_without_enter_and_a_bad_one_is_named(server, page):
-    open_page(page, server, 'byhand')
+    before = draws(page)
+    page.select_option('#query', '1')
+    wait_redraw(page, before)
+    assert texts(page, '#softmax-table [data-kind=weight]') == ['1.000', '0.000', '0.000']  # two masked
+    assert texts(page, '#out-row [data-kind=out]') == ['0.200', '0.800', '0.000', '0.100']  # out1 = v1
+    page.select_option('#query', '3')
+    page.select_option('#n_head', '2')  # an answer overtaken by the next request is never drawn
+    page.wait_for_selector('#heads-table tr[data-head="1"]')
+    page.wait_for_load_state('networkidle')
+    want = post(server, '/api/byhand', {'n_head': 2})
+    assert page.locator('#heads-table tr[data-head]').count() == 2
+    assert page.get_attribute('#concat', 'data-values') == str(want['concat']).replace(' ', '')
     before = draws(page)
     page.fill('#k-1', '0.9, 0.1, 0.4, 2')  # fill types into the box: no Enter, no blur
     wait_redraw(page, before)
@@ -79,30 +86,16 @@ def test_typing_a_vector_redraws_without_enter_and_a_bad_one_is_named(server, pa
     assert [e for e in page.errors if 'status of 400 (Bad Request)' not in e] == []
 
 
-def test_query_one_sees_itself_and_two_heads_meet_in_w_o(server, page):
-    open_page(page, server, 'byhand')
-    before = draws(page)
-    page.select_option('#query', '1')
-    wait_redraw(page, before)
-    assert texts(page, '#softmax-table [data-kind=weight]') == ['1.000', '0.000', '0.000']  # two masked
-    assert texts(page, '#out-row [data-kind=out]') == ['0.200', '0.800', '0.000', '0.100']  # out1 = v1
-    page.select_option('#query', '3')
-    page.select_option('#n_head', '2')  # an answer overtaken by the next request is never drawn
-    page.wait_for_selector('#heads-table tr[data-head="1"]')
-    page.wait_for_load_state('networkidle')
-    want = post(server, '/api/byhand', {'n_head': 2})
-    assert page.locator('#heads-table tr[data-head]').count() == 2
-    assert page.get_attribute('#concat', 'data-values') == str(want['concat']).replace(' ', '')
-    assert page.errors == []
-
-
 # ---------------------------------------------------------------------------- scaling
 def row_stats(page):
     return {k: float(page.get_attribute(f'#stats-table [data-name={k}]', 'data-value'))
             for k in ('spread', 'entropy', 'max_weight', 'gradient_scale')}
 
 
-def test_the_sqrt_d_widget_sharpens_without_scaling_and_warns_at_large_d(server, page):
+def test_the_scaling_widgets_draw_the_apis_numbers_and_the_lessons(server, page):
+    """The sqrt(d) widget sharper unscaled than scaled at d = 64, warning of a vanishing gradient
+    at a large d unscaled only, and on the model's own scores; the index widget, the variance
+    and cost tables."""
     open_page(page, server, 'scaling')
     assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '64'
     scaled = row_stats(page)
@@ -126,28 +119,6 @@ def test_the_sqrt_d_widget_sharpens_without_scaling_and_warns_at_large_d(server,
     page.check('#scale')
     wait_redraw(page, before, '#row-panel')
     assert page.locator('#vanishing').is_hidden()
-    assert page.errors == []
-
-
-def test_the_row_widget_on_the_models_own_scores(server, page):
-    open_page(page, server, 'scaling')
-    before = draws(page, '#row-panel')
-    page.select_option('#source', 'model')
-    wait_redraw(page, before, '#row-panel')
-    attention = post(server, '/api/attention', {'text': 'anna', 'layer': 0, 'head': 0})
-    assert texts(page, '#row-table td.l.mono') == attention['labels']
-    assert values(page, '#row-table [data-kind=weight]') == pytest.approx(attention['weights'], abs=1e-12)
-    assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == str(attention['head_dim'])
-    assert page.locator('#d').is_hidden()  # the model's head_dim, not the slider's
-    before = draws(page, '#row-panel')
-    page.fill('#text', 'emma')
-    wait_redraw(page, before, '#row-panel')
-    assert texts(page, '#row-table td.l.mono')[1] == 'e'
-    assert page.errors == []
-
-
-def test_the_index_widget_and_the_variance_and_cost_tables(server, page):
-    open_page(page, server, 'scaling')
     assert page.inner_text('#index-elements') == '49,152' and page.inner_text('#index-macs') == '3,145,728'
     assert page.inner_text('#index-shape') == '[1, 12, 64, 64]' and page.inner_text('#index-per') == '64'
     roles = dict(zip(texts(page, '#index-table tr[data-index] td.mono'), texts(page, '#index-table td.kept, #index-table td.summed')))
@@ -166,6 +137,18 @@ def test_the_index_widget_and_the_variance_and_cost_tables(server, page):
     # the cost: n / (2D) at D = 768 for n = 128, 1024, 8192, and at the page's n
     assert texts(page, '#cost-examples-table [data-kind=ratio]') == ['0.0833', '0.6667', '5.3333']
     assert page.inner_text('#cost-ratio') == '0.6667'
+    before = draws(page, '#row-panel')
+    page.select_option('#source', 'model')
+    wait_redraw(page, before, '#row-panel')
+    attention = post(server, '/api/attention', {'text': 'anna', 'layer': 0, 'head': 0})
+    assert texts(page, '#row-table td.l.mono') == attention['labels']
+    assert values(page, '#row-table [data-kind=weight]') == pytest.approx(attention['weights'], abs=1e-12)
+    assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == str(attention['head_dim'])
+    assert page.locator('#d').is_hidden()  # the model's head_dim, not the slider's
+    before = draws(page, '#row-panel')
+    page.fill('#text', 'emma')
+    wait_redraw(page, before, '#row-panel')
+    assert texts(page, '#row-table td.l.mono')[1] == 'e'
     assert page.errors == []
 
 
@@ -181,7 +164,10 @@ def record_phases(page):
       window.watching.observe(document.body, {attributes: true, attributeFilter: ['data-phase']}); }""")
 
 
-def test_play_walks_every_phase_in_order_and_back_walks_them_back(server, page):
+def test_phases_play_in_order_highlight_their_lines_and_draw_the_apis_weights(server, page):
+    """Play walks every phase in order and back walks them back; each phase highlights the
+    lines of model.py that compute it; the picture draws the API's weights and typing redraws."""
+    from microgpt.lab import phases
     open_page(page, server, 'phases')
     assert page.get_attribute('body', 'data-phase') == 'tokens'
     page.select_option('#speed', '250')
@@ -196,12 +182,6 @@ def test_play_walks_every_phase_in_order_and_back_walks_them_back(server, page):
         page.click('#back')
     assert page.evaluate('window.seen') == PHASES[-2::-1]
     assert page.locator('#back').is_disabled()
-    assert page.errors == []
-
-
-def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, page):
-    from microgpt.lab import phases
-    open_page(page, server, 'phases')
     code = phases.gpt_source()
     for n, phase in enumerate(PHASES):
         page.click(f'button[data-phase={phase}]')
@@ -211,31 +191,6 @@ def test_each_phase_highlights_the_lines_of_model_py_that_compute_it(server, pag
     page.click('button[data-phase=softmax]')
     assert 'softmax(attn_logits)' in ''.join(texts(page, '#code div.hl'))
     assert 'attn_wo' not in ''.join(texts(page, '#code div.hl'))
-    assert page.errors == []
-
-
-def test_a_model_py_that_does_not_parse_leaves_the_phases_and_says_why(tiny_ckpt, names_file, tmp_path, page,
-                                                                        monkeypatch):
-    """The page was once a 500. A broken copy of model.py (read by a server computing in
-    this process): the code box says why, and every phase still steps with its numbers."""
-    from microgpt.lab import phases
-    broken = tmp_path / 'model.py'
-    broken.write_text('def gpt(self:\n', encoding='utf-8')
-    monkeypatch.setattr(phases, 'MODEL_FILE', str(broken))
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        open_page(page, server, 'phases')
-        assert page.inner_text('#code-title').startswith('microgpt/model.py does not parse: ')
-        assert page.locator('#code div').count() == 0
-        for phase in PHASES:
-            page.click(f'button[data-phase={phase}]')
-            page.wait_for_selector(f'body[data-phase={phase}]')
-            assert page.locator('#numbers h3').inner_text() and page.locator('#numbers table, #numbers p').count()
-    assert page.errors == []
-
-
-def test_the_picture_draws_the_apis_weights_and_typing_a_name_redraws(server, page):
-    open_page(page, server, 'phases')
-    page.click('button[data-phase=softmax]')
     want = post(server, '/api/phases', {'text': 'anna', 'layer': 0, 'head': 0})
     rays = page.locator('#stage path.ray')
     assert rays.count() == want['query'] + 1 == 5
@@ -281,19 +236,30 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
     assert page.errors == []
 
 
-def test_the_loss_page_without_a_log_says_so_and_asks_nothing(tiny_ckpt, names_file, tmp_path, page):
-    """On a checkpoint with no log beside it (any converted one) the page once asked
-    /api/loss, whose 400 the browser logged as a console error. The listing says there is no
-    log (tests/test_lab_hostile.py), and the page says so without a request."""
+def test_a_model_py_that_does_not_parse_and_a_checkpoint_without_a_log(tiny_ckpt, names_file, tmp_path, page,
+                                                                       monkeypatch):
+    """The phases page was once a 500: a broken copy of model.py (read by a server computing in
+    this process) leaves every phase stepping with its numbers, the code box saying why. On a
+    checkpoint with no log beside it (any converted one) the Loss page once asked /api/loss,
+    whose 400 the browser logged; the listing says there is no log, and the page says so
+    without a request."""
+    from microgpt.lab import phases
+    broken = tmp_path / 'model.py'
+    broken.write_text('def gpt(self:\n', encoding='utf-8')
+    monkeypatch.setattr(phases, 'MODEL_FILE', str(broken))
     bare = tmp_path / 'converted' / 'model.json'
     bare.parent.mkdir()
     shutil.copy(tiny_ckpt, bare)
     with live_server(str(bare), tmp_path / 'runs', names_file) as server:
+        open_page(page, server, 'phases')
+        assert page.inner_text('#code-title').startswith('microgpt/model.py does not parse: ')
+        assert page.locator('#code div').count() == 0
+        for phase in PHASES:
+            page.click(f'button[data-phase={phase}]')
+            page.wait_for_selector(f'body[data-phase={phase}]')
+            assert page.locator('#numbers h3').inner_text() and page.locator('#numbers table, #numbers p').count()
         open_page(page, server, 'loss')
         assert 'has no training log beside it' in page.inner_text('#source')
         assert not [url for url in page.requests if '/api/loss' in url]
         assert page.locator('#loss-chart *').count() == 0
-        assert page.errors == []
-
-
-# Each page fitting its window from 390 to 1920 px: tests/test_lab_layout_browser.py, for every page.
+    assert page.errors == []
