@@ -5,29 +5,21 @@
 // a long name, and a clicked cell's breakdown opens under the row of heads that holds it.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el} = Lab;
 let key = null;        // the key position j of the picked cell (null: none picked)
 let view = null;       // the last answer from the API
-const detail = document.getElementById('detail');  // moved next to the picked cell's head, and back
+const detail = $('detail');  // moved next to the picked cell's head, and back
 const detailHome = detail.nextElementSibling;       // where it stands when no cell is picked
 
-function temperature() {
-  return Number((10 ** Number($('temperature').value)).toPrecision(3));  // the slider is log10
-}
-
 async function draw() {
-  const c = Lab.info().config;
-  Lab.fillSelect($('layer'), c.n_layer);
-  Lab.fillSelect($('head'), c.n_head);
-  $('temperature-value').textContent = temperature();
+  Lab.fillLayerHead();
+  $('temperature-value').textContent = Lab.logSlider('temperature');
   await Lab.guard(async () => {
     const query = $('query').value === '' ? null : Number($('query').value);
     view = await Lab.api('/api/attention', {
       ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
-      head: Number($('head').value), query, scale: $('scale').checked, temperature: temperature()});
-    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);  // (an option holds text alone)
-    $('query').value = view.query;
+      head: Number($('head').value), query, scale: $('scale').checked, temperature: Lab.logSlider('temperature')});
+    Lab.fillQuery(view);
     if (key !== null && key > view.query) key = null;
     drawHeads();
     drawDetail();
@@ -149,15 +141,14 @@ function drawDetail() {
         el('tr', {}, el('th', {class: 'l'}, 'q·k'), numCell(view.raw[j])),
         el('tr', {}, el('th', {class: 'l'}, $('scale').checked ? `÷ √${d}` : 'not scaled'),
           numCell(view.scaled[j], 4, {id: 'detail-scaled'})),
-        el('tr', {}, el('th', {class: 'l'}, `÷ temperature ${temperature()} = score`),
+        el('tr', {}, el('th', {class: 'l'}, `÷ temperature ${Lab.logSlider('temperature')} = score`),
           numCell(view.scores[j], 4, {id: 'detail-score'})),
         el('tr', {}, el('th', {class: 'l'}, `softmax over keys 0..${i} = weight`),
           numCell(view.weights[j], 4, {id: 'detail-weight'}))));
   }
   const rows = view.raw.map((_, j) => el('tr', {class: j === key ? 'picked' : null},
     el('td', {class: 'l'}, `${j} `, Lab.tok(labels[j])), numCell(view.raw[j]), numCell(view.scaled[j]),
-    numCell(view.scores[j]), numCell(view.weights[j]), el('td', {class: 'l'}, Lab.el('span', {class: 'bar'}))));
-  rows.forEach((tr, j) => { tr.lastChild.firstChild.style.width = `${(view.weights[j] * 8).toFixed(2)}rem`; });
+    numCell(view.scores[j]), numCell(view.weights[j]), el('td', {class: 'l'}, Lab.bar(view.weights[j], 8))));
   const masked = labels.slice(i + 1).map((l, n) => el('tr', {},
     el('td', {class: 'l'}, `${i + 1 + n} `, Lab.tok(l)), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
     el('td', {}, '·'), el('td', {class: 'l muted'}, 'masked: future key')));

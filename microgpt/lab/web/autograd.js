@@ -7,8 +7,7 @@
 // scaled down to fit (to at most MIN_SCALE, then it scrolls in its box).
 'use strict';
 
-const {el, svg} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, svg} = Lab;
 const values = {a: 2, b: -3, c: 10};   // the worked example, the page's first graph
 const BOX_W = 112, BOX_H = 54, GAP_X = 36, GAP_Y = 16, PAD = 10, MIN_SCALE = 0.6;
 let pending = null, busy = false;      // one request at a time; the newest slider value wins

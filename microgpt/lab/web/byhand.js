@@ -4,22 +4,13 @@
 // says which box it cannot read. This file only draws.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, num, scroll} = Lab;
 let boxes = null;   // what the boxes hold: {tokens, q, k, v, w_o}; null until the first answer
 let maxTokens = 1;  // how many tokens the server takes (its answer says: limits.MAX_HAND_TOKENS)
-
-function num(x, digits = 3, attrs = {}) {
-  return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, Lab.fmt(x, digits));
-}
 
 function vec(xs, digits = 3, attrs = {}) {
   return el('span', {class: 'mono', 'data-values': JSON.stringify(xs), ...attrs},
             '[', xs.flatMap((x, c) => [c ? ', ' : '', num(x, digits)]), ']');
-}
-
-function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
-  return el('div', {class: 'scroll'}, ...children);
 }
 
 function options(select, n, label, value) {

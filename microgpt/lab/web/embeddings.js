@@ -4,8 +4,7 @@
 // only places the labels and colours the cells.
 'use strict';
 
-const {el, svg} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, svg} = Lab;
 
 async function draw() {
   await Lab.guard(async () => {

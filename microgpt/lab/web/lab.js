@@ -72,6 +72,8 @@ const Lab = (() => {
     return inputs === since;
   }
 
+  const $ = id => document.getElementById(id);
+
   // el('div', {class: 'x', onclick: f}, child, 'text', ...) -> an HTML element
   function el(tag, attrs = {}, ...children) {
     return build(document.createElement(tag), attrs, children);
@@ -129,6 +131,41 @@ const Lab = (() => {
     if (x === null || x === undefined) return '·';
     const text = Number(x).toFixed(digits);
     return Number(text) === 0 ? (0).toFixed(digits) : text;  // never '-0.000': it reads as another number
+  }
+
+  // a number with its exact value kept in data-value, for the reader's tooltip and the tests
+  // (an integer of 100,000 or more with thousands separators)
+  function num(x, digits = 3, attrs = {}) {
+    return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs},
+              typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : fmt(x, digits));
+  }
+
+  // a horizontal bar: `fraction` of `rem` rem wide
+  function bar(fraction, rem = 10, cls = 'bar') {
+    const b = el('span', {class: cls});
+    b.style.width = `${(Math.max(0, fraction) * rem).toFixed(2)}rem`;
+    return b;
+  }
+
+  function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
+    return el('div', {class: 'scroll'}, ...children);
+  }
+
+  // a log10 slider's value (the Attention and Scaling pages' temperature), to 3 digits
+  function logSlider(id) {
+    return Number((10 ** Number($(id).value)).toPrecision(3));
+  }
+
+  // the layer and head boxes for the model looked at; the query box for the answer's positions
+  function fillLayerHead() {
+    const c = ckptInfo().config;
+    fillSelect($('layer'), c.n_layer);
+    fillSelect($('head'), c.n_head);
+  }
+
+  function fillQuery(view) {
+    fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);  // (an option holds text alone)
+    $('query').value = view.query;
   }
 
   // a weight in [0, 1] as a background colour, white to deep blue
@@ -253,9 +290,14 @@ const Lab = (() => {
     box.form.requestSubmit();
   });
 
-  // called once by each page: draws the header, then the page (and again on a new checkpoint)
+  // called once by each page: adds its icon, header band and error line, draws the header, then
+  // the page (and again on a new checkpoint)
   async function start(draw) {
     onChange = draw;
+    if (!document.querySelector('link[rel=icon]')) {
+      document.head.append(el('link', {rel: 'icon', href: '/static/icon.svg', type: 'image/svg+xml'}));
+    }
+    if (!$('lab-header')) document.body.prepend(el('header', {id: 'lab-header'}));
     document.querySelector('main').before(el('p', {id: 'error', class: 'error', hidden: true}));
     try {
       config = await api('/api/config');
@@ -275,7 +317,7 @@ const Lab = (() => {
     return config;
   }
 
-  return {api, el, svg, fmt, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+  return {$, api, el, svg, fmt, num, bar, scroll, logSlider, fillLayerHead, fillQuery, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
           refreshConfig, isText, paused, ckpt: currentCkpt, info: ckptInfo, get config() { return config; },
           get inputs() { return inputs; }};
 })();

@@ -4,8 +4,7 @@
 // asked: the chosen one first); this file only scales them to the chart.
 'use strict';
 
-const {el, svg} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, svg} = Lab;
 // The colours the chart paints with and the words the page says for them: one table, so that the
 // text never names a colour the picture does not show. One run: each kind of mark its colour;
 // several: each run one colour for all its marks, in order (at most six, loss.py's MARKS).

@@ -4,19 +4,12 @@
 // predictions and continuation).
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el} = Lab;
 
 function barRow(char, p, isTrue) {
   return [el('span', {class: isTrue ? 'hit' : null}, Lab.tok(char)),
-          el('span', {}, barOf(p, isTrue)),
+          el('span', {}, Lab.bar(p, 10, isTrue ? 'bar true' : 'bar')),  // 10rem = probability 1
           el('span', {class: 'num'}, Lab.fmt(p))];
-}
-
-function barOf(p, isTrue) {
-  const bar = el('span', {class: isTrue ? 'bar true' : 'bar'});
-  bar.style.width = `${(p * 10).toFixed(2)}rem`;  // 10rem = probability 1
-  return bar;
 }
 
 async function draw() {

@@ -4,22 +4,18 @@
 // numbers; Play, back and forward only choose which of them to draw. Nothing is computed here.
 'use strict';
 
-const {el, svg} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, svg} = Lab;
 let view = null;     // the last answer
 let phase = 0;       // index into view.phases
 let timer = null;    // the Play loop, while playing
 
 async function load() {
-  const c = Lab.info().config;
-  Lab.fillSelect($('layer'), c.n_layer);
-  Lab.fillSelect($('head'), c.n_head);
+  Lab.fillLayerHead();
   await Lab.guard(async () => {
     const query = $('query').value === '' ? null : Number($('query').value);
     view = await Lab.api('/api/phases', {ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
                                          head: Number($('head').value), query});
-    Lab.fillSelect($('query'), view.labels.length, i => `${i} ${view.labels[i]}`);
-    $('query').value = view.query;
+    Lab.fillQuery(view);
     drawCode();
     show(phase);
   }, ['stage', 'numbers']);

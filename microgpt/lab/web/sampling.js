@@ -12,8 +12,7 @@
 // wait behind them, and the earlier ones stay on screen, greyed).
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el} = Lab;
 const COMPARE = [0, 0.5, 1, 2];  // the temperatures `lab sampling` compares by default
 const NUM = {lines: 10, text: 1};  // names, or continuations, a setting starts with
 
@@ -33,9 +32,7 @@ async function draw() {
     const left = data.chars.length - shown.length;
     $('distribution').replaceChildren(...shown.flatMap(i => {
       const char = data.chars[i], p = data.probs[k][i];
-      const bar = el('span', {class: 'bar'});
-      bar.style.width = `${(p / most * 10).toFixed(2)}rem`;  // the likeliest character: 10rem
-      return [el('span', {}, Lab.tok(char)), el('span', {}, bar),
+      return [el('span', {}, Lab.tok(char)), el('span', {}, Lab.bar(p / most)),  // the likeliest character: 10rem
               el('span', {class: 'num', 'data-char': char, 'data-value': p}, Lab.fmt(p))];
     }), left ? el('span', {class: 'muted small whole-row'},
                   `${left} more ${data.unit}s below ${HIDE}`) : '');
@@ -99,12 +96,9 @@ function sandbox(s, own) {
         el('span', {class: 'num'}, `${Lab.fmt(s.entropy[k], 3)} bits`)))),
     shown.map(i => el('tr', {class: kept.has(s.chars[i]) ? 'kept' : null},
       el('th', {class: 'l mono'}, s.chars[i]),
-      s.probs.map((p, k) => {
-        const b = el('span', {class: 'bar'});
-        b.style.width = `${(p[i] / most * 5).toFixed(2)}rem`;  // the largest p of all (1 at T = 0): 5rem
-        return el('td', {class: isOwn(s.temperatures[k]) ? 'p own' : 'p'}, b, ' ',
-                  el('span', {class: 'num', 'data-value': p[i]}, Lab.fmt(p[i], 3)));
-      }))));
+      // the largest p of all (1 at T = 0): 5rem
+      s.probs.map((p, k) => el('td', {class: isOwn(s.temperatures[k]) ? 'p own' : 'p'}, Lab.bar(p[i] / most, 5), ' ',
+        el('span', {class: 'num', 'data-value': p[i]}, Lab.fmt(p[i], 3)))))));
   const hidden = s.chars.length - shown.length;
   return el('div', {class: 'panel'},
     el('h3', {}, 'side by side: p = softmax(logits / T)'),

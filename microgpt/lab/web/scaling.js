@@ -5,21 +5,10 @@
 // /api/attention and go back to /api/scaling as they are; this file only draws.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, num, scroll} = Lab;
 const STATS = [  // [key, label, digits]
   ['spread', 'spread (std of the scores)', 3], ['max_minus_min', 'max − min of the scores', 3],
   ['entropy', 'entropy (bits)', 3], ['max_weight', 'max weight', 4], ['gradient_scale', 'gradient scale', 4]];
-
-// an element with its exact value in data-value (for the reader's tooltip and the tests)
-function num(x, digits, attrs = {}) {
-  return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs},
-            typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : Lab.fmt(x, digits));
-}
-
-function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
-  return el('div', {class: 'scroll'}, ...children);
-}
 
 function big(x, attrs = {}) {  // an integer with thousands separators: 3,145,728
   return el('span', {class: 'num', 'data-value': x, ...attrs}, Number(x).toLocaleString('en'));
@@ -38,10 +27,6 @@ function drawn(panel) {
   box.dataset.draws = Number(box.dataset.draws || 0) + 1;
 }
 
-function temperature() {
-  return Number((10 ** Number($('temperature').value)).toPrecision(3));  // the slider is log10
-}
-
 function headSize() {
   return 2 ** Number($('d').value);  // the slider is log2: 1 .. 1024
 }
@@ -51,12 +36,10 @@ async function drawRow() {
   const model = $('source').value === 'model';
   document.body.dataset.source = $('source').value;
   $('d-value').textContent = headSize();
-  $('temperature-value').textContent = temperature();
-  const c = Lab.info().config;
-  Lab.fillSelect($('layer'), c.n_layer);
-  Lab.fillSelect($('head'), c.n_head);
+  $('temperature-value').textContent = Lab.logSlider('temperature');
+  Lab.fillLayerHead();
   await Lab.guard(async () => {
-    const body = {scale: $('scale').checked, temperature: temperature()};
+    const body = {scale: $('scale').checked, temperature: Lab.logSlider('temperature')};
     let labels = null;
     if (model) {  // the model's own q.k for the last position of the name, unscaled
       const a = await Lab.api('/api/attention', {ckpt: Lab.ckpt(), text: $('text').value,
@@ -79,13 +62,9 @@ function rowBars(r, labels) {
   $('row-bars').replaceChildren(scroll(el('table', {class: 'data', id: 'row-table'},
     el('tr', {}, el('th', {class: 'l'}, 'key'), el('th', {}, 'q·k'), el('th', {}, 'score'),
       el('th', {}, 'weight'), el('th', {class: 'l'}, '')),
-    r.weights.map((w, j) => {
-      const bar = el('span', {class: 'bar'});
-      bar.style.width = `${(w / most * 9).toFixed(2)}rem`;
-      return el('tr', {}, el('td', {class: 'l mono'}, labels[j]), el('td', {}, num(r.raw[j], 2)),
-        el('td', {}, num(r.scores[j], 3)), el('td', {}, num(w, 4, {'data-kind': 'weight'})),
-        el('td', {class: 'l'}, bar));
-    }))));
+    r.weights.map((w, j) => el('tr', {}, el('td', {class: 'l mono'}, labels[j]), el('td', {}, num(r.raw[j], 2)),
+      el('td', {}, num(r.scores[j], 3)), el('td', {}, num(w, 4, {'data-kind': 'weight'})),
+      el('td', {class: 'l'}, Lab.bar(w / most, 9)))))));
 }
 
 function rowStats(r) {

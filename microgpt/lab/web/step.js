@@ -6,8 +6,7 @@
 // only formats them and sizes the bars.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, bar} = Lab;
 
 // a signed number in exponent form, as the terminal prints Adam's numbers (+6.554412e-01)
 function sci(x, digits = 6) {
@@ -17,13 +16,6 @@ function sci(x, digits = 6) {
 
 function signed(x, digits = 4) {
   return `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(digits)}`;
-}
-
-// a horizontal bar: `fraction` of `rem` rem wide
-function bar(fraction, rem, cls = 'bar') {
-  const b = el('span', {class: cls});
-  b.style.width = `${(Math.max(0, fraction) * rem).toFixed(2)}rem`;
-  return b;
 }
 
 // a bar around a centre line: negative to the left (green: pulled up), positive to the right

@@ -5,8 +5,7 @@
 // colours and lays them out.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el} = Lab;
 const COLOURS = ['#dbeafe', '#fde68a', '#bbf7d0', '#fbcfe8', '#ddd6fe', '#fed7aa'];  // one per token, in turn
 
 async function draw() {

@@ -6,8 +6,7 @@
 // (limits.RUN_LIMITS); this file draws what it is sent.
 'use strict';
 
-const {el, svg} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el, svg} = Lab;
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
 const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
 let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
