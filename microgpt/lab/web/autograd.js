@@ -10,16 +10,14 @@
 const {$, el, svg} = Lab;
 const values = {a: 2, b: -3, c: 10};   // the worked example, the page's first graph
 const BOX_W = 112, BOX_H = 54, GAP_X = 36, GAP_Y = 16, PAD = 10, MIN_SCALE = 0.6;
-let pending = null, busy = false;      // one request at a time; the newest slider value wins
 
 // a number with `digits` significant digits and no trailing zeros; null (not finite) as a dot
 function short(x, digits = 5) {
   return x === null ? '·' : String(+x.toPrecision(digits));
 }
 
+// a slider dragged asks at each step: Lab.api sends one request at a time, the newest value
 async function draw() {
-  if (busy) { pending = true; return; }
-  busy = true;
   await Lab.guard(async () => {
     const data = await Lab.api('/api/autograd', {expression: $('expression').value, values, lenient: true});
     for (const [name, v] of Object.entries(data.variables)) values[name] = v.value;
@@ -28,8 +26,6 @@ async function draw() {
       Object.entries(data.variables).map(([n, v]) => `${n}.grad = ${short(v.grad, 6)}`).join('   ');
     drawGraph(data.nodes);
   }, ['result', 'graph']);
-  busy = false;
-  if (pending) { pending = null; draw(); }
 }
 
 function drawSliders(variables) {

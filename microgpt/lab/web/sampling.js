@@ -1,15 +1,7 @@
-// The Sampling page: `python -m microgpt.lab sampling` in the browser. After [BOS] + the prompt
-// (running text: the prompt, no BOS), the model's distribution of the next character at this
-// temperature, and names (running text: continuations of the length asked for) drawn with the
-// seeded sampler of sample.py, names marked as in the training data or new; beside them the same
-// distribution at T = 0 (greedy), 0.5, 1, 2 and this page's temperature side by side, with each
-// one's entropy and what a top-k cut keeps. Everything comes from POST /api/sampling
-// (microgpt/lab/sampling.py's compute); this file only draws.
-//
-// It asks for what it shows, in two requests: the distributions alone (num 0: one forward pass,
-// drawn at once), then the draws at this page's temperature only (running text's take seconds on
-// a large model: they are asked once the learner pauses, so that the next distribution does not
-// wait behind them, and the earlier ones stay on screen, greyed).
+// The Sampling page: `python -m microgpt.lab sampling` in the browser, drawn from POST
+// /api/sampling (microgpt/lab/sampling.py's compute). Two requests: the distributions alone (one
+// forward pass, drawn at once), then the draws at this page's temperature, asked once the learner
+// pauses (running text's take seconds on a large model; the earlier ones stay on screen, greyed).
 'use strict';
 
 const {$, el} = Lab;
