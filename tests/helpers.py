@@ -717,3 +717,8 @@ def assert_no_process_left(p):
         return
     os.killpg(p.pid, signal.SIGKILL)
     pytest.fail("a process of the torchrun launch outlived it")
+
+
+def data_values(page, selector, key='value'):
+    """float(data-KEY) of every element matching selector, in page order (the browser tests)."""
+    return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from helpers import DRAWN, post, request, settled, wait_for_run
+from helpers import DRAWN, data_values, post, request, settled, wait_for_run
 
 from microgpt.lab import registry
 
@@ -28,11 +28,6 @@ def page(window):
     """A fresh page whose console errors and uncaught exceptions are collected in page.errors,
     and the URL of every request it makes in page.requests."""
     return window(1100, 800)
-
-
-def data_values(page, selector):
-    """float(data-value) of every element matching selector, in page order."""
-    return [float(v) for v in page.locator(selector).evaluate_all('els => els.map(e => e.dataset.value)')]
 
 
 def test_the_step_page_draws_the_newest_names_step_as_the_api_gives_it_and_its_error(server, page):

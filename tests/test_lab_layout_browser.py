@@ -1,16 +1,10 @@
 """
-The web lab's layouts in a real browser: every page within the window from a phone's
-390 px to 1920 px, the Attention page's heads side by side with a clicked cell's breakdown next
-to it, the Autograd page's graph inside a 1280 px window with no edge under a box, and the
-Training page saying what it trains on and how many names make a step.
-
-Measured on a checkpoint of train.py's default shape (4 heads, block_size 16, trained 3
-steps: its layout, not its training, is what matters) with names up to the block size. Before
-these fixes: a 15-character name made the Attention page 2968 px tall with the breakdown up to
-2000 px from the clicked cell, a 16-node expression made the Autograd page 1351 px wide at
-1280, and at 390 px the navigation and the config line were cut off.
-
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The web lab's layouts in Chromium, as tests/test_lab_browser.py: every page within the window
+from a phone's 390 px to 1920 px, the Attention page's heads side by side with a clicked cell's
+breakdown next to it, the Autograd page's graph inside 1280 px with no edge under a box. On a
+checkpoint of train.py's default shape (4 heads, block_size 16, trained 3 steps). Before these
+fixes a 15-character name made the Attention page 2968 px tall, a 16-node expression made the
+Autograd page 1351 px wide at 1280, and at 390 px the navigation was cut off.
 """
 
 import pytest

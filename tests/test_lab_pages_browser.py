@@ -1,23 +1,15 @@
 """
-The Scaling, By hand, In phases, Embeddings and Loss pages in a real browser: Playwright
-driving Debian's Chromium (/usr/bin/chromium), as test_lab_browser.py does.
-
-Each page must show the lessons' numbers where a lesson gives them (the Czech preset's weights
-and out3, the index widget's 49,152 and 3,145,728, the Var(q.k) and cost tables) and otherwise
-exactly what its API route answers; redraw as the learner types, without Enter; and log no
-console error. The sqrt(d) widget must be sharper unscaled than scaled at d = 64 and warn of a
-vanishing gradient at a large d unscaled only. Play must walk every phase in order, back must
-walk them back, and the highlighted code must be the lines phases.gpt_source finds in
-microgpt/model.py. How long each interaction takes: bench/lab_speed.py.
-
-Skipped, with the reason, where Playwright or Chromium is missing. One browser for the session (conftest.py).
+The By hand, Scaling, In phases, Embeddings and Loss pages in Chromium, as test_lab_browser.py:
+each shows the lessons' numbers where a lesson gives them (the Czech preset's weights and out3,
+the index widget's 49,152 and 3,145,728) and otherwise exactly what its API route answers,
+redraws as the learner types, and logs no console error. One page load per page.
 """
 
 import shutil
 
 import pytest
 
-from helpers import draws, live_server, open_page, post, wait_redraw
+from helpers import data_values as values, draws, live_server, open_page, post, wait_redraw
 
 LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
 
@@ -32,14 +24,6 @@ def page(window):
 
 def texts(page, selector):
     return page.locator(selector).all_inner_texts()
-
-
-def values(page, selector, key='value'):
-    return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
-
-
-def set_range(page, selector, value):
-    page.eval_on_selector(selector, f'e => {{ e.value = "{value}"; e.dispatchEvent(new Event("input")); }}')
 
 
 # ---------------------------------------------------------------------------- by hand
@@ -111,7 +95,7 @@ def test_the_scaling_widgets_draw_the_apis_numbers_and_the_lessons(server, page)
     assert abs(unscaled['spread'] / scaled['spread'] - 8) < 1e-9
     assert page.locator('#vanishing').is_hidden()  # d = 64 unscaled: saturating, not yet vanishing
     before = draws(page, '#row-panel')
-    set_range(page, '#d', 8)  # d = 256
+    page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')  # d = 256
     wait_redraw(page, before, '#row-panel')
     assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '256'
     assert page.locator('#vanishing').is_visible() and 'gradient vanishes' in page.inner_text('#vanishing')

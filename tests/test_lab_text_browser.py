@@ -1,14 +1,8 @@
 """
-The web lab on a model of running text, in a real browser: the pages read text as train.py
-trained the model (no BOS anywhere, the Overview's loss train.py's for the same window, text
-words, continuations of the length asked for with their newlines), and every page stays
-readable at the Shakespeare recipe's size (a 64-position block, 66 tokens) at 390 px:
-no horizontal overflow of the page, no table cut off instead of scrolling, no labels drawn over
-each other or run together.
-
-The model is conftest's wide_text_ckpt (block_size 64, vocab_size 66, 4 heads, trained 3 steps:
-its size is what matters); the pages start with its example, the first lines of its text.
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The web lab on a model of running text, in Chromium, as tests/test_lab_browser.py: the pages
+read text as train.py trained the model (no BOS anywhere, the Overview's loss train.py's for the
+same window, continuations with their newlines), and every page stays readable at the
+Shakespeare recipe's size (conftest's wide_text_ckpt: a 64-position block, 66 tokens) at 390 px.
 """
 
 import pytest
