@@ -154,5 +154,4 @@ Lab.on('remove', 'click', () => { if (boxes && boxes.k.length > 1) resize(boxes.
 Lab.on('preset', 'click', () => { boxes = null; $('query').value = ''; $('n_head').value = ''; draw(); });
 for (const id of ['query', 'n_head', 'scale', 'bytes']) Lab.on(id, 'change', draw);
 for (const id of ['batch', 'length', 'd_model', 'n_heads']) Lab.on(id, 'input', later);
-for (const id of ['form', 'shapes-form']) Lab.on(id, 'submit', () => {});
 Lab.start(draw);

@@ -113,5 +113,4 @@ function readout(ev) {
 
 Lab.on('neighbours', 'input', Lab.debounced(draw));
 Lab.on('wpe', 'mouseover', readout);
-Lab.on('form', 'submit', () => {});
 Lab.start(draw);

@@ -34,7 +34,6 @@ const Lab = (() => {
   // listen for `event` on the element with this id; events before the config arrived wait for it
   function on(id, event, handler) {
     document.getElementById(id).addEventListener(event, async e => {
-      if (event === 'submit') e.preventDefault();
       await ready;
       handler(e);
     });
@@ -280,6 +279,9 @@ const Lab = (() => {
   function isText() {
     return ckptInfo().data_mode === 'text';
   }
+
+  // a form never reloads the page: a page that draws on Enter listens for its 'submit'
+  document.addEventListener('submit', e => e.preventDefault(), true);
 
   // Enter in a one-line (names) box submits its form; in running text only Ctrl+Enter does
   document.addEventListener('keydown', e => {

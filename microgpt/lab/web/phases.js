@@ -266,7 +266,6 @@ for (const id of ['layer', 'head', 'query']) Lab.on(id, 'change', load);
 for (const id of ['show-qkv', 'show-scores', 'show-weights', 'show-mask', 'show-values', 'show-heads', 'zoom']) {
   Lab.on(id, 'change', () => { if (view) drawStage(); });
 }
-for (const id of ['form', 'toggles']) Lab.on(id, 'submit', () => {});
 // a zoomed picture holds as many positions as its box: drawn again when the window changes
 window.addEventListener('resize', Lab.debounced(() => { if (view) drawStage(); }, 150));
 Lab.start(load);

@@ -188,5 +188,4 @@ Lab.on('index-model', 'click', () => {
             c: c.n_embd, e: c.n_embd});
 });
 Lab.on('index-example', 'click', () => { for (const k of Object.keys(sizes)) delete sizes[k]; setSizes({}); });
-for (const id of ['row-form', 'variance-form', 'cost-form', 'index-form']) Lab.on(id, 'submit', () => {});
 Lab.start(drawAll);

@@ -30,17 +30,12 @@ function num(x, text, attrs = {}) {
   return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
-// On a large model (the server says which: registry.STEP_NUMPY_FIRST_ABOVE), two answers per input:
-// the numpy training path's step (milliseconds, the same numbers to 1e-12), drawn as soon as it
-// comes, then the scalar engine's own (a second on a 4x64 model), asked once the numpy one is
-// drawn (the server computes one request at a time), which adds the graph's size and the other
-// engines' check of its gradients and replaces it. Each goes to a route of its own (the query
-// string tells them apart), so a newer input's request overtakes the older input's of the same
-// engine (Lab.api drops it, and sends only the newest of those that wait for the one being
-// answered): a learner typing a name waits for one step at most.
-// On a model of many weights a long text would make the scalar engine's graph too large (the
-// server says how many positions it takes: step.scalar_positions): the numpy step alone is asked
-// then, and section 6 says why.
+// On a large model (registry.STEP_NUMPY_FIRST_ABOVE) two answers per input: the numpy training
+// path's step (milliseconds, the same numbers to 1e-12), drawn at once, then the scalar engine's
+// (a second on a 4x64 model), asked once the learner pauses, which adds the graph's size and the
+// engines' check. Each engine has a route of its own (the query string), so that Lab.api drops
+// only an older input's answer from the same engine. A text longer than the scalar graph takes
+// (step_scalar_positions) gets the numpy step alone, and section 6 says why.
 async function draw() {
   const body = {ckpt: Lab.ckpt(), text: $('text').value, lr: Number($('lr').value)};
   const info = Lab.info(), chars = [...body.text].length, since = Lab.inputs;
