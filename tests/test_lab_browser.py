@@ -132,6 +132,9 @@ def test_attention_heatmaps_redraw_as_a_name_is_typed_and_a_click_shows_the_api_
     page.wait_for_selector('table.heatmap th:has-text("5 e")', timeout=5000)  # not only on Enter or blur
     assert page.evaluate('document.activeElement.id') == 'text'
     assert page.locator('td.cell.filled').count() == n_head * (T + 1) * (T + 2) // 2
+    page.fill('#text', 'em')  # shorter than the query drawn last: an Enter at once must not ask for it
+    page.press('#text', 'Enter')
+    page.wait_for_function(f"() => document.querySelectorAll('td.cell.filled').length === {n_head * 6}")
     assert page.errors == []
 
 

@@ -172,14 +172,15 @@ function drawStats() {
         labels.map(l => numCell(view.stats[l][k], digits))))));
 }
 
-// a new name redraws as the learner types (no Enter needed), at its last position
+// a new name forgets the old one's query at once (an Enter may draw before the typing pauses),
+// and redraws as the learner types (no Enter needed), at its last position
 function newName() {
   $('query').value = '';
   key = null;
-  draw();
 }
 Lab.on('form', 'submit', draw);
-Lab.on('text', 'input', Lab.debounced(newName));
+Lab.on('text', 'input', newName);
+Lab.on('text', 'input', Lab.debounced(draw));
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);
 Lab.on('heads', 'mouseover', readout);
