@@ -184,6 +184,7 @@ def test_a_run_started_from_the_training_page_streams_its_points_and_its_checkpo
     page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
     ckpt_id = page.input_value('#ckpt')
     assert ckpt_id == f'run{number}'
+    assert page.locator('input[type=number]#steps').count() == 1  # the form drawn again, not twice
     from microgpt import inference
     model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
     assert model.config.n_embd == 8

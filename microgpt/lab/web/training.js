@@ -20,10 +20,13 @@ const TEXT_DTYPE = 'float32';
 function setup() {
   const options = Lab.config.features.training;
   $('engine').replaceChildren(...options.engines.map(e => el('option', {value: e}, e)));
+  // one labelled number box per flag, its --help as the hint, after the data's choice: made
+  // once, though setup runs again for each checkpoint picked
+  if (!FIELDS.length) {
+    $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
+      el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
+  }
   FIELDS = options.fields.map(f => f.name);
-  // one labelled number box per flag, its --help as the hint, after the data's choice
-  $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
-    el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
   setLimits(options.limits);
   fillDtypes();
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
