@@ -17,17 +17,6 @@ sandbox of registry.SANDBOXES (`python -m microgpt.lab --help` lists them), and 
     python -m microgpt.lab exercises start        # write the engine and the GPT yourself (exercises/)
 
 tests/test_lab_registry.py checks that these examples name every command the registry has.
-
-The model commands read a checkpoint written by train.py (default out/model.json) and look
-inside it with the numpy port (src/inference), whose forward pass can hand back every
-intermediate: queries, keys, attention scores and weights, logits. Everything prints as text
-with unicode shading, so it works in any terminal; with the optional plot extra (matplotlib)
-`--png FILE` also draws a picture. docs/reading-guide.md maps the commands to the code and to
-the exercises; docs/lessons.md credits the texts the worked examples come from.
-
-This subpackage is the one place in microgpt/ that imports numpy: the core modules (engine,
-model, training, ...) stay pure standard library. Each sandbox lives in its own file, with one
-compute() returning plain data and one render() for the terminal; registry.py declares every
-sandbox and its parameters once, and the command line (__main__.py), the web API (api.py,
-serve.py) and the web navigation are all built from it.
+The model commands read a checkpoint written by train.py through the numpy port (src/inference):
+this subpackage is the one place in microgpt/ that imports numpy.
 """

@@ -5,13 +5,9 @@ The lab's command line: `python -m microgpt.lab <command> ...`, one subcommand p
     python -m microgpt.lab attention --help
     python -m microgpt.lab serve          # the same sandboxes as web pages
 
-Every sandbox command, its flags, their ranges and defaults come from registry.SANDBOXES; the
-web API reads the same declarations, so a flag and a request field of the same name accept
-exactly the same values. `run_sandbox` is the one way a command runs: check the flags, load the
-model the sandbox looks at, compute (the module's compute()), print (its render()), and draw
---png (its picture()). `serve` is the one command that is not a sandbox: it serves them all.
-Mistakes in what a learner typed (an unknown character, --head out of range, a bad expression,
-a missing checkpoint) end as one line `error: ...` with exit status 2, through microgpt.programs.cli.run.
+Every command's flags, ranges and defaults come from registry.SANDBOXES, as the web API's
+fields do. `run_sandbox` checks the flags, loads the model, computes, prints and draws --png.
+A learner's mistake ends as one line `error: ...` with exit status 2 (programs.cli.run).
 """
 
 import importlib

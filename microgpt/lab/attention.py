@@ -1,27 +1,16 @@
 """
-The attention sandbox: one head, one query position, every step of attention with the
-real numbers of a trained checkpoint: the computation byhand.py works on typed numbers, on
-the model's own q, k and v.
+The attention sandbox: one head, one query position, every step of attention with the real
+numbers of a trained checkpoint (what byhand.py does on typed numbers).
 
     python -m microgpt.lab attention anna                    # layer 0, head 0, last position
     python -m microgpt.lab attention anna --head 1 --query 2 # an earlier query: see the mask
     python -m microgpt.lab attention anna --no-scale         # what if q.k were not / sqrt(d)?
     python -m microgpt.lab attention anna --png heads.png    # a heatmap per head
 
-The model reads [BOS] + TEXT (a name), or TEXT itself, without BOS, for a model of running text
-(train.py --data-mode text: a window of up to block_size + 1 characters, of which it reads the
-first block_size). For the chosen query position i it prints, in the order the model computes
-them (microgpt/model.py, step 2 of gpt()):
-  1. q_i . k_j as head_dim products, one per dimension, for every visible key j <= i;
-  2. the raw score, the score divided by sqrt(head_dim), the causal mask (a future key
-     j > i is never scored, so it never gets a weight), and the softmax weights;
-  3. each w_j * v_j and their sum, the head's output;
-  4. every head's weights for the same query, side by side;
-  5. the widget's row statistics (rowstats.py) without and with the sqrt(head_dim) scaling.
-
---no-scale and --temperature are "what if" knobs: the model itself always divides by
-sqrt(head_dim) and uses temperature 1. With the knobs at those values the printout checks
-itself against the weights the port's forward pass captured.
+In the order gpt() computes them: q.k per dimension, the scores, the scaling, the causal mask,
+the softmax, the weighted sum of values, every head side by side, and the row statistics.
+--no-scale and --temperature are "what if" knobs; at their defaults the printout checks itself
+against the weights the port's forward pass captured.
 """
 
 import numpy as np

@@ -1,25 +1,15 @@
 """
-Attention by hand: the three-token worked example (example.py), on numbers a learner
-types. The web lab's Attention page draws this in its "By hand" mode.
+Attention by hand: the three-token worked example (example.py), on numbers a learner types.
+The web lab's Attention page draws this in its "By hand" mode.
 
     python -m microgpt.lab byhand                       # the example's three tokens, query = token 3
     python -m microgpt.lab byhand --query 1             # the first token: one key, weight 1
 
-Up to MAX_HAND_TOKENS tokens (limits.py), each with a query q, a key k and a value v of d
-numbers (no model and no W_Q, W_K, W_V: the vectors are written down). For query token i it
-computes, in order and with nothing hidden:
-  1. q_i . k_j for every key j <= i, one product per dimension;
-  2. the scores divided by sqrt(d) (or not: --no-scale drops it);
-  3. e^score for each visible key and their sum; the weights e^score / sum. A future key
-     j > i is masked: its score is -inf, e^-inf = 0, and it gets weight exactly 0;
-  4. each w_j * v_j, component by component, and their sum, the output out_i;
-  5. several heads: each head h takes its slice of d / n_head dimensions of q, k and v and
-     repeats 1-4 on it; the heads' outputs side by side (concat) then go through W_O, a d x d
-     matrix stored [n_out][n_in] as every microgpt matrix, so out[r] = sum_c W_O[r][c] concat[c].
-The exponentials are taken of the scores as they are, as a hand computation writes them (inputs are
-capped so they cannot overflow); the softmax inside the model subtracts the max first, which
-gives the same weights. `shapes` is a table of shapes and the memory of the score
-matrix, for sizes a learner picks.
+For query token i: q_i . k_j for every key j <= i, the scores / sqrt(d), e^score and the
+weights (a future key gets exactly 0), each w_j * v_j and their sum; with several heads each
+takes its slice of d / n_head dimensions and the concatenation goes through W_O (stored
+[n_out][n_in]). The exponentials are of the scores as they are, as by hand (the inputs are
+capped so they cannot overflow); the model's softmax subtracts the max first, to the same weights.
 """
 
 import numpy as np

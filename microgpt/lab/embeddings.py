@@ -1,19 +1,12 @@
 """
 The embeddings sandbox: what the rows of wte and wpe learned.
 
-    python -m microgpt.lab embeddings
     python -m microgpt.lab embeddings --neighbours 5 --png emb.png
 
-wte has one row of n_embd numbers per token. Too many dimensions to look at, so the rows are
-projected on their two principal components (the two directions along which the rows differ
-most, found with an SVD of the centred rows) and drawn as a terminal scatter plot, vowels
-marked: a trained model tends to put characters that can stand in the same places near each
-other. Then each character's nearest neighbours by cosine similarity, in all n_embd
-dimensions (the plot's two may mislead), and the cosine similarity of every pair of wpe
-rows: neighbouring positions tend to get similar embeddings. A model of running text never reads
-BOS (train.py --data-mode text), so its row, still as initialised, is left out.
-
-`embedding_view` computes and returns the numbers; `render` prints them.
+The rows of wte projected on their two principal components (an SVD of the centred rows),
+vowels marked; each character's nearest neighbours by cosine similarity in all n_embd
+dimensions; the cosine similarity of every pair of wpe rows. A model of running text never
+reads BOS, so its row, still as initialised, is left out.
 """
 
 import numpy as np

@@ -1,26 +1,16 @@
 """
 The training and validation loss curves of a run, or of several side by side, from the logs
-train.py writes.
+train.py writes (one JSON line per step, one per evaluation).
 
-    python -m microgpt.lab loss out/model.log.jsonl
     python -m microgpt.lab loss out/model.log.jsonl --png loss.png
     python -m microgpt.lab loss out/a.log.jsonl out/b.log.jsonl   # two runs on one picture
     python -m microgpt.lab loss out/char.log.jsonl out/bpe.log.jsonl --unit bits   # across tokenizers
 
-train.py appends one JSON line per step, {"step": s, "loss": l, "lr": r}, and one per
-evaluation, {"step": s, "val_loss": v, "train_loss": t}: the validation loss, and the training
-loss measured the same way on as many tokens of the training data (older logs have no
-train_loss). Each step's loss is measured on one batch, so the raw curve is noisy; the chart
-therefore shows a running mean reaching about a twentieth of the run back (exponential, as
-Adam's, so that it bends nowhere the losses do not), and the table the mean over equal tenths
-of it, beside the learning rate and the losses measured in that stretch.
-A training loss that goes on falling while the validation loss stops (or rises) is overfitting:
-the evaluation's two numbers, measured alike, show the gap without the running mean's lag.
-Several logs are drawn on one picture, each with its own marks and its name. --unit bits
-shows bits per character instead of nats per token: the evaluations' own val_bpc and train_bpc
-(loss x tokens / characters / ln 2, train.py's bits_per_nat), and each step's loss scaled by the
-same factor as the training loss measured alike (its data's tokens per character, fixed for a
-run): a character model and a byte-pair model of one text then share one scale.
+A step's loss is one batch's, so the chart draws a running mean (exponential, as Adam's, about
+a twentieth of the run back) and the table the mean over tenths of the run. The evaluations'
+training and validation losses, measured alike, show overfitting without the mean's lag.
+--unit bits scales every loss to bits per character, so that a character model and a
+byte-pair model of one text share one scale.
 """
 
 import math

@@ -1,24 +1,14 @@
 """
-The overview sandbox: forward, loss, sample, on one name (or a window of running text), with a
-trained checkpoint.
+The overview sandbox: forward, loss, sample, on one name (or a window of running text).
 
-    python -m microgpt.lab overview anna
     python -m microgpt.lab overview anna --top 8 --temperature 1 --png anna.png
     python -m microgpt.lab overview "ROMEO:" --ckpt out/shakespeare.safetensors
 
-A names model reads [BOS] + TEXT and at every position predicts the character that comes next;
-after the last character the right answer is BOS, "the name ends here". A model of running text
-(train.py --data-mode text) reads TEXT as one of its training windows: no BOS, every target the
-next character; the last position's next character is not in the text, so it is shown but not
-scored, and BOS is never among the candidates shown (its share of the softmax stays in the loss,
-as in train.py's). For each position this prints the model's most likely next characters as bars, the true
-next character, the probability the model gave it and its loss -ln p (microgpt's
-cross-entropy), with a mark where the model's favourite was something else. These are the
-model's own probabilities, softmax(logits) at temperature 1, the ones the loss is computed
-from. The mean of those losses is exactly train.py's loss on this name (training.doc_loss) or
-window (inference.evaluate_windows). Last comes one continuation of TEXT, drawn with the same
-sampler as sample.py (a name until it ends, running text for CONTINUATION characters through
-sampling.generate's window): --temperature changes only that continuation.
+At every position of [BOS] + TEXT (running text: TEXT, no BOS, its last position not scored):
+the model's most likely next characters at temperature 1, the true one, its probability and
+its loss -ln p. Their mean is exactly train.py's loss on this name (training.doc_loss) or
+window (inference.evaluate_windows). Then one continuation, drawn as sample.py draws:
+--temperature changes only that.
 """
 
 import math

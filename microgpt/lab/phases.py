@@ -1,25 +1,14 @@
 """
-Attention in phases, on the learner's model: one head and one query, walked through in the order the model computes it, each phase beside the
-lines of microgpt/model.py's gpt() that compute it.
+Attention in phases: one head and one query, in the order the model computes it, each phase
+beside the lines of microgpt/model.py's gpt() that compute it.
 
-    python -m microgpt.lab phases anna                  # layer 0, head 0, the last position
     python -m microgpt.lab phases anna --head 1 --query 2
 
-The phases (PHASES): the tokens; their q, k and v for this head; the scores q_i . k_j / sqrt(d)
-of the query against every visible key; the causal mask (the future keys j > i are not in the
-KV cache yet, so they are never scored); the softmax; the weighted sum of the values, each
-w_j * v_j and their sum; then every head at once, the heads side by side, and attn_wo.
-
-`phase_view` computes the numbers with the numpy port's forward pass (its captured q, k, v) and
-its own attention_head, the function forward() calls per head and position. `gpt_source`
-reads microgpt/model.py from disk when asked (so an edited file is shown as it is now) and
-finds each phase's lines in gpt()'s syntax tree (`phase_lines`) by what they compute, never by
-their variables' names: the weights they read by their state_dict names (wte, attn_wq, ...),
-the building block they call (softmax), the KV cache they append to (gpt()'s own arguments),
-and, from those, the statements whose values flow into them or out of them. A moved, re-commented
-or renamed line is still found, and a phase whose statements are gone shows no lines rather than
-wrong ones (tests check that every phase finds its lines). A model.py that cannot be read, parsed
-or has no gpt() leaves the code out, with one line saying why, and the numbers as they are.
+`phase_view` computes the numbers with the numpy port (its captured q, k, v and its own
+attention_head). `gpt_source` reads model.py when asked and finds each phase's lines in gpt()'s
+syntax tree by what they compute (the state_dict names they read, softmax, the KV cache), not by
+their variables' names, so an edited file is shown as it is now. A model.py that cannot be read
+or parsed leaves the code out, with one line saying why, and the numbers as they are.
 """
 
 import ast

@@ -1,30 +1,15 @@
 """
 The lab's one registry: every sandbox, its parameters (name, type, range, default), and where it
-shows up. The command line (`python -m microgpt.lab NAME`, __main__.py), the JSON API
-(`POST /api/NAME`, api.py, with its range checks), the web navigation (/api/config, drawn by
-web/lab.js), the server's table of pages and files (serve.py) and the browser tests' list of
-pages are all read from SANDBOXES below; nothing else lists them.
+shows up. The command line (__main__.py), the JSON API (api.py), the web navigation, the server's
+table of pages (serve.py) and the browser tests are all read from SANDBOXES below.
 
-Adding a page is three things:
-  1. a module microgpt/lab/NAME.py with compute(model, **params) -> dict (plain data and numpy
-     arrays; keys that begin with '_' are for the terminal only), render(data) -> str (the
-     terminal's printout) and, for --png, picture(path, data, title). `model` is what
-     Sandbox.model says: a NumpyGPT ('numpy'), microgpt's GPT of Values ('scalar', with the
-     file's weights at each call), the path of a training log ('log'), or none (None). A mistake
-     in what was asked is a UserError with a one-line message; every Param's range is checked
-     before compute is called.
-  2. web/NAME.html and web/NAME.js, which POST to /api/NAME and draw the answer
-     (`<body data-page="NAME">`, `Lab.start(draw)`);
-  3. one entry in SANDBOXES: Sandbox('NAME', 'Nav label', help=..., params=(Param(...), ...)).
-Its command, its route (with every range checked as declared), its link in every page's
-navigation and its place in the browser tests follow from that entry. A terminal-only
-sandbox says page=False; one that runs without numpy (on the scalar engine or a log alone)
-says numpy=False, and the others say `pip install numpy` where it is absent. What a page needs
-to know of each checkpoint before it asks is `about_model` (the Step page: which engine to ask
-first).
+Adding a page is three things: a module microgpt/lab/NAME.py with compute(model, **params) ->
+dict (keys that begin with '_' are the terminal's), render(data) -> str and, for --png,
+picture(path, data, title); web/NAME.html and web/NAME.js, which POST to /api/NAME and draw
+the answer; and one Sandbox entry here. `model` is what compute() is given: a NumpyGPT
+('numpy'), microgpt's GPT of Values ('scalar'), a training log's path ('log') or nothing (None).
 
-This file imports nothing heavy: the command line is built from it for every command, and
-`lab autograd` and `lab loss` never load numpy.
+This file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
 """
 
 import math

@@ -1,15 +1,9 @@
 """
 Terminal pictures for the lab: shading for weights, bars for probabilities, aligned tables
-and a small line chart. Plain text with a few unicode block characters, so it works in any
-terminal and in a pasted log; plot.py draws the same things as PNG when matplotlib is there.
-
-Every function takes plain numbers and returns a string (or a list of lines); nothing is
-printed here, which keeps the commands testable. The commands format their numbers with
-`number()`, so that a value that rounds to zero never prints as -0.000.
-
-A printout fits the terminal: `width()` is its number of columns (100 when the output is not a
-terminal: a pipe, a file, a test), `table()` folds a table too wide for it into blocks of
-columns, and `fit()` wraps any other long line between words, so that no number is ever cut.
+and a small line chart, in plain text and a few unicode block characters (plot.py draws the
+same as PNG). Nothing is printed here. A printout fits the terminal (100 columns when piped):
+`table()` folds a wide table into blocks of columns, `fit()` wraps other long lines between
+words, so that no number is ever cut.
 """
 
 import math

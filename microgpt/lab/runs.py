@@ -6,16 +6,10 @@ Training runs started from the web lab's Training page: train.py in a subprocess
     runs.status(offset=0)   # new log lines since byte `offset`, the samples, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
-The run is the learner's own `python train.py --out ...` with the very flags a learner would
-type: every field of the page is one of train.py's flags (limits.RUN_LIMITS declares them, with
-the page's bounds). It trains on names (the server's --data, else the bundled ones) or on
-running text (the server's --text, else the text the checkpoint given at start was trained
-on), writing model.json or, for running text, model.safetensors as the command line's recipe
-does. Progress comes from the JSON-lines log train.py writes beside the checkpoint, read from
-where the page last stopped; each save anew is sampled (draw_sample), so the page can watch the
-samples improve; Pace says how long is left. A run that ends with a checkpoint is listed for
-the other pages as `run<n>`. Every run writes to a new numbered folder of the runs folder given
-at start, where a later server finds its checkpoint again (RunManager.list_earlier_runs).
+The run is `python -m microgpt.train --out ...` with the page's fields as its flags
+(limits.RUN_LIMITS). Progress is read from the JSON-lines log train.py writes beside the
+checkpoint; each new save is sampled. Every run writes to a new numbered folder, where a
+restarted server finds its checkpoint again (RunManager.list_earlier_runs).
 """
 
 import collections

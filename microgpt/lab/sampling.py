@@ -1,26 +1,15 @@
 """
-The sampling sandbox (`python -m microgpt.lab sampling`): temperature and top-k, side by side.
+The sampling sandbox: temperature and top-k, side by side (the sampling loop is the core's
+microgpt/sampling.py, the one sample.py uses).
 
     python -m microgpt.lab sampling                # what the first character could be
     python -m microgpt.lab sampling ma --top-k 3   # after "ma"
-    python -m microgpt.lab sampling --temperatures 0 0.3 1 3 --num 8
     python -m microgpt.lab sampling "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
 
-(This is the lab's sampling.py; the sampling loop it draws with is the core's microgpt/sampling.py.)
-
-After [BOS] + PROMPT, the model gives one logit per token. This prints the next-character
-distribution softmax(logits / T) for each temperature T in columns (T = 0 is greedy: all the
-probability on the favourite), with its entropy in bits: low T concentrates the mass, high T
-spreads it. Then what a top-k cut keeps at T = 1 (the k most likely, renormalised), and a few
-names drawn at every setting with sample.py's own sampler (microgpt/sampling.py), each marked
-as a name of the training data (trained on or held out) or new. Greedy names are the same for
-every seed. The web lab's Sampling page draws the same `compute`; `render` is the printout.
-
-A model of running text (train.py --data-mode text) reads no BOS: the distribution is of the
-character after the prompt's last block_size characters (after a newline for an empty prompt,
-as sample.py starts), over the characters alone (BOS is never drawn in running text), and each
-setting draws --num continuations of --length characters through sampling.generate's
-window: exactly `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
+After [BOS] + PROMPT: softmax(logits / T) for each temperature (T = 0 is greedy) with its
+entropy in bits, what a top-k cut keeps, and a few names drawn at each setting, marked as in
+the training data or new. A model of running text reads no BOS and draws continuations,
+exactly as `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
 import functools

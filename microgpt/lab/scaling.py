@@ -2,25 +2,13 @@
 The numbers behind "divide by sqrt(head_dim)", and what attention costs, measured afresh.
 
     python -m microgpt.lab scaling
-    python -m microgpt.lab scaling --samples 200000 --draws 10000 --seed 1
     python -m microgpt.lab scaling --png scaling.png          # also four panels of it (matplotlib)
     python -m microgpt.lab scaling --part row --row-d 256 --no-scale   # one widget of the page
 
-Six worked examples, each a number a reader can check by hand or by sampling:
-
-  1. Var(q.k) = d for q, k with independent unit-variance components (measured by sampling);
-  2. a saturated softmax, softmax([10, 2, 1]);
-  3. three tokens and head_dim 4 by hand, through the port's own attention_head, and the
-     same scores ten times larger;
-  4. one attention row of eight keys at d = 64 (or --row-d) without and with scaling: a
-     fixed-seed draw, and the median over many draws;
-  5. the cost of attention against the projections, n / (2 D);
-  6. the size of the score matrix that FlashAttention never builds.
-
-No checkpoint is needed: everything here is random draws and arithmetic. The web lab's
-Scaling page asks for one widget at a time (--part row, variance, cost, index: the functions
-under "the widgets" below), so the page and the printout share every function; with a model's
-own scores (--scores, which the page takes from the Attention sandbox) the row is that model's.
+Six worked examples: Var(q.k) = d by sampling, a saturated softmax, three tokens by hand, one
+attention row without and with scaling, the cost ratio n / (2 D), and the size of the score
+matrix that FlashAttention never builds. No checkpoint is needed. The Scaling page asks for
+one widget at a time (--part), so the page and the printout share every function.
 """
 
 import numpy as np

@@ -1,19 +1,13 @@
 """
 The web lab: the lab's sandboxes as local web pages, on the learner's own checkpoint.
 
-    python -m microgpt.lab serve                       # http://127.0.0.1:8000/, out/model.json
-    python -m microgpt.lab serve --ckpt out/big.json --port 8080
+    python -m microgpt.lab serve --ckpt out/big.json --port 8080   # http://127.0.0.1:8080/
 
-Python's standard library server answers, from fixed tables built from the registry, the
-pages and their files (microgpt/lab/web/: plain HTML, CSS and JavaScript, nothing to build or
-fetch) and the JSON API under /api/ (api.py), which calls the same lab functions as the terminal
-commands: the pages only draw what it returns.
-
-It protects the learner's machine from others, and nothing more (docs/reliability.md): it
-listens on loopback only; a request must name it as its Host (so that a page elsewhere cannot
-reach it by DNS rebinding) and a browser's Origin must be it; a request never names a file; a
-POST is JSON of at most MAX_BODY bytes; every mistake is a one-line JSON {"error": ...} with a
-4xx status. When it stops (Ctrl-C, kill, the terminal closed) its training run stops as with Ctrl-C.
+The standard library's server answers the pages (microgpt/lab/web/) and the JSON API under
+/api/ (api.py). It protects the learner's machine from others and nothing more
+(docs/reliability.md): loopback only; the Host must name it (no DNS rebinding) and a browser's
+Origin must be it; a request never names a file; a POST is JSON of at most MAX_BODY bytes; a
+mistake is a one-line JSON {"error": ...}. When it stops, its training run stops as with Ctrl-C.
 """
 
 import errno

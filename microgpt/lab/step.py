@@ -6,36 +6,13 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
     python -m microgpt.lab step christopher --engine numpy   # the same numbers, in milliseconds
     python -m microgpt.lab step "ROMEO:" --ckpt out/shakespeare.safetensors --engine numpy
 
-On a model of running text (train.py --data-mode text) TEXT is one training window, as train.py
-draws them: no BOS, the model reads all but the last character and predicts the next one at
-every position (at most block_size + 1 characters). The rest is the same as for a name.
-
-It does to a trained checkpoint what train.py does once per name, with the same code:
-training.doc_loss's forward through the scalar GPT on a Tape, backward(), and one update of
-a fresh Adam (so this is Adam's first step), taken on arrays by backprop.optim.AdamArrays,
-optim.Adam's arithmetic in its order. Nothing is written back to the checkpoint, nor to the
-model it was given. The printout follows the step in order:
-  1. the forward pass: the loss at every position of [BOS] + TEXT + [BOS];
-  2. the gradient at the top: dL/dlogits = (p - one_hot(target)) / n at every position, read
-     from the logits' .grad and checked against that closed form;
-  3. the gradient on its way back: its norm at each stage (logits, the stream entering
-     lm_head, each layer's MLP and attention, the embeddings), each matrix's gradient norm,
-     and which rows of wte and wpe got any gradient (only the name's tokens and positions);
-  4. Adam on one weight: g, m, v, m_hat, v_hat and the step; a fresh Adam moves every weight
-     that has a gradient by lr * |g| / (|g| + eps), which is lr to within eps / |g|;
-  5. after the update: the name's loss and each position's p(true next), before and after
-     (after: by the numpy port, src/inference, the same numbers as the scalar GPT's);
-  6. the size of the graph, and the same step through the other two engines where installed:
-     the numpy training path's hand-derived backward (`backprop`) and PyTorch's autograd
-     (`torchgpt`), each weight matrix's gradient against the scalar engine's, the largest
-     difference per matrix and in all.
-
---engine numpy computes 1 to 3 with the numpy training path instead (numpy_pass): the scalar
-engine's forward and backward cost about a second on the names recipe's 4x64 model, and its
-numbers are the same to 1e-12 (tests/test_lab_step.py); it builds no graph, so 6 is left out.
-The web lab's Step page draws that answer first and the scalar engine's when it arrives.
-`compute` (step_report at the checkpoint's learning rate) returns everything as a dict, which
-the Step page draws; `render` turns it into text.
+It does to a trained checkpoint what train.py does once per name, with the same code
+(training.doc_loss on a Tape, backward(), the first step of a fresh Adam), and writes nothing
+back. The printout follows the step: the loss per position, dL/dlogits = (p - one_hot) / n,
+the gradient's norm on its way down, Adam on one weight, p(true next) before and after, and
+the same gradients by the other engines where installed. On a model of running text TEXT is
+one training window, no BOS. --engine numpy takes the forward and backward on the numpy
+training path (numpy_pass), equal to 1e-12 (tests/test_lab_step.py) and builds no graph.
 """
 
 import importlib.util

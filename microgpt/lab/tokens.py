@@ -1,22 +1,12 @@
 """
 The tokens sandbox: text cut into the checkpoint's tokens, and the merges that cut it.
 
-    python -m microgpt.lab tokens "the king"                       # out/model.json's tokens
     python -m microgpt.lab tokens "the king" --ckpt out/bpe.json --merges 30
 
-What the model reads is ids, never text. For a character model (microgpt/tokenizer.py) each
-character of TEXT is one token; for a byte-pair model (microgpt/bpe.py) TEXT's UTF-8 bytes are
-merged by the checkpoint's merge table, in the order learned, so a token may be a whole word or
-half of a character (a Czech letter is two bytes). Each token is shown with its id, its bytes
-and its text; then the first merges of the table, each the pair of ids it replaced and the
-token it made; then the ids as the model is fed them (a name after BOS; running text as it is);
-then why the text splits where it does: the merge that made each token (its rank in the table),
-and at each cut between two tokens why they stayed apart. Their pair is never in the table (encode
-would have merged it), but an earlier pair across the same cut may have been, and lost a side to
-a merge learned before it: in 'the', merge 0 'h' + 'e' takes the 'h' that merge 1 't' + 'h' wanted.
-
-`compute` returns the numbers (the tokenizer's own encode, nothing recomputed); `render` prints
-them; the Tokens page draws the same answer.
+Each token of TEXT with its id, bytes and text (one character, or a byte-pair model's merged
+bytes); the first merges of the table; the ids as the model is fed them; and why the text
+splits where it does: the merge that made each token, and at each cut why its two sides stayed
+apart (in 'the', merge 0 'h' + 'e' takes the 'h' that merge 1 't' + 'h' wanted).
 """
 
 from ..bpe import BPETokenizer
