@@ -368,7 +368,7 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
 @pytest.mark.parametrize('route, body, words', [
     ('/api/byhand', {'q': ['1 2', 'x']}, "q2: 'x' is not a number"),
     ('/api/byhand', {'q': '1 2'}, "'q' must be a list"),
-    ('/api/byhand', {'q': ['1'] * 17}, "'q' must be a list of 1..16"),
+    ('/api/byhand', {'q': ['1'] * 17}, "give q, k and v for each of 1..6 tokens"),
     ('/api/byhand', {'q': ['1 ' * 150]}, 'characters long'),
     ('/api/byhand', {'query': 7}, "'query' is 7"),
     ('/api/byhand', {'w_o': ['1 0', '0 1']}, 'W_O must be 4 x 4'),

@@ -54,6 +54,17 @@ def add_param(group, p):
         group.add_argument(flag_of(p), dest=p.name, default=list(p.default) if p.many else p.default, **kw)
 
 
+def add_model_flags(command):
+    """--ckpt and --n-head: the model a sandbox, or the server, looks at."""
+    g = command.add_argument_group('model')
+    g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
+                   help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
+    # the 3D tutorial: see docs/lessons.md
+    g.add_argument('--n-head', type=Range(int, 1, MAX_N_HEAD).parse,
+                   help="heads, for the 3D tutorial's weights export only (it does not record them; "
+                        f"default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
+
+
 def add_sandbox(commands, s):
     c = commands.add_parser(s.name, help=s.help, description=s.description or s.help)
     for p in s.params:
@@ -63,13 +74,7 @@ def add_sandbox(commands, s):
         c.add_argument('logfile', metavar='LOGFILE', nargs='+',
                        help="a training log, e.g. out/model.log.jsonl; several are drawn side by side")
     if s.reads_a_checkpoint:
-        g = c.add_argument_group('model')
-        g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
-                       help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
-        # the 3D tutorial: see docs/lessons.md
-        g.add_argument('--n-head', type=Range(int, 1, MAX_N_HEAD).parse,
-                       help="heads, for the 3D tutorial's weights export only (it does not record them; "
-                            f"default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
+        add_model_flags(c)
     groups = {}
     for p in s.params:
         if p.cli and not p.positional:
@@ -93,12 +98,7 @@ def add_serve(commands):
     c = commands.add_parser('serve', help="the lab as web pages in a browser, with live training",
                             description="Serves the lab's pages and their JSON API on this machine "
                                         "until Ctrl-C. Open the printed address in a browser.")
-    g = c.add_argument_group('model')
-    g.add_argument('--ckpt', default=DEFAULT_CKPT, metavar='PATH',
-                   help=f"checkpoint written by train.py (default {DEFAULT_CKPT})")
-    g.add_argument('--n-head', type=Range(int, 1, MAX_N_HEAD).parse,
-                   help="heads, for the 3D tutorial's weights export only "
-                        f"(default {TUTORIAL_N_HEAD}; an integer from 1 to {MAX_N_HEAD:,})")
+    add_model_flags(c)
     g = c.add_argument_group('server')
     g.add_argument('--host', default=DEFAULT_HOST,
                    help=f"loopback address to listen on (default {DEFAULT_HOST}; ::1 or localhost also: "

@@ -15,9 +15,7 @@ MAX_ROW_NUMBERS = 1_000_000  # scaling: --draws x --row-d; section 4 holds 16 by
 MAX_TEXT = 64               # characters of a name, prompt or parameter name in a request
 MAX_EXPRESSION = 1000       # characters of an autograd expression: one to read, not a program
 MAX_EXPRESSION_DEPTH = 200  # nesting levels of one (a chain a+b+c+... counts one per operator)
-MAX_VARIABLES = 50          # variables of an autograd expression
 MAX_VALUE = 1e300           # an autograd variable's value, at most this in size
-MAX_MANY = 16               # values of a list parameter (--temperatures) in one call
 MAX_TOP = 1000              # most likely characters per position: more bars than any screen shows
 MAX_LAB_NAMES = 100         # names `lab sampling` and the Sampling page draw per setting (sample.py's
                             # own --num goes to MAX_NAMES: a file of names, not a table)

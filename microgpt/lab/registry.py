@@ -22,7 +22,7 @@ from ..edge.limits import (MAX_BLOCK_SIZE, MAX_N_HEAD, MAX_N_LAYER, MAX_SEED, MA
 from ..programs.settings import flag_default
 from ..sampling import TEMPERATURE
 from .limits import (MAX_EXPRESSION, MAX_HAND_DIM, MAX_HAND_TOKENS, MAX_LAB_LENGTH, MAX_LAB_NAMES, MAX_LR,
-                     MAX_ROW_NUMBERS, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VARIABLES, MAX_VECTOR, MAX_WINDOW)
+                     MAX_ROW_NUMBERS, MAX_TEXT, MAX_TOP, MAX_VALUE, MAX_VECTOR, MAX_WINDOW)
 
 
 @dataclass(frozen=True)
@@ -424,6 +424,4 @@ def values_from_words(words, param):
         if not param.low <= value <= param.high:
             raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
         values[name] = value
-    if len(values) > MAX_VARIABLES:
-        raise UserError(f"{len(values)} variables: at most {MAX_VARIABLES}")
     return values

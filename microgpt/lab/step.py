@@ -189,8 +189,6 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
     scalar engine where its graph fits (registry.scalar_step_positions), else numpy's. The model
     is left as it was: the weights after the step are returned ('weights_after'). mode: the
     model's data mode, 'lines' (TEXT is a name) or 'text' (TEXT is a window of running text)."""
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise UserError(f"--lr must be a finite number greater than 0, got {lr}")
     if engine not in (None, *ENGINES):
         raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
