@@ -117,15 +117,13 @@ def test_query_0_sees_one_key_and_prints_no_negative_zero(tiny_ckpt, capsys):
     assert not re.search(r'-0\.0+(?![0-9])', out)
 
 
-def test_no_negative_zero_in_any_attention_printout(tiny_ckpt, capsys):
+def test_no_negative_zero_in_any_attention_printout(model):
     # every query and head, with and without the what-if knobs: tiny products such as
     # w_j * v_j = -1e-5 used to print as -0.000
     for query in range(len(TEXT) + 1):
         for head in range(2):
-            for knobs in ([], ['--no-scale', '--temperature', '0.1']):
-                assert main(['attention', TEXT, '--ckpt', tiny_ckpt, '--query', str(query),
-                             '--head', str(head), *knobs]) == 0
-                out = capsys.readouterr().out
+            for knobs in ({}, {'scale': False, 'temperature': 0.1}):
+                out = attention.render(attention.compute(model, TEXT, head=head, query=query, **knobs))
                 assert not re.search(r'-0\.0+(?![0-9])', out), (query, head, knobs)
 
 

@@ -20,7 +20,6 @@ from helpers import REPO_DIR, assert_one_line, live_server, request, run_lab
 pytestmark = pytest.mark.plot
 
 
-
 def digest(path):
     with open(path, 'rb') as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -50,10 +49,9 @@ def trained(tmp_path, names_file, capsys):
 
 
 @pytest.mark.parametrize('command', ['overview', 'loss'])
-@pytest.mark.parametrize('flags', [[], ['--force']])
-def test_a_picture_replaces_only_a_picture(trained, capsys, command, flags):
+def test_a_picture_replaces_only_a_picture(trained, capsys, command):
     """--png aimed at the run's checkpoint, best file, log or data, or at a file that is not a
-    picture, directly or through a link: refused in one line, every byte kept, --force or not."""
+    picture, directly or through a link: refused in one line, every byte kept."""
     targets = ['d.json', 'd.best.json', 'd.log.jsonl', 'names.txt', 'notes.png']
     (trained / 'notes.png').write_text('my notes\n')
     for name in targets:
@@ -62,7 +60,7 @@ def test_a_picture_replaces_only_a_picture(trained, capsys, command, flags):
     reads = ['overview', '--ckpt', str(trained / 'd.json'), 'anna'] if command == 'overview' else \
             ['loss', str(trained / 'd.log.jsonl')]
     for target in targets + [f'link-{name}.png' for name in targets]:
-        status, out, err = run_lab([*reads, '--png', str(trained / target), *flags], capsys)
+        status, out, err = run_lab([*reads, '--png', str(trained / target)], capsys)
         assert status == 2 and err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err
         assert out == '' and {name: digest(trained / name) for name in targets} == before, target
         assert os.path.islink(trained / target) or not target.startswith('link-')  # still a link

@@ -469,23 +469,19 @@ def weights_like(tiny_ckpt, tmp_path, kind):
 
 
 @pytest.mark.parametrize('kind', ['zero', 'subnormal', 'huge'])
-def test_lab_step_on_unusual_weights_prints_and_the_page_answers(tiny_ckpt, tmp_path, kind, capsys, names_file):
+def test_lab_step_on_unusual_weights_prints_or_says_it_diverged(tiny_ckpt, tmp_path, kind, capsys):
     """All-zero and subnormal weights once crashed the printout (IndexError: no wpe row
-    had a gradient), a huge lm_head weight its bars (NaN); /api/step answered 200 on the same files."""
-    from helpers import live_server, request
+    had a gradient), a huge lm_head weight its bars (NaN). (The route computes the same
+    compute(): tests/test_lab_serve.py.)"""
     path = weights_like(tiny_ckpt, tmp_path, kind)
     try:
         main(['step', TEXT, '--ckpt', path])
         out, refused = capsys.readouterr().out, None
     except UserError as e:  # a forward pass that overflows: the one-line divergence message
         out, refused = '', str(e)
-    with live_server(path, tmp_path / 'runs', names_file) as server:
-        status, got, _ = request(server, 'POST', '/api/step', {'text': TEXT})
     if refused is None:
         assert 'weights have no gradient' in out and 'nan' not in out
-        assert status == 200 and got['without_grad']['zeros'] == got['n_params'] - got['n_with_grad']
-    else:  # the command line and the page say the same
+    else:
         assert kind == 'huge' and 'its training diverged' in refused
-        assert status == 400 and got['error'] == refused
     if kind != 'huge':
         assert 'wpe rows: none (0 of' in out and 'unchanged: no weight had a gradient' in out
