@@ -27,7 +27,7 @@ from ..edge.checks import short
 from ..edge.errors import UserError
 from ..graph import graph_rows, graph_table, to_dot
 from . import pictures, registry
-from .limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH, MAX_TEXT
+from .limits import MAX_EXPRESSION, MAX_EXPRESSION_DEPTH
 from .render import number as format_number  # (number() here parses a literal)
 
 # The whole language. Anything not named here is an error.
@@ -82,7 +82,6 @@ def check(node, source, variables, depth=0):
             raise UserError(f"{node.id} is a function: call it on one argument, as {node.id}(x)")
         if node.id.startswith('_'):
             raise UserError(f"{short(node.id)} is not allowed: variable names may not start with '_'")
-        check_length(node.id)
         if node.id not in variables:
             variables.append(node.id)
     elif isinstance(node, ast.BinOp):
@@ -176,14 +175,7 @@ def check_names(values):
     for name in values:
         if not (isinstance(name, str) and name.isidentifier()) or name in FUNCTIONS or name.startswith('_'):
             raise UserError(f"{short(name)} cannot be a variable name")
-        check_length(name)
     return values
-
-
-def check_length(name):
-    if len(name) > MAX_TEXT:  # a name to read in a node's label, and quoted whole in a message
-        raise UserError(f"the variable name {short(name)} is {len(name)} characters long; "
-                        f"at most {MAX_TEXT}")
 
 
 def listed(names, most=3):

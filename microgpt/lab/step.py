@@ -20,6 +20,7 @@ import math
 import re
 
 import numpy as np
+from microgpt.backprop.model import flat_views
 from microgpt.backprop.optim import AdamArrays
 
 from ..engine import Tape, zero_grad
@@ -178,8 +179,7 @@ def offsets(model):
 
 def matrices(model, flat):
     """A flat array in GPT.params order as {name: (n_out, n_in) view}, under the model's names."""
-    return {name: flat[at:at + len(m) * len(m[0])].reshape(len(m), len(m[0]))
-            for (name, at), m in zip(offsets(model).items(), model.state_dict.values())}
+    return flat_views(flat, {name: (len(m), len(m[0])) for name, m in model.state_dict.items()})
 
 
 # ---------------------------------------------------------------------------- one step
