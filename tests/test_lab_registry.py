@@ -170,20 +170,6 @@ def test_the_packages_examples_name_every_command():
     assert shown == [s.name for s in registry.SANDBOXES] + ['serve', 'exercises']
 
 
-def test_the_labs_caps_are_the_labs_own():
-    """Every cap of the lab's (a flag's or a request's) is declared in lab/limits.py, beside the
-    shared ones of edge/limits.py: no other module of the lab declares a MAX_ of its own."""
-    import ast
-    import os
-    folder = os.path.dirname(registry.__file__)
-    for name in sorted(os.listdir(folder)):
-        if name.endswith('.py') and name != 'limits.py':
-            tree = ast.parse(open(os.path.join(folder, name), encoding='utf-8').read())
-            for node in tree.body:
-                for target in getattr(node, 'targets', []):
-                    assert not getattr(target, 'id', '').startswith('MAX_'), (name, target.id)
-
-
 # Where each constant that several programs use is declared: (file, what) of its one literal.
 HOMES = {('microgpt/programs/settings.py', 'engines'), ('microgpt/edge/checkpoint.py', 'data modes'),
          ('microgpt/sampling.py', 'TEMPERATURE'),

@@ -179,12 +179,10 @@ def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(ser
 # ---------------------------------------------------------------------------- broken requests
 @pytest.mark.parametrize('method, path, raw, headers, want', [
     ('GET', '/../../etc/passwd', None, None, 404), ('GET', '/static/%2e%2e/serve.py', None, None, 404),
-    ('GET', '/static/lab.js/../../api.py', None, None, 404), ('GET', '/api/config/../../x', None, None, 404),
     ('POST', '/api/overview', b'x' * (MAX_BODY + 1), None, 413),
     ('POST', '/api/overview', b'{"text": "emma"', None, 400),                 # malformed JSON
     ('POST', '/api/overview', b'[1, 2]', None, 400),                          # not an object
     ('POST', '/api/overview', b'\xff\xfe', None, 400),                        # not UTF-8
-    ('POST', '/api/overview', b'[' * 8000 + b']' * 8000, None, 400),         # too deep for json
     ('POST', '/api/overview', b'{"text": "emma"}', {'Content-Type': 'text/plain'}, 415),
     ('GET', '/api/overview', None, None, 405),
     ('POST', '/api/config', b'{}', None, 405),
@@ -212,9 +210,10 @@ def test_a_mistake_in_a_request_gets_the_labs_one_line(server, body, words):
     assert status in (400, 404) and words in answer['error'] and '\n' not in answer['error']
 
 
-@pytest.mark.parametrize('expression', ["__import__('os').system('touch PWNED')", "a.__class__", "(lambda: 1)()"])
-def test_code_in_an_expression_is_refused_never_run(server, expression, tmp_path, monkeypatch):
+def test_code_in_an_expression_is_refused_never_run(server, tmp_path, monkeypatch):
+    """(The parser's refusals, case by case: tests/test_lab_autograd.py.)"""
     monkeypatch.chdir(tmp_path)
+    expression = "__import__('os').system('touch PWNED')"
     status, body, _ = request(server, 'POST', '/api/autograd', {'expression': expression, 'values': {}})
     assert status == 400 and body['error'] and not os.path.exists(tmp_path / 'PWNED')
 
