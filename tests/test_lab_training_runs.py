@@ -67,10 +67,8 @@ def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(se
 @pytest.mark.parametrize('body, words', [
     ({'dtype': 'float32'}, "dtype 'float32' is not one the scalar engine computes in: choose float64"),
     ({'dtype': 'bfloat16', 'engine': 'numpy'}, "choose float64 or float32"),
-    ({'weight_decay': -0.1}, "'weight_decay'"), ({'weight_decay': 11}, "'weight_decay'"),
-    ({'weight_decay': 'some'}, "'weight_decay'"), ({'eval_every': -1}, "'eval_every'"),
-    ({'save_every': 2.5}, "'save_every'"), ({'dropout': 0.95}, "'dropout'"), ({'dropout': -0.1}, "'dropout'"),
-    ({'momentum': 0.9}, "unknown field 'momentum'")])
+    ({'weight_decay': 11}, "'weight_decay'"), ({'eval_every': -1}, "'eval_every'"),
+    ({'dropout': 0.95}, "'dropout'"), ({'momentum': 0.9}, "unknown field 'momentum'")])
 def test_a_refused_training_field_is_one_line_naming_it(server, body, words):
     status, answer, _ = request(server, 'POST', '/api/train/start', body)
     assert status == 400 and words in answer['error'] and '\n' not in answer['error']
