@@ -47,6 +47,8 @@ def argv_for(s, ckpt, text):
         argv += ['--ckpt', ckpt]
     if s.name == 'step':
         argv += ['--engine', 'numpy']  # the scalar engine's graph of 4 x 128 is far too slow for a test
+    if s.name == 'scaling':
+        argv += ['--samples', '1000', '--draws', '100']  # the printout's width does not depend on them
     return argv
 
 
