@@ -121,8 +121,6 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
     """head_view for TEXT after checking every choice, plus the query (resolved), the token
     labels, the scores after the 1/sqrt(head_dim) (before the temperature), and the row
     statistics without and with the scaling: what the printout and the web page both show."""
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise UserError(f"--temperature must be a finite number > 0, got {temperature}")
     mode = data_mode(ckpt)
     token_ids = text_tokens(model, text, mode)
     query = check_choice(model, token_ids, layer, head, query, mode)

@@ -257,11 +257,10 @@ def worked_examples(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
         raise UserError(f"--draws {draws} x --row-d {row_d} = {draws * row_d:,} is more than "
                         f"{MAX_ROW_NUMBERS:,}: section 4 would hold {draws * row_d * ROW_KEYS * 16 >> 20:,} MiB; "
                         "lower one of them")
-    rng = np.random.default_rng(seed)
     out3, logits3, w3 = inference.attention_head(Q3, KEYS, VALUES)  # (4,), (3,), (3,)
     raw3 = np.array(KEYS) @ np.array(Q3)  # (3,) the unscaled q3.k_j
     return {'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d,
-            'variance': [{'d': dd, 'var': var, 'se': se, 'sd': sd} for dd, var, se, sd in variance_table(samples, rng)],
+            'variance': variance_widget(samples, seed),
             'saturation': {'scores': SATURATED, 'weights': softmax(np.array(SATURATED)),  # (3,)
                            'stats': row_statistics(SATURATED)},
             'three': {'raw': raw3, 'scaled': logits3, 'weights': w3, 'out': out3,
