@@ -136,14 +136,11 @@ WHERE = (Param('layer', int, 0, 0, MAX_N_LAYER - 1, metavar='L',
 
 # ---------------------------------------------------------------------------- the Step page's sizes
 # The Step page asks the numpy engine's step first (drawn at once, the scalar engine's after it)
-# on a model of more weights than this; on fewer, the scalar engine's step answers by itself:
-# through the API, 59-111 ms at n_embd 32 (14,528 weights), 19-52 ms on train.py's default
-# (4,192), against 0.65-1.35 s on the names recipe's 4x64 (201,088), for names of 4 to 11 letters
+# on a model of more weights than this, where the scalar engine's step takes most of a second
 STEP_NUMPY_FIRST_ABOVE = 15_000
-# The scalar engine's step is a graph of Values over every weight at every position: the names
-# recipe's 200,000 weights x 12 positions (2.4 million) take 0.9 s and 180 MiB. Past this many
-# weight-positions (a few seconds, half a GB) it is refused (step.py) and the page asks the numpy
-# engine alone, which gives the same numbers: tiny shakespeare's 811,520 weights allow 7 positions
+# The scalar engine's step is a graph of Values over every weight at every position. Past this
+# many weight-positions (a few seconds, half a GB) it is refused (step.py) and the page asks the
+# numpy engine alone, which gives the same numbers
 SCALAR_STEP_WORK = 6_000_000
 
 

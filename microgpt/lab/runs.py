@@ -46,8 +46,7 @@ TEXT_SAMPLE = 120  # characters of running text sampled after each save
 
 class Pace:
     """How long a run has left at its own pace: the steps it logged over the last WINDOW
-    seconds, stamped with the time the server read them (the page asks every 0.4 s), its
-    evaluations included as they come."""
+    seconds, stamped with the time the server read them."""
 
     def __init__(self, steps):
         self.steps = steps
@@ -109,8 +108,7 @@ class RunManager:
             self.list_earlier_runs()
 
     def options(self):
-        """What the Training page offers: the engines and the dtypes each computes in, the
-        fields (in order, each with train.py's help) and their limits, the data."""
+        """What the Training page offers: engines, dtypes, fields and their limits, the data."""
         return {'engines': list(ENGINES), 'data_modes': list(DATA_MODES),
                 'dtypes': {e: list(ENGINE_DTYPES[e]) for e in ENGINES},
                 'fields': [{'name': name, 'integer': isinstance(default, int), 'help': FLAGS[name]['help']}
@@ -120,8 +118,7 @@ class RunManager:
                 'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
-        """The run's settings from the request, each range-checked; train.py's flags for them
-        (all but --out): every field of RUN_LIMITS as its flag, as the command line takes it."""
+        """The run's settings from the request, each range-checked, and train.py's flags for them."""
         only_known(body, [*RUN_LIMITS, 'engine', 'dtype', 'data_mode'])
         mode = field(body, 'data_mode', str, 'lines')
         if mode not in DATA_MODES:
@@ -272,9 +269,8 @@ class RunManager:
 
 def draw_sample(path):
     """What the page shows of a save: {'step', and a few 'names' or a line or two of running
-    'text' (after a newline, as sample.py starts)}, on one BLAS thread: beside the run, a thread
-    per core left threads spinning (120 characters of the Shakespeare recipe's model: 9.7 to
-    16.5 s so on the 2-core machine at load 5.6, 0.7 s on one thread)."""
+    'text' (after a newline, as sample.py starts)}, on one BLAS thread: the run beside it has
+    the cores."""
     from microgpt.backprop.threads import blas_threads
     ckpt, model = load(path)
     step = ckpt.train_state and ckpt.train_state.step
@@ -286,7 +282,6 @@ def draw_sample(path):
 
 
 def run_numbers(runs_dir):
-    """The numbers of the run folders in runs_dir (none if it does not exist yet)."""
     try:
         return [int(n) for n in os.listdir(runs_dir) if n.isdigit()]
     except OSError:
@@ -320,7 +315,7 @@ def smoothed(run, records):
 
 
 def last_error(run):
-    """The last `error: ...` line train.py printed, or its last line."""
+    """The last `error: ...` line train.py printed, else its last line."""
     try:
         with open(os.path.join(run.folder, 'train.txt'), encoding='utf-8', errors='replace') as f:
             lines = [l.strip() for l in f if l.strip()]
