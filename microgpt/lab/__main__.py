@@ -158,13 +158,14 @@ def run_sandbox(s, args):
     if picture and s.picture_flag == '--png':
         from .plot import require_matplotlib
         require_matplotlib()  # before the work, so a missing extra is the first thing said
+    if picture is not None:
+        pictures.check_target(picture, s.picture_flag)  # it may only replace a picture
     module = importlib.import_module(s.module_name)
     head = []
     if s.reads_a_checkpoint:
         from .loading import describe, load, no_overflow
         ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
         registry.check_against_model(s, params, model.config, spell=flag_of)
-        check_picture(s, args)
         head, source = [describe(args.ckpt, model)], args.ckpt
         if s.model == 'numpy':
             with no_overflow():
@@ -173,11 +174,9 @@ def run_sandbox(s, args):
             data = module.compute(model, ckpt=ckpt, **params)
     elif s.model == 'log':
         params.pop('also', None)  # the web page's: the command line names its logs itself
-        check_picture(s, args)
         data = module.compute(args.logfile, **params)
         source = f"training log {args.logfile[0]}" if len(args.logfile) == 1 else "training logs"
     else:
-        check_picture(s, args)
         data, source = module.compute(**params), s.name
     render.set_width(WIDE if args.wide else None)
     try:
@@ -190,14 +189,6 @@ def run_sandbox(s, args):
     if picture:
         print(written or f"\nwrote {picture}")
     return 0
-
-
-def check_picture(s, args):
-    """The picture's path checked before the work: it may only replace a picture
-    (pictures.check_target)."""
-    picture = getattr(args, 'picture', None)
-    if picture is not None:
-        pictures.check_target(picture, s.picture_flag)
 
 
 def main(argv=None):
