@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from microgpt.programs import cli
+from helpers import run_lab
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import attention, loss, overview
 from microgpt.lab.__main__ import main
@@ -31,14 +31,6 @@ TEXT = 'emma'        # every character is in the tiny vocabulary
 @pytest.fixture(scope='module')
 def model(tiny_ckpt):
     return load(tiny_ckpt).model
-
-
-def run_lab(argv, capsys):
-    """(exit status, stdout, stderr) of `python -m microgpt.lab argv`, in-process."""
-    with pytest.raises(SystemExit) as info:
-        cli.run(main, argv)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
 
 
 # ---------------------------------------------------------------------------- attention

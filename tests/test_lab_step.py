@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
+from helpers import run_lab
 from microgpt.programs import cli
 from microgpt.edge.errors import UserError
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
@@ -32,13 +33,6 @@ ENGINE_TOL = 1e-9     # scalar engine against numpy port
 ADAM_TOL = 1e-9       # relative: the step taken against lr |g| / (|g| + eps)
 LR_TOL = 1e-6         # relative: the step against lr, where eps / |g| < 1e-6
 TEXT = 'emma'
-
-
-def run_lab(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.run(main, argv)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
 
 
 @pytest.fixture
