@@ -45,13 +45,6 @@ def test_a_tiny_temperature_on_the_row_is_its_greedy_limit(temperature, capsys):
 
 
 # ---------------------------------------------------------------------------- the requests
-@pytest.fixture(scope='module')
-def here(tiny_ckpt, names_file, tmp_path_factory):
-    """A live server of its own (it computes in this process), so that a test may change what it reads."""
-    with live_server(tiny_ckpt, tmp_path_factory.mktemp('runs'), names_file) as s:
-        yield s
-
-
 BROKEN_MODEL_PY = {  # what model.py holds -> what the page says of it
     'syntax': (b'def gpt(self:\n', 'microgpt/model.py does not parse: '),
     'renamed': (b'def forward(self, token_id):\n    return token_id\n', 'microgpt/model.py has no function gpt()'),
@@ -59,21 +52,21 @@ BROKEN_MODEL_PY = {  # what model.py holds -> what the page says of it
 
 
 @pytest.mark.parametrize('case', list(BROKEN_MODEL_PY))
-def test_phases_keeps_its_numbers_when_model_py_cannot_be_read(here, case, tmp_path, monkeypatch, capsys):
+def test_phases_keeps_its_numbers_when_model_py_cannot_be_read(server, case, tmp_path, monkeypatch, capsys):
     """Was a 500 for the whole page. A copy of model.py is broken, never the real one: the
     numbers stand, and the code beside them says what failed (on the page and in the printout)."""
     body = {'text': 'emma', 'head': 1, 'query': 2}
-    status, want, _ = request(here, 'POST', '/api/phases', body)
+    status, want, _ = request(server, 'POST', '/api/phases', body)
     assert status == 200 and 'error' not in want['code']
     content, words = BROKEN_MODEL_PY[case]
     copy = tmp_path / 'model.py'
     copy.write_bytes(content)
     monkeypatch.setattr(phases, 'MODEL_FILE', str(copy))
-    status, got, _ = request(here, 'POST', '/api/phases', body)
+    status, got, _ = request(server, 'POST', '/api/phases', body)
     assert status == 200, got
     assert got['code']['error'].startswith(words) and got['code']['error'].endswith("gpt()'s lines are not shown")
     assert {k: v for k, v in got.items() if k != 'code'} == {k: v for k, v in want.items() if k != 'code'}
-    status, out, err = run_lab(['phases', 'emma', '--head', '1', '--query', '2', '--ckpt', here.lab.checkpoints.path('start')],
+    status, out, err = run_lab(['phases', 'emma', '--head', '1', '--query', '2', '--ckpt', server.lab.checkpoints.path('start')],
                                capsys)
     assert status == 0 and err == '' and f"({got['code']['error']})" in out and 'softmax' in out
 

@@ -129,16 +129,6 @@ def test_every_page_has_its_files(tmp_path):
         assert os.path.exists(os.path.join(serve.WEB_DIR, f'{name}.js'))
 
 
-def test_one_name_one_meaning():
-    """limits.MAX_NAMES is sample.py's --num; the lab's own cap has its own name, in its own file."""
-    from microgpt.edge import limits
-    from microgpt.lab import limits as lab_limits
-    assert lab_limits.MAX_LAB_NAMES < limits.MAX_NAMES
-    assert not hasattr(__import__('microgpt.lab.api', fromlist=['x']), 'MAX_NAMES')
-    assert registry.get('sampling').param('num').high == lab_limits.MAX_LAB_NAMES
-    assert registry.get('overview').param('seed').high == limits.MAX_SEED
-
-
 # ---------------------------------------------------------------------------- the registry's promise
 def test_what_a_page_knows_of_a_model_comes_from_its_entry(tiny_ckpt, names_file, tmp_path, monkeypatch):
     """The Step page's numpy-first rule was once written in api.py. A sandbox made up here
