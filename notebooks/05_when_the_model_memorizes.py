@@ -52,27 +52,31 @@ print(f"{len(names):,} names; the first 600 shuffled ones in {DATA.name}: 400 to
 # ## Three runs on few names
 #
 # The same model (2 layers of 32, batch 8, lr 0.01, 800 steps: 16 passes over the 400 training
-# names) three times, an evaluation every 100 steps. `--engine numpy --threads 1` computes in
-# float64 on one thread, so the numbers are the code's, the same on every machine.
+# names) three times, side by side, an evaluation every 100 steps. `--engine numpy --threads 1`
+# computes in float64 on one thread, so the numbers are the code's, the same on every machine.
 
 # %%
 RUNS = {'plain': [], 'dropout 0.3': ['--dropout', '0.3'],
         'dropout 0.3, decay 0.5': ['--dropout', '0.3', '--weight-decay', '0.5']}
 
 
-def train(label, flags):
+def start(label, flags):
+    """A train.py run of its own, started: (its checkpoint's path, the process)."""
     out = WORK / (label.replace(' ', '_').replace(',', '') + '.json')
-    run = subprocess.run([sys.executable, '-m', 'microgpt.train', '--data', str(DATA), '--val-size', '200',
-                          '--engine', 'numpy', '--threads', '1', '--n-layer', '2', '--n-embd', '32',
-                          '--batch-size', '8', '--lr', '0.01', '--steps', '800', '--eval-every', '100',
-                          '--save-every', '0', '--num-samples', '0', '--out', str(out), *flags],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    print(f"{label}: {run.stdout.strip().splitlines()[-1]}")
-    return out
+    return out, subprocess.Popen([sys.executable, '-m', 'microgpt.train', '--data', str(DATA), '--val-size', '200',
+                                  '--engine', 'numpy', '--threads', '1', '--n-layer', '2', '--n-embd', '32',
+                                  '--batch-size', '8', '--lr', '0.01', '--steps', '800', '--eval-every', '100',
+                                  '--save-every', '0', '--num-samples', '0', '--out', str(out), *flags],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-ckpts = {label: train(label, flags) for label, flags in RUNS.items()}
+runs = {label: start(label, flags) for label, flags in RUNS.items()}  # the three side by side, a thread each
+ckpts = {}
+for label, (out, run) in runs.items():
+    stdout, stderr = run.communicate()
+    assert run.returncode == 0, stderr
+    print(f"{label}: {stdout.strip().splitlines()[-1]}")
+    ckpts[label] = out
 
 
 def evaluations(ckpt):
