@@ -347,17 +347,6 @@ def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, caps
     assert snapshot(folder) == before
 
 
-def test_the_console_script_is_the_same_command(tmp_path):
-    import subprocess
-    script = os.path.join(os.path.dirname(sys.executable), 'microgpt-exercises')
-    if not os.path.exists(script):
-        pytest.skip("microgpt-exercises is not installed in this environment (pip install -e .)")
-    done = subprocess.run([script, 'start', str(tmp_path / 'w')], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and f'wrote {N} exercises' in done.stdout
-    done = subprocess.run([script, 'check', '99'], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.startswith('error: ')
-
-
 # ---------------------------------------------------------------------------- the web lab's routes
 def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
     from helpers import request

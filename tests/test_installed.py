@@ -54,7 +54,7 @@ def test_the_installed_package_trains_samples_and_ships_the_lab(tmp_path):
     assert all(path.startswith(str(target)) for path in where.stdout.split()[:4]), where.stdout
     assert (target / 'microgpt' / 'torchgpt' / 'model.py').exists()  # importing it needs PyTorch
     assert sorted(p.name for p in target.iterdir() if not p.name.endswith('-info') and p.name != 'bin') == ['microgpt']
-    for script in ('microgpt-train', 'microgpt-sample', 'microgpt-lab', 'microgpt-exercises'):
+    for script in ('microgpt-train', 'microgpt-sample', 'microgpt-lab'):
         assert (target / 'bin' / script).exists()
 
     data = work / 'names.txt'

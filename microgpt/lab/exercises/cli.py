@@ -1,6 +1,6 @@
 """
-The exercises' command line: `python -m microgpt.lab exercises COMMAND` (or `microgpt-exercises
-COMMAND`, installed).
+The exercises' command line: `python -m microgpt.lab exercises COMMAND` (or `microgpt-lab
+exercises COMMAND`, installed).
 
     start [DIR]       write the stubs into DIR (default ./exercises), never overwriting a file
     check [N]         check exercise N, or all in order, stopping at the first not passed
@@ -19,7 +19,6 @@ nothing of the learner's changed. `check` exits 0 when everything it checked pas
 """
 
 import argparse
-import importlib
 import importlib.util
 import os
 import sys
@@ -40,7 +39,7 @@ N = len(catalog.EXERCISES)
 
 
 def add_commands(parser):
-    """The subcommands, on `parser` (the lab's `exercises` subparser, or microgpt-exercises')."""
+    """The subcommands, on `parser` (the lab's `exercises` subparser)."""
     commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
     in_range = Range(int, 1, catalog.NUMBERS[-1]).parse
 
@@ -459,20 +458,3 @@ def cmd_reset(args, say, ws, ask):
     ws.reset(e.number)
     say(f"{path} is the stub again")
     return 0
-
-
-# ---------------------------------------------------------------------------- the console script
-def parse_args(argv=None):
-    p = cli.ArgumentParser(prog='microgpt-exercises', description="microgpt's exercises: write the engine and "
-                           "the GPT yourself, checked offline against microgpt's own.")
-    add_commands(p)
-    return p.parse_args(argv)
-
-
-def main(argv=None):
-    return run(parse_args(argv))
-
-
-def command():
-    """`microgpt-exercises` (installed); `python -m microgpt.lab exercises` is the same."""
-    cli.run(main)
