@@ -46,7 +46,6 @@ notebooks/%.ipynb: notebooks/%.py | $(VENV)/.installed-notebooks
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py
 	$(PY) bench/inference_speed.py
-	$(PY) bench/backprop_speed.py
 	$(PY) bench/recipe.py
 	$(PY) bench/text_speed.py
 	$(PY) bench/init_loss.py

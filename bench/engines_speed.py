@@ -1,5 +1,6 @@
 """
-The three engines side by side, data parallelism on this machine, and checkpoints in both formats.
+The three engines side by side, data parallelism on this machine, checkpoints in both formats,
+and what dropout adds to a numpy step.
 
     python bench/engines_speed.py            # everything below, about five minutes here
     python bench/engines_speed.py --skip-checkpoints --steps 50
@@ -16,6 +17,9 @@ Each measurement runs in a fresh child with one BLAS and torch thread (--threads
 3. ckpt     the 8 x 256 model (6.3M parameters) with Adam's moments: size, save and load times
             (read_checkpoint with all its checks), JSON against safetensors.
 4. cuda     with a CUDA device, the torch engine's step on it against the CPU.
+5. dropout  the names recipe's model (bench/recipe.py), numpy float64 and float32: a step without
+            masks against one with --dropout 0.1's; the draw itself, against one array from
+            16-bit integers or floats.
 Without PyTorch the torch lines say skipped. Data: names.txt from ../shared/data, else the
 bundled names.
 """
@@ -183,6 +187,42 @@ def child_cuda(args):
     return out
 
 
+def child_dropout(args):
+    import numpy as np
+
+    from microgpt import backprop
+    from microgpt.backprop.dropout import draw, sites
+    from recipe import RECIPE
+    B, p = RECIPE['batch_size'], 0.1
+    config, model, tokenizer, tokens = names_setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'],
+                                             RECIPE['n_head'], RECIPE['block_size'])
+    out = {}
+    for dtype in ('float64', 'float32'):
+        trainer = backprop.Trainer(config, model.weights(), tokenizer, dtype=dtype)
+        plain, dropped = [], []
+        for step in range(1, 41):
+            batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
+            t0 = time.perf_counter()
+            trainer.step(batch, 0.001)
+            t1 = time.perf_counter()
+            trainer.step(batch, 0.001, draw(p, 42, step, B, config))
+            plain.append(t1 - t0)
+            dropped.append(time.perf_counter() - t1)
+        out[dtype] = (statistics.median(plain[5:]), statistics.median(dropped[5:]))
+    n = B * sum(int(np.prod(shape)) for shape in sites(config).values())
+    rng, times = np.random.default_rng(0), {'draw': [], 'ints': [], 'uniform': []}
+    for step in range(40):  # the masks of a step: by draw(), and as one array each way
+        t0 = time.perf_counter()
+        draw(p, 42, step, B, config)
+        t1 = time.perf_counter()
+        (rng.integers(0, 65536, n, dtype=np.uint16) >= round(p * 65536)) * (1 / (1 - p))
+        t2 = time.perf_counter()
+        (rng.random(n, dtype=np.float32) >= p) * (1 / (1 - p))
+        for name, t in zip(times, (t1 - t0, t2 - t1, time.perf_counter() - t2)):
+            times[name].append(t)
+    return {'steps': out, 'numbers': n, **{name: statistics.median(t) for name, t in times.items()}}
+
+
 # ---------------------------------------------------------------------------- the parent
 def child(args, which, torchrun=False):
     argv = ['--child', which, '--steps', args.steps, '--scalar-steps', args.scalar_steps, '--threads', args.threads,
@@ -256,6 +296,18 @@ def report_cuda(r):
         print(f"    {r['device']} {key[5:]:9s} {1e3 * r[key]:7.2f} ms/step (median)   CPU float64 / this {cpu / r[key]:6.2f}x")
 
 
+def report_dropout(r):
+    from recipe import RECIPE
+    print(f"\n[5] dropout 0.1, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, batch "
+          f"{RECIPE['batch_size']}), median of 35 steps each, interleaved")
+    for dtype, (plain, dropped) in r['steps'].items():
+        print(f"    {dtype}: {1e3 * plain:.2f} ms/step without masks, {1e3 * dropped:.2f} ms with: "
+              f"{dropped / plain:.2f}x")
+    print(f"    a step's masks, {r['numbers']:,} numbers: draw() {1e3 * r['draw']:.2f} ms; as one array, "
+          f"from 16-bit integers {1e3 * r['ints']:.2f} ms, from uniform float32s {1e3 * r['uniform']:.2f} ms "
+          f"({r['uniform'] / r['ints']:.1f}x)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.data is None:
@@ -264,7 +316,8 @@ def main(argv=None):
     if args.child:
         which, _, size = args.child.partition(':')
         result = {'engines': lambda: child_engines(args, size), 'ranks': lambda: child_ranks(args),
-                  'ckpt': lambda: child_ckpt(args), 'cuda': lambda: child_cuda(args)}[which]()
+                  'ckpt': lambda: child_ckpt(args), 'cuda': lambda: child_cuda(args),
+                  'dropout': lambda: child_dropout(args)}[which]()
         if result is not None:
             print(json.dumps(result))
         return 0
@@ -291,6 +344,9 @@ def main(argv=None):
         if r:
             report_ckpt(r)
     report_cuda(child(args, 'cuda'))
+    r = child(args, 'dropout')
+    if r:
+        report_dropout(r)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
