@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from common import child_env, interleaved, names_setup, read_text, run_child, shared_data
+from common import child_env, read_text, run_child, shared_data
 
 TORCH_HINT = "pip install -e '.[torch]'"
 SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
@@ -41,7 +41,8 @@ SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4,
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="Time the three engines, two ranks against one, and both checkpoint formats.")
+    p = argparse.ArgumentParser(description="Time the three engines, two ranks against one, both checkpoint formats "
+                                            "and dropout.")
     p.add_argument('--steps', type=int, default=100, help="steps per engine and size (default 100)")
     p.add_argument('--scalar-steps', type=int, default=2,
                    help="scalar engine steps at n_layer 4 n_embd 64 batch 32 (default 2, ~20 s or more each)")
@@ -54,22 +55,44 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------- the children
-def setup(args, n_layer, n_embd, block_size=16, text=False, n_windows=2000):
-    """names_setup's four, on the names or (text) on random windows of block_size + 1 characters of
-    tiny shakespeare."""
-    if not text:
-        return names_setup(args.data, n_layer, n_embd)
-    import random
+def setup(data, n_layer, n_embd, n_head=4, block_size=16, text=False, n_windows=2000):
+    """(config, GPT, tokenizer, training token lists) as train.py makes them, the GPT with fused.py's
+    blocks (train.py's): on a names file (None: the bundled names), or (text) on random windows of
+    block_size + 1 characters of tiny shakespeare."""
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
-    whole = read_text(shared_data('tinyshakespeare.txt'))
-    tokenizer = CharTokenizer(sorted(set(whole)))
-    ids = tokenizer.encode(whole)
-    rng = random.Random(42)
-    starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
-    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, block_size)
-    model = GPT(config, seed=42, tokenizer=tokenizer, fused=True)  # train.py's blocks
-    return config, model, tokenizer, [ids[i:i + block_size + 1] for i in starts]
+    if text:
+        import random
+        whole = read_text(shared_data('tinyshakespeare.txt'))
+        tokenizer = CharTokenizer(sorted(set(whole)))
+        ids = tokenizer.encode(whole)
+        rng = random.Random(42)
+        starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
+        tokens = [ids[i:i + block_size + 1] for i in starts]
+    else:
+        from microgpt.edge.data import load_docs, split_docs
+        from microgpt.training import doc_tokens
+        docs = load_docs(data)
+        train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
+        tokenizer = CharTokenizer.from_docs(docs)
+        tokens = [doc_tokens(tokenizer, d) for d in train_docs]
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
+    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, tokens
+
+
+def interleaved(trainers, steps, batch_of, lr_of, limit=None):
+    """{'times': {name: [seconds]}, 'loss': {name: [loss]}} of `steps` steps of each trainer
+    ({name: step(batch, lr)}), one step of each in turn on the same batch, so that a load spike
+    hits all alike; limit: {name: steps} for a trainer that takes only its first few."""
+    out = {'times': {name: [] for name in trainers}, 'loss': {name: [] for name in trainers}}
+    for step in range(steps):
+        batch, lr = batch_of(step), lr_of(step)
+        for name, train in trainers.items():
+            if step < (limit or {}).get(name, steps):
+                t0 = time.perf_counter()
+                out['loss'][name].append(train(batch, lr))
+                out['times'][name].append(time.perf_counter() - t0)
+    return out
 
 
 def torch_or_none(threads):
@@ -87,8 +110,8 @@ def child_engines(args, size):
     from microgpt.programs.train import ScalarTrainer
     from microgpt.training import learning_rate
     s = SIZES[size]
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'], s.get('block_size', 16),
-                                             s.get('text', False))
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'], block_size=s.get('block_size', 16),
+                                             text=s.get('text', False))
     trainers = {'numpy': backprop.Trainer(config, model.weights(), tokenizer)}
     if s.get('text'):  # the recipe trains in float32
         trainers['numpy-float32'] = backprop.Trainer(config, model.weights(), tokenizer, dtype='float32')
@@ -111,7 +134,7 @@ def child_ranks(args):
     from microgpt.training import learning_rate
     from microgpt.torchgpt.distributed import World
     s = SIZES['4x64']
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'])
     world = World(torch.device('cpu')) if 'WORLD_SIZE' in os.environ else None
     reduce_times = []
     if world is not None:
@@ -173,7 +196,7 @@ def child_cuda(args):
         return {'skipped': 'no PyTorch' if torch is None else 'no CUDA device (torch.cuda.is_available() is False)'}
     from microgpt import torchgpt
     s = SIZES['4x64']
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'])
     out = {'device': torch.cuda.get_device_name(0)}
     for device, dtype in (('cpu', 'float64'), ('cuda', 'float64'), ('cuda', 'float32'), ('cuda', 'bfloat16')):
         trainer = torchgpt.Trainer(config, model.weights(), tokenizer, device=device, dtype=dtype)
@@ -194,8 +217,8 @@ def child_dropout(args):
     from microgpt.backprop.dropout import draw, sites
     from recipe import RECIPE
     B, p = RECIPE['batch_size'], 0.1
-    config, model, tokenizer, tokens = names_setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'],
-                                             RECIPE['n_head'], RECIPE['block_size'])
+    config, model, tokenizer, tokens = setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'], RECIPE['n_head'],
+                                             RECIPE['block_size'])
     out = {}
     for dtype in ('float64', 'float32'):
         trainer = backprop.Trainer(config, model.weights(), tokenizer, dtype=dtype)

@@ -6,12 +6,8 @@ products and the machine's matmul peak (docs/performance.md gives the figures an
     python bench/text_speed.py                  # 1 and 2 threads, 40 timed rounds each
     python bench/text_speed.py --steps 100 --threads 1
 
-PyTorch's side is the GPT as its users write it (torch_gpt), from the same weights on the same
-batches. A round times BLOCK steps of a side, then as many of its products alone
-(products_alone), then the next side, SPIN seconds apart; medians, CPU seconds beside wall times.
-At N threads numpy runs two ways: N Python threads of one BLAS thread each, and N BLAS threads.
-Then each child's peak memory, the numpy engine's alone, and where a one-thread step's time
-goes, layer function by layer function. Each thread count runs in a fresh child (common.child_env).
+Each thread count runs in a fresh child (common.child_env), and so do the numpy engine's peak
+memory alone and the breakdown of a one-thread step, layer function by layer function.
 """
 
 import argparse
