@@ -13,6 +13,7 @@ import time
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_DIR)
+TORCH_HINT = "pip install -e '.[torch]'"  # PyTorch, optional: the extra pins its version
 
 
 def shared_data(name):

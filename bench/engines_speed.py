@@ -33,9 +33,8 @@ import sys
 import tempfile
 import time
 
-from common import child_env, read_text, run_child, shared_data
+from common import TORCH_HINT, child_env, read_text, run_child, shared_data
 
-TORCH_HINT = "pip install -e '.[torch]'"
 SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
          'text': dict(n_layer=4, n_embd=128, batch=12, block_size=64, text=True)}
 

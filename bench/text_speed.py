@@ -17,14 +17,13 @@ import statistics
 import sys
 import time
 
-from common import best_time, child_env, load, peak_rss_bytes, processor, read_text, run_child, shared_data
+from common import TORCH_HINT, best_time, child_env, load, peak_rss_bytes, processor, read_text, run_child, shared_data
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
 MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 BLOCK = 4          # steps of one side in a row, then as many of its products alone, before the next side
 SPIN = 0.3         # s between sides: OpenBLAS's threads spin ~0.1 s after their last product, OpenMP's too
-TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
 def model_flops(config, B, T):
