@@ -94,6 +94,11 @@ def interleaved(trainers, steps, batch_of, lr_of, limit=None):
     return out
 
 
+def batches(tokens, B):
+    """step -> its B token lists, taken in turn round the training set."""
+    return lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)]
+
+
 def torch_or_none(threads):
     try:
         import torch
@@ -120,9 +125,8 @@ def child_engines(args, size):
             trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
     if not s.get('text'):  # at the text size one step's graph would not fit in memory
         trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
-    B, steps = s['batch'], {name: trainer.step for name, trainer in trainers.items()}
-    return interleaved(steps, args.steps, lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)],
-                       lambda step: learning_rate(0.01, step, args.steps),
+    steps = {name: trainer.step for name, trainer in trainers.items()}
+    return interleaved(steps, args.steps, batches(tokens, s['batch']), lambda step: learning_rate(0.01, step, args.steps),
                        limit={'scalar': args.steps if size == 'default' else args.scalar_steps})
 
 
@@ -145,14 +149,10 @@ def child_ranks(args):
             reduce_times.append(time.perf_counter() - t0)
         world.all_reduce_sum = timed
     trainer = torchgpt.Trainer(config, model.weights(), tokenizer, world=world)
-    times, losses = [], []
-    for step in range(args.steps):
-        batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
-        t0 = time.perf_counter()
-        losses.append(trainer.step(batch, learning_rate(0.01, step, args.steps)))
-        times.append(time.perf_counter() - t0)
+    out = interleaved({'torch': trainer.step}, args.steps, batches(tokens, s['batch']),
+                      lambda step: learning_rate(0.01, step, args.steps))
     if world is None or world.rank == 0:
-        return {'times': times, 'loss': losses, 'reduce': reduce_times}
+        return {'times': out['times']['torch'], 'loss': out['loss']['torch'], 'reduce': reduce_times}
     return None
 
 
@@ -199,12 +199,9 @@ def child_cuda(args):
     out = {'device': torch.cuda.get_device_name(0)}
     for device, dtype in (('cpu', 'float64'), ('cuda', 'float64'), ('cuda', 'float32'), ('cuda', 'bfloat16')):
         trainer = torchgpt.Trainer(config, model.weights(), tokenizer, device=device, dtype=dtype)
-        times = []
-        for step in range(args.steps):
-            batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
-            t0 = time.perf_counter()
-            trainer.step(batch, 0.01)  # .item() on the loss waits for the GPU: the time is real
-            times.append(time.perf_counter() - t0)
+        # the step's .item() on the loss waits for the GPU: the time is real
+        times = interleaved({'step': trainer.step}, args.steps, batches(tokens, s['batch']),
+                            lambda step: 0.01)['times']['step']
         out[f'{device}-{dtype}'] = statistics.median(times[5:] or times)
     return out
 
@@ -223,7 +220,7 @@ def child_dropout(args):
         trainer = backprop.Trainer(config, model.weights(), tokenizer, dtype=dtype)
         plain, dropped = [], []
         for step in range(1, 41):
-            batch = [tokens[(step * B + b) % len(tokens)] for b in range(B)]
+            batch = batches(tokens, B)(step)
             t0 = time.perf_counter()
             trainer.step(batch, 0.001)
             t1 = time.perf_counter()

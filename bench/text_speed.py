@@ -308,22 +308,18 @@ def child(args, n):
         sides.append((f'numpy float32, {n} workers x 1 BLAS thread', lambda: threads.set_threads(1), split.step, in_parts))
         one_pass = backprop.Trainer(config, weights, tokenizer, dtype='float32').step
         sides.append((f'numpy float32, {n} BLAS threads', lambda: threads.set_threads(n), one_pass, floor))
-    for step in range(1, 4):  # warm up: first-touch allocations, the workers' threads
+    try:
+        import torch
+        torch.set_num_threads(n)
+        sides.append((f'PyTorch, {n} thread{"s" * (n > 1)}', lambda: threads.set_threads(n),
+                      torch_trainer(config, weights), products_alone(config, BATCH, T, torch)))
+    except ImportError:
+        pass
+    for step in range(1, 4):  # warm up: first-touch allocations, the workers' threads, PyTorch's
         for _, set_up, train, products in sides:
             set_up()
             train(batch_of(step), lr_of(step))
             products()
-    try:
-        import torch
-        torch.set_num_threads(n)
-        torch_step = torch_trainer(config, weights)
-        torch_floor = products_alone(config, BATCH, T, torch)
-        for step in range(1, 4):
-            torch_step(batch_of(step), lr_of(step))
-            torch_floor()
-        sides.append((f'PyTorch, {n} thread{"s" * (n > 1)}', lambda: threads.set_threads(n), torch_step, torch_floor))
-    except ImportError:
-        pass
     out = {'threads': n, 'peak': peak_matmul(n), 'flops': model_flops(config, BATCH, T), 'tokens': BATCH * T,
            'sides': {name: {'step': [], 'products': [], 'loss': [], 'step_cpu': [], 'products_cpu': []}
                      for name, *_ in sides}}
