@@ -42,11 +42,10 @@ notebooks/%.ipynb: notebooks/%.py | $(VENV)/.installed-notebooks
 	$(VENV)/bin/jupytext --quiet --to ipynb $<
 
 # About five minutes: each script prints measurements side by side, never a verdict. The PyTorch
-# peer of backprop_speed.py needs `.venv/bin/pip install torch==2.13.0` (skipped without it).
+# peer in text_speed.py needs `pip install -e '.[torch]'` (skipped without it).
 bench: $(VENV)/.installed
 	$(PY) bench/train_speed.py
 	$(PY) bench/inference_speed.py
-	$(PY) bench/backprop_speed.py
 	$(PY) bench/recipe.py
 	$(PY) bench/text_speed.py
 	$(PY) bench/init_loss.py

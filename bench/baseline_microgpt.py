@@ -59,17 +59,11 @@ class Value:
     def __sub__(self, other):
         return self + (-other)
 
-    def __rsub__(self, other):
-        return other + (-self)
-
     def __rmul__(self, other):
         return self * other
 
     def __truediv__(self, other):
         return self * other ** -1
-
-    def __rtruediv__(self, other):
-        return other * self ** -1
 
     def backward(self):
         """Accumulate d(self)/d(node) into every node's .grad (callers zero leaf grads)."""

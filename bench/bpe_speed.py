@@ -1,8 +1,9 @@
 """
-How long learning byte-pair merges takes on tiny Shakespeare: microgpt/bpe.py's incremental
-trainer (pair counts updated where a merge changes them) against recounting every pair after
-every merge (the textbook loop, minbpe's `train`), side by side; both must learn the same merges.
-Then encoding the whole text with them. The processor and the load average are printed.
+How long learning byte-pair merges takes on tiny Shakespeare: microgpt/bpe_fast.py (pair counts
+kept up to date where a merge changes them, train.py's) against microgpt/bpe.py (every pair
+counted again for each merge, the lesson's textbook loop), side by side; both must learn the same
+merges. Then encoding the whole text with them, as train.py does. The processor and the load
+average are printed.
 
     python bench/bpe_speed.py                 # 256 merges, both ways (the recount takes minutes)
     python bench/bpe_speed.py --merges 64     # fewer merges, quicker
@@ -15,34 +16,7 @@ import time
 
 from common import processor, read_text, shared_data
 
-from microgpt.bpe import N_BYTES, BPETokenizer, learn_merges
-
-
-def recount_merges(texts, n_merges):
-    """The same merges, the slow way: count every pair of every text afresh for each merge."""
-    seqs = [list(t.encode('utf-8')) for t in texts]
-    merges = []
-    while len(merges) < n_merges:
-        counts = {}
-        for seq in seqs:
-            for pair in zip(seq, seq[1:]):
-                counts[pair] = counts.get(pair, 0) + 1
-        if not counts:
-            break
-        pair = min(counts, key=lambda p: (-counts[p], p))  # bpe.py's rule: most frequent, then smallest
-        new_id = N_BYTES + len(merges)
-        merges.append(pair)
-        for s, seq in enumerate(seqs):
-            out, i = [], 0
-            while i < len(seq):
-                if i + 1 < len(seq) and (seq[i], seq[i + 1]) == pair:
-                    out.append(new_id)
-                    i += 2
-                else:
-                    out.append(seq[i])
-                    i += 1
-            seqs[s] = out
-    return merges
+from microgpt import bpe, bpe_fast
 
 
 def main():
@@ -61,12 +35,12 @@ def main():
     print(f"{processor()}; load average {os.getloadavg()[0]:.2f}; {path}: {len(text):,} characters, "
           f"{len(text.encode('utf-8')):,} bytes; {args.merges} merges")
     t0 = time.perf_counter()
-    fast = learn_merges([text], args.merges)
+    fast = bpe_fast.learn_merges([text], args.merges)
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
-    slow = recount_merges([text], args.merges)
+    slow = bpe.learn_merges([text], args.merges)
     t_slow = time.perf_counter() - t0
-    tokenizer = BPETokenizer(fast)
+    tokenizer = bpe_fast.FastBPETokenizer(fast)
     t0 = time.perf_counter()
     ids = tokenizer.encode(text)
     t_encode = time.perf_counter() - t0

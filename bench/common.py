@@ -13,6 +13,7 @@ import time
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_DIR)
+TORCH_HINT = "pip install -e '.[torch]'"  # PyTorch, optional: the extra pins its version
 
 
 def shared_data(name):
@@ -67,21 +68,6 @@ def peak_rss_bytes():
     return peak if sys.platform == 'darwin' else peak * 1024  # macOS reports bytes, others KiB
 
 
-def interleaved(trainers, steps, batch_of, lr_of, limit=None):
-    """{'times': {name: [seconds]}, 'loss': {name: [loss]}} of `steps` steps of each trainer
-    ({name: step(batch, lr)}), one step of each in turn on the same batch, so that a load spike
-    hits all alike; limit: {name: steps} for a trainer that takes only its first few."""
-    out = {'times': {name: [] for name in trainers}, 'loss': {name: [] for name in trainers}}
-    for step in range(steps):
-        batch, lr = batch_of(step), lr_of(step)
-        for name, train in trainers.items():
-            if step < (limit or {}).get(name, steps):
-                t0 = time.perf_counter()
-                out['loss'][name].append(train(batch, lr))
-                out['times'][name].append(time.perf_counter() - t0)
-    return out
-
-
 def best_time(fn, repeats):
     """The shortest of `repeats` wall-clock timings of fn(), in seconds, and fn's last result: the
     minimum is the least disturbed by whatever else the machine is doing."""
@@ -108,21 +94,6 @@ def timed_saves(path, steps, every, folder, repeats):
 def load():
     """The load averages, for a printout: the machine is shared, and a busy one is slower."""
     return ' '.join(f'{x:.2f}' for x in os.getloadavg())
-
-
-def names_setup(data, n_layer, n_embd, n_head=4, block_size=16):
-    """(config, GPT, tokenizer, training token lists) as train.py makes them on a names file
-    (None: the bundled names), the GPT with fused.py's blocks, train.py's."""
-    from microgpt.edge.data import load_docs, split_docs
-    from microgpt.model import GPT, GPTConfig
-    from microgpt.tokenizer import CharTokenizer
-    from microgpt.training import doc_tokens
-    docs = load_docs(data)
-    train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
-    tokenizer = CharTokenizer.from_docs(docs)
-    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
-    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, \
-        [doc_tokens(tokenizer, d) for d in train_docs]
 
 
 def processor():

@@ -1,5 +1,6 @@
 """
-The three engines side by side, data parallelism on this machine, and checkpoints in both formats.
+The three engines side by side, data parallelism on this machine, checkpoints in both formats,
+and what dropout adds to a numpy step.
 
     python bench/engines_speed.py            # everything below, about five minutes here
     python bench/engines_speed.py --skip-checkpoints --steps 50
@@ -16,6 +17,9 @@ Each measurement runs in a fresh child with one BLAS and torch thread (--threads
 3. ckpt     the 8 x 256 model (6.3M parameters) with Adam's moments: size, save and load times
             (read_checkpoint with all its checks), JSON against safetensors.
 4. cuda     with a CUDA device, the torch engine's step on it against the CPU.
+5. dropout  the names recipe's model (bench/recipe.py), numpy float64 and float32: a step without
+            masks against one with --dropout 0.1's; the draw itself, against one array from
+            16-bit integers or floats.
 Without PyTorch the torch lines say skipped. Data: names.txt from ../shared/data, else the
 bundled names.
 """
@@ -29,15 +33,15 @@ import sys
 import tempfile
 import time
 
-from common import child_env, interleaved, names_setup, read_text, run_child, shared_data
+from common import TORCH_HINT, child_env, read_text, run_child, shared_data
 
-TORCH_HINT = "pip install -e '.[torch]'"
 SIZES = {'default': dict(n_layer=1, n_embd=16, batch=1), '4x64': dict(n_layer=4, n_embd=64, batch=32),
          'text': dict(n_layer=4, n_embd=128, batch=12, block_size=64, text=True)}
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="Time the three engines, two ranks against one, and both checkpoint formats.")
+    p = argparse.ArgumentParser(description="Time the three engines, two ranks against one, both checkpoint formats "
+                                            "and dropout.")
     p.add_argument('--steps', type=int, default=100, help="steps per engine and size (default 100)")
     p.add_argument('--scalar-steps', type=int, default=2,
                    help="scalar engine steps at n_layer 4 n_embd 64 batch 32 (default 2, ~20 s or more each)")
@@ -50,22 +54,49 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------- the children
-def setup(args, n_layer, n_embd, block_size=16, text=False, n_windows=2000):
-    """names_setup's four, on the names or (text) on random windows of block_size + 1 characters of
-    tiny shakespeare."""
-    if not text:
-        return names_setup(args.data, n_layer, n_embd)
-    import random
+def setup(data, n_layer, n_embd, n_head=4, block_size=16, text=False, n_windows=2000):
+    """(config, GPT, tokenizer, training token lists) as train.py makes them, the GPT with fused.py's
+    blocks (train.py's): on a names file (None: the bundled names), or (text) on random windows of
+    block_size + 1 characters of tiny shakespeare."""
     from microgpt.model import GPT, GPTConfig
     from microgpt.tokenizer import CharTokenizer
-    whole = read_text(shared_data('tinyshakespeare.txt'))
-    tokenizer = CharTokenizer(sorted(set(whole)))
-    ids = tokenizer.encode(whole)
-    rng = random.Random(42)
-    starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
-    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, 4, block_size)
-    model = GPT(config, seed=42, tokenizer=tokenizer, fused=True)  # train.py's blocks
-    return config, model, tokenizer, [ids[i:i + block_size + 1] for i in starts]
+    if text:
+        import random
+        whole = read_text(shared_data('tinyshakespeare.txt'))
+        tokenizer = CharTokenizer(sorted(set(whole)))
+        ids = tokenizer.encode(whole)
+        rng = random.Random(42)
+        starts = [rng.randrange(len(ids) - block_size - 1) for _ in range(n_windows)]
+        tokens = [ids[i:i + block_size + 1] for i in starts]
+    else:
+        from microgpt.edge.data import load_docs, split_docs
+        from microgpt.training import doc_tokens
+        docs = load_docs(data)
+        train_docs, _ = split_docs(docs, None, seed=42, shuffle=True)
+        tokenizer = CharTokenizer.from_docs(docs)
+        tokens = [doc_tokens(tokenizer, d) for d in train_docs]
+    config = GPTConfig(tokenizer.vocab_size, n_layer, n_embd, n_head, block_size)
+    return config, GPT(config, seed=42, tokenizer=tokenizer, fused=True), tokenizer, tokens
+
+
+def interleaved(trainers, steps, batch_of, lr_of, limit=None):
+    """{'times': {name: [seconds]}, 'loss': {name: [loss]}} of `steps` steps of each trainer
+    ({name: step(batch, lr)}), one step of each in turn on the same batch, so that a load spike
+    hits all alike; limit: {name: steps} for a trainer that takes only its first few."""
+    out = {'times': {name: [] for name in trainers}, 'loss': {name: [] for name in trainers}}
+    for step in range(steps):
+        batch, lr = batch_of(step), lr_of(step)
+        for name, train in trainers.items():
+            if step < (limit or {}).get(name, steps):
+                t0 = time.perf_counter()
+                out['loss'][name].append(train(batch, lr))
+                out['times'][name].append(time.perf_counter() - t0)
+    return out
+
+
+def batches(tokens, B):
+    """step -> its B token lists, taken in turn round the training set."""
+    return lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)]
 
 
 def torch_or_none(threads):
@@ -83,8 +114,8 @@ def child_engines(args, size):
     from microgpt.programs.train import ScalarTrainer
     from microgpt.training import learning_rate
     s = SIZES[size]
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'], s.get('block_size', 16),
-                                             s.get('text', False))
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'], block_size=s.get('block_size', 16),
+                                             text=s.get('text', False))
     trainers = {'numpy': backprop.Trainer(config, model.weights(), tokenizer)}
     if s.get('text'):  # the recipe trains in float32
         trainers['numpy-float32'] = backprop.Trainer(config, model.weights(), tokenizer, dtype='float32')
@@ -94,9 +125,8 @@ def child_engines(args, size):
             trainers[f'torch-{dtype}'] = torchgpt.Trainer(config, model.weights(), tokenizer, dtype=dtype)
     if not s.get('text'):  # at the text size one step's graph would not fit in memory
         trainers['scalar'] = ScalarTrainer(model, Adam(model.params))
-    B, steps = s['batch'], {name: trainer.step for name, trainer in trainers.items()}
-    return interleaved(steps, args.steps, lambda step: [tokens[(step * B + b) % len(tokens)] for b in range(B)],
-                       lambda step: learning_rate(0.01, step, args.steps),
+    steps = {name: trainer.step for name, trainer in trainers.items()}
+    return interleaved(steps, args.steps, batches(tokens, s['batch']), lambda step: learning_rate(0.01, step, args.steps),
                        limit={'scalar': args.steps if size == 'default' else args.scalar_steps})
 
 
@@ -107,7 +137,7 @@ def child_ranks(args):
     from microgpt.training import learning_rate
     from microgpt.torchgpt.distributed import World
     s = SIZES['4x64']
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'])
     world = World(torch.device('cpu')) if 'WORLD_SIZE' in os.environ else None
     reduce_times = []
     if world is not None:
@@ -119,14 +149,10 @@ def child_ranks(args):
             reduce_times.append(time.perf_counter() - t0)
         world.all_reduce_sum = timed
     trainer = torchgpt.Trainer(config, model.weights(), tokenizer, world=world)
-    times, losses = [], []
-    for step in range(args.steps):
-        batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
-        t0 = time.perf_counter()
-        losses.append(trainer.step(batch, learning_rate(0.01, step, args.steps)))
-        times.append(time.perf_counter() - t0)
+    out = interleaved({'torch': trainer.step}, args.steps, batches(tokens, s['batch']),
+                      lambda step: learning_rate(0.01, step, args.steps))
     if world is None or world.rank == 0:
-        return {'times': times, 'loss': losses, 'reduce': reduce_times}
+        return {'times': out['times']['torch'], 'loss': out['loss']['torch'], 'reduce': reduce_times}
     return None
 
 
@@ -169,18 +195,51 @@ def child_cuda(args):
         return {'skipped': 'no PyTorch' if torch is None else 'no CUDA device (torch.cuda.is_available() is False)'}
     from microgpt import torchgpt
     s = SIZES['4x64']
-    config, model, tokenizer, tokens = setup(args, s['n_layer'], s['n_embd'])
+    config, model, tokenizer, tokens = setup(args.data, s['n_layer'], s['n_embd'])
     out = {'device': torch.cuda.get_device_name(0)}
     for device, dtype in (('cpu', 'float64'), ('cuda', 'float64'), ('cuda', 'float32'), ('cuda', 'bfloat16')):
         trainer = torchgpt.Trainer(config, model.weights(), tokenizer, device=device, dtype=dtype)
-        times = []
-        for step in range(args.steps):
-            batch = [tokens[(step * s['batch'] + b) % len(tokens)] for b in range(s['batch'])]
-            t0 = time.perf_counter()
-            trainer.step(batch, 0.01)  # .item() on the loss waits for the GPU: the time is real
-            times.append(time.perf_counter() - t0)
+        # the step's .item() on the loss waits for the GPU: the time is real
+        times = interleaved({'step': trainer.step}, args.steps, batches(tokens, s['batch']),
+                            lambda step: 0.01)['times']['step']
         out[f'{device}-{dtype}'] = statistics.median(times[5:] or times)
     return out
+
+
+def child_dropout(args):
+    import numpy as np
+
+    from microgpt import backprop
+    from microgpt.backprop.dropout import draw, sites
+    from recipe import RECIPE
+    B, p = RECIPE['batch_size'], 0.1
+    config, model, tokenizer, tokens = setup(args.data, RECIPE['n_layer'], RECIPE['n_embd'], RECIPE['n_head'],
+                                             RECIPE['block_size'])
+    out = {}
+    for dtype in ('float64', 'float32'):
+        trainer = backprop.Trainer(config, model.weights(), tokenizer, dtype=dtype)
+        plain, dropped = [], []
+        for step in range(1, 41):
+            batch = batches(tokens, B)(step)
+            t0 = time.perf_counter()
+            trainer.step(batch, 0.001)
+            t1 = time.perf_counter()
+            trainer.step(batch, 0.001, draw(p, 42, step, B, config))
+            plain.append(t1 - t0)
+            dropped.append(time.perf_counter() - t1)
+        out[dtype] = (statistics.median(plain[5:]), statistics.median(dropped[5:]))
+    n = B * sum(int(np.prod(shape)) for shape in sites(config).values())
+    rng, times = np.random.default_rng(0), {'draw': [], 'ints': [], 'uniform': []}
+    for step in range(40):  # the masks of a step: by draw(), and as one array each way
+        t0 = time.perf_counter()
+        draw(p, 42, step, B, config)
+        t1 = time.perf_counter()
+        (rng.integers(0, 65536, n, dtype=np.uint16) >= round(p * 65536)) * (1 / (1 - p))
+        t2 = time.perf_counter()
+        (rng.random(n, dtype=np.float32) >= p) * (1 / (1 - p))
+        for name, t in zip(times, (t1 - t0, t2 - t1, time.perf_counter() - t2)):
+            times[name].append(t)
+    return {'steps': out, 'numbers': n, **{name: statistics.median(t) for name, t in times.items()}}
 
 
 # ---------------------------------------------------------------------------- the parent
@@ -256,6 +315,18 @@ def report_cuda(r):
         print(f"    {r['device']} {key[5:]:9s} {1e3 * r[key]:7.2f} ms/step (median)   CPU float64 / this {cpu / r[key]:6.2f}x")
 
 
+def report_dropout(r):
+    from recipe import RECIPE
+    print(f"\n[5] dropout 0.1, the recipe's model ({RECIPE['n_layer']}x{RECIPE['n_embd']}, batch "
+          f"{RECIPE['batch_size']}), median of 35 steps each, interleaved")
+    for dtype, (plain, dropped) in r['steps'].items():
+        print(f"    {dtype}: {1e3 * plain:.2f} ms/step without masks, {1e3 * dropped:.2f} ms with: "
+              f"{dropped / plain:.2f}x")
+    print(f"    a step's masks, {r['numbers']:,} numbers: draw() {1e3 * r['draw']:.2f} ms; as one array, "
+          f"from 16-bit integers {1e3 * r['ints']:.2f} ms, from uniform float32s {1e3 * r['uniform']:.2f} ms "
+          f"({r['uniform'] / r['ints']:.1f}x)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.data is None:
@@ -264,7 +335,8 @@ def main(argv=None):
     if args.child:
         which, _, size = args.child.partition(':')
         result = {'engines': lambda: child_engines(args, size), 'ranks': lambda: child_ranks(args),
-                  'ckpt': lambda: child_ckpt(args), 'cuda': lambda: child_cuda(args)}[which]()
+                  'ckpt': lambda: child_ckpt(args), 'cuda': lambda: child_cuda(args),
+                  'dropout': lambda: child_dropout(args)}[which]()
         if result is not None:
             print(json.dumps(result))
         return 0
@@ -291,6 +363,9 @@ def main(argv=None):
         if r:
             report_ckpt(r)
     report_cuda(child(args, 'cuda'))
+    r = child(args, 'dropout')
+    if r:
+        report_dropout(r)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -34,7 +34,6 @@ TEXT_MODEL = ("the Shakespeare recipe's model of running text (n_layer 4, n_embd
                '--block-size', '64', '--batch-size', '12', '--val-size', '2000'])
 
 
-
 # ---------------------------------------------------------------------------- input to redraw
 SCALAR = '#result[data-engine="scalar"]'  # the Step page, once the scalar engine's step is drawn
 

@@ -6,13 +6,11 @@ README's numpy recipe on makemore's names, measured end to end through train.py 
     python bench/recipe.py --keep DIR --plain               # README's two curves, kept in DIR
     python bench/recipe.py --grid                           # first the runs that chose the recipe
 
-It runs README's command (RECIPE) in a child and reports the wall time of the whole process, the
-validation loss it logged last, train.py's `threads:` line (it times 1 thread, 2, and 2 workers
-on its first 27 steps and keeps the fastest; --threads sets OPENBLAS_NUM_THREADS instead), the
-share of the run spent saving (each save timed afresh on the run's own final checkpoint), the
-child's peak memory and its closing names (* on those not in the data). --plain also runs it
-without weight decay and dropout, into DIR/plain.json (README's curve: python -m microgpt.lab
-loss DIR/plain.log.jsonl DIR/names.log.jsonl --png docs/img/recipe-loss.png).
+It runs README's command (RECIPE) in a child and reports what the run took and logged, with
+train.py's `threads:` line (it times 1 thread, 2, and 2 workers on its first 27 steps and keeps
+the fastest; --threads sets OPENBLAS_NUM_THREADS instead). --plain also runs it without weight
+decay and dropout, into DIR/plain.json (README's curve: python -m microgpt.lab loss
+DIR/plain.log.jsonl DIR/names.log.jsonl --png docs/img/recipe-loss.png).
 """
 
 import argparse

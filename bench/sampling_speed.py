@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from common import processor, read_text, shared_data
+from common import TORCH_HINT, processor, read_text, shared_data
 
 from microgpt import inference  # after common: it puts the checkout on sys.path
 from microgpt.backprop import threads
@@ -107,7 +107,7 @@ def main(argv=None):
     try:
         sides.append(('PyTorch float32, whole window', TorchWindow(config, weights, tokenizer), None, args.length))
     except ImportError:
-        print("PyTorch is not installed: its line is left out (pip install -e '.[torch]')")
+        print(f"PyTorch is not installed: its line is left out ({TORCH_HINT})")
     default = threads.cores()
     print(f"{what}: {config.n_layer} layers, n_embd {config.n_embd}, block {config.block_size}; "
           f"{processor()}, {default} cores")

@@ -7,12 +7,9 @@ nanoGPT's CPU shakespeare_char shape (n_layer 4, n_head 4, n_embd 128, block 64,
     python bench/shakespeare.py --keep DIR       # keep the checkpoint and log in DIR
     python bench/shakespeare.py --tokenizer bpe  # the same recipe on byte pairs (--vocab-size 512)
 
-It runs README's command (RECIPE) in a child (common.child_env) and reports the whole process's
-wall time, the validation loss it logged last, each evaluation's time (between log lines, as they
-appear), the threads train.py chose, the child's peak memory, the checkpoint's size and the share
-of the run its saves took (each timed afresh on the run's own checkpoint). nanoGPT's README
-reports about 1.88 in about 3 minutes on a laptop CPU. The load average is printed before and
-after: a busy machine makes the run slower, not the loss different.
+It runs README's command (RECIPE) in a child (common.child_env) and reports what the run took and
+logged. nanoGPT's README reports about 1.88 in about 3 minutes on a laptop CPU. The load average
+is printed before and after: a busy machine makes the run slower, not the loss different.
 """
 
 import argparse

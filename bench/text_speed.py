@@ -6,12 +6,8 @@ products and the machine's matmul peak (docs/performance.md gives the figures an
     python bench/text_speed.py                  # 1 and 2 threads, 40 timed rounds each
     python bench/text_speed.py --steps 100 --threads 1
 
-PyTorch's side is the GPT as its users write it (torch_gpt), from the same weights on the same
-batches. A round times BLOCK steps of a side, then as many of its products alone
-(products_alone), then the next side, SPIN seconds apart; medians, CPU seconds beside wall times.
-At N threads numpy runs two ways: N Python threads of one BLAS thread each, and N BLAS threads.
-Then each child's peak memory, the numpy engine's alone, and where a one-thread step's time
-goes, layer function by layer function. Each thread count runs in a fresh child (common.child_env).
+Each thread count runs in a fresh child (common.child_env), and so do the numpy engine's peak
+memory alone and the breakdown of a one-thread step, layer function by layer function.
 """
 
 import argparse
@@ -21,14 +17,13 @@ import statistics
 import sys
 import time
 
-from common import best_time, child_env, load, peak_rss_bytes, processor, read_text, run_child, shared_data
+from common import TORCH_HINT, best_time, child_env, load, peak_rss_bytes, processor, read_text, run_child, shared_data
 
 CONFIG = dict(n_layer=4, n_head=4, n_embd=128, block_size=64)  # nanoGPT's CPU shakespeare_char
 BATCH = 12
 MEMORY_STEPS = 20  # the memory child's steps: the peak is reached in the first
 BLOCK = 4          # steps of one side in a row, then as many of its products alone, before the next side
 SPIN = 0.3         # s between sides: OpenBLAS's threads spin ~0.1 s after their last product, OpenMP's too
-TORCH_HINT = ".venv/bin/pip install torch==2.13.0"
 
 
 def model_flops(config, B, T):
@@ -180,7 +175,7 @@ def random_weights(config):
     return {name: r.normal(0, 0.02, shape) for name, shape in parameter_shapes(config).items()}
 
 
-def memory_child(args):
+def memory_child(args, workers):
     """The numpy engine's own peak memory: this process trains MEMORY_STEPS steps and does nothing
     else (its weights from numpy's generator: init_weights' Python floats would count too)."""
     from microgpt import backprop
@@ -188,13 +183,13 @@ def memory_child(args):
     config, tokenizer, ids = recipe_data(args.data)
     weights = random_weights(config)
     before = peak_rss_bytes()
-    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=args.memory)
+    trainer = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=workers)
     for step in range(1, MEMORY_STEPS + 1):
         trainer.step(text.train_windows(ids, config.block_size, BATCH, 42, step), 1e-3)
     return {'before': before, 'peak': peak_rss_bytes()}
 
 
-def breakdown(args):
+def breakdown(args, _):
     """Where the numpy step's time goes: each of backprop/model.py's layer functions timed (CPU
     seconds, one BLAS thread) over args.steps steps, the products inside them apart from the
     passes over arrays; then the split step's phases (wall time, two workers)."""
@@ -249,7 +244,7 @@ def breakdown(args):
     # the split step's phases, two workers
     split = backprop.Trainer(config, weights, tokenizer, dtype='float32', workers=2)
     undo = [timing(parallel.Split, 'loss_and_grad', time.perf_counter), timing(optim.AdamArrays, 'step', time.perf_counter)]
-    spent_split, whole_split, half = {}, [], []
+    whole_split, half = [], []
     for i, batch in enumerate(batches):
         if i == 3:
             spent.clear()
@@ -259,13 +254,12 @@ def breakdown(args):
         t0 = time.perf_counter()
         trainer.gradient(batch[:BATCH // 2])  # one part alone, here, the other core idle
         half.append(time.perf_counter() - t0)
-    spent_split.update(spent)
     for u in undo:
         u()
     return {'step': 1e3 * statistics.median(step_time[3:]), 'per_step': per_step,
             'attention_products': attention_products, 'row_maxima': row_maxima,
             'split': 1e3 * statistics.median(whole_split[3:]), 'half': 1e3 * statistics.median(half[3:]),
-            'split_parts': 1e3 * spent_split['loss_and_grad'] / n, 'split_adam': 1e3 * spent_split['step'] / n}
+            'split_parts': 1e3 * spent['loss_and_grad'] / n, 'split_adam': 1e3 * spent['step'] / n}
 
 
 def report_breakdown(b):
@@ -288,13 +282,13 @@ def report_breakdown(b):
           f"(one part alone, the other core idle: {b['half']:.1f}), Adam on both cores {b['split_adam']:.1f} ms")
 
 
-def child(args):
+def child(args, n):
+    """One thread count's sides, timed in turn: what report() prints."""
     from microgpt import backprop
     from microgpt.backprop import threads
     from microgpt.edge import text
     from microgpt.model import init_weights
     from microgpt.training import learning_rate
-    n = args.child
     config, tokenizer, ids = recipe_data(args.data)
     weights = init_weights(config, seed=42)
     T = config.block_size
@@ -314,22 +308,18 @@ def child(args):
         sides.append((f'numpy float32, {n} workers x 1 BLAS thread', lambda: threads.set_threads(1), split.step, in_parts))
         one_pass = backprop.Trainer(config, weights, tokenizer, dtype='float32').step
         sides.append((f'numpy float32, {n} BLAS threads', lambda: threads.set_threads(n), one_pass, floor))
-    for step in range(1, 4):  # warm up: first-touch allocations, the workers' threads
+    try:
+        import torch
+        torch.set_num_threads(n)
+        sides.append((f'PyTorch, {n} thread{"s" * (n > 1)}', lambda: threads.set_threads(n),
+                      torch_trainer(config, weights), products_alone(config, BATCH, T, torch)))
+    except ImportError:
+        pass
+    for step in range(1, 4):  # warm up: first-touch allocations, the workers' threads, PyTorch's
         for _, set_up, train, products in sides:
             set_up()
             train(batch_of(step), lr_of(step))
             products()
-    try:
-        import torch
-        torch.set_num_threads(n)
-        torch_step = torch_trainer(config, weights)
-        torch_floor = products_alone(config, BATCH, T, torch)
-        for step in range(1, 4):
-            torch_step(batch_of(step), lr_of(step))
-            torch_floor()
-        sides.append((f'PyTorch, {n} thread{"s" * (n > 1)}', lambda: threads.set_threads(n), torch_step, torch_floor))
-    except ImportError:
-        pass
     out = {'threads': n, 'peak': peak_matmul(n), 'flops': model_flops(config, BATCH, T), 'tokens': BATCH * T,
            'sides': {name: {'step': [], 'products': [], 'loss': [], 'step_cpu': [], 'products_cpu': []}
                      for name, *_ in sides}}
@@ -389,37 +379,31 @@ def main(argv=None):
     p.add_argument('--steps', type=int, default=40, help=f"timed steps per side (default 40, after 3 warm-up), {BLOCK} in a row")
     p.add_argument('--threads', type=int, action='append', help="thread counts (default: 1 and 2)")
     p.add_argument('--data', default=shared_data('tinyshakespeare.txt'), help="tinyshakespeare.txt (default ../shared/data/)")
-    p.add_argument('--child', type=int, default=None, help="internal: one measurement at this thread count")
-    p.add_argument('--memory', type=int, default=None, help="internal: the numpy engine's peak memory, these workers")
-    p.add_argument('--breakdown', action='store_true', help="internal: where the numpy step's time goes")
+    p.add_argument('--child', default=None, help="internal: one measurement (threads:N, memory:WORKERS or "
+                   "breakdown), printed as JSON")
     args = p.parse_args(argv)
     if not args.data or not os.path.exists(args.data):
         print("text_speed: tinyshakespeare.txt not found (../shared/data/): skipped; get it with "
               "curl -O https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt")
         return 0
     if args.child:
-        print(json.dumps(child(args)))
-        return 0
-    if args.memory:
-        print(json.dumps(memory_child(args)))
-        return 0
-    if args.breakdown:
-        print(json.dumps(breakdown(args)))
+        kind, _, n = args.child.partition(':')
+        print(json.dumps({'threads': child, 'memory': memory_child, 'breakdown': breakdown}[kind](args, int(n or 0))))
         return 0
     print(f"config {CONFIG}, batch {BATCH}, {args.steps} steps a side, {BLOCK} in a row, sides in turn; "
           f"processor {processor()}, {os.cpu_count()} cores; children: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE "
           f"unset; load average before {load()}", flush=True)
     for n in args.threads or [1, 2]:
-        r = run_child(__file__, ['--child', n, '--steps', args.steps, '--data', args.data], child_env(n), f"{n}-thread child")
+        r = run_child(__file__, ['--child', f'threads:{n}', '--steps', args.steps, '--data', args.data], child_env(n), f"{n}-thread child")
         if r:
             report(r)
     for workers in (1, 2):
-        m = run_child(__file__, ['--memory', workers, '--data', args.data], child_env(OPENBLAS_NUM_THREADS='1'))
+        m = run_child(__file__, ['--child', f'memory:{workers}', '--data', args.data], child_env(OPENBLAS_NUM_THREADS='1'))
         if m:
             print(f"\npeak memory of the numpy engine alone ({MEMORY_STEPS} steps in a child that does nothing else, "
                   f"{'one pass' if workers == 1 else f'split on {workers} workers'}): {m['peak'] / 2 ** 20:.1f} MiB "
                   f"({m['before'] / 2 ** 20:.1f} MiB of it before the trainer: Python, numpy, the text)", end='')
-    b = run_child(__file__, ['--breakdown', '--steps', args.steps, '--data', args.data],
+    b = run_child(__file__, ['--child', 'breakdown', '--steps', args.steps, '--data', args.data],
                   child_env(OPENBLAS_NUM_THREADS='1'), 'breakdown child')
     if b:
         report_breakdown(b)

@@ -8,10 +8,8 @@ How much faster is a training step on the project's engine than on the original 
 For each config (LxE = n_layer x n_embd) three trainers start from the same weights and train on
 the same names at the same learning rate: ours (train.py's ScalarTrainer, fused.py's blocks),
 unfused (ops.py's composed blocks, `train.py --unfused`) and the baseline
-(bench/baseline_microgpt.py, written the original way). It prints both losses at every step,
-their largest difference (the same math: expect far less than 1e-9), the mean and median step
-times and their ratio, and each trainer's peak memory (VmHWM; "training" subtracts the mark
-before step 0). Each trainer runs in its own child process: Python's cyclic collector is global,
+(bench/baseline_microgpt.py, written the original way); the same math, so their losses differ by
+far less than 1e-9. Each trainer runs in its own child process: Python's cyclic collector is global,
 and the baseline's graphs (held by a self-referring closure, as in the original) are freed only
 by it, so sharing a process would bill its collections to our steps. The baseline keeps the
 collector on, as the original does; ours pauses it during a step, as train.py does.

@@ -9,10 +9,8 @@ the running-text recipe's flags (docs/training.md), each timed from its start to
     python bench/training_page.py --page '{}'              # the server's defaults instead
 
 The page's run gets the model, the steps and what --page adds (default: what the page's
-running-text preset adds, PRESET); the rest is the server's defaults. Beside each time: its
-checkpoint's format and dtype, its log's evaluations, and for the page what it said the run would
-take at three moments. The two runs of a round alternate in order (the page's first in odd
-rounds), and the ratio is printed per round with the load average before and after.
+running-text preset adds, PRESET); the rest is the server's defaults. The two runs of a round
+alternate in order (the page's first in odd rounds), so that a changing load hits both alike.
 """
 
 import argparse
@@ -103,12 +101,8 @@ def page_run(port, body):
         raise SystemExit(f"the page's run {status['state']}: {status.get('error')}")
     told = ''.join(
         f"; at {t:.0f} s: {t + left:.1f} s in all" for t, left in said[len(said) // 4::max(1, len(said) // 4)][:3])
-    return seconds, f"{len(status['samples'])} samples, {evaluations} evaluations, {what_it_wrote(started)}{told}"
-
-
-def what_it_wrote(started):
-    params = started['params']
-    return f"dtype {params.get('dtype', 'float64 (train.py default)')}"
+    dtype = started['params'].get('dtype', 'float64 (train.py default)')
+    return seconds, f"{len(status['samples'])} samples, {evaluations} evaluations, dtype {dtype}{told}"
 
 
 def command_line_run(data, model, out, env):

@@ -30,13 +30,11 @@ import random
 import subprocess
 import sys
 
-from IPython.display import Image, display
-
 from microgpt import inference
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.data import bundled_names, load_docs, split_docs
 from microgpt.lab import loss
-from microgpt.lab.notebook import work_folder
+from microgpt.lab.notebook import show, work_folder
 
 # the data, the checkpoints, their logs and the pictures, in a folder removed when the kernel stops
 WORK_DIR = work_folder()
@@ -100,9 +98,7 @@ for label, ckpt in ckpts.items():
 # %%
 curves = loss.compute([str(ckpt.with_suffix('.log.jsonl')) for ckpt in ckpts.values()])
 print(loss.render(curves))
-path = WORK / 'loss.png'
-loss.picture(str(path), curves, "400 names: plain, dropout 0.3, dropout 0.3 with decay 0.5")
-display(Image(filename=str(path)))
+show(loss, curves, WORK / 'loss.png', "400 names: plain, dropout 0.3, dropout 0.3 with decay 0.5")
 
 plain, dropped = evaluations(ckpts['plain']), evaluations(ckpts['dropout 0.3'])
 assert plain[800][0] > min(v for v, _ in plain.values()) + 0.2     # validation turned back up

@@ -28,12 +28,10 @@ import pathlib
 import subprocess
 import sys
 
-from IPython.display import Image, display
-
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.lab import loss, tokens
 from microgpt.lab.loading import load
-from microgpt.lab.notebook import work_folder
+from microgpt.lab.notebook import show, work_folder
 
 # the checkpoints and their logs, in a folder removed when the kernel stops
 WORK_DIR = work_folder()
@@ -99,9 +97,7 @@ assert abs(char_last['val_bpc'] - char_last['val_loss'] / 0.6931471805599453) < 
 assert bpe_last['val_loss'] > char_last['val_loss']  # a byte-pair token is harder to guess
 
 curves = loss.compute([str(ckpt.with_suffix('.log.jsonl')) for ckpt in (char_ckpt, bpe_ckpt)], unit='bits')
-path = WORK / 'bits.png'
-loss.picture(str(path), curves, "bundled names: characters against 320 byte-pair tokens, in bits per character")
-display(Image(filename=str(path)))
+show(loss, curves, WORK / 'bits.png', "bundled names: characters against 320 byte-pair tokens, in bits per character")
 
 # %% [markdown]
 # ## A name, as each model reads it

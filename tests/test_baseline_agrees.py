@@ -12,18 +12,14 @@ tolerance is tight enough to notice a single weight moved by 1e-6.
 Run: .venv/bin/python -m pytest tests/test_baseline_agrees.py   (about a second)
 """
 
-import os
-import sys
+from helpers import bench_script
+from microgpt.model import GPT, GPTConfig
+from microgpt.optim import Adam
+from microgpt.tokenizer import CharTokenizer
+from microgpt.training import doc_loss, doc_tokens, learning_rate, train_step
 
-BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'bench')
-if BENCH_DIR not in sys.path:
-    sys.path.insert(0, BENCH_DIR)
-
-from baseline_microgpt import BaselineGPT, BaselineTrainer  # noqa: E402
-from microgpt.model import GPT, GPTConfig  # noqa: E402
-from microgpt.optim import Adam  # noqa: E402
-from microgpt.tokenizer import CharTokenizer  # noqa: E402
-from microgpt.training import doc_loss, doc_tokens, learning_rate, train_step  # noqa: E402
+BASELINE = bench_script('baseline_microgpt')
+BaselineGPT, BaselineTrainer = BASELINE.BaselineGPT, BASELINE.BaselineTrainer
 
 TOL = 1e-9  # same math, different rounding order: differences are ~1e-16, far below this
 LR = 0.01
