@@ -1,10 +1,7 @@
 """
-What makes a training run safe to stop, resume and repeat, kept out of the loop's way:
-Output checks and locks --out before the checkpoint it guards is read, and replaces it whole at
-each save; Run logs every step, stops a diverged run, and on Ctrl-C, SIGTERM, SIGHUP or a
-closed stdout ends the step, saves it and prints the command that resumes. Under torchrun, rank
-0 alone writes, and every rank stops after the same step. docs/reliability.md, "What makes a
-run safe", says where each guarantee lives.
+What makes a training run safe to stop, resume and repeat, kept out of the loop's way: Output
+checks and locks --out, Run logs, saves and stops on a signal. docs/reliability.md, "What makes
+a run safe", says where each guarantee lives.
 """
 
 import collections
@@ -49,8 +46,8 @@ if hasattr(signal, 'SIGHUP'):
 
 # ---------------------------------------------------------------------------- --out: checked, locked, read, written
 class Output:
-    """The checkpoint file a run writes: checked and locked on entering (rank 0 alone writes,
-    so it alone locks), read once for --resume or --init, replaced whole by each save."""
+    """The checkpoint file a run writes: checked and locked on entering (by rank 0, which alone
+    writes), read once for --resume or --init, replaced whole by each save."""
 
     def __init__(self, out, fresh, force, protected=(), what='--out'):
         self.rank_world = torchrun_rank_world(os.environ)  # (rank, world_size), read once: resolve_settings takes it from here
@@ -67,12 +64,6 @@ class Output:
                     self.__exit__()
                     raise
 
-    @classmethod
-    def of_run(cls, flags):
-        """train.py's --out, which must not be the data or the checkpoint --init starts from."""
-        return cls(flags.out, not flags.resume, flags.force,
-                   ((flags.data, 'the data file'), (flags.init, 'the checkpoint --init starts from')))
-
     def __enter__(self):
         if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
             sys.stdout = open(os.devnull, 'w')
@@ -85,8 +76,7 @@ class Output:
         return False
 
     def read(self, flags, given):
-        """The Checkpoint --resume continues or --init starts from, or None. Nothing at --out
-        changes here: the run may still be refused."""
+        """The Checkpoint --resume continues or --init starts from, or None."""
         if flags.resume and not flags.init:
             return read_checkpoint(flags.out, training=True)
         if flags.init:
@@ -111,11 +101,8 @@ class Output:
         os.remove(best)
         return False
 
-    def write_best(self, ckpt):
-        write_checkpoint(best_path_for(self.out), ckpt)
-
-    def write(self, ckpt):
-        write_checkpoint(self.out, ckpt)
+    def write(self, ckpt, best=False):
+        write_checkpoint(best_path_for(self.out) if best else self.out, ckpt)
 
 
 def check_out(out, fresh, force, protected=(), what='--out'):
@@ -284,13 +271,7 @@ class Run:
         read. The validation loss is exact (every held-out token), so a lower one is better."""
         if self.settings.rank != 0 or (self.best is not None and not self.val_loss < self.best[1]):
             return
-        try:
-            s = self.settings  # the weights, and the step they are (no Adam: a model to sample, not to resume)
-            self.output.write_best(Checkpoint.of(trainer, s.data_mode, weights=trainer.weights(),
-                                                 train_state=TrainState(step, s.saved(), self.fingerprint,
-                                                                        self.val_loss, step, self.val_loss)))
-        except UserError as e:  # the same failure as a save's, said the same way
-            self._write_failed(step, e)
+        self._save(step, trainer, best=True)
         self.best = (step, self.val_loss)
 
     def best_line(self):
@@ -306,15 +287,20 @@ class Run:
         return step == self.settings.steps or self.stop_signal is not None or bool(every and step % every == 0)
 
     def save(self, step, trainer):
+        self._save(step, trainer)
+        self.saved_step = step
+
+    def _save(self, step, trainer, best=False):
+        """The checkpoint at --out, or with best the best file beside it: the weights and the
+        step they are, but no Adam (a model to sample, not to resume)."""
         s = self.settings
-        ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(), weights=trainer.weights(),
-                             train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss,
-                                                    *(self.best or (None, None))))
+        state = TrainState(step, s.saved(), self.fingerprint, self.val_loss,
+                           *((step, self.val_loss) if best else self.best or (None, None)))
         try:
-            self.output.write(ckpt)
+            self.output.write(Checkpoint.of(trainer, s.data_mode, None if best else trainer.optimizer_state(),
+                                            state), best)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
             self._write_failed(step, e)
-        self.saved_step = step
 
     def _write_failed(self, step, e):
         """A save (or the best checkpoint) could not be written: the log goes back to the step the

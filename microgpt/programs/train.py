@@ -45,7 +45,8 @@ from .settings import TEXT_SAMPLE_LENGTH, parse_args, resolve_settings
 
 def main(argv=None):
     flags, given = parse_args(argv, prog=cli.program_name('train.py'))
-    with Output.of_run(flags) as output:               # 1. lock --out, then read what it guards
+    protected = (flags.data, 'the data file'), (flags.init, 'the checkpoint --init starts from')
+    with Output(flags.out, not flags.resume, flags.force, protected) as output:  # 1. lock --out, then read it
         ckpt = output.read(flags, given)
         settings = resolve_settings(flags, given, ckpt, output.rank_world)  # 2. settle: one frozen record of the run
         try:
