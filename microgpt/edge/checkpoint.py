@@ -144,8 +144,12 @@ def _json(value):  # a safetensors metadata value: JSON text
 def is_our_checkpoint(path):
     """True if path is a regular file that holds a checkpoint microgpt writes (known by a JSON
     file's first bytes, a .safetensors file's metadata): what a writer asks before replacing it."""
-    if os.path.realpath(path).endswith(safetensors.EXTENSION):
-        return (safetensors.header_metadata(path) or {}).get('format') == FORMAT
+    if os.path.realpath(path).endswith(safetensors.EXTENSION) and os.path.isfile(path):
+        try:
+            with open(path, 'rb') as f:
+                return safetensors.read_header(f, path, os.fstat(f.fileno()).st_size)[0].get('format') == FORMAT
+        except (OSError, UserError):  # unreadable, or not a safetensors file
+            return False
     head = read_head(path, 256)
     return head is not None and re.match(rb'\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"', head) is not None
 

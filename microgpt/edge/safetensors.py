@@ -13,6 +13,7 @@ and writes F64, so a resumed run continues bit for bit.
 """
 
 import json
+import math
 import struct
 import sys
 from array import array
@@ -20,7 +21,7 @@ from typing import NamedTuple
 
 from .checks import Range, short
 from .errors import UserError
-from .files import parse_json, read_head
+from .files import parse_json
 
 EXTENSION = '.safetensors'
 # dtype -> (array typecode, bytes per number); BF16 has none: it is the upper half of a float32
@@ -41,7 +42,7 @@ def write(f, tensors, metadata):
     float64, with metadata {str: str}, to the binary file f."""
     header, offset = {'__metadata__': metadata}, 0
     for name, (shape, _) in tensors.items():
-        size = 8 * _count(shape)
+        size = 8 * math.prod(shape)
         header[name] = {'dtype': 'F64', 'shape': list(shape), 'data_offsets': [offset, offset + size]}
         offset += size
     text = json.dumps(header, separators=(',', ':')).encode('utf-8')
@@ -86,7 +87,7 @@ def entry(path, name, e):
         raise UserError(f"{path}: tensor {short(name)} lacks a dtype microgpt reads ({', '.join(DTYPES)}), "
                         "a shape or two data offsets: the file is damaged, or not one microgpt reads")
     begin, end = e['data_offsets']
-    if end - begin != DTYPES[e['dtype']][1] * _count(e['shape']):
+    if end - begin != DTYPES[e['dtype']][1] * math.prod(e['shape']):
         raise UserError(f"{path}: tensor {short(name)}'s offsets do not span its shape {e['shape']}: "
                         "the header is damaged")
     return Entry(e['dtype'], tuple(e['shape']), begin, end)
@@ -110,25 +111,3 @@ def read_tensor(f, path, name, entry, data_start):
     if sys.byteorder == 'big':
         numbers.byteswap()
     return numbers if typecode == 'd' else array('d', numbers)
-
-
-def header_metadata(path):
-    """The metadata of a .safetensors file, or None if it is not one (never an error): what a
-    writer asks before replacing a file. The header is parsed whole, so that metadata written
-    by any program (the safetensors library sorts its keys) is read."""
-    head = read_head(path, 8)
-    if head is None or len(head) < 8:
-        return None
-    try:
-        header = json.loads(read_head(path, 8 + struct.unpack('<Q', head)[0])[8:].decode('utf-8'))
-        metadata = header.get('__metadata__')
-    except (ValueError, RecursionError, AttributeError, MemoryError, OverflowError):
-        return None
-    return metadata if isinstance(metadata, dict) else None
-
-
-def _count(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n

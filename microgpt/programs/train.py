@@ -7,13 +7,10 @@ Train a tiny GPT on names (or any text) and save it as one self-sufficient check
     torchrun --nproc_per_node 2 train.py --engine torch --batch-size 8 ...   # data-parallel
     python train.py --resume                 # continue the run saved at --out, exactly
 
-The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], the mean
-cross-entropy of each next token, backward, one Adam update with a learning rate that decays
-linearly to 0. main() reads as the run's stages: lock --out (first, because a resumed run's
-settings come from the checkpoint it guards), settle the settings, build the data and the
-engine, loop, sample. The loop is the same whichever engine computes a step; what makes a run
-safe to stop and resume is run.py's (docs/reliability.md, "What makes a run safe", walks
-through it).
+The recipe is microgpt's: one name per step, the mean cross-entropy of each next token, one
+Adam update with a learning rate that decays linearly to 0. main() reads as the run's stages;
+the loop is the same whichever engine computes a step; what makes a run safe to stop and
+resume is run.py's.
 """
 
 import functools
@@ -115,11 +112,9 @@ def report(settings, built):  # the resolved configuration
 
 
 class ScalarTrainer:
-    """The Value engine behind the loop: a GPT of Values and its Adam. The numpy and torch
-    engines (backprop.Trainer, torchgpt.Trainer) have the same interface, so the loop does not
-    care which one it drives: step(batch, lr) -> loss; notice(), a line to say once or None;
-    weights() and optimizer_state() for the checkpoint; config, tokenizer, dtype (the weights'
-    precision, a name) and world (torchrun's ranks, or None)."""
+    """The Value engine behind the loop: a GPT of Values and its Adam, with the interface of
+    the numpy and torch engines (backprop.Trainer, torchgpt.Trainer), so the loop does not care
+    which one it drives."""
     dtype, world = 'float64', None
 
     def __init__(self, model, optimizer):
@@ -130,10 +125,8 @@ class ScalarTrainer:
         return None
 
     def step(self, batch, lr, masks=None):
-        """training.batch_step, made fast and guarded: one update on a batch of tokenized names,
-        or nan and no weight changed where the run diverged (an exp() overflowed, or the loss or
-        a gradient is not finite). masks: the batch's dropout masks (backprop's dropout.Masks),
-        handed to gpt() as lists."""
+        """One update on a batch of tokenized names, or nan and no weight changed where the run
+        diverged. masks: the batch's dropout masks (backprop's dropout.Masks)."""
         dropout = masks and [masks.positions(b, num_predictions(tokens, self.config.block_size))
                              for b, tokens in enumerate(batch)]
         params = self.optimizer.params
