@@ -234,7 +234,7 @@ def _header(path, obj, n_head):
     if obj.get('format') != FORMAT:
         raise UserError(f"{path} has format {short(obj.get('format'))}, expected {FORMAT!r}")
     version = obj.get('version')
-    if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python
+    if version != VERSION:
         raise UserError(f"{path} is checkpoint version {short(version)}, but this microgpt reads version "
                         f"{VERSION}: retrain it, or use the microgpt release that wrote it")
     for key in ('config', 'vocab', 'state_dict'):
