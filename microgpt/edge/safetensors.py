@@ -6,10 +6,9 @@ weights in. This file knows the container; what a checkpoint puts in it is check
     N bytes   JSON: {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}
     the rest  every tensor's numbers back to back, little-endian, row after row
 
-Reading is in steps: `read_header` gives the metadata and each tensor's entry, `entry` checks
-one entry is a tensor microgpt can read (a known dtype, offsets that span its shape), and
-`read_tensor` reads one into an array of float64 (8 bytes a number, not a Python float each). It reads F64, F32, F16 and BF16,
-and writes F64, so a resumed run continues bit for bit.
+Reading is in steps: `read_header`, then `entry` checks one tensor's entry, then `read_tensor`
+reads it into an array of float64. It reads F64, F32, F16 and BF16, and writes F64, so a
+resumed run continues bit for bit.
 """
 
 import json
@@ -38,8 +37,7 @@ class Entry(NamedTuple):
 
 # ---------------------------------------------------------------------------- writing
 def write(f, tensors, metadata):
-    """Write {name: (shape, rows)} (rows: a matrix's rows, or a flat sequence of numbers) as
-    float64, with metadata {str: str}, to the binary file f."""
+    """Write {name: (shape, rows or a flat sequence)} as float64, with metadata {str: str}, to f."""
     header, offset = {'__metadata__': metadata}, 0
     for name, (shape, _) in tensors.items():
         size = 8 * math.prod(shape)
@@ -59,8 +57,7 @@ def write(f, tensors, metadata):
 
 # ---------------------------------------------------------------------------- reading
 def read_header(f, path, size):
-    """(metadata {str: str}, {name: its entry as the header writes it}, where the data starts) of
-    the open file f of `size` bytes; or a one-line UserError."""
+    """(metadata {str: str}, {name: its entry}, where the data starts) of the open file f."""
     head = f.read(8)
     n = struct.unpack('<Q', head)[0] if len(head) == 8 else size
     if n > size - 8:
@@ -79,8 +76,7 @@ def read_header(f, path, size):
 
 
 def entry(path, name, e):
-    """The Entry of one tensor of the header, once it has a dtype microgpt reads and offsets that
-    span its shape's numbers."""
+    """The Entry of one tensor, once its dtype is one microgpt reads and its offsets span its shape."""
     if not (isinstance(e, dict) and isinstance(e.get('dtype'), str) and e['dtype'] in DTYPES and isinstance(e.get('shape'), list)
             and all(Range(int, 0).holds(d) for d in e['shape']) and isinstance(e.get('data_offsets'), list)
             and len(e['data_offsets']) == 2 and all(Range(int, 0).holds(o) for o in e['data_offsets'])):
