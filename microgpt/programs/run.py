@@ -107,8 +107,7 @@ class Output:
 
 def check_out(out, fresh, force, protected=(), what='--out'):
     """Fail now, not after an hour of training, if the checkpoint cannot or must not be written.
-    protected: (path, whose) pairs it must never overwrite. convert checks its target here too
-    (what='target'). Returns the folders it made for the checkpoint."""
+    protected: (path, whose) pairs it must never overwrite. Returns the folders it made."""
     if not out:
         raise UserError(f"{what} is empty: give a file name such as out/model.json")
     if out.endswith(os.sep) or os.path.isdir(out):
@@ -143,9 +142,8 @@ def check_out(out, fresh, force, protected=(), what='--out'):
 
 
 def check_best(out, target, best, resume):
-    """The best file beside --out is the run's own, or is refused, whatever the flags: it is
-    never another run's checkpoint, nor a file that is not a checkpoint; and a best file's name is
-    never a run's --out."""
+    """The best file beside --out is the run's own, or is refused, whatever the flags; and a best
+    file's name is never a run's --out."""
     stem, ext = os.path.splitext(target)
     if stem.endswith('.best'):
         then = (f"it cannot be resumed; start a new run from it with --init {out} and another --out" if resume
@@ -163,8 +161,7 @@ def check_best(out, target, best, resume):
 
 def check_leftovers(out):
     """A fresh run without --force keeps what an earlier run at --out left where it saved no
-    checkpoint: its best file, or its log. (Checked under the lock: a run still going is
-    'another train.py is writing' instead.)"""
+    checkpoint: its best file, or its log. (Checked under the lock.)"""
     best, log = best_path_for(out), log_path_for(out)
     if os.path.exists(best):
         raise UserError(f"{best} holds the best weights of an earlier run at {out}, which saved no checkpoint: "
@@ -178,7 +175,7 @@ def check_leftovers(out):
 # ---------------------------------------------------------------------------- the run, step by step
 class Run:
     """One training run's bookkeeping from its first step to its last save: the log, saving,
-    and stopping on a signal. Made once everything it needs is known."""
+    and stopping on a signal."""
 
     def __init__(self, settings, output, built, ckpt=None):
         trainer, start = built.trainer, built.start
@@ -226,8 +223,7 @@ class Run:
         self.progress.message(text)
 
     # ------------------------------------------------------------------ during the run
-    def log_step(self, step, loss, lr):
-        """One log line per step, and the progress line; a diverged run ends here."""
+    def log_step(self, step, loss, lr):  # a diverged run ends here
         if not (math.isfinite(loss) and loss <= MAX_LOSS):
             self._diverged(f"the loss became {_loss_words(loss)} at step {step}")
         if self.world is not None:  # every rank learns of a signal any rank caught, after the same step
@@ -253,8 +249,7 @@ class Run:
 
     def log_validation(self, step, val_loss, train_loss, held_out, bits):
         """The validation loss after `step` and the training loss measured alike, on as many
-        tokens of the training data, logged and printed; bits: the two in bits per character
-        (train.bits_per_nat), which compare across tokenizers."""
+        tokens of the training data; bits: the two in bits per character."""
         for loss in (val_loss, train_loss):
             if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
                 self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
@@ -266,9 +261,8 @@ class Run:
         self._check_diverging(val_loss, "the validation loss", step)
 
     def keep_if_best(self, step, trainer):
-        """After a validation: if it is the lowest yet, the weights as they are go to the best
-        checkpoint beside --out (atomically, as every save), which sample.py --best and the lab
-        read. The validation loss is exact (every held-out token), so a lower one is better."""
+        """After a validation: if it is the lowest yet, the weights go to the best checkpoint
+        beside --out. The validation loss is exact (every held-out token), so lower is better."""
         if self.settings.rank != 0 or (self.best is not None and not self.val_loss < self.best[1]):
             return
         self._save(step, trainer, best=True)
@@ -303,8 +297,8 @@ class Run:
             self._write_failed(step, e)
 
     def _write_failed(self, step, e):
-        """A save (or the best checkpoint) could not be written: the log goes back to the step the
-        checkpoint holds, and one line says what failed and how to resume."""
+        """A save could not be written: the log goes back to the step the checkpoint holds, and
+        one line says what failed and how to resume."""
         self.progress.end_line()
         self._log_back_to_checkpoint()
         if self.saved_step:
@@ -331,8 +325,8 @@ class Run:
         return 128 + self.stop_signal
 
     def _log_back_to_checkpoint(self):
-        """After a failed save, the log keeps only the steps the checkpoint at --out holds, so
-        that the two tell one story (a truncation: it needs no space on a full disk)."""
+        """After a failed save, the log keeps only the steps the checkpoint holds (a truncation:
+        it needs no space on a full disk)."""
         try:
             if self.output.log is not None:
                 self.output.log.trim(self.saved_step or self.start)
@@ -372,9 +366,8 @@ class Run:
 
 
 def resume_notes(settings, ckpt):
-    """What a resumed run says before its first step: a resume with more steps spreads the
-    learning rate's decay over the new total (with the jump it makes), and a reproduction of
-    the original goes past the original's run."""
+    """What a resumed run with more steps says before its first: the learning rate's new decay,
+    and that a reproduction of the original goes past the original's run."""
     if not settings.resume or settings.steps == ckpt.train_state.run.steps:
         return []
     run, start = ckpt.train_state.run, ckpt.train_state.step
@@ -439,8 +432,7 @@ class Progress:
 
 
 def _silence_stdout():
-    """Point stdout at /dev/null, so that what is still buffered for the closed pipe does not
-    fail again when Python exits."""
+    """Point stdout at /dev/null, so that what is buffered for the closed pipe does not fail at exit."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

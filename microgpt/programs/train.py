@@ -24,7 +24,7 @@ from typing import NamedTuple
 from ..edge import text
 from ..edge.checks import encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
-from ..edge.errors import UserError
+from ..edge.errors import OVERFLOWS, UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
 from ..engine import Tape, zero_grad
 from ..model import GPT, init_weights
@@ -71,8 +71,7 @@ class Built(NamedTuple):
 
 
 def build(settings, ckpt):
-    """The data, the model's first weights (--init's or --resume's, the original's, or fresh
-    ones drawn with --seed), and the engine that trains them, with Adam's state on --resume."""
+    """The data, the model's first weights, and the engine that trains them."""
     data = (RunningText if settings.data_mode == 'text' else Names)(settings, ckpt)
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
                          n_head=settings.n_head, block_size=settings.block_size)
@@ -307,9 +306,8 @@ def vocabulary(tokenizer):  # in a few words: the characters, or the first merge
 
 
 def _vocabulary(settings, ckpt, docs, train_docs):
-    """(the data's fingerprint, the tokenizer): the data's characters, or the byte-pair merges of
-    its training part (the held-out part stays unseen), or the checkpoint's, which must cover the
-    data; a resumed run's data must be the very data it was saved with."""
+    """(the data's fingerprint, the tokenizer): the data's characters, the byte-pair merges of
+    its training part, or the checkpoint's, which must cover the data."""
     digest = fingerprint(docs)
     if settings.resume and ckpt.train_state.data_sha256 != digest:
         raise UserError(f"the data ({settings.data or 'bundled names'}) changed since {settings.out} was "
@@ -326,36 +324,26 @@ def _vocabulary(settings, ckpt, docs, train_docs):
 
 def validation_losses(trainer, parts, windows=False, threads=None):
     """Mean loss per predicted token on each of parts (lists of names, or with windows=True of
-    running-text windows), computed by the numpy port in the trainer's dtype, built once for
-    all: the number microgpt.training.evaluate gives with the scalar engine (the tests check
-    that), found much faster, because no graph is built. inf or nan means divergence. Where
-    numpy is not installed, the scalar engine computes it. threads: --threads, the cores running
-    text is evaluated on (default: OPENBLAS_NUM_THREADS, else every core)."""
+    running-text windows): the number the scalar engine gives, computed by the numpy port (or,
+    without numpy, the scalar engine). inf or nan means divergence. threads: --threads."""
     try:
         from microgpt import inference
     except ImportError:
-        return [_scalar_loss(trainer.model, part, windows) for part in parts]
+        return [_loss(text.evaluate if windows else evaluate, trainer.model, part) for part in parts]
     dtype = 'float32' if str(trainer.dtype) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     if not windows:
-        return [_port_loss(inference.evaluate, port, part) for part in parts]
+        return [_loss(inference.evaluate, port, part) for part in parts]
     from microgpt.backprop.threads import blas_threads, cores, user_threads
     workers = user_threads(threads)[0] or cores()  # a batch of windows on each core, one BLAS thread each
     with blas_threads(1):
-        return [_port_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]
+        return [_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]
 
 
-def _port_loss(evaluate_with, port, part, **options):
+def _loss(evaluate_with, model, part, **options):
     try:
-        return evaluate_with(port, part, **options)
-    except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
-        return math.nan
-
-
-def _scalar_loss(model, part, windows):
-    try:
-        return text.evaluate(model, part) if windows else evaluate(model, part)
-    except OverflowError:
+        return evaluate_with(model, part, **options)
+    except OVERFLOWS:  # the port, or the scalar engine, stopped at its first overflow
         return math.nan
 
 
@@ -391,8 +379,7 @@ def loop(settings, built, run):
 # ---------------------------------------------------------------------------- 5. sample
 def closing_samples(settings, built):
     """A few names at microgpt's temperature (the original's 20, from its own generator), or a few
-    lines of running text, from the trained weights, by the fastest engine that gives the
-    same text (sample.model_for)."""
+    lines of running text, by the fastest engine that gives the same text."""
     if settings.num_samples == 0:
         return
     trainer = built.trainer
