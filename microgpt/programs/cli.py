@@ -12,7 +12,6 @@ import re
 import signal
 import sys
 
-from ..edge.checks import Range
 from ..edge.errors import UserError
 
 
@@ -106,17 +105,3 @@ def program_name(script):
         return f"python -m {spec.name}"
     started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ''
     return started if started.startswith('microgpt-') or started == script else script
-
-
-# ---------------------------------------------------------------------------- argparse types
-def count_or_fraction():
-    """An argparse type: a fraction strictly between 0 and 1 (0.1), or a count of 0 or more (5000)."""
-    fraction, count = Range(float, 0, 1, above=True, below=True), Range(int, 0)
-
-    def parse(text):
-        try:
-            return (fraction if any(c in text for c in '.eE') else count).parse(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a "
-                                             "count of 0 or more: give e.g. 0.1 or 5000") from None
-    return parse

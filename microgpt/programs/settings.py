@@ -6,6 +6,7 @@ Each field of `Settings` is a flag: its default, group, help, the values it may 
 the command line and in a saved run alike), and its rule on --resume (ON_RESUME).
 """
 
+import argparse
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -44,8 +45,19 @@ def one_of(choices):
 POSITIVE = Range(float, 0, above=True)
 SWITCH = Kind(None, lambda v: isinstance(v, bool), "true or false")
 PATH = Kind(None, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, "a file name or null")
-VAL_SIZE = Kind(cli.count_or_fraction(),
-                lambda v: v is None or Range(int, 0).holds(v) or isinstance(v, float) and 0 < v < 1,
+FRACTION, COUNT = Range(float, 0, 1, above=True, below=True), Range(int, 0)
+
+
+def count_or_fraction(text):
+    """--val-size's argparse type: a fraction strictly between 0 and 1 (0.1), or a count (5000)."""
+    try:
+        return (FRACTION if any(c in text for c in '.eE') else COUNT).parse(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a "
+                                         "count of 0 or more: give e.g. 0.1 or 5000") from None
+
+
+VAL_SIZE = Kind(count_or_fraction, lambda v: v is None or COUNT.holds(v) or FRACTION.holds(v),
                 "a count, a fraction or null")
 
 
