@@ -5,6 +5,7 @@ into the child process, each by an environment variable:
     TEST_BACKSTOP_S=3          torchgpt.distributed.TIMEOUT_S, the hang backstop (default 120)
     TEST_JOIN_S=3              torchgpt.distributed.JOIN_TIMEOUT_S, the wait for ranks started by hand
     TEST_SLOW_VALIDATION_S=5   the run's first validation takes this much longer (a large model's)
+    TEST_STEP_S=0.02           each training step takes this much longer, so that a signal lands mid-run
     TEST_RANK_ARGS='1 --seed 7'   flags added on that rank alone (a rank started differently)
 
     torchrun ... tests/rank_child.py --engine torch ...     # or RANK=... python tests/rank_child.py
@@ -33,6 +34,14 @@ if 'TEST_SLOW_VALIDATION_S' in os.environ:
             time.sleep(float(os.environ['TEST_SLOW_VALIDATION_S']))
         return losses(self, trainer)
     train.Names.losses = slow_losses
+
+if 'TEST_STEP_S' in os.environ:
+    step, pause = torchgpt.Trainer.step, float(os.environ['TEST_STEP_S'])
+
+    def slow_step(self, *args):
+        time.sleep(pause)
+        return step(self, *args)
+    torchgpt.Trainer.step = slow_step
 
 if 'TEST_RANK_ARGS' in os.environ:
     rank, *extra = shlex.split(os.environ['TEST_RANK_ARGS'])

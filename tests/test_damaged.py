@@ -9,7 +9,6 @@ import errno
 import json
 import os
 import stat
-import struct
 import tempfile
 
 import numpy as np
@@ -105,13 +104,6 @@ def test_what_a_killed_save_left_is_removed_and_nothing_else(tmp_path):
 
 
 # ---------------------------------------------------------------------------- 2) damaged checkpoints
-@pytest.mark.parametrize('version', [True, 1.0, '1'])
-def test_versions_that_merely_equal_one_are_refused(tmp_path, tiny_ckpt, version):
-    """true == 1 and 1.0 == 1 in Python; neither is version 1."""
-    with pytest.raises(UserError, match=f"is checkpoint version {version!r}"):
-        read_checkpoint(edited(tmp_path, tiny_ckpt, lambda o: o.update(version=version)))
-
-
 @pytest.mark.parametrize('damage, words', [
     (lambda o: o.update(merges='aa'), "merges must be a list"),
     (lambda o: o['merges'].__setitem__(0, [300, 97]), "merge 0 is [300, 97], not a pair of the 256 ids before it"),
@@ -124,20 +116,6 @@ def test_damaged_or_hand_edited_merges_are_one_line(tmp_path, bpe_ckpt, damage, 
     with pytest.raises(UserError) as e:
         read_checkpoint(edited(tmp_path, bpe_ckpt, damage))
     assert words in str(e.value)
-
-
-def test_merges_cut_short_in_the_safetensors_metadata_are_one_line(tmp_path, bpe_ckpt, capsys):
-    """The metadata's merges are JSON text inside the header."""
-    from microgpt.programs import sample
-    path = tmp_path / 'bpe.safetensors'
-    write_checkpoint(str(path), read_checkpoint(bpe_ckpt))
-    raw = path.read_bytes()
-    n = struct.unpack('<Q', raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    header['__metadata__']['merges'] = header['__metadata__']['merges'][:-3]  # '[[97, 110], ...' unclosed
-    text = json.dumps(header, separators=(',', ':')).encode()
-    path.write_bytes(raw[:8] + text + b' ' * (n - len(text)) + raw[8 + n:])  # the tensors stay where they were
-    assert_one_line_error(*run(sample.main, ['--ckpt', str(path)], capsys)[::2], "the metadata's merges is not valid JSON")
 
 
 # ---------------------------------------------------------------------------- 3) diverged models

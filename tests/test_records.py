@@ -54,15 +54,22 @@ def test_the_records_are_frozen_and_the_settings_hold_every_flag(tiny_ckpt):
     assert [f.name for f in dataclasses.fields(SavedRun)] == list(s.saved().recorded()) == settings.SAVED
 
 
-@pytest.mark.parametrize('name, rule', sorted(settings.ON_RESUME.items()))
-def test_each_resume_rule_through_resolve_settings(tmp_path, names_file, name, rule):
-    """Every row of ON_RESUME, through the one function: a resumed run keeps (SAME), may grow
-    (MORE), takes unless given (UNLESS_GIVEN) or takes the checkpoint's (MODEL) that setting."""
-    out = tmp_path / 'model.json'
+@pytest.fixture(scope='module')
+def resumable(tmp_path_factory, names_file):
+    """A 4-step run, saved with settings that differ from every default."""
+    out = tmp_path_factory.mktemp('resumable') / 'model.json'
     first = ['--data', names_file, '--out', str(out), '--steps', '4', '--seed', '3', '--lr', '0.02',
              '--batch-size', '2', '--val-size', '6', '--save-every', '2', '--eval-every', '2',
              '--engine', 'numpy', '--dtype', 'float32', *TINY, '--num-samples', '0']
     assert train.main(first) == 0
+    return out
+
+
+@pytest.mark.parametrize('name, rule', sorted(settings.ON_RESUME.items()))
+def test_each_resume_rule_through_resolve_settings(resumable, names_file, name, rule):
+    """Every row of ON_RESUME, through the one function: a resumed run keeps (SAME), may grow
+    (MORE), takes unless given (UNLESS_GIVEN) or takes the checkpoint's (MODEL) that setting."""
+    out = resumable
     ckpt = read_checkpoint(str(out), training=True)
     saved = ckpt.train_state.run
     resumed = settled(['--out', str(out), '--resume', '--steps', '6'], ckpt)

@@ -516,7 +516,7 @@ def test_a_signal_caught_while_the_ranks_agree_stops_them_after_the_next_step(tm
     settings = resolve_settings(flags, given)
     built = train.build(settings, None)
     built.trainer.world = OneRank()  # as torchgpt's trainer holds its World
-    with Output.of_run(flags) as output, Run(settings, output, built) as run:
+    with Output(flags.out, True, False) as output, Run(settings, output, built) as run:
         run.log_step(1, 3.0, 0.01)
         assert run.stop_signal is None  # the ranks sent None at step 1: none stops there
         run.log_step(2, 3.0, 0.01)

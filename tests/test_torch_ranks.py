@@ -37,7 +37,8 @@ BACKSTOP_S = 5     # the children's TIMEOUT_S: above any lag between ranks here,
 JOIN_S = 3         # the children's JOIN_TIMEOUT_S, where a test waits for it to end
 INTERRUPT_S = 10   # Ctrl-C to a waiting rank: gone within this (Python's own exit with torch loaded: ~1.5 s)
 DP_TOL = 1e-9      # float64: two ranks' partial sums added, against one process's sum
-SIGINT_STEPS = 400  # long enough that a Ctrl-C sent after step 15 lands mid-run (~150 steps/s)
+SIGINT_STEPS = 100  # with the ranks' steps slowed to STEP_S, a Ctrl-C sent after step 15 lands mid-run
+STEP_S = 0.05       # 85 steps are then 4 s or more, the one-process runs 100 steps each
 
 
 @pytest.fixture(scope='module')
@@ -166,7 +167,8 @@ def test_two_ranks_log_one_process_losses_wait_for_rank_0_and_stop_at_ctrl_c_res
     args = ['--steps', str(SIGINT_STEPS), '--batch-size', '8', '--eval-every', '10', '--dropout', '0.2',
             '--save-every', '0']
     p = torchrun(train_args(names_file, out, *args), program=CHILD,
-                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 1)})
+                 env={'TEST_BACKSTOP_S': str(BACKSTOP_S), 'TEST_SLOW_VALIDATION_S': str(BACKSTOP_S + 1),
+                      'TEST_STEP_S': str(STEP_S)})
     log = out.parent / 'model.log.jsonl'
     deadline = time.time() + LAUNCH_TIMEOUT
     while not (log.exists() and log.read_text().count('"loss"') >= 15):  # past step 10's slow validation

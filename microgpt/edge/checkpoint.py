@@ -11,8 +11,7 @@ weights, the data mode, and for --resume Adam's state and the training state. On
 model.json ({"format": "microgpt", "version": 1, "data_mode", "config", "vocab", "state_dict":
 {name: [[float]]}, "train_state"}, and for a byte-pair model "merges": [[a, b], ...] beside an
 empty "vocab"), model.safetensors (the same, the matrices as tensors: safetensors.py), or the 3D
-tutorial's flat export (read only). The config is checked against limits.py, and every matrix's
-name and shape, before a number is read.
+tutorial's flat export (read only).
 """
 
 import json
@@ -41,9 +40,9 @@ ADAM_TENSORS = ('adam.m', 'adam.v')  # Adam's moments in a .safetensors file, fl
 
 @dataclass(frozen=True, kw_only=True)
 class SavedRun:
-    """The settings a run trains with, as its checkpoint keeps them for --resume: train.py's
-    flags with a resume rule but the model's size, declared and checked in programs/settings.py.
-    A field a run saved before it existed reads as that run trained, or None: not recorded."""
+    """The settings a run trains with, as its checkpoint keeps them for --resume (programs/settings.py
+    declares and checks each). A field a run saved before it existed reads as that run trained,
+    or None: not recorded."""
     data: Optional[str]              # the data file, an absolute path (None: the bundled names)
     data_mode: str = DATA_MODES[0]
     val_size: object                 # a count, or a fraction
@@ -61,8 +60,7 @@ class SavedRun:
     save_every: Optional[int] = None
     eval_every: Optional[int] = None
 
-    def recorded(self):
-        """{name: value} of the settings the run recorded (or that its age tells)."""
+    def recorded(self):  # the settings the run recorded (or that its age tells)
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.default is MISSING or getattr(self, f.name) is not None}
 
@@ -92,8 +90,7 @@ class Checkpoint:
 
     @classmethod
     def of(cls, model, data_mode='lines', optimizer=None, train_state=None, weights=None):
-        """The record of `model`: anything with .config, .tokenizer and .weights() (a GPT, or a
-        training engine)."""
+        """The record of a GPT, or of a training engine."""
         merges = getattr(model.tokenizer, 'merges', None)  # only the byte-pair tokenizer has merges
         vocab = () if merges is not None else tuple(model.tokenizer.chars)
         return cls(model.config, vocab, model.weights() if weights is None else weights, data_mode, optimizer,
@@ -144,8 +141,12 @@ def _json(value):  # a safetensors metadata value: JSON text
 def is_our_checkpoint(path):
     """True if path is a regular file that holds a checkpoint microgpt writes (known by a JSON
     file's first bytes, a .safetensors file's metadata): what a writer asks before replacing it."""
-    if os.path.realpath(path).endswith(safetensors.EXTENSION):
-        return (safetensors.header_metadata(path) or {}).get('format') == FORMAT
+    if os.path.realpath(path).endswith(safetensors.EXTENSION) and os.path.isfile(path):
+        try:
+            with open(path, 'rb') as f:
+                return safetensors.read_header(f, path, os.fstat(f.fileno()).st_size)[0].get('format') == FORMAT
+        except (OSError, UserError):  # unreadable, or not a safetensors file
+            return False
     head = read_head(path, 256)
     return head is not None and re.match(rb'\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"', head) is not None
 
@@ -162,11 +163,8 @@ def checkpoint_format(path, what=None):
 # ---------------------------------------------------------------------------- reading
 def read_checkpoint(path, n_head=None, training=False):
     """The Checkpoint in the file at `path`, every field checked, or a one-line UserError.
-
-    training: also read Adam's state (--resume, convert), and refuse a damaged training state;
-    without it, a damaged training state is left out (the weights still sample and --init).
-    n_head: only for the tutorial's export, which does not record it (default TUTORIAL_N_HEAD).
-    """
+    training: also read Adam's state, and refuse a damaged training state (without it, one is
+    left out: the weights still sample and --init). n_head: the tutorial export's heads."""
     hint = f"train one first with `python train.py --out {path}`"
     if os.path.realpath(path).endswith(safetensors.EXTENSION):  # a link reads as what it points to
         return _read_safetensors(path, hint, training)
@@ -189,8 +187,7 @@ def read_checkpoint(path, n_head=None, training=False):
 
 
 def _read_safetensors(path, hint, training):
-    """The same record from a .safetensors file: its metadata is checked, then each tensor's
-    name, dtype and shape against the config, and only then are its numbers read."""
+    """The same record from a .safetensors file: each tensor's entry is checked before its numbers are read."""
     with open_user_file(path, 'checkpoint', hint) as f:
         metadata, entries, data_start = safetensors.read_header(f, path, os.fstat(f.fileno()).st_size)
         if 'format' not in metadata or 'config' not in metadata:
@@ -225,12 +222,11 @@ def _read_safetensors(path, hint, training):
 
 
 def _header(path, obj, n_head):
-    """(config, vocab, data_mode, merges) of a microgpt checkpoint's fields, each checked (merges:
-    None for a character model)."""
+    """(config, vocab, data_mode, merges) of a microgpt checkpoint's fields, each checked."""
     if obj.get('format') != FORMAT:
         raise UserError(f"{path} has format {short(obj.get('format'))}, expected {FORMAT!r}")
     version = obj.get('version')
-    if type(version) is not int or version != VERSION:  # true == 1 and 1.0 == 1 in Python
+    if version != VERSION:
         raise UserError(f"{path} is checkpoint version {short(version)}, but this microgpt reads version "
                         f"{VERSION}: retrain it, or use the microgpt release that wrote it")
     for key in ('config', 'vocab', 'state_dict'):
@@ -326,8 +322,7 @@ def _expected(path, config, found):
 
 
 def _matrix(path, name, m, shape):
-    """m, once it is n_out rows of n_in finite numbers (lists from JSON, float64 arrays from
-    safetensors, whose numbers need only the finite check)."""
+    """m, once it is n_out rows of n_in finite numbers (lists from JSON, float64 arrays from safetensors)."""
     n_out, n_in = shape
     if not isinstance(m, list) or len(m) != n_out or \
             not all(isinstance(row, (list, array)) and len(row) == n_in for row in m):
@@ -341,9 +336,8 @@ def _matrix(path, name, m, shape):
 
 
 def _train_state(path, state, training):
-    """(the TrainState of the file's dict, Adam's part of it), its own fields checked (the run's
-    settings are checked by programs/settings.py); a damaged one is refused with training, else
-    left out."""
+    """(the TrainState of the file's dict, Adam's part of it), its own fields checked; a damaged
+    one is refused with training, else left out."""
     if state is None:
         return None, None
     try:
@@ -373,8 +367,8 @@ def _train_state(path, state, training):
 
 
 def _optimizer(path, adam, config):
-    """Adam's state {'t', 'm', 'v'}, checked: a step count and two moments of one number per
-    parameter, finite, the second (a mean of squares) never negative."""
+    """Adam's state {'t', 'm', 'v'}: a step count and two moments of one finite number per
+    parameter, the second (a mean of squares) never negative."""
     if adam is None:  # written so: a model and where its run stood, as a run's best checkpoint is
         raise UserError(f"{path} has a training state without Adam's moments (a run's best checkpoint): "
                         f"it cannot be resumed; start a new run with --init {path}")

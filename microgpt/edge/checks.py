@@ -1,11 +1,7 @@
 """
-The checks at the edges: what a user hands in, verified before the core sees it.
-
-The core trusts its arguments, as micrograd and microgpt do: it would index a missing character
-or divide by a temperature of -1 without a word. Everything from outside (flags, checkpoint
-fields, text typed in the lab, web requests) passes through one of these first, where it enters;
-each failure is a one-line UserError. `Range` declares a number's range once for a flag, a web
-field and a saved value; `short` bounds what a message quotes of what it was handed.
+The checks at the edges: what a user hands in, verified where it enters, before the core (which
+trusts its arguments, as micrograd and microgpt do) sees it; each failure is a one-line
+UserError. `Range` declares a number's range once for a flag, a web field and a saved value.
 """
 
 import argparse
@@ -20,9 +16,8 @@ CONFIG_FIELDS = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
 
 
 def make_config(**fields):
-    """GPTConfig(**fields), once every field is a positive integer within limits.py's caps
-    (checked before anything is built: a trillion layers costs nothing) and n_embd divides
-    evenly into n_head heads."""
+    """GPTConfig(**fields), once every field is a positive integer within limits.py's caps and
+    n_embd divides evenly into n_head heads."""
     for name in CONFIG_FIELDS:
         if not Range(int, 1).holds(fields.get(name)):
             raise UserError(f"{name} must be a positive integer, got {short(fields.get(name))}")
@@ -35,10 +30,9 @@ def make_config(**fields):
 
 @dataclass(frozen=True)
 class Range:
-    """The numbers a value may take, declared once and checked the same way wherever it comes
-    from: a flag (`parse`, an argparse type), a lab parameter or a web field (`check`), a saved
-    run (`holds`). kind: int or float; low..high inclusive (high None: no top); above leaves low
-    itself out (a temperature that divides), below leaves high out (a dropout of 1 drops all)."""
+    """The numbers a value may take, checked the same way from a flag (`parse`), a lab or web
+    field (`check`) and a saved run (`holds`). low..high inclusive (high None: no top); above
+    leaves low out (a temperature that divides), below leaves high out (a dropout of 1 drops all)."""
     kind: type
     low: float
     high: float = None
@@ -59,8 +53,7 @@ class Range:
     what = property(text)  # as programs/settings.py's other kinds name their values
     choices = None
 
-    def holds(self, value):
-        """Whether value is one of these numbers (an int is a number too; a bool is neither)."""
+    def holds(self, value):  # an int is a number too; a bool is neither
         if isinstance(value, bool) or not isinstance(value, self.kind if self.kind is int else (int, float)):
             return False
         if self.kind is float and not is_finite_number(value):
@@ -68,14 +61,12 @@ class Range:
         return ((value > self.low if self.above else value >= self.low) and
                 (self.high is None or (value < self.high if self.below else value <= self.high)))
 
-    def check(self, value, where):
-        """value, or a one-line UserError naming `where` and what it takes."""
+    def check(self, value, where):  # value, or a one-line UserError naming where
         if not self.holds(value):
             raise UserError(f"{where} is {short(value)}: give {self.text()}")
         return value
 
-    def parse(self, text):
-        """An argparse type: the number a command line wrote, or argparse's one-line error."""
+    def parse(self, text):  # an argparse type
         try:
             value = self.kind(text)
         except ValueError:
@@ -87,8 +78,7 @@ class Range:
 
 
 def is_finite_number(x):
-    """x is an int or float (not a bool) that is finite: also False for an integer too large
-    for any float (JSON's 1 followed by 400 zeros)."""
+    """x is a finite int or float (not a bool); False for an integer too large for any float."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return False
     try:
@@ -98,15 +88,13 @@ def is_finite_number(x):
 
 
 def short(x, most=40):
-    """repr(x), cut to at most `most` characters: what a message quotes of a value it was
-    handed, so that a 30 MB name or a 4,000-digit number still makes a one-line message."""
+    """repr(x), cut to at most `most` characters: what a message quotes of a value it was handed."""
     text = repr(x) if not isinstance(x, str) or len(x) <= most else repr(x[:most])
     return text if len(text) <= most else text[:most - 3] + '...'
 
 
 def encode(tokenizer, text):
-    """text's ids, or a UserError naming what is not text (a lone surrogate) or the first
-    character the model was not trained on."""
+    """text's ids, or a UserError naming what is not text or the first character the model does not know."""
     try:
         text.encode('utf-8')
     except UnicodeEncodeError as e:  # a byte of a command line that is not UTF-8, or half a pair in JSON

@@ -1,9 +1,6 @@
 """
-Files: every file a user names is read here, and every file microgpt writes is written here.
-
-Reading takes at most limits.MAX_FILE_BYTES of a file, and JSON through `parse_json`; each
-problem is one UserError naming the file. Writing (`write_atomic`) replaces a file whole or not
-at all: a temporary file beside it, then a rename.
+Files: every file a user names is read here, each problem one UserError naming the file, and
+every file microgpt writes is replaced whole or not at all (`write_atomic`).
 """
 
 import errno
@@ -20,8 +17,7 @@ from .errors import UserError
 
 # ---------------------------------------------------------------------------- reading
 def open_user_file(path, what, hint):
-    """The file at `path` opened for reading bytes, or a one-line UserError naming it (what:
-    'checkpoint', 'data file'; hint: what to do if it is missing)."""
+    """The file at `path` opened for reading bytes, or a one-line UserError (hint: what to do if it is missing)."""
     try:
         f = open(path, 'rb')
     except FileNotFoundError:
@@ -66,8 +62,7 @@ def describe_os_error(e):  # in words a user can act on
 
 
 def parse_json(text, where, hint="the file is damaged or not one of microgpt's"):
-    """The value `text` holds, or a one-line UserError beginning with `where` (a file name,
-    perhaps with a line number)."""
+    """The value `text` holds, or a one-line UserError beginning with `where`."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -79,13 +74,13 @@ def parse_json(text, where, hint="the file is damaged or not one of microgpt's")
 
 # ---------------------------------------------------------------------------- writing, whole or not at all
 class WriteError(UserError):
-    """A write that failed part-way; the message says the previous file, if any, is intact."""
+    """A write that failed part-way; the previous file, if any, is intact."""
 
 
 def write_atomic(path, write):
     """Call write(f) on a binary file so that a reader of `path` only ever sees the old file or
     the new one, whole: a synced temporary file beside the target, renamed over it. A link's
-    target is replaced and the link stays; an old file's permissions stay."""
+    target is replaced; an old file's permissions stay."""
     target = os.path.realpath(path)
     folder, existed, tmp = os.path.dirname(target), os.path.exists(target), None
     try:
@@ -135,9 +130,8 @@ def probe_writable(path):
 
 
 def remove_stale_temporaries(path):
-    """Delete the temporary files a killed save of `path` (or of its link's target) left, and
-    return their paths: regular files of mkstemp's name pattern in that folder only. Called while
-    holding the output's lock: a save in progress has a temporary file of the same pattern."""
+    """Delete (and return) the temporary files a killed save of `path` left: regular files of
+    mkstemp's name pattern beside it. Called under the output's lock: no save is in progress."""
     target = os.path.realpath(path)
     folder, prefix = os.path.dirname(target), _temp_prefix(target)
     removed = []
@@ -173,8 +167,7 @@ def remove_empty_folders(made):  # a refused run leaves no folder it made
 
 
 def mode_for(target):
-    """The permission bits a new file at target gets: the old file's, or those the umask leaves
-    (write_atomic's, and the exercises workspace's)."""
+    """The permission bits a new file at target gets: the old file's, or those the umask leaves."""
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:

@@ -1,10 +1,7 @@
 """
-The largest inputs microgpt accepts: a model's sizes, a file's, and the top of a few flags.
-
-Each is a sanity check that fails in one line, not a defence: microgpt does not defend against
-inputs crafted to exhaust memory (docs/reliability.md). checks.make_config holds a config to
-them before anything is built from it; the programs' flags take their ranges from here, the
-lab's own, smaller ones are microgpt/lab/limits.py's. Pure standard library.
+The largest inputs microgpt accepts: a model's sizes, a file's, and the top of a few flags. Each
+is a sanity check that fails in one line, not a defence against inputs crafted to exhaust memory
+(docs/reliability.md); the lab's own, smaller ones are microgpt/lab/limits.py's.
 """
 
 from ..model import GPTConfig, parameter_shapes
@@ -34,14 +31,12 @@ MAX_LOSS = 1e6              # a loss above this is a diverged run's (run.py) and
                             # ln(vocab_size) is ~3.3 for names
 
 
-def parameter_count(config):
-    """How many numbers a model of this config holds: the sum over model.parameter_shapes."""
+def parameter_count(config):  # how many numbers a model of this config holds
     return sum(n_out * n_in for n_out, n_in in parameter_shapes(config).values())
 
 
 def check_config_sizes(fields):
-    """Each of a config's sizes (a dict of field -> positive int) within its cap, then the whole
-    model within MAX_PARAMETERS; otherwise a UserError naming the field or the total."""
+    """Each of a config's sizes within its cap, then the whole model within MAX_PARAMETERS."""
     for name, cap in CONFIG_CAPS.items():
         if fields[name] > cap:
             raise UserError(f"{name} is more than the {cap:,} microgpt allows (limits.MAX_{name.upper()})")

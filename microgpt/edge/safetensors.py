@@ -6,13 +6,13 @@ weights in. This file knows the container; what a checkpoint puts in it is check
     N bytes   JSON: {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}
     the rest  every tensor's numbers back to back, little-endian, row after row
 
-Reading is in steps: `read_header` gives the metadata and each tensor's entry, `entry` checks
-one entry is a tensor microgpt can read (a known dtype, offsets that span its shape), and
-`read_tensor` reads one into an array of float64 (8 bytes a number, not a Python float each). It reads F64, F32, F16 and BF16,
-and writes F64, so a resumed run continues bit for bit.
+Reading is in steps: `read_header`, then `entry` checks one tensor's entry, then `read_tensor`
+reads it into an array of float64. It reads F64, F32, F16 and BF16, and writes F64, so a
+resumed run continues bit for bit.
 """
 
 import json
+import math
 import struct
 import sys
 from array import array
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from .checks import Range, short
 from .errors import UserError
-from .files import parse_json, read_head
+from .files import parse_json
 
 EXTENSION = '.safetensors'
 # dtype -> (array typecode, bytes per number); BF16 has none: it is the upper half of a float32
@@ -37,11 +37,10 @@ class Entry(NamedTuple):
 
 # ---------------------------------------------------------------------------- writing
 def write(f, tensors, metadata):
-    """Write {name: (shape, rows)} (rows: a matrix's rows, or a flat sequence of numbers) as
-    float64, with metadata {str: str}, to the binary file f."""
+    """Write {name: (shape, rows or a flat sequence)} as float64, with metadata {str: str}, to f."""
     header, offset = {'__metadata__': metadata}, 0
     for name, (shape, _) in tensors.items():
-        size = 8 * _count(shape)
+        size = 8 * math.prod(shape)
         header[name] = {'dtype': 'F64', 'shape': list(shape), 'data_offsets': [offset, offset + size]}
         offset += size
     text = json.dumps(header, separators=(',', ':')).encode('utf-8')
@@ -58,8 +57,7 @@ def write(f, tensors, metadata):
 
 # ---------------------------------------------------------------------------- reading
 def read_header(f, path, size):
-    """(metadata {str: str}, {name: its entry as the header writes it}, where the data starts) of
-    the open file f of `size` bytes; or a one-line UserError."""
+    """(metadata {str: str}, {name: its entry}, where the data starts) of the open file f."""
     head = f.read(8)
     n = struct.unpack('<Q', head)[0] if len(head) == 8 else size
     if n > size - 8:
@@ -78,15 +76,14 @@ def read_header(f, path, size):
 
 
 def entry(path, name, e):
-    """The Entry of one tensor of the header, once it has a dtype microgpt reads and offsets that
-    span its shape's numbers."""
+    """The Entry of one tensor, once its dtype is one microgpt reads and its offsets span its shape."""
     if not (isinstance(e, dict) and isinstance(e.get('dtype'), str) and e['dtype'] in DTYPES and isinstance(e.get('shape'), list)
             and all(Range(int, 0).holds(d) for d in e['shape']) and isinstance(e.get('data_offsets'), list)
             and len(e['data_offsets']) == 2 and all(Range(int, 0).holds(o) for o in e['data_offsets'])):
         raise UserError(f"{path}: tensor {short(name)} lacks a dtype microgpt reads ({', '.join(DTYPES)}), "
                         "a shape or two data offsets: the file is damaged, or not one microgpt reads")
     begin, end = e['data_offsets']
-    if end - begin != DTYPES[e['dtype']][1] * _count(e['shape']):
+    if end - begin != DTYPES[e['dtype']][1] * math.prod(e['shape']):
         raise UserError(f"{path}: tensor {short(name)}'s offsets do not span its shape {e['shape']}: "
                         "the header is damaged")
     return Entry(e['dtype'], tuple(e['shape']), begin, end)
@@ -110,25 +107,3 @@ def read_tensor(f, path, name, entry, data_start):
     if sys.byteorder == 'big':
         numbers.byteswap()
     return numbers if typecode == 'd' else array('d', numbers)
-
-
-def header_metadata(path):
-    """The metadata of a .safetensors file, or None if it is not one (never an error): what a
-    writer asks before replacing a file. The header is parsed whole, so that metadata written
-    by any program (the safetensors library sorts its keys) is read."""
-    head = read_head(path, 8)
-    if head is None or len(head) < 8:
-        return None
-    try:
-        header = json.loads(read_head(path, 8 + struct.unpack('<Q', head)[0])[8:].decode('utf-8'))
-        metadata = header.get('__metadata__')
-    except (ValueError, RecursionError, AttributeError, MemoryError, OverflowError):
-        return None
-    return metadata if isinstance(metadata, dict) else None
-
-
-def _count(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n

@@ -1,11 +1,7 @@
 """
-What train.py, sample.py and the lab share as command-line programs.
-
-`run(main)` is the guard every entry point runs under: a UserError is printed as one line,
-`error: ...`, with exit status 2 and no traceback; Ctrl-C exits with 130. `ArgumentParser` makes
-argparse's own errors one line too, and says which flags the command line set (train.py fills
-the others from the run it resumes). `import_optional` turns a missing optional library (numpy,
-PyTorch) into one line naming the command that brings it.
+What train.py, sample.py and the lab share as command-line programs: `run(main)`, the guard
+that prints a UserError as one line, `error: ...`, with exit status 2; `ArgumentParser`, whose
+own errors are one line too; `import_optional`, a missing library as one line naming its fix.
 """
 
 import argparse
@@ -16,13 +12,11 @@ import re
 import signal
 import sys
 
-from ..edge.checks import Range
 from ..edge.errors import UserError
 
 
 class ShowDefaults(argparse.HelpFormatter):
-    """--help ends each flag's help with its default, where it has a value to show (not a
-    switch, not None or empty: such a flag's help says what its absence means)."""
+    """--help ends each flag's help with its default, where it has a value to show."""
 
     def _get_help_string(self, action):
         text = action.help or ''
@@ -40,9 +34,8 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
     def parse_args_and_given(self, argv=None):
-        """(args, given): the parsed flags, every one set (to its default if absent), and the
-        names (dests) of those the command line gave. Parsed twice: the second time with every
-        default suppressed, so that only what was given lands in the namespace."""
+        """(args, given): the parsed flags, and the names of those the command line gave (a second
+        parse with every default suppressed)."""
         args = self.parse_args(argv)
         defaults = [(action, action.default) for action in self._actions]
         try:
@@ -82,8 +75,7 @@ SOURCE_CHECKOUT = os.path.exists(os.path.join(os.path.dirname(__file__), '..', '
 
 
 def install_hint(extra):
-    """The command that brings an optional part ('torch', 'plot') for the copy in use: the
-    checkout's extra into its .venv, or, installed, the libraries that extra names."""
+    """The command that brings an optional part ('torch', 'plot') for the copy in use."""
     if SOURCE_CHECKOUT:
         return f".venv/bin/pip install -e '.[{extra}]'"
     try:
@@ -95,8 +87,7 @@ def install_hint(extra):
 
 
 def import_optional(name, what, extra=None, alternative=""):
-    """Import `name` (microgpt.inference and microgpt.backprop need numpy, microgpt.torchgpt
-    PyTorch), or say in one line what `what` needs and the command that brings it."""
+    """Import `name`, or say in one line what `what` needs and the command that brings it."""
     try:
         return importlib.import_module(name)
     except ImportError as e:  # a library it imports is not there
@@ -108,25 +99,9 @@ def import_optional(name, what, extra=None, alternative=""):
 
 
 def program_name(script):
-    """How the program was started, for its usage line: `python -m microgpt.train`, the
-    installed `microgpt-train`, or the script's own name (train.py)."""
+    """How the program was started, for its usage line: `python -m ...`, `microgpt-train` or train.py."""
     spec = getattr(sys.modules.get('__main__'), '__spec__', None)
     if spec is not None and spec.name.startswith('microgpt.'):
         return f"python -m {spec.name}"
     started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ''
     return started if started.startswith('microgpt-') or started == script else script
-
-
-# ---------------------------------------------------------------------------- argparse types
-def count_or_fraction():
-    """An argparse type: a fraction strictly between 0 and 1 (written with a point: 0.1), kept
-    as a float, or a count of 0 or more, kept as an int. --val-size 0.1 and --val-size 5000."""
-    fraction, count = Range(float, 0, 1, above=True, below=True), Range(int, 0)
-
-    def parse(text):
-        try:
-            return (fraction if any(c in text for c in '.eE') else count).parse(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a "
-                                             "count of 0 or more: give e.g. 0.1 or 5000") from None
-    return parse

@@ -1,10 +1,7 @@
 """
-What makes a training run safe to stop, resume and repeat, kept out of the loop's way:
-Output checks and locks --out before the checkpoint it guards is read, and replaces it whole at
-each save; Run logs every step, stops a diverged run, and on Ctrl-C, SIGTERM, SIGHUP or a
-closed stdout ends the step, saves it and prints the command that resumes. Under torchrun, rank
-0 alone writes, and every rank stops after the same step. docs/reliability.md, "What makes a
-run safe", says where each guarantee lives.
+What makes a training run safe to stop, resume and repeat, kept out of the loop's way: Output
+checks and locks --out, Run logs, saves and stops on a signal. docs/reliability.md, "What makes
+a run safe", says where each guarantee lives.
 """
 
 import collections
@@ -49,8 +46,8 @@ if hasattr(signal, 'SIGHUP'):
 
 # ---------------------------------------------------------------------------- --out: checked, locked, read, written
 class Output:
-    """The checkpoint file a run writes: checked and locked on entering (rank 0 alone writes,
-    so it alone locks), read once for --resume or --init, replaced whole by each save."""
+    """The checkpoint file a run writes: checked and locked on entering (by rank 0, which alone
+    writes), read once for --resume or --init, replaced whole by each save."""
 
     def __init__(self, out, fresh, force, protected=(), what='--out'):
         self.rank_world = torchrun_rank_world(os.environ)  # (rank, world_size), read once: resolve_settings takes it from here
@@ -67,12 +64,6 @@ class Output:
                     self.__exit__()
                     raise
 
-    @classmethod
-    def of_run(cls, flags):
-        """train.py's --out, which must not be the data or the checkpoint --init starts from."""
-        return cls(flags.out, not flags.resume, flags.force,
-                   ((flags.data, 'the data file'), (flags.init, 'the checkpoint --init starts from')))
-
     def __enter__(self):
         if self.rank != 0:  # rank 0 alone prints, to the end of the process (the samples too)
             sys.stdout = open(os.devnull, 'w')
@@ -85,8 +76,7 @@ class Output:
         return False
 
     def read(self, flags, given):
-        """The Checkpoint --resume continues or --init starts from, or None. Nothing at --out
-        changes here: the run may still be refused."""
+        """The Checkpoint --resume continues or --init starts from, or None."""
         if flags.resume and not flags.init:
             return read_checkpoint(flags.out, training=True)
         if flags.init:
@@ -111,17 +101,13 @@ class Output:
         os.remove(best)
         return False
 
-    def write_best(self, ckpt):
-        write_checkpoint(best_path_for(self.out), ckpt)
-
-    def write(self, ckpt):
-        write_checkpoint(self.out, ckpt)
+    def write(self, ckpt, best=False):
+        write_checkpoint(best_path_for(self.out) if best else self.out, ckpt)
 
 
 def check_out(out, fresh, force, protected=(), what='--out'):
     """Fail now, not after an hour of training, if the checkpoint cannot or must not be written.
-    protected: (path, whose) pairs it must never overwrite. convert checks its target here too
-    (what='target'). Returns the folders it made for the checkpoint."""
+    protected: (path, whose) pairs it must never overwrite. Returns the folders it made."""
     if not out:
         raise UserError(f"{what} is empty: give a file name such as out/model.json")
     if out.endswith(os.sep) or os.path.isdir(out):
@@ -156,9 +142,8 @@ def check_out(out, fresh, force, protected=(), what='--out'):
 
 
 def check_best(out, target, best, resume):
-    """The best file beside --out is the run's own, or is refused, whatever the flags: it is
-    never another run's checkpoint, nor a file that is not a checkpoint; and a best file's name is
-    never a run's --out."""
+    """The best file beside --out is the run's own, or is refused, whatever the flags; and a best
+    file's name is never a run's --out."""
     stem, ext = os.path.splitext(target)
     if stem.endswith('.best'):
         then = (f"it cannot be resumed; start a new run from it with --init {out} and another --out" if resume
@@ -176,8 +161,7 @@ def check_best(out, target, best, resume):
 
 def check_leftovers(out):
     """A fresh run without --force keeps what an earlier run at --out left where it saved no
-    checkpoint: its best file, or its log. (Checked under the lock: a run still going is
-    'another train.py is writing' instead.)"""
+    checkpoint: its best file, or its log. (Checked under the lock.)"""
     best, log = best_path_for(out), log_path_for(out)
     if os.path.exists(best):
         raise UserError(f"{best} holds the best weights of an earlier run at {out}, which saved no checkpoint: "
@@ -191,7 +175,7 @@ def check_leftovers(out):
 # ---------------------------------------------------------------------------- the run, step by step
 class Run:
     """One training run's bookkeeping from its first step to its last save: the log, saving,
-    and stopping on a signal. Made once everything it needs is known."""
+    and stopping on a signal."""
 
     def __init__(self, settings, output, built, ckpt=None):
         trainer, start = built.trainer, built.start
@@ -239,8 +223,7 @@ class Run:
         self.progress.message(text)
 
     # ------------------------------------------------------------------ during the run
-    def log_step(self, step, loss, lr):
-        """One log line per step, and the progress line; a diverged run ends here."""
+    def log_step(self, step, loss, lr):  # a diverged run ends here
         if not (math.isfinite(loss) and loss <= MAX_LOSS):
             self._diverged(f"the loss became {_loss_words(loss)} at step {step}")
         if self.world is not None:  # every rank learns of a signal any rank caught, after the same step
@@ -266,8 +249,7 @@ class Run:
 
     def log_validation(self, step, val_loss, train_loss, held_out, bits):
         """The validation loss after `step` and the training loss measured alike, on as many
-        tokens of the training data, logged and printed; bits: the two in bits per character
-        (train.bits_per_nat), which compare across tokenizers."""
+        tokens of the training data; bits: the two in bits per character."""
         for loss in (val_loss, train_loss):
             if not (math.isfinite(loss) and loss <= MAX_LOSS):  # the weights the step left are not usable
                 self._diverged(f"the validation loss became {_loss_words(loss)} after step {step}")
@@ -279,18 +261,11 @@ class Run:
         self._check_diverging(val_loss, "the validation loss", step)
 
     def keep_if_best(self, step, trainer):
-        """After a validation: if it is the lowest yet, the weights as they are go to the best
-        checkpoint beside --out (atomically, as every save), which sample.py --best and the lab
-        read. The validation loss is exact (every held-out token), so a lower one is better."""
+        """After a validation: if it is the lowest yet, the weights go to the best checkpoint
+        beside --out. The validation loss is exact (every held-out token), so lower is better."""
         if self.settings.rank != 0 or (self.best is not None and not self.val_loss < self.best[1]):
             return
-        try:
-            s = self.settings  # the weights, and the step they are (no Adam: a model to sample, not to resume)
-            self.output.write_best(Checkpoint.of(trainer, s.data_mode, weights=trainer.weights(),
-                                                 train_state=TrainState(step, s.saved(), self.fingerprint,
-                                                                        self.val_loss, step, self.val_loss)))
-        except UserError as e:  # the same failure as a save's, said the same way
-            self._write_failed(step, e)
+        self._save(step, trainer, best=True)
         self.best = (step, self.val_loss)
 
     def best_line(self):
@@ -306,19 +281,24 @@ class Run:
         return step == self.settings.steps or self.stop_signal is not None or bool(every and step % every == 0)
 
     def save(self, step, trainer):
-        s = self.settings
-        ckpt = Checkpoint.of(trainer, s.data_mode, optimizer=trainer.optimizer_state(), weights=trainer.weights(),
-                             train_state=TrainState(step, s.saved(), self.fingerprint, self.val_loss,
-                                                    *(self.best or (None, None))))
-        try:
-            self.output.write(ckpt)
-        except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
-            self._write_failed(step, e)
+        self._save(step, trainer)
         self.saved_step = step
 
+    def _save(self, step, trainer, best=False):
+        """The checkpoint at --out, or with best the best file beside it: the weights and the
+        step they are, but no Adam (a model to sample, not to resume)."""
+        s = self.settings
+        state = TrainState(step, s.saved(), self.fingerprint, self.val_loss,
+                           *((step, self.val_loss) if best else self.best or (None, None)))
+        try:
+            self.output.write(Checkpoint.of(trainer, s.data_mode, None if best else trainer.optimizer_state(),
+                                            state), best)
+        except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
+            self._write_failed(step, e)
+
     def _write_failed(self, step, e):
-        """A save (or the best checkpoint) could not be written: the log goes back to the step the
-        checkpoint holds, and one line says what failed and how to resume."""
+        """A save could not be written: the log goes back to the step the checkpoint holds, and
+        one line says what failed and how to resume."""
         self.progress.end_line()
         self._log_back_to_checkpoint()
         if self.saved_step:
@@ -345,8 +325,8 @@ class Run:
         return 128 + self.stop_signal
 
     def _log_back_to_checkpoint(self):
-        """After a failed save, the log keeps only the steps the checkpoint at --out holds, so
-        that the two tell one story (a truncation: it needs no space on a full disk)."""
+        """After a failed save, the log keeps only the steps the checkpoint holds (a truncation:
+        it needs no space on a full disk)."""
         try:
             if self.output.log is not None:
                 self.output.log.trim(self.saved_step or self.start)
@@ -386,9 +366,8 @@ class Run:
 
 
 def resume_notes(settings, ckpt):
-    """What a resumed run says before its first step: a resume with more steps spreads the
-    learning rate's decay over the new total (with the jump it makes), and a reproduction of
-    the original goes past the original's run."""
+    """What a resumed run with more steps says before its first: the learning rate's new decay,
+    and that a reproduction of the original goes past the original's run."""
     if not settings.resume or settings.steps == ckpt.train_state.run.steps:
         return []
     run, start = ckpt.train_state.run, ckpt.train_state.step
@@ -453,8 +432,7 @@ class Progress:
 
 
 def _silence_stdout():
-    """Point stdout at /dev/null, so that what is still buffered for the closed pipe does not
-    fail again when Python exits."""
+    """Point stdout at /dev/null, so that what is buffered for the closed pipe does not fail at exit."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

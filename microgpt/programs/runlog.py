@@ -1,10 +1,8 @@
 """
 The log beside a checkpoint (out/model.json -> out/model.log.jsonl): its name, its lock, and
 what a line may hold. train.py writes a JSON line per step, {"step", "loss", "lr"}, and per
-evaluation, {"step", "val_loss", "train_loss", "val_bpc", "train_bpc"} (the last two in bits
-per character); `lab loss` and the Training page read them. The log is also the lock on its
-checkpoint: a run holds it (flock) while it writes, so a second run on the same checkpoint, by
-any of its names, is refused.
+evaluation, {"step", "val_loss", "train_loss", "val_bpc", "train_bpc"}. The log is also the
+lock on its checkpoint: a second run on the same checkpoint, by any of its names, is refused.
 """
 
 import json
@@ -27,15 +25,13 @@ def _written(out):
 
 
 def log_path_for(out):
-    """The log beside the file actually written: every name of one checkpoint (a link's is its
-    target's) shares one log and one lock, and two checkpoints never do."""
+    """The log beside the file actually written: every name of one checkpoint shares one log and lock."""
     stem, ext = _written(out)
     return (stem if ext == '.json' else stem + ext) + '.log.jsonl'
 
 
 def best_path_for(out):
-    """The checkpoint of a run's lowest validation loss, beside the one it writes (a link's,
-    beside its target): out/names.best.json for out/names.json."""
+    """The checkpoint of a run's lowest validation loss: out/names.best.json for out/names.json."""
     stem, ext = _written(out)
     return stem + '.best' + ext
 
@@ -59,8 +55,7 @@ def log_record_problem(record):
 
 
 def open_locked_log(path, out):
-    """The log at `path`, locked for this run and opened for appending (Log.trim cuts it back once
-    the resumed step is known)."""
+    """The log at `path`, locked for this run and opened for appending."""
     try:
         try:
             fd, created = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666), True

@@ -2,13 +2,11 @@
 A training run's settings: every flag of train.py declared once, on a frozen record, and
 `resolve_settings`, which turns the command line (and, on --resume, the run being continued) into it.
 
-Each field of `Settings` is a flag: its default (what --help shows), group, help, the values it
-may take (checked on the command line and in a saved run alike), and its rule on --resume,
-ON_RESUME's: kept (it decides the losses; a different one is refused), may grow (--steps),
-the run's unless given (how it is computed and saved), the checkpoint's (the model's size, with
---resume and --init). Nothing writes to the parsed flags, and nothing changes the record.
+Each field of `Settings` is a flag: its default, group, help, the values it may take (checked on
+the command line and in a saved run alike), and its rule on --resume (ON_RESUME).
 """
 
+import argparse
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -34,16 +32,10 @@ SAME, MORE, UNLESS_GIVEN, MODEL = 'kept', 'may grow', "the run's unless given", 
 
 
 class Kind:
-    """The values a setting that is not a number takes (a number's is a checks.Range, which has
-    the same three): `parse` reads one from the command line (an argparse type), `holds` says
-    whether a saved run's value is one, `what` names them in a message."""
+    """The values a setting that is not a number takes, with a checks.Range's parse, holds and what."""
 
     def __init__(self, parse, holds, what, choices=None):
         self.parse, self.holds, self.what, self.choices = parse, holds, what, choices
-
-
-def ints(lo, hi=None):
-    return Range(int, lo, hi)
 
 
 def one_of(choices):
@@ -53,8 +45,19 @@ def one_of(choices):
 POSITIVE = Range(float, 0, above=True)
 SWITCH = Kind(None, lambda v: isinstance(v, bool), "true or false")
 PATH = Kind(None, lambda v: v is None or isinstance(v, str) and v != '' and '\0' not in v, "a file name or null")
-VAL_SIZE = Kind(cli.count_or_fraction(),
-                lambda v: v is None or Range(int, 0).holds(v) or isinstance(v, float) and 0 < v < 1,
+FRACTION, COUNT = Range(float, 0, 1, above=True, below=True), Range(int, 0)
+
+
+def count_or_fraction(text):
+    """--val-size's argparse type: a fraction strictly between 0 and 1 (0.1), or a count (5000)."""
+    try:
+        return (FRACTION if any(c in text for c in '.eE') else COUNT).parse(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1 (exclusive) nor a "
+                                         "count of 0 or more: give e.g. 0.1 or 5000") from None
+
+
+VAL_SIZE = Kind(count_or_fraction, lambda v: v is None or COUNT.holds(v) or FRACTION.holds(v),
                 "a count, a fraction or null")
 
 
@@ -86,21 +89,22 @@ class Settings:
                           "--vocab-size tokens in all; --init takes the checkpoint's", SAME, one_of(TOKENIZERS))
     # ---- model (--init and --resume take the checkpoint's)
     n_layer: int = flag(1, 'model', "transformer blocks (1-4 is sensible here)", MODEL,
-                        ints(1, limits.MAX_N_LAYER))
-    n_embd: int = flag(16, 'model', "embedding width (must divide by --n-head)", MODEL, ints(1, limits.MAX_N_EMBD))
-    n_head: int = flag(4, 'model', "attention heads per block", MODEL, ints(1, limits.MAX_N_HEAD))
+                        Range(int, 1, limits.MAX_N_LAYER))
+    n_embd: int = flag(16, 'model', "embedding width (must divide by --n-head)", MODEL,
+                       Range(int, 1, limits.MAX_N_EMBD))
+    n_head: int = flag(4, 'model', "attention heads per block", MODEL, Range(int, 1, limits.MAX_N_HEAD))
     block_size: int = flag(16, 'model', "longest sequence in tokens (names longer than this are cut, and train.py "
-                           "says how many; 64 or more for running text)", MODEL, ints(1, limits.MAX_BLOCK_SIZE))
+                           "says how many; 64 or more for running text)", MODEL, Range(int, 1, limits.MAX_BLOCK_SIZE))
     vocab_size: Optional[int] = flag(BPE_VOCAB_SIZE, 'model', "--tokenizer bpe: tokens in the vocabulary, the "
                                      "256 bytes, the merges and BOS, so 257 (bytes only) to "
                                      f"{BPE_VOCAB_MOST:,} (with --tokenizer char it is the data's "
-                                     "characters + 1)", MODEL, ints(257, BPE_VOCAB_MOST), metavar='N')
+                                     "characters + 1)", MODEL, Range(int, 257, BPE_VOCAB_MOST), metavar='N')
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
     # ---- optimization
     steps: int = flag(1000, 'optimization', "training steps; with --resume, the total to reach: the learning "
                       "rate's decay is then spread over the new total, so it rises at the resumed step (printed)",
-                      MORE, ints(1))
+                      MORE, Range(int, 1))
     lr: float = flag(0.01, 'optimization', "peak Adam learning rate, decayed linearly to 0 over --steps",
                      SAME, POSITIVE)
     weight_decay: float = flag(0.0, 'optimization', "shrink every weight by lr x this at each step, apart from "
@@ -114,9 +118,9 @@ class Settings:
                           Range(float, 0, 1, below=True), metavar='P')
     batch_size: int = flag(1, 'optimization', "names (or running-text windows) per step (1 is microgpt's); the "
                            "loss is the mean over every predicted token of the batch", SAME,
-                           ints(1), metavar='B')
+                           Range(int, 1), metavar='B')
     seed: int = flag(42, 'optimization', f"seed for the initial weights and the data order, 0..{limits.MAX_SEED}",
-                     SAME, ints(0, limits.MAX_SEED))
+                     SAME, Range(int, 0, limits.MAX_SEED))
     # ---- engine (the same losses either way; only the speed differs)
     engine: str = flag('scalar', 'engine', "scalar: the Value autograd of microgpt/ (the teaching path); numpy: "
                        "src/backprop, every gradient derived by hand, much faster; torch: src/torchgpt, PyTorch's "
@@ -134,7 +138,7 @@ class Settings:
     threads: Optional[int] = flag(None, 'engine', "numpy engine: BLAS threads (default: OPENBLAS_NUM_THREADS if "
                                   "set, else the fastest of 1 thread, every core, or the batch split over the cores, timed on "
                                   "the run's first steps)",
-                                  kind=ints(1), metavar='N')
+                                  kind=Range(int, 1), metavar='N')
     unfused: bool = flag(False, 'engine', "scalar engine only: build the graph from microgpt/ops.py's composed "
                          "blocks as microgpt does, instead of fused.py's (same losses, about 6x slower: "
                          "bench/train_speed.py measures it)", kind=SWITCH)
@@ -146,26 +150,24 @@ class Settings:
     force: bool = flag(False, 'output', "start a fresh run even if --out holds a trained model, replacing it",
                        kind=SWITCH)
     save_every: int = flag(100, 'output', "also save the checkpoint every N steps (0 = only at the end)",
-                           UNLESS_GIVEN, ints(0), metavar='N')
+                           UNLESS_GIVEN, Range(int, 0), metavar='N')
     eval_every: int = flag(200, 'output', "validation loss every N steps (0 = only at the end)",
-                           UNLESS_GIVEN, ints(0), metavar='N')
+                           UNLESS_GIVEN, Range(int, 0), metavar='N')
     num_samples: int = flag(10, 'output', "names to sample when training ends (20 with --reproduce-original; "
                             f"running text: any but 0 prints {TEXT_SAMPLE_LENGTH} characters)",
-                            kind=ints(0, limits.MAX_NAMES), metavar='N')
+                            kind=Range(int, 0, limits.MAX_NAMES), metavar='N')
     # ---- not flags: where torchrun placed this process ((0, None) without torchrun)
     rank: int = 0
     world_size: Optional[int] = None
 
     def saved(self):
-        """What a checkpoint's training state records of the run (TrainState.run): every
-        setting with a rule but the model's size, the data as an absolute path (so that
-        --resume works from any folder)."""
+        """The run as its checkpoint records it (TrainState.run), the data as an absolute path
+        (so that --resume works from any folder)."""
         return SavedRun(**{name: getattr(self, name) for name in SAVED if name != 'data'},
                         data=self.data and os.path.abspath(self.data))
 
     def describe(self, start_step, threads=None):
-        """The resolved configuration line train.py prints: these settings, the step the run
-        starts after, and the numpy engine's BLAS threads as chosen."""
+        """The resolved configuration line train.py prints."""
         return (f"training: steps={self.steps} lr={self.lr}"
                 + (f" weight_decay={self.weight_decay:g}" if self.weight_decay else "")
                 + (f" dropout={self.dropout:g}" if self.dropout else "")
@@ -185,9 +187,7 @@ ON_RESUME = {name: meta['rule'] for name, meta in FLAGS.items() if meta['rule']}
 SAVED = [name for name, rule in ON_RESUME.items() if rule != MODEL]
 
 
-def flag_default(name):
-    """The declared default of train.py's flag `name` (the lab's Training page and `lab step`
-    start from train.py's own)."""
+def flag_default(name):  # the lab's Training page and `lab step` start from train.py's own
     return Settings.__dataclass_fields__[name].default
 
 
@@ -207,8 +207,7 @@ def flag_name(name):  # --n-embd for n_embd; a switch by its own name
 
 # ---------------------------------------------------------------------------- the command line
 def parse_args(argv=None, prog=None):
-    """(flags, given): every flag with its value (its default if absent) and the names of those
-    the command line gave. --help shows each declaration above, grouped, with its default."""
+    """(flags, given): every flag with its value, and the names of those the command line gave."""
     p = cli.ArgumentParser(prog=prog, formatter_class=cli.ShowDefaults,
                            description="Train a tiny GPT on names (one name per step, unless --batch-size), "
                                        "or on running text (--data-mode text).",
@@ -236,8 +235,7 @@ def parse_args(argv=None, prog=None):
 # ---------------------------------------------------------------------------- settling
 def resolve_settings(flags, given, ckpt=None, rank_world=None):
     """The Settings of this run: the flags, completed and checked in the order a reader would.
-    ckpt: --resume's or --init's Checkpoint; rank_world: (rank, world_size) as the Output read it.
-    """
+    ckpt: --resume's or --init's Checkpoint; rank_world: (rank, world_size) as the Output read it."""
     values = {name: getattr(flags, name) for name in FLAGS}
     rank, world_size = torchrun_rank_world(os.environ) if rank_world is None else rank_world
     if values['resume'] and values['init']:
@@ -331,9 +329,8 @@ ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size'
 
 
 def _saved_run(out, train_state):
-    """{name: value} of what a saved run recorded of its settings (the reader has filled in what
-    a run saved before a field existed trained with, and left None what it did not record), each
-    checked against its flag's declaration."""
+    """{name: value} of what a saved run recorded of its settings, each checked against its
+    flag's declaration."""
     run = train_state.run
     recorded = run.recorded()
     for name, value in recorded.items():
@@ -374,8 +371,7 @@ def _check_engine(values, given, world_size):
 
 
 def torchrun_rank_world(environ):
-    """(rank, world_size) from the environment torchrun gives each process it starts, or
-    (0, None) when torchrun did not start this one."""
+    """(rank, world_size) from torchrun's environment, or (0, None) without torchrun."""
     if 'RANK' not in environ or 'WORLD_SIZE' not in environ:
         return 0, None
     rank, size = environ.get('RANK', ''), environ.get('WORLD_SIZE', '')

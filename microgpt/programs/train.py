@@ -7,13 +7,10 @@ Train a tiny GPT on names (or any text) and save it as one self-sufficient check
     torchrun --nproc_per_node 2 train.py --engine torch --batch-size 8 ...   # data-parallel
     python train.py --resume                 # continue the run saved at --out, exactly
 
-The recipe is microgpt's: one name per step, tokens [BOS] + name + [BOS], the mean
-cross-entropy of each next token, backward, one Adam update with a learning rate that decays
-linearly to 0. main() reads as the run's stages: lock --out (first, because a resumed run's
-settings come from the checkpoint it guards), settle the settings, build the data and the
-engine, loop, sample. The loop is the same whichever engine computes a step; what makes a run
-safe to stop and resume is run.py's (docs/reliability.md, "What makes a run safe", walks
-through it).
+The recipe is microgpt's: one name per step, the mean cross-entropy of each next token, one
+Adam update with a learning rate that decays linearly to 0. main() reads as the run's stages;
+the loop is the same whichever engine computes a step; what makes a run safe to stop and
+resume is run.py's.
 """
 
 import functools
@@ -27,7 +24,7 @@ from typing import NamedTuple
 from ..edge import text
 from ..edge.checks import encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
-from ..edge.errors import UserError
+from ..edge.errors import OVERFLOWS, UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
 from ..engine import Tape, zero_grad
 from ..model import GPT, init_weights
@@ -45,7 +42,8 @@ from .settings import TEXT_SAMPLE_LENGTH, parse_args, resolve_settings
 
 def main(argv=None):
     flags, given = parse_args(argv, prog=cli.program_name('train.py'))
-    with Output.of_run(flags) as output:               # 1. lock --out, then read what it guards
+    protected = (flags.data, 'the data file'), (flags.init, 'the checkpoint --init starts from')
+    with Output(flags.out, not flags.resume, flags.force, protected) as output:  # 1. lock --out, then read it
         ckpt = output.read(flags, given)
         settings = resolve_settings(flags, given, ckpt, output.rank_world)  # 2. settle: one frozen record of the run
         try:
@@ -73,8 +71,7 @@ class Built(NamedTuple):
 
 
 def build(settings, ckpt):
-    """The data, the model's first weights (--init's or --resume's, the original's, or fresh
-    ones drawn with --seed), and the engine that trains them, with Adam's state on --resume."""
+    """The data, the model's first weights, and the engine that trains them."""
     data = (RunningText if settings.data_mode == 'text' else Names)(settings, ckpt)
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
                          n_head=settings.n_head, block_size=settings.block_size)
@@ -114,11 +111,9 @@ def report(settings, built):  # the resolved configuration
 
 
 class ScalarTrainer:
-    """The Value engine behind the loop: a GPT of Values and its Adam. The numpy and torch
-    engines (backprop.Trainer, torchgpt.Trainer) have the same interface, so the loop does not
-    care which one it drives: step(batch, lr) -> loss; notice(), a line to say once or None;
-    weights() and optimizer_state() for the checkpoint; config, tokenizer, dtype (the weights'
-    precision, a name) and world (torchrun's ranks, or None)."""
+    """The Value engine behind the loop: a GPT of Values and its Adam, with the interface of
+    the numpy and torch engines (backprop.Trainer, torchgpt.Trainer), so the loop does not care
+    which one it drives."""
     dtype, world = 'float64', None
 
     def __init__(self, model, optimizer):
@@ -129,10 +124,8 @@ class ScalarTrainer:
         return None
 
     def step(self, batch, lr, masks=None):
-        """training.batch_step, made fast and guarded: one update on a batch of tokenized names,
-        or nan and no weight changed where the run diverged (an exp() overflowed, or the loss or
-        a gradient is not finite). masks: the batch's dropout masks (backprop's dropout.Masks),
-        handed to gpt() as lists."""
+        """One update on a batch of tokenized names, or nan and no weight changed where the run
+        diverged. masks: the batch's dropout masks (backprop's dropout.Masks)."""
         dropout = masks and [masks.positions(b, num_predictions(tokens, self.config.block_size))
                              for b, tokens in enumerate(batch)]
         params = self.optimizer.params
@@ -313,9 +306,8 @@ def vocabulary(tokenizer):  # in a few words: the characters, or the first merge
 
 
 def _vocabulary(settings, ckpt, docs, train_docs):
-    """(the data's fingerprint, the tokenizer): the data's characters, or the byte-pair merges of
-    its training part (the held-out part stays unseen), or the checkpoint's, which must cover the
-    data; a resumed run's data must be the very data it was saved with."""
+    """(the data's fingerprint, the tokenizer): the data's characters, the byte-pair merges of
+    its training part, or the checkpoint's, which must cover the data."""
     digest = fingerprint(docs)
     if settings.resume and ckpt.train_state.data_sha256 != digest:
         raise UserError(f"the data ({settings.data or 'bundled names'}) changed since {settings.out} was "
@@ -332,36 +324,26 @@ def _vocabulary(settings, ckpt, docs, train_docs):
 
 def validation_losses(trainer, parts, windows=False, threads=None):
     """Mean loss per predicted token on each of parts (lists of names, or with windows=True of
-    running-text windows), computed by the numpy port in the trainer's dtype, built once for
-    all: the number microgpt.training.evaluate gives with the scalar engine (the tests check
-    that), found much faster, because no graph is built. inf or nan means divergence. Where
-    numpy is not installed, the scalar engine computes it. threads: --threads, the cores running
-    text is evaluated on (default: OPENBLAS_NUM_THREADS, else every core)."""
+    running-text windows): the number the scalar engine gives, computed by the numpy port (or,
+    without numpy, the scalar engine). inf or nan means divergence. threads: --threads."""
     try:
         from microgpt import inference
     except ImportError:
-        return [_scalar_loss(trainer.model, part, windows) for part in parts]
+        return [_loss(text.evaluate if windows else evaluate, trainer.model, part) for part in parts]
     dtype = 'float32' if str(trainer.dtype) == 'float32' else 'float64'  # bfloat16: float64
     port = inference.NumpyGPT(trainer.config, trainer.weights(), tokenizer=trainer.tokenizer, dtype=dtype)
     if not windows:
-        return [_port_loss(inference.evaluate, port, part) for part in parts]
+        return [_loss(inference.evaluate, port, part) for part in parts]
     from microgpt.backprop.threads import blas_threads, cores, user_threads
     workers = user_threads(threads)[0] or cores()  # a batch of windows on each core, one BLAS thread each
     with blas_threads(1):
-        return [_port_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]
+        return [_loss(inference.evaluate_windows, port, part, workers=workers) for part in parts]
 
 
-def _port_loss(evaluate_with, port, part, **options):
+def _loss(evaluate_with, model, part, **options):
     try:
-        return evaluate_with(port, part, **options)
-    except FloatingPointError:  # the port stops at its first overflow, as the scalar engine does
-        return math.nan
-
-
-def _scalar_loss(model, part, windows):
-    try:
-        return text.evaluate(model, part) if windows else evaluate(model, part)
-    except OverflowError:
+        return evaluate_with(model, part, **options)
+    except OVERFLOWS:  # the port, or the scalar engine, stopped at its first overflow
         return math.nan
 
 
@@ -397,8 +379,7 @@ def loop(settings, built, run):
 # ---------------------------------------------------------------------------- 5. sample
 def closing_samples(settings, built):
     """A few names at microgpt's temperature (the original's 20, from its own generator), or a few
-    lines of running text, from the trained weights, by the fastest engine that gives the
-    same text (sample.model_for)."""
+    lines of running text, by the fastest engine that gives the same text."""
     if settings.num_samples == 0:
         return
     trainer = built.trainer
