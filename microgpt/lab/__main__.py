@@ -146,7 +146,7 @@ def cli_params(s, args):
     for p in s.params:
         value = getattr(args, p.name) if p.cli else p.default
         if p.kind == 'values':
-            value = registry.values_from_words(value or [], p)
+            value = registry.read_values(value or [], p, flag_of(p))
         params[p.name] = p.check(value, flag_of(p))
     return params
 

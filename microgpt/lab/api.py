@@ -66,7 +66,7 @@ def read_param(body, p):
         return list(p.default) if p.many else p.default
     value = body[name]
     if p.kind == 'values':
-        return read_values(name, value, p)
+        return registry.read_values(value, p, repr(name))
     if p.many:
         if not isinstance(value, list) or not value:
             raise ApiError(400, f"{name!r} must be a list of one value or more")
@@ -91,16 +91,6 @@ def one_value(name, value, p):
     if kind is str and len(value) > most:
         raise ApiError(400, f"{name!r} is {len(value)} characters long; at most {most}")
     return value
-
-
-def read_values(name, values, p):
-    """A {variable: number} field, each a number within p's range."""
-    if not isinstance(values, dict):
-        raise ApiError(400, f"{name!r} must be an object of {{name: number}}")
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not p.low <= value <= p.high:
-            raise ApiError(400, f"the value of {key!r:.40} must be a number in {p.low:g}..{p.high:g}")
-    return {key: float(value) for key, value in values.items()}
 
 
 KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 'a string'}

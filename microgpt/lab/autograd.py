@@ -168,7 +168,7 @@ OTHER_OPS = {ast.Mod: '%', ast.FloorDiv: '//', ast.MatMult: '@', ast.BitAnd: '&'
 # ---------------------------------------------------------------------------- variables
 def parse_assignments(items):
     """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}, with a clear error for anything else."""
-    return check_names(registry.values_from_words(items, registry.get('autograd').param('values')))
+    return check_names(registry.read_values(items, registry.get('autograd').param('values'), 'NAME=VALUE'))
 
 
 def check_names(values):

@@ -400,25 +400,30 @@ def check_against_model(sandbox, params, config, spell=lambda p: p.name):
     return params
 
 
-def values_from_words(words, param):
-    """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}: a 'values' parameter as the command line
-    writes it, each value a finite number within the Param's range."""
+def read_values(given, param, where):
+    """A 'values' parameter as {name: float}, from the command line's NAME=VALUE words
+    (['a=2', 'b=-3']) or a page's JSON object ({'a': 2, 'b': -3}): each value a number within
+    the Param's range, which a nan or an infinity never is. where: how the caller names it."""
+    if isinstance(given, dict):
+        pairs = list(given.items())
+    elif isinstance(given, list):
+        pairs = [word.partition('=')[::2] for word in given]
+        for word, (name, _) in zip(given, pairs):
+            if '=' not in word or not name.strip().isidentifier():
+                raise UserError(f"{short(word)} is not an assignment: give each variable as name=value, e.g. a=2")
+    else:
+        raise UserError(f"{where} must be an object of {{name: number}}")
     values = {}
-    for item in words:
-        name, sep, text = item.partition('=')
-        name, text = name.strip(), text.strip()
-        if not sep or not name.isidentifier():
-            raise UserError(f"{short(item)} is not an assignment: give each variable as name=value, "
-                            "e.g. a=2")
+    for name, value in pairs:
+        name = name.strip()
         if name in values:
             raise UserError(f"{short(name)} is given twice")
         try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"{short(item)}: {short(text)} is not a number") from None
-        if not math.isfinite(value):
-            raise UserError(f"{short(item)}: the value must be a finite number")
-        if not param.low <= value <= param.high:
-            raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
-        values[name] = value
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not param.low <= number <= param.high:
+            raise UserError(f"{short(f'{name}={value}')}: the value must be a number in "
+                            f"{param.low:g}..{param.high:g}")
+        values[name] = number
     return values
