@@ -56,23 +56,14 @@ def test_the_labs_gradients_are_backwards(tiny_ckpt, scalar):
 
 def test_the_stage_walk_finds_the_stream_entering_lm_head(scalar):
     tokens = doc_tokens(scalar.tokenizer, TEXT)
-    loss, _, captures = step.forward(scalar, tokens)
-    loss.backward()
-    logits = [capture['logits'] for capture in captures]
-    stages = step.stage_nodes(scalar, captures)
+    s = step.scalar_pass(scalar, tokens)
     n_embd = scalar.config.n_embd
     lm_head = np.array([[p.data for p in row] for row in scalar.state_dict['lm_head']])  # (vocab_size, n_embd)
-    x = stages['stream into lm_head']
-    for i, pos_logits in enumerate(logits):
-        dlogits = np.array([l.grad for l in pos_logits])                 # (vocab_size,)
-        expected = lm_head.T @ dlogits                                   # (n_embd,): the transpose of linear
-        got = np.array([v.grad for v in x[i * n_embd:(i + 1) * n_embd]])  # (n_embd,)
-        assert np.abs(got - expected).max() < EXACT_TOL
+    x = s['stages']['stream into lm_head'].reshape(-1, n_embd)         # (n, n_embd)
+    assert np.abs(x - s['dlogits'] @ lm_head).max() < EXACT_TOL       # the transpose of linear
     # the embeddings stage is wte[token] + wpe[pos]: its grad is exactly wpe's row grad (one use each)
-    emb = stages['embeddings wte[token] + wpe[pos]']
-    for pos in range(len(tokens) - 1):
-        wpe_grads = [p.grad for p in scalar.state_dict['wpe'][pos]]
-        assert [v.grad for v in emb[pos * n_embd:(pos + 1) * n_embd]] == wpe_grads
+    emb = s['stages']['embeddings wte[token] + wpe[pos]'].reshape(-1, n_embd)  # (n, n_embd)
+    assert (emb == step.matrices(scalar, s['grads'])['wpe'][:len(tokens) - 1]).all()
 
 
 def test_a_small_step_lowers_the_names_loss(scalar):

@@ -8,11 +8,7 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
 
 It does to a trained checkpoint what train.py does once per name, with the same code
 (training.doc_loss on a Tape, backward(), the first step of a fresh Adam), and writes nothing
-back. The printout follows the step: the loss per position, dL/dlogits = (p - one_hot) / n,
-the gradient's norm on its way down, Adam on one weight, p(true next) before and after, and
-the same gradients by the other engines where installed. On a model of running text TEXT is
-one training window, no BOS. --engine numpy takes the forward and backward on the numpy
-training path (numpy_pass), equal to 1e-12 (tests/test_lab_step.py) and builds no graph.
+back. On a model of running text TEXT is one training window, no BOS.
 """
 
 import importlib.util
@@ -66,11 +62,6 @@ def forward(model, tokens):
     return loss, losses, captures
 
 
-def probs_of(logits):
-    """softmax of one position's logits (Values), as floats."""
-    return probabilities([l.data for l in logits], 1.0)
-
-
 # ---------------------------------------------------------------------------- the way back
 def stage_names(config):
     """[(stage, gpt()'s capture name)] from the top of the model down to the embeddings: the
@@ -83,12 +74,6 @@ def stage_names(config):
                    (f'layer{li} attention output (attn_wo)', f'layer{li}.attn_out'),
                    (f'layer{li} stream into attention', f'layer{li}.attn_in')]
     return stages + [('embeddings wte[token] + wpe[pos]', 'embedding')]
-
-
-def stage_nodes(model, captures):
-    """{stage: [nodes over every position]}: each stage's Values, position after position."""
-    return {stage: [node for capture in captures for node in capture[name]]
-            for stage, name in stage_names(model.config)}
 
 
 def norm(xs):
@@ -126,10 +111,10 @@ def scalar_pass(model, tokens):
     return {
         'loss': loss.data,
         'losses': np.array([l.data for l in losses]),               # (n,): -ln p(true next)
-        'probs': np.array([probs_of(l) for l in logits]),           # (n, vocab_size)
+        'probs': np.array([probabilities([v.data for v in l], 1.0) for l in logits]),  # (n, vocab_size)
         'dlogits': np.array([[l.grad for l in ls] for ls in logits]),  # (n, vocab_size): dL/dlogits
-        'stages': {stage: np.array([v.grad for v in nodes])         # (n * width,) each
-                   for stage, nodes in stage_nodes(model, captures).items()},
+        'stages': {stage: np.array([v.grad for c in captures for v in c[name]])  # (n * width,) each
+                   for stage, name in stage_names(model.config)},
         'grads': grads,
         'hidden': [np.array([[h.data for h in c[f'layer{li}.mlp_hidden']] for c in captures])
                    for li in range(model.config.n_layer)],          # per layer (n, 4 n_embd): after ReLU
@@ -451,13 +436,12 @@ def render(r):
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
-    if r.get('engine_chosen'):
+    if r['engine'] == 'numpy':
         lines.append(f"6) computed by the numpy training path: the scalar engine's graph of {r['n']} positions "
                      f"of this {r['n_params']:,}-weight model would hold too many Values (a shorter TEXT "
-                     "takes it on the scalar engine, whose gradients the other engines then check)")
-        return '\n'.join(lines)
-    if r['engine'] == 'numpy':
-        lines.append("6) computed by the numpy training path (--engine numpy): no graph was built; "
+                     "takes it on the scalar engine, whose gradients the other engines then check)"
+                     if r.get('engine_chosen') else
+                     "6) computed by the numpy training path (--engine numpy): no graph was built; "
                      "without --engine numpy the scalar engine takes the step, and the other engines "
                      "check its gradients")
         return '\n'.join(lines)
