@@ -5,10 +5,9 @@ lab function computes, made JSON-ready. Nothing here computes the model itself.
     lab = Lab(Checkpoints('out/model.json'), runs)
     lab.sandbox('attention', {'ckpt': 'start', 'text': 'anna', 'head': 1})  # -> a dict for json.dumps
 
-POST /api/NAME's fields are sandbox NAME's Params (registry.py), range-checked exactly as the
-command line checks its flags. A request never names a file: a model is picked by the id of a
-checkpoint the server knows (Checkpoints). The sandboxes compute one at a time, on models read
-once and kept (Models). serve.py answers an ApiError with its status, a UserError with 400.
+POST /api/NAME's fields are sandbox NAME's Params (registry.py), checked as the command line
+checks its flags. A request never names a file: a model is picked by the id of a checkpoint
+the server knows (Checkpoints).
 """
 
 import collections

@@ -7,10 +7,8 @@ numbers of a trained checkpoint (what byhand.py does on typed numbers).
     python -m microgpt.lab attention anna --no-scale         # what if q.k were not / sqrt(d)?
     python -m microgpt.lab attention anna --png heads.png    # a heatmap per head
 
-In the order gpt() computes them: q.k per dimension, the scores, the scaling, the causal mask,
-the softmax, the weighted sum of values, every head side by side, and the row statistics.
---no-scale and --temperature are "what if" knobs; at their defaults the printout checks itself
-against the weights the port's forward pass captured.
+At the defaults of the "what if" knobs the printout checks itself against the weights the
+port's forward pass captured.
 """
 
 import numpy as np

@@ -5,11 +5,8 @@ The web lab's Attention page draws this in its "By hand" mode.
     python -m microgpt.lab byhand                       # the example's three tokens, query = token 3
     python -m microgpt.lab byhand --query 1             # the first token: one key, weight 1
 
-For query token i: q_i . k_j for every key j <= i, the scores / sqrt(d), e^score and the
-weights (a future key gets exactly 0), each w_j * v_j and their sum; with several heads each
-takes its slice of d / n_head dimensions and the concatenation goes through W_O (stored
-[n_out][n_in]). The exponentials are of the scores as they are, as by hand (the inputs are
-capped so they cannot overflow); the model's softmax subtracts the max first, to the same weights.
+The exponentials are of the scores as they are, as by hand (the inputs are capped so they
+cannot overflow); the model's softmax subtracts the max first, to the same weights.
 """
 
 import numpy as np

@@ -3,10 +3,7 @@ The embeddings sandbox: what the rows of wte and wpe learned.
 
     python -m microgpt.lab embeddings --neighbours 5 --png emb.png
 
-The rows of wte projected on their two principal components (an SVD of the centred rows),
-vowels marked; each character's nearest neighbours by cosine similarity in all n_embd
-dimensions; the cosine similarity of every pair of wpe rows. A model of running text never
-reads BOS, so its row, still as initialised, is left out.
+A model of running text never reads BOS, so its row of wte, still as initialised, is left out.
 """
 
 import numpy as np

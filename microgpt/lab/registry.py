@@ -5,11 +5,8 @@ table of pages (serve.py) and the browser tests are all read from SANDBOXES belo
 
 Adding a page is three things: a module microgpt/lab/NAME.py with compute(model, **params) ->
 dict (keys that begin with '_' are the terminal's), render(data) -> str and, for --png,
-picture(path, data, title); web/NAME.html and web/NAME.js, which POST to /api/NAME and draw
-the answer; and one Sandbox entry here. `model` is what compute() is given: a NumpyGPT
-('numpy'), microgpt's GPT of Values ('scalar'), a training log's path ('log') or nothing (None).
-
-This file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
+picture(path, data, title); web/NAME.html and web/NAME.js; and one Sandbox entry here. This
+file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
 """
 
 import math

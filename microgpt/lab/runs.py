@@ -6,10 +6,8 @@ Training runs started from the web lab's Training page: train.py in a subprocess
     runs.status(offset=0)   # new log lines since byte `offset`, the samples, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
-The run is `python -m microgpt.train --out ...` with the page's fields as its flags
-(limits.RUN_LIMITS). Progress is read from the JSON-lines log train.py writes beside the
-checkpoint; each new save is sampled. Every run writes to a new numbered folder, where a
-restarted server finds its checkpoint again (RunManager.list_earlier_runs).
+Progress is read from the log train.py writes beside the checkpoint; each new save is sampled.
+Every run writes to a new numbered folder, where a restarted server finds it again.
 """
 
 import json

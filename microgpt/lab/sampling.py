@@ -6,10 +6,8 @@ microgpt/sampling.py, the one sample.py uses).
     python -m microgpt.lab sampling ma --top-k 3   # after "ma"
     python -m microgpt.lab sampling "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
 
-After [BOS] + PROMPT: softmax(logits / T) for each temperature (T = 0 is greedy) with its
-entropy in bits, what a top-k cut keeps, and a few names drawn at each setting, marked as in
-the training data or new. A model of running text reads no BOS and draws continuations,
-exactly as `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
+A model of running text reads no BOS and draws continuations, exactly as
+`sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
 import functools

@@ -5,10 +5,8 @@ The numbers behind "divide by sqrt(head_dim)", and what attention costs, measure
     python -m microgpt.lab scaling --png scaling.png          # also four panels of it (matplotlib)
     python -m microgpt.lab scaling --part row --row-d 256 --no-scale   # one widget of the page
 
-Six worked examples: Var(q.k) = d by sampling, a saturated softmax, three tokens by hand, one
-attention row without and with scaling, the cost ratio n / (2 D), and the size of the score
-matrix that FlashAttention never builds. No checkpoint is needed. The Scaling page asks for
-one widget at a time (--part), so the page and the printout share every function.
+No checkpoint is needed. The Scaling page asks for one widget at a time (--part), so the page
+and the printout share every function.
 """
 
 import numpy as np
