@@ -163,15 +163,10 @@ def run_sandbox(s, args):
     module = importlib.import_module(s.module_name)
     head = []
     if s.reads_a_checkpoint:
-        from .loading import describe, load, no_overflow
-        ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
-        registry.check_against_model(s, params, model.config, spell=flag_of)
-        head, source = [describe(args.ckpt, model)], args.ckpt
-        if s.model == 'numpy':
-            with no_overflow():
-                data = module.compute(model, ckpt=ckpt, **params)
-        else:
-            data = module.compute(model, ckpt=ckpt, **params)
+        from .loading import describe, load
+        loaded = load(args.ckpt, s.model, n_head=args.n_head)
+        head, source = [describe(args.ckpt, loaded.model)], args.ckpt
+        data = registry.compute_on_model(s, loaded, params, spell=flag_of)
     elif s.model == 'log':
         params.pop('also', None)  # the web page's: the command line names its logs itself
         data = module.compute(args.logfile, **params)

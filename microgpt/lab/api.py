@@ -15,7 +15,6 @@ import importlib
 import math
 import os
 import threading
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from ..programs.run import log_path_for
 from . import registry
 from .exercises.catalog import EXERCISES
 from .exercises.web import Busy, ExercisesPage
-from .loading import example_text, load, no_overflow, trained_lr
+from .loading import example_text, load, trained_lr
 from .render import unit
 from .limits import MAX_TEXT
 
@@ -271,11 +270,8 @@ class Lab:
             if s.model == 'log':  # the chosen checkpoint's log, and those of the others asked beside it
                 ids = [ckpt_id, *params.pop('also', ())]
                 return public(module.compute([log_path_for(self.checkpoints.path(i)) for i in ids], **params))
-            ckpt, model = self.checkpoints.model(ckpt_id, s.model)
-            registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
-            # the numpy port's arithmetic overflows as one line; the scalar step says so itself
-            with no_overflow() if s.model == 'numpy' else nullcontext():
-                return public(module.compute(model, ckpt=ckpt, **params))
+            loaded = self.checkpoints.model(ckpt_id, s.model)
+            return public(registry.compute_on_model(s, loaded, params, spell=lambda p: repr(p.name)))
 
     def train_start(self, body):
         return self.runs.start(body)

@@ -9,6 +9,8 @@ picture(path, data, title); web/NAME.html and web/NAME.js; and one Sandbox entry
 file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
 """
 
+import contextlib
+import importlib
 import math
 from dataclasses import dataclass
 
@@ -383,18 +385,21 @@ def pages():
 
 
 # ---------------------------------------------------------------------------- checks the model decides
-def check_against_model(sandbox, params, config, spell=lambda p: p.name):
-    """Each value whose Param says at_most='field' no larger than the model's config.field
-    (top_k at most vocab_size). (A layer, head or query the model lacks is the sandbox's own
-    check, which names what the model has.) spell: how the caller names a parameter."""
+def compute_on_model(sandbox, loaded, params, spell):
+    """The sandbox's compute() on a loading.Loaded checkpoint, for the command line and the API
+    alike: first each value whose Param says at_most='field' is checked against the model's
+    config.field (top_k at most vocab_size; a layer or head the model lacks is the sandbox's
+    own check); the numpy port's arithmetic runs under no_overflow (the scalar step says so
+    itself). spell: how the caller names a parameter."""
+    from .loading import no_overflow
+    ckpt, model = loaded
     for p in sandbox.params:
-        if p.at_most is None or params.get(p.name) is None:
-            continue
-        limit = getattr(config, p.at_most)
-        if params[p.name] > limit:
+        limit = getattr(model.config, p.at_most) if p.at_most else None
+        if limit is not None and params.get(p.name) is not None and params[p.name] > limit:
             raise UserError(f"{spell(p)} is {params[p.name]}, but this model's {p.at_most} is {limit}: "
                             f"give {p.low}..{limit}")
-    return params
+    with no_overflow() if sandbox.model == 'numpy' else contextlib.nullcontext():
+        return importlib.import_module(sandbox.module_name).compute(model, ckpt=ckpt, **params)
 
 
 def read_values(given, param, where):

@@ -55,13 +55,13 @@ def variance_standard_error(d, samples):
     return float(np.sqrt((2 * d * d + 6 * d) / samples))
 
 
-def variance_table(samples, rng, ds=(4, 64, 1024)):
-    """[(d, measured variance, standard error, standard deviation)] for each d."""
+def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
+    """[{d, var: Var(q.k) measured on `samples` dot products, se: its standard error, sd}]."""
+    rng = np.random.default_rng(seed)
     rows = []
     for d in ds:
-        s = dot_products(d, samples, rng)
-        var = float(s.var(ddof=1))
-        rows.append((d, var, variance_standard_error(d, samples), float(np.sqrt(var))))
+        var = float(dot_products(d, samples, rng).var(ddof=1))
+        rows.append({'d': d, 'var': var, 'se': variance_standard_error(d, samples), 'sd': float(np.sqrt(var))})
     return rows
 
 
@@ -171,12 +171,6 @@ def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, 
     out['draws'] = draws
     out['vanishing'] = out['median']['gradient_scale'] < VANISHING
     return out
-
-
-def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
-    """Section 1 for the page: [{d, var, se, sd}]."""
-    return [{'d': d, 'var': var, 'se': se, 'sd': sd}
-            for d, var, se, sd in variance_table(samples, np.random.default_rng(seed), ds)]
 
 
 def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
