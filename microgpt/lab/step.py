@@ -321,23 +321,19 @@ def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
 def engine_gradients(model, weights, tokens, grads):
     """The same name's gradients, at the same weights, from the numpy training path (derived by
     hand) and from PyTorch's autograd: for each, {'max_diff', 'matrices': {name: largest
-    difference from backward()'s in that matrix}}, or None where the engine is not installed."""
-    found = lambda name: importlib.util.find_spec(name) is not None  # noqa: E731
-    theirs = {'numpy': None, 'torch': None}
-    if found('numpy'):
-        from microgpt import backprop
-        theirs['numpy'] = backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1]
-    if found('torch'):
+    difference from backward()'s in that matrix}}; torch's None where it is not installed."""
+    from microgpt import backprop
+    theirs = {'numpy': backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1],
+              'torch': None}
+    if importlib.util.find_spec('torch') is not None:
         from microgpt import torchgpt
         theirs['torch'] = torchgpt.loss_and_grads(model.config, weights, [tokens])[1]
-    out = {}
+    out = {'torch': None}
     for engine, g in theirs.items():
-        if g is None:
-            out[engine] = None
-            continue
-        matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - mine).max(initial=0.0))
-                    for name, mine in grads.items()}
-        out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
+        if g is not None:
+            matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - mine).max(initial=0.0))
+                        for name, mine in grads.items()}
+            out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
     return out
 
 
@@ -450,8 +446,7 @@ def render(r):
     names = {'numpy': "the numpy training path (package `backprop`)", 'torch': "PyTorch's autograd (package `torchgpt`)"}
     for engine, what in names.items():
         if r.get(engine) is None:
-            hint = "" if engine == 'numpy' else ": pip install -e '.[torch]'"
-            lines.append(f"  {what} is not installed: no opinion from it{hint}")
+            lines.append(f"  {what} is not installed: no opinion from it: pip install -e '.[torch]'")
         else:
             lines.append(f"  {what}: the same gradients, largest difference {r[engine]['max_diff']:.1e}")
     shown = [e for e in names if r.get(e) is not None]
