@@ -41,8 +41,8 @@ class ApiError(Exception):
 
 # ---------------------------------------------------------------------------- reading a request
 def only_known(body, known):
-    """A request naming a field the route does not take is refused, as the command line refuses
-    an unknown flag: a misspelt "temperature" for "temperatures" must not answer with the default."""
+    """Refuse a field the route does not take, as the command line refuses an unknown flag: a
+    misspelt "temperature" for "temperatures" must not answer with the default."""
     unknown = [short(name, 30) for name in body if name not in known]
     if unknown:
         raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} {', '.join(unknown[:3])}"
@@ -166,8 +166,8 @@ class Checkpoints:
             self.paths[ckpt_id] = (path, label)
 
     def nearby(self):
-        """{'file:<name>': path} of the first NEARBY_MOST checkpoints beside the start's, by name:
-        files of ours (their first bytes) with train.py's log beside (not a converted one)."""
+        """{'file:<name>': path} of the first NEARBY_MOST checkpoints of ours beside the start's,
+        by name, with train.py's log beside (not a converted one)."""
         try:
             paths = [os.path.join(self.folder, n) for n in sorted(os.listdir(self.folder)) if n.endswith(ENDINGS)]
         except OSError:
@@ -187,7 +187,7 @@ class Checkpoints:
         raise ApiError(404, f"no checkpoint with id {short(ckpt_id, 60)}: pick one the page lists")
 
     def model(self, ckpt_id, kind='numpy'):
-        """The checkpoint as loading.Loaded, read once (Models); --n-head is the start's (a flat export's)."""
+        """The checkpoint as loading.Loaded, read once (Models)."""
         path = self.path(ckpt_id)
         try:
             return self.models.get(kind, path, self.n_head if ckpt_id == 'start' else None)
@@ -231,8 +231,7 @@ def model_size(config):
 
 
 def file_label(path, ckpt, start=False):
-    """How the list names the checkpoint given at start, or one found beside it: its file, its
-    steps (a converted checkpoint has none) and its size."""
+    """How the list names the start's checkpoint, or one beside it: file, steps, size."""
     steps = f"{ckpt.train_state.step} steps, " if ckpt.train_state is not None else ''
     return f"{os.path.basename(path)}{' (given at start)' if start else ''}: {steps}{model_size(ckpt.config)}"
 
@@ -257,8 +256,8 @@ class Lab:
                 'features': {'training': self.runs.options()}}
 
     def sandbox(self, name, body):
-        """POST /api/NAME: the request's fields read as the registry declares them, then the
-        module's compute() on the model it names (a checkpoint, its training log, or none)."""
+        """POST /api/NAME: the module's compute() on the model the request names (a checkpoint,
+        its training log, or none)."""
         s = registry.get(name)
         only_known(body, [p.name for p in s.params if p.web] + (['ckpt'] if s.model is not None else []))
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}

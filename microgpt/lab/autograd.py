@@ -116,11 +116,8 @@ def number(node, source):
 
 
 def constant(node, source, depth=0):
-    """The plain float an exponent stands for: numbers combined with + - * / ** and minus.
-
-    Everything is computed in floats, so 10 ** 10 ** 10 overflows at once instead of
-    building an enormous integer.
-    """
+    """The plain float an exponent stands for (numbers, + - * / ** and minus), in floats, so
+    that 10 ** 10 ** 10 overflows at once instead of building an enormous integer."""
     if depth > MAX_EXPRESSION_DEPTH:
         raise UserError(f"the exponent is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):

@@ -16,10 +16,7 @@ VOWEL_MARK = '°'
 
 
 def cosine_matrix(rows):
-    """Cosine similarity of every pair of rows (n, d) -> (n, n).
-
-    A row of zeros has no direction: its similarity to every row, itself included, is 0.
-    """
+    """Cosine similarity of every pair of rows (n, d) -> (n, n); 0 for a row of zeros."""
     norms = np.linalg.norm(rows, axis=1, keepdims=True)         # (n, 1)
     unit = rows / np.where(norms > 0, norms, 1.0)               # (n, d): each row length 1 (or 0)
     return unit @ unit.T                                        # (n, n)

@@ -41,12 +41,9 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d{1,9})\s*\]\s*\[\s
 
 # ---------------------------------------------------------------------------- the forward pass
 def forward(model, tokens):
-    """(loss, per-position losses, per-position captures): training.doc_loss, and its parts.
-
-    The loss is built from training's own pieces (doc_losses, then mean_loss, which is exactly
-    doc_loss), so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
-    (programs/taps.py) hands over each position's intermediates by name.
-    """
+    """(loss, per-position losses, per-position captures): training.doc_loss from its own
+    pieces, so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
+    (programs/taps.py) hands over each position's intermediates by name."""
     blocks = model.blocks
     model.blocks = recorder = Recorder(model)
     try:
@@ -100,8 +97,8 @@ def parse_param(text, model):
 
 # ---------------------------------------------------------------------------- forward and backward, by either engine
 def scalar_pass(model, tokens):
-    """The step's forward and backward on the scalar engine, exactly as train_step runs them,
-    read out as arrays: what step_report needs from an engine (numpy_pass gives the same)."""
+    """The step's forward and backward on the scalar engine, as train_step runs them, read out
+    as arrays (numpy_pass gives the same)."""
     with Tape() as tape:
         loss, losses, captures = forward(model, tokens)
     loss.backward(tape)
@@ -123,10 +120,9 @@ def scalar_pass(model, tokens):
 
 
 def numpy_pass(model, weights, tokens):
-    """The same forward and backward by the numpy training path (src/backprop: every backward
-    derived by hand, tests/test_backprop_model.py: equal to the scalar engine's to 1e-12): the
-    same numbers in milliseconds, where the scalar engine takes a second on a 4x64 model. No
-    graph is built, so graph_nodes is None."""
+    """The same forward and backward by the numpy training path (src/backprop, equal to the
+    scalar engine's to 1e-12): milliseconds where the scalar engine takes a second on a 4x64
+    model, and no graph."""
     from microgpt.backprop.model import make_batch, model_backward, model_forward
     from microgpt.inference.model import cross_entropy, softmax
     cfg = model.config
@@ -153,8 +149,7 @@ def numpy_pass(model, weights, tokens):
 
 
 def offsets(model):
-    """{name: the index in GPT.params of its matrix's first weight}: the matrices, row by row,
-    one after the other."""
+    """{name: the index in GPT.params of its matrix's first weight}."""
     out, at = {}, 0
     for name, matrix in model.state_dict.items():
         out[name] = at
@@ -169,11 +164,9 @@ def matrices(model, flat):
 
 # ---------------------------------------------------------------------------- one step
 def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode='lines'):
-    """Everything the printout shows, for one training step on TEXT, computed by `engine`:
-    'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path); None: the
-    scalar engine where its graph fits (registry.scalar_step_positions), else numpy's. The model
-    is left as it was: the weights after the step are returned ('weights_after'). mode: the
-    model's data mode, 'lines' (TEXT is a name) or 'text' (TEXT is a window of running text)."""
+    """Everything the printout shows, for one training step on TEXT (a name, or in mode 'text' a
+    window), computed by `engine` ('scalar', 'numpy'; None: the scalar engine where its graph
+    fits, registry.scalar_step_positions). The model is left as it was ('weights_after')."""
     if engine not in (None, *ENGINES):
         raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
@@ -277,8 +270,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
 
 
 def forward_after(model, weights, tokens):
-    """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port: the
-    mean of its per-position losses, as doc_loss takes it."""
+    """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port."""
     from microgpt.inference.model import NumpyGPT, cross_entropy  # `step` needs numpy (registry.py)
     port = NumpyGPT(model.config, weights, tokenizer=model.tokenizer)
     logits = port.forward(tokens[:-1])[0]        # (n, vocab_size)
@@ -338,9 +330,8 @@ def engine_gradients(model, weights, tokens, grads):
 
 
 def compute(model, text, lr=None, param=None, engine=None, ckpt=None):
-    """step_report on the checkpoint's model, at `lr` (default: the one the checkpoint was
-    trained with, else train.py's default). The full gradient and weight matrices are for the
-    terminal only ('_grads', '_weights_after'); their norms per matrix are kept."""
+    """step_report at `lr` (default: the one the checkpoint was trained with, else train.py's);
+    the full matrices are the terminal's only ('_grads', '_weights_after')."""
     lr_source = 'given'
     if lr is None:
         lr = trained_lr(ckpt)
@@ -464,8 +455,7 @@ def fixed(x, sign=''):
 
 
 def without_grad_text(c, word='name'):
-    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them
-    (word: what was trained on, a 'name' or a window of 'text')."""
+    """One sentence: the weights with no gradient, by reason (word: a 'name' or 'text')."""
     dead = sum(len(u) for u in c['dead_units'])
     per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
     text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "
