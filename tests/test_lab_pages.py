@@ -169,14 +169,6 @@ def test_the_gradient_warning_appears_at_large_d_only_without_scaling():
     assert scaling.random_row_widget(64, scale=True, temperature=0.05)['vanishing']
 
 
-def test_the_variance_widget_measures_d():
-    rows = scaling.variance_widget(2000)
-    assert [r['d'] for r in rows] == [4, 64, 1024]
-    for r in rows:
-        assert abs(r['var'] - r['d']) < 5 * r['se']
-        assert r['sd'] == math.sqrt(r['var'])
-
-
 # ---------------------------------------------------------------------------- cost and index notation
 def test_the_index_widget_at_gpt2_smalls_sizes():
     c = scaling.contraction('bhqd,bhkd->bhqk', scaling.EXAMPLE_SIZES)
@@ -212,9 +204,7 @@ def test_the_cost_widget_is_the_index_widgets_contractions_counted():
                         for t in ('scores', 'output'))
         projections = 4 * scaling.contraction(scaling.CONTRACTIONS['projection'][0], sizes)['multiply_adds']
         assert (cost['attention'], cost['projections']) == (attention, projections)
-        assert cost['ratio'] == attention / projections
-    assert [round(scaling.cost_table(n, 768)['ratio'], 2) for n in (128, 1024)] == [0.08, 0.67]
-    assert round(scaling.cost_table(8192, 768)['ratio'], 1) == 5.3
+        assert cost['ratio'] == attention / projections == scaling.cost_ratio(n, 768)
 
 
 @pytest.mark.plot

@@ -51,8 +51,6 @@ def read_log(path, unit='nats'):
             continue
         record = parse_json(line, f"{path} line {number}",
                             hint="is this the training log (out/model.log.jsonl)?")
-        if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
-            raise UserError(_not_a_log(path))
         problem = log_record_problem(record)  # the rule train.py's --resume keeps lines by
         if problem:
             raise UserError(f"{path} line {number}{problem}")
