@@ -36,7 +36,7 @@ def add_param(group, p):
     kw = {'help': help_text}
     if p.kind is bool:
         kw['action'] = 'store_false' if p.default else 'store_true'
-        group.add_argument(p.flag or '--' + p.name.replace('_', '-'), dest=p.name, **kw)
+        group.add_argument(flag_of(p), dest=p.name, **kw)
         return
     if p.kind in (int, float):
         kw['type'] = p.range.parse
