@@ -149,9 +149,9 @@ def test_refusals_name_the_construct():
     (['a=2'], 'no value for b'),
     (['a=2', 'b=1', 'c=5'], 'not used in the expression: c'),
     (['a=2', 'b'], 'not an assignment'),
-    (['a=2', 'b=x'], 'not a number'),
-    (['a=2', 'b=inf'], 'finite'),
-    (['a=2', 'b=nan'], 'finite'),
+    (['a=2', 'b=x'], "'b=x': the value must be a number in"),
+    (['a=2', 'b=inf'], "'b=inf': the value must be a number in"),
+    (['a=2', 'b=nan'], "'b=nan': the value must be a number in"),
     (['a=2', 'a=3', 'b=1'], 'twice'),
     (['a=1', '__class__=1', 'b=1'], 'cannot be a variable'),
 ])

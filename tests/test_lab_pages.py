@@ -169,14 +169,6 @@ def test_the_gradient_warning_appears_at_large_d_only_without_scaling():
     assert scaling.random_row_widget(64, scale=True, temperature=0.05)['vanishing']
 
 
-def test_the_variance_widget_measures_d():
-    rows = scaling.variance_widget(2000)
-    assert [r['d'] for r in rows] == [4, 64, 1024]
-    for r in rows:
-        assert abs(r['var'] - r['d']) < 5 * r['se']
-        assert r['sd'] == math.sqrt(r['var'])
-
-
 # ---------------------------------------------------------------------------- cost and index notation
 def test_the_index_widget_at_gpt2_smalls_sizes():
     c = scaling.contraction('bhqd,bhkd->bhqk', scaling.EXAMPLE_SIZES)
@@ -212,9 +204,7 @@ def test_the_cost_widget_is_the_index_widgets_contractions_counted():
                         for t in ('scores', 'output'))
         projections = 4 * scaling.contraction(scaling.CONTRACTIONS['projection'][0], sizes)['multiply_adds']
         assert (cost['attention'], cost['projections']) == (attention, projections)
-        assert cost['ratio'] == attention / projections
-    assert [round(scaling.cost_table(n, 768)['ratio'], 2) for n in (128, 1024)] == [0.08, 0.67]
-    assert round(scaling.cost_table(8192, 768)['ratio'], 1) == 5.3
+        assert cost['ratio'] == attention / projections == scaling.cost_ratio(n, 768)
 
 
 @pytest.mark.plot
@@ -296,7 +286,7 @@ def test_every_phase_finds_its_lines_in_model_py():
     assert 'attn_wo' not in text['softmax'] and 'softmax' not in text['qkv']  # each its own lines
 
 
-def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
+def test_the_code_is_read_from_the_file_as_it_is_now(model, tmp_path, monkeypatch):
     """An edit elsewhere moves the lines and they are still found; a building block renamed
     away leaves its phase empty instead of pointing at a wrong line."""
     with open(phases.MODEL_FILE, encoding='utf-8') as f:
@@ -314,6 +304,11 @@ def test_the_code_is_read_from_the_file_as_it_is_now(tmp_path):
     renamed.write_text(source.replace('attn_weights = blocks.softmax(', 'attn_weights = blocks.normalise('),
                        encoding='utf-8')
     assert phases.gpt_source(str(renamed))['phases']['softmax'] == []
+    # a model.py the learner broke: the numbers stand, the code's place says what failed
+    renamed.write_text('def gpt(self:\n', encoding='utf-8')
+    monkeypatch.setattr(phases, 'MODEL_FILE', str(renamed))
+    code = phases.compute(model, 'emma', 0, 1, 2)['code']
+    assert code['error'].startswith('microgpt/model.py does not parse: ') and "gpt()'s lines are not shown" in code['error']
 
 
 def test_the_phases_are_found_whatever_gpts_variables_are_called(tmp_path):
@@ -372,6 +367,8 @@ def test_each_new_route_answers_its_modules_compute(server, model, tiny_ckpt):
     ('/api/byhand', {'q': ['1 ' * 150]}, 'characters long'),
     ('/api/byhand', {'query': 7}, "'query' is 7"),
     ('/api/byhand', {'w_o': ['1 0', '0 1']}, 'W_O must be 4 x 4'),
+    ('/api/byhand', {'w_o': ['1 0 0 0', '0 1 0 0', '0 0 1 0', '0 0 0']}, "W_O row 4 has 3 numbers but k1 has 4"),
+    ('/api/sampling', {'temperature': 1.0}, "unknown field 'temperature': this route takes prompt, temperatures"),
     ('/api/scaling', {'part': 'index', 'sizes': {'h': 2.5}}, 'give whole sizes'),
     ('/api/scaling', {'part': 'index', 'sizes': {'h': 0}}, 'must be a number in 1..'),
     ('/api/scaling', {'part': 'row', 'scores': [1e400]}, 'finite'),

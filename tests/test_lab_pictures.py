@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from helpers import REPO_DIR, assert_one_line, live_server, request, run_lab
+from helpers import REPO_DIR, assert_one_line, run_lab
 
 pytestmark = pytest.mark.plot
 
@@ -109,10 +109,3 @@ def test_one_character_of_running_text_is_an_overview_with_no_loss(text_ckpt, ca
     status, out, err = run_lab(['overview', '--ckpt', text_ckpt, 'T'], capsys)
     assert status == 0, err
     assert 'no position has its next character in the text' in out
-
-
-def test_one_character_of_running_text_through_the_web_lab(text_ckpt, play_file, tmp_path):
-    with live_server(text_ckpt, tmp_path / 'runs', play_file) as server:
-        status, body, _ = request(server, 'POST', '/api/overview', {'text': 'T'})
-        assert status == 200, body
-        assert request(server, 'POST', '/api/overview', {'text': 'To'})[0] == 200

@@ -50,27 +50,35 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
     assert 'give an integer from 1 to 5' in capsys.readouterr().err
 
 
-def test_a_sandbox_added_to_the_registry_is_a_route_and_a_page(echo, tiny_ckpt, names_file, tmp_path):
+def test_a_sandbox_added_to_the_registry_is_a_route_a_page_and_its_models_facts(echo, tiny_ckpt, names_file,
+                                                                               tmp_path, monkeypatch):
+    """The made-up `about` declares what its page knows of each checkpoint in its entry alone
+    (the Step page's numpy-first rule was once written in api.py), and the listing follows."""
+    module = types.ModuleType('lab_test_about')
+    module.compute = lambda model, ckpt=None: {}
+    monkeypatch.setitem(sys.modules, 'lab_test_about', module)
+    made_up = registry.Sandbox('about', 'About', help="a page that knows the width", module='lab_test_about',
+                               about_model=lambda config: {'about_width': config.n_embd})
+    monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
         assert status == 200 and got == {'words': ['hi'] * 3}
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
         assert status == 400 and got['error'] == "'times' is 6: give an integer from 1 to 5"
         config = request(server, 'GET', '/api/config')[1]  # what web/lab.js draws the navigation from
-    assert {'name': 'echo', 'title': 'Echo'} in config['pages']
+    assert {'name': 'echo', 'title': 'Echo'} in config['pages'] and config['checkpoints'][0]['about_width'] == 8
     pages, static, api = serve.routes()
     assert pages['/echo'] == 'echo.html' and static['/static/echo.js'] == 'echo.js'
     assert api['/api/echo'] == ('POST', 'sandbox', 'echo')
 
 
-def test_without_the_entry_there_is_no_command_and_no_route(tiny_ckpt, names_file, tmp_path, capsys):
+def test_without_the_entry_there_is_no_command_and_no_route(server, capsys):
     """Negative control: the same requests without the registry line."""
     with pytest.raises(SystemExit):
         main(['echo', 'hi'])
     assert "invalid choice: 'echo'" in capsys.readouterr().err
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        assert request(server, 'POST', '/api/echo', {'word': 'hi'})[0] == 404
-        assert 'echo' not in [p['name'] for p in request(server, 'GET', '/api/config')[1]['pages']]
+    assert request(server, 'POST', '/api/echo', {'word': 'hi'})[0] == 404
+    assert 'echo' not in [p['name'] for p in request(server, 'GET', '/api/config')[1]['pages']]
 
 
 def numeric_params():
@@ -108,15 +116,14 @@ def test_the_command_line_and_the_api_accept_the_same_range(s, p, capsys):
         assert api.read_param({p.name: as_json(value)}, p) == as_json(value)
 
 
-def test_top_k_is_capped_by_the_vocabulary_on_both_sides(tiny_ckpt, names_file, tmp_path, capsys):
+def test_top_k_is_capped_by_the_vocabulary_on_both_sides(server, tiny_ckpt, capsys):
     from microgpt.lab.loading import load
     vocab_size = load(tiny_ckpt).model.config.vocab_size
     with pytest.raises(UserError, match=f"--top-k is {vocab_size + 1}, but this model's vocab_size is {vocab_size}"):
         main(['sampling', '--ckpt', tiny_ckpt, '--top-k', str(vocab_size + 1), '--num', '1'])
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        status, got, _ = request(server, 'POST', '/api/sampling', {'top_k': vocab_size + 1, 'num': 1})
-        assert status == 400 and got['error'].startswith(f"'top_k' is {vocab_size + 1}, but this model's vocab_size")
-        assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
+    status, got, _ = request(server, 'POST', '/api/sampling', {'top_k': vocab_size + 1, 'num': 1})
+    assert status == 400 and got['error'].startswith(f"'top_k' is {vocab_size + 1}, but this model's vocab_size")
+    assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
 
 
 def test_every_page_has_its_files(tmp_path):
@@ -127,21 +134,6 @@ def test_every_page_has_its_files(tmp_path):
         html = open(os.path.join(serve.WEB_DIR, f'{name}.html'), encoding='utf-8').read()
         assert f'data-page="{name}"' in html and f'/static/{name}.js' in html
         assert os.path.exists(os.path.join(serve.WEB_DIR, f'{name}.js'))
-
-
-# ---------------------------------------------------------------------------- the registry's promise
-def test_what_a_page_knows_of_a_model_comes_from_its_entry(tiny_ckpt, names_file, tmp_path, monkeypatch):
-    """The Step page's numpy-first rule was once written in api.py. A sandbox made up here
-    declares what its page knows of each checkpoint in its entry alone, and the listing follows."""
-    module = types.ModuleType('lab_test_about')
-    module.compute = lambda model, ckpt=None: {}
-    module.render = lambda d: ''
-    monkeypatch.setitem(sys.modules, 'lab_test_about', module)
-    made_up = registry.Sandbox('about', 'About', help="a page that knows the width", module='lab_test_about',
-                               about_model=lambda config: {'about_width': config.n_embd})
-    monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        assert request(server, 'GET', '/api/config')[1]['checkpoints'][0]['about_width'] == 8
 
 
 def test_every_page_is_timed_or_says_why_not():

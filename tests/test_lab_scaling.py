@@ -53,8 +53,8 @@ def test_gradient_scale_is_the_top_eigenvalue_of_the_softmax_jacobian():
 # ---------------------------------------------------------------------------- 1) Var(q.k) = d
 @pytest.mark.parametrize('d', [4, 64, 1024])
 def test_variance_of_q_dot_k_is_d(d):
-    (row,) = scaling.variance_table(SAMPLES, np.random.default_rng(0), ds=(d,))
-    _, var, se, sd = row
+    (row,) = scaling.variance_widget(SAMPLES, 0, ds=(d,))
+    var, se, sd = row['var'], row['se'], row['sd']
     assert abs(se - d * math.sqrt((2 + 6 / d) / SAMPLES)) < EXACT_TOL
     assert abs(var - d) < N_SE * se
     assert abs(sd - math.sqrt(var)) < EXACT_TOL

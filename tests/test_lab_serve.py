@@ -178,17 +178,13 @@ def test_a_run_checkpoint_deleted_on_disk_leaves_the_list_and_the_pages_open(ser
 
 # ---------------------------------------------------------------------------- broken requests
 @pytest.mark.parametrize('method, path, raw, headers, want', [
-    ('GET', '/../../etc/passwd', None, None, 404), ('GET', '/static/%2e%2e/serve.py', None, None, 404),
+    ('GET', '/../../etc/passwd', None, None, 404),
     ('POST', '/api/overview', b'x' * (MAX_BODY + 1), None, 413),
     ('POST', '/api/overview', b'{"text": "emma"', None, 400),                 # malformed JSON
-    ('POST', '/api/overview', b'[1, 2]', None, 400),                          # not an object
-    ('POST', '/api/overview', b'\xff\xfe', None, 400),                        # not UTF-8
     ('POST', '/api/overview', b'{"text": "emma"}', {'Content-Type': 'text/plain'}, 415),
     ('GET', '/api/overview', None, None, 405),
-    ('POST', '/api/config', b'{}', None, 405),
     ('POST', '/api/nothing', b'{}', None, 404),
     ('GET', '/api/config', None, {'Host': 'evil.example:80'}, 400),          # DNS rebinding
-    ('GET', '/api/config', None, {'Host': '192.168.1.5:80'}, 400),
     ('POST', '/api/train/start', b'{}', {'Origin': 'http://evil.example'}, 403),
 ])
 def test_a_broken_request_gets_a_one_line_json_4xx_and_the_server_goes_on(server, method, path, raw, headers, want):

@@ -38,16 +38,10 @@ def test_a_character_model_shows_one_token_a_character_and_refuses_one_it_never_
     ckpt, model = model_of(tiny_ckpt)
     d = tokens.compute(model, 'emma', ckpt=ckpt)
     assert [t['label'] for t in d['tokens']] == list('emma') and d['merges'] == [] and d['kind'] == 'char'
+    assert len(d['cuts']) == 3 and all(c['lost'] == [] for c in d['cuts'])  # a cut between every two
+    assert all(x['merge'] is None for x in d['tokens'])
     with pytest.raises(UserError, match="character 'ř' is not in the vocabulary"):
         tokens.compute(model, 'emř', ckpt=ckpt)
-
-
-def test_the_command_prints_the_tokens_and_the_merges(bpe_ckpt, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.run(main, ['tokens', 'emma', '--ckpt', bpe_ckpt, '--merges', '3'])
-    out = capsys.readouterr().out
-    assert info.value.code == 0
-    assert 'the first 3 of 23 merges, in the order learned' in out and 'characters in' in out
 
 
 # ---------------------------------------------------------------------------- why it splits there
@@ -108,20 +102,14 @@ def test_every_token_and_cut_is_explained_by_the_table(text):
             assert tok.rank[a, b] == lost['rank'] >= lost['by']
 
 
-def test_a_character_model_has_a_cut_between_every_two_and_no_merges(tiny_ckpt):
-    ckpt, model = model_of(tiny_ckpt)
-    d = tokens.compute(model, 'emma', ckpt=ckpt)
-    assert len(d['cuts']) == 3 and all(c['lost'] == [] for c in d['cuts'])
-    assert all(x['merge'] is None for x in d['tokens'])
-
-
-def test_the_command_says_why_each_token_is_cut_where_it_is(bpe_ckpt, capsys):
+def test_the_command_prints_the_tokens_the_merges_and_why_each_is_cut_where_it_is(bpe_ckpt, capsys):
     ckpt, model = model_of(bpe_ckpt)
     d = tokens.compute(model, 'emma', ckpt=ckpt)
-    with pytest.raises(SystemExit):
-        cli.run(main, ['tokens', 'emma', '--ckpt', bpe_ckpt])
+    with pytest.raises(SystemExit) as info:
+        cli.run(main, ['tokens', 'emma', '--ckpt', bpe_ckpt, '--merges', '3'])
     out = capsys.readouterr().out
-    assert 'why it splits where it does' in out
+    assert info.value.code == 0 and 'the first 3 of 23 merges, in the order learned' in out
+    assert 'characters in' in out and 'why it splits where it does' in out
     assert all(x['why'] in out for x in d['tokens']) and all(c['why'] in out for c in d['cuts'])
 
 

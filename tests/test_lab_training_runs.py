@@ -5,21 +5,22 @@ The oracle is train.py itself: a run started over the page's API, with a dtype, 
 and an evaluation and save schedule, must log exactly the losses of `train.py` given the same
 flags (one BLAS thread for both, so the arithmetic is the same), write the checkpoint the
 command line's running-text recipe writes (.safetensors) and record those settings in it. A
-refused field is one line naming it. The time a run has left comes from its pace (Pace,
-checked on a log read at made-up times against the sum done by hand).
+refused field is one line naming it. The time a run has left (time_left) is checked on
+made-up reads against the sum done by hand.
 
 Run: .venv/bin/python -m pytest -q tests/test_lab_training_runs.py
 """
 
 import os
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from helpers import REPO_DIR, bench_script, live_server, post, request, wait_for_run
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.lab import loss
-from microgpt.lab.runs import Pace
+from microgpt.lab.runs import time_left
 from microgpt.programs import train
 
 PAGE_RUN = {'data_mode': 'text', 'engine': 'numpy', 'dtype': 'float32', 'weight_decay': 0.1, 'dropout': 0.2,
@@ -74,19 +75,15 @@ def test_a_refused_training_field_is_one_line_naming_it(server, body, words):
     assert status == 400 and words in answer['error'] and '\n' not in answer['error']
 
 
-def test_pace_is_the_steps_left_at_the_runs_latest_step_time():
-    """Measured on its last WINDOW (5) seconds, so that it follows the speed the run settles on
-    (the numpy engine's first steps try slower ways to use the cores)."""
-    pace = Pace(1000)
-    assert pace.estimate() is None  # nothing read: nothing to say
-    pace.see(0.0, [{'step': 1, 'loss': 3.0}])
-    assert pace.estimate() is None  # one read: no pace yet
-    for t in range(1, 9):  # 100 ms a step for the first second, then 10 ms
-        pace.see(float(t), [{'step': 11 + 100 * (t - 1), 'loss': 3.0}, {'step': 5, 'val_loss': 2.9}])
-    pace.see(8.5, [{'step': 711, 'val_loss': 2.9}])  # no new step: no new mark
-    left = pace.estimate()  # the window: t = 3 (step 211) to t = 8 (step 711)
-    assert left['left'] == pytest.approx((1000 - 711) * 0.01)
-    assert left['text'] == "about 3 s left, at this run's 10.0 ms a step (its last 5 s)"
+def test_the_time_left_is_the_steps_left_at_the_runs_pace():
+    run = SimpleNamespace(params={'steps': 1000}, first=None, latest=None)
+    assert time_left(run) is None  # nothing read: nothing to say
+    run.first = run.latest = (1.0, 11)
+    assert time_left(run) is None  # one read: no pace yet
+    run.latest = (6.0, 511)  # 500 steps in 5 s: 10 ms a step
+    assert time_left(run) == {'left': 5, 'text': "about 5 s left, at this run's 10.0 ms a step"}
+    run.first, run.latest, run.params['steps'] = (0.0, 1), (1.0, 2), 182  # 1 s a step, 180 left
+    assert time_left(run)['text'].startswith("about 3 min 00 s left")
 
 
 def test_the_page_bench_sends_what_the_pages_running_text_preset_sends():

@@ -17,6 +17,4 @@ sandbox of registry.SANDBOXES (`python -m microgpt.lab --help` lists them), and 
     python -m microgpt.lab exercises start        # write the engine and the GPT yourself (exercises/)
 
 tests/test_lab_registry.py checks that these examples name every command the registry has.
-The model commands read a checkpoint written by train.py through the numpy port (src/inference):
-this subpackage is the one place in microgpt/ that imports numpy.
 """

@@ -36,7 +36,7 @@ def add_param(group, p):
     kw = {'help': help_text}
     if p.kind is bool:
         kw['action'] = 'store_false' if p.default else 'store_true'
-        group.add_argument(p.flag or '--' + p.name.replace('_', '-'), dest=p.name, **kw)
+        group.add_argument(flag_of(p), dest=p.name, **kw)
         return
     if p.kind in (int, float):
         kw['type'] = p.range.parse
@@ -146,7 +146,7 @@ def cli_params(s, args):
     for p in s.params:
         value = getattr(args, p.name) if p.cli else p.default
         if p.kind == 'values':
-            value = registry.values_from_words(value or [], p)
+            value = registry.read_values(value or [], p, flag_of(p))
         params[p.name] = p.check(value, flag_of(p))
     return params
 
@@ -163,15 +163,10 @@ def run_sandbox(s, args):
     module = importlib.import_module(s.module_name)
     head = []
     if s.reads_a_checkpoint:
-        from .loading import describe, load, no_overflow
-        ckpt, model = load(args.ckpt, s.model, n_head=args.n_head)
-        registry.check_against_model(s, params, model.config, spell=flag_of)
-        head, source = [describe(args.ckpt, model)], args.ckpt
-        if s.model == 'numpy':
-            with no_overflow():
-                data = module.compute(model, ckpt=ckpt, **params)
-        else:
-            data = module.compute(model, ckpt=ckpt, **params)
+        from .loading import describe, load
+        loaded = load(args.ckpt, s.model, n_head=args.n_head)
+        head, source = [describe(args.ckpt, loaded.model)], args.ckpt
+        data = registry.compute_on_model(s, loaded, params, spell=flag_of)
     elif s.model == 'log':
         params.pop('also', None)  # the web page's: the command line names its logs itself
         data = module.compute(args.logfile, **params)

@@ -5,10 +5,9 @@ lab function computes, made JSON-ready. Nothing here computes the model itself.
     lab = Lab(Checkpoints('out/model.json'), runs)
     lab.sandbox('attention', {'ckpt': 'start', 'text': 'anna', 'head': 1})  # -> a dict for json.dumps
 
-POST /api/NAME's fields are sandbox NAME's Params (registry.py), range-checked exactly as the
-command line checks its flags. A request never names a file: a model is picked by the id of a
-checkpoint the server knows (Checkpoints). The sandboxes compute one at a time, on models read
-once and kept (Models). serve.py answers an ApiError with its status, a UserError with 400.
+POST /api/NAME's fields are sandbox NAME's Params (registry.py), checked as the command line
+checks its flags. A request never names a file: a model is picked by the id of a checkpoint
+the server knows (Checkpoints).
 """
 
 import collections
@@ -16,7 +15,6 @@ import importlib
 import math
 import os
 import threading
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -28,7 +26,7 @@ from ..programs.run import log_path_for
 from . import registry
 from .exercises.catalog import EXERCISES
 from .exercises.web import ExercisesPage
-from .loading import example_text, load, no_overflow, trained_lr
+from .loading import example_text, load, trained_lr
 from .render import unit
 from .limits import MAX_TEXT
 
@@ -43,8 +41,8 @@ class ApiError(Exception):
 
 # ---------------------------------------------------------------------------- reading a request
 def only_known(body, known):
-    """A request naming a field the route does not take is refused, as the command line refuses
-    an unknown flag: a misspelt "temperature" for "temperatures" must not answer with the default."""
+    """Refuse a field the route does not take, as the command line refuses an unknown flag: a
+    misspelt "temperature" for "temperatures" must not answer with the default."""
     unknown = [short(name, 30) for name in body if name not in known]
     if unknown:
         raise ApiError(400, f"unknown field{'s' * (len(unknown) > 1)} {', '.join(unknown[:3])}"
@@ -66,7 +64,7 @@ def read_param(body, p):
         return list(p.default) if p.many else p.default
     value = body[name]
     if p.kind == 'values':
-        return read_values(name, value, p)
+        return registry.read_values(value, p, repr(name))
     if p.many:
         if not isinstance(value, list) or not value:
             raise ApiError(400, f"{name!r} must be a list of one value or more")
@@ -91,16 +89,6 @@ def one_value(name, value, p):
     if kind is str and len(value) > most:
         raise ApiError(400, f"{name!r} is {len(value)} characters long; at most {most}")
     return value
-
-
-def read_values(name, values, p):
-    """A {variable: number} field, each a number within p's range."""
-    if not isinstance(values, dict):
-        raise ApiError(400, f"{name!r} must be an object of {{name: number}}")
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not p.low <= value <= p.high:
-            raise ApiError(400, f"the value of {key!r:.40} must be a number in {p.low:g}..{p.high:g}")
-    return {key: float(value) for key, value in values.items()}
 
 
 KIND_NAMES = {int: 'an integer', float: 'a number', bool: 'true or false', str: 'a string'}
@@ -178,8 +166,8 @@ class Checkpoints:
             self.paths[ckpt_id] = (path, label)
 
     def nearby(self):
-        """{'file:<name>': path} of the first NEARBY_MOST checkpoints beside the start's, by name:
-        files of ours (their first bytes) with train.py's log beside (not a converted one)."""
+        """{'file:<name>': path} of the first NEARBY_MOST checkpoints of ours beside the start's,
+        by name, with train.py's log beside (not a converted one)."""
         try:
             paths = [os.path.join(self.folder, n) for n in sorted(os.listdir(self.folder)) if n.endswith(ENDINGS)]
         except OSError:
@@ -199,7 +187,7 @@ class Checkpoints:
         raise ApiError(404, f"no checkpoint with id {short(ckpt_id, 60)}: pick one the page lists")
 
     def model(self, ckpt_id, kind='numpy'):
-        """The checkpoint as loading.Loaded, read once (Models); --n-head is the start's (a flat export's)."""
+        """The checkpoint as loading.Loaded, read once (Models)."""
         path = self.path(ckpt_id)
         try:
             return self.models.get(kind, path, self.n_head if ckpt_id == 'start' else None)
@@ -243,8 +231,7 @@ def model_size(config):
 
 
 def file_label(path, ckpt, start=False):
-    """How the list names the checkpoint given at start, or one found beside it: its file, its
-    steps (a converted checkpoint has none) and its size."""
+    """How the list names the start's checkpoint, or one beside it: file, steps, size."""
     steps = f"{ckpt.train_state.step} steps, " if ckpt.train_state is not None else ''
     return f"{os.path.basename(path)}{' (given at start)' if start else ''}: {steps}{model_size(ckpt.config)}"
 
@@ -269,8 +256,8 @@ class Lab:
                 'features': {'training': self.runs.options()}}
 
     def sandbox(self, name, body):
-        """POST /api/NAME: the request's fields read as the registry declares them, then the
-        module's compute() on the model it names (a checkpoint, its training log, or none)."""
+        """POST /api/NAME: the module's compute() on the model the request names (a checkpoint,
+        its training log, or none)."""
         s = registry.get(name)
         only_known(body, [p.name for p in s.params if p.web] + (['ckpt'] if s.model is not None else []))
         params = {p.name: read_param(body, p) if p.web else p.default for p in s.params}
@@ -282,11 +269,8 @@ class Lab:
             if s.model == 'log':  # the chosen checkpoint's log, and those of the others asked beside it
                 ids = [ckpt_id, *params.pop('also', ())]
                 return public(module.compute([log_path_for(self.checkpoints.path(i)) for i in ids], **params))
-            ckpt, model = self.checkpoints.model(ckpt_id, s.model)
-            registry.check_against_model(s, params, model.config, spell=lambda p: repr(p.name))
-            # the numpy port's arithmetic overflows as one line; the scalar step says so itself
-            with no_overflow() if s.model == 'numpy' else nullcontext():
-                return public(module.compute(model, ckpt=ckpt, **params))
+            loaded = self.checkpoints.model(ckpt_id, s.model)
+            return public(registry.compute_on_model(s, loaded, params, spell=lambda p: repr(p.name)))
 
     def train_start(self, body):
         return self.runs.start(body)

@@ -7,10 +7,8 @@ numbers of a trained checkpoint (what byhand.py does on typed numbers).
     python -m microgpt.lab attention anna --no-scale         # what if q.k were not / sqrt(d)?
     python -m microgpt.lab attention anna --png heads.png    # a heatmap per head
 
-In the order gpt() computes them: q.k per dimension, the scores, the scaling, the causal mask,
-the softmax, the weighted sum of values, every head side by side, and the row statistics.
---no-scale and --temperature are "what if" knobs; at their defaults the printout checks itself
-against the weights the port's forward pass captured.
+At the defaults of the "what if" knobs the printout checks itself against the weights the
+port's forward pass captured.
 """
 
 import numpy as np
@@ -37,10 +35,7 @@ def temper(scores, temperature):
 
 
 def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
-    """One head's causal attention weights for every query, (T, T), NaN where j > i.
-
-    q_h, k_h: (T, head_dim), that head's queries and keys at every position.
-    """
+    """One head's causal attention weights from q_h, k_h (T, head_dim): (T, T), NaN where j > i."""
     T, head_dim = q_h.shape
     scores = q_h @ k_h.T                          # (T, T): q_i . k_j for every pair
     if scale:
@@ -51,10 +46,7 @@ def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
 
 
 def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0):
-    """Every number the printout shows, for head `head` of layer `layer` at query `query`.
-
-    Returns a dict of arrays; t = query + 1 is the number of visible keys.
-    """
+    """Every number the printout shows, for head `head` of layer `layer` at query `query`."""
     from microgpt import inference
 
     _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'attention_softmax'))
@@ -118,9 +110,7 @@ def _vec(x, spec='+.3f', shown=None):
 
 
 def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, ckpt=None):
-    """head_view for TEXT after checking every choice, plus the query (resolved), the token
-    labels, the scores after the 1/sqrt(head_dim) (before the temperature), and the row
-    statistics without and with the scaling: what the printout and the web page both show."""
+    """head_view for TEXT, and the row statistics without and with the scaling."""
     mode = data_mode(ckpt)
     token_ids = text_tokens(model, text, mode)
     query = check_choice(model, token_ids, layer, head, query, mode)

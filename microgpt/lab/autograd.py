@@ -4,16 +4,10 @@ The autograd explorer: type an expression, see the graph of Values it builds and
     python -m microgpt.lab autograd "(a + b) * c" a=2 b=-3 c=10
     python -m microgpt.lab autograd "relu(x * w + b)" x=1.5 w=-2 b=4 --dot graph.dot
 
-The expression is parsed WITHOUT eval(): Python's own parser (ast.parse) turns the text into
-a tree, and `check` walks that tree and accepts only an allow-list of node types: numbers,
-variable names, + - * / **, unary minus, calls of exp(), log(), relu() on one argument, and
-parentheses (which leave no node of their own). Anything else (attribute access, other
-calls, strings, lists, lambdas, comparisons, ...) is refused with a message naming it and
-its column, before a single Value is made. `build` then turns the accepted tree into
-engine.Value operations, backward() fills in the grads, and graph.py lists or draws them.
-
-What the table shows is the engine's real graph: a - b is built as a + (b * -1) and a / b as
-a * b**-1, exactly as in micrograd, so those appear as extra nodes.
+The expression is parsed WITHOUT eval(): ast.parse makes a tree, `check` accepts only an
+allow-list of node types (refusing anything else with its column, before a Value is made), and
+`build` turns it into engine.Value operations. The table is the engine's real graph: a - b is
+a + (b * -1) and a / b is a * b**-1, as in micrograd, so those appear as extra nodes.
 """
 
 import ast
@@ -122,11 +116,8 @@ def number(node, source):
 
 
 def constant(node, source, depth=0):
-    """The plain float an exponent stands for: numbers combined with + - * / ** and minus.
-
-    Everything is computed in floats, so 10 ** 10 ** 10 overflows at once instead of
-    building an enormous integer.
-    """
+    """The plain float an exponent stands for (numbers, + - * / ** and minus), in floats, so
+    that 10 ** 10 ** 10 overflows at once instead of building an enormous integer."""
     if depth > MAX_EXPRESSION_DEPTH:
         raise UserError(f"the exponent is nested more than {MAX_EXPRESSION_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
@@ -168,7 +159,7 @@ OTHER_OPS = {ast.Mod: '%', ast.FloorDiv: '//', ast.MatMult: '@', ast.BitAnd: '&'
 # ---------------------------------------------------------------------------- variables
 def parse_assignments(items):
     """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}, with a clear error for anything else."""
-    return check_names(registry.values_from_words(items, registry.get('autograd').param('values')))
+    return check_names(registry.read_values(items, registry.get('autograd').param('values'), 'NAME=VALUE'))
 
 
 def check_names(values):

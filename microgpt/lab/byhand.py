@@ -5,11 +5,8 @@ The web lab's Attention page draws this in its "By hand" mode.
     python -m microgpt.lab byhand                       # the example's three tokens, query = token 3
     python -m microgpt.lab byhand --query 1             # the first token: one key, weight 1
 
-For query token i: q_i . k_j for every key j <= i, the scores / sqrt(d), e^score and the
-weights (a future key gets exactly 0), each w_j * v_j and their sum; with several heads each
-takes its slice of d / n_head dimensions and the concatenation goes through W_O (stored
-[n_out][n_in]). The exponentials are of the scores as they are, as by hand (the inputs are
-capped so they cannot overflow); the model's softmax subtracts the max first, to the same weights.
+The exponentials are of the scores as they are, as by hand (the inputs are capped so they
+cannot overflow); the model's softmax subtracts the max first, to the same weights.
 """
 
 import numpy as np
@@ -77,11 +74,8 @@ def check_inputs(q, k, v, query, n_head, w_o):
 
 # ---------------------------------------------------------------------------- the arithmetic
 def one_head(q_i, keys, values, scale=True):
-    """Steps 1-4 for one query: q_i (d,) against the visible keys and values (t, d), j = 0..i.
-
-    The caller passes only the visible rows, as gpt()'s KV cache holds only them. Returns
-    every intermediate as arrays.
-    """
+    """Steps 1-4 for one query: q_i (d,) against the visible keys and values (t, d), j = 0..i,
+    as gpt()'s KV cache holds only them."""
     d = len(q_i)
     products = keys * q_i                          # (t, d): q_i[c] * k_j[c]
     raw = products.sum(axis=1)                     # (t,): q_i . k_j
@@ -154,10 +148,8 @@ DEFAULTS = {'tokens': PRESET['tokens'], 'q': [_text(x) for x in PRESET['q']],
 
 def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
             batch=1, length=1024, d_model=4096, n_heads=32, bytes=2):
-    """The registry's contract: the vectors as typed (strings of numbers, one per token; none
-    given: the worked example's), the query token counted from 1, and the sizes of
-    the shapes table. Returns by_hand's numbers, 'inputs' (the vectors read, as numbers and as
-    text, for the page's boxes), 'shapes' and 'max_tokens' (the page's + button stops there)."""
+    """by_hand on the vectors as typed (none given: the worked example's), the query counted
+    from 1; with 'inputs' (as text, for the page's boxes), 'shapes' and 'max_tokens'."""
     preset = not (q or k or v)
     q, k, v = (list(x) or DEFAULTS[n] for n, x in (('q', q), ('k', k), ('v', v)))
     read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]

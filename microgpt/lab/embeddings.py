@@ -3,10 +3,7 @@ The embeddings sandbox: what the rows of wte and wpe learned.
 
     python -m microgpt.lab embeddings --neighbours 5 --png emb.png
 
-The rows of wte projected on their two principal components (an SVD of the centred rows),
-vowels marked; each character's nearest neighbours by cosine similarity in all n_embd
-dimensions; the cosine similarity of every pair of wpe rows. A model of running text never
-reads BOS, so its row, still as initialised, is left out.
+A model of running text never reads BOS, so its row of wte, still as initialised, is left out.
 """
 
 import numpy as np
@@ -19,10 +16,7 @@ VOWEL_MARK = '°'
 
 
 def cosine_matrix(rows):
-    """Cosine similarity of every pair of rows (n, d) -> (n, n).
-
-    A row of zeros has no direction: its similarity to every row, itself included, is 0.
-    """
+    """Cosine similarity of every pair of rows (n, d) -> (n, n); 0 for a row of zeros."""
     norms = np.linalg.norm(rows, axis=1, keepdims=True)         # (n, 1)
     unit = rows / np.where(norms > 0, norms, 1.0)               # (n, d): each row length 1 (or 0)
     return unit @ unit.T                                        # (n, n)

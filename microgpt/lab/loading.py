@@ -22,21 +22,20 @@ DEFAULT_PORT = 8000              # lab serve's TCP port
 
 
 def trained_run(ckpt):
-    """The settings the checkpoint says it was trained with (its SavedRun: .lr, .data, ...), or
-    None where it does not say (no checkpoint, the tutorial's export, a damaged training state)."""
+    """The checkpoint's SavedRun (.lr, .data, ...), or None where it does not say."""
     return ckpt.train_state.run if ckpt is not None and ckpt.train_state else None
 
 
 def trained_data(ckpt):
     """The data file the checkpoint says it was trained on, or None (the bundled names, or it
-    does not say): not yet checked to be a file here."""
+    does not say)."""
     run = trained_run(ckpt)
     return run.data if run is not None else None
 
 
 def trained_lr(ckpt):
-    """The learning rate the checkpoint says it was trained with, or None if it does not say
-    (or says something that is not a positive number): where the Step page and `lab step` start."""
+    """The learning rate the checkpoint was trained with, or None where it does not say a
+    positive number: where the Step page and `lab step` start."""
     run = trained_run(ckpt)
     lr = run.lr if run is not None else None
     return lr if is_finite_number(lr) and lr > 0 else None
@@ -56,8 +55,7 @@ class Loaded(NamedTuple):
 
 
 def load(path, kind='numpy', n_head=None):
-    """The checkpoint at `path` as Loaded(record, model); a missing file says to train one first.
-    The record keeps its training state (the lab reads the data and learning rate it names)."""
+    """The checkpoint at `path` as Loaded(record, model)."""
     require_checkpoint(path)
     from ..edge.checkpoint import read_checkpoint
     ckpt = read_checkpoint(path, n_head=n_head)
@@ -93,8 +91,7 @@ def describe(path, model):
 
 
 def data_mode(ckpt):
-    """'lines' (names, one a line) or 'text' (running text): what the model was trained on. A
-    sandbox called without its record (a test, a script) reads names, the lab's first subject."""
+    """'lines' (names) or 'text' (running text); names for a sandbox called without its record."""
     return 'lines' if ckpt is None else ckpt.data_mode
 
 
@@ -131,10 +128,9 @@ def read_text(model, text, mode='lines'):
 
 def example_text(ckpt, default='anna'):
     """What the pages put in their text box to start: `default` (a name) for a names model; for
-    a model of running text, the first lines of its training data that fit one window (block_size
-    + 1 characters: "First Citizen:\nBefore we proceed any further, hear me speak.\n\n" for
-    tiny shakespeare), read from the file the checkpoint names; where that cannot be read, the
-    default if the model knows its characters, else its first characters."""
+    a model of running text, the whole lines of its training data that fit one window (block_size
+    + 1 characters); where that cannot be read, the default if the model knows its characters,
+    else its first characters."""
     tok, window = ckpt.tokenizer, ckpt.config.block_size + 1
     if ckpt.data_mode != 'text':
         return default

@@ -6,11 +6,9 @@ train.py writes (one JSON line per step, one per evaluation).
     python -m microgpt.lab loss out/a.log.jsonl out/b.log.jsonl   # two runs on one picture
     python -m microgpt.lab loss out/char.log.jsonl out/bpe.log.jsonl --unit bits   # across tokenizers
 
-A step's loss is one batch's, so the chart draws a running mean (exponential, as Adam's, about
-a twentieth of the run back) and the table the mean over tenths of the run. The evaluations'
-training and validation losses, measured alike, show overfitting without the mean's lag.
---unit bits scales every loss to bits per character, so that a character model and a
-byte-pair model of one text share one scale.
+A step's loss is one batch's, so the chart draws a running mean (exponential, as Adam's) and
+the table the mean over tenths of the run; the evaluations' losses, measured alike, show
+overfitting without the mean's lag.
 """
 
 import math
@@ -53,8 +51,6 @@ def read_log(path, unit='nats'):
             continue
         record = parse_json(line, f"{path} line {number}",
                             hint="is this the training log (out/model.log.jsonl)?")
-        if isinstance(record, dict) and 'format' in record and 'state_dict' in record:
-            raise UserError(_not_a_log(path))
         problem = log_record_problem(record)  # the rule train.py's --resume keeps lines by
         if problem:
             raise UserError(f"{path} line {number}{problem}")

@@ -4,11 +4,8 @@ The overview sandbox: forward, loss, sample, on one name (or a window of running
     python -m microgpt.lab overview anna --top 8 --temperature 1 --png anna.png
     python -m microgpt.lab overview "ROMEO:" --ckpt out/shakespeare.safetensors
 
-At every position of [BOS] + TEXT (running text: TEXT, no BOS, its last position not scored):
-the model's most likely next characters at temperature 1, the true one, its probability and
-its loss -ln p. Their mean is exactly train.py's loss on this name (training.doc_loss) or
-window (inference.evaluate_windows). Then one continuation, drawn as sample.py draws:
---temperature changes only that.
+The mean loss is exactly train.py's on this name (training.doc_loss) or window
+(inference.evaluate_windows); --temperature changes only the continuation.
 """
 
 import math

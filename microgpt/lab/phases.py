@@ -4,11 +4,9 @@ beside the lines of microgpt/model.py's gpt() that compute it.
 
     python -m microgpt.lab phases anna --head 1 --query 2
 
-`phase_view` computes the numbers with the numpy port (its captured q, k, v and its own
-attention_head). `gpt_source` reads model.py when asked and finds each phase's lines in gpt()'s
-syntax tree by what they compute (the state_dict names they read, softmax, the KV cache), not by
-their variables' names, so an edited file is shown as it is now. A model.py that cannot be read
-or parsed leaves the code out, with one line saying why, and the numbers as they are.
+`gpt_source` finds each phase's lines in gpt()'s syntax tree by what they compute (the
+state_dict names they read, softmax, the KV cache), not by variable names, so an edited
+model.py is shown as it is now; one that cannot be parsed leaves the code out, saying why.
 """
 
 import ast

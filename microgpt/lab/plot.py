@@ -32,9 +32,12 @@ def require_matplotlib():
     return plt
 
 
-def _save(fig, path):
-    """Draw into memory, then write the file whole (pictures.write)."""
+def _save(fig, path, title=None):
+    """Draw into memory (under `title`, laid out tight), then write the file whole (pictures.write)."""
     plt = require_matplotlib()
+    if title is not None:
+        fig.suptitle(title)
+        fig.tight_layout()
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
@@ -102,9 +105,7 @@ def probability_bars(path, rows, title):
             continue
         mark = '' if r['hit'] else '  ✗'
         ax.set_title(f"pos {r['position']} reads {r['reads']}: loss {r['loss']:.2f}{mark}", fontsize=9)
-    fig.suptitle(title + '  (orange = the true next character)')
-    fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, title + '  (orange = the true next character)')
 
 
 def loss_curves(path, runs, title, unit='nats'):
@@ -162,9 +163,7 @@ def step_pictures(path, r, title):
     right.set_ylabel('p(true next)')
     right.set_title(f"loss {r['loss_before']:.4f} → {r['loss_after']:.4f}")
     right.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
 def embedding_pictures(path, v, title):
@@ -184,9 +183,7 @@ def embedding_pictures(path, v, title):
     right.set_ylabel('position i')
     right.set_title('wpe: cosine similarity of positions')
     fig.colorbar(image, ax=right, shrink=0.8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
 def scaling_pictures(path, v, title):
@@ -233,6 +230,4 @@ def scaling_pictures(path, v, title):
     cost.set_ylabel('attention / projections')
     cost.set_title(f"5) cost at D = {v['cost_D']}: attention wins past n = 2 D")
     cost.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    _save(fig, path)
+    _save(fig, path, title)

@@ -5,13 +5,12 @@ table of pages (serve.py) and the browser tests are all read from SANDBOXES belo
 
 Adding a page is three things: a module microgpt/lab/NAME.py with compute(model, **params) ->
 dict (keys that begin with '_' are the terminal's), render(data) -> str and, for --png,
-picture(path, data, title); web/NAME.html and web/NAME.js, which POST to /api/NAME and draw
-the answer; and one Sandbox entry here. `model` is what compute() is given: a NumpyGPT
-('numpy'), microgpt's GPT of Values ('scalar'), a training log's path ('log') or nothing (None).
-
-This file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
+picture(path, data, title); web/NAME.html and web/NAME.js; and one Sandbox entry here. This
+file imports nothing heavy: `lab autograd` and `lab loss` never load numpy.
 """
 
+import contextlib
+import importlib
 import math
 from dataclasses import dataclass
 
@@ -386,39 +385,47 @@ def pages():
 
 
 # ---------------------------------------------------------------------------- checks the model decides
-def check_against_model(sandbox, params, config, spell=lambda p: p.name):
-    """Each value whose Param says at_most='field' no larger than the model's config.field
-    (top_k at most vocab_size). (A layer, head or query the model lacks is the sandbox's own
-    check, which names what the model has.) spell: how the caller names a parameter."""
+def compute_on_model(sandbox, loaded, params, spell):
+    """The sandbox's compute() on a loading.Loaded checkpoint, for the command line and the API
+    alike: first each value whose Param says at_most='field' is checked against the model's
+    config.field (top_k at most vocab_size; a layer or head the model lacks is the sandbox's
+    own check); the numpy port's arithmetic runs under no_overflow (the scalar step says so
+    itself). spell: how the caller names a parameter."""
+    from .loading import no_overflow
+    ckpt, model = loaded
     for p in sandbox.params:
-        if p.at_most is None or params.get(p.name) is None:
-            continue
-        limit = getattr(config, p.at_most)
-        if params[p.name] > limit:
+        limit = getattr(model.config, p.at_most) if p.at_most else None
+        if limit is not None and params.get(p.name) is not None and params[p.name] > limit:
             raise UserError(f"{spell(p)} is {params[p.name]}, but this model's {p.at_most} is {limit}: "
                             f"give {p.low}..{limit}")
-    return params
+    with no_overflow() if sandbox.model == 'numpy' else contextlib.nullcontext():
+        return importlib.import_module(sandbox.module_name).compute(model, ckpt=ckpt, **params)
 
 
-def values_from_words(words, param):
-    """['a=2', 'b=-3'] -> {'a': 2.0, 'b': -3.0}: a 'values' parameter as the command line
-    writes it, each value a finite number within the Param's range."""
+def read_values(given, param, where):
+    """A 'values' parameter as {name: float}, from the command line's NAME=VALUE words
+    (['a=2', 'b=-3']) or a page's JSON object ({'a': 2, 'b': -3}): each value a number within
+    the Param's range, which a nan or an infinity never is. where: how the caller names it."""
+    if isinstance(given, dict):
+        pairs = list(given.items())
+    elif isinstance(given, list):
+        pairs = [word.partition('=')[::2] for word in given]
+        for word, (name, _) in zip(given, pairs):
+            if '=' not in word or not name.strip().isidentifier():
+                raise UserError(f"{short(word)} is not an assignment: give each variable as name=value, e.g. a=2")
+    else:
+        raise UserError(f"{where} must be an object of {{name: number}}")
     values = {}
-    for item in words:
-        name, sep, text = item.partition('=')
-        name, text = name.strip(), text.strip()
-        if not sep or not name.isidentifier():
-            raise UserError(f"{short(item)} is not an assignment: give each variable as name=value, "
-                            "e.g. a=2")
+    for name, value in pairs:
+        name = name.strip()
         if name in values:
             raise UserError(f"{short(name)} is given twice")
         try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"{short(item)}: {short(text)} is not a number") from None
-        if not math.isfinite(value):
-            raise UserError(f"{short(item)}: the value must be a finite number")
-        if not param.low <= value <= param.high:
-            raise UserError(f"{short(item)}: the value must be a number in {param.low:g}..{param.high:g}")
-        values[name] = value
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not param.low <= number <= param.high:
+            raise UserError(f"{short(f'{name}={value}')}: the value must be a number in "
+                            f"{param.low:g}..{param.high:g}")
+        values[name] = number
     return values

@@ -21,11 +21,8 @@ BOS_LABEL = '<BOS>'  # how the begin/end-of-name token is shown
 
 
 def number(x, spec=''):
-    """format(x, spec), except that a number that rounds to zero prints with no minus sign.
-
-    Python keeps the sign of -0.0 and of a tiny negative rounded away ('-0.000'); to a reader
-    that looks like a different number from 0.000, so it is printed as format(0.0, spec).
-    """
+    """format(x, spec), except that a number that rounds to zero prints with no minus sign:
+    Python's '-0.000' reads as a different number from 0.000."""
     text = format(x, spec)
     if '-' in text:
         try:
@@ -83,8 +80,7 @@ _chosen = None    # set_width()'s choice for the printout being made, None for t
 
 
 def set_width(columns):
-    """The width the next printouts fit (None: the terminal's again). The lab's --wide passes a
-    width no line reaches, so that nothing is folded, wrapped or summarized."""
+    """The width the next printouts fit (None: the terminal's again)."""
     global _chosen
     _chosen = columns
 
@@ -166,14 +162,10 @@ def _is_number(word):
 
 
 def table(headers, rows, align=None, indent='  ', keep=None, columns=None, sep='  '):
-    """Aligned columns. align: one letter per column, 'l' or 'r' (default: left, then right).
-
-    Cells are converted with str(); format numbers before passing them in; `sep` goes between
-    two columns. A table wider than
-    `columns` (default width()) is folded: its first `keep` columns (default: the leading
-    left-aligned ones, the labels of a row) start every block, the other columns follow in
-    blocks as wide as fit, one under the other, each with its headers, so every cell is shown.
-    """
+    """Aligned columns of str(cell), align one letter per column, 'l' or 'r' (default: left,
+    then right). A table wider than `columns` is folded: its first `keep` columns (default: the
+    leading left-aligned ones, a row's labels) start every block, the others follow in blocks
+    as wide as fit, one under the other, each with its headers, so every cell is shown."""
     ncol = len(headers)
     align = align or 'l' + 'r' * (ncol - 1)
     cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
@@ -206,11 +198,8 @@ def table(headers, rows, align=None, indent='  ', keep=None, columns=None, sep='
 
 
 def line_chart(series, width=60, height=12, y_label=''):
-    """A text chart of one or more (marker, xs, ys) series sharing one pair of axes.
-
-    Each point lands in the character cell nearest to it; a later series overwrites an
-    earlier one where they meet, so list the most important series last.
-    """
+    """A text chart of (marker, xs, ys) series on one pair of axes; a later series overwrites
+    an earlier one where they meet, so list the most important series last."""
     xs_all = [x for _, xs, _ in series for x in xs]
     ys_all = [y for _, _, ys in series for y in ys]
     if not xs_all:

@@ -6,13 +6,10 @@ Training runs started from the web lab's Training page: train.py in a subprocess
     runs.status(offset=0)   # new log lines since byte `offset`, the samples, the state, the time left
     runs.stop()             # SIGINT: exactly Ctrl-C, so train.py saves the last whole step
 
-The run is `python -m microgpt.train --out ...` with the page's fields as its flags
-(limits.RUN_LIMITS). Progress is read from the JSON-lines log train.py writes beside the
-checkpoint; each new save is sampled. Every run writes to a new numbered folder, where a
-restarted server finds its checkpoint again (RunManager.list_earlier_runs).
+Progress is read from the log train.py writes beside the checkpoint; each new save is sampled.
+Every run writes to a new numbered folder, where a restarted server finds it again.
 """
 
-import collections
 import json
 import os
 import random
@@ -39,41 +36,20 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 # by data mode: names in JSON, a file to read; running text in the compact binary format, as the
 # command line's recipe (docs/training.md: a JSON save of its model 2.3 s, a .safetensors one 45-71 ms)
 CHECKPOINT = {'lines': 'model.json', 'text': 'model.safetensors'}
-WINDOW = 5.0       # seconds of the run's latest steps its pace is measured on: a loaded machine changes speed
 NUM_SAMPLES = 5    # names shown after each save
 TEXT_SAMPLE = 120  # characters of running text sampled after each save
 
 
-class Pace:
-    """How long a run has left at its own pace: the steps it logged over the last WINDOW
-    seconds, stamped with the time the server read them."""
-
-    def __init__(self, steps):
-        self.steps = steps
-        self.marks = collections.deque()  # (time read, latest step), the last WINDOW s
-
-    def see(self, now, records):
-        step = max((r['step'] for r in records if 'loss' in r), default=None)
-        if step is not None and (not self.marks or step > self.marks[-1][1]):
-            self.marks.append((now, step))
-            while len(self.marks) > 2 and now - self.marks[1][0] >= WINDOW:
-                self.marks.popleft()  # the oldest kept is the last one at least WINDOW s old
-
-    def estimate(self):
-        """{'left': seconds, 'text'}, or None before two reads of the log have found steps."""
-        if len(self.marks) < 2:
-            return None
-        (t0, step0), (t1, step1) = self.marks[0], self.marks[-1]
-        step_s = (t1 - t0) / (step1 - step0)
-        left = (self.steps - step1) * step_s
-        return {'left': left, 'text': f"about {duration(left)} left, at this run's {1e3 * step_s:.1f} ms "
-                                      f"a step (its last {t1 - t0:.0f} s)"}
-
-
-def duration(seconds):
-    """Seconds as a person says them: 45 s, 3 min 10 s."""
-    seconds = round(seconds)
-    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+def time_left(run):
+    """{'left': seconds, 'text'} at the run's pace between the first and the latest steps the
+    server read of its log, or None before two reads have found steps."""
+    if run.first is None or run.latest[1] == run.first[1]:
+        return None
+    (t0, step0), (t1, step1) = run.first, run.latest
+    step_s = (t1 - t0) / (step1 - step0)
+    left = round((run.params['steps'] - step1) * step_s)
+    said = f"{left} s" if left < 60 else f"{left // 60} min {left % 60:02d} s"
+    return {'left': left, 'text': f"about {said} left, at this run's {1e3 * step_s:.1f} ms a step"}
 
 
 class RunProcess:
@@ -90,7 +66,7 @@ class RunProcess:
         self.sampled_mtime = None
         self.waiter = None       # the thread that waits for the process to end
         self.started = time.time()
-        self.pace = Pace(params['steps'])
+        self.first = self.latest = None  # (time read, step): the first and latest steps read, its pace
 
 
 class RunManager:
@@ -219,9 +195,12 @@ class RunManager:
                 return {'state': 'idle', 'records': [], 'offset': 0, 'smooth': [], 'samples': []}
             state, code, ckpt_id = run.state, run.exit_code, run.ckpt_id
         records, offset = read_records(run.log, offset)
+        step = max((r['step'] for r in records if 'loss' in r), default=None)
         with self.lock:
-            run.pace.see(time.monotonic(), records)
-            estimate = run.pace.estimate() if state in ('running', 'stopping') else None
+            if step is not None:
+                run.latest = (time.monotonic(), step)
+                run.first = run.first or run.latest
+            estimate = time_left(run) if state in ('running', 'stopping') else None
         self._sample(run)
         return {'run': run.number, 'params': run.params, 'state': state, 'exit_code': code,
                 'records': records, 'offset': offset, 'smooth': smoothed(run, records),

@@ -6,10 +6,8 @@ microgpt/sampling.py, the one sample.py uses).
     python -m microgpt.lab sampling ma --top-k 3   # after "ma"
     python -m microgpt.lab sampling "ROMEO:" --ckpt out/shakespeare.safetensors --length 200
 
-After [BOS] + PROMPT: softmax(logits / T) for each temperature (T = 0 is greedy) with its
-entropy in bits, what a top-k cut keeps, and a few names drawn at each setting, marked as in
-the training data or new. A model of running text reads no BOS and draws continuations,
-exactly as `sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
+A model of running text reads no BOS and draws continuations, exactly as
+`sample.py --num N --length L --temperature T --top-k K --seed S --prompt PROMPT`.
 """
 
 import functools
@@ -31,10 +29,8 @@ from .rowstats import entropy_bits
 
 
 def context(model, prompt, mode='lines'):
-    """The token ids the model reads before the next character: [BOS] + PROMPT (a name's start,
-    at most block_size - 1 characters), or for running text the PROMPT's ids (any length: the
-    window shows the model at most its last block_size; an empty prompt starts after a newline,
-    or at the first character of a text that has none, as sample.py starts)."""
+    """The token ids the model reads before the next character: [BOS] + PROMPT, or running
+    text's PROMPT (any length; empty: after a newline, as sample.py starts)."""
     tok = model.tokenizer
     if mode != 'text':
         return [tok.bos] + check_prompt(tok, model.config.block_size, prompt)
@@ -68,9 +64,7 @@ def distribution(model, prompt, temperatures, top_k, mode='lines'):
 
 def training_names(ckpt, data=None):
     """(every name of the training data, held-out ones too, as a set; where they came from),
-    or (None, why not). data: a file of names (--data), else the one the checkpoint names. A
-    model of running text has no names: its continuations are not marked (and lab serve's
-    warm-up, which calls this, does not read a whole play as names)."""
+    or (None, why not). data: a file of names (--data), else the one the checkpoint names."""
     if ckpt is not None and ckpt.data_mode == 'text':
         return None, "running text: continuations are not marked"
     if data is None:
@@ -106,9 +100,8 @@ def draws(model, prompt, temperatures, top_k, num, seed):
 
 
 def continuations(model, prompt, temperatures, top_k, num, length, seed):
-    """{(temperature, top_k or None): [texts]}: at each setting `num` continuations of `length`
-    characters after the prompt, each setting from a generator seeded afresh with `seed`, one
-    after the other through sampling.generate's window: sample.py's own texts."""
+    """{(temperature, top_k or None): [texts]}: sample.py's own continuations at each setting,
+    from a generator seeded afresh with `seed`."""
     ids = context(model, prompt, 'text')
     out = {}
     for t, k in settings_of(temperatures, top_k, model.tokenizer.bos):  # BOS is never drawn
@@ -119,11 +112,8 @@ def continuations(model, prompt, temperatures, top_k, num, length, seed):
 
 def compute(model, prompt='', temperatures=(0.0, 0.5, 1.0, 2.0), top_k=5, num=None, names_at=(), seed=42,
             data=None, length=None, ckpt=None):
-    """The next-character distribution after [BOS] + PROMPT at each temperature with its
-    entropy, top-k's cut at T = 1, and `num` names drawn at every setting (at the temperatures
-    `names_at` only, where given: the Sampling page shows its own), each marked as a name of
-    the training data or new. A model of running text reads no BOS, and draws `num`
-    continuations of `length` characters at each setting instead of names (unmarked)."""
+    """The distribution at each temperature, and `num` names (running text: continuations)
+    drawn at every setting, or at the temperatures `names_at` only, where given."""
     mode = data_mode(ckpt)
     num = SAMPLE_NUM[mode] if num is None else num
     temperatures = sorted({float(t) for t in temperatures})

@@ -5,10 +5,8 @@ The numbers behind "divide by sqrt(head_dim)", and what attention costs, measure
     python -m microgpt.lab scaling --png scaling.png          # also four panels of it (matplotlib)
     python -m microgpt.lab scaling --part row --row-d 256 --no-scale   # one widget of the page
 
-Six worked examples: Var(q.k) = d by sampling, a saturated softmax, three tokens by hand, one
-attention row without and with scaling, the cost ratio n / (2 D), and the size of the score
-matrix that FlashAttention never builds. No checkpoint is needed. The Scaling page asks for
-one widget at a time (--part), so the page and the printout share every function.
+No checkpoint is needed. The Scaling page asks for one widget at a time (--part), so the page
+and the printout share every function.
 """
 
 import numpy as np
@@ -31,10 +29,8 @@ SCORE_HEADS, SCORE_T = 32, (1024, 8192)         # section 6: heads, lengths
 
 # ---------------------------------------------------------------------------- 1) Var(q.k) = d
 def dot_products(d, samples, rng):
-    """`samples` values of q.k for q, k with independent N(0, 1) components, (samples,).
-
-    Drawn in chunks of about a million numbers, so d = 1024 needs no gigabytes.
-    """
+    """`samples` values of q.k for q, k with independent N(0, 1) components, (samples,), drawn
+    in chunks of about a million numbers, so that d = 1024 needs no gigabytes."""
     chunk = max(1, (1 << 20) // d)
     out = []
     left = samples
@@ -57,13 +53,13 @@ def variance_standard_error(d, samples):
     return float(np.sqrt((2 * d * d + 6 * d) / samples))
 
 
-def variance_table(samples, rng, ds=(4, 64, 1024)):
-    """[(d, measured variance, standard error, standard deviation)] for each d."""
+def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
+    """[{d, var: Var(q.k) measured on `samples` dot products, se: its standard error, sd}]."""
+    rng = np.random.default_rng(seed)
     rows = []
     for d in ds:
-        s = dot_products(d, samples, rng)
-        var = float(s.var(ddof=1))
-        rows.append((d, var, variance_standard_error(d, samples), float(np.sqrt(var))))
+        var = float(dot_products(d, samples, rng).var(ddof=1))
+        rows.append({'d': d, 'var': var, 'se': variance_standard_error(d, samples), 'sd': float(np.sqrt(var))})
     return rows
 
 
@@ -76,12 +72,8 @@ def random_rows(draws, rng, d=ROW_D, n_keys=ROW_KEYS):
 
 
 def row_study(draws, seed, d=ROW_D):
-    """An eight-key row at head size d: a fixed-seed draw, and statistics over `draws` draws.
-
-    Returns {'draw': {label: stats}, 'median': {label: {name: float}},
-             'quartiles': {label: {name: (q1, q3)}}, 'all': {label: {name: (draws,)}},
-             'spread_ratio': unscaled / scaled spread of the fixed draw}.
-    """
+    """An eight-key row at head size d, without and with scaling: {'draw': a fixed-seed draw's
+    statistics, 'median', 'quartiles' and 'all' of `draws` draws', 'spread_ratio' of the draw}."""
     scale = d ** -0.5
     one = random_rows(1, np.random.default_rng(seed), d)[0]       # (n_keys,)
     many = random_rows(draws, np.random.default_rng(seed + 1), d)  # (draws, n_keys)
@@ -139,13 +131,9 @@ def divided(scaled, temperature):
 
 
 def row_widget(raw, d, scale=True, temperature=1.0):
-    """The sqrt(d) widget's numbers for one row of unscaled scores q.k_j, raw (n,).
-
-    The scores entering the softmax are raw / sqrt(d) (or raw, scale off), then / temperature.
-    Returns {'raw', 'scores', 'weights', 'stats'}: stats are rowstats' four numbers plus the
-    scores' max - min (another reading of "spread") and the vanishing flag. At a tiny
-    temperature the spread and max - min are inf or nan, as on the Attention page.
-    """
+    """The sqrt(d) widget's numbers for one row of unscaled scores q.k_j, raw (n,): {'raw',
+    'scores', 'weights', 'stats'}, the stats rowstats' plus max - min (another reading of
+    "spread") and the vanishing flag (inf or nan at a tiny temperature, as on the Attention page)."""
     raw = np.asarray(raw, dtype=np.float64)                      # (n,)
     scores, inputs = divided(raw * (d ** -0.5 if scale else 1.0), temperature)  # (n,) each
     with np.errstate(over='ignore', invalid='ignore'):
@@ -156,12 +144,9 @@ def row_widget(raw, d, scale=True, temperature=1.0):
 
 
 def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, draws=WIDGET_DRAWS):
-    """row_widget for one random row (q and k with unit-variance components), and beside it
-    the medians over `draws` more rows at the same settings.
-
+    """row_widget for one random row, and the medians over `draws` more at the same settings.
     One draw can be lucky (two keys sharing the weight keep the gradient scale near 1/2 even
-    when saturated), so the warning 'vanishing' is given by the median: most rows at this d.
-    """
+    when saturated), so the warning 'vanishing' is given by the median: most rows at this d."""
     raw = random_rows(1, np.random.default_rng(seed), d, n_keys)[0]              # (n_keys,)
     out = row_widget(raw, d, scale, temperature)
     many = random_rows(draws, np.random.default_rng(seed + 1), d, n_keys)        # (draws, n_keys)
@@ -173,12 +158,6 @@ def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, 
     out['draws'] = draws
     out['vanishing'] = out['median']['gradient_scale'] < VANISHING
     return out
-
-
-def variance_widget(samples, seed=42, ds=(4, 64, 1024)):
-    """Section 1 for the page: [{d, var, se, sd}]."""
-    return [{'d': d, 'var': var, 'se': se, 'sd': sd}
-            for d, var, se, sd in variance_table(samples, np.random.default_rng(seed), ds)]
 
 
 def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
@@ -196,9 +175,8 @@ def saturation_sweep(ds, draws, seed=42, n_keys=ROW_KEYS):
 
 def row_part(row_d=ROW_D, scale=True, temperature=1.0, keys=ROW_KEYS, seed=42, scores=None,
              draws=WIDGET_DRAWS):
-    """The page's row widget: a random row (random_row_widget), or the unscaled scores q.k
-    given (a model's, from the Attention sandbox, or typed) as row_widget sees them, its
-    warning from the row itself; with the threshold beside it."""
+    """The page's row widget: a random row, or the unscaled scores q.k given (a model's, or
+    typed), its warning then from the row itself."""
     if not len(scores if scores is not None else ()):  # none given (the command line's default: [])
         out = random_row_widget(row_d, scale, temperature, keys, seed, draws)
     else:
@@ -250,7 +228,6 @@ def contraction(spec, sizes):
 
 # ---------------------------------------------------------------------------- the sandbox
 def worked_examples(samples=50_000, draws=2000, seed=42, row_d=ROW_D):
-    """Every number the printout shows, section by section."""
     from microgpt import inference  # the port's attention_head, the function its forward() calls per head and position
 
     if draws * row_d > MAX_ROW_NUMBERS:
@@ -353,15 +330,9 @@ WIDGET_NUMBERS = 4_000_000  # random numbers behind the row widget's medians: ~3
 
 def compute(samples=50_000, draws=2000, seed=42, row_d=ROW_D, part='all', scale=True, temperature=1.0,
             keys=ROW_KEYS, scores=None, n=1024, D=COST_D, tab='scores', sizes=None):
-    """The registry's contract. part='all' is the printout of every section (worked_examples);
-    the Scaling page asks for one widget at a time:
-      'row'       one attention row at head size row_d (random, or the unscaled `scores` given),
-                  with `scale`, `temperature` and `keys` (row_part);
-      'variance'  Var(q.k) at d = 4, 64, 1024 from `samples` dot products (variance_widget);
-      'cost'      attention / projections at length n and width D, and at COST_NS for D = COST_D;
-      'index'     the contraction of CONTRACTIONS[tab] at the given index `sizes` (EXAMPLE_SIZES
-                  for the rest).
-    Every answer carries the part and the printout's own settings (its --png draws from them)."""
+    """part='all': every section of the printout (worked_examples); else one widget of the
+    Scaling page (row_part, variance_widget, cost_table, contraction). Every answer carries the
+    part and the printout's own settings (its --png draws from them)."""
     if part not in PARTS:
         raise UserError(f"--part {short(part)} is not one of {', '.join(PARTS)}")
     settings = {'part': part, 'samples': samples, 'draws': draws, 'seed': seed, 'row_d': row_d}
@@ -426,8 +397,6 @@ SWEEP_DS = (4, 16, 64, 256, 1024)  # head sizes on the picture's saturation pane
 
 
 def picture(path, d, source):
-    """--png: Var(q.k), section 4's row at row_d without and with scaling, the median
-    saturation against d and the cost ratio n / (2 D), from the printout's settings."""
     from .plot import scaling_pictures
     samples, draws, seed, row_d = d['samples'], d['draws'], d['seed'], d['row_d']
     raw = random_rows(1, np.random.default_rng(seed), row_d)[0]  # (n_keys,): section 4's draw

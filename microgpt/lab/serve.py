@@ -192,9 +192,8 @@ def is_loopback(host):
 
 def make_server(ckpt, host=DEFAULT_HOST, port=DEFAULT_PORT, runs_dir='out/lab-runs', data=None, n_head=None,
                 exercises=None, text=None):
-    """A LabServer bound and ready, after checking everything a learner passed (a host not
-    loopback, a port taken, a checkpoint missing or damaged: each a one-line UserError). text:
-    the Training page's running text (default: the one a running-text checkpoint was trained on)."""
+    """A LabServer bound and ready, after checking everything a learner passed, each mistake a
+    one-line UserError. text: the Training page's running text (default: the checkpoint's)."""
     if not is_loopback(host):
         raise UserError(f"--host {host[:60]} is not a loopback address: the lab serves this machine only "
                         "(127.0.0.1, ::1 or localhost)")

@@ -8,11 +8,7 @@ The training-step sandbox (lesson 04): one step of learning on one name, every n
 
 It does to a trained checkpoint what train.py does once per name, with the same code
 (training.doc_loss on a Tape, backward(), the first step of a fresh Adam), and writes nothing
-back. The printout follows the step: the loss per position, dL/dlogits = (p - one_hot) / n,
-the gradient's norm on its way down, Adam on one weight, p(true next) before and after, and
-the same gradients by the other engines where installed. On a model of running text TEXT is
-one training window, no BOS. --engine numpy takes the forward and backward on the numpy
-training path (numpy_pass), equal to 1e-12 (tests/test_lab_step.py) and builds no graph.
+back. On a model of running text TEXT is one training window, no BOS.
 """
 
 import importlib.util
@@ -45,12 +41,9 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d{1,9})\s*\]\s*\[\s
 
 # ---------------------------------------------------------------------------- the forward pass
 def forward(model, tokens):
-    """(loss, per-position losses, per-position captures): training.doc_loss, and its parts.
-
-    The loss is built from training's own pieces (doc_losses, then mean_loss, which is exactly
-    doc_loss), so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
-    (programs/taps.py) hands over each position's intermediates by name.
-    """
+    """(loss, per-position losses, per-position captures): training.doc_loss from its own
+    pieces, so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
+    (programs/taps.py) hands over each position's intermediates by name."""
     blocks = model.blocks
     model.blocks = recorder = Recorder(model)
     try:
@@ -66,11 +59,6 @@ def forward(model, tokens):
     return loss, losses, captures
 
 
-def probs_of(logits):
-    """softmax of one position's logits (Values), as floats."""
-    return probabilities([l.data for l in logits], 1.0)
-
-
 # ---------------------------------------------------------------------------- the way back
 def stage_names(config):
     """[(stage, gpt()'s capture name)] from the top of the model down to the embeddings: the
@@ -83,12 +71,6 @@ def stage_names(config):
                    (f'layer{li} attention output (attn_wo)', f'layer{li}.attn_out'),
                    (f'layer{li} stream into attention', f'layer{li}.attn_in')]
     return stages + [('embeddings wte[token] + wpe[pos]', 'embedding')]
-
-
-def stage_nodes(model, captures):
-    """{stage: [nodes over every position]}: each stage's Values, position after position."""
-    return {stage: [node for capture in captures for node in capture[name]]
-            for stage, name in stage_names(model.config)}
 
 
 def norm(xs):
@@ -115,8 +97,8 @@ def parse_param(text, model):
 
 # ---------------------------------------------------------------------------- forward and backward, by either engine
 def scalar_pass(model, tokens):
-    """The step's forward and backward on the scalar engine, exactly as train_step runs them,
-    read out as arrays: what step_report needs from an engine (numpy_pass gives the same)."""
+    """The step's forward and backward on the scalar engine, as train_step runs them, read out
+    as arrays (numpy_pass gives the same)."""
     with Tape() as tape:
         loss, losses, captures = forward(model, tokens)
     loss.backward(tape)
@@ -126,10 +108,10 @@ def scalar_pass(model, tokens):
     return {
         'loss': loss.data,
         'losses': np.array([l.data for l in losses]),               # (n,): -ln p(true next)
-        'probs': np.array([probs_of(l) for l in logits]),           # (n, vocab_size)
+        'probs': np.array([probabilities([v.data for v in l], 1.0) for l in logits]),  # (n, vocab_size)
         'dlogits': np.array([[l.grad for l in ls] for ls in logits]),  # (n, vocab_size): dL/dlogits
-        'stages': {stage: np.array([v.grad for v in nodes])         # (n * width,) each
-                   for stage, nodes in stage_nodes(model, captures).items()},
+        'stages': {stage: np.array([v.grad for c in captures for v in c[name]])  # (n * width,) each
+                   for stage, name in stage_names(model.config)},
         'grads': grads,
         'hidden': [np.array([[h.data for h in c[f'layer{li}.mlp_hidden']] for c in captures])
                    for li in range(model.config.n_layer)],          # per layer (n, 4 n_embd): after ReLU
@@ -138,10 +120,9 @@ def scalar_pass(model, tokens):
 
 
 def numpy_pass(model, weights, tokens):
-    """The same forward and backward by the numpy training path (src/backprop: every backward
-    derived by hand, tests/test_backprop_model.py: equal to the scalar engine's to 1e-12): the
-    same numbers in milliseconds, where the scalar engine takes a second on a 4x64 model. No
-    graph is built, so graph_nodes is None."""
+    """The same forward and backward by the numpy training path (src/backprop, equal to the
+    scalar engine's to 1e-12): milliseconds where the scalar engine takes a second on a 4x64
+    model, and no graph."""
     from microgpt.backprop.model import make_batch, model_backward, model_forward
     from microgpt.inference.model import cross_entropy, softmax
     cfg = model.config
@@ -168,8 +149,7 @@ def numpy_pass(model, weights, tokens):
 
 
 def offsets(model):
-    """{name: the index in GPT.params of its matrix's first weight}: the matrices, row by row,
-    one after the other."""
+    """{name: the index in GPT.params of its matrix's first weight}."""
     out, at = {}, 0
     for name, matrix in model.state_dict.items():
         out[name] = at
@@ -184,11 +164,9 @@ def matrices(model, flat):
 
 # ---------------------------------------------------------------------------- one step
 def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode='lines'):
-    """Everything the printout shows, for one training step on TEXT, computed by `engine`:
-    'scalar' (the scalar engine, as train.py) or 'numpy' (the numpy training path); None: the
-    scalar engine where its graph fits (registry.scalar_step_positions), else numpy's. The model
-    is left as it was: the weights after the step are returned ('weights_after'). mode: the
-    model's data mode, 'lines' (TEXT is a name) or 'text' (TEXT is a window of running text)."""
+    """Everything the printout shows, for one training step on TEXT (a name, or in mode 'text' a
+    window), computed by `engine` ('scalar', 'numpy'; None: the scalar engine where its graph
+    fits, registry.scalar_step_positions). The model is left as it was ('weights_after')."""
     if engine not in (None, *ENGINES):
         raise UserError(f"--engine {short(engine)}: choose one of {', '.join(ENGINES)}")
     tok = model.tokenizer
@@ -292,8 +270,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
 
 
 def forward_after(model, weights, tokens):
-    """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port: the
-    mean of its per-position losses, as doc_loss takes it."""
+    """(the loss, each position's p(true next)) of TOKENS at `weights`, by the numpy port."""
     from microgpt.inference.model import NumpyGPT, cross_entropy  # `step` needs numpy (registry.py)
     port = NumpyGPT(model.config, weights, tokenizer=model.tokenizer)
     logits = port.forward(tokens[:-1])[0]        # (n, vocab_size)
@@ -336,30 +313,25 @@ def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
 def engine_gradients(model, weights, tokens, grads):
     """The same name's gradients, at the same weights, from the numpy training path (derived by
     hand) and from PyTorch's autograd: for each, {'max_diff', 'matrices': {name: largest
-    difference from backward()'s in that matrix}}, or None where the engine is not installed."""
-    found = lambda name: importlib.util.find_spec(name) is not None  # noqa: E731
-    theirs = {'numpy': None, 'torch': None}
-    if found('numpy'):
-        from microgpt import backprop
-        theirs['numpy'] = backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1]
-    if found('torch'):
+    difference from backward()'s in that matrix}}; torch's None where it is not installed."""
+    from microgpt import backprop
+    theirs = {'numpy': backprop.Trainer(model.config, weights, model.tokenizer).loss_and_grads([tokens])[1],
+              'torch': None}
+    if importlib.util.find_spec('torch') is not None:
         from microgpt import torchgpt
         theirs['torch'] = torchgpt.loss_and_grads(model.config, weights, [tokens])[1]
-    out = {}
+    out = {'torch': None}
     for engine, g in theirs.items():
-        if g is None:
-            out[engine] = None
-            continue
-        matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - mine).max(initial=0.0))
-                    for name, mine in grads.items()}
-        out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
+        if g is not None:
+            matrices = {name: float(np.abs(np.asarray(g[name], dtype=np.float64) - mine).max(initial=0.0))
+                        for name, mine in grads.items()}
+            out[engine] = {'max_diff': max(matrices.values()), 'matrices': matrices}
     return out
 
 
 def compute(model, text, lr=None, param=None, engine=None, ckpt=None):
-    """step_report on the checkpoint's model, at `lr` (default: the one the checkpoint was
-    trained with, else train.py's default). The full gradient and weight matrices are for the
-    terminal only ('_grads', '_weights_after'); their norms per matrix are kept."""
+    """step_report at `lr` (default: the one the checkpoint was trained with, else train.py's);
+    the full matrices are the terminal's only ('_grads', '_weights_after')."""
     lr_source = 'given'
     if lr is None:
         lr = trained_lr(ckpt)
@@ -451,13 +423,12 @@ def render(r):
                     "   it went UP: this lr overshoots; try a smaller --lr"))
     lines.append('')
 
-    if r.get('engine_chosen'):
+    if r['engine'] == 'numpy':
         lines.append(f"6) computed by the numpy training path: the scalar engine's graph of {r['n']} positions "
                      f"of this {r['n_params']:,}-weight model would hold too many Values (a shorter TEXT "
-                     "takes it on the scalar engine, whose gradients the other engines then check)")
-        return '\n'.join(lines)
-    if r['engine'] == 'numpy':
-        lines.append("6) computed by the numpy training path (--engine numpy): no graph was built; "
+                     "takes it on the scalar engine, whose gradients the other engines then check)"
+                     if r.get('engine_chosen') else
+                     "6) computed by the numpy training path (--engine numpy): no graph was built; "
                      "without --engine numpy the scalar engine takes the step, and the other engines "
                      "check its gradients")
         return '\n'.join(lines)
@@ -466,8 +437,7 @@ def render(r):
     names = {'numpy': "the numpy training path (package `backprop`)", 'torch': "PyTorch's autograd (package `torchgpt`)"}
     for engine, what in names.items():
         if r.get(engine) is None:
-            hint = "" if engine == 'numpy' else ": pip install -e '.[torch]'"
-            lines.append(f"  {what} is not installed: no opinion from it{hint}")
+            lines.append(f"  {what} is not installed: no opinion from it: pip install -e '.[torch]'")
         else:
             lines.append(f"  {what}: the same gradients, largest difference {r[engine]['max_diff']:.1e}")
     shown = [e for e in names if r.get(e) is not None]
@@ -485,8 +455,7 @@ def fixed(x, sign=''):
 
 
 def without_grad_text(c, word='name'):
-    """One sentence: the weights with no gradient, by reason, as zero_gradient_census counts them
-    (word: what was trained on, a 'name' or a window of 'text')."""
+    """One sentence: the weights with no gradient, by reason (word: a 'name' or 'text')."""
     dead = sum(len(u) for u in c['dead_units'])
     per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
     text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "

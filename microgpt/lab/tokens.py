@@ -3,10 +3,8 @@ The tokens sandbox: text cut into the checkpoint's tokens, and the merges that c
 
     python -m microgpt.lab tokens "the king" --ckpt out/bpe.json --merges 30
 
-Each token of TEXT with its id, bytes and text (one character, or a byte-pair model's merged
-bytes); the first merges of the table; the ids as the model is fed them; and why the text
-splits where it does: the merge that made each token, and at each cut why its two sides stayed
-apart (in 'the', merge 0 'h' + 'e' takes the 'h' that merge 1 't' + 'h' wanted).
+Why the text splits where it does: the merge that made each token, and at each cut why its
+two sides stayed apart (in 'the', merge 0 'h' + 'e' takes the 'h' that merge 1 't' + 'h' wanted).
 """
 
 from ..bpe import BPETokenizer
