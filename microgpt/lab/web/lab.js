@@ -292,15 +292,11 @@ const Lab = (() => {
     box.form.requestSubmit();
   });
 
-  // called once by each page: adds its icon, header band and error line, draws the header, then
-  // the page (and again on a new checkpoint)
+  // called once by each page: titles it after its <h1> ('Loss: the curves...' is 'Loss'), draws
+  // the header, then the page (and again on a new checkpoint)
   async function start(draw) {
     onChange = draw;
-    if (!document.querySelector('link[rel=icon]')) {
-      document.head.append(el('link', {rel: 'icon', href: '/static/icon.svg', type: 'image/svg+xml'}));
-    }
-    if (!$('lab-header')) document.body.prepend(el('header', {id: 'lab-header'}));
-    document.querySelector('main').before(el('p', {id: 'error', class: 'error', hidden: true}));
+    document.title = `microgpt lab: ${document.querySelector('h1').textContent.split(':')[0]}`;
     try {
       config = await api('/api/config');
     } catch (e) {
