@@ -150,6 +150,47 @@ const Lab = (() => {
     return el('div', {class: 'scroll'}, ...children);
   }
 
+  // A loss chart (the Training and Loss pages): each run's training loss at every step (faint)
+  // and its running mean, then at each evaluation its validation loss (a circle) and the
+  // training loss measured alike (a triangle), on five labelled heights of loss. runs: [{id,
+  // label, colour (a CSS colour, or none), train: [[step, loss]], smooth: [[step, mean]],
+  // val: [[step, loss, training loss measured alike or null]]}]; steps: the axis's [first, last].
+  // lab.css paints one run by kind of mark, several (class 'many') each in its --run.
+  function lossChart(chart, runs, [s0, s1], log = false) {
+    const W = 760, H = 300, L = 50, R = 16, T = 14, B = 36, one = runs.length === 1;
+    const losses = runs.flatMap(r => [...r.train.map(p => p[1]), ...r.val.flatMap(([, v, t]) => (t === null ? [v] : [v, t]))]);
+    let [l0, l1] = [Math.min(...losses), Math.max(...losses)];
+    if (l1 - l0 < 1e-9) { l0 -= 0.5; l1 += 0.5; }
+    const u = log ? s => Math.log(Math.max(s, 1)) : s => s;  // train.py counts steps from 1; a log may hold 0
+    const X = s => L + (s1 > s0 ? (u(s) - u(s0)) / (u(s1) - u(s0)) : 0.5) * (W - L - R);
+    const Y = l => T + (l1 - l) / (l1 - l0) * (H - T - B);
+    const line = points => points.map(([s, l], i) => `${i ? 'L' : 'M'}${X(s).toFixed(1)},${Y(l).toFixed(1)}`).join('');
+    const tint = (node, r) => { if (r.colour) node.style.setProperty('--run', r.colour); return node; };
+    const named = (r, what) => `${one ? '' : r.label + ', '}${what}`;
+    const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);  // a loss read off any height
+    chart.classList.toggle('many', !one);
+    for (const [key, value] of Object.entries({viewBox: `0 0 ${W} ${H}`, width: W, height: H})) chart.setAttribute(key, value);
+    Object.assign(chart.dataset, {trainPoints: runs[0].train.length, valPoints: runs[0].val.length, runs: runs.length,
+                                  xscale: log ? 'log' : 'linear'});
+    chart.replaceChildren(
+      ...ticks.flatMap(t => [svg('line', {class: 'grid', x1: L, y1: Y(t), x2: W - R, y2: Y(t)}),
+        svg('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))]),
+      svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
+      svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}),
+      svg('text', {x: L, y: H - B + 16}, `step ${s0}`),
+      svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
+      svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, log ? 'step (log scale)' : 'step'),
+      ...runs.map(r => tint(svg('g', {class: 'run', 'data-run': r.id},
+        svg('path', {class: 'train', d: line(r.train)}), svg('path', {class: 'smooth', d: line(r.smooth)})), r)),
+      // the evaluations last, above every run's curves: the training loss measured alike, then validation
+      ...runs.flatMap(r => [
+        ...r.val.filter(v => v[2] !== null).map(([s, , t]) => tint(svg('path', {class: 'estimate', 'data-step': s,
+          'data-value': t, 'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`},
+          svg('title', {}, named(r, `step ${s}: training loss measured alike ${t}`))), r)),
+        ...r.val.map(([s, v]) => tint(svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s,
+          'data-value': v, 'data-run': r.id}, svg('title', {}, named(r, `step ${s}: validation loss ${v}`))), r))]));
+  }
+
   // a log10 slider's value (the Attention and Scaling pages' temperature), to 3 digits
   function logSlider(id) {
     return Number((10 ** Number($(id).value)).toPrecision(3));
@@ -315,7 +356,7 @@ const Lab = (() => {
     return config;
   }
 
-  return {$, api, el, svg, fmt, num, bar, scroll, logSlider, fillLayerHead, fillQuery, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+  return {$, api, el, svg, fmt, num, bar, scroll, lossChart, logSlider, fillLayerHead, fillQuery, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
           refreshConfig, isText, paused, ckpt: currentCkpt, info: ckptInfo, get config() { return config; },
           get inputs() { return inputs; }};
 })();
