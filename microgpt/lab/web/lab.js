@@ -107,15 +107,22 @@ const Lab = (() => {
   }
 
   // A heatmap of n positions (Attention, Embeddings): up to COMPACT_ABOVE each cell shows its
-  // number and each axis its tokens; past that the cells are colour alone, 4 to 14 px square, and
-  // the axes marked every TICK positions
+  // number and each axis its positions (label(i)); past that the cells are colour alone, 4 to 14
+  // px square, and the axes marked every TICK positions. td(i, j, compact): a cell; row(i): the
+  // attributes of row i.
   const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
   const heatmap = {
     compact: n => n > COMPACT_ABOVE,
     cell: (room, n) => Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / n))),
-    ticks: n => Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
-      el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`)),
-    rowTick: (n, i) => i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`),
+    table(n, attrs, label, td, {caption = null, row = () => ({})} = {}) {
+      const compact = n > COMPACT_ABOVE, all = f => Array.from({length: n}, (_, i) => f(i));
+      const ticks = Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
+        el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`));
+      const rowTick = i => (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`));
+      return el('table', {...attrs, class: compact ? 'heatmap compact' : 'heatmap'}, caption,
+        el('tr', {}, el('th', {}, 'i \\ j'), compact ? ticks : all(j => el('th', {}, label(j)))),
+        all(i => el('tr', row(i), compact ? rowTick(i) : el('th', {}, label(i)), all(j => td(i, j, compact)))));
+    },
   };
 
   // running text as it reads, its newlines kept as line breaks, each marked with a faint ⏎;
@@ -132,11 +139,13 @@ const Lab = (() => {
     return Number(text) === 0 ? (0).toFixed(digits) : text;  // never '-0.000': it reads as another number
   }
 
-  // a number with its exact value kept in data-value, for the reader's tooltip and the tests
-  // (an integer of 100,000 or more with thousands separators)
+  // a number with its exact value kept in data-value, for the reader's tooltip and the tests;
+  // shown to `digits` places (an integer of 100,000 or more with thousands separators), or as
+  // the text given instead
   function num(x, digits = 3, attrs = {}) {
-    return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs},
-              typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : fmt(x, digits));
+    const text = typeof digits === 'string' ? digits
+      : typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : fmt(x, digits);
+    return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
   }
 
   // a horizontal bar: `fraction` of `rem` rem wide
