@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from helpers import DRAWN, data_values, post, request, settled, wait_for_run
+from helpers import DRAWN, data_values, post, request, settled
 
 from microgpt.lab import registry
 
@@ -157,53 +157,16 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
     assert page.errors == []
 
 
-def test_a_run_started_from_the_training_page_streams_its_points_and_its_checkpoint_loads(server, page):
-    """And a run started from another tab is read from its own first step, not from the offset
-    the page had reached in an earlier run's log."""
+def test_the_training_page_refuses_in_one_line_streams_a_run_and_its_checkpoint_loads(server, window):
+    """A refused start was once said at the top of the page, off-screen at 390 px, with Start
+    still enabled: it is the API's one line under the form. A run says how long it has left at
+    its own pace and stops; the next streams its points, read from its own first step even when
+    the page had reached another offset in an earlier run's log, and its checkpoint loads."""
+    page = window(390, 700)
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')  # the page has its options
     assert page.locator('#engine option').all_inner_texts() == ['scalar', 'numpy']  # both always offered
     assert page.locator('#batch_size').is_visible()
-    for name, value in {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12}.items():
-        page.fill(f'#{name}', str(value))
-    page.click('#start')
-    page.wait_for_selector('#open-run', timeout=60_000)
-    assert page.get_attribute('#chart', 'data-train-points') == '30'
-    assert int(page.get_attribute('#chart', 'data-val-points')) >= 1
-    # the loss axis: five heights labelled, each with its grid line (it had the top and bottom only)
-    texts = page.locator('#chart text').evaluate_all('ts => ts.map(t => t.textContent)')
-    labels = [float(t) for t in texts if not t.startswith('step')]
-    assert len(labels) == 5 and labels == sorted(labels) and page.locator('#chart line.grid').count() == 5
-    assert 'finished, step 30/30' in page.inner_text('#status')
-    assert page.locator('#samples li').count() >= 1
-    number = post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})['run']
-    page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
-    page.locator('#status', has_text=f'run {number}: finished').wait_for(timeout=60_000)
-    page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
-    page.wait_for_selector('#open-run')
-    page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
-    ckpt_id = page.input_value('#ckpt')
-    assert ckpt_id == f'run{number}'
-    assert page.locator('input[type=number]#steps').count() == 1  # the form drawn again, not twice
-    from microgpt import inference
-    model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
-    assert model.config.n_embd == 8
-    page.goto(server.url + 'overview')
-    page.wait_for_selector('.position')
-    assert page.input_value('#ckpt') == ckpt_id and 'block_size=12' in page.inner_text('#config')
-    assert page.errors == []
-
-
-def test_a_refused_start_is_said_under_the_form_and_a_run_says_how_long_it_has_left(server, window):
-    """Was: the error line at the top of the page, off-screen at 390 px, and Start still enabled.
-    The refusal is the API's one line; while the run goes: the time so far and the time left at
-    its own pace."""
-    page = window(390, 700)
-    page.goto(server.url + 'training')
-    page.wait_for_selector(DRAWN, state='attached')
-    if post(server, '/api/train/status', {'offset': 0})['state'] != 'idle':
-        request(server, 'POST', '/api/train/stop', {})  # another test's run, still going (or just ended)
-        wait_for_run(server)
     last_run = post(server, '/api/train/status', {'offset': 0}).get('run')
     assert page.get_attribute('label:has(#weight_decay)', 'title').startswith('shrink every weight')  # --help
     for name, value in {'steps': 20000, 'n_embd': 8, 'n_head': 3, 'block_size': 12, 'weight_decay': 0.2}.items():
@@ -226,6 +189,32 @@ def test_a_refused_start_is_said_under_the_form_and_a_run_says_how_long_it_has_l
     page.locator('#status', has_text='stopped').wait_for(timeout=30_000)
     run = post(server, '/api/train/status', {'offset': 0})['params']
     assert (run['weight_decay'], run['dtype']) == (0.2, 'float64')
+    page.fill('#steps', '30')
+    page.click('#start')
+    page.locator('#status', has_text='finished, step 30/30').wait_for(timeout=60_000)
+    page.wait_for_selector('#open-run')
+    assert page.get_attribute('#chart', 'data-train-points') == '30'
+    assert int(page.get_attribute('#chart', 'data-val-points')) >= 1
+    # the loss axis: five heights labelled, each with its grid line (it had the top and bottom only)
+    texts = page.locator('#chart text').evaluate_all('ts => ts.map(t => t.textContent)')
+    labels = [float(t) for t in texts if not t.startswith('step')]
+    assert len(labels) == 5 and labels == sorted(labels) and page.locator('#chart line.grid').count() == 5
+    assert page.locator('#samples li').count() >= 1
+    number = post(server, '/api/train/start', {'steps': 30, 'n_embd': 8, 'n_head': 2, 'block_size': 12})['run']
+    page.evaluate('run = -1; offset = 10 ** 6; poll()')  # as if run -1's log had been read to 1 MB
+    page.locator('#status', has_text=f'run {number}: finished').wait_for(timeout=60_000)
+    page.locator('#chart[data-train-points="30"]').wait_for(timeout=10_000)  # none lost
+    page.wait_for_selector('#open-run')
+    page.click('#open-run')  # the run's checkpoint becomes the one every page looks at
+    ckpt_id = page.input_value('#ckpt')
+    assert ckpt_id == f'run{number}'
+    assert page.locator('input[type=number]#steps').count() == 1  # the form drawn again, not twice
+    from microgpt import inference
+    model = inference.load_checkpoint(server.lab.checkpoints.path(ckpt_id))
+    assert model.config.n_embd == 8
+    page.goto(server.url + 'overview')
+    page.wait_for_selector('.position')
+    assert page.input_value('#ckpt') == ckpt_id and 'block_size=12' in page.inner_text('#config')
     assert all('status of 400' in e for e in page.errors)  # the refused field's answer, and nothing else
 
 

@@ -51,9 +51,11 @@ def said(p):
     return set(WORDS.findall(p.inner_text('p.lead') + ' ' + p.inner_text('#legend')))
 
 
-def test_one_run_offers_nothing_to_tick_names_its_marks_colours_and_draws_bits(server, window):
-    """Bits per character redraw the validation loss as the log's own val_bpc, which for this
-    character model is its loss over ln 2: the page computes nothing of it."""
+def test_one_run_then_two_each_in_the_colours_the_legend_names(server, window, names_file):
+    """One run offers nothing to tick, names each kind of mark's colour, and draws bits per
+    character as the log's own val_bpc (for this character model its loss over ln 2: the page
+    computes nothing of it). A run trained from the command line beside it is then offered, and
+    each run is drawn in the colour its legend names, the steps on a log scale."""
     with open(log_path_for(str(server.out / 'model.json')), encoding='utf-8') as f:
         last = [r for r in map(json.loads, f) if 'val_loss' in r][-1]
     p = window(1280)
@@ -74,14 +76,10 @@ def test_one_run_offers_nothing_to_tick_names_its_marks_colours_and_draws_bits(s
     bits = float(p.inner_text('#last-val'))
     assert nats == pytest.approx(last['val_loss'], abs=1e-4)
     assert bits == pytest.approx(last['val_bpc'], abs=1e-4) and bits == pytest.approx(nats / math.log(2), abs=1e-3)
-    assert p.errors == []
 
-
-def test_a_run_trained_beside_it_is_drawn_in_the_colour_its_legend_names(server, window, names_file):
     other = str(server.out / 'wide.json')
     assert train.main(['--data', names_file, '--out', other, '--steps', '6', '--n-embd', '12', '--n-head', '2',
                        '--block-size', '12', '--eval-every', '3', '--num-samples', '0']) == 0
-    p = window(1280)
     open_page(p, server, 'loss')  # the page asks the server anew: the run from the command line is there
     box = p.locator('#compare input[data-id="file:wide.json"]')
     assert box.count() == 1 and 'wide.json: 6 steps, 1x12' in p.inner_text('#compare')

@@ -126,14 +126,14 @@ def test_top_k_is_capped_by_the_vocabulary_on_both_sides(server, tiny_ckpt, caps
     assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
 
 
-def test_every_page_has_its_files(tmp_path):
-    """Each page the registry lists is served from web/NAME.html and web/NAME.js, which exist and
-    name their page, so the browser tests' list (registry.pages()) is every page there is."""
-    import os
-    for name, _ in registry.pages():
-        html = open(os.path.join(serve.WEB_DIR, f'{name}.html'), encoding='utf-8').read()
-        assert f'data-page="{name}"' in html and f'/static/{name}.js' in html
-        assert os.path.exists(os.path.join(serve.WEB_DIR, f'{name}.js'))
+def test_every_page_has_its_files(tiny_ckpt, names_file, tmp_path):
+    """Each page the registry lists is served from web/NAME.html (in web/frame.html) and
+    web/NAME.js, and names its page, so the browser tests' list (registry.pages()) is every page there is."""
+    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
+        for name, _ in registry.pages():
+            html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
+            assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
+            assert request(server, 'GET', f'/static/{name}.js')[0] == 200
 
 
 def test_every_page_is_timed_or_says_why_not():

@@ -124,6 +124,9 @@ class Handler(BaseHTTPRequestHandler):
     def send_file(self, name, head=False):
         with open(os.path.join(WEB_DIR, name), 'rb') as f:  # a name from the tables above only
             data = f.read()
+        if name.endswith('.html'):  # a page is its <main>, sent in the frame every page shares
+            with open(os.path.join(WEB_DIR, 'frame.html'), 'rb') as f:
+                data = f.read().replace(b'{name}', name[:-5].encode()).replace(b'{main}', data)
         self.send_bytes(200, CONTENT_TYPES[os.path.splitext(name)[1]], data, head)
 
     def send_bytes(self, status, content_type, data, head=False):

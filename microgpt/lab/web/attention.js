@@ -57,18 +57,12 @@ function drawHeads() {
     $('heads').style.setProperty('--cell', size);
     $('heads').style.setProperty('--cell-font', font);
   }
-  // the axes: every position's token, or a mark every few positions spanning them
-  const rowHead = i => compact ? Lab.heatmap.rowTick(T, i) : el('th', {}, `${i} `, Lab.tok(labels[i]));
+  const label = i => [`${i} `, Lab.tok(labels[i])];
   const maps = view.all_heads.map((weights, h) => el('div', {class: 'head'},
-    el('table', {class: compact ? 'heatmap compact' : 'heatmap', 'data-head': h},
-      el('caption', {}, `head ${h}`),
-      el('tr', {}, el('th', {}, 'i \\ j'),
-        compact ? Lab.heatmap.ticks(T) : labels.map((l, j) => el('th', {}, `${j} `, Lab.tok(l)))),
-      weights.map((row, i) => el('tr', {class: h === head && i === view.query ? 'query' : null},
-        rowHead(i),
-        row.map((w, j) => w === null
-          ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
-          : cell(w, h, i, j, compact)))))));
+    Lab.heatmap.table(T, {'data-head': h}, label, (i, j) => (weights[i][j] === null
+      ? el('td', {class: 'cell blank', title: 'future key: masked, never scored'})
+      : cell(weights[i][j], h, i, j, compact)),
+    {caption: el('caption', {}, `head ${h}`), row: i => ({class: h === head && i === view.query ? 'query' : null})})));
   $('heads').replaceChildren(...maps);
   $('readout').hidden = !compact;
   $('readout').textContent = 'hover a cell for its numbers; click it to take its score apart';

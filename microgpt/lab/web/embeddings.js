@@ -85,16 +85,13 @@ function neighbours(e) {
 function wpe(e) {
   const c = e.wpe_cosine, n = c.length, compact = Lab.heatmap.compact(n);
   const size = Lab.heatmap.cell($('wpe').clientWidth - 60, n);
-  const rowHead = i => compact ? Lab.heatmap.rowTick(n, i) : el('th', {}, i);
-  const table = el('table', {class: compact ? 'heatmap compact' : 'heatmap', id: 'wpe-table'},
-    el('tr', {}, el('th', {}, 'i \\ j'), compact ? Lab.heatmap.ticks(n) : Array.from({length: n}, (_, j) => el('th', {}, j))),
-    c.map((row, i) => el('tr', {}, rowHead(i), row.map((x, j) => {
-      const td = el('td', {class: 'cell', 'data-value': x, 'data-i': i, 'data-j': j, title: `positions ${i} and ${j}: ${x}`},
-        compact ? null : Lab.fmt(x, 1));
-      td.style.background = x >= 0 ? Lab.shade(x) : `rgba(232, 89, 12, ${Math.min(1, -x).toFixed(3)})`;
-      if (x > 0.6) td.style.color = 'white';
-      return td;
-    }))));
+  const table = Lab.heatmap.table(n, {id: 'wpe-table'}, i => i, (i, j) => {
+    const x = c[i][j], td = el('td', {class: 'cell', 'data-value': x, 'data-i': i, 'data-j': j,
+                                      title: `positions ${i} and ${j}: ${x}`}, compact ? null : Lab.fmt(x, 1));
+    td.style.background = x >= 0 ? Lab.shade(x) : `rgba(232, 89, 12, ${Math.min(1, -x).toFixed(3)})`;
+    if (x > 0.6) td.style.color = 'white';
+    return td;
+  });
   if (compact) table.style.setProperty('--cell', `${size}px`);
   $('wpe').replaceChildren(el('h3', {}, 'wpe: cosine similarity of position i (rows) and position j'),
     el('p', {class: 'mono small readout', id: 'wpe-readout', hidden: !compact}, 'hover a cell for its numbers'),

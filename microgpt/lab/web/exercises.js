@@ -4,8 +4,7 @@
 // POST /api/exercises/check, run by the server in the checker's subprocess, never here.
 'use strict';
 
-const {el} = Lab;
-const $ = id => document.getElementById(id);
+const {$, el} = Lab;
 const MARKS = {pass: '✓', fail: '✗', todo: '·', error: '!'};
 
 async function draw() {

@@ -107,15 +107,22 @@ const Lab = (() => {
   }
 
   // A heatmap of n positions (Attention, Embeddings): up to COMPACT_ABOVE each cell shows its
-  // number and each axis its tokens; past that the cells are colour alone, 4 to 14 px square, and
-  // the axes marked every TICK positions
+  // number and each axis its positions (label(i)); past that the cells are colour alone, 4 to 14
+  // px square, and the axes marked every TICK positions. td(i, j, compact): a cell; row(i): the
+  // attributes of row i.
   const COMPACT_ABOVE = 16, TICK = 8, MIN_CELL = 4, MAX_CELL = 14;
   const heatmap = {
     compact: n => n > COMPACT_ABOVE,
     cell: (room, n) => Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / n))),
-    ticks: n => Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
-      el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`)),
-    rowTick: (n, i) => i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`),
+    table(n, attrs, label, td, {caption = null, row = () => ({})} = {}) {
+      const compact = n > COMPACT_ABOVE, all = f => Array.from({length: n}, (_, i) => f(i));
+      const ticks = Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
+        el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`));
+      const rowTick = i => (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`));
+      return el('table', {...attrs, class: compact ? 'heatmap compact' : 'heatmap'}, caption,
+        el('tr', {}, el('th', {}, 'i \\ j'), compact ? ticks : all(j => el('th', {}, label(j)))),
+        all(i => el('tr', row(i), compact ? rowTick(i) : el('th', {}, label(i)), all(j => td(i, j, compact)))));
+    },
   };
 
   // running text as it reads, its newlines kept as line breaks, each marked with a faint ⏎;
@@ -132,11 +139,13 @@ const Lab = (() => {
     return Number(text) === 0 ? (0).toFixed(digits) : text;  // never '-0.000': it reads as another number
   }
 
-  // a number with its exact value kept in data-value, for the reader's tooltip and the tests
-  // (an integer of 100,000 or more with thousands separators)
+  // a number with its exact value kept in data-value, for the reader's tooltip and the tests;
+  // shown to `digits` places (an integer of 100,000 or more with thousands separators), or as
+  // the text given instead
   function num(x, digits = 3, attrs = {}) {
-    return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs},
-              typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : fmt(x, digits));
+    const text = typeof digits === 'string' ? digits
+      : typeof x === 'number' && Math.abs(x) >= 1e5 ? x.toLocaleString('en') : fmt(x, digits);
+    return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
   }
 
   // a horizontal bar: `fraction` of `rem` rem wide
@@ -148,6 +157,47 @@ const Lab = (() => {
 
   function scroll(...children) {  // a table that scrolls sideways in a narrow window, not the page
     return el('div', {class: 'scroll'}, ...children);
+  }
+
+  // A loss chart (the Training and Loss pages): each run's training loss at every step (faint)
+  // and its running mean, then at each evaluation its validation loss (a circle) and the
+  // training loss measured alike (a triangle), on five labelled heights of loss. runs: [{id,
+  // label, colour (a CSS colour, or none), train: [[step, loss]], smooth: [[step, mean]],
+  // val: [[step, loss, training loss measured alike or null]]}]; steps: the axis's [first, last].
+  // lab.css paints one run by kind of mark, several (class 'many') each in its --run.
+  function lossChart(chart, runs, [s0, s1], log = false) {
+    const W = 760, H = 300, L = 50, R = 16, T = 14, B = 36, one = runs.length === 1;
+    const losses = runs.flatMap(r => [...r.train.map(p => p[1]), ...r.val.flatMap(([, v, t]) => (t === null ? [v] : [v, t]))]);
+    let [l0, l1] = [Math.min(...losses), Math.max(...losses)];
+    if (l1 - l0 < 1e-9) { l0 -= 0.5; l1 += 0.5; }
+    const u = log ? s => Math.log(Math.max(s, 1)) : s => s;  // train.py counts steps from 1; a log may hold 0
+    const X = s => L + (s1 > s0 ? (u(s) - u(s0)) / (u(s1) - u(s0)) : 0.5) * (W - L - R);
+    const Y = l => T + (l1 - l) / (l1 - l0) * (H - T - B);
+    const line = points => points.map(([s, l], i) => `${i ? 'L' : 'M'}${X(s).toFixed(1)},${Y(l).toFixed(1)}`).join('');
+    const tint = (node, r) => { if (r.colour) node.style.setProperty('--run', r.colour); return node; };
+    const named = (r, what) => `${one ? '' : r.label + ', '}${what}`;
+    const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);  // a loss read off any height
+    chart.classList.toggle('many', !one);
+    for (const [key, value] of Object.entries({viewBox: `0 0 ${W} ${H}`, width: W, height: H})) chart.setAttribute(key, value);
+    Object.assign(chart.dataset, {trainPoints: runs[0].train.length, valPoints: runs[0].val.length, runs: runs.length,
+                                  xscale: log ? 'log' : 'linear'});
+    chart.replaceChildren(
+      ...ticks.flatMap(t => [svg('line', {class: 'grid', x1: L, y1: Y(t), x2: W - R, y2: Y(t)}),
+        svg('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))]),
+      svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
+      svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}),
+      svg('text', {x: L, y: H - B + 16}, `step ${s0}`),
+      svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
+      svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, log ? 'step (log scale)' : 'step'),
+      ...runs.map(r => tint(svg('g', {class: 'run', 'data-run': r.id},
+        svg('path', {class: 'train', d: line(r.train)}), svg('path', {class: 'smooth', d: line(r.smooth)})), r)),
+      // the evaluations last, above every run's curves: the training loss measured alike, then validation
+      ...runs.flatMap(r => [
+        ...r.val.filter(v => v[2] !== null).map(([s, , t]) => tint(svg('path', {class: 'estimate', 'data-step': s,
+          'data-value': t, 'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`},
+          svg('title', {}, named(r, `step ${s}: training loss measured alike ${t}`))), r)),
+        ...r.val.map(([s, v]) => tint(svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s,
+          'data-value': v, 'data-run': r.id}, svg('title', {}, named(r, `step ${s}: validation loss ${v}`))), r))]));
   }
 
   // a log10 slider's value (the Attention and Scaling pages' temperature), to 3 digits
@@ -292,15 +342,11 @@ const Lab = (() => {
     box.form.requestSubmit();
   });
 
-  // called once by each page: adds its icon, header band and error line, draws the header, then
-  // the page (and again on a new checkpoint)
+  // called once by each page: titles it after its <h1> ('Loss: the curves...' is 'Loss'), draws
+  // the header, then the page (and again on a new checkpoint)
   async function start(draw) {
     onChange = draw;
-    if (!document.querySelector('link[rel=icon]')) {
-      document.head.append(el('link', {rel: 'icon', href: '/static/icon.svg', type: 'image/svg+xml'}));
-    }
-    if (!$('lab-header')) document.body.prepend(el('header', {id: 'lab-header'}));
-    document.querySelector('main').before(el('p', {id: 'error', class: 'error', hidden: true}));
+    document.title = `microgpt lab: ${document.querySelector('h1').textContent.split(':')[0]}`;
     try {
       config = await api('/api/config');
     } catch (e) {
@@ -319,7 +365,7 @@ const Lab = (() => {
     return config;
   }
 
-  return {$, api, el, svg, fmt, num, bar, scroll, logSlider, fillLayerHead, fillQuery, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
+  return {$, api, el, svg, fmt, num, bar, scroll, lossChart, logSlider, fillLayerHead, fillQuery, shade, tok, isGlyph, heatmap, textBlock, start, on, debounced, fillSelect, guard, showError, selectCkpt,
           refreshConfig, isText, paused, ckpt: currentCkpt, info: ckptInfo, get config() { return config; },
           get inputs() { return inputs; }};
 })();

@@ -4,7 +4,7 @@
 // asked: the chosen one first); this file only scales them to the chart.
 'use strict';
 
-const {$, el, svg} = Lab;
+const {$, el} = Lab;
 // The colours the chart paints with and the words the page says for them: one table, so that the
 // text never names a colour the picture does not show. One run: each kind of mark its colour;
 // several: each run one colour for all its marks, in order (at most six, loss.py's MARKS).
@@ -76,52 +76,16 @@ function best(r, named) {
 }
 
 function chart(runs) {
-  const W = 760, H = 320, L = 50, R = 16, T = 14, B = 36;
   const steps = runs.flatMap(r => r.train.map(x => x[0]).concat(r.val.map(v => v[0])));
-  const all = runs.flatMap(r => r.train.map(x => x[1]).concat(r.val.map(v => v[1]), r.val.filter(v => v[2] !== null).map(v => v[2])));
-  const [s0, s1] = [Math.min(...steps), Math.max(...steps)];
-  const [l0, l1] = [Math.min(...all), Math.max(...all)];
   // Steps on a log scale where the runs' lengths differ tenfold: on a linear one, a 100-step run
   // beside a 10,000-step one is squeezed into the picture's first pixels.
   const ends = runs.map(r => Math.max(...r.train.map(x => x[0])));
   const log = $('xscale').value === 'log' || ($('xscale').value === 'auto' && Math.max(...ends) >= 10 * Math.min(...ends));
-  const u = log ? s => Math.log(Math.max(s, 1)) : s => s;  // train.py counts steps from 1; a log may hold 0
-  const X = s => L + (u(s) - u(s0)) / ((u(s1) - u(s0)) || 1) * (W - L - R);
-  const Y = l => T + (l1 - l) / ((l1 - l0) || 1) * (H - T - B);
-  const line = (xs, ys) => xs.map((x, i) => `${i ? 'L' : 'M'}${X(x).toFixed(1)},${Y(ys[i]).toFixed(1)}`).join('');
-  const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);
   const c = $('loss-chart'), one = runs.length === 1;
-  c.classList.toggle('many', !one);  // several runs: each in its own colour (lab.css)
-  c.setAttribute('viewBox', `0 0 ${W} ${H}`);
-  c.setAttribute('width', W);
-  c.setAttribute('height', H);
-  c.dataset.trainPoints = runs[0].train.length;
-  c.dataset.valPoints = runs[0].val.length;
-  c.dataset.runs = runs.length;
-  c.dataset.xscale = log ? 'log' : 'linear';
-  const curves = runs.map(r => {
-    const ss = r.train.map(x => x[0]);
-    return tint(svg('g', {class: 'run', 'data-run': r.id},
-      svg('path', {class: 'train', d: line(ss, r.train.map(x => x[1]))}),
-      svg('path', {class: 'smooth', d: line(ss, r.smooth)})), r.colour);
-  });
-  // the evaluations last, above every run's curves: the training loss measured alike, then validation
-  const marks = runs.flatMap(r => [
-    ...r.val.filter(v => v[2] !== null).map(([s, , t]) => tint(svg('path', {'data-step': s, 'data-value': t,
-      'data-run': r.id, d: `M${X(s).toFixed(1)},${(Y(t) - 4.5).toFixed(1)}l4.5,8h-9z`, class: 'estimate'},
-      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: training loss measured alike ${t}`)), r.colour)),
-    ...r.val.map(([s, v]) => tint(svg('circle', {class: 'val', cx: X(s), cy: Y(v), r: 3.5, 'data-step': s, 'data-value': v,
-      'data-run': r.id},
-      svg('title', {}, `${one ? '' : r.label + ', '}step ${s}: validation loss ${v}`)), r.colour))]);
   for (const [kind, [, colour]] of Object.entries(ONE_RUN)) c.style.setProperty(`--${kind}`, colour);
-  c.replaceChildren(
-    svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}),
-    svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}),
-    ...ticks.map(t => svg('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))),
-    svg('text', {x: L, y: H - B + 16}, `step ${s0}`),
-    svg('text', {x: W - R, y: H - B + 16, 'text-anchor': 'end'}, `step ${s1}`),
-    svg('text', {x: (W + L) / 2, y: H - 6, 'text-anchor': 'middle'}, log ? 'step (log scale)' : 'step'),
-    ...curves, ...marks);
+  Lab.lossChart(c, runs.map(r => ({...r, colour: one ? null : r.colour[1],
+                                   smooth: r.train.map(([s], i) => [s, r.smooth[i]])})),
+                [Math.min(...steps), Math.max(...steps)], log);
   // the legend: what each mark is, in the words of the colours painted, and with several runs
   // each one's colour and name
   const key = (kind, [, colour]) => {

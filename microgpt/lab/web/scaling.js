@@ -10,9 +10,7 @@ const STATS = [  // [key, label, digits]
   ['spread', 'spread (std of the scores)', 3], ['max_minus_min', 'max − min of the scores', 3],
   ['entropy', 'entropy (bits)', 3], ['max_weight', 'max weight', 4], ['gradient_scale', 'gradient scale', 4]];
 
-function big(x, attrs = {}) {  // an integer with thousands separators: 3,145,728
-  return el('span', {class: 'num', 'data-value': x, ...attrs}, Number(x).toLocaleString('en'));
-}
+const big = (x, attrs) => num(x, Number(x).toLocaleString('en'), attrs);  // 3,145,728
 
 // POST /api/scaling for one part. The part is in the URL too (the server routes by the path
 // alone): Lab.api drops an answer overtaken by a newer request to the same URL, and the four

@@ -6,7 +6,7 @@
 // only formats them and sizes the bars.
 'use strict';
 
-const {$, el, bar} = Lab;
+const {$, el, bar, num} = Lab;
 
 // a signed number in exponent form, as the terminal prints Adam's numbers (+6.554412e-01)
 function sci(x, digits = 6) {
@@ -23,11 +23,6 @@ function diverging(x, largest, rem = 1.2) {
   const left = el('span', {class: 'half left'}, x < 0 ? bar(-x / largest, rem, 'bar true') : null);
   const right = el('span', {class: 'half right'}, x > 0 ? bar(x / largest, rem, 'bar down') : null);
   return el('span', {class: 'diverging'}, left, right);
-}
-
-// a number with its exact value kept in data-value, for the reader's inspector and the tests
-function num(x, text, attrs = {}) {
-  return el('span', {class: 'num', 'data-value': x, title: String(x), ...attrs}, text);
 }
 
 // On a large model (registry.STEP_NUMPY_FIRST_ABOVE) two answers per input: the numpy training
@@ -74,8 +69,8 @@ function summary(d) {
       labels.flatMap(l => [Lab.tok(l), ' ']), `${d.n} positions, ` +
       `lr ${d.lr}, a fresh Adam (its first step); the checkpoint file is not changed`),
     el('p', {class: 'big mono'}, text ? "the window's loss L  " : "the name's loss L  ",
-      num(d.loss_before, Lab.fmt(d.loss_before, 6), {id: 'loss-before'}), '  →  ',
-      num(d.loss_after, Lab.fmt(d.loss_after, 6), {id: 'loss-after'}), '  ',
+      num(d.loss_before, 6, {id: 'loss-before'}), '  →  ',
+      num(d.loss_after, 6, {id: 'loss-after'}), '  ',
       el('span', {class: change < 0 ? 'hit' : 'miss'}, `(${signed(change, 6)})`),
       change < 0 ? '' : el('span', {class: 'miss'}, change === 0 ? '  unchanged: no weight had a gradient that moved it'
                                                        : '  it went up: this lr overshoots, try a smaller one')));
@@ -91,9 +86,9 @@ function positions(d) {
       d.positions.map(p => el('tr', {'data-position': p.position},
         el('td', {class: 'l'}, p.position), el('td', {class: 'l mono'}, Lab.tok(p.reads)),
         el('td', {class: 'l mono'}, Lab.tok(p.target)),
-        el('td', {}, num(p.loss, Lab.fmt(p.loss, 4))),
-        el('td', {class: 'l'}, bar(p.p_before, 2.5), ' ', num(p.p_before, Lab.fmt(p.p_before, 4))),
-        el('td', {class: 'l'}, bar(p.p_after, 2.5, 'bar true'), ' ', num(p.p_after, Lab.fmt(p.p_after, 4))),
+        el('td', {}, num(p.loss, 4)),
+        el('td', {class: 'l'}, bar(p.p_before, 2.5), ' ', num(p.p_before, 4)),
+        el('td', {class: 'l'}, bar(p.p_after, 2.5, 'bar true'), ' ', num(p.p_after, 4)),
         el('td', {class: p.p_after > p.p_before ? 'hit' : 'miss'}, signed(p.p_after - p.p_before))))),
     el('p', {class: 'muted small'}, `p = p(true next); loss = −ln p; the step's loss L is the mean ` +
       `over the ${d.n} positions`));

@@ -6,10 +6,9 @@
 // (limits.RUN_LIMITS); this file draws what it is sent.
 'use strict';
 
-const {$, el, svg} = Lab;
+const {$, el} = Lab;
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
-const W = 760, H = 300, LEFT = 50, RIGHT = 15, TOP = 15, BOTTOM = 35;
-let train = [], smooth = [], val = [], estimates = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
+let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
 let mode = 'lines', announced = null, going = false, refused = false;
 // running text's settings to start from: README's Shakespeare recipe, shorter (numpy, float32,
 // an evaluation every 300 steps, a save every 100 as train.py does, so that the samples show it learn)
@@ -97,7 +96,7 @@ async function start() {
     refuse(e.message);
     return;
   }
-  train = []; smooth = []; val = []; estimates = []; offset = 0; run = null;
+  train = []; smooth = []; val = []; offset = 0; run = null;
   $('samples').replaceChildren();
   $('finished').replaceChildren();
   poll();
@@ -110,17 +109,14 @@ async function poll() {
   if (!status) return;
   if (status.run !== run) {  // another run than drawn: its log is read from its start
     const stale = offset !== 0;  // this answer is from the old run's offset in the new log
-    train = []; smooth = []; val = []; estimates = []; run = status.run; offset = 0;
+    train = []; smooth = []; val = []; run = status.run; offset = 0;
     if (stale) { poll(); return; }
   }
   offset = status.offset;
   smooth.push(...status.smooth);
   for (const r of status.records) {
     if ('loss' in r) train.push([r.step, r.loss]);
-    else if ('val_loss' in r) {
-      val.push([r.step, r.val_loss]);
-      if ('train_loss' in r) estimates.push([r.step, r.train_loss]);
-    }
+    else if ('val_loss' in r) val.push([r.step, r.val_loss, r.train_loss ?? null]);
   }
   going = status.state === 'running' || status.state === 'stopping';
   $('start').disabled = going || refused;
@@ -149,31 +145,10 @@ async function poll() {
   }
 }
 
-function line(points, x, y) {
-  return points.map(([s, l]) => `${x(s).toFixed(1)},${y(l).toFixed(1)}`).join(' ');
-}
-
+// the run so far on the chart's whole width: steps 1 to the run's last
 function drawChart() {
-  const chart = $('chart');
-  [chart.dataset.trainPoints, chart.dataset.valPoints] = [train.length, val.length];
-  const losses = [...train, ...val, ...estimates].map(p => p[1]);
-  if (!losses.length) { chart.replaceChildren(); $('chart-legend').replaceChildren(); return; }
-  let lo = Math.min(...losses), hi = Math.max(...losses);
-  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
-  const x = s => LEFT + (total > 1 ? (s - 1) / (total - 1) : 0.5) * (W - LEFT - RIGHT);
-  const y = l => TOP + (hi - l) / (hi - lo) * (H - TOP - BOTTOM);
-  const ticks = Array.from({length: 5}, (_, k) => lo + (hi - lo) * k / 4);  // a loss read off any height
-  chart.replaceChildren(
-    ...ticks.flatMap(t => [svg('line', {class: 'grid', x1: LEFT, y1: y(t), x2: W - RIGHT, y2: y(t)}),
-      svg('text', {x: LEFT - 5, y: y(t) + 4, 'text-anchor': 'end'}, t.toFixed(2))]),
-    svg('line', {class: 'axis', x1: LEFT, y1: H - BOTTOM, x2: W - RIGHT, y2: H - BOTTOM}),
-    svg('line', {class: 'axis', x1: LEFT, y1: TOP, x2: LEFT, y2: H - BOTTOM}),
-    svg('text', {x: LEFT, y: H - 12}, 'step 1'),
-    svg('text', {x: W - RIGHT, y: H - 12, 'text-anchor': 'end'}, `step ${total}`),
-    svg('polyline', {class: 'train', points: line(train, x, y)}),
-    svg('polyline', {class: 'smooth', points: line(smooth, x, y)}),
-    ...estimates.map(([s, l]) => svg('path', {class: 'estimate', d: `M${x(s).toFixed(1)},${(y(l) - 4.5).toFixed(1)}l4.5,8h-9z`})),
-    ...val.map(([s, l]) => svg('circle', {class: 'val', cx: x(s), cy: y(l), r: 4})));
+  if (!train.length && !val.length) { $('chart').replaceChildren(); $('chart-legend').replaceChildren(); return; }
+  Lab.lossChart($('chart'), [{id: run, train, smooth, val}], [1, total]);
   drawLegend();
 }
 
@@ -185,7 +160,7 @@ function drawLegend() {
   $('chart-legend').replaceChildren(key('train'), ` training loss: each step (${each})  `,
     key('smooth'), ' running mean  ', key('val'),
     ` validation loss (held-out ${mode === 'text' ? 'characters' : 'names'})`,
-    ...(estimates.length || mode === 'text' ? ['  ', key('estimate'), ' training loss measured alike'] : []));
+    ...(val.some(v => v[2] !== null) || mode === 'text' ? ['  ', key('estimate'), ' training loss measured alike'] : []));
 }
 
 Lab.on('form', 'submit', start);
