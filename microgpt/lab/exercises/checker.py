@@ -154,19 +154,18 @@ def remaining(pending, at, results):
     return ([(workspace, rest, stop)] if go_on else []) + pending[i + 1:]
 
 
-def train(workspace, steps, seed, lr, num_samples, temperature, on_event):
-    """`exercises train` in a subprocess (trainer.run): on_event(event) for each event it
-    reports, then a 'stopped' event if it fell silent for TRAIN_SILENCE seconds, or 'ended'
-    with its exit status if it ended before its 'done'."""
-    request = {'mode': 'train', 'workspace': os.path.abspath(workspace), 'steps': steps, 'seed': seed,
-               'lr': lr, 'num_samples': num_samples, 'temperature': temperature}
-    child = Child(request, cwd=os.path.abspath(workspace))
+def train(workspace, on_event, **settings):
+    """`exercises train` in a subprocess (trainer.run, with train's `settings`): on_event(event)
+    for each event it reports; a process silent for TRAIN_SILENCE seconds, or one that ends before
+    its 'done', is a 'failed' event in one line."""
+    child = Child(dict(settings, mode='train', workspace=os.path.abspath(workspace)), cwd=os.path.abspath(workspace))
     try:
         for kind, *what in child.events(lambda last: STARTUP if last is None else TRAIN_SILENCE):
             if kind == 'event' and what[0]['event'] == 'done':
                 return
-            on_event(what[0] if kind == 'event' else {'event': 'stopped', 'seconds': what[0]} if kind == 'stopped'
-                     else {'event': 'ended', 'status': what[0], 'stderr': what[1]})
+            on_event(what[0] if kind == 'event' else {'event': 'failed', 'line': (
+                f"the training process was stopped after {what[0]:.0f} s without a word" if kind == 'stopped' else
+                f"the training process ended (exit status {what[0]})" + (f": {what[1]}" if what[1] else ''))})
     finally:
         child.close()
 

@@ -8,7 +8,7 @@ shows the idea.
 from . import catalog
 
 MARKS = {'pass': '✓', 'fail': '✗', 'todo': '·', 'error': '!'}
-NOT_CHECKED = '–'  # 'unchecked': this Python cannot run the exercise's check (cli.lacking); never saved
+NOT_CHECKED = '–'  # 'unchecked': this Python cannot run the exercise's check (cli.checked); never saved
 
 
 def one_line(e, result):
