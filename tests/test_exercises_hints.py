@@ -128,15 +128,6 @@ def test_a_level_past_the_last_is_one_line_and_changes_nothing(tmp_path, capsys)
     assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err and record.read_bytes() == before
 
 
-def test_a_damaged_hint_record_counts_as_none_seen(tmp_path, capsys):
-    """The record is the learner's file too: a level that is not a whole number is ignored."""
-    ws, record = started(tmp_path)
-    record.write_text(json.dumps(dict(json.loads(record.read_text()), hints={'2': 'lots', '3': -4, '4': True})))
-    for n in (2, 3, 4):
-        status, out, _ = lab(['hint', str(n), '--dir', ws], capsys)
-        assert status == 0 and 'hint 1 of' in out
-
-
 def test_without_a_workspace_a_level_is_still_shown(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     status, out, _ = lab(['hint', '4', '--level', '1'], capsys)

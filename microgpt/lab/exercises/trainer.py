@@ -1,8 +1,6 @@
 """
 `exercises train`, the payoff: microgpt trained with the learner's own engine and model, step by
-step beside the project's, then names sampled from the learner's model.
-
-It runs in the checker's subprocess (checker.py). The learner's side: their Value (exercises 1
+step beside the project's, then names sampled from the learner's model. It runs in the checker's subprocess (checker.py). The learner's side: their Value (exercises 1
 to 7), name_loss (14, through 8 to 13) and adam_step (15), on the same weights as a fresh
 GPT(config, seed). microgpt's side: train.py's default on the same names. Each step compares
 the loss, every gradient and every weight after the update; the first that differs by more than
@@ -12,9 +10,8 @@ PART is reported once, with its step. Then both models sample names with the sam
 import math
 import random
 
-from ... import sampling, training
+from ... import engine, sampling, training
 from ...edge.data import load_docs, split_docs
-from ... import engine
 from ...model import GPT, GPTConfig
 from ...tokenizer import CharTokenizer
 from ...optim import Adam

@@ -1,13 +1,9 @@
 """
 The learner's folder of exercises: made by `start`, read by every other command, and the one
-place that writes in it.
-
-A workspace is the stub files (catalog.EXERCISES) and .microgpt-exercises.json: the exercises'
-version, each exercise's last result and the last hint level shown. Nothing overwrites a file
-the learner may have edited: `start` adds only what is missing, `reset` asks first. What a
-learner hands in is checked before anything is written, each problem one UserError naming the
-fix: a path that is a file, a folder not writable or inside the package, a workspace of another
-version, a stub missing, renamed or extra.
+place that writes in it. A workspace is the stub files (catalog.EXERCISES) and
+.microgpt-exercises.json: the exercises' version, each exercise's last result and the last hint
+level shown. Nothing overwrites a file the learner may have edited: `start` adds only what is
+missing, `reset` asks first. A bad folder is one UserError naming the fix.
 """
 
 import datetime
@@ -18,7 +14,7 @@ import os
 from ...edge.checks import short
 from ...edge.errors import UserError
 from ...edge.files import parse_json, probe_writable, read_user_file, write_atomic
-from . import catalog, report
+from . import catalog
 
 MANIFEST = '.microgpt-exercises.json'
 DEFAULT_DIR = 'exercises'
@@ -102,12 +98,8 @@ class Workspace:
 
     # ---- results
     def results(self):
-        """{'N': {status, line, checked, sha256}}: the last result of each exercise checked, the
-        ones whose fields are not what record() writes left out (the file is the learner's too)."""
-        kept = self.manifest.get('results')
-        return {key: r for key, r in (kept.items() if isinstance(kept, dict) else ())
-                if isinstance(r, dict) and r.get('status') in report.MARKS
-                and all(isinstance(r.get(k), str) for k in ('line', 'checked', 'sha256'))}
+        """{'N': {status, line, checked, sha256}}: the last result of each exercise checked."""
+        return self.manifest.get('results', {})
 
     def record(self, results):
         """Keep each exercise's last result ({number: result}) for `status` and the web lab; a
@@ -125,16 +117,12 @@ class Workspace:
 
     # ---- hints
     def hint_level(self, number):
-        """The highest hint level shown for an exercise (0: none yet), kept in the manifest
-        beside the results; a value that is not a whole number >= 0 counts as none."""
-        kept = self.manifest.get('hints')
-        level = kept.get(str(number)) if isinstance(kept, dict) else None
-        return level if type(level) is int and level >= 0 else 0
+        """The highest hint level shown for an exercise (0: none yet)."""
+        return self.manifest.get('hints', {}).get(str(number), 0)
 
     def record_hint(self, number, level):
         """Remember that hint `level` of an exercise was shown; '' or the words of why not."""
-        kept = self.manifest.get('hints')
-        kept = {k: v for k, v in kept.items() if type(v) is int} if isinstance(kept, dict) else {}
+        kept = dict(self.manifest.get('hints', {}))
         kept[str(number)] = max(level, self.hint_level(number))
         return self._save('hints', kept, 'the hint level was')
 
