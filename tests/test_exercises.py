@@ -99,14 +99,23 @@ ALL_SLIPS = [(n, *slip) for n, slip in SLIPS.items()] + [  # and a second classi
      "fixed 1", "not from their .data")]  # the scale computed from .data
 
 
+MORE = {  # more wrong files ({exercise: text}), and the exercise checked over them
+    'log10': ({4: replaced(4, 'return math.log(x), (1.0 / x,)', 'return math.log10(x), (1.0 / x,)')}, 4),
+    'a bare slope': ({2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')}, 2),
+    'a wrong dot under linear': ({8: SLIPS[8][0]}, 9),
+}
+
+
 @pytest.fixture(scope='module')
 def slip_results(tmp_path_factory):
     """Each slip in a workspace of its own (the reference solutions elsewhere), all checked by
-    one subprocess: {its index in ALL_SLIPS: result}."""
-    jobs = [(make_workspace(tmp_path_factory.mktemp(f'slip{n}'), files={n: text}), [n], True)
-            for n, text, _, _ in ALL_SLIPS]
-    results = checker.check(jobs)
-    return [results[(ws, n)] for ws, (n,), _ in jobs]
+    one subprocess: {its index in ALL_SLIPS, or its name in MORE: result}."""
+    jobs = [(i, make_workspace(tmp_path_factory.mktemp(f'slip{n}'), files={n: text}), n)
+            for i, (n, text, _, _) in enumerate(ALL_SLIPS)]
+    jobs += [(name, make_workspace(tmp_path_factory.mktemp('more'), files=files), n)
+             for name, (files, n) in MORE.items()]
+    results = checker.check([(ws, [n], True) for _, ws, n in jobs])
+    return {key: results[(ws, n)] for key, ws, n in jobs}
 
 
 @pytest.mark.parametrize('i', range(len(ALL_SLIPS)), ids=[f'{n}-{i}' for i, (n, *_) in enumerate(ALL_SLIPS)])
@@ -140,30 +149,20 @@ def test_a_slips_hint_points_at_the_idea_and_hint_n_ends_with_the_answer(slip_re
             assert RECIPES[n] in HINTS[n][-1], n
 
 
-def test_a_wrong_forward_with_the_right_derivative_is_named_as_the_forward(tmp_path):
-    """Was: log10 for ln with 1/x as its slope agrees with ln at x = 1, and the checker said the
-    derivative differed there ("A missing 1/x"), pointing away from the slip."""
-    ws = make_workspace(tmp_path / 'w', files={4: replaced(4, 'return math.log(x), (1.0 / x,)',
-                                                          'return math.log10(x), (1.0 / x,)')})
-    result = checker.check([(ws, [4], True)])[(ws, 4)]
+def test_a_report_names_the_slip_where_it_is(slip_results):
+    """Was: log10 for ln, with 1/x as its slope, agrees with ln at x = 1, and the checker said the
+    derivative differed ("A missing 1/x"); a pair whose slopes were a bare float was "your power()
+    returned a float (6.0)"; "compared: the output" stood above 7 numbers, 4 of out and 3 weights."""
+    result = slip_results['log10']
     assert result['line'] == "case 'fixed 1': the slope of your forward value (d out/d x by central differences) differs"
     assert 'your forward value is not' in result['hint'] and 'math.log(x)' in result['hint']
-
-
-def test_a_bare_number_for_the_derivatives_is_named_as_that(tmp_path):
-    """Was: "your power() returned a float (6.0)", when it returned a pair whose second half,
-    the derivatives, was a bare float instead of a tuple of one."""
-    ws = make_workspace(tmp_path / 'w', files={2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')})
-    result = checker.check([(ws, [2], True)])[(ws, 2)]
-    assert result['line'] == ("case 'fixed 1': your power() returned (out, a float (6.0)): the local derivatives "
-                              "go in a tuple, even one alone: (d out/d x,)"), result['line']
-
-
-def test_an_attention_heads_report_says_what_its_numbers_are(tmp_path):
-    """Was: "compared: the output" above 7 numbers, 4 of out and 3 weights."""
-    ws = make_workspace(tmp_path / 'w', files={12: SLIPS[12][0]})
-    result = checker.check([(ws, [12], True)])[(ws, 12)]
-    assert ['compared', 'out (4 numbers), then the weights (3)'] in result['details'], result['details']
+    assert slip_results['a bare slope']['line'] == (
+        "case 'fixed 1': your power() returned (out, a float (6.0)): the local derivatives go in a tuple, even "
+        "one alone: (d out/d x,)")
+    attention = slip_results[next(i for i, slip in enumerate(ALL_SLIPS) if slip[0] == 12)]
+    assert ['compared', 'out (4 numbers), then the weights (3)'] in attention['details'], attention['details']
+    result = slip_results['a wrong dot under linear']  # a slip in an exercise it calls is named
+    assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
 
 
 def test_every_exercise_has_a_slip():
@@ -191,12 +190,6 @@ def test_a_file_that_does_not_load_is_one_line(tmp_path):
     assert results[1]['line'].endswith(f'(ex01_mul.py line {line})')
     assert results[2]['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
     assert results[3]['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
-
-
-def test_a_slip_in_an_exercise_it_calls_is_named(tmp_path):
-    ws = make_workspace(tmp_path / 'w', files={8: SLIPS[8][0]})
-    result = checker.check([(ws, [9], True)])[(ws, 9)]
-    assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
 
 
 # ---------------------------------------------------------------------------- start, reset, status
