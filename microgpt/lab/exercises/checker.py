@@ -4,13 +4,10 @@ runs in, reads what it reports, and answers for it when that code takes it down 
 
     results = check([(workspace, [1, 2, 3], True)])   # -> {(workspace, n): result dict}
 
-The subprocess (`python -I -c BOOT REQUEST`, the workspace last on its sys.path) runs in a
-process group of its own, killed whole at the end, its address space capped, its prints
-bounded, its output in a temporary file whose last line is quoted if it crashes. It reports one
-JSON object a line on a pipe: {"begin"}, {"result"}, {"done"}, or `exercises train`'s events.
-What it reports is believed (the threat model, docs/reliability.md). Past an exercise's budget,
-or when the process ends early (os._exit, a crash), the exercise is one line, and `status`
-carries on in a fresh process.
+The subprocess runs in a process group of its own, killed whole at the end, its address space
+capped; it reports one JSON object a line on a pipe, and what it reports is believed. Past an
+exercise's budget, or when the process ends early (os._exit, a crash), the exercise is one line,
+and the rest is checked in a fresh process.
 """
 
 import json
@@ -86,11 +83,9 @@ class Child:
 
 
 def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
-    """Check exercises in a subprocess: jobs = [(workspace, [numbers], stop_at_first_failure)].
-    Returns {(workspace, number): result} for every exercise checked (a stopped run's last
-    exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
-    limit of one call of a learner's function; budget: of one exercise's whole check (default:
-    its catalog budget)."""
+    """{(workspace, number): result} of jobs = [(workspace, [numbers], stop at the first failure)],
+    on_event(workspace, number, result) as each one finishes. seconds: the limit of one call of a
+    learner's function; budget: of one exercise's whole check (default: its catalog budget)."""
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
     while pending:

@@ -1,12 +1,10 @@
 """
 The checks of exercises 21 and 22: decoupled weight decay beside Adam (on Values, as exercise
-15) and inverted dropout's forward and backward (on arrays).
-
-The project's answers: optim.Adam with weight_decay, and src/backprop/layers.py's dropout on the
-same mask. The oracles: the decay's closed forms, the moments of an Adam without decay, a mask
-keeping exactly 1 - p of each column, y written with np.where, and finite differences for dx.
-Each usual slip (L2 for decoupled decay, the 1/(1 - p) forgotten, ...) names its hint.
-Dropout's check imports numpy when it runs: weight decay's is checked by a Python without it.
+15) and inverted dropout's forward and backward (on arrays). The project's answers: optim.Adam
+with weight_decay, and src/backprop/layers.py's dropout on the same mask. The oracles: the decay's
+closed forms, the moments of an Adam without decay, a mask keeping exactly 1 - p of each column,
+y written with np.where, and finite differences for dx. Dropout's check imports numpy when it
+runs: weight decay's is checked by a Python without it.
 """
 
 import random

@@ -1,13 +1,9 @@
 """
 The checks of exercises 23 to 25, the byte-pair tokenizer: counting pairs, one merge, and
-encoding with a learned merge table.
-
-The project's own answers come from microgpt/bpe.py (get_stats, merge, BPETokenizer.encode);
-the independent oracles are
-written here the slow, obvious way: collections.Counter over zip(ids, ids[1:]), a merge that
-rebuilds the list through a string of its ids, and an encoder that tries every merge of the
-table in order, again and again, until none applies. The Wikipedia example (aaabdaaabac: 3
-merges give XdXac) is among the fixed cases of each; random ones follow.
+encoding with a learned merge table. The project's answers come from microgpt/bpe.py; the oracles
+are written here the slow, obvious way (Counter over zip(ids, ids[1:]), a merge through a string
+of the ids, every merge of the table applied in turn). Wikipedia's example (aaabdaaabac: 3 merges
+give XdXac) is among the fixed cases of each.
 """
 
 import random

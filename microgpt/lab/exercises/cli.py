@@ -6,7 +6,6 @@ line `error: ...` naming the fix, exit status 2, nothing of the learner's change
 when everything it checked passes, else 1.
 """
 
-import argparse
 import importlib.util
 import os
 import sys
@@ -29,15 +28,7 @@ N = len(catalog.EXERCISES)
 def add_commands(parser):
     """The subcommands, on `parser` (the lab's `exercises` subparser, or microgpt-exercises')."""
     commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
-    in_range = Range(int, 1, catalog.NUMBERS[-1]).parse
-
-    def number(text):  # an exercise's number: 1..the last, and one the catalog has
-        value = in_range(text)
-        if value not in catalog.NUMBERS:
-            raise argparse.ArgumentTypeError(f"there is no exercise {value}: give one of "
-                                             f"{', '.join(map(str, catalog.NUMBERS))}")
-        return value
-    number.__name__ = in_range.__name__
+    number = Range(int, 1, N).parse  # an exercise's number: the path is numbered 1..N
 
     def with_dir(c):
         c.add_argument('--dir', default=DEFAULT_DIR, metavar='DIR',
