@@ -112,7 +112,7 @@ def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
         if current is None and last is None:  # it never began checking: say so, for the first one
             why = (ended[2] if ended[0] == 'ended' else '') or f"no answer within {STARTUP:g} s"
             finish(results, (pending[0][0], pending[0][1][0]), {
-                'status': 'error', 'cases': 0, 'line': f"the checking process did not start ({why})"}, on_event)
+                'status': 'error', 'line': f"the checking process did not start ({why})"}, on_event)
             break
         if current is not None:
             finish(results, current, stopped(catalog.get(current[1]), ended), on_event)
@@ -130,7 +130,7 @@ def stopped(e, ended):
         line = (f"the checking process ended while your {e.function}() ran ("
                 + (f"exit status {status}" if status >= 0 else f"killed by signal {-status}") +
                 "): does your code call os._exit() or crash Python itself?" + (f" Its last words: {words}" if words else ''))
-    return {'status': 'fail', 'cases': 0, 'line': line}
+    return {'status': 'fail', 'line': line}
 
 
 def finish(results, key, result, on_event):
