@@ -259,10 +259,10 @@ def test_status_reflects_what_passes(tmp_path, capsys):
     assert saved['1']['status'] == 'pass' and saved['4']['status'] == 'fail' and saved['6']['status'] == 'todo'
 
 
-def test_solution_is_shown_only_when_asked(tmp_path, capsys):
+def test_solution_is_shown_only_when_asked_and_is_the_whole_function(tmp_path, capsys):
     status, out, _ = lab(['solution', '4'], capsys)
     assert status == 0 and 'def log(x):\n    return math.log(x), (1.0 / x,)' in out
-    assert 'microgpt/engine.py, Value.log' in out
+    assert 'microgpt/engine.py, Value.log' in out and 'whole function' in out and 'replace your def log()' in out
     ws = make_workspace(tmp_path / 'w', solved=[])
     status, out, _ = lab(['check', '4', '--dir', ws], capsys)
     assert 'not written yet' in out and '1.0 / x' not in out  # a check never gives the answer away

@@ -20,21 +20,6 @@ N = len(catalog.EXERCISES)
 pytestmark = pytest.mark.browser
 
 
-def test_the_page_lists_the_path_with_a_link_to_each_idea(server, window):
-    page = window(1280, 900)
-    page.goto(server.url + 'exercises')
-    page.wait_for_selector('body[data-drawn]', state='attached')
-    quiet(page)
-    rows = page.locator('#path tr[data-number]')
-    assert rows.count() == N
-    pages = dict(registry.pages())
-    links = page.locator('#path a.idea').evaluate_all('as => as.map(a => [a.getAttribute("href"), a.textContent])')
-    assert links == [[f'/{e.page}', pages[e.page]] for e in catalog.EXERCISES]
-    assert page.locator('button.check').count() == 0 and page.locator('#no-workspace').is_visible()
-    assert 'python -m microgpt.lab exercises start' in page.inner_text('#start')
-    assert page.errors == []  # (each linked page loads: test_lab_browser.py opens every page of the registry)
-
-
 def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_ckpt, names_file, tmp_path, window):
     folder = tmp_path / 'mine'
     ws = make_workspace(folder, solved=[1, 2, 3], files={4: SLIPS[4][0]})
@@ -73,8 +58,9 @@ def test_when_every_exercise_passes_the_page_says_where_to_go(tiny_ckpt, names_f
         assert page.errors == []
 
 
-def test_at_390_px_the_wide_table_says_it_scrolls(server, window):
-    """Was: at 390 px the path's table was 1075 px wide in its scrolling box, with no cue."""
+def test_the_page_lists_the_path_and_at_390_px_the_wide_table_says_it_scrolls(server, window):
+    """Without a workspace: each exercise links the page of its idea, and nothing runs. Was: at
+    390 px the path's table was 1075 px wide in its scrolling box, with no cue."""
     for width, overflows in ((390, True), (1920, False)):
         page = window(width, 800)
         page.goto(server.url + 'exercises')
@@ -84,3 +70,11 @@ def test_at_390_px_the_wide_table_says_it_scrolls(server, window):
         cue = box.evaluate("b => getComputedStyle(b, '::before').content")
         assert ('scroll sideways' in cue) == overflows, cue
         assert page.errors == []
+    quiet(page)
+    assert page.locator('#path tr[data-number]').count() == N
+    pages = dict(registry.pages())
+    links = page.locator('#path a.idea').evaluate_all('as => as.map(a => [a.getAttribute("href"), a.textContent])')
+    assert links == [[f'/{e.page}', pages[e.page]] for e in catalog.EXERCISES]
+    assert page.locator('button.check').count() == 0 and page.locator('#no-workspace').is_visible()
+    assert 'python -m microgpt.lab exercises start' in page.inner_text('#start')
+    assert page.errors == []  # (each linked page loads: test_lab_browser.py opens every page of the registry)
