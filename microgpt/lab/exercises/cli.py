@@ -34,6 +34,10 @@ def add_commands(parser):
         c.add_argument('--dir', default=DEFAULT_DIR, metavar='DIR',
                        help=f"the folder of your exercises (default ./{DEFAULT_DIR})")
         return c
+
+    def with_number(c):
+        c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+        return c
     c = commands.add_parser('start', help="write the exercise stubs into DIR (nothing is ever overwritten)",
                             description="Writes one file per exercise into DIR, each a function with its "
                                         "docstring and a body that raises NotImplementedError. A second start "
@@ -73,44 +77,29 @@ def add_commands(parser):
     c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
     c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
     c.add_argument('--list', action='store_true', help="list the questions and stop")
-    c = with_dir(commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
+    c = with_number(with_dir(commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
                                      description="Each `hint N` gives the next level of exercise N's hints: "
                                                  "the idea first, then more, the last one the recipe in words "
                                                  "(`solution N` shows the code). The level reached is kept in "
-                                                 "the workspace's record."))
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+                                                 "the workspace's record.")))
     c.add_argument('--level', type=Range(int, 1, max(len(h) for h in hints.HINTS.values())).parse, metavar='K',
                    help="show level K (1 = the first), and remember it")
-    c = commands.add_parser('solution', help="show a reference solution (only what you ask for)")
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
-    c = with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking"))
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    with_number(commands.add_parser('solution', help="show a reference solution (only what you ask for)"))
+    c = with_number(with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking")))
     c.add_argument('--yes', action='store_true', help="do not ask (your version of the file is lost)")
 
 
-def run(args, out=None, ask=None):
-    """Run the parsed command; returns the exit status. out: where to print (default stdout)."""
-    out, ask = out or sys.stdout, ask or input
-
+def run(args, ask=None):
+    """Run the parsed command; returns the exit status. ask: how a question is asked (input)."""
     def say(text=''):
-        print(text, file=out, flush=True)
-    command = args.exercise_command
-    if command == 'start':
-        return cmd_start(args, say)
-    if command == 'solution':
-        return cmd_solution(args, say)
-    if command == 'quiz':
-        return cmd_quiz(args, say, ask)
-    if command == 'hint':
-        return cmd_hint(args, say)
-    ws = Workspace.open(args.dir)
-    if command == 'reset':
-        return cmd_reset(args, say, ws, ask)
-    return {'check': cmd_check, 'status': cmd_status, 'train': cmd_train}[command](args, say, ws)
+        print(text, flush=True)
+    commands = {'start': cmd_start, 'check': cmd_check, 'status': cmd_status, 'train': cmd_train, 'quiz': cmd_quiz,
+                'hint': cmd_hint, 'solution': cmd_solution, 'reset': cmd_reset}
+    return commands[args.exercise_command](args, say, ask or input)
 
 
 # ---------------------------------------------------------------------------- start
-def cmd_start(args, say):
+def cmd_start(args, say, ask):
     written, kept = start(args.dir)
     where = shown(os.path.abspath(args.dir))
     first, last = catalog.EXERCISES[0], catalog.EXERCISES[-1]
@@ -162,7 +151,8 @@ def checked(ws, numbers, stop=False, say=None):
 
 
 # ---------------------------------------------------------------------------- check and status
-def cmd_check(args, say, ws):
+def cmd_check(args, say, ask):
+    ws = Workspace.open(args.dir)
     if args.number and catalog.get(args.number).needs_numpy and not importlib.util.find_spec('numpy'):
         raise UserError(f"{catalog.get(args.number).label} cannot be checked here, its check uses numpy: "
                         + without('numpy', f"check {args.number}{dir_flag(ws.path)}"))
@@ -189,7 +179,8 @@ def cmd_check(args, say, ws):
     return 1
 
 
-def cmd_status(args, say, ws):
+def cmd_status(args, say, ask):
+    ws = Workspace.open(args.dir)
     results, note, _, missing = checked(ws, catalog.NUMBERS)
     passed = sum(r['status'] == 'pass' for r in results.values())
     not_here = sum(r['status'] == 'unchecked' for r in results.values())
@@ -214,7 +205,8 @@ def cmd_status(args, say, ws):
 
 
 # ---------------------------------------------------------------------------- train
-def cmd_train(args, say, ws):
+def cmd_train(args, say, ask):
+    ws = Workspace.open(args.dir)
     from .checker import train
     say(f"checking your exercises 1 to {max(catalog.TRAIN_USES)} first (train uses them) ...")
     results, _, skipped, missing = checked(ws, catalog.TRAIN_USES)
@@ -349,7 +341,7 @@ def read_readable(q, say, ask):
         say(f"  not graded: {problem}; or press Enter to skip")
 
 
-def cmd_hint(args, say):
+def cmd_hint(args, say, ask):
     """The next level (or --level K) of an exercise's hints. Without a workspace a hint is still
     given (level 1, or K), and nothing is remembered."""
     e = catalog.get(args.number)
@@ -373,7 +365,7 @@ def cmd_hint(args, say):
     return 0
 
 
-def cmd_solution(args, say):
+def cmd_solution(args, say, ask):
     e = catalog.get(args.number)
     body = catalog.solution_body(e.number).replace('\n', '\n    ')
     say(f"{e.label}, a reference solution (microgpt's own is {e.real}):\n")
@@ -383,7 +375,8 @@ def cmd_solution(args, say):
     return 0
 
 
-def cmd_reset(args, say, ws, ask):
+def cmd_reset(args, say, ask):
+    ws = Workspace.open(args.dir)
     e = catalog.get(args.number)
     path = shown(ws.file(e.number))
     if ws.is_stub(e.number):
