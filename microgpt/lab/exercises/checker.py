@@ -116,7 +116,10 @@ def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
             break
         if current is not None:
             finish(results, current, stopped(catalog.get(current[1]), ended), on_event)
-        pending = remaining(pending, current or last, results)
+        # what is left: each job's exercises not yet checked, but none of a job stopped by a failure
+        pending = [(w, [n for n in numbers if (w, n) not in results], stop) for w, numbers, stop in pending
+                   if not (stop and any(results.get((w, n), {}).get('status', 'pass') != 'pass' for n in numbers))]
+        pending = [job for job in pending if job[1]]
     return results
 
 
@@ -137,16 +140,6 @@ def finish(results, key, result, on_event):
     results[key] = result
     if on_event:
         on_event(key[0], key[1], result)
-
-
-def remaining(pending, at, results):
-    """The jobs left after the exercise `at` took the process down: those before it are done;
-    its own goes on with its next exercises unless it stops at a failure; the later ones wait."""
-    i = next(i for i, (w, numbers, _) in enumerate(pending) if w == at[0] and at[1] in numbers)
-    workspace, numbers, stop = pending[i]
-    rest = numbers[numbers.index(at[1]) + 1:]
-    go_on = rest and not (stop and results[at]['status'] != 'pass')
-    return ([(workspace, rest, stop)] if go_on else []) + pending[i + 1:]
 
 
 def train(workspace, on_event, **settings):
