@@ -81,7 +81,6 @@ class Workspace:
             raise UserError(f"{shown(path)} is not a folder of microgpt's exercises (it has no {MANIFEST}): "
                             f"run `{COMMAND} start {shown(path)}` there, which adds what is missing and "
                             "overwrites nothing")
-        check_version(path, manifest)
         check_files(path, missing_ok=False)
         return cls(path, manifest)
 
@@ -140,7 +139,8 @@ class Workspace:
 
 
 def read_manifest(path):
-    """The folder's record of its exercises, None if it has none; a damaged one is a UserError."""
+    """The folder's record of its exercises, None if it has none; a damaged one, or one of another
+    version, is a UserError."""
     file = os.path.join(path, MANIFEST)
     if not os.path.lexists(file):
         return None
@@ -148,15 +148,12 @@ def read_manifest(path):
     manifest = parse_json(read_user_file(file, 'record of exercises', fix), shown(file), hint=fix)
     if not isinstance(manifest, dict):
         raise UserError(f"{shown(file)} is damaged: {fix}")
-    return manifest
-
-
-def check_version(path, manifest):
     version = manifest.get('version')
     if type(version) is not int or version != catalog.VERSION:  # true == 1 in Python, and 1.0 too: neither is a version
         raise UserError(f"{shown(path)} was made by another version of microgpt's exercises (version {short(version)}; "
                         f"this microgpt has version {catalog.VERSION}): start a new folder with "
                         f"`{COMMAND} start NEWDIR` and copy your functions into its files")
+    return manifest
 
 
 def check_files(path, missing_ok):
@@ -195,13 +192,9 @@ def start(path):
     Every check comes before the first write, so a refused start leaves the folder as it was."""
     path = os.path.abspath(found(path))
     check_place(path)
-    manifest = read_manifest(path) if os.path.isdir(path) else None
-    if manifest is not None:
-        check_version(path, manifest)
+    manifest, missing = None, [e.filename for e in catalog.EXERCISES]
     if os.path.isdir(path):
-        missing = check_files(path, missing_ok=True)
-    else:
-        missing = [e.filename for e in catalog.EXERCISES]
+        manifest, missing = read_manifest(path), check_files(path, missing_ok=True)
     try:
         os.makedirs(path, exist_ok=True)
         probe_writable(os.path.join(path, MANIFEST))
