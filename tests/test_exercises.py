@@ -111,6 +111,9 @@ MORE = {  # more wrong files ({exercise: text}), and the exercise checked over t
     'log10': ({4: replaced(4, 'return math.log(x), (1.0 / x,)', 'return math.log10(x), (1.0 / x,)')}, 4),
     'a bare slope': ({2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')}, 2),
     'a wrong dot under linear': ({8: SLIPS[8][0]}, 9),
+    'no colon': ({1: catalog.stub_text(1).replace('def mul(a, b):', 'def mul(a, b)')}, 1),
+    'renamed': ({2: catalog.solution_text(2).replace('def power(', 'def pow_(')}, 2),
+    'exits at import': ({3: 'import math\nprint("hello")\nraise SystemExit(4)\n'}, 3),
 }
 
 
@@ -188,16 +191,12 @@ def test_check_stops_at_the_first_exercise_not_passed(tmp_path, capsys):
     assert 'exercise 3' not in out.replace('check 3', '') and 'stopped at exercise 2' in out
 
 
-def test_a_file_that_does_not_load_is_one_line(tmp_path):
-    ws = make_workspace(tmp_path / 'w', files={1: catalog.stub_text(1).replace('def mul(a, b):', 'def mul(a, b)'),
-                                               2: catalog.solution_text(2).replace('def power(', 'def pow_('),
-                                               3: 'import math\nprint("hello")\nraise SystemExit(4)\n'})
-    results = {n: r for (_, n), r in checker.check([(ws, [1, 2, 3], False)]).items()}
+def test_a_file_that_does_not_load_is_one_line(slip_results):
     line = catalog.stub_text(1).split('\n').index('def mul(a, b):') + 1
-    assert results[1]['line'].startswith('ex01_mul.py does not load: SyntaxError')
-    assert results[1]['line'].endswith(f'(ex01_mul.py line {line})')
-    assert results[2]['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
-    assert results[3]['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
+    assert slip_results['no colon']['line'].startswith('ex01_mul.py does not load: SyntaxError')
+    assert slip_results['no colon']['line'].endswith(f'(ex01_mul.py line {line})')
+    assert slip_results['renamed']['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
+    assert slip_results['exits at import']['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
 
 
 # ---------------------------------------------------------------------------- start, reset, status
