@@ -31,12 +31,8 @@ def tensor(data):
     return [p[0] for p in parts], [v for p in parts for v in p[1]]
 
 
-def is_value(x):
-    return type(x) is Value
-
-
 def read_value(t, got):
-    t.expect(is_value(got), got, "a Value, one node of the graph",
+    t.expect(type(got) is Value, got, "a Value, one node of the graph",
              hint="Return a Value computed from the inputs with the engine's ops: a float, even the "
                   "right number, has no graph for backward() to follow.")
     return [got]
@@ -44,7 +40,7 @@ def read_value(t, got):
 
 def read_values(n, what, hint=''):
     def read(t, got):
-        t.expect(type(got) in (list, tuple) and len(got) == n and all(map(is_value, got)), got,
+        t.expect(type(got) in (list, tuple) and len(got) == n and all(type(v) is Value for v in got), got,
                  f"a list of {n} Values ({what})", hint)
         return list(got)
     return read

@@ -306,10 +306,6 @@ class Check:
             self.fail_line(f"your {self.exercise.function}() returned {kind_of(got)}, expected {wanted}",
                            hint=hint or "See the docstring for what to return.")
 
-    def number(self, got, wanted='a number'):
-        self.expect(is_number(got), got, wanted)
-        return float(got)
-
     def numbers(self, got, n, wanted):
         """A list or tuple of n plain numbers, as floats."""
         self.expect(type(got) in (list, tuple) and len(got) == n and all(map(is_number, got)), got, wanted)
