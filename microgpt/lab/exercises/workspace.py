@@ -149,7 +149,7 @@ def read_manifest(path):
     if not isinstance(manifest, dict):
         raise UserError(f"{shown(file)} is damaged: {fix}")
     version = manifest.get('version')
-    if type(version) is not int or version != catalog.VERSION:  # true == 1 in Python, and 1.0 too: neither is a version
+    if version != catalog.VERSION:
         raise UserError(f"{shown(path)} was made by another version of microgpt's exercises (version {short(version)}; "
                         f"this microgpt has version {catalog.VERSION}): start a new folder with "
                         f"`{COMMAND} start NEWDIR` and copy your functions into its files")
