@@ -161,7 +161,7 @@ def cmd_check(args, say, ask):
         say(note)
     bad = [n for n, r in results.items() if n not in skipped and r['status'] != 'pass']
     if skipped and not bad:
-        say(f"{report.NOT_CHECKED} exercises {', '.join(map(str, skipped))} not checked, their checks use numpy: "
+        say(f"{report.MARKS['unchecked']} exercises {', '.join(map(str, skipped))} not checked, their checks use numpy: "
             + without(missing, f"check{dir_flag(ws.path)}"))
         return 1
     if not bad:
