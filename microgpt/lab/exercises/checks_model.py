@@ -534,11 +534,8 @@ def fsum_probabilities(logits, temperature):
     if temperature == 0:
         best = logits.index(max(logits))
         return [float(i == best) for i in range(len(logits))]
-    top = max(logits)
-    z = [(l - top) / temperature for l in logits]
-    e = [math.exp(x) for x in z]
-    total = math.fsum(e)
-    return [x / total for x in e]
+    top = max(logits)  # subtracted before dividing: a tiny temperature then gives exp() of a hugely negative number
+    return fsum_softmax([(l - top) / temperature for l in logits])
 
 
 def check_probabilities(t, fn):
