@@ -77,11 +77,11 @@ def add_commands(parser):
     c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
     c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
     c.add_argument('--list', action='store_true', help="list the questions and stop")
-    c = with_number(with_dir(commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
-                                     description="Each `hint N` gives the next level of exercise N's hints: "
-                                                 "the idea first, then more, the last one the recipe in words "
-                                                 "(`solution N` shows the code). The level reached is kept in "
-                                                 "the workspace's record.")))
+    c = commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
+                            description="Each `hint N` gives the next level of exercise N's hints: the idea "
+                                        "first, then more, the last one the recipe in words (`solution N` shows "
+                                        "the code). The level reached is kept in the workspace's record.")
+    with_number(with_dir(c))
     c.add_argument('--level', type=Range(int, 1, max(len(h) for h in hints.HINTS.values())).parse, metavar='K',
                    help="show level K (1 = the first), and remember it")
     with_number(commands.add_parser('solution', help="show a reference solution (only what you ask for)"))
