@@ -71,14 +71,22 @@ def test_the_path_follows_the_reading_guide():
 
 
 # ---------------------------------------------------------------------------- the reference solutions
-def test_the_reference_solutions_pass_every_check(tmp_path, measured):
+def test_the_reference_solutions_pass_every_check_and_status_says_where_to_go(tmp_path, capsys, measured):
+    """Was: "all pass: train, and quiz", and nothing beyond the path."""
+    ws = make_workspace(tmp_path / 'solved')
     start = time.monotonic()
-    results = checker.check([(make_workspace(tmp_path / 'solved'), list(catalog.NUMBERS), False)])
+    status, out, _ = lab(['status', '--dir', ws], capsys)
     seconds = time.monotonic() - start
-    failed = {n: r['line'] for (_, n), r in results.items() if r['status'] != 'pass'}
-    assert len(results) == N and not failed, failed
-    assert all(r['cases'] >= 4 for r in results.values())
-    measured(f"\n  `check` of all {N} reference solutions, one subprocess: {seconds:.2f} s")
+    saved = workspace.Workspace.open(ws).results()
+    failed = {n: r['line'] for n, r in saved.items() if r['status'] != 'pass'}
+    assert len(saved) == N and not failed, failed
+    assert all(int(r['line'].split()[1]) >= 4 for r in saved.values())  # 'passed: 13 cases (...)'
+    assert status == 0 and f'{N} of {N} pass' in out and 'beyond the path' in out
+    assert all(step in out for step in catalog.WHAT_NEXT)
+    from microgpt.lab.exercises.web import ExercisesPage
+    assert ExercisesPage(ws).listing({})['next'] == list(catalog.WHAT_NEXT)  # status recorded every pass
+    assert ExercisesPage(make_workspace(tmp_path / 'v', solved=[1])).listing({})['next'] is None
+    measured(f"\n  `status` of all {N} reference solutions, one subprocess: {seconds:.2f} s")
 
 
 # ---------------------------------------------------------------------------- a typical slip per exercise
@@ -99,14 +107,26 @@ ALL_SLIPS = [(n, *slip) for n, slip in SLIPS.items()] + [  # and a second classi
      "fixed 1", "not from their .data")]  # the scale computed from .data
 
 
+MORE = {  # more wrong files ({exercise: text}), and the exercise checked over them
+    'log10': ({4: replaced(4, 'return math.log(x), (1.0 / x,)', 'return math.log10(x), (1.0 / x,)')}, 4),
+    'a bare slope': ({2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')}, 2),
+    'a wrong dot under linear': ({8: SLIPS[8][0]}, 9),
+    'no colon': ({1: catalog.stub_text(1).replace('def mul(a, b):', 'def mul(a, b)')}, 1),
+    'renamed': ({2: catalog.solution_text(2).replace('def power(', 'def pow_(')}, 2),
+    'exits at import': ({3: 'import math\nprint("hello")\nraise SystemExit(4)\n'}, 3),
+}
+
+
 @pytest.fixture(scope='module')
 def slip_results(tmp_path_factory):
     """Each slip in a workspace of its own (the reference solutions elsewhere), all checked by
-    one subprocess: {its index in ALL_SLIPS: result}."""
-    jobs = [(make_workspace(tmp_path_factory.mktemp(f'slip{n}'), files={n: text}), [n], True)
-            for n, text, _, _ in ALL_SLIPS]
-    results = checker.check(jobs)
-    return [results[(ws, n)] for ws, (n,), _ in jobs]
+    one subprocess: {its index in ALL_SLIPS, or its name in MORE: result}."""
+    jobs = [(i, make_workspace(tmp_path_factory.mktemp(f'slip{n}'), files={n: text}), n)
+            for i, (n, text, _, _) in enumerate(ALL_SLIPS)]
+    jobs += [(name, make_workspace(tmp_path_factory.mktemp('more'), files=files), n)
+             for name, (files, n) in MORE.items()]
+    results = checker.check([(ws, [n], True) for _, ws, n in jobs])
+    return {key: results[(ws, n)] for key, ws, n in jobs}
 
 
 @pytest.mark.parametrize('i', range(len(ALL_SLIPS)), ids=[f'{n}-{i}' for i, (n, *_) in enumerate(ALL_SLIPS)])
@@ -140,30 +160,20 @@ def test_a_slips_hint_points_at_the_idea_and_hint_n_ends_with_the_answer(slip_re
             assert RECIPES[n] in HINTS[n][-1], n
 
 
-def test_a_wrong_forward_with_the_right_derivative_is_named_as_the_forward(tmp_path):
-    """Was: log10 for ln with 1/x as its slope agrees with ln at x = 1, and the checker said the
-    derivative differed there ("A missing 1/x"), pointing away from the slip."""
-    ws = make_workspace(tmp_path / 'w', files={4: replaced(4, 'return math.log(x), (1.0 / x,)',
-                                                          'return math.log10(x), (1.0 / x,)')})
-    result = checker.check([(ws, [4], True)])[(ws, 4)]
+def test_a_report_names_the_slip_where_it_is(slip_results):
+    """Was: log10 for ln, with 1/x as its slope, agrees with ln at x = 1, and the checker said the
+    derivative differed ("A missing 1/x"); a pair whose slopes were a bare float was "your power()
+    returned a float (6.0)"; "compared: the output" stood above 7 numbers, 4 of out and 3 weights."""
+    result = slip_results['log10']
     assert result['line'] == "case 'fixed 1': the slope of your forward value (d out/d x by central differences) differs"
     assert 'your forward value is not' in result['hint'] and 'math.log(x)' in result['hint']
-
-
-def test_a_bare_number_for_the_derivatives_is_named_as_that(tmp_path):
-    """Was: "your power() returned a float (6.0)", when it returned a pair whose second half,
-    the derivatives, was a bare float instead of a tuple of one."""
-    ws = make_workspace(tmp_path / 'w', files={2: replaced(2, '(n * x ** (n - 1),)', 'n * x ** (n - 1)')})
-    result = checker.check([(ws, [2], True)])[(ws, 2)]
-    assert result['line'] == ("case 'fixed 1': your power() returned (out, a float (6.0)): the local derivatives "
-                              "go in a tuple, even one alone: (d out/d x,)"), result['line']
-
-
-def test_an_attention_heads_report_says_what_its_numbers_are(tmp_path):
-    """Was: "compared: the output" above 7 numbers, 4 of out and 3 weights."""
-    ws = make_workspace(tmp_path / 'w', files={12: SLIPS[12][0]})
-    result = checker.check([(ws, [12], True)])[(ws, 12)]
-    assert ['compared', 'out (4 numbers), then the weights (3)'] in result['details'], result['details']
+    assert slip_results['a bare slope']['line'] == (
+        "case 'fixed 1': your power() returned (out, a float (6.0)): the local derivatives go in a tuple, even "
+        "one alone: (d out/d x,)")
+    attention = slip_results[next(i for i, slip in enumerate(ALL_SLIPS) if slip[0] == 12)]
+    assert ['compared', 'out (4 numbers), then the weights (3)'] in attention['details'], attention['details']
+    result = slip_results['a wrong dot under linear']  # a slip in an exercise it calls is named
+    assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
 
 
 def test_every_exercise_has_a_slip():
@@ -181,22 +191,12 @@ def test_check_stops_at_the_first_exercise_not_passed(tmp_path, capsys):
     assert 'exercise 3' not in out.replace('check 3', '') and 'stopped at exercise 2' in out
 
 
-def test_a_file_that_does_not_load_is_one_line(tmp_path):
-    ws = make_workspace(tmp_path / 'w', files={1: catalog.stub_text(1).replace('def mul(a, b):', 'def mul(a, b)'),
-                                               2: catalog.solution_text(2).replace('def power(', 'def pow_('),
-                                               3: 'import math\nprint("hello")\nraise SystemExit(4)\n'})
-    results = {n: r for (_, n), r in checker.check([(ws, [1, 2, 3], False)]).items()}
+def test_a_file_that_does_not_load_is_one_line(slip_results):
     line = catalog.stub_text(1).split('\n').index('def mul(a, b):') + 1
-    assert results[1]['line'].startswith('ex01_mul.py does not load: SyntaxError')
-    assert results[1]['line'].endswith(f'(ex01_mul.py line {line})')
-    assert results[2]['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
-    assert results[3]['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
-
-
-def test_a_slip_in_an_exercise_it_calls_is_named(tmp_path):
-    ws = make_workspace(tmp_path / 'w', files={8: SLIPS[8][0]})
-    result = checker.check([(ws, [9], True)])[(ws, 9)]
-    assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
+    assert slip_results['no colon']['line'].startswith('ex01_mul.py does not load: SyntaxError')
+    assert slip_results['no colon']['line'].endswith(f'(ex01_mul.py line {line})')
+    assert slip_results['renamed']['line'] == "ex02_power.py has no function power(): keep the stub's line `def power(x, n):`"
+    assert slip_results['exits at import']['line'].startswith('ex03_exp.py does not load: SystemExit: 4')
 
 
 # ---------------------------------------------------------------------------- start, reset, status
@@ -258,20 +258,10 @@ def test_status_reflects_what_passes(tmp_path, capsys):
     assert saved['1']['status'] == 'pass' and saved['4']['status'] == 'fail' and saved['6']['status'] == 'todo'
 
 
-def test_when_the_whole_path_passes_status_and_the_page_say_where_to_go(tmp_path, capsys):
-    """Was: "all pass: train, and quiz", and nothing beyond the path."""
-    ws = make_workspace(tmp_path / 'w')
-    status, out, _ = lab(['status', '--dir', ws], capsys)
-    assert status == 0 and 'beyond the path' in out and all(step in out for step in catalog.WHAT_NEXT)
-    from microgpt.lab.exercises.web import ExercisesPage
-    assert ExercisesPage(ws).listing({})['next'] == list(catalog.WHAT_NEXT)  # status recorded every pass
-    assert ExercisesPage(make_workspace(tmp_path / 'v', solved=[1])).listing({})['next'] is None
-
-
-def test_solution_is_shown_only_when_asked(tmp_path, capsys):
+def test_solution_is_shown_only_when_asked_and_is_the_whole_function(tmp_path, capsys):
     status, out, _ = lab(['solution', '4'], capsys)
     assert status == 0 and 'def log(x):\n    return math.log(x), (1.0 / x,)' in out
-    assert 'microgpt/engine.py, Value.log' in out
+    assert 'microgpt/engine.py, Value.log' in out and 'whole function' in out and 'replace your def log()' in out
     ws = make_workspace(tmp_path / 'w', solved=[])
     status, out, _ = lab(['check', '4', '--dir', ws], capsys)
     assert 'not written yet' in out and '1.0 / x' not in out  # a check never gives the answer away
@@ -318,7 +308,6 @@ def test_a_number_out_of_range_is_one_line(argv, capsys):
     ('renamed', "ex07_my_backward.py looks like ex07_backward.py renamed: rename it back"),
     ('extra', "ex21_gelu.py is not one of this version's exercises"),
     ('version', "was made by another version of microgpt's exercises (version 0; this microgpt has version"),
-    ('version-true', "was made by another version of microgpt's exercises (version True; this microgpt has"),
     ('damaged', "is not valid JSON (column 1): delete it and run `python -m microgpt.lab exercises start"),
 ])
 def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, capsys, change, words):
@@ -330,10 +319,9 @@ def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, caps
         (folder / 'ex07_backward.py').rename(folder / 'ex07_my_backward.py')
     elif change == 'extra':
         (folder / 'ex21_gelu.py').write_text('def gelu(x): ...\n')
-    elif change.startswith('version'):
-        written = '"version": true' if change == 'version-true' else '"version": 0'
-        manifest = (folder / workspace.MANIFEST).read_text().replace(f'"version": {catalog.VERSION}', written)
-        assert written in manifest
+    elif change == 'version':
+        manifest = (folder / workspace.MANIFEST).read_text().replace(f'"version": {catalog.VERSION}', '"version": 0')
+        assert '"version": 0' in manifest
         (folder / workspace.MANIFEST).write_text(manifest)
     else:
         (folder / workspace.MANIFEST).write_text('half a record')

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import SLIPS, live_server, make_workspace, quiet
 from microgpt.lab import registry
-from microgpt.lab.exercises import catalog, checker, workspace
+from microgpt.lab.exercises import catalog, workspace
 
 N = len(catalog.EXERCISES)
 
@@ -47,8 +47,8 @@ def test_the_page_lists_the_path_with_a_link_to_each_idea_and_says_its_table_scr
 def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_ckpt, names_file, tmp_path, window):
     folder = tmp_path / 'mine'
     ws = make_workspace(folder, solved=[1, 2, 3], files={4: SLIPS[4][0]})
-    saved = workspace.Workspace.open(ws)
-    saved.record({n: r for (_, n), r in checker.check([(ws, [1, 2], True)]).items()})  # as `check` leaves them
+    passed = {'status': 'pass', 'line': 'passed'}
+    workspace.Workspace.open(ws).record({1: passed, 2: passed})  # as `check` leaves them
     before = (folder / 'ex04_log.py').read_text()
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
         page = window(1280, 900)

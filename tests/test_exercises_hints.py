@@ -128,15 +128,6 @@ def test_a_level_past_the_last_is_one_line_and_changes_nothing(tmp_path, capsys)
     assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err and record.read_bytes() == before
 
 
-def test_a_damaged_hint_record_counts_as_none_seen(tmp_path, capsys):
-    """The record is the learner's file too: a level that is not a whole number is ignored."""
-    ws, record = started(tmp_path)
-    record.write_text(json.dumps(dict(json.loads(record.read_text()), hints={'2': 'lots', '3': -4, '4': True})))
-    for n in (2, 3, 4):
-        status, out, _ = lab(['hint', str(n), '--dir', ws], capsys)
-        assert status == 0 and 'hint 1 of' in out
-
-
 def test_without_a_workspace_a_level_is_still_shown(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     status, out, _ = lab(['hint', '4', '--level', '1'], capsys)
@@ -146,22 +137,14 @@ def test_without_a_workspace_a_level_is_still_shown(tmp_path, capsys, monkeypatc
     assert status == 2 and 'exercises start' in err
 
 
-def test_solution_says_it_is_the_whole_function(capsys):
-    status, out, _ = lab(['solution', '13'], capsys)
-    assert status == 0 and out.count('\ndef gpt(token_id, pos_id, keys, values, state_dict, config):\n') == 1
-    assert 'whole function' in out and 'replace your def gpt()' in out
-
-
-@pytest.mark.parametrize('n, formula', [(2, 'n * x^(n - 1)'), (3, 'd(e^x)/dx = e^x'), (4, '1/x'),
-                                        (5, 'slope is 1 on the right'), (19, 'p_i * (dp_i - sum_j dp_j * p_j)')])
-def test_the_stub_leaves_the_derivative_to_the_learner_and_the_last_hint_gives_it(n, formula):
-    """Was: stubs 2 to 5 and 19 stated the derivative they asked for. The stub gives the idea to
-    reach for; the formula comes at `hint N`'s later levels, never its first."""
-    assert formula not in catalog.stub_text(n)
-    assert any(formula in level for level in hints.HINTS[n][1:]) and formula not in hints.HINTS[n][0]
-
-
-@pytest.mark.parametrize('n, backward', [(18, ('dx = dy @ w', 'dw = dy.T @ x')), (22, ('dx = f * dy',))])
-def test_a_backward_stub_leaves_the_backward_to_the_learner(n, backward):
-    """Was: stubs 18 and 22 wrote out the backward they asked for."""
-    assert not any(b in catalog.stub_text(n) for b in backward)
+@pytest.mark.parametrize('n, formulas, hinted', [
+    (2, ['n * x^(n - 1)'], True), (3, ['d(e^x)/dx = e^x'], True), (4, ['1/x'], True),
+    (5, ['slope is 1 on the right'], True), (19, ['p_i * (dp_i - sum_j dp_j * p_j)'], True),
+    (18, ['dx = dy @ w', 'dw = dy.T @ x'], False), (22, ['dx = f * dy'], False)])
+def test_the_stub_leaves_the_derivative_to_the_learner_and_a_later_hint_gives_it(n, formulas, hinted):
+    """Was: stubs 2 to 5 and 19 stated the derivative they asked for, stubs 18 and 22 the backward.
+    The stub gives the idea to reach for; the formula comes at `hint N`'s later levels, never its
+    first."""
+    for formula in formulas:
+        assert formula not in catalog.stub_text(n) and formula not in hints.HINTS[n][0]
+        assert not hinted or any(formula in level for level in hints.HINTS[n][1:])

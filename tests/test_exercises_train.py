@@ -53,12 +53,6 @@ def test_the_reference_solutions_train_exactly_as_microgpt(tmp_path):
     assert sampled['yours'] == sampled['project'] == names
 
 
-def test_a_wrong_adam_parts_in_the_weights(tmp_path):
-    events = events_of(make_workspace(tmp_path / 'w', files={15: SLIPS[15][0]}), steps=1)
-    parted = next(e for e in events if e['event'] == 'parted')
-    assert parted['step'] == 1 and parted['quantity'].endswith('after the update') and 'adam_step' in parted['where']
-
-
 def test_learner_code_that_fails_mid_run_is_one_line(tmp_path):
     body = "raise ZeroDivisionError('my mistake')"
     events = events_of(make_workspace(tmp_path / 'w', files={14: with_body(14, body)}), steps=2)
@@ -67,18 +61,17 @@ def test_learner_code_that_fails_mid_run_is_one_line(tmp_path):
         'step 1: your name_loss() raised ZeroDivisionError: my mistake (ex14_name_loss.py line')
 
 
-def test_a_wrong_log_derivative_parts_at_step_1_in_a_gradient_and_train_says_so(tmp_path, capsys):
-    """The forward is right, so the losses agree at step 1 and the first quantity that differs
-    is a gradient; from step 2 on the weights differ, and so do the losses."""
+def test_a_wrong_log_derivative_parts_at_step_1_in_a_gradient_and_the_command_says_so(tmp_path, capsys):
+    """The forward is right, so the losses agree at step 1 (the difference column's 0) and the
+    first quantity that differs is a gradient; the weights then differ, and so does step 2."""
     ws = make_workspace(tmp_path / 'w', files={4: SLIPS[4][0]})
     status, out, err = lab(['train', '--dir', ws, '--steps', '2', '--num-samples', '2'], capsys)
     assert status == 0 and err == ''
     assert 'not passing: exercise 4 (log)' in out and 'training anyway' in out
-    assert out.count('where they part: ') == 1 and 'where they part: step 1, the gradient of ' in out
-    assert 'that is the backward pass' in out and 'names from your model' in out
-    rows = [line.split() for line in out.split('\n') if line.split()[:1] in (['1'], ['2'])]
-    assert [row[0] for row in rows] == ['1', '2']
-    assert float(rows[0][-1]) <= SAME and float(rows[1][-1]) > 1e-6  # the difference column
+    assert out.count('where they part') == 1 and 'where they part: step 1, the gradient of ' in out
+    assert 'the backward pass' in out and 'names from your model' in out
+    rows = [line.split() for line in out.split('\n') if line.strip()[:1] in ('1', '2') and len(line.split()) == 5]
+    assert [row[0] for row in rows] == ['1', '2'] and float(rows[0][4]) <= SAME < 1e-6 < float(rows[1][4]), rows
 
 
 def test_train_needs_every_exercise_it_uses_written(tmp_path, capsys):
@@ -89,12 +82,13 @@ def test_train_needs_every_exercise_it_uses_written(tmp_path, capsys):
     assert catalog.TRAIN_USES[-1] == 16
 
 
-def test_a_slip_that_shows_only_after_some_steps_parts_there(tmp_path):
+def test_a_wrong_adam_that_shows_only_after_some_steps_parts_there_in_the_weights(tmp_path):
     # a second moment's bias correction that goes wrong from step 3 on: every step is compared whole
     wrong_late = replaced(15, 'bias2 = 1 - beta2 ** t', 'bias2 = (1 - beta2 ** t) * (1.001 if t > 2 else 1.0)')
     events = events_of(make_workspace(tmp_path / 'w', files={15: wrong_late}), steps=4)
     parted = [e for e in events if e['event'] == 'parted']
     assert len(parted) == 1 and parted[0]['step'] == 3 and parted[0]['quantity'].endswith('after the update')
+    assert 'adam_step' in parted[0]['where']
 
 
 def test_a_process_that_ends_mid_run_is_one_line(tmp_path, capsys):

@@ -1,15 +1,10 @@
 """
 The exercises, declared once: their order, files, functions, the reading they follow, the lab
-page that shows each idea, and which of the learner's other exercises each one calls.
-
-The command line (cli.py), the checker (checker.py, harness.py), the web lab's Exercises page
-(web.py) and the reading guide's "Learn by doing" table (checked by tests/test_exercises.py)
-are all read from EXERCISES below. Each exercise's text lives in files/STEM.py: the module the
-learner gets, with its reference solution between the lines `# solution` and `# end solution`.
-`stub_text` replaces those lines with a `raise NotImplementedError`; `solution_text` keeps them.
-One file gives both, so a stub and its solution never drift apart.
-
-This file imports only the standard library: `exercises start` and `status` never load numpy.
+page that shows each idea, and which of the learner's other exercises each one calls. The command
+line, the checker, the Exercises page and the reading guide's table (tests/test_exercises.py) are
+read from EXERCISES below. Each exercise's text is files/STEM.py, the module the learner gets with
+its reference solution between `# solution` and `# end solution`: one file gives the stub and the
+solution, so they never drift apart. Standard library only: `start` and `status` never load numpy.
 """
 
 import os

@@ -4,13 +4,10 @@ runs in, reads what it reports, and answers for it when that code takes it down 
 
     results = check([(workspace, [1, 2, 3], True)])   # -> {(workspace, n): result dict}
 
-The subprocess (`python -I -c BOOT REQUEST`, the workspace last on its sys.path) runs in a
-process group of its own, killed whole at the end, its address space capped, its prints
-bounded, its output in a temporary file whose last line is quoted if it crashes. It reports one
-JSON object a line on a pipe: {"begin"}, {"result"}, {"done"}, or `exercises train`'s events.
-What it reports is believed (the threat model, docs/reliability.md). Past an exercise's budget,
-or when the process ends early (os._exit, a crash), the exercise is one line, and `status`
-carries on in a fresh process.
+The subprocess runs in a process group of its own, killed whole at the end, its address space
+capped; it reports one JSON object a line on a pipe, and what it reports is believed. Past an
+exercise's budget, or when the process ends early (os._exit, a crash), the exercise is one line,
+and the rest is checked in a fresh process.
 """
 
 import json
@@ -86,11 +83,9 @@ class Child:
 
 
 def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
-    """Check exercises in a subprocess: jobs = [(workspace, [numbers], stop_at_first_failure)].
-    Returns {(workspace, number): result} for every exercise checked (a stopped run's last
-    exercise included); on_event(workspace, number, result) as each one finishes. seconds: the
-    limit of one call of a learner's function; budget: of one exercise's whole check (default:
-    its catalog budget)."""
+    """{(workspace, number): result} of jobs = [(workspace, [numbers], stop at the first failure)],
+    on_event(workspace, number, result) as each one finishes. seconds: the limit of one call of a
+    learner's function; budget: of one exercise's whole check (default: its catalog budget)."""
     results = {}
     pending = [(os.path.abspath(w), list(numbers), stop) for w, numbers, stop in jobs]
     while pending:
@@ -117,11 +112,14 @@ def check(jobs, seconds=harness.CASE_SECONDS, on_event=None, budget=None):
         if current is None and last is None:  # it never began checking: say so, for the first one
             why = (ended[2] if ended[0] == 'ended' else '') or f"no answer within {STARTUP:g} s"
             finish(results, (pending[0][0], pending[0][1][0]), {
-                'status': 'error', 'cases': 0, 'line': f"the checking process did not start ({why})"}, on_event)
+                'status': 'error', 'line': f"the checking process did not start ({why})"}, on_event)
             break
         if current is not None:
             finish(results, current, stopped(catalog.get(current[1]), ended), on_event)
-        pending = remaining(pending, current or last, results)
+        # what is left: each job's exercises not yet checked, but none of a job stopped by a failure
+        pending = [(w, [n for n in numbers if (w, n) not in results], stop) for w, numbers, stop in pending
+                   if not (stop and any(results.get((w, n), {}).get('status', 'pass') != 'pass' for n in numbers))]
+        pending = [job for job in pending if job[1]]
     return results
 
 
@@ -135,7 +133,7 @@ def stopped(e, ended):
         line = (f"the checking process ended while your {e.function}() ran ("
                 + (f"exit status {status}" if status >= 0 else f"killed by signal {-status}") +
                 "): does your code call os._exit() or crash Python itself?" + (f" Its last words: {words}" if words else ''))
-    return {'status': 'fail', 'cases': 0, 'line': line}
+    return {'status': 'fail', 'line': line}
 
 
 def finish(results, key, result, on_event):
@@ -144,29 +142,18 @@ def finish(results, key, result, on_event):
         on_event(key[0], key[1], result)
 
 
-def remaining(pending, at, results):
-    """The jobs left after the exercise `at` took the process down: those before it are done;
-    its own goes on with its next exercises unless it stops at a failure; the later ones wait."""
-    i = next(i for i, (w, numbers, _) in enumerate(pending) if w == at[0] and at[1] in numbers)
-    workspace, numbers, stop = pending[i]
-    rest = numbers[numbers.index(at[1]) + 1:]
-    go_on = rest and not (stop and results[at]['status'] != 'pass')
-    return ([(workspace, rest, stop)] if go_on else []) + pending[i + 1:]
-
-
-def train(workspace, steps, seed, lr, num_samples, temperature, on_event):
-    """`exercises train` in a subprocess (trainer.run): on_event(event) for each event it
-    reports, then a 'stopped' event if it fell silent for TRAIN_SILENCE seconds, or 'ended'
-    with its exit status if it ended before its 'done'."""
-    request = {'mode': 'train', 'workspace': os.path.abspath(workspace), 'steps': steps, 'seed': seed,
-               'lr': lr, 'num_samples': num_samples, 'temperature': temperature}
-    child = Child(request, cwd=os.path.abspath(workspace))
+def train(workspace, on_event, **settings):
+    """`exercises train` in a subprocess (trainer.run, with train's `settings`): on_event(event)
+    for each event it reports; a process silent for TRAIN_SILENCE seconds, or one that ends before
+    its 'done', is a 'failed' event in one line."""
+    child = Child(dict(settings, mode='train', workspace=os.path.abspath(workspace)), cwd=os.path.abspath(workspace))
     try:
         for kind, *what in child.events(lambda last: STARTUP if last is None else TRAIN_SILENCE):
             if kind == 'event' and what[0]['event'] == 'done':
                 return
-            on_event(what[0] if kind == 'event' else {'event': 'stopped', 'seconds': what[0]} if kind == 'stopped'
-                     else {'event': 'ended', 'status': what[0], 'stderr': what[1]})
+            on_event(what[0] if kind == 'event' else {'event': 'failed', 'line': (
+                f"the training process was stopped after {what[0]:.0f} s without a word" if kind == 'stopped' else
+                f"the training process ended (exit status {what[0]})" + (f": {what[1]}" if what[1] else ''))})
     finally:
         child.close()
 

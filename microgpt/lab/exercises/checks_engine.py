@@ -14,7 +14,7 @@ import random
 from collections import Counter
 
 from ...engine import Value, topological_order as project_order
-from .harness import FD_CLOSE, agrees, central_difference, fd_step, fmt, kind_of
+from .harness import FD_CLOSE, agrees, central_difference, fd_step, fmt, is_number, kind_of
 
 RANDOM_CASES = 8
 
@@ -31,7 +31,7 @@ def check_op(t, fn, cases, project, mistakes, forward_hint, slope_hint, names='x
     def result(args):  # (out, [local derivatives]), their form checked
         got = t.call(fn, *args)
         t.expect(type(got) in (tuple, list) and len(got) == 2, got, wanted)
-        t.number(got[0], f"{wanted}, with out a number")
+        t.expect(is_number(got[0]), got[0], f"{wanted}, with out a number")
         if type(got[1]) not in (tuple, list):  # the pair is right, its second half is not a tuple
             t.fail_line(f"your {t.exercise.function}() returned (out, {kind_of(got[1])}): the local derivatives "
                         f"go in a tuple, even one alone: ({', '.join(f'd out/d {n}' for n in nodes)},)",

@@ -31,12 +31,8 @@ def tensor(data):
     return [p[0] for p in parts], [v for p in parts for v in p[1]]
 
 
-def is_value(x):
-    return type(x) is Value
-
-
 def read_value(t, got):
-    t.expect(is_value(got), got, "a Value, one node of the graph",
+    t.expect(type(got) is Value, got, "a Value, one node of the graph",
              hint="Return a Value computed from the inputs with the engine's ops: a float, even the "
                   "right number, has no graph for backward() to follow.")
     return [got]
@@ -44,7 +40,7 @@ def read_value(t, got):
 
 def read_values(n, what, hint=''):
     def read(t, got):
-        t.expect(type(got) in (list, tuple) and len(got) == n and all(map(is_value, got)), got,
+        t.expect(type(got) in (list, tuple) and len(got) == n and all(type(v) is Value for v in got), got,
                  f"a list of {n} Values ({what})", hint)
         return list(got)
     return read
@@ -474,11 +470,15 @@ ADAM_SLIPS = {
 }
 
 
-def adam_steps(t, fn, data, grads, lrs, settings, wd=None, zero_hint=''):
-    """The learner's steps (fn: adam_step; adamw_step when wd is given) and optim.Adam's, side by
-    side on the same gradients: (step, g, lr, the learner's parameters, microgpt's, m, v, Adam)
-    after each step, the learner's gradients checked to be used up."""
+def adam_steps(t, fn, data, grads, lrs, settings, slips, hints, hint, zero_hint, wd=None):
+    """The learner's steps (fn: adam_step; adamw_step when wd is given) beside optim.Adam's on the
+    same gradients: the parameters after each step compared with microgpt's (the first step also
+    with its closed form, w (1 - lr wd) - lr g / (|g| + eps)), each of `slips` ({name: float_adam's
+    answer}) naming hints[name], the defaults one too when settings are passed in; the learner's
+    gradients checked to be used up. Yields (step, g, lr, the parameters, m, v, Adam) for the rest."""
     b1, b2, eps = settings or (0.85, 0.99, 1e-8)
+    if settings is not None:
+        slips = dict(slips, defaults=float_adam(data, grads, lrs, 0.85, 0.99, 1e-8, wd or 0.0))
     params, p_params = [Value(x) for x in data], [Value(x) for x in data]
     m, v = [0.0] * len(data), [0.0] * len(data)
     adam = optim.Adam(p_params, b1, b2, eps, weight_decay=wd or 0.0)
@@ -490,7 +490,15 @@ def adam_steps(t, fn, data, grads, lrs, settings, wd=None, zero_hint=''):
         if any(p.grad != 0 for p in params):
             t.fail_line(f"after step {step} a parameter's .grad is still {next(p.grad for p in params if p.grad)}",
                         hint=zero_hint)
-        yield step, g, lr, [p.data for p in params], [p.data for p in p_params], m, v, adam
+        got, want = [p.data for p in params], [p.data for p in p_params]
+        oracle = None
+        if step == 1:  # a fresh Adam's first step is lr * g / (|g| + eps), after the decay
+            oracle = ("Adam's first step, p - lr * g / (|g| + eps)" if wd is None else
+                      "AdamW's first step, w (1 - lr * wd) - lr * g / (|g| + eps)",
+                      [x * (1 - lr * (wd or 0.0)) - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], 1e-12)
+        t.compare(f"the parameters after step {step}", got, want, oracle=oracle, hint=hint,
+                  mistakes=[(s, after[step - 1][0], hints[s]) for s, after in slips.items()])
+        yield step, g, lr, got, want, m, v, adam
 
 
 def check_adam(t, fn):
@@ -504,6 +512,8 @@ def check_adam(t, fn):
         n = rng.randint(2, 5)
         cases.append((f"random {i + 1}", vectors(rng, n), [vectors(rng, n, -1, 1) for _ in range(4)],
                       round(rng.uniform(0.001, 0.05), 4), None))
+    hints = dict(ADAM_SLIPS, **{'betas swapped': "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v.",
+                                'defaults': "Use the beta1, beta2 and eps passed in, not the default numbers."})
     for k, (label, data, grads, lr, settings) in enumerate(cases):
         b1, b2, eps = settings or (0.85, 0.99, 1e-8)
         t.case(label, f"params {fmt(data)}, lr {lr}, beta1 {b1}, beta2 {b2}, eps {eps:g}; the gradient at "
@@ -511,20 +521,9 @@ def check_adam(t, fn):
         lrs = [lr] * len(grads)
         slips = {s: float_adam(data, grads, lrs, b1, b2, eps, slip=s) for s in ADAM_SLIPS}
         slips['betas swapped'] = float_adam(data, grads, lrs, b2, b1, eps)
-        hints = dict(ADAM_SLIPS, **{'betas swapped': "beta1 (0.85) weighs the mean m, beta2 (0.99) the mean square v."})
-        if settings is not None:
-            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8)
-            hints['defaults'] = "Use the beta1, beta2 and eps passed in, not the default numbers."
-        for step, g, lr, got, want, m, v, adam in adam_steps(
-                t, fn, data, grads, lrs, settings, zero_hint="Set p.grad = 0.0 once it is used: the next backward() "
-                                                               "adds to it."):
-            oracle = None
-            if step == 1:  # the closed form of a fresh Adam's first step: lr * g / (|g| + eps)
-                oracle = ("Adam's first step, p - lr * g / (|g| + eps)",
-                          [x - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], 1e-12)
-            t.compare(f"the parameters after step {step}", got, want, oracle=oracle,
-                      mistakes=[(s, after[step - 1][0], hints[s]) for s, after in slips.items()],
-                      hint="Follow the docstring's lines, in order, for every parameter.")
+        for step, *_, m, v, adam in adam_steps(
+                t, fn, data, grads, lrs, settings, slips, hints, "Follow the docstring's lines, in order, for every "
+                "parameter.", "Set p.grad = 0.0 once it is used: the next backward() adds to it."):
             t.compare(f"m after step {step}", list(m), adam.m, hint="Update m in place (m[i] = ...): the caller "
                       "keeps the same list for the next step.")
             t.compare(f"v after step {step}", list(v), adam.v, hint="Update v in place (v[i] = ...), with g * g.")
@@ -535,11 +534,8 @@ def fsum_probabilities(logits, temperature):
     if temperature == 0:
         best = logits.index(max(logits))
         return [float(i == best) for i in range(len(logits))]
-    top = max(logits)
-    z = [(l - top) / temperature for l in logits]
-    e = [math.exp(x) for x in z]
-    total = math.fsum(e)
-    return [x / total for x in e]
+    top = max(logits)  # subtracted before dividing: a tiny temperature then gives exp() of a hugely negative number
+    return fsum_softmax([(l - top) / temperature for l in logits])
 
 
 def check_probabilities(t, fn):

@@ -1,12 +1,10 @@
 """
 The checks of exercises 21 and 22: decoupled weight decay beside Adam (on Values, as exercise
-15) and inverted dropout's forward and backward (on arrays).
-
-The project's answers: optim.Adam with weight_decay, and src/backprop/layers.py's dropout on the
-same mask. The oracles: the decay's closed forms, the moments of an Adam without decay, a mask
-keeping exactly 1 - p of each column, y written with np.where, and finite differences for dx.
-Each usual slip (L2 for decoupled decay, the 1/(1 - p) forgotten, ...) names its hint.
-Dropout's check imports numpy when it runs: weight decay's is checked by a Python without it.
+15) and inverted dropout's forward and backward (on arrays). The project's answers: optim.Adam
+with weight_decay, and src/backprop/layers.py's dropout on the same mask. The oracles: the decay's
+closed forms, the moments of an Adam without decay, a mask keeping exactly 1 - p of each column,
+y written with np.where, and finite differences for dx. Dropout's check imports numpy when it
+runs: weight decay's is checked by a Python without it.
 """
 
 import random
@@ -50,6 +48,8 @@ def check_adamw(t, fn):
         cases.append((f"random {i + 1}", [round(rng.uniform(-2, 2), 3) for _ in range(n)],
                       [[round(rng.uniform(-1, 1), 3) for _ in range(n)] for _ in range(steps)],
                       [round(rng.uniform(0.01, 0.1), 4)] * steps, round(rng.uniform(0.05, 0.5), 2), None))
+    hints = dict(ADAMW_SLIPS, defaults="Use the beta1, beta2 and eps passed in, and pass them on to your "
+                                       "adam_step, not the default numbers.")
     for k, (label, data, grads, lrs, wd, settings) in enumerate(cases):
         b1, b2, eps = settings or (0.85, 0.99, 1e-8)
         rates = f"lr {lrs[0]} at every step" if len(set(lrs)) == 1 else f"lr {fmt(lrs)}, step by step"
@@ -58,27 +58,17 @@ def check_adamw(t, fn):
         plain_m = [0.0] * len(data)  # an Adam without decay's m on the same gradients: the oracle of m
         shrunk = list(data)          # w_0 * prod(1 - lr_t * wd): the oracle of a weight without gradient
         slips = {s: float_adam(data, grads, lrs, b1, b2, eps, wd, s) for s in ADAMW_SLIPS}
-        if settings is not None:
-            slips['defaults'] = float_adam(data, grads, lrs, 0.85, 0.99, 1e-8, wd)
-        hints = dict(ADAMW_SLIPS, defaults="Use the beta1, beta2 and eps passed in, and pass them on to your "
-                                           "adam_step, not the default numbers.")
         for step, g, lr, got, want, m, v, adamw in adam_steps(
-                t, fn, data, grads, lrs, settings, wd, zero_hint="Your adam_step sets p.grad = 0.0 once it is "
-                                                                  "used: call it, after the decay."):
-            oracle = None
-            if step == 1:  # a fresh AdamW's first step: w (1 - lr wd) - lr g / (|g| + eps)
-                oracle = ("AdamW's first step, w (1 - lr * wd) - lr * g / (|g| + eps)",
-                          [x * (1 - lr * wd) - lr * gi / (abs(gi) + eps) for x, gi in zip(data, g)], ORACLE_CLOSE)
-            mistakes = [(s, after[step - 1][0], hints[s]) for s, after in slips.items()]
-            t.compare(f"the parameters after step {step}", got, want, oracle=oracle, mistakes=mistakes,
-                      hint="Shrink every weight by the fraction lr * weight_decay of itself, then take your "
-                           "adam_step.")
+                t, fn, data, grads, lrs, settings, slips, hints, "Shrink every weight by the fraction lr * "
+                "weight_decay of itself, then take your adam_step.", "Your adam_step sets p.grad = 0.0 once it is "
+                "used: call it, after the decay.", wd):
             shrunk = [w * (1 - lr * wd) for w in shrunk]
             idle = [i for i in range(len(data)) if all(gs[i] == 0 for gs in grads[:step])]
             if idle:
                 t.compare(f"the weights {idle}, which have had no gradient, after step {step}",
                           [got[i] for i in idle], [want[i] for i in idle],
-                          mistakes=[(s, [value[i] for i in idle], h) for s, value, h in mistakes],
+                          mistakes=[(s, [after[step - 1][0][i] for i in idle], hints[s])
+                                    for s, after in slips.items()],
                           oracle=('w_0 * prod(1 - lr_t * wd): Adam moves a weight without gradient by 0',
                                   [shrunk[i] for i in idle], ORACLE_CLOSE),
                           hint="A weight without gradient only shrinks, by the fraction lr * weight_decay a step.")

@@ -1,13 +1,9 @@
 """
 The checks of exercises 23 to 25, the byte-pair tokenizer: counting pairs, one merge, and
-encoding with a learned merge table.
-
-The project's own answers come from microgpt/bpe.py (get_stats, merge, BPETokenizer.encode);
-the independent oracles are
-written here the slow, obvious way: collections.Counter over zip(ids, ids[1:]), a merge that
-rebuilds the list through a string of its ids, and an encoder that tries every merge of the
-table in order, again and again, until none applies. The Wikipedia example (aaabdaaabac: 3
-merges give XdXac) is among the fixed cases of each; random ones follow.
+encoding with a learned merge table. The project's answers come from microgpt/bpe.py; the oracles
+are written here the slow, obvious way (Counter over zip(ids, ids[1:]), a merge through a string
+of the ids, every merge of the table applied in turn). Wikipedia's example (aaabdaaabac: 3 merges
+give XdXac) is among the fixed cases of each.
 """
 
 import random
@@ -26,11 +22,6 @@ def random_ids(rng):
 
 
 # ---------------------------------------------------------------------------- 23. get_stats
-def counted_pairs(ids):
-    """The oracle: Counter over the adjacent pairs, as a dict."""
-    return dict(Counter(zip(ids, ids[1:])))
-
-
 def as_rows(counts):
     """{(a, b): n} as sorted [a, b, n] rows: what compare() can hold side by side."""
     return sorted([a, b, n] for (a, b), n in counts.items())
@@ -54,7 +45,7 @@ def check_get_stats(t, fn):
             no_overlap[ids[i], ids[i + 1]] = no_overlap.get((ids[i], ids[i + 1]), 0) + 1
             i += 2 if ids[i] == ids[i + 1] else 1
         t.compare('the pair counts, as sorted [a, b, count] rows', as_rows(got), as_rows(want),
-                  oracle=('collections.Counter of zip(ids, ids[1:])', as_rows(counted_pairs(ids))),
+                  oracle=('collections.Counter of zip(ids, ids[1:])', as_rows(Counter(zip(ids, ids[1:])))),
                   mistakes=[('no overlaps', as_rows(no_overlap),
                              "Count every adjacent pair, overlapping ones too: [97, 97, 97] holds (97, 97) twice.")],
                   hint="Walk zip(ids, ids[1:]) and add one to each pair's count.")

@@ -1,24 +1,11 @@
 """
-The exercises' command line: `python -m microgpt.lab exercises COMMAND` (or `microgpt-lab
-exercises COMMAND`, installed).
-
-    start [DIR]       write the stubs into DIR (default ./exercises), never overwriting a file
-    check [N]         check exercise N, or all in order, stopping at the first not passed
-    status            the path, with what passes
-    train             train microgpt with your engine and model, beside microgpt's own
-    quiz [ID [ANSWER]]  questions on the attention examples
-    hint N [--level K]  the next hint of exercise N, one level at a time (or level K)
-    solution N        a reference solution (only when asked)
-    reset N           put exercise N's stub back (after asking)
-
-Every command that reads a workspace takes --dir DIR. A learner's code runs only in the
-checker's subprocess (checker.py); this process checks what was typed and prints. Bad input
-(a path that is a file, a folder not writable or inside the package, a workspace of another
-version, a number out of range) is one line `error: ...` naming the fix, exit status 2, with
-nothing of the learner's changed. `check` exits 0 when everything it checked passes, else 1.
+The exercises' command line: `python -m microgpt.lab exercises COMMAND` (installed:
+`microgpt-lab exercises COMMAND`); `--help` lists the commands. This process checks what was typed and
+prints; the learner's code runs only in the checker's subprocess (checker.py). Bad input is one
+line `error: ...` naming the fix, exit status 2, nothing of the learner's changed. `check` exits 0
+when everything it checked passes, else 1.
 """
 
-import argparse
 import importlib.util
 import os
 import sys
@@ -41,19 +28,15 @@ N = len(catalog.EXERCISES)
 def add_commands(parser):
     """The subcommands, on `parser` (the lab's `exercises` subparser)."""
     commands = parser.add_subparsers(dest='exercise_command', required=True, metavar='COMMAND')
-    in_range = Range(int, 1, catalog.NUMBERS[-1]).parse
-
-    def number(text):  # an exercise's number: 1..the last, and one the catalog has
-        value = in_range(text)
-        if value not in catalog.NUMBERS:
-            raise argparse.ArgumentTypeError(f"there is no exercise {value}: give one of "
-                                             f"{', '.join(map(str, catalog.NUMBERS))}")
-        return value
-    number.__name__ = in_range.__name__
+    number = Range(int, 1, N).parse  # an exercise's number: the path is numbered 1..N
 
     def with_dir(c):
         c.add_argument('--dir', default=DEFAULT_DIR, metavar='DIR',
                        help=f"the folder of your exercises (default ./{DEFAULT_DIR})")
+        return c
+
+    def with_number(c):
+        c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
         return c
     c = commands.add_parser('start', help="write the exercise stubs into DIR (nothing is ever overwritten)",
                             description="Writes one file per exercise into DIR, each a function with its "
@@ -94,44 +77,29 @@ def add_commands(parser):
     c.add_argument('id', nargs='?', metavar='ID', help="one question (see --list); default: all, in turn")
     c.add_argument('answer', nargs='?', metavar='ANSWER', help="your answer to ID (default: asked)")
     c.add_argument('--list', action='store_true', help="list the questions and stop")
-    c = with_dir(commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
-                                     description="Each `hint N` gives the next level of exercise N's hints: "
-                                                 "the idea first, then more, the last one the recipe in words "
-                                                 "(`solution N` shows the code). The level reached is kept in "
-                                                 "the workspace's record."))
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    c = commands.add_parser('hint', help="the next hint of an exercise, one level at a time",
+                            description="Each `hint N` gives the next level of exercise N's hints: the idea "
+                                        "first, then more, the last one the recipe in words (`solution N` shows "
+                                        "the code). The level reached is kept in the workspace's record.")
+    with_number(with_dir(c))
     c.add_argument('--level', type=Range(int, 1, max(len(h) for h in hints.HINTS.values())).parse, metavar='K',
                    help="show level K (1 = the first), and remember it")
-    c = commands.add_parser('solution', help="show a reference solution (only what you ask for)")
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
-    c = with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking"))
-    c.add_argument('number', type=number, metavar='N', help=f"the exercise, 1..{N}")
+    with_number(commands.add_parser('solution', help="show a reference solution (only what you ask for)"))
+    c = with_number(with_dir(commands.add_parser('reset', help="put an exercise's stub back, after asking")))
     c.add_argument('--yes', action='store_true', help="do not ask (your version of the file is lost)")
 
 
-def run(args, out=None, ask=None):
-    """Run the parsed command; returns the exit status. out: where to print (default stdout)."""
-    out, ask = out or sys.stdout, ask or input
-
+def run(args, ask=None):
+    """Run the parsed command; returns the exit status. ask: how a question is asked (input)."""
     def say(text=''):
-        print(text, file=out, flush=True)
-    command = args.exercise_command
-    if command == 'start':
-        return cmd_start(args, say)
-    if command == 'solution':
-        return cmd_solution(args, say)
-    if command == 'quiz':
-        return cmd_quiz(args, say, ask)
-    if command == 'hint':
-        return cmd_hint(args, say)
-    ws = Workspace.open(args.dir)
-    if command == 'reset':
-        return cmd_reset(args, say, ws, ask)
-    return {'check': cmd_check, 'status': cmd_status, 'train': cmd_train}[command](args, say, ws)
+        print(text, flush=True)
+    commands = {'start': cmd_start, 'check': cmd_check, 'status': cmd_status, 'train': cmd_train, 'quiz': cmd_quiz,
+                'hint': cmd_hint, 'solution': cmd_solution, 'reset': cmd_reset}
+    return commands[args.exercise_command](args, say, ask or input)
 
 
 # ---------------------------------------------------------------------------- start
-def cmd_start(args, say):
+def cmd_start(args, say, ask):
     written, kept = start(args.dir)
     where = shown(os.path.abspath(args.dir))
     first, last = catalog.EXERCISES[0], catalog.EXERCISES[-1]
@@ -148,13 +116,6 @@ def cmd_start(args, say):
 
 
 # ---------------------------------------------------------------------------- what this Python can check
-def lacking():
-    """What this Python lacks to run the checks that use numpy ('' when nothing): a Python
-    outside the project's environment (the system's python3 in a checkout) checks the engine,
-    the Value rung and weight decay, and says so of the rest, never that the checker failed."""
-    return '' if importlib.util.find_spec('numpy') else 'numpy'
-
-
 def without(missing, command):
     """'this Python (...) lacks numpy: run it with ...': the words and the fix, for `command`."""
     fix = (f"run `.venv/bin/python -m microgpt.lab exercises {command}` (the project's environment; "
@@ -163,52 +124,44 @@ def without(missing, command):
     return f"this Python ({sys.executable}) lacks {missing}: {fix}"
 
 
-def split_checkable(numbers):
-    """(the numbers this Python can check, those it cannot, what it lacks)."""
-    wanted = [n for n in numbers if catalog.get(n).needs_numpy]
-    missing = lacking() if wanted else ''
-    if not missing:
-        return list(numbers), [], ''
-    return [n for n in numbers if n not in wanted], wanted, missing
-
-
-def unchecked(ws, numbers, missing):
-    """The results shown for exercises not checked here: 'todo' for a stub (a stub is known by
-    its text), else 'unchecked', with the last saved result when the file has not changed since."""
-    saved = ws.results()
-    found = {}
-    for n in numbers:
-        if ws.is_stub(n):
-            found[n] = {'status': 'todo', 'line': 'not written yet', 'cases': 0}
-            continue
-        last = saved.get(str(n))
-        before = (f" (at {last['checked']}, unchanged since: {'passed' if last['status'] == 'pass' else 'not passed'})"
-                  if last and not ws.edited_since_check(n) else '')
-        found[n] = {'status': 'unchecked', 'cases': 0,
-                    'line': f"not checked: it needs {missing}{before}"}
-    return found
-
-
-# ---------------------------------------------------------------------------- check and status
-def cmd_check(args, say, ws):
+def checked(ws, numbers, stop=False, say=None):
+    """Check `numbers` in the checker's subprocess (printing each report if `say`), keep the
+    results in the workspace: (results, a note if they were not kept, the exercises this Python
+    cannot check, what it lacks). A Python without numpy (the system's python3 in a checkout)
+    checks the others; those are 'todo' if still a stub, else 'unchecked', with the last saved
+    result when the file has not changed since."""
     from .checker import check
-    asked = [args.number] if args.number else list(catalog.NUMBERS)
-    numbers, skipped, missing = split_checkable(asked)
-    if args.number and skipped:
-        raise UserError(f"{catalog.get(args.number).label} cannot be checked here, its check uses numpy: "
-                        + without(missing, f"check {args.number}{dir_flag(ws.path)}"))
-    shown_ws = shown(ws.path)
+    missing = '' if importlib.util.find_spec('numpy') else 'numpy'
+    skipped = [n for n in numbers if missing and catalog.get(n).needs_numpy]
 
     def printed(workspace, number, result):
         e = catalog.get(number)
-        say(report.one_line(e, result) if result['status'] == 'pass' else report.full(e, result, shown_ws))
-    results = {n: r for (_, n), r in check([(ws.path, numbers, True)], on_event=printed).items()}
-    note = ws.record(results)
+        say(report.one_line(e, result) if result['status'] == 'pass' else report.full(e, result, shown(ws.path)))
+    results = check([(ws.path, [n for n in numbers if n not in skipped], stop)], on_event=say and printed)
+    results = {n: r for (_, n), r in results.items()}
+    note = ws.record(results)  # only what was checked: a result saved from another Python stays
+    saved = ws.results()
+    for n in skipped:
+        last = saved.get(str(n))
+        before = (f" (at {last['checked']}, unchanged since: {'passed' if last['status'] == 'pass' else 'not passed'})"
+                  if last and not ws.edited_since_check(n) else '')
+        results[n] = ({'status': 'todo', 'line': 'not written yet'} if ws.is_stub(n) else
+                      {'status': 'unchecked', 'line': f"not checked: it needs {missing}{before}"})
+    return results, note, skipped, missing
+
+
+# ---------------------------------------------------------------------------- check and status
+def cmd_check(args, say, ask):
+    ws = Workspace.open(args.dir)
+    if args.number and catalog.get(args.number).needs_numpy and not importlib.util.find_spec('numpy'):
+        raise UserError(f"{catalog.get(args.number).label} cannot be checked here, its check uses numpy: "
+                        + without('numpy', f"check {args.number}{dir_flag(ws.path)}"))
+    results, note, skipped, missing = checked(ws, [args.number] if args.number else catalog.NUMBERS, True, say)
     if note:
         say(note)
-    bad = [n for n in numbers if n in results and results[n]['status'] != 'pass']
+    bad = [n for n, r in results.items() if n not in skipped and r['status'] != 'pass']
     if skipped and not bad:
-        say(f"{report.NOT_CHECKED} exercises {', '.join(map(str, skipped))} not checked, their checks use numpy: "
+        say(f"{report.MARKS['unchecked']} exercises {', '.join(map(str, skipped))} not checked, their checks use numpy: "
             + without(missing, f"check{dir_flag(ws.path)}"))
         return 1
     if not bad:
@@ -226,12 +179,9 @@ def cmd_check(args, say, ws):
     return 1
 
 
-def cmd_status(args, say, ws):
-    from .checker import check
-    numbers, skipped, missing = split_checkable(catalog.NUMBERS)
-    results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
-    note = ws.record(results)  # only what was checked: a result saved from another Python stays
-    results.update(unchecked(ws, skipped, missing))
+def cmd_status(args, say, ask):
+    ws = Workspace.open(args.dir)
+    results, note, _, missing = checked(ws, catalog.NUMBERS)
     passed = sum(r['status'] == 'pass' for r in results.values())
     not_here = sum(r['status'] == 'unchecked' for r in results.values())
     say(f"microgpt's exercises in {shown(ws.path)}/: {passed} of {N} pass" +
@@ -255,13 +205,11 @@ def cmd_status(args, say, ws):
 
 
 # ---------------------------------------------------------------------------- train
-def cmd_train(args, say, ws):
-    from .checker import check, train
+def cmd_train(args, say, ask):
+    ws = Workspace.open(args.dir)
+    from .checker import train
     say(f"checking your exercises 1 to {max(catalog.TRAIN_USES)} first (train uses them) ...")
-    numbers, skipped, missing = split_checkable(catalog.TRAIN_USES)
-    results = {n: r for (_, n), r in check([(ws.path, numbers, False)]).items()}
-    ws.record(results)
-    results.update(unchecked(ws, skipped, missing))
+    results, _, skipped, missing = checked(ws, catalog.TRAIN_USES)
     todo = [n for n in catalog.TRAIN_USES if results[n]['status'] == 'todo']
     if todo:
         e = catalog.get(todo[0])
@@ -307,12 +255,8 @@ def cmd_train(args, say, ws):
                 f"  that is {event['where']}")
         elif kind == 'names':
             run['names'] = event
-        elif kind == 'failed':
+        elif kind == 'failed':  # the learner's code, or the process that ran it
             run['failed'] = event['line']
-        else:  # the process stopped, or ended, before its story was told
-            run['failed'] = (f"the training process was stopped after {event['seconds']:.0f} s without a word"
-                             if kind == 'stopped' else f"the training process ended (exit status {event['status']})"
-                             + (f": {event['stderr']}" if event['stderr'] else ''))
     train(ws.path, steps=args.steps, seed=args.seed, lr=args.lr, num_samples=args.num_samples,
           temperature=args.temperature, on_event=show)
     if run['losses']:
@@ -338,10 +282,7 @@ def cmd_train(args, say, ws):
 # ---------------------------------------------------------------------------- quiz, solution, reset
 def cmd_quiz(args, say, ask):
     if args.list:
-        for q in quiz.QUESTIONS:
-            say(f"{q.id:<20} {q.topic}: {q.text}")
-            for letter, choice in zip('abcd', q.choices):
-                say(f"{'':<20}   {letter}) {choice}")
+        say('\n'.join(quiz.ask_text(q) for q in quiz.QUESTIONS))
         return 0
     if args.id is not None:
         q = quiz.get(args.id)
@@ -387,26 +328,20 @@ def example(q):
 
 
 def read_readable(q, say, ask):
-    """An answer of the question's form, asked again until it is one (or empty: skipped; None:
-    the input ended)."""
+    """An answer of the question's form, asked again until it is one ('': skipped; None: the
+    input ended)."""
     while True:
-        text = read_answer(ask)
-        if text is None or not text.strip():
-            return text
-        problem = quiz.unreadable(q, text)
+        try:
+            text = ask('  your answer: ')
+        except EOFError:
+            return None
+        problem = text.strip() and quiz.unreadable(q, text)
         if not problem:
             return text
         say(f"  not graded: {problem}; or press Enter to skip")
 
 
-def read_answer(ask):
-    try:
-        return ask('  your answer: ')
-    except EOFError:
-        return None
-
-
-def cmd_hint(args, say):
+def cmd_hint(args, say, ask):
     """The next level (or --level K) of an exercise's hints. Without a workspace a hint is still
     given (level 1, or K), and nothing is remembered."""
     e = catalog.get(args.number)
@@ -430,7 +365,7 @@ def cmd_hint(args, say):
     return 0
 
 
-def cmd_solution(args, say):
+def cmd_solution(args, say, ask):
     e = catalog.get(args.number)
     body = catalog.solution_body(e.number).replace('\n', '\n    ')
     say(f"{e.label}, a reference solution (microgpt's own is {e.real}):\n")
@@ -440,7 +375,8 @@ def cmd_solution(args, say):
     return 0
 
 
-def cmd_reset(args, say, ws, ask):
+def cmd_reset(args, say, ask):
+    ws = Workspace.open(args.dir)
     e = catalog.get(args.number)
     path = shown(ws.file(e.number))
     if ws.is_stub(e.number):

@@ -1,14 +1,8 @@
 """
 The hints of each exercise, one level at a time: `python -m microgpt.lab exercises hint N`.
-
-A stub's docstring gives the contract, the shapes and the math; the way there is here, asked
-for step by step. Level 1 points at the idea, each level after it says more, and the last one
-is the recipe, in words and formulas, short of the code itself (`solution N` shows that). The
-level a learner has reached is kept in the workspace (workspace.py), so each `hint N` gives the
-next one; `hint N --level K` asks one directly. Every exercise has at least two levels
-(tests/test_exercises_hints.py).
-
-Standard library only, as catalog.py: data, read by cli.py.
+A stub's docstring gives the contract, the shapes and the math; the way there is here. Level 1
+points at the idea, each level after it says more, the last one is the recipe in words, short of
+the code itself (`solution N`). The level reached is kept in the workspace (workspace.py).
 """
 
 HINTS = {

@@ -7,13 +7,13 @@ shows the idea.
 
 from . import catalog
 
-MARKS = {'pass': '✓', 'fail': '✗', 'todo': '·', 'error': '!'}
-NOT_CHECKED = '–'  # 'unchecked': this Python cannot run the exercise's check (cli.lacking); never saved
+# 'unchecked': this Python cannot run the exercise's check (cli.checked); never saved
+MARKS = {'pass': '✓', 'fail': '✗', 'todo': '·', 'error': '!', 'unchecked': '–'}
 
 
 def one_line(e, result):
     """'✓  4 log  passed: 13 cases ...'."""
-    return f"{MARKS.get(result['status'], '?')} {e.label}: {result['line']}"
+    return f"{MARKS[result['status']]} {e.label}: {result['line']}"
 
 
 def full(e, result, workspace_path=None):
@@ -43,7 +43,7 @@ def status_table(results):
             rung = e.rung
             lines.append(f"  {catalog.RUNGS[rung]}")
         r = results.get(e.number)
-        mark = (NOT_CHECKED if r['status'] == 'unchecked' else MARKS.get(r['status'], '?')) if r else ' '
+        mark = MARKS[r['status']] if r else ' '
         what = (f"not written yet ({e.title})" if r and r['status'] == 'todo' else
                 r['line'] if r and r['status'] != 'pass' else e.title)
         lines.append(f"    {mark} {e.number:>2} {e.function:<18} {what}")

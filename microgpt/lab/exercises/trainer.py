@@ -1,8 +1,6 @@
 """
 `exercises train`, the payoff: microgpt trained with the learner's own engine and model, step by
-step beside the project's, then names sampled from the learner's model.
-
-It runs in the checker's subprocess (checker.py). The learner's side: their Value (exercises 1
+step beside the project's, then names sampled from the learner's model. It runs in the checker's subprocess (checker.py). The learner's side: their Value (exercises 1
 to 7), name_loss (14, through 8 to 13) and adam_step (15), on the same weights as a fresh
 GPT(config, seed). microgpt's side: train.py's default on the same names. Each step compares
 the loss, every gradient and every weight after the update; the first that differs by more than
@@ -12,9 +10,8 @@ PART is reported once, with its step. Then both models sample names with the sam
 import math
 import random
 
-from ... import sampling, training
+from ... import engine, sampling, training
 from ...edge.data import load_docs, split_docs
-from ...engine import Tape
 from ...model import GPT, GPTConfig
 from ...tokenizer import CharTokenizer
 from ...optim import Adam
@@ -29,15 +26,12 @@ class Failed(Exception):
 
 
 def learner_value_class(mul, power, exp, log, relu, backward):
-    """A Value class whose ops take their numbers from the learner's exercises 1 to 5 and whose
-    backward() is their exercise 7: engine.py's Value, with the learner's arithmetic."""
+    """engine.py's Value with the learner's arithmetic: its ops take their numbers from
+    exercises 1 to 5, its backward() is exercise 7; +, -, / and the rest are the engine's own,
+    written on top of these."""
 
-    class Value:
-        __slots__ = ('data', 'grad', '_children', '_local_grads', '_op')
-
-        def __init__(self, data, children=(), local_grads=(), op=''):
-            self.data, self.grad = data, 0.0
-            self._children, self._local_grads, self._op = children, local_grads, op
+    class Value(engine.Value):
+        __slots__ = ()
 
         def __add__(self, other):  # given in exercise 1's docstring
             other = other if isinstance(other, Value) else Value(other)
@@ -64,19 +58,8 @@ def learner_value_class(mul, power, exp, log, relu, backward):
             out, grads = relu(self.data)
             return Value(out, (self,), tuple(grads), 'relu')
 
-        def __neg__(self): return self * -1
-        def __radd__(self, other): return self + other
-        def __sub__(self, other): return self + (-other)
-        def __rsub__(self, other): return other + (-self)
-        def __rmul__(self, other): return self * other
-        def __truediv__(self, other): return self * other ** -1
-        def __rtruediv__(self, other): return other * self ** -1
-
         def backward(self):
             backward(self)
-
-        def __repr__(self):
-            return f"Value(data={self.data:.6g}, grad={self.grad:.6g})"
     return Value
 
 
@@ -178,7 +161,7 @@ def run(request, report):
             learner.call(f"step {step}: your backward()", f['backward'], mine)
             grads = numbers_of(sd, 'grad')
             learner.call(f"step {step}: your adam_step()", f['adam_step'], params, m, v, step, rate)
-            with Tape() as tape:
+            with engine.Tape() as tape:
                 p_loss = training.doc_loss(model, tokens)
             p_loss.backward(tape)
             p_grads = numbers_of(model.state_dict, 'grad')

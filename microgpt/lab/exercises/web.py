@@ -4,10 +4,9 @@ The web lab's Exercises page, its two routes (api.Lab hands them here):
     POST /api/exercises          the path, each exercise's page and its last result
     POST /api/exercises/check    {"number": N}: check it now, through the checker's subprocess
 
-`lab serve --exercises DIR` names the learner's workspace; the results shown are those saved in
-it by the last check, from the command line or from the page. Without --exercises the page lists
-the path only, and the check route refuses: the server runs no learner code unless asked, and
-then only through checker.py, whose subprocess has its time limit, as on the command line.
+`lab serve --exercises DIR` names the learner's workspace. Without it the page lists the path only
+and the check route refuses: the server runs no learner code unless asked, and then only through
+checker.py, as the command line does.
 """
 
 import threading

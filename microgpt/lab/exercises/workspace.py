@@ -1,13 +1,9 @@
 """
 The learner's folder of exercises: made by `start`, read by every other command, and the one
-place that writes in it.
-
-A workspace is the stub files (catalog.EXERCISES) and .microgpt-exercises.json: the exercises'
-version, each exercise's last result and the last hint level shown. Nothing overwrites a file
-the learner may have edited: `start` adds only what is missing, `reset` asks first. What a
-learner hands in is checked before anything is written, each problem one UserError naming the
-fix: a path that is a file, a folder not writable or inside the package, a workspace of another
-version, a stub missing, renamed or extra.
+place that writes in it. A workspace is the stub files (catalog.EXERCISES) and
+.microgpt-exercises.json: the exercises' version, each exercise's last result and the last hint
+level shown. Nothing overwrites a file the learner may have edited: `start` adds only what is
+missing, `reset` asks first. A bad folder is one UserError naming the fix.
 """
 
 import datetime
@@ -18,7 +14,7 @@ import os
 from ...edge.checks import short
 from ...edge.errors import UserError
 from ...edge.files import parse_json, probe_writable, read_user_file, write_atomic
-from . import catalog, report
+from . import catalog
 
 MANIFEST = '.microgpt-exercises.json'
 DEFAULT_DIR = 'exercises'
@@ -85,7 +81,6 @@ class Workspace:
             raise UserError(f"{shown(path)} is not a folder of microgpt's exercises (it has no {MANIFEST}): "
                             f"run `{COMMAND} start {shown(path)}` there, which adds what is missing and "
                             "overwrites nothing")
-        check_version(path, manifest)
         check_files(path, missing_ok=False)
         return cls(path, manifest)
 
@@ -102,12 +97,8 @@ class Workspace:
 
     # ---- results
     def results(self):
-        """{'N': {status, line, checked, sha256}}: the last result of each exercise checked, the
-        ones whose fields are not what record() writes left out (the file is the learner's too)."""
-        kept = self.manifest.get('results')
-        return {key: r for key, r in (kept.items() if isinstance(kept, dict) else ())
-                if isinstance(r, dict) and r.get('status') in report.MARKS
-                and all(isinstance(r.get(k), str) for k in ('line', 'checked', 'sha256'))}
+        """{'N': {status, line, checked, sha256}}: the last result of each exercise checked."""
+        return self.manifest.get('results', {})
 
     def record(self, results):
         """Keep each exercise's last result ({number: result}) for `status` and the web lab; a
@@ -125,16 +116,12 @@ class Workspace:
 
     # ---- hints
     def hint_level(self, number):
-        """The highest hint level shown for an exercise (0: none yet), kept in the manifest
-        beside the results; a value that is not a whole number >= 0 counts as none."""
-        kept = self.manifest.get('hints')
-        level = kept.get(str(number)) if isinstance(kept, dict) else None
-        return level if type(level) is int and level >= 0 else 0
+        """The highest hint level shown for an exercise (0: none yet)."""
+        return self.manifest.get('hints', {}).get(str(number), 0)
 
     def record_hint(self, number, level):
         """Remember that hint `level` of an exercise was shown; '' or the words of why not."""
-        kept = self.manifest.get('hints')
-        kept = {k: v for k, v in kept.items() if type(v) is int} if isinstance(kept, dict) else {}
+        kept = dict(self.manifest.get('hints', {}))
         kept[str(number)] = max(level, self.hint_level(number))
         return self._save('hints', kept, 'the hint level was')
 
@@ -152,7 +139,8 @@ class Workspace:
 
 
 def read_manifest(path):
-    """The folder's record of its exercises, None if it has none; a damaged one is a UserError."""
+    """The folder's record of its exercises, None if it has none; a damaged one, or one of another
+    version, is a UserError."""
     file = os.path.join(path, MANIFEST)
     if not os.path.lexists(file):
         return None
@@ -160,15 +148,12 @@ def read_manifest(path):
     manifest = parse_json(read_user_file(file, 'record of exercises', fix), shown(file), hint=fix)
     if not isinstance(manifest, dict):
         raise UserError(f"{shown(file)} is damaged: {fix}")
-    return manifest
-
-
-def check_version(path, manifest):
     version = manifest.get('version')
-    if type(version) is not int or version != catalog.VERSION:  # true == 1 in Python, and 1.0 too: neither is a version
+    if version != catalog.VERSION:
         raise UserError(f"{shown(path)} was made by another version of microgpt's exercises (version {short(version)}; "
                         f"this microgpt has version {catalog.VERSION}): start a new folder with "
                         f"`{COMMAND} start NEWDIR` and copy your functions into its files")
+    return manifest
 
 
 def check_files(path, missing_ok):
@@ -207,13 +192,9 @@ def start(path):
     Every check comes before the first write, so a refused start leaves the folder as it was."""
     path = os.path.abspath(found(path))
     check_place(path)
-    manifest = read_manifest(path) if os.path.isdir(path) else None
-    if manifest is not None:
-        check_version(path, manifest)
+    manifest, missing = None, [e.filename for e in catalog.EXERCISES]
     if os.path.isdir(path):
-        missing = check_files(path, missing_ok=True)
-    else:
-        missing = [e.filename for e in catalog.EXERCISES]
+        manifest, missing = read_manifest(path), check_files(path, missing_ok=True)
     try:
         os.makedirs(path, exist_ok=True)
         probe_writable(os.path.join(path, MANIFEST))
