@@ -139,13 +139,15 @@ def test_bad_training_parameters_are_one_line(server, body, words):
     assert status == 400 and words in answer['error'] and '\n' not in answer['error']
 
 
-def test_a_runs_folder_that_cannot_be_made_is_one_line(tiny_ckpt, names_file, tmp_path):
+def test_a_runs_folder_that_cannot_be_made_is_one_line(server, tmp_path, monkeypatch):
     not_a_folder = tmp_path / 'runs'
     not_a_folder.write_text('a file where --runs-dir should be')
-    with live_server(tiny_ckpt, not_a_folder, names_file) as server:
-        status, body, _ = request(server, 'POST', '/api/train/start', {'steps': 1})
-        assert status == 500 and '--runs-dir' in body['error'] and '\n' not in body['error']
-        assert post(server, '/api/train/status', {})['state'] == 'idle'  # no run was half started
+    monkeypatch.setattr(server.lab.runs, 'runs_dir', str(not_a_folder))
+    before = post(server, '/api/train/status', {})
+    status, body, _ = request(server, 'POST', '/api/train/start', {'steps': 1})
+    assert status == 500 and '--runs-dir' in body['error'] and '\n' not in body['error']
+    after = post(server, '/api/train/status', {})  # no run was half started
+    assert (after.get('run'), after['state']) == (before.get('run'), before['state'])
 
 
 def test_a_restarted_server_lists_the_runs_of_the_last_one(tiny_ckpt, names_file, tmp_path):
