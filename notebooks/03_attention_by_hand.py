@@ -136,10 +136,10 @@ for r in numbers['variance']:
 # %%
 print("entropy in bits, max weight, gradient scale:")
 for label in scaling.LABELS:
-    ours = numbers['row']['median'][label]
+    ours = numbers['row'][label]['median']
     print(f"  {label:<15}  median of {numbers['draws']:,} draws: {ours['entropy']:.3f} bits, "
           f"max {ours['max_weight']:.3f}, gradient scale {ours['gradient_scale']:.3f}")
-unscaled, scaled = (numbers['row']['median'][label] for label in scaling.LABELS)
+unscaled, scaled = (numbers['row'][label]['median'] for label in scaling.LABELS)
 assert unscaled['max_weight'] > 0.9 and unscaled['entropy'] < 0.5  # collapsed onto one key
 assert scaled['max_weight'] < 0.5 and scaled['entropy'] > 2         # spread over several
 

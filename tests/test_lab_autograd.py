@@ -196,14 +196,3 @@ def test_constants_and_engine_nodes_are_labelled():
     root, _, names = autograd.explore('a - 2 * b', ['a=1', 'b=1'])
     assert sorted(v for v in names.values() if not v.isalpha()) == ['-1', '2']
     assert isinstance(root, Value) and root.data == -1
-
-
-def test_a_literal_python_warns_about_is_one_error_line_and_no_warning(capsys):
-    """'0x1for' once printed Python's SyntaxWarning before the one-line error."""
-    import subprocess
-    import sys
-    done = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'autograd', '0x1for'],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stdout == ''
-    assert done.stderr.startswith("error: cannot parse '0x1for'") and done.stderr.count('\n') == 1
-    assert 'Warning' not in done.stderr

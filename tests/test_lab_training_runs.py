@@ -54,12 +54,12 @@ def test_a_page_run_logs_the_losses_train_py_logs_for_the_same_flags(text_server
     assert [(r['step'], r['val_loss'], r['train_loss']) for r in records if 'val_loss' in r] == cli_val
 
 
-def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(server):
-    started = post(server, '/api/train/start', {'steps': 8, 'n_embd': 8, 'n_head': 2, 'block_size': 12,
-                                                'weight_decay': 0.5})
+def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(text_server):
+    started = post(text_server, '/api/train/start', {'steps': 8, 'n_embd': 8, 'n_head': 2, 'block_size': 12,
+                                                     'weight_decay': 0.5})
     assert (started['params']['eval_every'], started['params']['save_every']) == (200, 100)  # train.py's
-    final, records, _ = wait_for_run(server)
-    path = server.lab.checkpoints.path(final['ckpt'])
+    final, records, _ = wait_for_run(text_server)
+    path = text_server.lab.checkpoints.path(final['ckpt'])
     run = read_checkpoint(path, training=True).train_state.run
     assert path.endswith('model.json') and (run.dtype, run.weight_decay) == ('float64', 0.5)
     assert [r['step'] for r in records if 'val_loss' in r] == [8]  # only at the end, as train.py evaluates
@@ -70,8 +70,8 @@ def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(se
     ({'dtype': 'bfloat16', 'engine': 'numpy'}, "choose float64 or float32"),
     ({'weight_decay': 11}, "'weight_decay'"), ({'eval_every': -1}, "'eval_every'"),
     ({'dropout': 0.95}, "'dropout'"), ({'momentum': 0.9}, "unknown field 'momentum'")])
-def test_a_refused_training_field_is_one_line_naming_it(server, body, words):
-    status, answer, _ = request(server, 'POST', '/api/train/start', body)
+def test_a_refused_training_field_is_one_line_naming_it(text_server, body, words):
+    status, answer, _ = request(text_server, 'POST', '/api/train/start', body)
     assert status == 400 and words in answer['error'] and '\n' not in answer['error']
 
 

@@ -39,8 +39,8 @@ def argv_for(s, ckpt, text):
             argv.append({'expression': 'a*b + a', 'text': text}[p.name])
     if s.name == 'autograd':
         argv += ['a=2', 'b=-3']
-    if s.name == 'sampling':
-        argv += [text[:6]]
+    if s.name == 'sampling':  # a continuation longer than a line: it folds
+        argv += [text[:6]] + (['--length', '110'] if len(text) > COLUMNS // 2 else [])
     if s.model == 'log':
         argv.append(log_path_for(ckpt))
     if s.reads_a_checkpoint:

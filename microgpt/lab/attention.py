@@ -14,7 +14,7 @@ port's forward pass captured.
 import numpy as np
 
 from ..edge.errors import UserError
-from .loading import data_mode, text_tokens
+from .loading import data_mode, read_text
 from .render import MASKED, bar, number, shade, table, token_label, unit, width
 from .rowstats import row_statistics, softmax
 
@@ -112,7 +112,7 @@ def _vec(x, spec='+.3f', shown=None):
 def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, ckpt=None):
     """head_view for TEXT, and the row statistics without and with the scaling."""
     mode = data_mode(ckpt)
-    token_ids = text_tokens(model, text, mode)
+    token_ids = read_text(model, text, mode).ids
     query = check_choice(model, token_ids, layer, head, query, mode)
     view = head_view(model, token_ids, layer, head, query, scale, temperature)
     head_dim = model.config.head_dim

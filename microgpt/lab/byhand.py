@@ -55,7 +55,7 @@ def check_inputs(q, k, v, query, n_head, w_o):
                 raise UserError(f"{name}{j + 1} has {len(vec)} numbers but k1 has {d}: every "
                                 "vector needs the same length")
     if not 0 <= query < T:
-        raise UserError(f"the query is token {query + 1}, but there are {T} tokens")
+        raise UserError(f"the query is token {query + 1}, but there are {T} tokens: give 1..{T}")
     if n_head < 1 or d % n_head:
         raise UserError(f"{n_head} heads cannot split {d} dimensions evenly: pick a divisor of {d}")
     if w_o is not None:
@@ -155,8 +155,6 @@ def compute(tokens=(), q=(), k=(), v=(), query=3, n_head=1, w_o=(), scale=True,
     read = {name: [parse_vector(text, f'{name}{j + 1}') for j, text in enumerate(vectors)]
             for name, vectors in (('q', q), ('k', k), ('v', v))}
     matrix = [parse_vector(text, f'W_O row {r + 1}') for r, text in enumerate(w_o)] or None
-    if not 1 <= query <= len(read['k']):
-        raise UserError(f"the query is token {query}, but there are {len(read['k'])} tokens: give 1..{len(read['k'])}")
     T = len(read['k'])
     names = list(tokens or (DEFAULTS['tokens'] if preset else []))[:T]
     names += [f'token {j + 1}' for j in range(len(names), T)]

@@ -142,8 +142,3 @@ def example_text(ckpt, default='anna'):
     if text and tok.unknown(text) is None:
         return text
     return default if tok.unknown(default) is None else ''.join(tok.chars[:8])
-
-
-def text_tokens(model, text, mode='lines'):
-    """What the model reads of TEXT (read_text's ids): [BOS] + a name, or a window of text."""
-    return read_text(model, text, mode).ids

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..edge.errors import UserError
 from .attention import check_choice
-from .loading import data_mode, text_tokens
+from .loading import data_mode, read_text
 from .render import token_label, width
 
 # (id, name, what it shows): the phases, in the order gpt() computes them
@@ -48,7 +48,7 @@ def phase_view(model, text, layer=0, head=0, query=None, mode='lines'):
     """
     from microgpt import inference
 
-    token_ids = text_tokens(model, text, mode)  # [BOS] + a name, or a window of running text
+    token_ids = read_text(model, text, mode).ids  # [BOS] + a name, or a window of running text
     query = check_choice(model, token_ids, layer, head, query, mode)
     _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'head_output'))
     c = model.config

@@ -71,23 +71,6 @@ def random_rows(draws, rng, d=ROW_D, n_keys=ROW_KEYS):
     return (q * k).sum(axis=-1)                     # (draws, n_keys)
 
 
-def row_study(draws, seed, d=ROW_D):
-    """An eight-key row at head size d, without and with scaling: {'draw': a fixed-seed draw's
-    statistics, 'median', 'quartiles' and 'all' of `draws` draws', 'spread_ratio' of the draw}."""
-    scale = d ** -0.5
-    one = random_rows(1, np.random.default_rng(seed), d)[0]       # (n_keys,)
-    many = random_rows(draws, np.random.default_rng(seed + 1), d)  # (draws, n_keys)
-    out = {'draw': {}, 'median': {}, 'quartiles': {}, 'all': {}}
-    for label, factor in zip(LABELS, (1.0, scale)):
-        out['draw'][label] = row_statistics(one * factor)
-        stats = batch_statistics(many * factor)
-        out['all'][label] = stats
-        out['median'][label] = {n: float(np.median(v)) for n, v in stats.items()}
-        out['quartiles'][label] = {n: tuple(np.percentile(v, [25, 75])) for n, v in stats.items()}
-    out['spread_ratio'] = out['draw']['without scaling']['spread'] / out['draw']['with scaling']['spread']
-    return out
-
-
 # ---------------------------------------------------------------------------- 5), 6) arithmetic
 def cost_ratio(n, D):
     """Attention's two contractions (2 n^2 D multiply-adds) over the projections Q, K, V, O
@@ -155,8 +138,17 @@ def random_row_widget(d, scale=True, temperature=1.0, n_keys=ROW_KEYS, seed=42, 
         stats = batch_statistics(many)
         stats['max_minus_min'] = many.max(axis=-1) - many.min(axis=-1)           # (draws,)
     out['median'] = {name: float(np.median(v)) for name, v in stats.items()}
+    out['quartiles'] = {name: tuple(np.percentile(v, [25, 75])) for name, v in stats.items()}
     out['draws'] = draws
     out['vanishing'] = out['median']['gradient_scale'] < VANISHING
+    return out
+
+
+def row_study(draws, seed, d=ROW_D):
+    """Section 4: an eight-key row at head size d, {label: random_row_widget's numbers} without
+    and with scaling, and 'spread_ratio', the unscaled draw's spread over the scaled one's."""
+    out = {label: random_row_widget(d, label == 'with scaling', seed=seed, draws=draws) for label in LABELS}
+    out['spread_ratio'] = out['without scaling']['stats']['spread'] / out['with scaling']['stats']['spread']
     return out
 
 
@@ -289,7 +281,7 @@ def render_all(d):
               f"max weight {1 / ROW_KEYS:g}, gradient scale {1 / ROW_KEYS:g})"]
     rows = []
     for label in LABELS:
-        s, m, qs = study['draw'][label], study['median'][label], study['quartiles'][label]
+        s, m, qs = study[label]['stats'], study[label]['median'], study[label]['quartiles']
         rows.append((label, f'this draw (seed {seed})', f"{s['spread']:.3g}",
                      f"{s['entropy']:.3f}", f"{s['max_weight']:.3f}", f"{s['gradient_scale']:.2e}"))
         rows.append(('', f'median of {draws}', f"{m['spread']:.3g}", f"{m['entropy']:.3f}",
@@ -298,7 +290,7 @@ def render_all(d):
                                           for n in ('spread', 'entropy', 'max_weight', 'gradient_scale'))))
     lines.append(table(('', 'row', 'spread (std)', 'entropy (bits)', 'max weight', 'gradient scale'),
                        rows, align='llrrrr'))
-    median = study['median']['without scaling']
+    median = study['without scaling']['median']
     lines.append(f"   The spread ratio is exactly sqrt({row_d}) = {row_d ** 0.5:g} "
                  f"(this draw: {study['spread_ratio']:.12g}). Unscaled, the median row has\n"
                  f"   already collapsed onto one key (max weight {median['max_weight']:.3f}, entropy "
