@@ -1,7 +1,5 @@
-// The Sampling page: `python -m microgpt.lab sampling` in the browser, drawn from POST
-// /api/sampling (microgpt/lab/sampling.py's compute). Two requests: the distributions alone (one
-// forward pass, drawn at once), then the draws at this page's temperature, asked once the learner
-// pauses (running text's take seconds on a large model; the earlier ones stay on screen, greyed).
+// The Sampling page draws POST /api/sampling (lab/sampling.py's compute) in two requests: the
+// distributions (one forward pass, drawn at once), then the draws, asked once the learner pauses.
 'use strict';
 
 const {$, el} = Lab;

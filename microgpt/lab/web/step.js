@@ -1,9 +1,5 @@
-// The Lesson 04 page: one training step on a name, in the order of `python -m microgpt.lab
-// step`: the loss at each position before and after the update, the gradient at the top
-// (dL/dlogits), its norm on the way back through each stage and weight matrix, Adam's first
-// step on one weight, and the graph's size. Every number comes from POST /api/step
-// (microgpt/lab/step.py's step_report, by the numpy engine, then the scalar one); this file
-// only formats them and sizes the bars.
+// The Lesson 04 page draws what POST /api/step answers (lab/step.py's step_report, as
+// `python -m microgpt.lab step` prints it), in the same numbered sections; it only formats and sizes.
 'use strict';
 
 const {$, el, bar, num} = Lab;

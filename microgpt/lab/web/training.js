@@ -1,9 +1,6 @@
-// The Training page: start train.py on the server, watch its log stream in (the training loss
-// of every step, the validation loss of every evaluation and the training loss measured beside
-// it), a few names (or a line or two of running text) sampled from each saved checkpoint, how
-// long the run has left at its own pace, and Stop (Ctrl-C for the run). POST /api/train/start,
-// /stop and /status (lab/runs.py); the form's fields are the server's list of train.py's flags
-// (limits.RUN_LIMITS); this file draws what it is sent.
+// The Training page: starts, watches and stops train.py on the server through POST
+// /api/train/start, /status and /stop (lab/runs.py); its form's fields are the server's list of
+// train.py's flags (limits.RUN_LIMITS), and it draws what it is sent.
 'use strict';
 
 const {$, el} = Lab;
