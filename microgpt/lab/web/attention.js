@@ -160,12 +160,8 @@ function drawStats() {
 
 // a new name forgets the old one's query at once (an Enter may draw before the typing pauses),
 // and redraws as the learner types (no Enter needed), at its last position
-function newName() {
-  $('query').value = '';
-  key = null;
-}
 Lab.on('form', 'submit', draw);
-Lab.on('text', 'input', newName);
+Lab.on('text', 'input', () => { $('query').value = ''; key = null; });
 Lab.on('text', 'input', Lab.debounced(draw));
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);

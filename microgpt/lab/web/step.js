@@ -166,12 +166,8 @@ function adam(d) {
       `; equal to |g| / (|g| + eps) within ${d.formula_diff.toExponential(1)}. ` +
       `${d.small_grads} have |g| < 1e-2, where eps shows past the 6th digit; the ${untouched} ` +
       `weights without a gradient moved by ${d.untouched_moved}`),
-    withoutGrad(d.without_grad));
-}
-
-// why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
-function withoutGrad(c) {
-  return el('p', {class: 'small', id: 'without-grad', 'data-zeros': c.zeros}, c.text);
+    // why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
+    el('p', {class: 'small', id: 'without-grad', 'data-zeros': d.without_grad.zeros}, d.without_grad.text));
 }
 
 // 6) the graph's size, and the same step through the numpy path and PyTorch, matrix by matrix
