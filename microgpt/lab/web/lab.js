@@ -348,12 +348,11 @@ const Lab = (() => {
     onChange = draw;
     document.title = `microgpt lab: ${document.querySelector('h1').textContent.split(':')[0]}`;
     try {
-      config = await api('/api/config');
+      await refreshConfig();
     } catch (e) {
       showError(`cannot reach the lab's server: ${e.message}`);
       return;
     }
-    renderHeader();
     markReady();
     await draw();
     document.body.dataset.drawn = 'true';  // the first draw is done (the browser tests wait for it)
