@@ -93,9 +93,6 @@ async function start() {
     refuse(e.message);
     return;
   }
-  train = []; smooth = []; val = []; offset = 0; run = null;
-  $('samples').replaceChildren();
-  $('finished').replaceChildren();
   poll();
 }
 
@@ -104,9 +101,10 @@ async function poll() {
   // an answer overtaken by a newer poll is dropped by Lab.api, so no record is drawn twice
   const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
   if (!status) return;
-  if (status.run !== run) {  // another run than drawn: its log is read from its start
+  if (status.run !== run) {  // another run than drawn (from here or elsewhere): its log read from its start
     const stale = offset !== 0;  // this answer is from the old run's offset in the new log
     train = []; smooth = []; val = []; run = status.run; offset = 0;
+    $('finished').replaceChildren();  // the last run's button would open the wrong checkpoint
     if (stale) { poll(); return; }
   }
   offset = status.offset;
