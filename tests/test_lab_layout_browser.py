@@ -14,9 +14,10 @@ from helpers import DRAWN, PAGES, check_layout, live_server, post, quiet, settle
 pytestmark = pytest.mark.browser
 
 # each page's title: its <h1> up to the colon, in the frame every page shares (web/frame.html)
-TITLES = {'overview': 'Overview', 'attention': 'Attention', 'byhand': 'Attention by hand', 'phases': 'Attention in phases',
-          'autograd': 'Autograd', 'scaling': 'Scaling', 'loss': 'Loss', 'sampling': 'Sampling', 'step': 'Lesson 04',
-          'embeddings': 'Embeddings', 'tokens': 'Tokens', 'training': 'Training', 'exercises': 'Exercises'}
+TITLES = {'overview': 'Overview', 'attention': 'Attention', 'byhand': 'Attention by hand',
+          'phases': 'Attention in phases', 'autograd': 'Autograd', 'scaling': 'Scaling', 'loss': 'Loss',
+          'sampling': 'Sampling', 'step': 'Lesson 04', 'embeddings': 'Embeddings', 'tokens': 'Tokens',
+          'training': 'Training', 'exercises': 'Exercises'}
 LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
 EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep
 # an element's box in page coordinates (not the viewport's, which scrolls): [left, top, width, height]

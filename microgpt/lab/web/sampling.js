@@ -54,7 +54,8 @@ function draws(data, own, text) {
       text ? d.texts.map(t => Lab.textBlock(t, data.prompt, {class: 'text-block sample'}))
         : el('ol', {class: 'samples', 'data-top-k': d.top_k ?? 'none'}, d.names.map((name, i) => {
           const known = data.marked && d.known[i];
-          return el('li', {class: known ? 'known' : (data.marked ? 'new' : null)}, name || '(empty: BOS first)', known ? '*' : '');
+          return el('li', {class: known ? 'known' : (data.marked ? 'new' : null)},
+                    name || '(empty: BOS first)', known ? '*' : '');
         }))))];
 }
 
