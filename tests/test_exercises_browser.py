@@ -44,7 +44,10 @@ def test_the_page_lists_the_path_with_a_link_to_each_idea_and_says_its_table_scr
     assert page.errors == []  # (each linked page loads: test_lab_browser.py opens every page of the registry)
 
 
-def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_ckpt, names_file, tmp_path, window):
+def test_with_a_workspace_it_shows_the_last_results_checks_on_request_and_says_where_to_go(
+        tiny_ckpt, names_file, tmp_path, window):
+    """Once every exercise has passed (the results `check` saves, recorded here: whether the
+    checker passes the solved files is test_exercises.py's question), the page says where to go."""
     folder = tmp_path / 'mine'
     ws = make_workspace(folder, solved=[1, 2, 3], files={4: SLIPS[4][0]})
     passed = {'status': 'pass', 'line': 'passed'}
@@ -56,7 +59,7 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
         page.wait_for_selector('body[data-drawn]', state='attached')
         status = page.locator('#path td.result').evaluate_all('tds => tds.map(td => td.dataset.status)')
         assert status == ['pass', 'pass'] + ['none'] * (N - 2)
-        assert 'mine' in page.inner_text('#workspace')
+        assert 'mine' in page.inner_text('#workspace') and page.locator('#next').count() == 0
         page.click('button.check[data-number="4"]')
         page.wait_for_selector('#report-row[data-number="4"][data-status="fail"]')
         report = page.inner_text('#report')
@@ -66,18 +69,9 @@ def test_with_a_workspace_it_shows_the_last_results_and_checks_on_request(tiny_c
         page.wait_for_selector('#report-row[data-number="5"][data-status]')
         assert page.locator('#report-row').count() == 1  # the last check's report only, under its row
         assert page.get_attribute('#path tr[data-number="5"] td.result', 'data-status') == 'todo'
-        assert page.errors == []
-    assert (folder / 'ex04_log.py').read_text() == before  # the page reads the learner's files, never writes them
-    assert workspace.Workspace.open(ws).results()['4']['status'] == 'fail'  # the command line sees it too
-
-
-def test_when_every_exercise_passes_the_page_says_where_to_go(tiny_ckpt, names_file, tmp_path, window):
-    """The page reads the results `check` saved (whether the checker passes the solved files is
-    test_exercises.py's question): each one passed."""
-    ws = make_workspace(tmp_path / 'done')
-    workspace.Workspace.open(ws).record({n: {'status': 'pass', 'line': 'every case agrees'} for n in catalog.NUMBERS})
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
-        page = window(390, 800)
+        assert (folder / 'ex04_log.py').read_text() == before  # the page reads the learner's files, never writes them
+        assert workspace.Workspace.open(ws).results()['4']['status'] == 'fail'  # the command line sees it too
+        saved.record({n: {'status': 'pass', 'line': 'every case agrees'} for n in catalog.NUMBERS})
         page.goto(server.url + 'exercises')
         page.wait_for_selector('#next li')
         assert page.locator('#next li').all_inner_texts() == list(catalog.WHAT_NEXT)

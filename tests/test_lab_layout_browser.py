@@ -13,6 +13,11 @@ from helpers import DRAWN, PAGES, check_layout, live_server, post, quiet, settle
 
 pytestmark = pytest.mark.browser
 
+# each page's title: its <h1> up to the colon, in the frame every page shares (web/frame.html)
+TITLES = {'overview': 'Overview', 'attention': 'Attention', 'byhand': 'Attention by hand',
+          'phases': 'Attention in phases', 'autograd': 'Autograd', 'scaling': 'Scaling', 'loss': 'Loss',
+          'sampling': 'Sampling', 'step': 'Lesson 04', 'embeddings': 'Embeddings', 'tokens': 'Tokens',
+          'training': 'Training', 'exercises': 'Exercises'}
 LONG = 'abcdefghijklmno'  # 15 characters: block_size 16 with BOS
 EXPRESSION = '(a*b + c*d) * (e + f) - exp(a) / (b + 2) + relu(c - d)'  # 24 nodes, 8 columns deep
 # an element's box in page coordinates (not the viewport's, which scrolls): [left, top, width, height]
@@ -28,14 +33,6 @@ def server(default_ckpt, names_file, tmp_path_factory):
 def open_page(p, server, name):
     p.goto(server.url + name)
     p.wait_for_selector(DRAWN, state='attached')  # the first draw is done: the page's whole layout
-
-
-def page_width(p):
-    return p.evaluate('document.documentElement.scrollWidth')
-
-
-def page_height(p):
-    return p.evaluate('document.documentElement.scrollHeight')
 
 
 def type_name(p, text):
@@ -76,7 +73,7 @@ def test_every_page_loads_whole_and_fits_its_window(server, trained, window):
             assert 'each step (mean of 16 names)' in p.locator('#chart-legend').text_content()
         quiet(p)
         assert p.locator('#error').is_hidden(), name
-        assert p.get_attribute('nav a.here', 'href') == '/' + name
+        assert p.get_attribute('nav a.here', 'href') == '/' + name and p.title() == f'microgpt lab: {TITLES[name]}'
         assert p.locator('nav a').evaluate_all('as => as.map(a => a.getAttribute("href"))') == ['/' + n for n in PAGES]
         if name in ('overview', 'attention', 'step'):  # a names model asks for a name
             assert p.locator('.input-word').first.inner_text() == 'name', name
@@ -124,11 +121,11 @@ def test_a_name_as_long_as_the_block_fits_and_a_clicked_cells_breakdown_opens_ne
     type_name(p, LONG)
     for width in (1280, 390):
         p.set_viewport_size({'width': width, 'height': 800})
-        assert page_width(p) <= width
+        assert p.evaluate('document.documentElement.scrollWidth') <= width
         if width == 1280:  # the heads two by two, not one per row: under 2000 px (2968 before)
             tops = p.locator('#heads > .head').evaluate_all('hs => hs.map(h => h.offsetTop)')
             assert len(tops) == 4 and len(set(tops)) == 2, tops
-            assert page_height(p) < 2000
+            assert p.evaluate('document.documentElement.scrollHeight') < 2000
         for head in (0, 3):  # a head on the first row of heads, and one on the last
             query, key = 15, 7
             p.locator(f'td.filled[data-head="{head}"][data-query="{query}"][data-key="{key}"]').click()
@@ -175,7 +172,7 @@ def test_a_deep_expression_fits_1280_and_no_edge_runs_under_a_box(server, window
     p.wait_for_selector('#graph g.node[data-label="relu"]')
     want = post(server, '/api/autograd', {'expression': EXPRESSION, 'values': {}, 'lenient': True})
     assert p.locator('#graph g.node').count() == len(want['nodes']) >= 16
-    assert page_width(p) <= 1280
+    assert p.evaluate('document.documentElement.scrollWidth') <= 1280
     graph = p.locator('#graph').evaluate(BOX)
     assert graph[0] + graph[2] <= 1280
     drawn = boxes_and_paths(p)

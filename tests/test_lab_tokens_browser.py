@@ -19,10 +19,11 @@ def server(tmp_path_factory, bpe_ckpt, names_file):
         yield s
 
 
-def test_typing_redraws_the_routes_tokens_and_a_click_says_why_on_a_phone(server, window):
+def test_typing_redraws_the_routes_tokens_a_click_says_why_and_the_pages_say_token(server, window):
     """Each token a coloured piece whose hover text is its id and bytes, and the merges the route
     lists; each token's merge and each cut's reason the route's sentences, shown when clicked
-    (tapped) or hovered; at 390 px the page is no wider than the phone and the sentence wraps."""
+    (tapped) or hovered; at 390 px the page is no wider than the phone and the sentence wraps.
+    Then the pages that name what a model reads say 'token' of it."""
     p = window(390)
     open_page(p, server, 'tokens')
     p.fill('#text', 'emma ř')
@@ -56,13 +57,8 @@ def test_typing_redraws_the_routes_tokens_and_a_click_says_why_on_a_phone(server
     assert why['x'] >= 0 and why['x'] + why['width'] <= 390
     cut = p.locator('#pieces .cut').first.bounding_box()
     assert cut['width'] >= 10  # wide enough to tap
-    assert p.errors == []
-
-
-def test_the_pages_say_token_of_a_byte_pair_model(server, window):
-    """The Overview and Sampling pages' sentences on a byte-pair model: the next token, not the
-    next character (the server's word for what the checkpoint reads)."""
-    p = window(1280)
+    # the Overview and Sampling pages' sentences on a byte-pair model: the next token, not the
+    # next character (the server's word for what the checkpoint reads)
     open_page(p, server, 'overview')
     assert 'predicts the next token' in ' '.join(p.inner_text('.lead').split())
     assert 'character' not in ' '.join(p.locator('.unit-word').all_inner_texts())

@@ -1,8 +1,5 @@
-// The Attention page: one heatmap per head of the chosen layer (row i = query, column j = key,
-// future cells blank), a clicked cell's score taken apart (q·k per dimension, the scaling,
-// the softmax), and the row statistics. Every number comes from POST /api/attention, which
-// runs lab/attention.py's attention_view. The heads sit side by side, their cells narrower for
-// a long name, and a clicked cell's breakdown opens under the row of heads that holds it.
+// The Attention page (attention.html) draws what POST /api/attention answers (lab/attention.py's
+// attention_view): a heatmap per head, a clicked cell's score taken apart, the row's statistics.
 'use strict';
 
 const {$, el} = Lab;
@@ -28,13 +25,8 @@ async function draw() {
   }, ['heads', 'detail', 'stats', 'row']);
 }
 
-// A cell's size for T positions. Up to 16 positions (Lab.heatmap.compact) each cell shows its
-// weight and each axis its tokens: 2rem a cell up to 8, narrower up to 16, so that two heads of a
-// 16-position model fit side by side in a 1280 px window. Past that (64 positions: the
-// Shakespeare recipe) the weights are colour alone, the cells square and as large as the box
-// allows, two heads a row where they fit, the axes marked every few positions, and a cell's
-// numbers are read by hovering (the read-out line) or clicking it (the breakdown).
-
+// A cell's size for T positions, up to 16 (Lab.heatmap.compact): 2rem up to 8, narrower up to
+// 16, so that two heads of a 16-position model fit side by side in a 1280 px window.
 function cellSize(T) {
   return T <= 8 ? ['2rem', '0.65rem'] : T <= 12 ? ['1.7rem', '0.62rem'] : ['1.45rem', '0.58rem'];
 }
@@ -168,12 +160,8 @@ function drawStats() {
 
 // a new name forgets the old one's query at once (an Enter may draw before the typing pauses),
 // and redraws as the learner types (no Enter needed), at its last position
-function newName() {
-  $('query').value = '';
-  key = null;
-}
 Lab.on('form', 'submit', draw);
-Lab.on('text', 'input', newName);
+Lab.on('text', 'input', () => { $('query').value = ''; key = null; });
 Lab.on('text', 'input', Lab.debounced(draw));
 for (const id of ['layer', 'head', 'query', 'scale']) Lab.on(id, 'change', () => { key = null; draw(); });
 Lab.on('temperature', 'input', draw);

@@ -1,10 +1,7 @@
-// The Autograd page: an expression's graph of engine Values as SVG, each box with its data
-// and grad, and a slider per variable. The server parses (never evaluates) the expression,
-// builds the graph and runs backward() (POST /api/autograd, lab/autograd.py's explore); this
-// file only lays the boxes out: a node's column is one more than its deepest input's, a leaf
-// sits just left of the first node that reads it, an edge that skips columns runs along the
-// free lane between two rows of boxes (never under one), and a graph wider than the page is
-// scaled down to fit (to at most MIN_SCALE, then it scrolls in its box).
+// The Autograd page draws the graph of Values that POST /api/autograd builds (lab/autograd.py
+// parses the expression, never evaluates it). It lays the boxes out: a node one column right of
+// its deepest input, a leaf just left of its first reader, an edge across columns along the free
+// lane between two rows of boxes, and a graph wider than the page scaled down (to MIN_SCALE).
 'use strict';
 
 const {$, el, svg} = Lab;

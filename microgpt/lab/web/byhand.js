@@ -1,7 +1,5 @@
-// The Attention by hand page: q, k and v typed for up to six tokens, and attention computed
-// on them by hand, step by step. Every number comes from POST /api/byhand
-// (microgpt/lab/byhand.py's compute): the boxes are sent as typed, the server reads them and
-// says which box it cannot read. This file only draws.
+// The Attention by hand page sends the boxes as typed to POST /api/byhand (lab/byhand.py's
+// compute), which reads them or names the box it cannot read; this file only draws.
 'use strict';
 
 const {$, el, num, scroll} = Lab;

@@ -1,6 +1,4 @@
-// The Embeddings page: wte's rows on their two principal components, each character's nearest
-// neighbours by cosine similarity, and the cosine similarity of every pair of wpe rows. Every
-// number comes from POST /api/embeddings (microgpt/lab/embeddings.py's compute); this file
+// The Embeddings page draws what POST /api/embeddings answers (lab/embeddings.py's compute): it
 // only places the labels and colours the cells.
 'use strict';
 
@@ -79,9 +77,7 @@ function neighbours(e) {
           el('span', {class: 'num muted', 'data-value': sim}, Lab.fmt(sim, 2))))))));
 }
 
-// Up to 16 positions (Lab.heatmap.compact) each cell shows its similarity; past that (64: the
-// Shakespeare recipe) colour alone in square cells sized to the panel, the axes marked every few
-// positions, and a hovered cell's numbers in the read-out line
+// a compact map's cells sized to the panel, a hovered cell's numbers in the read-out line
 function wpe(e) {
   const c = e.wpe_cosine, n = c.length, compact = Lab.heatmap.compact(n);
   const size = Lab.heatmap.cell($('wpe').clientWidth - 60, n);

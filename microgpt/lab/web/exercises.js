@@ -1,6 +1,4 @@
-// The Exercises page: the path of exercises, each with the lab page that shows its idea and, when
-// the server was started with --exercises DIR, its last result and a button that checks it now.
-// Every word comes from POST /api/exercises (microgpt/lab/exercises/web.py); a check is
+// The Exercises page draws what POST /api/exercises answers (lab/exercises/web.py); a check is
 // POST /api/exercises/check, run by the server in the checker's subprocess, never here.
 'use strict';
 

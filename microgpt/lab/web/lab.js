@@ -167,7 +167,8 @@ const Lab = (() => {
   // lab.css paints one run by kind of mark, several (class 'many') each in its --run.
   function lossChart(chart, runs, [s0, s1], log = false) {
     const W = 760, H = 300, L = 50, R = 16, T = 14, B = 36, one = runs.length === 1;
-    const losses = runs.flatMap(r => [...r.train.map(p => p[1]), ...r.val.flatMap(([, v, t]) => (t === null ? [v] : [v, t]))]);
+    const losses = runs.flatMap(r => [...r.train.map(p => p[1]),
+                                      ...r.val.flatMap(([, v, t]) => (t === null ? [v] : [v, t]))]);
     let [l0, l1] = [Math.min(...losses), Math.max(...losses)];
     if (l1 - l0 < 1e-9) { l0 -= 0.5; l1 += 0.5; }
     const u = log ? s => Math.log(Math.max(s, 1)) : s => s;  // train.py counts steps from 1; a log may hold 0
@@ -178,7 +179,9 @@ const Lab = (() => {
     const named = (r, what) => `${one ? '' : r.label + ', '}${what}`;
     const ticks = Array.from({length: 5}, (_, k) => l0 + (l1 - l0) * k / 4);  // a loss read off any height
     chart.classList.toggle('many', !one);
-    for (const [key, value] of Object.entries({viewBox: `0 0 ${W} ${H}`, width: W, height: H})) chart.setAttribute(key, value);
+    chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    chart.setAttribute('width', W);
+    chart.setAttribute('height', H);
     Object.assign(chart.dataset, {trainPoints: runs[0].train.length, valPoints: runs[0].val.length, runs: runs.length,
                                   xscale: log ? 'log' : 'linear'});
     chart.replaceChildren(
@@ -348,12 +351,11 @@ const Lab = (() => {
     onChange = draw;
     document.title = `microgpt lab: ${document.querySelector('h1').textContent.split(':')[0]}`;
     try {
-      config = await api('/api/config');
+      await refreshConfig();
     } catch (e) {
       showError(`cannot reach the lab's server: ${e.message}`);
       return;
     }
-    renderHeader();
     markReady();
     await draw();
     document.body.dataset.drawn = 'true';  // the first draw is done (the browser tests wait for it)

@@ -1,7 +1,5 @@
-// The Loss page: the chosen checkpoint's training log as curves and a table of tenths, and the
-// logs of other checkpoints ticked beside it, on the same picture. Every number comes from POST
-// /api/loss (microgpt/lab/loss.py's compute on the logs beside the checkpoints, in the order
-// asked: the chosen one first); this file only scales them to the chart.
+// The Loss page draws what POST /api/loss answers (lab/loss.py's compute, on the logs beside the
+// checkpoints asked, the chosen one first): it only scales them to the chart.
 'use strict';
 
 const {$, el} = Lab;

@@ -1,7 +1,5 @@
-// The Overview page: for [BOS] + the name (or a window of running text), each position's most
-// likely next characters as bars, the true one, its probability and loss, the mean loss, and one
-// sampled continuation. Everything drawn comes from POST /api/overview (lab/overview.py's
-// predictions and continuation).
+// The Overview page draws what POST /api/overview answers (lab/overview.py's predictions and
+// continuation).
 'use strict';
 
 const {$, el} = Lab;

@@ -1,7 +1,5 @@
-// The Attention in phases page: one head's attention on the learner's model, phase by phase. One POST
-// /api/phases (microgpt/lab/phases.py) per name, layer, head and query brings every number of
-// every phase and gpt()'s lines as microgpt/model.py holds them now, with each phase's line
-// numbers; Play, back and forward only choose which of them to draw. Nothing is computed here.
+// The Attention in phases page draws what POST /api/phases (lab/phases.py) answers: one answer
+// per name, layer, head and query holds every phase; Play, back and forward only choose which to draw.
 'use strict';
 
 const {$, el, svg} = Lab;

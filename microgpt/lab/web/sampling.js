@@ -1,7 +1,5 @@
-// The Sampling page: `python -m microgpt.lab sampling` in the browser, drawn from POST
-// /api/sampling (microgpt/lab/sampling.py's compute). Two requests: the distributions alone (one
-// forward pass, drawn at once), then the draws at this page's temperature, asked once the learner
-// pauses (running text's take seconds on a large model; the earlier ones stay on screen, greyed).
+// The Sampling page draws POST /api/sampling (lab/sampling.py's compute) in two requests: the
+// distributions (one forward pass, drawn at once), then the draws, asked once the learner pauses.
 'use strict';
 
 const {$, el} = Lab;
@@ -37,37 +35,28 @@ async function draw() {
   await Lab.guard(async () => {
     const data = await Lab.api('/api/sampling?part=draws', {...common, temperatures: [own], names_at: [own],
       num: Number($('num').value), seed: Number($('seed').value), ...(text ? {length: Number($('length').value)} : {})});
-    $('names').replaceChildren(...(text ? continuations(data, own) : names(data, own)));
+    $('names').replaceChildren(...draws(data, own, text));
     $('drawn').classList.remove('stale');
   }, ['names'], false);
 }
 
-// the names drawn at this page's temperature, without and with the top-k cut
-function names(data, own) {
-  const marks = data.marked
-    ? el('p', {class: 'muted small', id: 'marks'}, '* = a name of the training data (',
-        data.source, '; trained on or held out); the others are new')
-    : el('p', {class: 'muted small', id: 'marks'}, `not marked: ${data.source}`);
-  const lists = data.draws.filter(d => d.temperature === own).map(d =>
-    el('div', {class: 'draw'},
-      el('h4', {}, d.top_k ? `top-k ${d.top_k}` : (own === 0 ? 'greedy' : 'no cut')),
-      el('ol', {class: 'samples', 'data-top-k': d.top_k ?? 'none'}, d.names.map((name, i) => {
-        const known = data.marked && d.known[i];
-        return el('li', {class: known ? 'known' : (data.marked ? 'new' : null)},
-          name || '(empty: BOS first)', known ? '*' : '');
-      }))));
-  return [marks, ...lists];
-}
-
-// running text: each continuation after the prompt (in bold), its newlines kept
-function continuations(data, own) {
-  const about = el('p', {class: 'muted small', id: 'marks'}, `${data.num} continuation${data.num === 1 ? '' : 's'} ` +
-    `of ${data.length} characters at each setting, seed ${data.seed}, as sample.py --length draws them`);
-  const lists = data.draws.filter(d => d.temperature === own).map(d =>
+// the draws at this page's temperature, without and with the top-k cut: names, each marked *
+// where the training data has it, or running text's continuations after the prompt (in bold)
+function draws(data, own, text) {
+  const about = el('p', {class: 'muted small', id: 'marks'}, ...(text
+    ? [`${data.num} continuation${data.num === 1 ? '' : 's'} of ${data.length} characters at each setting, ` +
+       `seed ${data.seed}, as sample.py --length draws them`]
+    : data.marked ? ['* = a name of the training data (', data.source, '; trained on or held out); the others are new']
+      : [`not marked: ${data.source}`]));
+  return [about, ...data.draws.filter(d => d.temperature === own).map(d =>
     el('div', {class: 'draw', 'data-top-k': d.top_k ?? 'none'},
       el('h4', {}, d.top_k ? `top-k ${d.top_k}` : (own === 0 ? 'greedy' : 'no cut')),
-      d.texts.map(t => Lab.textBlock(t, data.prompt, {class: 'text-block sample'}))));
-  return [about, ...lists];
+      text ? d.texts.map(t => Lab.textBlock(t, data.prompt, {class: 'text-block sample'}))
+        : el('ol', {class: 'samples', 'data-top-k': d.top_k ?? 'none'}, d.names.map((name, i) => {
+          const known = data.marked && d.known[i];
+          return el('li', {class: known ? 'known' : (data.marked ? 'new' : null)},
+                    name || '(empty: BOS first)', known ? '*' : '');
+        }))))];
 }
 
 // one column of bars per temperature; a character is left out when it is below HIDE at every one

@@ -1,8 +1,5 @@
-// The Scaling page: four widgets on the 1/sqrt(d) factor. Every number comes from POST /api/scaling
-// (microgpt/lab/scaling.py, the functions `python -m microgpt.lab scaling` prints from), one
-// `part` at a time: 'row' (one attention row, random or this model's scores), 'variance',
-// 'cost' and 'index'. With "this model's" q and k, the row's scores q.k come from POST
-// /api/attention and go back to /api/scaling as they are; this file only draws.
+// The Scaling page: four widgets, each drawing one `part` of POST /api/scaling (lab/scaling.py):
+// 'row', 'variance', 'cost' and 'index'. "This model's" row sends /api/attention's raw scores back.
 'use strict';
 
 const {$, el, num, scroll} = Lab;

@@ -1,9 +1,5 @@
-// The Lesson 04 page: one training step on a name, in the order of `python -m microgpt.lab
-// step`: the loss at each position before and after the update, the gradient at the top
-// (dL/dlogits), its norm on the way back through each stage and weight matrix, Adam's first
-// step on one weight, and the graph's size. Every number comes from POST /api/step
-// (microgpt/lab/step.py's step_report, by the numpy engine, then the scalar one); this file
-// only formats them and sizes the bars.
+// The Lesson 04 page draws what POST /api/step answers (lab/step.py's step_report, as
+// `python -m microgpt.lab step` prints it), in the same numbered sections; it only formats and sizes.
 'use strict';
 
 const {$, el, bar, num} = Lab;
@@ -170,12 +166,8 @@ function adam(d) {
       `; equal to |g| / (|g| + eps) within ${d.formula_diff.toExponential(1)}. ` +
       `${d.small_grads} have |g| < 1e-2, where eps shows past the 6th digit; the ${untouched} ` +
       `weights without a gradient moved by ${d.untouched_moved}`),
-    withoutGrad(d.without_grad));
-}
-
-// why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
-function withoutGrad(c) {
-  return el('p', {class: 'small', id: 'without-grad', 'data-zeros': c.zeros}, c.text);
+    // why the weights without a gradient have none: step.py's zero_gradient_census, as lab step says it
+    el('p', {class: 'small', id: 'without-grad', 'data-zeros': d.without_grad.zeros}, d.without_grad.text));
 }
 
 // 6) the graph's size, and the same step through the numpy path and PyTorch, matrix by matrix

@@ -1,8 +1,5 @@
-// The Tokens page: the text cut into the checkpoint's tokens, each in a colour of its own, with
-// its id and bytes; why each token was made and each cut left (click, tap or hover one); the
-// first merges of a byte-pair model's table; the ids the model is fed.
-// Every number comes from POST /api/tokens (microgpt/lab/tokens.py's compute); this file only
-// colours and lays them out.
+// The Tokens page draws what POST /api/tokens answers (lab/tokens.py's compute): it only
+// colours the tokens and lays them out.
 'use strict';
 
 const {$, el} = Lab;

@@ -1,9 +1,6 @@
-// The Training page: start train.py on the server, watch its log stream in (the training loss
-// of every step, the validation loss of every evaluation and the training loss measured beside
-// it), a few names (or a line or two of running text) sampled from each saved checkpoint, how
-// long the run has left at its own pace, and Stop (Ctrl-C for the run). POST /api/train/start,
-// /stop and /status (lab/runs.py); the form's fields are the server's list of train.py's flags
-// (limits.RUN_LIMITS); this file draws what it is sent.
+// The Training page: starts, watches and stops train.py on the server through POST
+// /api/train/start, /status and /stop (lab/runs.py); its form's fields are the server's list of
+// train.py's flags (limits.RUN_LIMITS), and it draws what it is sent.
 'use strict';
 
 const {$, el} = Lab;
@@ -96,9 +93,6 @@ async function start() {
     refuse(e.message);
     return;
   }
-  train = []; smooth = []; val = []; offset = 0; run = null;
-  $('samples').replaceChildren();
-  $('finished').replaceChildren();
   poll();
 }
 
@@ -107,9 +101,10 @@ async function poll() {
   // an answer overtaken by a newer poll is dropped by Lab.api, so no record is drawn twice
   const status = await Lab.guard(() => Lab.api('/api/train/status', {offset}));
   if (!status) return;
-  if (status.run !== run) {  // another run than drawn: its log is read from its start
+  if (status.run !== run) {  // another run than drawn (from here or elsewhere): its log read from its start
     const stale = offset !== 0;  // this answer is from the old run's offset in the new log
     train = []; smooth = []; val = []; run = status.run; offset = 0;
+    $('finished').replaceChildren();  // the last run's button would open the wrong checkpoint
     if (stale) { poll(); return; }
   }
   offset = status.offset;
