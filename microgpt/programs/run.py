@@ -292,7 +292,7 @@ class Run:
                            *((step, self.val_loss) if best else self.best or (None, None)))
         try:
             self.output.write(Checkpoint.of(trainer, s.data_mode, None if best else trainer.optimizer_state(),
-                                            state), best)
+                                            state, weights=trainer.weights()), best)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
             self._write_failed(step, e)
 
