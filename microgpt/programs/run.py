@@ -285,8 +285,8 @@ class Run:
         self.saved_step = step
 
     def _save(self, step, trainer, best=False):
-        """The checkpoint at --out, or with best the best file beside it: the weights and the
-        step they are, but no Adam (a model to sample, not to resume)."""
+        """The checkpoint at --out (weights, Adam, where the run stands), or with best the best
+        file beside it (the weights and their step, no Adam: a model to sample, not to resume)."""
         s = self.settings
         state = TrainState(step, s.saved(), self.fingerprint, self.val_loss,
                            *((step, self.val_loss) if best else self.best or (None, None)))
