@@ -24,7 +24,7 @@ def vals(out):
     return [(e['step'], e['val_loss']) for e in log_of(out) if 'val_loss' in e]
 
 
-def test_the_best_checkpoint_is_the_weights_of_the_logged_best_step(tmp_path, names_file, capsys):
+def test_the_best_checkpoint_is_the_logged_best_steps_weights_sampled_never_resumed(tmp_path, names_file, capsys):
     out = tmp_path / 'm.json'
     code, printed, _ = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '30', *COMMON], capsys)
     assert code == 0
@@ -35,6 +35,17 @@ def test_the_best_checkpoint_is_the_weights_of_the_logged_best_step(tmp_path, na
     _, val_docs = split_docs(load_docs(names_file), val_size=8, seed=42)
     assert abs(evaluate(kept.model(), val_docs) - best) < 1e-10  # its weights give the logged loss
     assert read_checkpoint(str(out), training=True).train_state.best_step == step
+    # sample.py --best reads it; it is a model, not a run: no Adam, and --resume at it is refused
+    code, best_names, _ = run(sample.main, ['--ckpt', str(out), '--best', '--num', '3'], capsys)
+    assert code == 0 and best_names == run(sample.main, ['--ckpt', str(tmp_path / 'm.best.json'), '--num', '3'],
+                                           capsys)[1]
+    with open(tmp_path / 'm.best.json', encoding='utf-8') as f:
+        assert json.load(f)['train_state']['adam'] is None
+    code, _, err = run(train.main, ['--out', str(tmp_path / 'm.best.json'), '--resume', '--steps', '40'], capsys)
+    assert_one_line_error(code, err, 'it cannot be resumed; start a new run from it with --init')
+    assert os.path.exists(tmp_path / 'm.best.json')
+    code, _, err = run(sample.main, ['--ckpt', str(tmp_path / 'none.json'), '--best'], capsys)
+    assert_one_line_error(code, err, 'none.best.json does not exist')
 
 
 def test_a_resumed_run_keeps_its_best_and_an_older_one_stays_out(tmp_path, names_file, capsys):
@@ -56,24 +67,3 @@ def test_the_place_of_the_best_is_checked_before_anything_is_written(tmp_path, n
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), '--steps', '3', *COMMON], capsys)
     assert_one_line_error(code, err, 'm.best.json, where this run keeps its best validation')
     assert best.read_text() == 'my notes\n' and not out.exists()
-
-
-def test_sample_reads_the_best_with_a_flag(tmp_path, names_file, capsys):
-    out = tmp_path / 'm.json'
-    assert run(train.main, ['--data', names_file, '--out', str(out), '--steps', '10', *COMMON], capsys)[0] == 0
-    code, best_names, _ = run(sample.main, ['--ckpt', str(out), '--best', '--num', '3'], capsys)
-    assert code == 0
-    code, same, _ = run(sample.main, ['--ckpt', str(tmp_path / 'm.best.json'), '--num', '3'], capsys)
-    assert best_names == same
-    code, _, err = run(sample.main, ['--ckpt', str(tmp_path / 'none.json'), '--best'], capsys)
-    assert_one_line_error(code, err, 'none.best.json does not exist')
-
-
-def test_a_best_checkpoint_is_a_model_and_cannot_be_resumed(tmp_path, names_file, capsys):
-    out = tmp_path / 'm.json'
-    assert run(train.main, ['--data', names_file, '--out', str(out), '--steps', '5', *COMMON], capsys)[0] == 0
-    with open(tmp_path / 'm.best.json', encoding='utf-8') as f:
-        assert json.load(f)['train_state']['adam'] is None
-    code, _, err = run(train.main, ['--out', str(tmp_path / 'm.best.json'), '--resume', '--steps', '9'], capsys)
-    assert_one_line_error(code, err, 'it cannot be resumed; start a new run from it with --init')
-    assert os.path.exists(tmp_path / 'm.best.json')

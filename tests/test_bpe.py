@@ -12,7 +12,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from helpers import REPO_DIR
+from helpers import REPO_DIR, log_of
 from microgpt import bpe, bpe_fast
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.bpe_fast import FastBPETokenizer
@@ -152,21 +152,6 @@ def test_a_byte_pair_checkpoint_keeps_its_merges_in_both_formats(tmp_path, bpe_c
         assert back.tokenizer.encode('emma ř') == ckpt.tokenizer.encode('emma ř')
 
 
-def test_every_engine_samples_the_same_names_from_a_byte_pair_model(bpe_ckpt):
-    from microgpt import inference
-    from microgpt.edge.checkpoint import read_checkpoint
-    from microgpt.sampling import sample_names
-    ckpt = read_checkpoint(bpe_ckpt)
-    scalar = sample_names(ckpt.model(), num=5, seed=3)
-    port = sample_names(inference.NumpyGPT(ckpt.config, ckpt.weights, tokenizer=ckpt.tokenizer), num=5, seed=3)
-    assert scalar == port and len(set(scalar)) > 1
-
-
-def train_log(out):
-    with open(str(out)[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
-        return [json.loads(line) for line in f]
-
-
 @pytest.mark.torch
 def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, names_file):
     """Resuming learns no merges again (they are the checkpoint's): the torch engine continues
@@ -184,7 +169,7 @@ def test_a_byte_pair_run_resumes_on_another_engine_with_its_merges(tmp_path, nam
         engine = 'torch' if out is a else 'numpy'
         assert train.main(['--resume', '--out', str(out), '--steps', '4', '--engine', engine,
                            '--num-samples', '0']) == 0
-    step4 = [[r['loss'] for r in train_log(out) if r.get('step') == 4 and 'loss' in r] for out in (a, b)]
+    step4 = [[r['loss'] for r in log_of(out) if r.get('step') == 4 and 'loss' in r] for out in (a, b)]
     assert step4[0] == pytest.approx(step4[1], rel=1e-9) and len(step4[0]) == 1
     assert read_checkpoint(str(a)).merges == merges
 
@@ -208,7 +193,7 @@ def test_a_byte_pair_model_trains_and_samples_on_the_scalar_engine(tmp_path, nam
         code, printed, _ = run(train.main, ['--data', names_file, *BPE_RUN, '--engine', engine, '--steps', '6',
                                             '--eval-every', '3', '--out', str(out)], capsys)
         assert code == 0 and f'engine={engine}' in printed and 'tokenizer=bpe vocab_size=270' in printed
-    scalar, port = (train_log(outs[e]) for e in ('scalar', 'numpy'))
+    scalar, port = (log_of(outs[e]) for e in ('scalar', 'numpy'))
     assert [r['step'] for r in scalar if 'loss' in r] == list(range(1, 7))
     assert max(abs(a['loss'] - b['loss']) for a, b in zip(scalar, port) if 'loss' in a) < ENGINE_TOL
     assert [r['val_loss'] for r in scalar if 'val_loss' in r] == pytest.approx(
@@ -239,8 +224,8 @@ def test_a_byte_pair_run_stopped_and_resumed_logs_the_uninterrupted_runs_losses(
     assert read_checkpoint(str(parts)).train_state.step == 6
     code, printed, _ = run(train.main, ['--out', str(parts), '--resume', '--threads', '1'], capsys)
     assert code == 0 and 'start_step=6' in printed
-    assert [r['step'] for r in train_log(parts) if 'loss' in r] == list(range(1, 13))
-    assert train_log(parts) == train_log(whole)
+    assert [r['step'] for r in log_of(parts) if 'loss' in r] == list(range(1, 13))
+    assert log_of(parts) == log_of(whole)
     assert read_checkpoint(str(parts)).merges == read_checkpoint(str(whole)).merges
 
 
@@ -260,7 +245,7 @@ def test_running_text_with_byte_pairs_trains_and_samples(tmp_path, play_file):
     assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
                        '--vocab-size', '300', '--block-size', '16', '--steps', '4', '--eval-every', '2',
                        '--num-samples', '0', '--out', str(out)]) == 0
-    validations = [r for r in train_log(out) if 'val_loss' in r]
+    validations = [r for r in log_of(out) if 'val_loss' in r]
     assert validations and all(math.isfinite(r['val_loss']) for r in validations)
     assert sample.main(['--ckpt', str(out), '--length', '30', '--prompt', 'ROMEO: ř']) == 0
 
@@ -279,14 +264,14 @@ def test_bits_per_character_are_the_loss_over_ln2_for_characters_and_scaled_for_
     assert train.main(['--engine', 'numpy', '--data', play_file, '--data-mode', 'text', '--tokenizer', 'bpe',
                        '--vocab-size', '300', '--block-size', '16', '--steps', '2', '--eval-every', '2',
                        '--num-samples', '0', '--out', str(out)]) == 0
-    record = [r for r in train_log(out) if 'val_loss' in r][-1]
+    record = [r for r in log_of(out) if 'val_loss' in r][-1]
     tok = read_checkpoint(str(out)).tokenizer
     _, val_text = text.split_text(text.load_text(play_file), None, 16)
     expected = record['val_loss'] * len(tok.encode(val_text)) / len(val_text) / math.log(2)
     assert record['val_bpc'] == pytest.approx(expected, rel=1e-12)
     assert len(tok.encode(val_text)) < 0.8 * len(val_text)  # the factor is not 1 / ln 2 here
 
-    names = [r for r in train_log(bpe_ckpt) if 'val_loss' in r][-1]
+    names = [r for r in log_of(bpe_ckpt) if 'val_loss' in r][-1]
     _, val_docs = split_docs(load_docs(names_file), 6, seed=42, shuffle=True)
     tok = read_checkpoint(bpe_ckpt).tokenizer
     tokens = sum(len(tok.encode(d)) + 1 for d in val_docs)  # no name is cut by the block of 12
@@ -295,7 +280,7 @@ def test_bits_per_character_are_the_loss_over_ln2_for_characters_and_scaled_for_
 
 
 def test_a_character_models_bits_per_character_are_its_loss_over_ln2(tiny_ckpt):
-    for record in (r for r in train_log(tiny_ckpt) if 'val_loss' in r):
+    for record in (r for r in log_of(tiny_ckpt) if 'val_loss' in r):
         assert record['val_bpc'] == pytest.approx(record['val_loss'] / math.log(2), rel=1e-12)
 
 
@@ -303,7 +288,7 @@ def test_lab_loss_in_bits_uses_the_logs_figures_and_refuses_a_log_without_them(t
     from microgpt.edge.errors import UserError
     from microgpt.lab import loss
     from microgpt.programs.runlog import log_path_for
-    records = train_log(bpe_ckpt)
+    records = log_of(bpe_ckpt)
     evals = [r for r in records if 'val_loss' in r]
     factor = evals[0]['train_bpc'] / evals[0]['train_loss']
     train, val = loss.read_log(log_path_for(bpe_ckpt), unit='bits')

@@ -167,13 +167,8 @@ def test_a_corrupt_checkpoint_file_is_a_one_line_error(tmp_path, make_text, frag
     assert fragment in one_line_error(path)
 
 
-def test_a_directory_is_not_a_checkpoint_and_n_head_is_only_for_the_export(tmp_path):
+def test_a_directory_is_not_a_checkpoint(tmp_path):  # (--n-head against a checkpoint: test_cli.py)
     assert 'is a directory' in one_line_error(tmp_path)
-    path = tmp_path / 'model.json'
-    write_checkpoint(str(path), Checkpoint.of(trained_model()))  # n_head 2
-    assert read_checkpoint(str(path), n_head=2).config.n_head == 2
-    with pytest.raises(UserError, match="--n-head 4 contradicts the checkpoint's n_head 2"):
-        read_checkpoint(str(path), n_head=4)  # a fault in the flag, not the file
 
 
 # ---------------------------------------------------------------------------- tutorial export

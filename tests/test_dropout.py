@@ -213,9 +213,10 @@ def test_a_run_with_dropout_and_decay_resumes_exactly(tmp_path, names_file, caps
     assert [e['loss'] for e in losses(log_of(whole))] == [e['loss'] for e in losses(log_of(parts))]
 
 
-def test_the_best_of_a_dropout_run_holds_the_weights_of_its_logged_loss(tmp_path, names_file, capsys):
-    """Evaluation never drops: the best checkpoint's weights, evaluated by the scalar engine
-    without any mask, give the validation loss the run logged for them."""
+def test_evaluation_sampling_and_the_best_file_never_drop_and_a_resume_keeps_the_rate(tmp_path, names_file, capsys):
+    """The best checkpoint's weights, evaluated by the scalar engine without any mask, give the
+    validation loss the run logged for them; sample.py draws the names of the weights alone; a
+    resume with another --dropout is refused in one line."""
     out = tmp_path / 'm.json'
     code, _, _ = run(train.main, train_args(names_file, out, '--steps', '20', '--eval-every', '5', '--engine', 'numpy',
                                             '--val-size', '8'), capsys)
@@ -226,15 +227,10 @@ def test_the_best_of_a_dropout_run_holds_the_weights_of_its_logged_loss(tmp_path
     assert kept.train_state.step == step
     _, val_docs = split_docs(load_docs(names_file), val_size=8, seed=42)
     assert abs(evaluate(kept.model(), val_docs) - best) < 1e-10
-
-
-def test_sampling_a_dropout_trained_model_is_sampling_its_weights(tmp_path, names_file, capsys):
-    out = tmp_path / 'm.json'
-    assert run(train.main, train_args(names_file, out, '--steps', '10', '--engine', 'numpy'), capsys)[0] == 0
     code, printed, _ = run(sample.main, ['--ckpt', str(out), '--num', '5', '--seed', '3', '--engine', 'scalar'], capsys)
-    model = read_checkpoint(str(out)).model()  # the weights alone: no dropout anywhere
-    names = list(iter_names(model, num=5, seed=3))
-    assert code == 0 and printed.split() == names
+    assert code == 0 and printed.split() == list(iter_names(read_checkpoint(str(out)).model(), num=5, seed=3))
+    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '30', '--dropout', '0.5'], capsys)
+    assert_one_line_error(code, err, '--dropout 0.5 differs from the run being resumed (0.2)')
 
 
 # ---------------------------------------------------------------------------- the flag
@@ -249,13 +245,6 @@ def test_a_bad_dropout_is_one_line(tmp_path, names_file, capsys, value, fragment
                        capsys)
     assert code == 2
     assert_one_line_error(code, err, fragment)
-
-
-def test_resuming_with_another_dropout_is_refused_in_one_line(tmp_path, names_file, capsys):
-    out = tmp_path / 'm.json'
-    assert run(train.main, train_args(names_file, out, '--steps', '3', '--engine', 'numpy'), capsys)[0] == 0
-    code, _, err = run(train.main, ['--out', str(out), '--resume', '--steps', '6', '--dropout', '0.5'], capsys)
-    assert_one_line_error(code, err, '--dropout 0.5 differs from the run being resumed (0.2)')
 
 
 def test_the_originals_run_drops_nothing(tmp_path, names_file, capsys):

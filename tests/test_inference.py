@@ -7,7 +7,7 @@ loss, then the names that sampling draws.
 Each runs on several configs with random weights: microgpt's default, a deeper and wider one
 with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
 position at a time with its KV cache; the port computes the whole sequence in one call.
-Then: captures (shapes, NaN future, causality), checkpoints of both forms, clear errors.
+Then: captures (shapes, NaN future, causality), and checkpoints read by the one reader.
 """
 
 import json
@@ -75,67 +75,38 @@ def run_scalar(model, token_ids):
 
 # ---------------------------------------------------------------------------- the two paths agree
 @pytest.mark.parametrize('name', CONFIGS)
-def test_logits_agree_with_scalar_gpt_at_every_position(name):
+def test_logits_attention_and_the_kv_cache_agree_with_scalar_gpt_at_every_position(name):
+    """For a whole block, one token and five: the logits (forward's and forward_batch's), each
+    head's attention weights over the positions so far (gpt()'s softmax, traced) and the keys
+    and values (gpt()'s KV cache, one n_embd vector a position; the capture splits it into heads)."""
     model, port = random_pair(name)
-    for seed, T in enumerate([model.config.block_size, 1, 5]):
-        token_ids = random_ids(model.config, T, seed)
-        expected, _, _, _ = run_scalar(model, token_ids)
-        logits, _ = port.forward(token_ids)
-        assert logits.shape == (T, model.config.vocab_size)
+    cfg = model.config
+    for seed, T in enumerate([cfg.block_size, 1, 5]):
+        token_ids = random_ids(cfg, T, seed)
+        expected, traces, keys, values = run_scalar(model, token_ids)
+        logits, caps = port.forward(token_ids, capture=['attention_softmax', 'k', 'v'])
+        assert logits.shape == (T, cfg.vocab_size)
         assert np.abs(logits - expected).max() < AGREE_TOL
+        assert np.abs(port.forward_batch([token_ids])[0] - logits).max() < AGREE_TOL
+        for i, trace in enumerate(traces):
+            for li in range(cfg.n_layer):
+                for h in range(cfg.n_head):
+                    weights = trace[f'layer{li}.head{h}']  # gpt()'s weights over positions 0..i
+                    assert len(weights) == i + 1
+                    assert np.abs(caps['attention_softmax'][li, h, i, :i + 1] - weights).max() < AGREE_TOL
+        for cache, captured in ((keys, caps['k']), (values, caps['v'])):
+            for li in range(cfg.n_layer):
+                cached = np.array([[x.data for x in vec] for vec in cache[li]])  # (T, n_embd)
+                assert np.abs(captured[li] - split_heads(cached, cfg.n_head)).max() < AGREE_TOL
 
 
 @pytest.mark.parametrize('name', CONFIGS)
-def test_vectorized_forward_agrees_with_the_loops(name):
-    model, port = random_pair(name, seed=1)
-    token_ids = random_ids(model.config, model.config.block_size, seed=1)
-    logits, _ = port.forward(token_ids)
-    assert np.abs(port.forward_batch([token_ids])[0] - logits).max() < AGREE_TOL
-
-
-@pytest.mark.parametrize('name', CONFIGS)
-def test_attention_weights_equal_the_scalar_trace(name):
-    model, port = random_pair(name, seed=2)
-    cfg = model.config
-    token_ids = random_ids(cfg, cfg.block_size, seed=2)
-    _, traces, _, _ = run_scalar(model, token_ids)
-    _, caps = port.forward(token_ids, capture=['attention_softmax'])
-    weights = caps['attention_softmax']  # (n_layer, n_head, T, T)
-    for i, trace in enumerate(traces):
-        for li in range(cfg.n_layer):
-            for h in range(cfg.n_head):
-                expected = trace[f'layer{li}.head{h}']  # gpt()'s weights over positions 0..i
-                assert len(expected) == i + 1
-                assert np.abs(weights[li, h, i, :i + 1] - expected).max() < AGREE_TOL
-
-
-@pytest.mark.parametrize('name', CONFIGS)
-def test_keys_and_values_equal_the_scalar_kv_cache(name):
-    model, port = random_pair(name, seed=3)
-    cfg = model.config
-    token_ids = random_ids(cfg, cfg.block_size, seed=3)
-    _, _, keys, values = run_scalar(model, token_ids)
-    _, caps = port.forward(token_ids, capture=['k', 'v'])
-    for cache, captured in ((keys, caps['k']), (values, caps['v'])):
-        for li in range(cfg.n_layer):
-            # the cache holds one n_embd vector per position; the capture splits it into heads
-            cached = np.array([[x.data for x in vec] for vec in cache[li]])  # (T, n_embd)
-            per_head = split_heads(cached, cfg.n_head)  # (n_head, T, head_dim)
-            assert np.abs(captured[li] - per_head).max() < AGREE_TOL
-
-
-@pytest.mark.parametrize('name', CONFIGS)
-def test_loss_agrees_with_scalar_doc_loss(name):
+def test_loss_and_evaluate_agree_with_the_scalar_ones(name):
     model, port = random_pair(name, seed=4)
     # the last name is longer than any block: both paths must cut it at block_size
     for doc in random_names(CONFIGS[name][1], 3, seed=4) + ['x' * 20]:
         tokens = doc_tokens(model.tokenizer, doc)
         assert port.loss(tokens) == pytest.approx(doc_loss(model, tokens).data, abs=AGREE_TOL)
-
-
-@pytest.mark.parametrize('name', CONFIGS)
-def test_evaluate_agrees_with_scalar_evaluate(name):
-    model, port = random_pair(name, seed=5)
     docs = random_names(CONFIGS[name][1], 8, seed=5)
     assert inference.evaluate(port, docs) == pytest.approx(scalar_evaluate(model, docs), abs=AGREE_TOL)
 
@@ -165,7 +136,6 @@ def test_greedy_decoding_gives_the_same_name(name):
 @pytest.mark.parametrize('name', CONFIGS)
 def test_seeded_sampling_gives_the_same_names(name):
     model, port = random_pair(name, seed=6)
-    block_size = model.config.block_size
     for seed, temperature, prompt in [(42, 0.5, ''), (7, 1.0, 'a'), (3, 2.0, 'ba')]:
         expected = sample_names(model, num=5, temperature=temperature, seed=seed, prompt=prompt)
         names = sample_names(port, num=5, temperature=temperature, seed=seed, prompt=prompt)
@@ -275,71 +245,15 @@ def test_load_checkpoint_gives_the_scalar_model_as_arrays(tiny_ckpt):
         assert port.weights[name].tolist() == matrix  # bit for bit
 
 
-def test_load_checkpoint_reads_the_tutorial_export(tiny_ckpt, tmp_path):
+def test_a_bad_checkpoint_gives_the_scalar_readers_one_line_error(tiny_ckpt, tmp_path):
+    """The port reads through the one reader (edge/checkpoint.py, tested in test_checkpoint.py)."""
     with open(tiny_ckpt, encoding='utf-8') as f:
-        ckpt = json.load(f)
-    # the 3D tutorial's flat form: the state_dict at top level, metadata under '_' keys
-    flat = dict(ckpt['state_dict'], _vocab=ckpt['vocab'], _bos_id=len(ckpt['vocab']),
-                _vocab_size=len(ckpt['vocab']) + 1)
-    path = tmp_path / 'tutorial.json'
-    path.write_text(json.dumps(flat), encoding='utf-8')
-    n_head = ckpt['config']['n_head']  # the export does not record it
-    port = inference.load_checkpoint(str(path), n_head=n_head)
-    ours = inference.load_checkpoint(tiny_ckpt)
-    token_ids = [ours.tokenizer.bos, 0, 1, 2]
-    assert port.config == ours.config
-    assert np.array_equal(port.forward(token_ids)[0], ours.forward(token_ids)[0])
-
-
-def bad_checkpoints(tiny_ckpt, tmp_path):
-    """A few broken files, each paired with a name for the test id."""
-    with open(tiny_ckpt, encoding='utf-8') as f:
-        good = json.load(f)
-    wrong_shape = json.loads(json.dumps(good))
-    wrong_shape['state_dict']['wte'] = wrong_shape['state_dict']['wte'][:-1]
-    files = {
-        'missing': None,
-        'not json': '{"format": "microgpt",',
-        'wrong shape': json.dumps(wrong_shape),
-        'nan': json.dumps(good).replace(str(good['state_dict']['wpe'][0][0]), 'NaN', 1),
-        'old version': json.dumps(dict(good, version=0)),
-    }
-    paths = {}
-    for name, text in files.items():
-        path = tmp_path / (name.replace(' ', '_') + '.json')
-        if text is not None:
-            path.write_text(text, encoding='utf-8')
-        paths[name] = str(path)
-    return paths
-
-
-def test_bad_checkpoints_give_the_same_one_line_errors(tiny_ckpt, tmp_path):
-    for name, path in bad_checkpoints(tiny_ckpt, tmp_path).items():
-        with pytest.raises(UserError) as scalar_error:
-            scalar_load_checkpoint(path)
-        with pytest.raises(UserError) as port_error:
-            inference.load_checkpoint(path)
-        assert str(port_error.value) == str(scalar_error.value), name
-        assert '\n' not in str(port_error.value)
-
-
-# ---------------------------------------------------------------------------- clear errors
-@pytest.mark.parametrize('token_ids, fragment', [
-    (list(range(17)), 'do not fit the block of 16'),
-    ([0, 27], 'token id 27 is outside the vocabulary (0..26)'),
-    ([-1], 'token id -1 is outside'),
-    ([], 'non-empty'),
-    ([0.5], 'must be ints'),
-])
-def test_bad_token_ids_are_one_line_user_errors(token_ids, fragment):
-    _, port = random_pair('default')
-    for run in (port.forward, lambda ids: port.forward_batch([ids])[0]):
-        with pytest.raises(UserError) as error:
-            run(token_ids)
-        assert fragment in str(error.value) and '\n' not in str(error.value)
-
-
-def test_unknown_capture_names_the_choices():
-    _, port = random_pair('default')
-    with pytest.raises(UserError, match="unknown capture 'attention'.*attention_softmax"):
-        port.forward([0], capture=['attention'])
+        bad = json.load(f)
+    bad['state_dict']['wte'] = bad['state_dict']['wte'][:-1]
+    path = tmp_path / 'wrong_shape.json'
+    path.write_text(json.dumps(bad), encoding='utf-8')
+    with pytest.raises(UserError) as scalar_error:
+        scalar_load_checkpoint(str(path))
+    with pytest.raises(UserError) as port_error:
+        inference.load_checkpoint(str(path))
+    assert str(port_error.value) == str(scalar_error.value) and 'wte should be' in str(port_error.value)

@@ -29,14 +29,15 @@ def digest(path):
 run = functools.partial(helpers.run, train.main)  # run(argv, capsys): train.py's (status, stdout, stderr)
 
 
-@pytest.fixture
-def trained(tmp_path, capsys):
-    """(names file, --out) of a trained run of STEPS steps: a checkpoint and a log of STEPS + 1 lines."""
-    names = tmp_path / 'names.txt'
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """(names file, --out) of a trained run of STEPS steps: a checkpoint and a log of STEPS + 1
+    lines, which every refusal below leaves as it is."""
+    folder = tmp_path_factory.mktemp('trained')
+    names = folder / 'names.txt'
     names.write_text('\n'.join(TINY_NAMES) + '\n', encoding='utf-8')
-    out = tmp_path / 'm.json'
-    code, _, err = run(['--data', str(names), '--out', str(out), '--steps', str(STEPS), *TINY], capsys)
-    assert code == 0, err
+    out = folder / 'm.json'
+    assert train.main(['--data', str(names), '--out', str(out), '--steps', str(STEPS), *TINY]) == 0
     assert len(open(log_path_for(str(out))).read().splitlines()) == STEPS + 1  # the steps and the final validation
     return str(names), str(out)
 
@@ -75,7 +76,7 @@ def test_a_refused_command_leaves_the_checkpoint_and_its_log_byte_for_byte(train
     assert code == 2 and err.startswith('error: ') and err.count('\n') == 1, err
     assert fragment in err, err
     assert (digest(out), digest(log)) == before
-    assert not [f for f in os.listdir(tmp_path) if f.endswith('.tmp')]
+    assert not [f for f in os.listdir(os.path.dirname(out)) if f.endswith('.tmp')]
 
 
 def test_a_refused_run_leaves_no_folder_it_made_for_its_out(tmp_path, capsys):

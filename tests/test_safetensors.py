@@ -16,6 +16,7 @@ from microgpt import inference
 from microgpt.programs import convert, sample, train
 from microgpt.edge.checkpoint import is_our_checkpoint, read_checkpoint
 from microgpt.lab.__main__ import main as lab_main
+from microgpt.programs.runlog import log_path_for
 from helpers import assert_one_line_error, losses, run, train_args
 
 
@@ -24,9 +25,8 @@ def lists(weights):
     return {name: [list(row) for row in m] for name, m in weights.items()}
 
 
-def log_of(out):
-    with open(str(out)[:-len('.json')] + '.log.jsonl' if str(out).endswith('.json') else str(out) + '.log.jsonl',
-              encoding='utf-8') as f:
+def log_of(out):  # beside a .json or a .safetensors checkpoint
+    with open(log_path_for(str(out)), encoding='utf-8') as f:
         return [json.loads(line) for line in f]
 
 
@@ -54,8 +54,7 @@ def test_it_resumes_exactly_and_converts_both_ways_bit_for_bit(trained, tmp_path
     """Both saved runs continued from step 12 to 16 log the same losses, bit for bit."""
     for ext in ('.safetensors', '.json'):
         shutil.copy(trained[ext], tmp_path / f'model{ext}')
-        shutil.copy(trained[ext][:-len('.json')] + '.log.jsonl' if ext == '.json' else trained[ext] + '.log.jsonl',
-                    tmp_path / ('model.log.jsonl' if ext == '.json' else 'model.safetensors.log.jsonl'))
+        shutil.copy(log_path_for(trained[ext]), log_path_for(str(tmp_path / f'model{ext}')))
         assert run(train.main, ['--out', str(tmp_path / f'model{ext}'), '--resume', '--steps', '16',
                                 '--num-samples', '0'], capsys)[0] == 0
     out = tmp_path / 'model.safetensors'

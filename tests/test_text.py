@@ -12,7 +12,6 @@ Run: .venv/bin/python -m pytest -q tests/test_text.py
 import functools
 import math
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -25,7 +24,6 @@ from microgpt.edge import text
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
 from microgpt.tokenizer import CharTokenizer
-from microgpt.programs.train import ScalarTrainer
 from microgpt.training import doc_losses
 
 PROSE = ("The storm arrived at dusk, and the old man sat by the window watching the sea.\n"
@@ -71,7 +69,6 @@ def test_validation_windows_predict_every_validation_character_once():
         assert targets == ids[-n_val:]                 # each once, in order
         assert all(2 <= len(w) <= block + 1 for w in windows)
         assert windows[0][0] == ids[-n_val - 1]        # the context of the first is the last training id
-        assert text.count_targets(windows) == n_val
 
 
 def test_the_split_takes_a_fraction_or_a_count():
@@ -107,7 +104,7 @@ def test_the_validation_loss_equals_a_direct_computation_over_the_validation_par
 
 
 # ---------------------------------------------------------------------------- train.py
-def test_a_text_run_is_deterministic_records_its_mode_and_resumes_exactly(prose_file, tmp_path, capsys,
+def test_a_text_run_is_deterministic_records_its_mode_resumes_exactly_and_inits_text(prose_file, tmp_path, capsys,
                                                                              monkeypatch):
     flags = ['--data-mode', 'text', '--data', prose_file, '--steps', '8', '--batch-size', '3',
              '--val-size', '0.2', '--eval-every', '4', *TINY]
@@ -122,30 +119,17 @@ def test_a_text_run_is_deterministic_records_its_mode_and_resumes_exactly(prose_
     assert ckpt.data_mode == 'text' and ckpt.train_state.run.data_mode == 'text'
     # Ctrl-C during step 5, then resumed: the same log as the run that went straight through
     c = tmp_path / 'c.json'
-    real_step, count = ScalarTrainer.step, [0]
-
-    def step_then_ctrl_c(*args):
-        count[0] += 1
-        loss = real_step(*args)
-        if count[0] == 5:
-            os.kill(os.getpid(), signal.SIGINT)  # delivered now, to train.py's own handler
-        return loss
-    monkeypatch.setattr(ScalarTrainer, 'step', step_then_ctrl_c)
+    helpers.interrupt_after(monkeypatch, 5)
     assert run(flags + ['--out', str(c)], capsys)[0] == 130
     monkeypatch.undo()
     assert read_checkpoint(str(c)).train_state.step == 5
     code, _, err = run(['--out', str(c), '--resume'], capsys)
     assert code == 0, err
     assert log_of(c) == log_of(a)
-
-
-def test_init_from_a_text_checkpoint_keeps_reading_running_text(prose_file, tmp_path, capsys):
-    a, b = tmp_path / 'a.json', tmp_path / 'b.json'
-    base = ['--data', prose_file, '--steps', '3', '--eval-every', '0', *TINY]
-    assert run(['--data-mode', 'text', *base, '--out', str(a)], capsys)[0] == 0
-    code, out, _ = run([*base[:-len(TINY)], '--num-samples', '0', '--init', str(a), '--out', str(b)], capsys)
-    assert code == 0 and 'data_mode=text' in out
-    assert read_checkpoint(str(b)).data_mode == 'text'
+    # --init from it, without --data-mode: a model of running text goes on reading running text
+    code, out, _ = run(['--data', prose_file, '--steps', '3', '--eval-every', '0', '--num-samples', '0',
+                        '--init', str(a), '--out', str(tmp_path / 'd.json')], capsys)
+    assert code == 0 and 'data_mode=text' in out and read_checkpoint(str(tmp_path / 'd.json')).data_mode == 'text'
 
 
 def test_the_engines_train_running_text_alike(prose_file, tmp_path, capsys):

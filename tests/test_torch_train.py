@@ -12,7 +12,6 @@ without --engine torch, more ranks than names) is one line, exit 2, the checkpoi
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -33,19 +32,6 @@ def torch_or_skip():
     torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
     torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
     return torch
-
-
-def interrupt_engine_after(monkeypatch, cls, calls):
-    """A real SIGINT during the `calls`-th step of engine class `cls` (as Ctrl-C would send)."""
-    real_step, count = cls.step, [0]
-
-    def step_then_ctrl_c(self, *args):  # the trainer's own arguments (batch, lr, dropout masks)
-        loss = real_step(self, *args)
-        count[0] += 1
-        if count[0] == calls:
-            os.kill(os.getpid(), signal.SIGINT)
-        return loss
-    monkeypatch.setattr(cls, 'step', step_then_ctrl_c)
 
 
 def test_the_torch_engine_logs_the_numpy_engines_losses(tmp_path, names_file, capsys):
@@ -74,7 +60,7 @@ def test_a_run_moves_scalar_then_torch_then_numpy_as_if_it_never_switched(tmp_pa
     interrupt_after(monkeypatch, 6)  # the scalar engine, Ctrl-C in its 6th step
     assert run(train.main, train_args(names_file, out, '--steps', '18'), capsys)[0] == 130
     monkeypatch.undo()
-    interrupt_engine_after(monkeypatch, torchgpt.Trainer, 6)  # torch does steps 7-12
+    interrupt_after(monkeypatch, 6, torchgpt.Trainer)  # torch does steps 7-12
     code, stdout, _ = run(train.main, ['--out', str(out), '--resume', '--engine', 'torch', '--num-samples', '0'],
                           capsys)
     monkeypatch.undo()

@@ -8,6 +8,7 @@ against its closed form (a weight with no gradient shrinks by exactly (1 - lr * 
 A run with decay resumes exactly and keeps its decay; bad values are one line.
 """
 
+import importlib.util
 import random
 
 import numpy as np
@@ -75,7 +76,7 @@ def test_one_step_with_decay_is_pytorchs_adamw():
 
 
 def test_the_three_engines_agree_with_decay_on(tmp_path, names_file, capsys):
-    engines = ['scalar', 'numpy'] + (['torch'] if _has_torch() else [])
+    engines = ['scalar', 'numpy'] + (['torch'] if importlib.util.find_spec('torch') else [])
     logs = {}
     for engine in engines:
         out = tmp_path / f'{engine}.json'
@@ -90,14 +91,6 @@ def test_the_three_engines_agree_with_decay_on(tmp_path, names_file, capsys):
     run(train.main, ['--data', names_file, '--out', str(plain), '--steps', '20', '--batch-size', '2', '--lr', '0.02',
                      '--engine', 'numpy', '--num-samples', '0', '--eval-every', '0', *TINY], capsys)
     assert max(abs(a - b['loss']) for a, b in zip(logs['numpy'], losses(log_of(plain)))) > 1e-6
-
-
-def _has_torch():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def test_a_run_with_decay_resumes_with_it_and_refuses_another(tmp_path, names_file, capsys):

@@ -119,11 +119,6 @@ def spread_windows(ids, n_targets, block_size):
     return [ids[s:s + block_size + 1] for s in sorted({room * k // max(1, n_windows - 1) for k in range(n_windows)})]
 
 
-def count_targets(windows):
-    """How many characters a list of windows predicts: one per id after the first of each."""
-    return sum(len(w) - 1 for w in windows)
-
-
 def evaluate(model, windows):
     """The validation loss with the scalar engine: the reference for
     inference.evaluate_windows, and what train.py uses where numpy is not installed."""

@@ -285,14 +285,14 @@ class Run:
         self.saved_step = step
 
     def _save(self, step, trainer, best=False):
-        """The checkpoint at --out, or with best the best file beside it: the weights and the
-        step they are, but no Adam (a model to sample, not to resume)."""
+        """The checkpoint at --out (weights, Adam, where the run stands), or with best the best
+        file beside it (the weights and their step, no Adam: a model to sample, not to resume)."""
         s = self.settings
         state = TrainState(step, s.saved(), self.fingerprint, self.val_loss,
                            *((step, self.val_loss) if best else self.best or (None, None)))
         try:
             self.output.write(Checkpoint.of(trainer, s.data_mode, None if best else trainer.optimizer_state(),
-                                            state), best)
+                                            state, weights=trainer.weights()), best)
         except UserError as e:  # files.WriteError: it says what failed and that the old file is intact
             self._write_failed(step, e)
 

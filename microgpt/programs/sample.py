@@ -6,11 +6,9 @@ Generate names, or running text, from a trained checkpoint.
     python sample.py --top-k 5 --temperature 1    # draw only among the 5 most likely characters
     python sample.py --ckpt out/shakespeare.safetensors --length 500 --prompt "ROMEO:"   # running text
 
-main() reads as three stages: settle the flags, read the checkpoint (one record: config,
-vocabulary and data mode), generate with microgpt/sampling.py. Either engine gives the same text
-for the same seed: the Value engine for a model as small as train.py's default (it is the
-lesson, and as fast there), the numpy port above. Each name or character is printed as soon as
-it is made, so Ctrl-C keeps what was already printed.
+main() reads as three stages: settle the flags, read the checkpoint, generate with
+microgpt/sampling.py. Either engine gives the same text for the same seed; each name or
+character is printed as soon as it is made, so Ctrl-C keeps what was already printed.
 """
 
 import os
@@ -104,8 +102,7 @@ def main(argv=None):
 
 
 def model_for(config, weights, tokenizer, engine=None):
-    """The model to sample from: the engine asked for, else the fastest that gives the same
-    text (the numpy port above SCALAR_UP_TO parameters, where numpy is installed)."""
+    """The model to sample from: the engine asked for, else the fastest that gives the same text."""
     n_params, faster = limits.parameter_count(config), "drop --engine scalar"
     if engine is None:
         try:
@@ -125,17 +122,15 @@ def model_for(config, weights, tokenizer, engine=None):
 
 
 def text_prompt_ids(tokenizer, prompt):
-    """The ids running text is continued from (here and in the lab): the prompt's, any length,
-    an unknown character one line naming it; for an empty prompt, a newline, or a text's first
-    character where it has none."""
+    """The ids running text is continued from (here and in the lab): the prompt's; for an empty
+    prompt, a newline, or a text's first character where it has none."""
     ids = encode(tokenizer, prompt)
     return ids or tokenizer.encode(TEXT_START if tokenizer.unknown(TEXT_START) is None else tokenizer.chars[0])
 
 
 def stream_text(model, prompt='', num=1, length=DEFAULT_LENGTH, temperature=TEMPERATURE, top_k=None, seed=42,
                 out=None):
-    """`num` samples of `length` characters after the prompt, each character printed at once;
-    the arguments are checked here (this is an edge)."""
+    """`num` samples of `length` characters after the prompt, each character printed at once."""
     out = out or sys.stdout
     check_sampling(temperature, top_k, model.config.vocab_size)
     prompt_ids = text_prompt_ids(model.tokenizer, prompt)

@@ -21,9 +21,9 @@ from ..training import doc_losses, mean_loss
 
 class Tap:
     """Stands in for a blocks module: calls pass through, and `seen(site, x)` / `out(site, y)`
-    hear each site's input and output (out may hand back another output). A site is named by
-    where it is: 'embedding', 'layer{i}.attn_in' (an rmsnorm's input), 'layer{i}.attn_wq' (a
-    linear's output; its input is 'layer{i}.attn_wq.in'), 'layer{i}.attn_weights', ..."""
+    hear each site's input and output (out may hand back another output): 'embedding',
+    'layer{i}.attn_in' (an rmsnorm's input), 'layer{i}.attn_wq' (a linear's output; its input
+    is 'layer{i}.attn_wq.in'), 'layer{i}.attn_weights', ..."""
 
     def __init__(self, model, blocks=None):
         self.blocks, cfg = blocks or model.blocks, model.config  # the real blocks: ops or fused

@@ -36,13 +36,7 @@ def make_batch(batch, block_size, vocab_size):
     idx[b, t] is the token read at position t, targets[b * T + t] the one to predict there,
     mask 1.0 where that is a real token of name b and 0.0 on padding.
     """
-    if not batch:
-        raise UserError("a batch needs at least one name")
-    lengths = []
-    for tokens in batch:
-        if len(tokens) < 2:
-            raise UserError(f"a name needs at least 2 tokens (one to read, one to predict), got {len(tokens)}")
-        lengths.append(num_predictions(tokens, block_size))  # as doc_loss: past the block, cut
+    lengths = [num_predictions(tokens, block_size) for tokens in batch]  # as doc_loss: past the block, cut
     B, T = len(batch), max(lengths)
     idx = np.full((B, T), PAD, dtype=np.intp)             # (B, T)
     targets = np.full((B, T), PAD, dtype=np.intp)         # (B, T)

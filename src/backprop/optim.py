@@ -82,9 +82,7 @@ class AdamArrays:
         """{'t', 'm', 'v'} with plain Python floats: microgpt.optim.Adam.state()'s form."""
         return {'t': self.t, 'm': self.m.tolist(), 'v': self.v.tolist()}
 
-    def load_state(self, state):
-        if len(state['m']) != len(self.m) or len(state['v']) != len(self.v):
-            raise ValueError("optimizer state does not match the number of parameters")
+    def load_state(self, state):  # the checkpoint's reader has checked its sizes
         self.t = int(state['t'])
         self.m = np.array(state['m'], dtype=self.dtype)  # (n_params,): float32 rounds a float64 run's
         self.v = np.array(state['v'], dtype=self.dtype)  # (n_params,)

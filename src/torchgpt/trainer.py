@@ -5,11 +5,10 @@ Trainer: one PyTorch training step (forward, loss.backward(), torch.optim.Adam) 
     trainer = torchgpt.Trainer(config, GPT(config, seed=42).weights(), tokenizer, device='cpu')
     loss = trainer.step([doc_tokens(tokenizer, 'emma'), doc_tokens(tokenizer, 'liam')], lr=0.01)
 
-The third engine of train.py's loop (`--engine torch`), with the methods of backprop.Trainer and
-microgpt.programs.train.ScalarTrainer: step(batch, lr) -> loss, weights(), load_weights(),
-optimizer_state(), load_optimizer_state(). The batch is backprop.make_batch's, the Adam is
-torch.optim.Adam with microgpt's betas and eps, and its moments are exported flat in GPT.params
-order, so a checkpoint from any engine resumes on any other.
+The third engine of train.py's loop (`--engine torch`), with the methods of backprop.Trainer.
+The batch is backprop.make_batch's, the Adam is torch.optim.Adam with microgpt's betas and eps,
+and its moments are exported flat in GPT.params order, so a checkpoint from any engine resumes
+on any other.
 
 dtype: float64 (the other engines' numbers, to rounding), float32, or bfloat16 (mixed
 precision as it is usually done: float32 weights and Adam, matrix products in bfloat16 under
@@ -146,9 +145,7 @@ class Trainer:
     def weights(self):  # {name: [[float]]}, what a checkpoint stores
         return {name: p.detach().double().cpu().tolist() for name, p in self.model.named_parameters()}
 
-    def load_weights(self, weights):
-        """Copy {name: [[float]] or array} into the parameters (the checkpoint's reader, or the
-        model they come from, has checked every name and shape)."""
+    def load_weights(self, weights):  # {name: [[float]] or array}, every name and shape checked by their reader
         tensors = {name: torch.from_numpy(np.asarray(weights[name], dtype=np.float64))  # (n_out, n_in)
                    for name in parameter_shapes(self.config)}
         self.model.load_state_dict(tensors)  # copies, converting to the model's dtype and device
