@@ -8,7 +8,7 @@ learner's folder from a cell. Only the notebooks import it (IPython comes with t
 import os
 import tempfile
 
-from .exercises.cli import main as exercises
+from .__main__ import main
 
 # the folder microgpt/ is in: the checkout, where `exercises start` writes by default
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,7 +35,7 @@ def check_exercises(numbers):
     a file of the learner's is never overwritten."""
     folder = os.environ.get('MICROGPT_EXERCISES') or os.path.join(CHECKOUT, 'exercises')
     if not os.path.isdir(folder):
-        exercises(['start', folder])
+        main(['exercises', 'start', folder])
     for number in numbers:
-        if exercises(['check', str(number), '--dir', folder]) != 0:
+        if main(['exercises', 'check', str(number), '--dir', folder]) != 0:
             break  # fix this one first
