@@ -6,7 +6,6 @@ README and the manual in docs/ say what the code does, and keep saying it:
   - every flag of every command they show is in that program's --help;
   - every relative link resolves, to a file and to a heading of it;
   - the log lines and the checkpoint they show are what train.py writes;
-  - Reliability's counts of hostile cases are what pytest collects;
   - the recipes they show are the flags the bench scripts beside their figures run.
 Each checker is also run on a deliberately stale text, to show that it can fail.
 """
