@@ -40,18 +40,8 @@ def test_embedding_backward_adds_up_repeated_tokens():
     assert max_diff(dwte, numeric_grad_array(loss, wte)) < FD_TOL
     assert max_diff(dwpe, numeric_grad_array(loss, wpe)) < FD_TOL
     assert np.all(dwte[4] == 0) and np.all(dwpe[4:] == 0)  # unused rows get exactly nothing
-
-
-def test_embedding_negative_control_overwriting_repeats_is_caught():
-    r = rng()
-    wte, wpe = r.normal(size=(5, 3)), r.normal(size=(6, 3))
-    ids, pos = np.array([1, 3, 1, 1, 0, 3, 2]), np.array([0, 1, 2, 3, 0, 1, 2])
-    R = r.normal(size=(len(ids), 3))
     dwte_wrong = np.zeros_like(wte)
-    dwte_wrong[ids] += R  # buffered: a repeated id keeps only its last gradient
-
-    def loss():
-        return float((R * layers.embedding_forward(wte, wpe, ids, pos)[0]).sum())
+    dwte_wrong[ids] += R  # the negative control, buffered: a repeated id keeps only its last gradient
     assert max_diff(dwte_wrong, numeric_grad_array(loss, wte)) > WRONG_MIN
 
 
@@ -60,22 +50,15 @@ def test_rmsnorm_backward():
     x = r.normal(size=(4, 6))
     R = r.normal(size=(4, 6))
     _, cache = layers.rmsnorm_forward(x)
-    dx = layers.rmsnorm_backward(R, cache)
-    assert max_diff(dx, numeric_grad_array(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) < FD_TOL
-
-
-def test_rmsnorm_negative_control_without_the_scale_term_is_caught():
-    r = rng()
-    x = r.normal(size=(4, 6))
-    R = r.normal(size=(4, 6))
+    numeric = numeric_grad_array(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)
+    assert max_diff(layers.rmsnorm_backward(R, cache), numeric) < FD_TOL
     s = ((x * x).mean(axis=-1, keepdims=True) + layers.RMS_EPS) ** -0.5  # (4, 1)
-    dx_wrong = s * R  # forgets that s itself depends on x
-    assert max_diff(dx_wrong, numeric_grad_array(lambda: float((R * layers.rmsnorm_forward(x)[0]).sum()), x)) > WRONG_MIN
+    assert max_diff(s * R, numeric) > WRONG_MIN  # the negative control forgets that s depends on x
 
 
 def test_linear_backward():
     r = rng()
-    x, w = r.normal(size=(5, 3)), r.normal(size=(4, 3))  # w stored [n_out, n_in]
+    x, w = r.normal(size=(5, 4)), r.normal(size=(4, 4))  # w stored [n_out, n_in]; square, so a transpose fits
     R = r.normal(size=(5, 4))
 
     def loss():
@@ -84,14 +67,7 @@ def test_linear_backward():
     assert dw.shape == w.shape
     assert max_diff(dx, numeric_grad_array(loss, x)) < FD_TOL
     assert max_diff(dw, numeric_grad_array(loss, w)) < FD_TOL
-
-
-def test_linear_negative_control_untransposed_weight_gradient_is_caught():
-    r = rng()
-    x, w = r.normal(size=(5, 4)), r.normal(size=(4, 4))  # square, so the wrong one has the right shape
-    R = r.normal(size=(5, 4))
-    dw_wrong = x.T @ R  # [n_in, n_out]: the transpose of the right answer
-    assert max_diff(dw_wrong, numeric_grad_array(lambda: float((R * layers.linear_forward(x, w)[0]).sum()), w)) > WRONG_MIN
+    assert max_diff(x.T @ R, numeric_grad_array(loss, w)) > WRONG_MIN  # the negative control: [n_in, n_out]
 
 
 def test_relu_backward():
@@ -135,7 +111,7 @@ def test_attention_backward():
         assert max_diff(d, numeric_grad_array(loss, x)) < FD_TOL
 
 
-def test_attention_is_causal():
+def test_attention_is_causal_and_keeps_the_names_apart():
     rows, B, T, n_head, q, k, v, R = attention_case()
     out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
     k2, v2 = k.copy(), v.copy()
@@ -144,17 +120,10 @@ def test_attention_is_causal():
     out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
     assert max_diff(out[:T - 1], out2[:T - 1]) == 0.0  # its earlier positions never see them
     assert max_diff(out[T - 1], out2[T - 1]) > WRONG_MIN  # the position itself does
-
-
-def test_attention_keeps_the_names_apart():
-    rows, B, T, n_head, q, k, v, R = attention_case()
-    out, _ = layers.attention_forward(q, k, v, rows, B, T, n_head)
-    k2, v2 = k.copy(), v.copy()
     k2[:T] += 5.0  # every key and value of name 0, which precedes name 1 in the rows: one causal
     v2[:T] += 5.0  # mask over all B * T rows, instead of one per name, would let name 1 see them
     out2, _ = layers.attention_forward(q, k2, v2, rows, B, T, n_head)
     assert max_diff(out[T:], out2[T:]) == 0.0
-    assert max_diff(out[:T], out2[:T]) > WRONG_MIN
 
 
 def heads_to_rows(h, rows):
@@ -176,27 +145,15 @@ def test_attention_negative_control_without_softmax_correction_is_caught():
     assert max_diff(dq_wrong, numeric_grad_array(loss, q)) > WRONG_MIN
 
 
-def cross_entropy_case():
+def test_cross_entropy_backward():
     r = rng()
     logits = r.normal(size=(6, 5))           # (R, vocab_size)
     targets = np.array([1, 4, 0, 2, 0, 0])  # (R,)
-
-    def loss():
-        return float(layers.cross_entropy_forward(logits, targets)[0])
-    return logits, targets, loss
-
-
-def test_cross_entropy_backward():
-    logits, targets, loss = cross_entropy_case()
+    numeric = numeric_grad_array(lambda: float(layers.cross_entropy_forward(logits, targets)[0]), logits)
     dlogits = layers.cross_entropy_backward(layers.cross_entropy_forward(logits, targets)[1])
-    assert max_diff(dlogits, numeric_grad_array(loss, logits)) < FD_TOL
-
-
-def test_cross_entropy_negative_control_without_the_target_term_is_caught():
-    logits, targets, loss = cross_entropy_case()
+    assert max_diff(dlogits, numeric) < FD_TOL
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)  # (R, vocab_size)
-    dlogits_wrong = p / len(targets)  # forgets "- delta(k, t_r)": d logsumexp alone
-    assert max_diff(dlogits_wrong, numeric_grad_array(loss, logits)) > WRONG_MIN
+    assert max_diff(p / len(targets), numeric) > WRONG_MIN  # the negative control forgets "- delta(k, t_r)"
 
 
 # ---------------------------------------------------------------------------- the whole model
