@@ -71,15 +71,6 @@ def test_a_long_name_in_the_batch_changes_no_other_tokens_loss():
         assert np.abs(a - b).max() < GRAD_TOL
 
 
-def test_a_name_longer_than_the_block_is_cut_as_doc_loss_cuts_it():
-    model, trainer, tokenizer = setup('default', block_size=5)
-    tokens = doc_tokens(tokenizer, 'christopherson')
-    loss, grads = scalar_loss_and_grads(model, tokens)
-    np_loss, np_grads = trainer.loss_and_grads([tokens])
-    assert abs(loss - np_loss) < GRAD_TOL
-    assert np.abs(np_grads['wpe'] - grads['wpe']).max() < GRAD_TOL
-
-
 def test_ids_outside_the_vocabulary_are_one_line_naming_the_fix():
     _, trainer, tokenizer = setup('default')
     with pytest.raises(UserError, match='outside the vocabulary'):

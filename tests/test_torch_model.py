@@ -22,7 +22,7 @@ from microgpt import torchgpt  # noqa: E402
 from microgpt.model import GPT, GPTConfig, parameter_shapes  # noqa: E402
 from microgpt.tokenizer import CharTokenizer  # noqa: E402
 from microgpt.training import doc_tokens, learning_rate  # noqa: E402
-from helpers import NAMES, assert_names_as_the_scalar_engine, scalar_loss_and_grads  # noqa: E402
+from helpers import NAMES, assert_names_as_the_scalar_engine  # noqa: E402
 
 TOL = 1e-10        # float64 both sides: the torch engine's logits, loss and gradients all but equal
 STEPS_TOL = 1e-9   # 100 Adam steps: rounding compounds a little
@@ -109,12 +109,3 @@ def test_adam_state_moves_between_engines_exactly():
     b = backprop.Trainer(model.config, trainer.weights(), tokenizer)
     b.load_optimizer_state(trainer.optimizer_state())
     assert abs(b.step(batch, 0.01) - a.step(batch, 0.01)) < TOL
-
-
-def test_the_labs_function_gives_the_scalar_gradients():
-    model, _, tokenizer = setup('default')
-    tokens = doc_tokens(tokenizer, 'emma')
-    loss, grads = scalar_loss_and_grads(model, tokens)
-    t_loss, t_grads = torchgpt.loss_and_grads(model.config, model.weights(), [tokens])
-    assert abs(loss - t_loss) < TOL
-    assert max(np.abs(t_grads[k] - grads[k]).max() for k in grads) < TOL

@@ -2,8 +2,8 @@
 `train.py --engine torch`: the same loop, flags, checkpoint and log as the other engines.
 
 PyTorch is optional: `pip install -e '.[torch]'` enables these tests, otherwise they skip (the
-one test of the message a user without PyTorch sees runs either way). Covered: the torch
-engine's losses equal the numpy engine's through train.py; a checkpoint moves scalar -> torch
+one test of the message a user without PyTorch sees runs either way). Covered (the engines'
+equal losses through train.py are tests/test_dropout.py's): a checkpoint moves scalar -> torch
 -> numpy mid-run and the losses are those of a run that never switched; float32 and bfloat16
 stay within stated distances of float64 over 50 steps; and every bad input
 (no PyTorch, a device that is not there, a dtype an engine cannot do, torchrun's environment
@@ -32,22 +32,6 @@ def torch_or_skip():
     torch = pytest.importorskip("torch", reason="needs PyTorch: pip install -e '.[torch]'")
     torch.set_num_threads(1)  # tiny matrices: more threads only contend on a shared machine
     return torch
-
-
-def test_the_torch_engine_logs_the_numpy_engines_losses(tmp_path, names_file, capsys):
-    torch_or_skip()
-    logs = {}
-    for engine in ('numpy', 'torch'):
-        out = tmp_path / engine / 'model.json'
-        code, stdout, _ = run(train.main, train_args(names_file, out, '--steps', '40', '--batch-size', '3',
-                                                     '--engine', engine, '--eval-every', '20'), capsys)
-        assert code == 0
-        logs[engine] = log_of(out)
-    assert 'engine=torch batch_size=3 dtype=float64 device=cpu ranks=1' in stdout
-    a, b = logs['numpy'], logs['torch']
-    assert [sorted(e) for e in a] == [sorted(e) for e in b]  # the same lines: losses, val losses
-    assert max(abs(x.get('loss', x.get('val_loss')) - y.get('loss', y.get('val_loss')))
-               for x, y in zip(a, b)) < ENGINE_TOL
 
 
 def test_a_run_moves_scalar_then_torch_then_numpy_as_if_it_never_switched(tmp_path, names_file, capsys,
@@ -116,15 +100,11 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
 
 
 @pytest.mark.parametrize('extra,fragment', [
-    (['--engine', 'numpy', '--dtype', 'bfloat16'], "--dtype bfloat16 is for the torch engine"),
-    (['--dtype', 'float32'], "--dtype float32 is for the numpy and torch engines"),  # numpy has float32 too
-    (['--device', 'cuda'], "--device cuda is for --engine torch"),
     (['--engine', 'torch', '--unfused'], "--unfused is for the scalar engine"),
     (['--engine', 'torch', '--dtype', 'float16'], "invalid choice: 'float16'"),
-], ids=['bfloat16-numpy', 'float32-scalar', 'device-scalar', 'unfused-torch', 'float16'])
+], ids=['unfused-torch', 'float16'])  # --dtype and --device on another engine: tests/test_refusals.py, test_text.py
 def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
-    if '--engine' in extra and 'torch' in extra:
-        torch_or_skip()
+    torch_or_skip()
     code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
     assert code == 2
     assert_one_line_error(code, err, fragment)
