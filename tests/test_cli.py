@@ -119,8 +119,9 @@ def test_sample_same_seed_same_names_and_a_prompt(tiny_ckpt, capsys):
     (['--temperature', '-1'], '--temperature: -1 is out of range: give a number from 0 to 1000'),
     (['--num', '-2'], '--num'),
     (['--engine', 'gpu'], '--engine'),
+    (['--length', '30'], '--length is for running-text models: a names model ends each name at its end token; use --num'),
 ], ids=['prompt-unknown-char', 'prompt-too-long', 'top-k-0', 'top-k-above-the-vocabulary', 'temperature-negative',
-        'num-negative', 'engine-unknown'])
+        'num-negative', 'engine-unknown', 'length-on-names'])
 def test_sample_bad_input_is_a_one_line_error(tiny_ckpt, capsys, args, fragment):
     code, out, err = run(sample.main, ['--ckpt', tiny_ckpt, *args], capsys)
     assert_one_line_error(code, err, fragment)
@@ -281,20 +282,6 @@ def finished_run(tmp_path, tiny_ckpt):
     return out
 
 
-@pytest.mark.parametrize('extra, fragment', [
-    (['--lr', '0.02'], '--lr 0.02 differs from the run being resumed (0.01): drop the flag'),
-    (['--no-shuffle'], '--no-shuffle differs from the run being resumed (which shuffled)'),
-    (['--data', 'other.txt', '--steps', '70'], 'data file other.txt does not exist'),
-    (['--n-embd', '16', '--steps', '70'], "--n-embd 16 contradicts the checkpoint's n_embd 8"),
-    ([], 'already trained for 60 steps: pass --steps greater than 60'),
-], ids=['lr', 'shuffle', 'data', 'model-flag', 'no-more-steps'])
-def test_resume_conflicts(finished_run, capsys, extra, fragment):
-    before = finished_run.read_bytes()
-    code, _, err = run(train.main, ['--out', str(finished_run), '--resume', *extra], capsys)
-    assert_one_line_error(code, err, fragment)
-    assert finished_run.read_bytes() == before
-
-
 def test_resume_needs_a_training_state(tmp_path, tiny_ckpt, capsys):
     out = tmp_path / 'model.json'
     write_checkpoint(str(out), dataclasses.replace(read_checkpoint(tiny_ckpt), train_state=None))  # a model alone
@@ -337,8 +324,16 @@ def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, 
     (['--tokenizer', 'bpe', '--vocab-size', '16385'], '--vocab-size: 16385 is out of range: give an integer from 257 to 16,384'),
     (['--tokenizer', 'bpe', '--vocab-size', '256'], '--vocab-size: 256 is out of range: give an integer from 257'),
     (['--tokenizer', 'wordpiece'], "--tokenizer: invalid choice: 'wordpiece' (choose from 'char', 'bpe')"),
+    (['--dropout', '1'], '--dropout: 1 is out of range: give a number from 0 to less than 1'),
+    (['--dropout', 'nan'], '--dropout: nan is out of range'),
+    (['--weight-decay', '-1'], '--weight-decay: -1 is out of range: give a number from 0 to 10'),
+    (['--weight-decay', 'lots'], '--weight-decay'),
+    (['--reproduce-original', '--dropout', '0.1'], "--dropout 0.1 would change the original's run"),
+    (['--reproduce-original', '--weight-decay', '0.1'], "--weight-decay 0.1 would change the original's run"),
 ], ids=['steps-0', 'lr-0', 'val-size-negative', 'heads-do-not-divide', 'val-size-all',
-        'unknown-flag', 'batch-above-the-names', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes', 'tokenizer-unknown'])
+        'unknown-flag', 'batch-above-the-names', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes', 'tokenizer-unknown',
+        'dropout-1', 'dropout-nan', 'weight-decay-negative', 'weight-decay-not-a-number', 'original-with-dropout',
+        'original-with-decay'])
 def test_train_bad_flags_are_one_line_errors(tmp_path, names_file, capsys, args, fragment):
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), *args], capsys)
