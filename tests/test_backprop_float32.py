@@ -7,6 +7,7 @@ and on the scalar engine. Also the BLAS thread choice (backprop/threads.py).
 Run: .venv/bin/python -m pytest -q tests/test_backprop_float32.py
 """
 
+import functools
 import json
 
 import numpy as np
@@ -14,7 +15,8 @@ import pytest
 
 from microgpt import backprop
 from microgpt.backprop import threads
-from microgpt.programs import cli, train
+import helpers
+from microgpt.programs import train
 from microgpt.edge import text
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import GPT, GPTConfig
@@ -60,10 +62,7 @@ def test_float32_gradients_follow_float64():
     assert np.abs(moved['layer0.attn_wq'] - g64['layer0.attn_wq']).max() > REL_TOL * np.abs(g64['layer0.attn_wq']).max()
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.run(train.main, argv)
-    return e.value.code, *capsys.readouterr()
+run = functools.partial(helpers.run, train.main)  # run(argv, capsys): train.py's (status, stdout, stderr)
 
 
 def test_a_float32_run_saves_the_same_format_and_resumes_on_float64_and_scalar(tmp_path, capsys):

@@ -2,12 +2,9 @@
 A run goes down the layers and comes back with little back and forth: train.py's main, traced.
 
 test_layout.py holds the imports to the layers' order (core < edge < arrays < programs < lab);
-this test holds a real run's calls to it. train.main runs a tiny fresh run and its resumption
-under sys.setprofile, recording each call to a function of the project (a generator at its first
-entry only) as (the file of the nearest project frame that called it, its own file). Per run: at
-most 8 entries from programs/ into edge/checkpoint.py (besides each file written's Checkpoint.of
-and write_checkpoint) and into model.py, and no call from a layer into one above it. Made-up
-calls with one entry too many, or one call back up, fail the same checks.
+this test holds to it the calls of a tiny fresh run and its resumption, recorded under
+sys.setprofile: few entries from programs/ into checkpoint.py and model.py, none from a layer
+into one above it. Made-up calls that break either rule fail the same checks.
 """
 
 import collections
