@@ -1,11 +1,6 @@
 """
-Lesson 04 and its two sandboxes (lab step, sampling, embeddings) against the engine itself.
-
-The step's numbers are checked against a second, independent run of what train.py does
-(training.doc_loss, backward(), optim.Adam) and against closed forms: dL/dlogits =
-(p - one_hot) / n, the stream entering lm_head gets lm_head^T dL/dlogits, a fresh Adam's step
-is lr |g| / (|g| + eps). The zero gradient of wte's unused rows is checked by perturbing them
-(the loss does not move), with a used row as the negative control (it does).
+Lesson 04 and its sandboxes (lab step, sampling, embeddings) against a second, independent run
+of what train.py does (doc_loss, backward(), optim.Adam) and against closed forms.
 """
 
 import json
@@ -16,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from helpers import run_lab
+from helpers import assert_one_line, run_lab
 from microgpt.edge.errors import UserError
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import embeddings, sampling, step
@@ -90,8 +85,7 @@ def test_the_weights_without_a_gradient_are_unused_rows_and_dead_relu_units(scal
 
 
 def test_a_unit_made_dead_is_counted_dead(tiny_ckpt):
-    """Control: zero a unit's fc1 row, so its ReLU input is 0 at every position: the census must
-    find it (and the port agree), where the trained model's unit was alive."""
+    # negative control: a live unit whose fc1 row is zeroed
     alive = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)['without_grad']['dead_units'][0]
     h = next(u for u in range(4 * 8) if u not in alive)
     model = load_scalar(tiny_ckpt)
@@ -118,8 +112,6 @@ def close(mine, theirs, path='r'):
 
 
 def test_the_numpy_engines_step_is_the_scalar_engines(tiny_ckpt):
-    """--engine numpy: the same report, number by number, from the numpy training path, without
-    the graph's size and the other engines' opinions (it is one of them)."""
     by_scalar = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
     by_numpy = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01, engine='numpy')
     assert by_scalar['engine'] == 'scalar' and by_numpy['engine'] == 'numpy'
@@ -133,8 +125,6 @@ def test_the_numpy_engines_step_is_the_scalar_engines(tiny_ckpt):
 
 
 def test_the_steps_adam_is_optim_adam_bit_for_bit(tiny_ckpt):
-    """The report's weights after the step are what train.py's optim.Adam makes of the same
-    gradients, float for float (the lab takes the step on arrays)."""
     r = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
     reference = load_scalar(tiny_ckpt)
     for name, matrix in reference.state_dict.items():
@@ -154,28 +144,6 @@ def test_the_first_adam_step_is_lr(scalar):
     assert abs(a['m_hat'] - a['g']) < EXACT_TOL * abs(a['g']) + 1e-300
     assert abs(a['v_hat'] - a['g'] ** 2) < EXACT_TOL * a['g'] ** 2 + 1e-300
     assert abs(a['moved'] - a['update']) < EXACT_TOL and abs(abs(a['moved']) - lr) < LR_TOL * lr
-
-
-def test_every_weight_with_a_gradient_moves_by_lr_on_a_fresh_adam(tiny_ckpt):
-    # independently of the lab: train.py's own pieces, weight by weight
-    model = load_scalar(tiny_ckpt)
-    lr = 0.003
-    doc_loss(model, doc_tokens(model.tokenizer, TEXT)).backward()
-    grads = [p.grad for p in model.params]
-    before = [p.data for p in model.params]
-    optimizer = Adam(model.params)
-    optimizer.step(lr)
-    checked = 0
-    for g, b, p in zip(grads, before, model.params):
-        moved = abs(b - p.data)
-        if g == 0:
-            assert moved == 0
-            continue
-        assert abs(moved - lr * abs(g) / (abs(g) + optimizer.eps)) < ADAM_TOL * lr
-        if abs(g) >= 1e-2:  # eps / |g| <= 1e-6: the step is lr to six digits
-            assert abs(moved - lr) < LR_TOL * lr
-            checked += 1
-    assert checked > 100
 
 
 def test_unused_rows_of_wte_have_exactly_zero_gradient(tiny_ckpt, scalar):
@@ -384,10 +352,8 @@ def test_bad_input_is_one_line_error(tiny_ckpt, capsys):
         (['embeddings', '--ckpt', tiny_ckpt + '.none'], 'train one first'),
     ]
     for argv, message in cases:
-        status, out, err = run_lab(argv, capsys)
-        assert status == 2, argv
-        assert err.startswith('error: ') and err.count('\n') == 1, (argv, err)
-        assert message in err, (argv, err)
+        status, _, err = run_lab(argv, capsys)
+        assert_one_line(status, err, message)
 
 
 def test_sample_py_greedy_and_tiny_temperature(tiny_ckpt, capsys):
@@ -429,9 +395,7 @@ def weights_like(tiny_ckpt, tmp_path, kind):
 
 @pytest.mark.parametrize('kind', ['zero', 'subnormal', 'huge'])
 def test_lab_step_on_unusual_weights_prints_or_says_it_diverged(tiny_ckpt, tmp_path, kind, capsys):
-    """All-zero and subnormal weights once crashed the printout (IndexError: no wpe row
-    had a gradient), a huge lm_head weight its bars (NaN). (The route computes the same
-    compute(): tests/test_lab_serve.py.)"""
+    # all-zero and subnormal weights once crashed the printout, a huge lm_head weight its bars
     path = weights_like(tiny_ckpt, tmp_path, kind)
     try:
         main(['step', TEXT, '--ckpt', path])
