@@ -1,10 +1,6 @@
 """
-The lab's model commands (attention, overview, loss) on the small trained checkpoint from
-conftest.py, and the command line's promise: every mistake a learner can make is one line
-`error: ...` with exit status 2, never a traceback.
-
-The attention numbers are checked against the port's captured arrays (another path through
-the same model) and the overview's loss against the scalar engine's training loss.
+The lab's model commands (attention, overview, loss) on conftest's small checkpoint, against
+the port's captured arrays and the scalar engine's loss; every mistake is one line, exit 2.
 """
 
 import json

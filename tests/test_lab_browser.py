@@ -1,13 +1,6 @@
 """
-The web lab's pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium).
-
-Each page must draw exactly what the API returns: the Lesson 04 step page the API's losses and
-Adam's numbers, and its one-line error for a name it refuses; the sampling sandbox one column
-per temperature with the API's entropies; the attention heatmaps one filled cell per visible
-(query, key) pair and a blank one per future pair, a clicked cell the API's numbers; the
-autograd page the lesson's gradients 10, 10 and -1; a run started from the Training page
-streams its points and leaves a checkpoint that loads. One page load carries each page's
-assertions. Skipped, with the reason, where Playwright or Chromium is missing.
+The web lab's pages in a real browser (Playwright driving /usr/bin/chromium; skipped without
+them): each page draws exactly what its API route returns, one page load per page.
 """
 
 import json

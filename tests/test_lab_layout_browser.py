@@ -1,10 +1,6 @@
 """
-The web lab's layouts in Chromium, as tests/test_lab_browser.py: every page within the window
-from a phone's 390 px to 1920 px, the Attention page's heads side by side with a clicked cell's
-breakdown next to it, the Autograd page's graph inside 1280 px with no edge under a box. On a
-checkpoint of train.py's default shape (4 heads, block_size 16, trained 3 steps). Before these
-fixes a 15-character name made the Attention page 2968 px tall, a 16-node expression made the
-Autograd page 1351 px wide at 1280, and at 390 px the navigation was cut off.
+The web lab's layouts in Chromium (as tests/test_lab_browser.py): every page within the window
+from 390 px to 1920 px, on a checkpoint of train.py's default shape.
 """
 
 import pytest

@@ -1,11 +1,6 @@
 """
-The Loss page as a newcomer meets it, in Chromium: it offers to draw other runs only when there
-are some (the server's own runs, and train.py's checkpoints with a log beside the one it was
-started on, a run trained from the command line included), names each run with its size, and
-names the colours the picture really paints: read here from the drawn marks' computed styles and
-named by this file's own table, not by the page's.
-
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The Loss page in Chromium (as tests/test_lab_browser.py): other runs offered only where there
+are some, each named with its size, in the colours the marks are really painted in.
 """
 
 import json

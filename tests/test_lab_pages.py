@@ -1,9 +1,6 @@
 """
-The numbers behind the web lab's Scaling, By hand, Phases, Embeddings and Loss pages:
-microgpt/lab/byhand.py, phases.py and scaling.py's widgets, against the lessons' own numbers
-(docs/lessons.md lists them), the numpy port's attention_head and captures, numpy's einsum,
-and closed forms. The browser tests (test_lab_pages_browser.py) check that the pages show
-exactly these numbers.
+The numbers behind the Scaling, By hand, Phases, Embeddings and Loss pages against the
+lessons' own (docs/lessons.md), the numpy port, numpy's einsum and closed forms.
 """
 
 import math

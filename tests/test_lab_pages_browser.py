@@ -1,8 +1,6 @@
 """
-The By hand, Scaling, In phases, Embeddings and Loss pages in Chromium, as test_lab_browser.py:
-each shows the lessons' numbers where a lesson gives them (the Czech preset's weights and out3,
-the index widget's 49,152 and 3,145,728) and otherwise exactly what its API route answers,
-redraws as the learner types, and logs no console error. One page load per page.
+The By hand, Scaling, In phases, Embeddings and Loss pages in Chromium (as test_lab_browser.py):
+each shows the lessons' numbers and otherwise exactly what its API route answers.
 """
 
 import shutil

@@ -1,10 +1,7 @@
 """
-A lab command's picture (`--png FILE`, autograd's `--dot FILE`) replaces only a picture of its
-kind (microgpt/lab/pictures.py), whatever the flags, directly or through a link: never a
-checkpoint, a best file, a log or a data file; and it is always written whole. And a running-text model's overview of a single
-character, which has no next character to score, is a page, not a traceback.
-
-Run: .venv/bin/python -m pytest -q tests/test_lab_pictures.py
+A lab command's picture (`--png`, autograd's `--dot`) replaces only a picture of its kind
+(microgpt/lab/pictures.py), never the learner's checkpoint, best file, log or data, and is
+written whole.
 """
 
 import hashlib

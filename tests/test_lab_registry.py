@@ -1,10 +1,6 @@
 """
-The lab's one registry (microgpt/lab/registry.py): a sandbox declared there is a command, an API
-route and a link in the navigation, with nothing else to edit; and the command line and the API
-accept exactly the same range for every parameter they share, because both read one Param.
-
-A sandbox made up in the test (`echo`, in a module made up in the test) shows the first: it is
-never written in __main__.py, api.py, serve.py or web/lab.js, yet all of them know it.
+The lab's one registry (microgpt/lab/registry.py): a sandbox declared there is a command, a
+route and a page with nothing else to edit, and the command line and the API accept the same ranges.
 """
 
 import sys

@@ -1,12 +1,7 @@
 """
-The lab on a model of running text (train.py --data-mode text): every sandbox reads TEXT as
-train.py trained the model, a window of the stream with no BOS anywhere and every target the
-next character, and its losses are train.py's for the same window.
-
-The oracles are the training code's own: inference.evaluate_windows (what train.py's numpy
-engine validates with), microgpt/edge/text.py's scalar `evaluate` (its reference), and
-sample.py's stream_text for the continuations. The model is conftest's text_ckpt: block_size 16,
-trained 30 steps on a few lines of a play.
+The lab on a model of running text (train.py --data-mode text, conftest's text_ckpt): every
+sandbox reads TEXT as train.py trained the model, with no BOS, and its losses are the training
+code's own (inference.evaluate_windows, edge/text.py's evaluate, sample.py's stream_text).
 """
 
 import io

@@ -1,8 +1,6 @@
 """
-The web lab on a model of running text, in Chromium, as tests/test_lab_browser.py: the pages
-read text as train.py trained the model (no BOS anywhere, the Overview's loss train.py's for the
-same window, continuations with their newlines), and every page stays readable at the
-Shakespeare recipe's size (conftest's wide_text_ckpt: a 64-position block, 66 tokens) at 390 px.
+The web lab on a model of running text, in Chromium (as tests/test_lab_browser.py): the pages
+read text as train.py does, and stay readable at the Shakespeare recipe's size at 390 px.
 """
 
 import pytest

@@ -1,9 +1,6 @@
 """
-The Tokens page in Chromium: typing a text redraws it as the route's tokens, one coloured piece
-each whose hover text is the token's id and bytes, and the merges the route lists; a click on a
-token or on the cut between two says why, in the route's words, on a phone as on a desktop.
-
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The Tokens page in Chromium (as tests/test_lab_browser.py): typing redraws the route's tokens,
+and a click on a token or a cut says why, in the route's words.
 """
 
 import pytest

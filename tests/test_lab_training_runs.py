@@ -1,14 +1,6 @@
 """
-A Training page run is the command line's run: the page's fields reach train.py as its flags.
-
-The oracle is train.py itself: a run started over the page's API, with a dtype, a weight decay
-and an evaluation and save schedule, must log exactly the losses of `train.py` given the same
-flags (one BLAS thread for both, so the arithmetic is the same), write the checkpoint the
-command line's running-text recipe writes (.safetensors) and record those settings in it. A
-refused field is one line naming it. The time a run has left (time_left) is checked on
-made-up reads against the sum done by hand.
-
-Run: .venv/bin/python -m pytest -q tests/test_lab_training_runs.py
+A Training page run is the command line's run: the page's fields reach train.py as its flags,
+and the oracle is train.py itself, given the same flags (one BLAS thread for both).
 """
 
 import os

@@ -1,11 +1,6 @@
 """
-Every lab command's printout fits the terminal: no line longer than 100 columns when stdout is
-not a terminal (a pipe, a log, this test), on the default names model and on a model of running
-text at the Shakespeare recipe's sizes (4 layers of 128, 4 heads of 32, block 64), where a row of
-every dimension would run to hundreds of characters. Folding and wrapping hide nothing: the
-numbers a wide line held are all still printed, and --wide prints the old long lines.
-
-    .venv/bin/python -m pytest -q tests/test_lab_width.py
+Every lab command's printout fits 100 columns, on the default names model and at the
+Shakespeare recipe's sizes, and folding or wrapping hides no number (--wide prints the long lines).
 """
 
 import re
