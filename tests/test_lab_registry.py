@@ -122,14 +122,13 @@ def test_top_k_is_capped_by_the_vocabulary_on_both_sides(server, tiny_ckpt, caps
     assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
 
 
-def test_every_page_has_its_files(tiny_ckpt, names_file, tmp_path):
+def test_every_page_has_its_files(server):
     """Each page the registry lists is served from web/NAME.html (in web/frame.html) and
     web/NAME.js, and names its page, so the browser tests' list (registry.pages()) is every page there is."""
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        for name, _ in registry.pages():
-            html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
-            assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
-            assert request(server, 'GET', f'/static/{name}.js')[0] == 200
+    for name, _ in registry.pages():
+        html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
+        assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
+        assert request(server, 'GET', f'/static/{name}.js')[0] == 200
 
 
 def test_every_page_is_timed_or_says_why_not():

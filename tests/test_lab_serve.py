@@ -52,7 +52,6 @@ def test_the_routes_equal_the_lab(server, model):
     got = post(server, '/api/attention', {'text': TEXT, 'head': 1, 'query': 2, 'scale': False, 'temperature': 0.3})
     assert got == public(attention.compute(model, TEXT, 0, 1, 2, False, 0.3))
     got = post(server, '/api/autograd', {'expression': '(a + b) * c', 'values': {'a': 2, 'b': -3, 'c': 10}})
-    assert {n: v['grad'] for n, v in got['variables'].items()} == {'a': 10.0, 'b': 10.0, 'c': -1.0}
     root, _, _ = autograd.explore('(a + b) * c', ['a=2', 'b=-3', 'c=10'])
     assert [(n['data'], n['grad']) for n in got['nodes']] == [(d, g) for _, _, d, g, _ in autograd.graph_rows(root)]
     got = post(server, '/api/sampling', {'prompt': 'e', 'temperatures': [1.3, 0], 'num': 6, 'seed': 3, 'top_k': 3})
@@ -124,7 +123,10 @@ def test_stop_right_after_start_is_stopped_not_failed(server):
     ({'steps': 0}, "'steps' is 0"), ({'steps': 10 ** 9}, "'steps'"), ({'n_layer': 9}, "'n_layer'"),
     ({'n_embd': 10, 'n_head': 4}, 'does not divide'), ({'block_size': 'big'}, 'an integer'),
     ({'steps': 2.5}, 'an integer'), ({'engine': 'torch'}, 'is unknown'), ({'lr': -1}, "'lr'"),
-    ({'steps': True}, 'an integer')])
+    ({'steps': True}, 'an integer'), ({'dropout': 0.95}, "'dropout'"), ({'weight_decay': 11}, "'weight_decay'"),
+    ({'eval_every': -1}, "'eval_every'"), ({'momentum': 0.9}, "unknown field 'momentum'"),
+    ({'dtype': 'float32'}, "dtype 'float32' is not one the scalar engine computes in: choose float64"),
+    ({'dtype': 'bfloat16', 'engine': 'numpy'}, "choose float64 or float32")])
 def test_bad_training_parameters_are_one_line(server, body, words):
     status, answer, _ = request(server, 'POST', '/api/train/start', body)
     assert status == 400 and words in answer['error'] and '\n' not in answer['error']
