@@ -109,8 +109,6 @@ def test_refusal_happens_before_anything_runs(tmp_path, monkeypatch):
 
 
 def test_refusals_name_the_construct():
-    with pytest.raises(UserError, match='attribute access'):
-        autograd.explore('a.__class__', ['a=1'])
     with pytest.raises(UserError, match='not finite'):
         autograd.explore('1e309 * a', ['a=1'])
     with pytest.raises(UserError, match='nested'):

@@ -124,9 +124,7 @@ def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
 
 
 def test_past_its_graphs_size_the_step_is_the_numpy_engines_unless_the_scalar_is_asked_for(text_ckpt, monkeypatch):
-    """The scalar engine's graph grows with weights x positions: past registry.SCALAR_STEP_WORK
-    the step is taken by the numpy engine (the same numbers), and says why; asked for by name,
-    the scalar engine names the numpy engine instead of taking seconds and gigabytes."""
+    # the scalar engine's graph grows with weights x positions: past SCALAR_STEP_WORK, seconds and gigabytes
     from microgpt.edge.limits import parameter_count
     from microgpt.lab import registry
     ckpt, model = load(text_ckpt, 'scalar')

@@ -19,9 +19,8 @@ NAME = "emma"
 
 @pytest.fixture(scope='module')
 def shakespeare_sized(tmp_path_factory, play_file):
-    """A model of running text at the Shakespeare recipe's sizes, trained one step: the width
-    of a printout depends on the sizes, not on the training. Saved as the recipe saves it, in
-    .safetensors: each command here reads it in about a second less than the JSON's 56 MB."""
+    """The Shakespeare recipe's sizes, trained one step (the width depends on the sizes alone), in
+    .safetensors: each command reads it a second faster than the JSON's 56 MB."""
     return train_text(tmp_path_factory.mktemp('wide') / 'play.safetensors', play_file, 64, '--steps', '1',
                       '--n-layer', '4', '--n-embd', '128', '--n-head', '4', '--eval-every', '0')
 
