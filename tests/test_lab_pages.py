@@ -90,10 +90,6 @@ def test_typed_vectors_are_checked(text, words):
         byhand.parse_vector(text, 'q1')
 
 
-def test_parse_vector_takes_commas_or_spaces():
-    assert byhand.parse_vector(' 0.9, 0.8 0.2,0.1 ', 'q3') == [0.9, 0.8, 0.2, 0.1]
-
-
 @pytest.mark.parametrize('change, words', [
     ({'k': [[1, 2], [1, 2, 3], [1, 2]]}, 'k2 has 3 numbers'),
     ({'n_head': 3}, 'cannot split 4'),

@@ -41,9 +41,6 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
     with pytest.raises(SystemExit):
         main(['echo', '--help'])
     assert 'how many times (default 2); an integer from 1 to 5' in ' '.join(capsys.readouterr().out.split())
-    with pytest.raises(SystemExit):  # argparse: one line, exit 2
-        main(['echo', 'hi', '--times', '6'])
-    assert 'give an integer from 1 to 5' in capsys.readouterr().err
 
 
 def test_a_sandbox_added_to_the_registry_is_a_route_a_page_and_its_models_facts(echo, tiny_ckpt, names_file,
@@ -58,9 +55,7 @@ def test_a_sandbox_added_to_the_registry_is_a_route_a_page_and_its_models_facts(
     monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
-        assert status == 200 and got == {'words': ['hi'] * 3}
-        status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
-        assert status == 400 and got['error'] == "'times' is 6: give an integer from 1 to 5"
+        assert status == 200 and got == {'words': ['hi'] * 3}  # a Param's range: the test of the same range below
         config = request(server, 'GET', '/api/config')[1]  # what web/lab.js draws the navigation from
     assert {'name': 'echo', 'title': 'Echo'} in config['pages'] and config['checkpoints'][0]['about_width'] == 8
     pages, static, api = serve.routes()
