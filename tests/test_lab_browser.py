@@ -1,13 +1,6 @@
 """
-The web lab's pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium).
-
-Each page must draw exactly what the API returns: the Lesson 04 step page the API's losses and
-Adam's numbers, and its one-line error for a name it refuses; the sampling sandbox one column
-per temperature with the API's entropies; the attention heatmaps one filled cell per visible
-(query, key) pair and a blank one per future pair, a clicked cell the API's numbers; the
-autograd page the lesson's gradients 10, 10 and -1; a run started from the Training page
-streams its points and leaves a checkpoint that loads. One page load carries each page's
-assertions. Skipped, with the reason, where Playwright or Chromium is missing.
+The web lab's pages in a real browser (Playwright driving /usr/bin/chromium; skipped without
+them): each page draws exactly what its API route returns, one page load per page.
 """
 
 import json
@@ -25,15 +18,12 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def page(window):
-    """A fresh page whose console errors and uncaught exceptions are collected in page.errors,
-    and the URL of every request it makes in page.requests."""
     return window(1100, 800)
 
 
 def test_the_step_page_draws_the_newest_step_its_error_and_the_numpy_step_first(server, page, monkeypatch):
-    """A small model's page asks the scalar engine alone. Its first step (the default name) is
-    held back; the learner's name waits for it in lab.js (one request to a route at a time).
-    The held answer, overtaken, is never drawn: the learner's name is, once."""
+    """A small model's page asks the scalar engine alone; an answer overtaken (held back here)
+    is never drawn: the learner's name is, once."""
     held, sent = [], []
 
     def hold_first(route):
@@ -193,10 +183,8 @@ def test_autograd_shows_the_lesson_gradients_and_follows_a_slider(server, page):
 
 
 def test_the_training_page_refuses_in_one_line_streams_a_run_and_its_checkpoint_loads(server, window):
-    """A refused start was once said at the top of the page, off-screen at 390 px, with Start
-    still enabled: it is the API's one line under the form. A run says how long it has left at
-    its own pace and stops; the next streams its points, read from its own first step even when
-    the page had reached another offset in an earlier run's log, and its checkpoint loads."""
+    """A refused start was once said off-screen at 390 px with Start still enabled: it is the
+    API's one line under the form."""
     page = window(390, 700)
     page.goto(server.url + 'training')
     page.wait_for_selector(DRAWN, state='attached')  # the page has its options

@@ -1,10 +1,6 @@
 """
-The web lab's layouts in Chromium, as tests/test_lab_browser.py: every page within the window
-from a phone's 390 px to 1920 px, the Attention page's heads side by side with a clicked cell's
-breakdown next to it, the Autograd page's graph inside 1280 px with no edge under a box. On a
-checkpoint of train.py's default shape (4 heads, block_size 16, trained 3 steps). Before these
-fixes a 15-character name made the Attention page 2968 px tall, a 16-node expression made the
-Autograd page 1351 px wide at 1280, and at 390 px the navigation was cut off.
+The web lab's layouts in Chromium (as tests/test_lab_browser.py): every page within the window
+from 390 px to 1920 px, on a checkpoint of train.py's default shape.
 """
 
 import pytest
@@ -44,9 +40,7 @@ def type_name(p, text):
 
 @pytest.fixture(scope='module')
 def trained(server):
-    """A short run, ended, 16 names a step: the Training page draws its chart, not the empty
-    picture of a server that never trained (with nothing drawn, the legend over 'step 1' went
-    unseen), and says what it trained on."""
+    """A short run, ended: with nothing drawn, the Training chart's legend over 'step 1' went unseen."""
     post(server, '/api/train/start', {'steps': 12, 'n_embd': 8, 'n_head': 2, 'block_size': 12, 'batch_size': 16})
     status, records, _ = wait_for_run(server)
     assert status['state'] == 'finished' and any('val_loss' in r for r in records)
@@ -54,12 +48,8 @@ def trained(server):
 
 
 def test_every_page_loads_whole_and_fits_its_window(server, trained, window):
-    """Every page the registry lists, loaded once at a phone's 390 px and widened to a laptop's
-    1280 and a wide screen's 1920: no console error, no request to another server, its own link
-    marked; within the window, the header's band whole; and tests/helpers.py's rules (the Step
-    page's section 6 headers ran together, '(scalar)numpy − scalar'; the Training chart's legend
-    was drawn over 'step 1' and 'step 600'). A 64-position model of running text is
-    tests/test_lab_text_browser.py's."""
+    """Every page at 390, 1280 and 1920 px: no console error, no request to another server, and
+    tests/helpers.py's layout rules. A 64-position model is tests/test_lab_text_browser.py's."""
     p = window(390)
     for name in PAGES:
         p.set_viewport_size({'width': 390, 'height': 800})

@@ -1,11 +1,6 @@
 """
-The Loss page as a newcomer meets it, in Chromium: it offers to draw other runs only when there
-are some (the server's own runs, and train.py's checkpoints with a log beside the one it was
-started on, a run trained from the command line included), names each run with its size, and
-names the colours the picture really paints: read here from the drawn marks' computed styles and
-named by this file's own table, not by the page's.
-
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The Loss page in Chromium (as tests/test_lab_browser.py): other runs offered only where there
+are some, each named with its size, in the colours the marks are really painted in.
 """
 
 import json
@@ -52,10 +47,7 @@ def said(p):
 
 
 def test_one_run_then_two_each_in_the_colours_the_legend_names(server, window, names_file):
-    """One run offers nothing to tick, names each kind of mark's colour, and draws bits per
-    character as the log's own val_bpc (for this character model its loss over ln 2: the page
-    computes nothing of it). A run trained from the command line beside it is then offered, and
-    each run is drawn in the colour its legend names, the steps on a log scale."""
+    """Bits per character are the log's own val_bpc: the page computes nothing of it."""
     with open(log_path_for(str(server.out / 'model.json')), encoding='utf-8') as f:
         last = [r for r in map(json.loads, f) if 'val_loss' in r][-1]
     p = window(1280)

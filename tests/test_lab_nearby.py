@@ -1,11 +1,6 @@
 """
-The checkpoints the web lab finds beside the one it was started on: `serve --ckpt out/model.json`
-lists train.py's other checkpoints in out/ that have a log beside them, so the Loss page can draw
-a run trained from the command line next to its own; and each checkpoint's label gives its size.
-
-A request still never names a file: the server looks in that one folder and answers an id
-('file:<name>') only if it found that name there, a checkpoint of ours with a log beside it.
-Against a live server (tests/helpers.py), in the test process.
+The checkpoints the web lab finds beside the one it was started on (train.py's, with a log
+beside them) and their labels; a request still names an id, never a file. Against a live server.
 """
 
 import os

@@ -1,8 +1,6 @@
 """
-The By hand, Scaling, In phases, Embeddings and Loss pages in Chromium, as test_lab_browser.py:
-each shows the lessons' numbers where a lesson gives them (the Czech preset's weights and out3,
-the index widget's 49,152 and 3,145,728) and otherwise exactly what its API route answers,
-redraws as the learner types, and logs no console error. One page load per page.
+The By hand, Scaling, In phases, Embeddings and Loss pages in Chromium (as test_lab_browser.py):
+each shows the lessons' numbers and otherwise exactly what its API route answers.
 """
 
 import shutil
@@ -11,14 +9,11 @@ import pytest
 
 from helpers import data_values as values, draws, live_server, open_page, post, wait_redraw
 
-LESSON_ROUNDING = 1.5e-3  # the Czech lesson rounds to 3 decimals (and truncates its 0.394)
-
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def page(window):
-    """A fresh page whose console errors and uncaught exceptions are collected in page.errors."""
     return window(1280, 900)
 
 
@@ -32,15 +27,12 @@ def test_by_hand_shows_the_lessons_numbers_and_redraws_as_a_vector_is_typed(serv
     want = post(server, '/api/byhand', {})
     assert [page.input_value(f'#{n}-3') for n in 'qkv'] == ['0.9, 0.8, 0.2, 0.1', '0.8, 0.9, 0.1, 0',
                                                            '0.1, 0.2, 0.9, 0.4']
-    weights = values(page, '#softmax-table [data-kind=weight]')
-    assert weights == want['head']['weights']
-    assert all(abs(w - lesson) < LESSON_ROUNDING for w, lesson in zip(weights, [0.309, 0.297, 0.394]))
+    assert values(page, '#softmax-table [data-kind=weight]') == want['head']['weights']
     assert texts(page, '#softmax-table [data-kind=weight]') == ['0.309', '0.297', '0.395']  # 0.394521
     assert texts(page, '#out-row [data-kind=out]') == ['0.309', '0.356', '0.444', '0.189']
     assert texts(page, '#score-table [data-kind=raw]') == ['0.970', '0.890', '1.460']
     assert texts(page, '#score-table [data-kind=score]') == ['0.485', '0.445', '0.730']
-    exps = values(page, '#softmax-table [data-kind=exp]')
-    assert all(abs(e - lesson) < LESSON_ROUNDING for e, lesson in zip(exps, [1.624, 1.561, 2.075]))
+    assert values(page, '#softmax-table [data-kind=exp]') == want['head']['exps']
     assert page.inner_text('#exp-sum') == '5.260'
     assert page.inner_text('#score-numbers') == '33,554,432' and page.inner_text('#score-mib') == '64 MiB'
     assert 'no q2' in page.inner_text('#note')
@@ -77,9 +69,6 @@ def row_stats(page):
 
 
 def test_the_scaling_widgets_draw_the_apis_numbers_and_the_lessons(server, page):
-    """The sqrt(d) widget sharper unscaled than scaled at d = 64, warning of a vanishing gradient
-    at a large d unscaled only, and on the model's own scores; the index widget, the variance
-    and cost tables."""
     open_page(page, server, 'scaling')
     assert page.get_attribute('#stats-table tr[data-d]', 'data-d') == '64'
     scaled = row_stats(page)
@@ -92,7 +81,6 @@ def test_the_scaling_widgets_draw_the_apis_numbers_and_the_lessons(server, page)
     wait_redraw(page, before, '#row-panel')
     unscaled = row_stats(page)
     assert unscaled['max_weight'] > scaled['max_weight'] and unscaled['entropy'] < scaled['entropy']
-    assert abs(unscaled['spread'] / scaled['spread'] - 8) < 1e-9
     assert page.locator('#vanishing').is_hidden()  # d = 64 unscaled: saturating, not yet vanishing
     before = draws(page, '#row-panel')
     page.eval_on_selector('#d', 'e => { e.value = "8"; e.dispatchEvent(new Event("input")); }')  # d = 256
@@ -149,8 +137,6 @@ def record_phases(page):
 
 
 def test_phases_play_in_order_highlight_their_lines_and_draw_the_apis_weights(server, page):
-    """Play walks every phase in order and back walks them back; each phase highlights the
-    lines of model.py that compute it; the picture draws the API's weights and typing redraws."""
     from microgpt.lab import phases
     open_page(page, server, 'phases')
     assert page.get_attribute('body', 'data-phase') == 'tokens'
@@ -222,11 +208,8 @@ def test_embeddings_and_loss_draw_what_their_routes_answer(server, page):
 
 def test_a_model_py_that_does_not_parse_and_a_checkpoint_without_a_log(tiny_ckpt, names_file, tmp_path, page,
                                                                        monkeypatch):
-    """The phases page was once a 500: a broken copy of model.py (read by a server computing in
-    this process) leaves every phase stepping with its numbers, the code box saying why. On a
-    checkpoint with no log beside it (any converted one) the Loss page once asked /api/loss,
-    whose 400 the browser logged; the listing says there is no log, and the page says so
-    without a request."""
+    """Once a 500 and a logged 400: a model.py that does not parse leaves every phase its numbers,
+    and on a checkpoint with no log beside it the Loss page asks nothing."""
     from microgpt.lab import phases
     broken = tmp_path / 'model.py'
     broken.write_text('def gpt(self:\n', encoding='utf-8')

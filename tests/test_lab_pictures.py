@@ -1,10 +1,7 @@
 """
-A lab command's picture (`--png FILE`, autograd's `--dot FILE`) replaces only a picture of its
-kind (microgpt/lab/pictures.py), whatever the flags, directly or through a link: never a
-checkpoint, a best file, a log or a data file; and it is always written whole. And a running-text model's overview of a single
-character, which has no next character to score, is a page, not a traceback.
-
-Run: .venv/bin/python -m pytest -q tests/test_lab_pictures.py
+A lab command's picture (`--png`, autograd's `--dot`) replaces only a picture of its kind
+(microgpt/lab/pictures.py), never the learner's checkpoint, best file, log or data, and is
+written whole.
 """
 
 import hashlib
@@ -61,7 +58,7 @@ def test_a_picture_replaces_only_a_picture(trained, capsys, command):
             ['loss', str(trained / 'd.log.jsonl')]
     for target in targets + [f'link-{name}.png' for name in targets]:
         status, out, err = run_lab([*reads, '--png', str(trained / target)], capsys)
-        assert status == 2 and err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err
+        assert_one_line(status, err, 'error: ')
         assert out == '' and {name: digest(trained / name) for name in targets} == before, target
         assert os.path.islink(trained / target) or not target.startswith('link-')  # still a link
 
@@ -90,8 +87,7 @@ def test_a_picture_that_cannot_be_written_whole_leaves_the_old_one(copied, tmp_p
     p = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'overview', '--ckpt', ckpt, 'anna', '--png',
                         str(picture)], cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
                        preexec_fn=small_files)
-    assert p.returncode == 2 and p.stderr.startswith('error: --png: could not write'), p.stderr
-    assert 'Traceback' not in p.stderr and p.stderr.count('\n') == 1
+    assert_one_line(p.returncode, p.stderr, 'error: --png: could not write')
     assert picture.read_bytes() == old[:2000]
     assert sorted(os.listdir(tmp_path)) == sorted(['model.json', 'model.log.jsonl', 'old.png'])
 

@@ -1,10 +1,6 @@
 """
-The lab's one registry (microgpt/lab/registry.py): a sandbox declared there is a command, an API
-route and a link in the navigation, with nothing else to edit; and the command line and the API
-accept exactly the same range for every parameter they share, because both read one Param.
-
-A sandbox made up in the test (`echo`, in a module made up in the test) shows the first: it is
-never written in __main__.py, api.py, serve.py or web/lab.js, yet all of them know it.
+The lab's one registry (microgpt/lab/registry.py): a sandbox declared there is a command, a
+route and a page with nothing else to edit, and the command line and the API accept the same ranges.
 """
 
 import sys
@@ -45,9 +41,6 @@ def test_a_sandbox_added_to_the_registry_is_a_command(echo, capsys):
     with pytest.raises(SystemExit):
         main(['echo', '--help'])
     assert 'how many times (default 2); an integer from 1 to 5' in ' '.join(capsys.readouterr().out.split())
-    with pytest.raises(SystemExit):  # argparse: one line, exit 2
-        main(['echo', 'hi', '--times', '6'])
-    assert 'give an integer from 1 to 5' in capsys.readouterr().err
 
 
 def test_a_sandbox_added_to_the_registry_is_a_route_a_page_and_its_models_facts(echo, tiny_ckpt, names_file,
@@ -62,9 +55,7 @@ def test_a_sandbox_added_to_the_registry_is_a_route_a_page_and_its_models_facts(
     monkeypatch.setattr(registry, 'SANDBOXES', registry.SANDBOXES + [made_up])
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
         status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 3})
-        assert status == 200 and got == {'words': ['hi'] * 3}
-        status, got, _ = request(server, 'POST', '/api/echo', {'word': 'hi', 'times': 6})
-        assert status == 400 and got['error'] == "'times' is 6: give an integer from 1 to 5"
+        assert status == 200 and got == {'words': ['hi'] * 3}  # a Param's range: the test of the same range below
         config = request(server, 'GET', '/api/config')[1]  # what web/lab.js draws the navigation from
     assert {'name': 'echo', 'title': 'Echo'} in config['pages'] and config['checkpoints'][0]['about_width'] == 8
     pages, static, api = serve.routes()
@@ -126,14 +117,13 @@ def test_top_k_is_capped_by_the_vocabulary_on_both_sides(server, tiny_ckpt, caps
     assert request(server, 'POST', '/api/sampling', {'top_k': vocab_size, 'num': 1})[0] == 200
 
 
-def test_every_page_has_its_files(tiny_ckpt, names_file, tmp_path):
+def test_every_page_has_its_files(server):
     """Each page the registry lists is served from web/NAME.html (in web/frame.html) and
     web/NAME.js, and names its page, so the browser tests' list (registry.pages()) is every page there is."""
-    with live_server(tiny_ckpt, tmp_path / 'runs', names_file) as server:
-        for name, _ in registry.pages():
-            html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
-            assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
-            assert request(server, 'GET', f'/static/{name}.js')[0] == 200
+    for name, _ in registry.pages():
+        html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
+        assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
+        assert request(server, 'GET', f'/static/{name}.js')[0] == 200
 
 
 def test_every_page_is_timed_or_says_why_not():

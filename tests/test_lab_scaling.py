@@ -1,8 +1,6 @@
 """
-The scaling numbers (microgpt/lab/scaling.py) and the row statistics (rowstats.py) against
-closed forms, sampling and the numbers the project grew from (microgpt/lab/example.py holds the
-three-token example's), with tolerances that say where they come from: sampling error for what
-is sampled, three decimals for what was printed rounded.
+The scaling numbers (microgpt/lab/scaling.py) and row statistics (rowstats.py) against closed
+forms, sampling (within its standard error) and the lesson's three-token example.
 """
 
 import math
@@ -79,8 +77,6 @@ def test_three_tokens_by_hand():
     out, logits, weights = inference.attention_head(example.Q3, example.KEYS, example.VALUES)
     printed = 1.5e-3  # printed to 3 decimals, sums of rounded products
     assert np.abs(logits * 2 - example.RAW_SCORES).max() < EXACT_TOL + 1e-15
-    assert np.abs(weights - example.WEIGHTS).max() < printed
-    assert np.abs(out - example.OUT3).max() < printed
     assert np.abs(softmax(logits * 10) - example.WEIGHTS_X10).max() < printed
     assert abs(weights[2] - 0.394521) < 5e-7
     assert round(weights[2], 3) == example.WEIGHTS[2] == 0.395  # rounded (truncated, it reads 0.394)
@@ -96,15 +92,11 @@ REFERENCE_MEDIANS = {  # label: {name: (median, sd of a 2000-draw median)}
 }
 
 
-def test_spread_ratio_is_exactly_sqrt_d():
+def test_the_spread_ratio_is_sqrt_d_and_the_medians_within_their_band():
     study = scaling.row_study(DRAWS, seed=42)
     assert abs(study['spread_ratio'] - 8) < EXACT_TOL
     spreads = [study[label]['median']['spread'] for label in scaling.LABELS]  # of 2000 draws each
     assert abs(spreads[0] / spreads[1] - 8) < EXACT_TOL
-
-
-def test_medians_within_their_band():
-    study = scaling.row_study(DRAWS, seed=42)
     for label, names in REFERENCE_MEDIANS.items():
         for name, (median, sd) in names.items():
             assert abs(study[label]['median'][name] - median) < 5 * sd, (label, name)
@@ -135,11 +127,6 @@ def test_cost_ratio_at_gpt2_smalls_width():
     assert round(scaling.cost_ratio(1024, 768), 2) == 0.67
     assert round(scaling.cost_ratio(8192, 768), 1) == 5.3
     assert scaling.cost_ratio(2 * 768, 768) == 1  # the crossover at n = 2 D
-
-
-def test_score_matrix_size():
-    assert scaling.score_matrix_size(32, 1024) == (33_554_432, 64 * 2 ** 20)
-    assert scaling.score_matrix_size(32, 8192)[0] == 2_147_483_648  # "2 billion"
 
 
 def test_command_prints_every_section(capsys):

@@ -1,12 +1,7 @@
 """
-The lab on a model of running text (train.py --data-mode text): every sandbox reads TEXT as
-train.py trained the model, a window of the stream with no BOS anywhere and every target the
-next character, and its losses are train.py's for the same window.
-
-The oracles are the training code's own: inference.evaluate_windows (what train.py's numpy
-engine validates with), microgpt/edge/text.py's scalar `evaluate` (its reference), and
-sample.py's stream_text for the continuations. The model is conftest's text_ckpt: block_size 16,
-trained 30 steps on a few lines of a play.
+The lab on a model of running text (train.py --data-mode text, conftest's text_ckpt): every
+sandbox reads TEXT as train.py trained the model, with no BOS, and its losses are the training
+code's own (inference.evaluate_windows, edge/text.py's evaluate, sample.py's stream_text).
 """
 
 import io
@@ -87,12 +82,6 @@ def test_a_step_trains_the_window_as_train_py_does(text_ckpt, engine, length):
     assert 'name' not in text.replace('names', '') and "the window's characters but its last" in text
 
 
-def test_a_step_needs_a_character_to_predict(text_model, text_ckpt):
-    ckpt, model = load(text_ckpt, 'scalar')
-    with pytest.raises(UserError, match='two characters'):
-        step.compute(model, 'R', engine='numpy', ckpt=ckpt)
-
-
 def test_the_sampler_draws_sample_pys_continuations(text_model):
     ckpt, model = text_model
     d = sampling.compute(model, 'ROMEO:', temperatures=(0.5, 1.0), top_k=3, num=2, length=40, seed=7, ckpt=ckpt)
@@ -114,26 +103,17 @@ def test_the_sampler_starts_running_text_after_a_newline(text_model):
     assert d['context'] == ['⏎']
 
 
-def test_a_names_model_refuses_a_length(tiny_ckpt):
-    ckpt, model = load(tiny_ckpt, 'numpy')
-    with pytest.raises(UserError, match='--length is for running-text models'):
-        sampling.compute(model, 'a', length=10, ckpt=ckpt)
-
-
-def test_too_much_text_in_one_call_is_refused(text_model):
-    ckpt, model = text_model
-    with pytest.raises(UserError, match='at most 10,000'):
-        sampling.compute(model, '', num=100, length=2000, ckpt=ckpt)
-
-
-@pytest.mark.parametrize('text, message', [
-    ('', 'give at least one character'),
-    (WINDOW[:18], 'at most block_size \\+ 1 = 17'),
+@pytest.mark.parametrize('ckpt_name, call, message', [
+    ('text_ckpt', lambda m, c: overview.compute(m, '', ckpt=c), 'give at least one character'),
+    ('text_ckpt', lambda m, c: overview.compute(m, WINDOW[:18], ckpt=c), 'at most block_size \\+ 1 = 17'),
+    ('text_ckpt', lambda m, c: step.compute(m, 'R', engine='numpy', ckpt=c), 'two characters'),
+    ('text_ckpt', lambda m, c: sampling.compute(m, '', num=100, length=2000, ckpt=c), 'at most 10,000'),
+    ('tiny_ckpt', lambda m, c: sampling.compute(m, 'a', length=10, ckpt=c), '--length is for running-text models'),
 ])
-def test_a_window_the_model_cannot_read_is_one_line(text_model, text, message):
-    ckpt, model = text_model
+def test_what_the_model_cannot_read_or_draw_is_one_line(request, ckpt_name, call, message):
+    ckpt, model = load(request.getfixturevalue(ckpt_name), 'numpy')
     with pytest.raises(UserError, match=message):
-        overview.compute(model, text, ckpt=ckpt)
+        call(model, ckpt)
 
 
 def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
@@ -144,9 +124,7 @@ def test_embeddings_leave_out_the_bos_row_running_text_never_reads(text_model):
 
 
 def test_past_its_graphs_size_the_step_is_the_numpy_engines_unless_the_scalar_is_asked_for(text_ckpt, monkeypatch):
-    """The scalar engine's graph grows with weights x positions: past registry.SCALAR_STEP_WORK
-    the step is taken by the numpy engine (the same numbers), and says why; asked for by name,
-    the scalar engine names the numpy engine instead of taking seconds and gigabytes."""
+    # the scalar engine's graph grows with weights x positions: past SCALAR_STEP_WORK, seconds and gigabytes
     from microgpt.edge.limits import parameter_count
     from microgpt.lab import registry
     ckpt, model = load(text_ckpt, 'scalar')

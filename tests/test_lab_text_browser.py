@@ -1,8 +1,6 @@
 """
-The web lab on a model of running text, in Chromium, as tests/test_lab_browser.py: the pages
-read text as train.py trained the model (no BOS anywhere, the Overview's loss train.py's for the
-same window, continuations with their newlines), and every page stays readable at the
-Shakespeare recipe's size (conftest's wide_text_ckpt: a 64-position block, 66 tokens) at 390 px.
+The web lab on a model of running text, in Chromium (as tests/test_lab_browser.py): the pages
+read text as train.py does, and stay readable at the Shakespeare recipe's size at 390 px.
 """
 
 import pytest
@@ -27,10 +25,8 @@ def server(wide_text_ckpt, names_file, tmp_path_factory):
 
 
 def test_every_page_is_readable_at_64_positions_and_reads_text_as_train_py_does(server, window, wide_text_ckpt):
-    """The layout rules on every page at a phone's 390 px, where 64 positions are hardest to
-    hold (1280 and 1920 px: tests/test_lab_layout_browser.py, on the names model); every page's
-    words: 'text' in the input box, no BOS token read, scored or drawn, no "name" (nor "the name
-    ends"). Then, widened to 1280 px, the heatmaps trade numbers for colour and a read-out."""
+    """At 390 px, where 64 positions are hardest to hold (wider: test_lab_layout_browser.py);
+    then, at 1280 px, the heatmaps trade numbers for colour and a read-out."""
     p = window(390, 900)
     for name in PAGES:
         p.set_viewport_size({'width': 390, 'height': 900})

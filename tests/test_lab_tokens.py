@@ -8,13 +8,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microgpt import inference
-from helpers import TINY_NAMES
+from helpers import TINY_NAMES, run_lab
 from microgpt.bpe import BPETokenizer, learn_merges
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.errors import UserError
 from microgpt.lab import tokens
-from microgpt.lab.__main__ import main
-from microgpt.programs import cli
 
 
 def model_of(path):
@@ -105,10 +103,8 @@ def test_every_token_and_cut_is_explained_by_the_table(text):
 def test_the_command_prints_the_tokens_the_merges_and_why_each_is_cut_where_it_is(bpe_ckpt, capsys):
     ckpt, model = model_of(bpe_ckpt)
     d = tokens.compute(model, 'emma', ckpt=ckpt)
-    with pytest.raises(SystemExit) as info:
-        cli.run(main, ['tokens', 'emma', '--ckpt', bpe_ckpt, '--merges', '3'])
-    out = capsys.readouterr().out
-    assert info.value.code == 0 and 'the first 3 of 23 merges, in the order learned' in out
+    status, out, _ = run_lab(['tokens', 'emma', '--ckpt', bpe_ckpt, '--merges', '3'], capsys)
+    assert status == 0 and 'the first 3 of 23 merges, in the order learned' in out
     assert 'characters in' in out and 'why it splits where it does' in out
     assert all(x['why'] in out for x in d['tokens']) and all(c['why'] in out for c in d['cuts'])
 
@@ -123,10 +119,8 @@ def bpe_text_ckpt(tmp_path_factory, play_file):
 
 
 def printed(capsys, *argv):
-    with pytest.raises(SystemExit) as info:
-        cli.run(main, list(argv))
-    out = capsys.readouterr().out
-    assert info.value.code == 0, out
+    status, out, _ = run_lab(list(argv), capsys)
+    assert status == 0, out
     return ' '.join(out.split())  # the sentences, whatever the terminal's width folded
 
 

@@ -1,9 +1,6 @@
 """
-The Tokens page in Chromium: typing a text redraws it as the route's tokens, one coloured piece
-each whose hover text is the token's id and bytes, and the merges the route lists; a click on a
-token or on the cut between two says why, in the route's words, on a phone as on a desktop.
-
-Playwright driving /usr/bin/chromium, as tests/test_lab_browser.py; skipped without them.
+The Tokens page in Chromium (as tests/test_lab_browser.py): typing redraws the route's tokens,
+and a click on a token or a cut says why, in the route's words.
 """
 
 import pytest
@@ -20,10 +17,6 @@ def server(tmp_path_factory, bpe_ckpt, names_file):
 
 
 def test_typing_redraws_the_routes_tokens_a_click_says_why_and_the_pages_say_token(server, window):
-    """Each token a coloured piece whose hover text is its id and bytes, and the merges the route
-    lists; each token's merge and each cut's reason the route's sentences, shown when clicked
-    (tapped) or hovered; at 390 px the page is no wider than the phone and the sentence wraps.
-    Then the pages that name what a model reads say 'token' of it."""
     p = window(390)
     open_page(p, server, 'tokens')
     p.fill('#text', 'emma ř')

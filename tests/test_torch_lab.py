@@ -1,9 +1,6 @@
 """
-`lab step` and the web Step page show one step through all three engines: the scalar graph,
-the numpy path's hand-derived backward and PyTorch's autograd, matrix by matrix.
-
-Needs PyTorch (`pip install -e '.[torch]'`; skipped without it); the page's test also needs
-Playwright and /usr/bin/chromium (conftest's session browser; skipped without them).
+`lab step` and the web Step page through all three engines (scalar, numpy, PyTorch), matrix by
+matrix. Needs PyTorch; the page's test also Playwright and /usr/bin/chromium.
 """
 
 import re
