@@ -94,9 +94,6 @@ def settled(page, idle_s=0.2, timeout_s=30):
     """Until a watched_page has had no request in flight for idle_s: Playwright's network idle,
     which waits 500 ms without one, with a spell long enough for lab.js's debounced requests
     (100 or 150 ms after the event that asks) to have started."""
-    if not hasattr(page, 'in_flight'):  # a page not opened by watched_page: Playwright's own rule
-        page.wait_for_load_state('networkidle')
-        return
     deadline, idle_from = time.monotonic() + timeout_s, None
     while True:
         if page.in_flight:
@@ -127,8 +124,6 @@ def wait_redraw(page, before, selector='body'):
 
 
 # ---------------------------------------------------------------------------- small data, and the bench scripts as modules
-
-
 # README and docs/*.md: the pages whose commands, links, figures and prose the tests hold
 DOC_TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
 
