@@ -14,7 +14,7 @@ import pytest
 from microgpt.lab import registry
 from microgpt.lab.__main__ import parse_args
 from microgpt.lab.exercises import catalog, checker, workspace
-from helpers import SLIPS, lab, make_workspace, replaced, with_body
+from helpers import SLIPS, lab, make_workspace, read_repo_file, replaced, request, with_body
 
 N = len(catalog.EXERCISES)
 
@@ -328,7 +328,6 @@ def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, caps
 
 # ---------------------------------------------------------------------------- the web lab's routes
 def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
-    from helpers import request
     status, got, _ = request(server, 'POST', '/api/exercises', {})
     assert status == 200 and got['workspace'] is None and len(got['exercises']) == N
     assert all(e['result'] is None and e['page'] in dict(registry.pages()) for e in got['exercises'])
@@ -348,7 +347,6 @@ def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ck
 
 # ---------------------------------------------------------------------------- documented
 def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
-    from helpers import read_repo_file
     section = read_repo_file('docs/reading-guide.md').split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]
     rows = [line for line in section.split('\n') if line.startswith('| ') and line[2:3].isdigit()]
     assert len(rows) == N

@@ -48,8 +48,7 @@ def test_with_a_workspace_it_shows_the_last_results_checks_on_request_and_says_w
     before = (folder / 'ex04_log.py').read_text()
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
         page = window(1280, 900)
-        page.goto(server.url + 'exercises')
-        page.wait_for_selector('body[data-drawn]', state='attached')
+        open_page(page, server, 'exercises')
         status = page.locator('#path td.result').evaluate_all('tds => tds.map(td => td.dataset.status)')
         assert status == ['pass', 'pass'] + ['none'] * (N - 2)
         assert 'mine' in page.inner_text('#workspace') and page.locator('#next').count() == 0
