@@ -1,8 +1,6 @@
 """
-Shared pytest fixtures: small data sets and a small trained checkpoint, made once per session.
-
-Many tests need "a real trained model" (sampling, the numpy port, the lab); training one through
-train.py's main() on a tiny config takes about a second, so it is done once and shared.
+Shared pytest fixtures (small data, checkpoints trained once per session by train.py, the lab's
+server, Chromium) and the hooks that tie a test to the optional extra it needs.
 """
 
 import importlib.util
@@ -10,7 +8,6 @@ import os
 
 import pytest
 from helpers import TINY_NAMES, train_text
-
 
 
 # ---------------------------------------------------------------------------- the extras
@@ -58,40 +55,35 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not any(mark.name in EXTRAS for mark in item.getparent(pytest.Module).own_markers))
 
 
-def _skipped_for_an_extra(report):
-    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr).lower()
-    return report.skipped and any(word in reason for word in EXTRA_WORDS)
+def _fail_a_skip_for_an_extra(report, nodeid, marked):
+    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
+    if any(word in reason.lower() for word in EXTRA_WORDS) and (not marked or os.environ.get('MICROGPT_EXTRAS') == 'all'):
+        report.outcome, report.longrepr = 'failed', (
+            f"{nodeid} skipped for want of an extra ({reason}): "
+            + ("MICROGPT_EXTRAS=all asks for every extra" if marked else "give it the extra's marker"))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
-    marked = any(item.get_closest_marker(extra) for extra in EXTRAS)
-    if _skipped_for_an_extra(report) and (not marked or os.environ.get('MICROGPT_EXTRAS') == 'all'):
-        report.outcome, report.longrepr = 'failed', (
-            f"{item.nodeid} skipped for want of an extra ({report.longrepr[-1]}): "
-            + ("MICROGPT_EXTRAS=all asks for every extra" if marked else "give it the extra's marker"))
+    if report.skipped:
+        _fail_a_skip_for_an_extra(report, item.nodeid, any(item.get_closest_marker(extra) for extra in EXTRAS))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     report = (yield).get_result()
-    if isinstance(collector, pytest.Module) and _skipped_for_an_extra(report):
-        marked = any(f'pytest.mark.{extra}' in collector.path.read_text() for extra in EXTRAS)
-        if not marked or os.environ.get('MICROGPT_EXTRAS') == 'all':
-            report.outcome = 'failed'
-            report.longrepr = (f"{collector.nodeid} skipped for want of an extra: "
-                               + ("MICROGPT_EXTRAS=all asks for every extra" if marked else "give it the extra's marker"))
+    if isinstance(collector, pytest.Module) and report.skipped:
+        text = collector.path.read_text()
+        _fail_a_skip_for_an_extra(report, collector.nodeid, any(f'pytest.mark.{extra}' in text for extra in EXTRAS))
 
 
 # ---------------------------------------------------------------------------- measurements, printed
-# A test that measures (times, never asserted) hands its printout to `measured`; the session's
-# end prints them all under "measured". That also works on `make test`'s pytest-xdist workers,
-# whose own output is not shown: the text travels with the test's report.
 @pytest.fixture
 def measured(record_property):
-    """measured(text): print text at the end of the session, under the test's name, saying so
-    when another worker ran other tests meanwhile (times then come out slower than alone)."""
+    """measured(text): a test's measurement (times, never asserted), printed at the session's end
+    under its name, with its report (so from pytest-xdist workers too), saying so when another
+    worker ran other tests meanwhile (times then come out slower than alone)."""
     beside = ("\n  (measured while another pytest worker ran other tests: `pytest` on this file alone, "
               "or bench/, measures alone)" if os.environ.get('PYTEST_XDIST_WORKER') else '')
     return lambda text: record_property('measured', text + beside)
@@ -108,8 +100,7 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture(scope='session')
 def browser():
-    """One headless Chromium for every browser test of the session (see chromium.py): only
-    tests marked `browser` ask for it, and they are skipped where it is missing."""
+    """One headless Chromium for every browser test of the session (only tests marked `browser`)."""
     from helpers import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
@@ -120,7 +111,6 @@ def browser():
 
 @pytest.fixture(scope='module')
 def server(tiny_ckpt, names_file, tmp_path_factory):
-    """The web lab's server (helpers.live_server) on tiny_ckpt, one per test module."""
     from helpers import live_server
     with live_server(tiny_ckpt, tmp_path_factory.mktemp('lab-runs'), names_file) as s:
         yield s
@@ -128,8 +118,7 @@ def server(tiny_ckpt, names_file, tmp_path_factory):
 
 @pytest.fixture
 def window(browser):
-    """open(width, height=800) -> a fresh page of that size whose console errors and uncaught
-    exceptions are collected in page.errors (chromium.watched_page); closed after the test."""
+    """open(width, height=800) -> a fresh helpers.watched_page of that size, closed after the test."""
     from helpers import watched_page
     contexts = []
 
@@ -144,7 +133,6 @@ def window(browser):
 
 @pytest.fixture(scope='session')
 def names_file(tmp_path_factory):
-    """A UTF-8 file of TINY_NAMES, one per line."""
     path = tmp_path_factory.mktemp('data') / 'names.txt'
     path.write_text('\n'.join(TINY_NAMES) + '\n', encoding='utf-8')
     return str(path)
@@ -184,7 +172,6 @@ PLAY = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\n
 
 @pytest.fixture(scope='session')
 def play_file(tmp_path_factory):
-    """A UTF-8 file of PLAY, repeated: running text of 65 distinct characters."""
     path = tmp_path_factory.mktemp('play') / 'play.txt'
     path.write_text(PLAY * 12, encoding='utf-8')
     return str(path)

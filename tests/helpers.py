@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
@@ -29,11 +30,11 @@ import pytest  # noqa: E402
 from microgpt.engine import Tape, Value  # noqa: E402
 from microgpt.lab import registry  # noqa: E402
 from microgpt.lab.__main__ import main as lab_main  # noqa: E402
-from microgpt.lab.exercises import catalog, checker, workspace  # noqa: E402
+from microgpt.lab.exercises import catalog, workspace  # noqa: E402
 from microgpt.lab.serve import make_server  # noqa: E402
-from microgpt.programs import cli, sample, train  # noqa: E402
+from microgpt.programs import cli, train  # noqa: E402
 from microgpt.programs.train import ScalarTrainer  # noqa: E402
-from microgpt.training import doc_loss, doc_tokens, num_predictions  # noqa: E402
+from microgpt.training import doc_loss, doc_tokens  # noqa: E402
 
 
 # ---------------------------------------------------------------------------- gpt()'s attention weights, read through its blocks
@@ -85,21 +86,14 @@ def watched_page(context):
 
 
 def quiet(page, timeout_s=30):
-    """Until a watched_page has no request in flight: sooner than the network's idle state,
-    which Playwright reports after 500 ms without one."""
-    deadline = time.monotonic() + timeout_s
-    while page.in_flight:
-        assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in page.in_flight]}"
-        page.wait_for_timeout(10)
+    """Until a watched_page has no request in flight: settled() without its idle spell."""
+    settled(page, 0, timeout_s)
 
 
 def settled(page, idle_s=0.2, timeout_s=30):
     """Until a watched_page has had no request in flight for idle_s: Playwright's network idle,
     which waits 500 ms without one, with a spell long enough for lab.js's debounced requests
     (100 or 150 ms after the event that asks) to have started."""
-    if not hasattr(page, 'in_flight'):  # a page not opened by watched_page: Playwright's own rule
-        page.wait_for_load_state('networkidle')
-        return
     deadline, idle_from = time.monotonic() + timeout_s, None
     while True:
         if page.in_flight:
@@ -130,19 +124,6 @@ def wait_redraw(page, before, selector='body'):
 
 
 # ---------------------------------------------------------------------------- small data, and the bench scripts as modules
-
-
-def data_file(filename):
-    """A public data file (makemore's names.txt, char-rnn's tinyshakespeare.txt) where a user or
-    a developer has it: in the checkout's root, where README's download command puts it, or in
-    ../shared/data beside the checkout. None if neither: tests that need it skip."""
-    for folder in (REPO_DIR, os.path.join(REPO_DIR, '..', 'shared', 'data')):
-        path = os.path.join(folder, filename)
-        if os.path.isfile(path):
-            return os.path.normpath(path)
-    return None
-
-
 # README and docs/*.md: the pages whose commands, links, figures and prose the tests hold
 DOC_TEXTS = ['README.md'] + sorted(os.path.relpath(p, REPO_DIR) for p in glob.glob(os.path.join(REPO_DIR, 'docs', '*.md')))
 
@@ -156,7 +137,6 @@ def read_repo_file(name):
 def bench_script(name):
     """bench/NAME.py loaded as a module, its main() not run: for the tests that hold a text or a
     page to the figures a benchmark measures (its recipe's flags, the fields it sends)."""
-    import importlib.util
     sys.path.insert(0, os.path.join(REPO_DIR, 'bench'))  # as `python bench/NAME.py` has it: bench/common.py
     spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(REPO_DIR, 'bench', f'{name}.py'))
     module = importlib.util.module_from_spec(spec)
@@ -173,7 +153,6 @@ daniel henry jackson sebastian aiden matthew samuel david joseph carter owen wya
 
 def train_text(out, data, block_size, *flags):
     """A checkpoint of running text trained by train.py in a second or two (numpy engine)."""
-    from microgpt.programs import train
     assert train.main(['--engine', 'numpy', '--data', data, '--data-mode', 'text', '--block-size',
                        str(block_size), '--num-samples', '0', '--out', str(out), *flags]) == 0
     return str(out)
@@ -193,52 +172,28 @@ def numeric_grad(f, xs, i, h=H):
 
 
 def backprop_grads(build, xs):
-    """(output value, [d output / d x_i for each i]) from the engine's backward().
-
-    `build` maps a list of leaf Values to one scalar Value; the leaves are made here from xs.
-    """
+    """(output value, [d output / d x_i]) from backward(); `build` maps leaf Values to one Value."""
     leaves = [Value(x) for x in xs]
     out = build(leaves)
     out.backward()
     return out.data, [leaf.grad for leaf in leaves]
 
 
-def grad_error(a, b):
-    """How far apart two gradients are: absolute near 0, relative once they are larger than 1.
-
-    A purely relative error would blow up for a gradient that should be 0; a purely absolute one
-    would be too strict for a gradient of 1e4, whose finite-difference estimate is only good to a
-    few digits in the last place times 1e4.
-    """
-    return abs(a - b) / max(1.0, abs(a), abs(b))
-
-
-def grad_errors(build, xs, h=H, indices=None):
-    """[(i, backprop grad, numeric grad, error)] for each input index i (all, or those in indices).
-
-    Checking only some indices keeps a check of a model with thousands of parameters fast: every
-    numeric gradient costs two forward passes.
-    """
+def check_grads(build, xs, h=H, indices=None):
+    """The largest error between backward()'s gradients and central differences, over the inputs
+    (or those in `indices`: each numeric gradient costs two forward passes). The error is absolute
+    near 0 and relative past 1: a relative one would blow up for a gradient that should be 0, an
+    absolute one be too strict for a gradient of 1e4. Callers compare it with their own tolerance."""
     _, grads = backprop_grads(build, xs)
 
     def f(values):
         return build([Value(v) for v in values]).data
 
-    indices = range(len(xs)) if indices is None else indices
-    report = []
-    for i in indices:
+    error = 0.0
+    for i in range(len(xs)) if indices is None else indices:
         num = numeric_grad(f, xs, i, h)
-        report.append((i, grads[i], num, grad_error(grads[i], num)))
-    return report
-
-
-def check_grads(build, inputs, h=H, indices=None):
-    """The largest error between backward()'s gradients and central differences, over the inputs.
-
-    Callers compare it with their own named tolerance, so the same function serves both the real
-    checks (error must be tiny) and the negative controls (error must be large).
-    """
-    return max((err for _, _, _, err in grad_errors(build, inputs, h, indices)), default=0.0)
+        error = max(error, abs(grads[i] - num) / max(1.0, abs(grads[i]), abs(num)))
+    return error
 
 
 # ---------------------------------------------------------------------------- the web lab's server, live in this process or in its own
@@ -299,23 +254,11 @@ def wait_for_run(server, offset=0):
         time.sleep(0.05)
 
 
-class Address:
-    """What request() and post() need of a server running in another process: its address."""
-
-    def __init__(self, port):
-        self.server_address = ('127.0.0.1', port)
-        self.url = f'http://127.0.0.1:{port}/'
-
-
 @contextmanager
 def server_process(ckpt, runs_dir, data):
-    """`python -m microgpt.lab serve` in its own process on a free port: yields (the process,
-    its Address). On leaving it is stopped as Ctrl-C stops it, unless the test has already
+    """`python -m microgpt.lab serve` in its own process on a free port: yields (the process, its
+    address, as request() and post() take it, with the line that printed it). On leaving it is stopped as Ctrl-C stops it, unless the test has already
     stopped it; it never outlives the test."""
-    import os
-    import signal
-    import subprocess
-    import sys
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.Popen([sys.executable, '-m', 'microgpt.lab', 'serve', '--ckpt', ckpt, '--port', '0',
                              '--runs-dir', str(runs_dir), '--data', data],
@@ -323,9 +266,9 @@ def server_process(ckpt, runs_dir, data):
     try:
         first = proc.stdout.readline()
         assert first.startswith('microgpt lab on '), (first, proc.stderr.read() if proc.poll() else '')
-        address = Address(int(first.split('http://127.0.0.1:')[1].split('/')[0]))
-        address.first_line = first  # what the server printed first: its address
-        yield proc, address
+        port = int(first.split('http://127.0.0.1:')[1].split('/')[0])
+        yield proc, SimpleNamespace(server_address=('127.0.0.1', port), url=f'http://127.0.0.1:{port}/',
+                                    first_line=first)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -549,10 +492,7 @@ def lab(argv, capsys, answers=None, monkeypatch=None):
                 return reply
             raise EOFError
         monkeypatch.setattr('builtins.input', typed)
-    with pytest.raises(SystemExit) as e:
-        cli.run(lab_main, ['exercises', *argv])
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
+    return run(lab_main, ['exercises', *argv], capsys)
 
 
 # exercise -> (the wrong file, the case it must fail on, words of the hint it must give)
@@ -624,17 +564,12 @@ BRIEF = 300           # characters of a one-line message that quotes such an inp
 
 def run_lab(argv, capsys):
     """(exit status, stdout, stderr) of `python -m microgpt.lab ARGV`, under its guard."""
-    with pytest.raises(SystemExit) as info:
-        cli.run(lab_main, argv)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
+    return run(lab_main, argv, capsys)
 
 
 def assert_one_line(status, err, fragment):
-    assert status == 2, err
-    assert err.startswith('error: ') and err.count('\n') == 1 and 'Traceback' not in err, err[:500]
-    assert fragment in err, err[:500]
-    assert len(err) < BRIEF, err[:500]
+    assert status == 2 and len(err) < BRIEF, err[:500]
+    assert_one_line_error(status, err, fragment)
 
 
 # ---------------------------------------------------------------------------- the layers of the source tree

@@ -1,15 +1,7 @@
 """
-The speed baseline (bench/baseline_microgpt.py) must compute exactly what microgpt computes.
-
-bench/train_speed.py reports how much faster the project's engine trains than a baseline written
-the original microgpt way; that ratio means something only if both do the same math. So here,
-on a tiny 2-layer model, both start from the same weights and must agree: the gradient of every
-parameter on the first name, then the loss at every step of a short training run. The names are
-picked so that a step leaves out letters and positions an earlier step used, which is where a
-gradient left over from the previous step would show. A negative control checks that the
-tolerance is tight enough to notice a single weight moved by 1e-6.
-
-Run: .venv/bin/python -m pytest tests/test_baseline_agrees.py   (about a second)
+The speed baseline (bench/baseline_microgpt.py) computes exactly what microgpt computes, so that
+bench/train_speed.py's ratio compares the same math: from the same weights, every gradient of the
+first name and the loss at every step of a short run agree.
 """
 
 from helpers import bench_script

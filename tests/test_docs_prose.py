@@ -1,16 +1,7 @@
 """
-The docs read in a narrator's voice, and stand alone.
-
-Short sentences: over README.md and docs/*.md together, sentences average at most 22 words and
-at most one in ten runs past 35. Code blocks, tables, headings and code spans are not prose:
-they are left out, a code span counting as one word. A sentence ends at '.', '!' or '?' before
-a space and a capital, a digit or a quote; colons and semicolons do not end one. Pieces of
-fewer than three words (a list item's label) are not counted.
-
-Standing alone: no page a learner reads (README, the docs, the notebooks, the lab's pages, the
-exercises' stubs, hints and quiz) sends them to the lesson texts the project grew from, which it
-does not contain. The worked
-examples are the project's own; docs/lessons.md is the one place that credits those texts.
+The docs read in short sentences (over README.md and docs/*.md, at most 22 words on average and
+one in ten past 35; code, tables and headings aside), and no page a learner reads sends them to
+the lesson texts the project grew from: docs/lessons.md is the one place that credits those.
 """
 
 import glob
@@ -30,13 +21,8 @@ def sentences(markdown):
     """The prose sentences of a markdown text, each a list of its words."""
     text = re.sub(r'```.*?```', '\n\n', markdown, flags=re.S)     # fenced code
     text = re.sub(r'<!--.*?-->', ' ', text, flags=re.S)           # comments
-    kept = []
-    for line in text.split('\n'):
-        if line.startswith('    ') or line.lstrip().startswith('|') or line.lstrip().startswith('#'):
-            kept.append('')                                       # indented code, tables, headings
-        else:
-            kept.append(line)
-    text = '\n'.join(kept)
+    text = '\n'.join('' if line.startswith('    ') or line.lstrip().startswith(('|', '#')) else line
+                     for line in text.split('\n'))                 # indented code, tables, headings
     text = re.sub(r'!\[[^\]]*\]\([^)]*\)', ' ', text)              # images
     text = re.sub(r'\[([^\]]*)\]\([^)]*\)', r'\1', text)           # links: their words
     text = re.sub(r'`[^`]*`', 'CODE', text)                        # a code span: one word

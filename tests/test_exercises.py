@@ -1,30 +1,22 @@
 """
-The exercises (microgpt/lab/exercises/): the stubs, the checker, the workspace.
-
-Proven here: every file is a stub and a solution of its catalog entry's function, in the reading
-guide's order, linking a page of the lab; the reference solutions pass every check; each
-exercise's typical slip fails on its case with the hint written for it; check stops at the
-first exercise not passed and names a file that does not load or a slip in an exercise it
-calls; start never overwrites, reset asks first, status says what passes; bad input is one
-line, exit 2, changing nothing. (Learner code that loops, crashes or floods:
-test_exercises_hostile.py.)
+The exercises (microgpt/lab/exercises/): the stubs and their solutions, each exercise's typical
+slip and its hint, check, start, reset, status, and bad input in one line (learner code that
+loops, crashes or floods: test_exercises_hostile.py).
 """
 
 import ast
 import os
-import sys
+import shlex
 import time
 
 import pytest
 
 from microgpt.lab import registry
+from microgpt.lab.__main__ import parse_args
 from microgpt.lab.exercises import catalog, checker, workspace
-from helpers import SLIPS, lab, make_workspace, replaced, with_body
+from helpers import SLIPS, lab, make_workspace, read_repo_file, replaced, request, with_body
 
 N = len(catalog.EXERCISES)
-
-
-# ---------------------------------------------------------------------------- helpers
 
 
 def snapshot(folder):
@@ -55,6 +47,9 @@ def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
                 assert name in ('math', 'numpy'), f"{e.filename} imports {name}"
     assert all(d < e.number for d in e.uses)
     assert e.page in dict(registry.pages()), f"{e.label} links /{e.page}, not a page of the lab"
+    words = shlex.split(e.command)  # and points at a lab command that exists: argparse exits on one that does not
+    assert words[:3] == ['python', '-m', 'microgpt.lab']
+    parse_args(words[3:])
 
 
 def test_the_path_follows_the_reading_guide():
@@ -68,6 +63,7 @@ def test_the_path_follows_the_reading_guide():
             'rmsnorm', 'attention_head', 'gpt', 'name_loss', 'adam_step', 'probabilities', 'linear_backward',
             'softmax_backward', 'attention_backward', 'adamw_step', 'dropout'} <= {e.function for e in catalog.EXERCISES}
     assert catalog.TRAIN_USES == tuple(range(1, 17))
+    assert sorted(SLIPS) == catalog.NUMBERS  # the reference test's negative control: a slip of each fails
 
 
 # ---------------------------------------------------------------------------- the reference solutions
@@ -174,11 +170,6 @@ def test_a_report_names_the_slip_where_it_is(slip_results):
     assert ['compared', 'out (4 numbers), then the weights (3)'] in attention['details'], attention['details']
     result = slip_results['a wrong dot under linear']  # a slip in an exercise it calls is named
     assert result['status'] == 'fail' and 'your dot (exercise 8), which does not pass yet' in result['note']
-
-
-def test_every_exercise_has_a_slip():
-    """The negative control of the reference test: the same checker says no to a slip of each."""
-    assert sorted(SLIPS) == list(catalog.NUMBERS)
 
 
 # ---------------------------------------------------------------------------- check, and what it says
@@ -337,7 +328,6 @@ def test_a_workspace_of_another_version_is_refused_and_left_alone(tmp_path, caps
 
 # ---------------------------------------------------------------------------- the web lab's routes
 def test_without_a_workspace_the_routes_list_the_path_and_run_nothing(server):
-    from helpers import request
     status, got, _ = request(server, 'POST', '/api/exercises', {})
     assert status == 200 and got['workspace'] is None and len(got['exercises']) == N
     assert all(e['result'] is None and e['page'] in dict(registry.pages()) for e in got['exercises'])
@@ -357,10 +347,7 @@ def test_a_folder_that_is_not_a_workspace_stops_the_server_from_starting(tiny_ck
 
 # ---------------------------------------------------------------------------- documented
 def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
-    from helpers import REPO_DIR
-    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
-        guide = f.read()
-    section = guide.split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]
+    section = read_repo_file('docs/reading-guide.md').split('## 12. Learn by doing: the exercises')[1].split('\n## ')[0]
     rows = [line for line in section.split('\n') if line.startswith('| ') and line[2:3].isdigit()]
     assert len(rows) == N
     for e, row in zip(catalog.EXERCISES, rows):
@@ -368,15 +355,5 @@ def test_the_reading_guide_maps_every_exercise_to_its_file_and_lesson():
         assert cells[0] == str(e.number) and cells[1] == f'`{e.filename}`' and cells[2].startswith(f'`{e.function}(')
         assert e.real.split(',')[0] in cells[3], (e.label, cells[3])
         assert dict(registry.pages())[e.page] in cells[6], (e.label, cells[6])
-    with open(os.path.join(REPO_DIR, 'README.md'), encoding='utf-8') as f:
-        readme = f.read()
+    readme = read_repo_file('README.md')
     assert 'python -m microgpt.lab exercises start' in readme and 'python -m microgpt.lab exercises check 1' in readme
-
-
-@pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
-def test_each_exercise_points_at_a_lab_command_that_exists(e):
-    import shlex
-    from microgpt.lab.__main__ import parse_args
-    words = shlex.split(e.command)
-    assert words[:3] == ['python', '-m', 'microgpt.lab']
-    parse_args(words[3:])  # argparse exits (and fails the test) on a command or flag that is not there

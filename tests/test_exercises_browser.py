@@ -1,16 +1,11 @@
 """
-The web lab's Exercises page in a real browser (Playwright driving /usr/bin/chromium, as
-test_lab_browser.py does; its routes alone are tested in test_exercises.py).
-
-Without --exercises the page lists the path, each exercise linking the page that shows its idea,
-and runs nothing. With `serve --exercises DIR` it shows the results the
-command line saved in DIR, and its check button runs the checker (in its subprocess) and draws
-the report: the failing case, the hint. Skipped where Playwright or Chromium is missing.
+The web lab's Exercises page in Chromium: without --exercises it lists the path and runs nothing;
+with `serve --exercises DIR` it shows the saved results, and its check button draws the report.
 """
 
 import pytest
 
-from helpers import SLIPS, live_server, make_workspace, quiet
+from helpers import SLIPS, live_server, make_workspace, open_page
 from microgpt.lab import registry
 from microgpt.lab.exercises import catalog, workspace
 
@@ -24,9 +19,7 @@ def test_the_page_lists_the_path_with_a_link_to_each_idea_and_says_its_table_scr
     """Was: at 390 px the path's table was 1075 px wide in its scrolling box, with no cue; at
     1920 px it fits, and the cue goes."""
     page = window(390, 800)
-    page.goto(server.url + 'exercises')
-    page.wait_for_selector('body[data-drawn]', state='attached')
-    quiet(page)
+    open_page(page, server, 'exercises')
     rows = page.locator('#path tr[data-number]')
     assert rows.count() == N
     pages = dict(registry.pages())
@@ -55,8 +48,7 @@ def test_with_a_workspace_it_shows_the_last_results_checks_on_request_and_says_w
     before = (folder / 'ex04_log.py').read_text()
     with live_server(tiny_ckpt, tmp_path / 'runs', names_file, exercises=ws) as server:
         page = window(1280, 900)
-        page.goto(server.url + 'exercises')
-        page.wait_for_selector('body[data-drawn]', state='attached')
+        open_page(page, server, 'exercises')
         status = page.locator('#path td.result').evaluate_all('tds => tds.map(td => td.dataset.status)')
         assert status == ['pass', 'pass'] + ['none'] * (N - 2)
         assert 'mine' in page.inner_text('#workspace') and page.locator('#next').count() == 0

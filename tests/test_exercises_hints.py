@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from helpers import REPO_DIR, lab
+from helpers import lab, read_repo_file
 from microgpt.lab.exercises import catalog, hints, workspace
 from microgpt.lab.example import SCORES
 
@@ -46,8 +46,7 @@ def test_no_stub_gives_its_solution_line_by_line(e):
 
 
 def test_the_comparison_sees_a_solution_line_in_a_docstring():
-    """The negative control: the same comparison finds a line pasted into a docstring (and most
-    solutions have lines to compare at all)."""
+    """The negative control: a line pasted into a docstring is found (and most solutions have lines to compare)."""
     assert len([n for n in catalog.NUMBERS if code_lines(n)]) >= 10
     line = next(line for line in code_lines(15) if 'beta1 * m[i]' in line)
     pasted = catalog.stub_text(15).replace('One Adam update', f'One Adam update: {line}', 1)
@@ -73,25 +72,19 @@ def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
     for n in (10, 12, 17):
         docs = docstrings(catalog.stub_text(n))
         assert figure in docs and '0.394]' not in docs, (catalog.get(n).filename, figure)
-    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
-        guide = f.read()
+    guide = read_repo_file('docs/reading-guide.md')
     row = next(line for line in guide.split('\n') if line.startswith('| 10 | `ex10_softmax.py`'))
     assert ', '.join(f'{w:.3f}' for w in weights) in row, row
     assert f'softmax {figure}' in guide  # the worked example's own line, in section 3's words
 
 
 # ---------------------------------------------------------------------------- hint N
-def test_every_exercise_has_at_least_two_hint_levels():
-    assert sorted(hints.HINTS) == list(catalog.NUMBERS)
-    for n, levels in hints.HINTS.items():
-        assert len(levels) >= 2 and all(isinstance(h, str) and len(h) > 20 for h in levels), n
-        assert len(set(levels)) == len(levels), n
-
-
 @pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
-def test_hint_gives_each_level_in_turn_then_says_there_is_no_more(e, tmp_path, capsys):
+def test_hint_gives_each_of_two_or_more_levels_in_turn_then_says_there_is_no_more(e, tmp_path, capsys):
+    assert sorted(hints.HINTS) == list(catalog.NUMBERS)
     ws, _ = started(tmp_path)
     levels = hints.HINTS[e.number]
+    assert len(levels) >= 2 and len(set(levels)) == len(levels) and all(len(h) > 20 for h in levels)
     for level, text in enumerate(levels, start=1):
         status, out, err = lab(['hint', str(e.number), '--dir', ws], capsys)
         assert status == 0 and not err, err

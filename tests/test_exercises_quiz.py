@@ -1,9 +1,6 @@
 """
-The quiz (microgpt/lab/exercises/quiz.py): the lessons' exercises and questions accept the lessons'
-own answers, with their rounding and the way they write numbers, and refuse wrong ones.
-
-The right answers are computed here again where they are computed numbers (the softmax of the
-Czech lesson's scores, the cost ratio), so the quiz's constants are checked, not trusted.
+The quiz (microgpt/lab/exercises/quiz.py) accepts the lessons' own answers, as they round and
+write numbers, and refuses wrong ones; its computed answers are computed here again.
 """
 
 import math

@@ -1,12 +1,7 @@
 """
-`exercises train`, the payoff (microgpt/lab/exercises/trainer.py): microgpt trained with the
-learner's Value, blocks, gpt(), loss and Adam, beside its own engine.
-
-With the reference solutions, the learner's losses are the project engine's to 1e-12 for the same
-seed, against a run of microgpt's own training.train_step in this process (an oracle beside the
-run the subprocess trains). With a wrong local derivative of log the forward still agrees, so
-the first quantity that differs is a gradient at step 1, and that is what train says. A few
-steps each: the comparison is per step (300 steps is the command's default).
+`exercises train` (microgpt/lab/exercises/trainer.py): microgpt trained with the learner's code
+beside its own engine. The reference solutions give microgpt's own losses to 1e-12 (an oracle run
+in this process), and a slip is named where the two runs first part.
 """
 
 from microgpt import training

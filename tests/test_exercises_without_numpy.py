@@ -1,11 +1,7 @@
 """
-The exercises in a Python without the project's environment (a fresh venv, or the system's
-python3 in a fresh shell): the engine, the Value rung and weight decay are still checked, an
-exercise whose check needs numpy says so in one line with the environment's Python, and
-`status` never counts a pass as a failure because numpy is missing.
-
-Each command runs with the Python of a fresh venv (no packages at all) in a copy of the
-checkout, so neither numpy nor src/ is importable in the command's own process.
+The exercises run by a fresh venv's Python (no packages) in a copy of the checkout: what needs no
+numpy is still checked, what needs it says so in one line, and `status` never counts a pass as a
+failure for want of numpy.
 """
 
 import os
@@ -43,13 +39,9 @@ def bare(checkout, *argv, folder='ws'):
                                   else list(argv)), cwd=checkout, capture_output=True, text=True, timeout=300)
 
 
-def test_that_python_really_lacks_numpy(checkout):
-    """The negative control: the same command line cannot import numpy."""
-    result = bare(checkout, '-c', 'import numpy')
-    assert result.returncode != 0 and 'numpy' in result.stderr
-
-
 def test_an_exercise_that_needs_numpy_says_so_in_one_line(checkout):
+    result = bare(checkout, '-c', 'import numpy')  # the negative control: that Python really lacks numpy
+    assert result.returncode != 0 and 'numpy' in result.stderr
     for n in (13, 17):
         result = bare(checkout, 'check', str(n))
         err = result.stderr

@@ -1,10 +1,6 @@
 """
-Installed with pip (not editable, not from a checkout), the programs still work.
-
-`pip install --no-deps --target DIR .` builds the project as a user's `pip install .` would and
-puts the package alone in DIR; the commands then run from another folder with DIR first on the
-path, so what they import is the installed copy, not this checkout (checked). numpy and names
-come from the test environment, as they would from the user's.
+Installed by `pip install --no-deps --target DIR .` (not editable), the programs still work, run
+from another folder with DIR on the path: what they import is the installed copy (checked).
 """
 
 import os
@@ -24,11 +20,9 @@ def run(args, env, cwd):
 
 
 def test_the_installed_package_trains_samples_and_ships_the_lab(tmp_path):
-    """Installing microgpt adds one top-level name: the numpy port, the numpy trainer and the
-    PyTorch module are microgpt.inference, microgpt.backprop and microgpt.torchgpt, and a name
-    another distribution owns (`inference` is one) is not taken. train and sample run; the
-    Training page's `python -m microgpt.train` finds the package; the exercise stubs ship as
-    package data and the checker's subprocess finds the installed package."""
+    """Installing microgpt adds one top-level name (src/'s packages are microgpt.inference,
+    .backprop and .torchgpt); train, sample and the Training page's `python -m microgpt.train`
+    run; the exercise stubs ship as package data and the checker finds the installed package."""
     target = tmp_path / 'site'
     # a copy of the source, so that the build's own folders (build/, *.egg-info) never land in
     # the checkout, where a later build could pick up their stale files

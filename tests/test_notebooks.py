@@ -1,15 +1,8 @@
 """
-The lessons' notebooks run top to bottom, as a learner's "Run All" runs them.
-
-Each notebooks/NN_*.py (the source: a jupytext percent script, docs/notebooks.md) is converted in
-memory and executed cell by cell by nbclient, in a folder of its own, with the exercises' cells
-pointed at a fresh workspace. One kernel serves them in turn (one start, one import of matplotlib),
-each notebook from an emptied namespace (`%reset -f`): a name it forgot to define still fails. A
-cell that raises fails the test with its traceback, and so does one that writes to stderr (a
-warning today is an error after an upgrade). Each notebook asserts the lessons' and the lab's key
-numbers in its own cells, so an executed notebook has checked them. Each source also converts, by
-the Makefile's own jupytext command, to an .ipynb that writes back to the source unchanged.
-Skipped, with the reason, where the notebooks extra is not installed.
+The lessons' notebooks (notebooks/NN_*.py, jupytext percent scripts) run top to bottom as "Run
+All" runs them: one nbclient kernel, each notebook from an emptied namespace in its own folder; a
+cell that raises or writes to stderr fails, and the notebooks assert their key numbers in their
+own cells. Each source converts, by the Makefile's jupytext command, to an .ipynb and back unchanged.
 """
 
 import difflib
@@ -22,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import REPO_DIR
+from helpers import REPO_DIR, read_repo_file as source
 
 pytestmark = pytest.mark.notebooks
 
@@ -34,9 +27,8 @@ MARKERS = ('# %%', '# %% [markdown]')  # a code cell, a cell of prose (docs/note
 
 
 def notebook_tools(needed=('jupytext', 'nbclient', 'ipykernel', 'matplotlib')):
-    """jupytext and nbclient (None where not needed), or a skip naming the first package of
-    `needed` that is missing and how to install it. (Looked up before any is imported: jupytext
-    and the kernel take seconds to import.)"""
+    """jupytext and nbclient (None where not needed), or a skip naming the first of `needed` that
+    is missing (looked up before any is imported: they take seconds to import)."""
     for name in needed:
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} is not installed: {EXTRA}")
@@ -74,11 +66,6 @@ def test_each_notebook_runs_top_to_bottom_in_an_emptied_kernel(path, tmp_path, k
     measured(f" {seconds:.1f} s in the shared kernel, {len(code)} code cells, {pictures} pictures")
 
 
-def source(path):
-    with open(path, encoding='utf-8') as f:
-        return f.read()
-
-
 def makefile_conversion():
     """The arguments `make notebooks` gives jupytext to make notebooks/NN_*.ipynb from its source:
     the recipe of the Makefile's notebooks/%.ipynb rule, less the program and the `$<`."""
@@ -91,9 +78,8 @@ def makefile_conversion():
 
 def out_of_sync(jupytext, path, folder):
     """What differs ([] where nothing) between the script at path and the .ipynb `make notebooks`
-    makes from it (into folder), written back as a percent script as docs/notebooks.md tells a
-    learner to: its lines, a cell marker other than the sources' two, prose turned into a code cell
-    of comments. jupytext's note of its own version in the header is left out: the sources carry none."""
+    makes from it, written back as a percent script (jupytext's version note aside): its lines, a
+    cell marker other than the sources' two, prose turned into a code cell of comments."""
     ipynb = os.path.join(folder, os.path.basename(path)[:-len('.py')] + '.ipynb')
     assert jupytext.cli.jupytext([*makefile_conversion(), path, '--output', ipynb]) in (0, None)
     notebook = jupytext.read(ipynb)
@@ -110,9 +96,6 @@ def out_of_sync(jupytext, path, folder):
 
 
 def test_each_notebook_is_in_sync_with_the_ipynb_make_converts_it_to(tmp_path):
-    """The .ipynb is generated (git-ignored; `make notebooks` remakes it when its source is newer),
-    so what keeps it in sync is a conversion that loses nothing: every cell, its type and its lines
-    go into the .ipynb and come back as they were. A marker broken by hand does not."""
     jupytext = pytest.importorskip('jupytext', reason=f"jupytext is not installed: {EXTRA}")
     importlib.import_module('jupytext.cli')
     for path in NOTEBOOKS:
@@ -152,17 +135,14 @@ def test_the_notebooks_lead_to_every_exercise_once():
     from microgpt.lab.exercises.catalog import EXERCISES
     checked = [n for path in NOTEBOOKS for n in exercises_checked(source(path)) or ()]
     assert sorted(checked) == [e.number for e in EXERCISES], checked
+    assert exercises_checked("LESSON_EXERCISES = (8, 9, 11)\n") == [8, 9, 11]  # the reading can fail
+    assert exercises_checked("LESSON_EXERCISES = ()\n") == []
+    assert exercises_checked("exercises = (8, 9)\n") is None
 
 
 def test_docs_list_every_notebook_and_no_other():
     listed = set(re.findall(r'notebooks/(\d\d_\w+\.py)', source(os.path.join(REPO_DIR, 'docs', 'notebooks.md'))))
     assert listed == set(NAMES) and len(NAMES) >= 4
-
-
-def test_the_checks_can_fail():
-    assert exercises_checked("LESSON_EXERCISES = (8, 9, 11)\n") == [8, 9, 11]
-    assert exercises_checked("LESSON_EXERCISES = ()\n") == []
-    assert exercises_checked("exercises = (8, 9)\n") is None
 
 
 def test_a_notebook_checks_no_exercise_before_the_ones_it_uses():

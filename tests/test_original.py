@@ -1,13 +1,8 @@
 """
-`--reproduce-original` against a port of the original single-file microgpt.py, written here.
-
-The port below is the original script's loop with its own ops: linear as sums of products,
-softmax, rmsnorm and the loss -log(softmax(logits)[target]) from basic Value ops, Adam
-written out, the global generator replaced by one random.Random(42) used in the same order
-(shuffle, weights, samples). Our side is microgpt.programs.original.prepare, train.py's data order
-(data.split_docs, train.batch_at), our GPT with its fused nodes, training.batch_step with
-optim.Adam and training.learning_rate, and original.sample_original. The two must give the
-same loss at every step (LOSS_TOL) and the same sampled names, in order.
+`--reproduce-original` against a port of the original single-file microgpt.py, written here with
+basic Value ops and one random.Random(42) drawn in the script's order (shuffle, weights, samples):
+our side (prepare, train.py's data order, the fused GPT, batch_step, sample_original) must give
+the same loss at every step (LOSS_TOL) and the same names, in order.
 """
 
 import math
@@ -16,7 +11,7 @@ import random
 
 import pytest
 
-from helpers import TINY_NAMES, data_file
+from helpers import REPO_DIR, TINY_NAMES
 from microgpt.engine import Value
 from microgpt.model import GPT
 from microgpt.optim import Adam
@@ -26,7 +21,8 @@ from microgpt.training import batch_step, doc_tokens, learning_rate
 
 LOSS_TOL = 1e-9     # what the reproduction promises for each step's loss
 # makemore's names.txt, where README's download puts it or in ../shared/data (else these skip)
-NAMES_TXT = data_file('names.txt') or 'names.txt (not found)'
+NAMES_TXT = next((p for p in (os.path.join(REPO_DIR, 'names.txt'), os.path.join(REPO_DIR, '..', 'shared', 'data', 'names.txt'))
+                  if os.path.isfile(p)), 'names.txt (not found)')
 
 # The original's recipe on a smaller model, so that the slow unfused port runs in a second.
 SMALL = dict(ORIGINAL, n_embd=8, n_head=2, block_size=8, steps=8, num_samples=10)
@@ -34,10 +30,8 @@ SMALL = dict(ORIGINAL, n_embd=8, n_head=2, block_size=8, steps=8, num_samples=10
 
 # ---------------------------------------------------------------------------- the port
 def original_run(docs, steps, n_layer=1, n_embd=16, n_head=4, block_size=16, num_samples=20, num_steps=None):
-    """The original script's run: (per-step losses, sampled names), basic Value ops only.
-
-    num_steps: the schedule's length (default `steps`); a smaller `steps` runs its first steps.
-    """
+    """The original script's run: (per-step losses, sampled names), basic Value ops only; num_steps
+    is the schedule's length (default `steps`): a smaller `steps` runs its first steps."""
     num_steps = num_steps or steps
     rng = random.Random(42)
     docs = list(docs)
@@ -179,14 +173,9 @@ def test_prepare_draws_shuffle_then_weights_from_one_generator():
     assert tokenizer.chars == sorted(set(''.join(TINY_NAMES))) and tokenizer.bos == len(tokenizer.chars)
 
 
-def small_original_run(settings):
-    s = settings
-    return original_run(TINY_NAMES, s['steps'], s['n_layer'], s['n_embd'], s['n_head'],
-                        s['block_size'], s['num_samples'])
-
-
 def test_losses_and_names_equal_the_original_loop():
-    expected_losses, expected_names = small_original_run(SMALL)
+    expected_losses, expected_names = original_run(TINY_NAMES, *(SMALL[k] for k in (
+        'steps', 'n_layer', 'n_embd', 'n_head', 'block_size', 'num_samples')))
     losses, names = our_run(TINY_NAMES, SMALL['steps'], SMALL)
     assert len(losses) == SMALL['steps'] and len(set(losses)) == SMALL['steps']
     assert max(abs(a - b) for a, b in zip(losses, expected_losses)) < LOSS_TOL

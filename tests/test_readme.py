@@ -1,16 +1,10 @@
 """
-README and the manual in docs/ say what the code does, and keep saying it:
-  - their Python examples run as written, each ```python block in a fresh interpreter, in a
-    folder holding a freshly trained out/model.json (what `make run` leaves behind);
-  - their commands, typed in a shell without the environment, work or name the fix in one line;
-  - every flag of every command they show is in that program's --help;
-  - every relative link resolves, to a file and to a heading of it;
-  - the log lines and the checkpoint they show are what train.py writes;
-  - the recipes they show are the flags the bench scripts beside their figures run.
-Each checker is also run on a deliberately stale text, to show that it can fail.
+README and docs/ say what the code does: their examples and commands run, their flags, links,
+log lines, checkpoint and recipes are the code's. Each checker also meets a stale text, and fails.
 """
 
 import contextlib
+import functools
 import glob
 import io
 import json
@@ -74,20 +68,12 @@ def shell_lines(text):
     return lines
 
 
-def readme_commands():
-    """Every `python ...` command of README's and the docs' shell blocks; those with a `...`
-    placeholder left out."""
-    return [line for name in TEXTS for line in shell_lines(read(name))
-            if line.startswith('python ') and '...' not in line]
-
-
 def test_readmes_commands_work_or_name_the_fix_without_the_environment(checkout):
-    """Typed in a fresh shell that has not activated .venv, a command must not end in a
-    ModuleNotFoundError traceback (`inference`, say). Run here with a Python that sees none of the
-    environment's packages (no numpy, no `names`, no src/ on its path), each one either works or
-    says in one line what is missing and how to get it (or, for `exercises check`, reports on
-    stdout an exercise not yet passed, exit status 1)."""
-    commands = readme_commands()
+    """Typed in a shell without .venv (a Python with no site-packages, no src/ on its path), each
+    command works or says in one line what is missing and how to get it, never a traceback
+    (`exercises check` reports on stdout an exercise not yet passed, exit status 1)."""
+    commands = [line for name in TEXTS for line in shell_lines(read(name))
+                if line.startswith('python ') and '...' not in line]  # a `...` placeholder left out
     assert len(commands) > 20
     # one command per program (and lab subcommand): a Python without the environment stops each
     # where the program starts, whatever its flags
@@ -129,27 +115,20 @@ def program_of(line):
     return None
 
 
-HELP = {}
-
-
+@functools.cache
 def help_text(program):
-    """The --help of a program (in this process for microgpt's own, a child for a script)."""
-    key = tuple(program)
-    if key not in HELP:
-        parsers = {'train.py': 'microgpt.programs.settings', 'microgpt.train': 'microgpt.programs.settings',
-                   'sample.py': 'microgpt.programs.sample', 'microgpt.sample': 'microgpt.programs.sample',
-                   'microgpt.convert': 'microgpt.programs.convert', 'microgpt.lab': 'microgpt.lab.__main__'}
-        if program[0] in parsers:
-            import importlib
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-                importlib.import_module(parsers[program[0]]).parse_args(program[1:] + ['--help'])
-            HELP[key] = out.getvalue()
-        else:
-            result = subprocess.run([sys.executable, program[0], '--help'], cwd=REPO_DIR, capture_output=True,
-                                    text=True, timeout=120)
-            HELP[key] = result.stdout
-    return HELP[key]
+    """The --help of a program, a tuple of words (in this process for microgpt's own, a child for a script)."""
+    parsers = {'train.py': 'microgpt.programs.settings', 'microgpt.train': 'microgpt.programs.settings',
+               'sample.py': 'microgpt.programs.sample', 'microgpt.sample': 'microgpt.programs.sample',
+               'microgpt.convert': 'microgpt.programs.convert', 'microgpt.lab': 'microgpt.lab.__main__'}
+    if program[0] not in parsers:
+        return subprocess.run([sys.executable, program[0], '--help'], cwd=REPO_DIR, capture_output=True, text=True,
+                              timeout=120).stdout
+    import importlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        importlib.import_module(parsers[program[0]]).parse_args([*program[1:], '--help'])
+    return out.getvalue()
 
 
 def unknown_flags(lines):
@@ -160,7 +139,7 @@ def unknown_flags(lines):
         if run is None:
             continue
         program, argv = run
-        listed = set(re.findall(r'(?<![\w-])(--[a-z][\w-]*)', help_text(program)))
+        listed = set(re.findall(r'(?<![\w-])(--[a-z][\w-]*)', help_text(tuple(program))))
         for word in argv:
             flag = word.split('=')[0]
             if flag.startswith('--') and flag not in listed:
@@ -197,8 +176,7 @@ def broken_links(name, text):
         if not os.path.exists(full):
             broken.append(target)
         elif anchor and full.endswith('.md'):
-            with open(full, encoding='utf-8') as f:
-                headings = re.findall(r'^#+ (.*)$', re.sub(r'```.*?```', '', f.read(), flags=re.S), flags=re.M)
+            headings = re.findall(r'^#+ (.*)$', re.sub(r'```.*?```', '', read(full), flags=re.S), flags=re.M)
             if anchor not in {slug(h) for h in headings}:
                 broken.append(target)
     return broken
@@ -223,13 +201,9 @@ def unlinked(name, text):
     return sorted(doc for doc in TEXTS if doc.startswith('docs') and doc != name and doc not in linked)
 
 
-def test_every_docs_file_is_one_click_from_readme():
-    assert unlinked('README.md', read('README.md')) == []
-
-
-def test_every_docs_file_is_one_click_from_the_reading_guide():
-    guide = os.path.join('docs', 'reading-guide.md')
-    assert unlinked(guide, read(guide)) == []
+@pytest.mark.parametrize('name', ['README.md', os.path.join('docs', 'reading-guide.md')])
+def test_every_docs_file_is_one_click_from(name):
+    assert unlinked(name, read(name)) == []
 
 
 def test_the_one_click_check_finds_a_file_left_out():
@@ -318,10 +292,8 @@ def makefile_recipe(target):
 
 
 def test_readmes_commands_work_in_the_order_it_gives_them(tmp_path):
-    """Typed one after the other in a fresh checkout, as a newcomer types them: each works (the
-    data a `curl` line downloads is a small stand-in; steps are shrunk; a server is not started).
-    `exercises check 1` on a fresh stub reports it not passed (exit 1) and `exercises train`
-    names what it needs first (exit 2): both are what README says they do."""
+    """Typed one after the other in a fresh checkout, each works (a `curl` gets a small stand-in,
+    steps are shrunk, no server starts); `exercises check 1` on a stub exits 1, `exercises train` 2."""
     copy_of_the_checkout(tmp_path)
     (tmp_path / 'my_names.txt').write_text('\n'.join(TINY_NAMES) + '\n')  # the reader's own names
     ran = []
@@ -354,9 +326,8 @@ def bench_scripts():
     what train_speed.py measures against)."""
     scripts = set()
     for path in glob.glob(os.path.join(REPO_DIR, 'bench', '*.py')):
-        with open(path, encoding='utf-8') as f:
-            if "if __name__ == '__main__':" in f.read():
-                scripts.add(os.path.basename(path))
+        if "if __name__ == '__main__':" in read(path):
+            scripts.add(os.path.basename(path))
     return scripts
 
 
@@ -461,7 +432,6 @@ def test_the_recipe_check_finds_a_flag_changed_added_or_left_out():
 def test_the_reading_guides_list_of_lab_commands_names_every_command():
     """Was: section 4 left out byhand, phases and tokens."""
     from microgpt.lab import registry
-    with open(os.path.join(REPO_DIR, 'docs', 'reading-guide.md'), encoding='utf-8') as f:
-        section = f.read().split('## 4. The lab')[1].split('\n## ')[0]
+    section = read(os.path.join('docs', 'reading-guide.md')).split('## 4. The lab')[1].split('\n## ')[0]
     listed = set(re.findall(r'^python -m microgpt\.lab (\w+)', section, re.M))
     assert {s.name for s in registry.SANDBOXES} | {'serve', 'exercises'} <= listed
