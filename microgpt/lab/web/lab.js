@@ -115,7 +115,7 @@ const Lab = (() => {
     compact: n => n > COMPACT_ABOVE,
     cell: (room, n) => Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / n))),
     table(n, attrs, label, td, {caption = null, row = () => ({})} = {}) {
-      const compact = n > COMPACT_ABOVE, all = f => Array.from({length: n}, (_, i) => f(i));
+      const compact = heatmap.compact(n), all = f => Array.from({length: n}, (_, i) => f(i));
       const ticks = Array.from({length: Math.ceil(n / TICK)}, (_, k) =>
         el('th', {class: 'tick', colspan: Math.min(TICK, n - k * TICK)}, `${k * TICK}`));
       const rowTick = i => (i % TICK ? null : el('th', {class: 'tick', rowspan: Math.min(TICK, n - i)}, `${i}`));
