@@ -23,39 +23,93 @@ from .engine import Value
 
 
 # ---------------------------------------------------------------------------- configuration
-@dataclass(frozen=True)  # one model's size, passed on and never changed
+SIZE_FIELDS = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')  # every config records these
+
+@dataclass(frozen=True)  # one model's size and shape, passed on and never changed
 class GPTConfig:
     vocab_size: int      # number of token ids: the characters plus BOS
     n_layer: int = 1     # transformer blocks stacked; 1-2 is plenty for names
     n_embd: int = 16     # width of the residual stream (each token is a vector of n_embd numbers)
     n_head: int = 4      # attention heads per layer; n_embd must divide by it (equal slices)
     block_size: int = 16  # longest sequence (positions): BOS + the name; names run to ~11-15 letters
+    # The modern rungs (docs/modern.md): each off by default, which is microgpt's model exactly.
+    rope: bool = False         # rotate q and k by their position (RoPE) instead of adding wpe
+    mlp: str = 'relu'          # the MLP's nonlinearity: 'relu' (microgpt), 'gelu' (GPT-2), 'swiglu' (Llama)
+    norm_gains: bool = False   # a learned gain on every rmsnorm, and a final norm before lm_head
+    qk_norm: bool = False      # rmsnorm each head's q and k before their product (Gemma, nanochat)
+    n_kv_head: int = None      # heads of keys and values; n_head divides by it (None: n_head, as microgpt)
+    tie_embeddings: bool = False  # lm_head is wte: one matrix reads tokens in and scores them out
+
+    def __post_init__(self):
+        if self.n_kv_head is None:  # the dataclass is frozen: this is how a default from n_head is set
+            object.__setattr__(self, 'n_kv_head', self.n_head)
 
     @property
     def head_dim(self):
         """Dimensions per attention head."""
         return self.n_embd // self.n_head
 
+    @property
+    def mlp_hidden(self):
+        """The MLP's width: 4 * n_embd; SwiGLU's three matrices are 8/3 * n_embd wide instead, so
+        that they hold about the two matrices' 8 * n_embd^2 numbers (Llama's rule)."""
+        return 8 * self.n_embd // 3 if self.mlp == 'swiglu' else 4 * self.n_embd
+
     def to_dict(self):
-        return asdict(self)
+        """The fields a checkpoint records: the sizes, and each rung only where it is switched on,
+        so that microgpt's own checkpoints stay as they were (a missing rung reads as off)."""
+        fields, plain = asdict(self), GPTConfig(self.vocab_size, n_head=self.n_head)
+        return {name: value for name, value in fields.items()
+                if name in SIZE_FIELDS or value != getattr(plain, name)}
 
 
 def parameter_shapes(config):
-    """Every parameter matrix's name and [n_out, n_in], in microgpt's order."""
+    """Every parameter matrix's name and [n_out, n_in], in microgpt's order.
+
+    With every rung off these are microgpt's matrices. A rung adds or removes some: RoPE has no
+    wpe, tied embeddings no lm_head; norm gains are [1, n_embd] rows; SwiGLU adds mlp_gate;
+    grouped-query attention makes attn_wk and attn_wv n_kv_head * head_dim rows tall.
+    """
     c = config
-    shapes = {
-        'wte': [c.vocab_size, c.n_embd],      # token embedding: one row per token id
-        'wpe': [c.block_size, c.n_embd],      # position embedding: one row per position
-        'lm_head': [c.vocab_size, c.n_embd],  # maps the final vector to one logit per token
-    }
+    kv = c.n_kv_head * c.head_dim  # the keys' (and values') width: n_embd unless heads share them
+    shapes = {'wte': [c.vocab_size, c.n_embd]}      # token embedding: one row per token id
+    if not c.rope:
+        shapes['wpe'] = [c.block_size, c.n_embd]    # position embedding: one row per position
+    if not c.tie_embeddings:
+        shapes['lm_head'] = [c.vocab_size, c.n_embd]  # maps the final vector to one logit per token
+    if c.norm_gains:
+        shapes['norm_in'] = [1, c.n_embd]  # the gain of the rmsnorm after the embeddings
+        shapes['norm_f'] = [1, c.n_embd]   # the gain of the final rmsnorm, before lm_head
     for i in range(c.n_layer):
+        if c.norm_gains:
+            shapes[f'layer{i}.attn_norm'] = [1, c.n_embd]  # gain of the rmsnorm before attention
         shapes[f'layer{i}.attn_wq'] = [c.n_embd, c.n_embd]   # queries: what a position looks for
-        shapes[f'layer{i}.attn_wk'] = [c.n_embd, c.n_embd]   # keys: what a position offers
-        shapes[f'layer{i}.attn_wv'] = [c.n_embd, c.n_embd]   # values: what it hands over
+        shapes[f'layer{i}.attn_wk'] = [kv, c.n_embd]         # keys: what a position offers
+        shapes[f'layer{i}.attn_wv'] = [kv, c.n_embd]         # values: what it hands over
         shapes[f'layer{i}.attn_wo'] = [c.n_embd, c.n_embd]   # mixes the heads' outputs
-        shapes[f'layer{i}.mlp_fc1'] = [4 * c.n_embd, c.n_embd]  # MLP widens 4x ...
-        shapes[f'layer{i}.mlp_fc2'] = [c.n_embd, 4 * c.n_embd]  # ... and narrows back
+        if c.norm_gains:
+            shapes[f'layer{i}.mlp_norm'] = [1, c.n_embd]   # gain of the rmsnorm before the MLP
+        shapes[f'layer{i}.mlp_fc1'] = [c.mlp_hidden, c.n_embd]  # MLP widens 4x ...
+        if c.mlp == 'swiglu':
+            shapes[f'layer{i}.mlp_gate'] = [c.mlp_hidden, c.n_embd]  # SwiGLU's gate, silu(x) of it
+        shapes[f'layer{i}.mlp_fc2'] = [c.n_embd, c.mlp_hidden]  # ... and narrows back
     return shapes
+
+
+def is_gain(name):
+    """A norm's gain, stored as its difference from 1 (as Gemma does): 0 at the start, so a fresh
+    model's norms are microgpt's plain rmsnorm, and weight decay pulls them back there."""
+    return name.endswith(('norm_in', 'norm_f', 'attn_norm', 'mlp_norm'))
+
+
+ROPE_BASE = 10000.0  # RoPE's base (the RoFormer paper's and Llama's): sets how slowly the last pairs turn
+
+
+def rope_frequencies(head_dim):
+    """RoPE's turning rates, head_dim // 2 of them: pair m of a head (dimensions 2m and 2m + 1)
+    turns by pos * ROPE_BASE ** (-2m / head_dim) radians at position pos. Pair 0 turns a radian
+    per position; the last pairs barely turn, so they carry the distance of far positions."""
+    return [ROPE_BASE ** (-2 * m / head_dim) for m in range(head_dim // 2)]
 
 
 def init_weights(config, seed=42, init_std=None):
@@ -71,10 +125,11 @@ def init_weights(config, seed=42, init_std=None):
     by sqrt(2 * n_layer) instead, which would change microgpt's own one-layer weights).
     At the default config (16 wide, 1 layer) both factors are 1: exactly microgpt's weights.
     init_std: one std for every matrix instead (the original microgpt.py's recipe).
+    Norm gains start at 0 (a gain of 1: see is_gain) and draw no numbers.
     """
     rng = random.Random(seed)
     stds = init_stds(config, init_std)
-    return {name: [[rng.gauss(0, stds[name]) for _ in range(n_in)] for _ in range(n_out)]
+    return {name: [[0.0 if is_gain(name) else rng.gauss(0, stds[name]) for _ in range(n_in)] for _ in range(n_out)]
             for name, (n_out, n_in) in parameter_shapes(config).items()}
 
 
