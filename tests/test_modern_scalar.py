@@ -9,7 +9,8 @@ Each rung is checked against an oracle that does not share its code:
   3. gelu and silu against their closed forms (math.tanh, math.exp) and their derivatives;
   4. RoPE: a score q_i . k_j depends on the positions only through i - j;
   5. grouped-query attention against the plain model whose heads hold the shared keys twice,
-     and tied embeddings against an untied model whose lm_head is a copy of wte.
+     and tied embeddings against an untied model whose lm_head is a copy of wte;
+  6. the lab's Recorder (a Tap on the blocks) still finds each position's sites with a rung on.
 
 Run: .venv/bin/python -m pytest -q tests/test_modern_scalar.py
 """
@@ -22,6 +23,7 @@ import pytest
 from microgpt import fused, model as model_module, ops
 from microgpt.engine import Tape, Value
 from microgpt.model import GPT, GPTConfig, is_gain, rotate
+from microgpt.programs.taps import Recorder
 from microgpt.training import doc_loss
 
 pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
@@ -192,3 +194,13 @@ def test_tied_wte_gradient_is_the_sum_of_its_two_uses():
     assert max(abs(t - (a + b)) for t, a, b in zip(g_t['wte'], g_u['wte'], g_u['lm_head'])) < FUSED_TOL
     assert all(g_t[name] == g_u[name] for name in g_t if name != 'wte')
     assert max(abs(a) for a in g_u['lm_head']) > 1e-3 and max(abs(a) for a in g_u['wte']) > 1e-3
+
+
+@pytest.mark.parametrize('rung', RUNGS)
+def test_the_recorder_finds_each_position_with_the_rung(rung):
+    m = make(rung, fused=True)
+    m.blocks = recorder = Recorder(m)
+    keys, values = m.empty_cache()
+    logits = [m.gpt(t, pos, keys, values) for pos, t in enumerate(TOKENS[:-1])]
+    assert [c['logits'] for c in recorder.captures] == logits
+    assert all(len(c['layer1.attn_weights']) == 4 and len(c['layer1.mlp_in']) == 8 for c in recorder.captures)
