@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from helpers import assert_one_line_error, interrupt_after, log_of, losses, run, train_args
+from helpers import GRAD_TOL, assert_one_line_error, interrupt_after, log_of, losses, run, train_args
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import SIZE_FIELDS, parameter_shapes
 from microgpt.programs import convert, sample, train
@@ -89,6 +89,21 @@ def test_a_stopped_and_resumed_run_logs_the_losses_of_one_never_stopped(tmp_path
     assert a['config'] == b['config'] and a['state_dict'] == b['state_dict']
 
 
+@pytest.mark.parametrize('name', RUNGS)
+def test_dropout_with_rungs_drops_the_same_numbers_on_the_scalar_and_numpy_engines(tmp_path, names_file, capsys,
+                                                                                   name):
+    """The scalar engine places --dropout's masks by counting gpt()'s rmsnorms (programs/taps.py);
+    QK-norm's heads and the final norm add some, and the count must know them."""
+    logs = {}
+    for engine in ('scalar', 'numpy'):
+        out = tmp_path / f'{engine}.json'
+        args = [*RUNGS[name][0], '--steps', '6', '--batch-size', '2', '--dropout', '0.2', '--engine', engine]
+        assert run(train.main, train_args(names_file, out, *args), capsys)[0] == 0
+        logs[engine] = [e['loss'] for e in losses(log_of(out))]
+    assert len(logs['scalar']) == 6
+    assert max(abs(a - b) for a, b in zip(logs['scalar'], logs['numpy'])) < GRAD_TOL
+
+
 # ---------------------------------------------------------------------------- refusals
 @pytest.fixture(scope='module')
 def tied(tmp_path_factory, names_file):
@@ -117,7 +132,6 @@ REFUSED = {
     'mlp-unknown': (['--force', '--mlp', 'geglu'], "--mlp: invalid choice: 'geglu' (choose from 'relu', 'gelu', 'swiglu')"),
     'original-with-a-rung': (['--force', '--reproduce-original', '--rope'],
                              "--rope would change the original's model (microgpt's, no rungs): drop --rope"),
-    'dropout-with-a-rung': (['--force', '--dropout', '0.1', '--qk-norm'], '--dropout is not built for the rungs yet'),
     'tied-resumed-untied': (['--resume', '--steps', '9', '--no-tie-embeddings'],
                             "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true: the model is the "
                             "checkpoint's, rungs and all: drop --no-tie-embeddings, or train a new model over it "

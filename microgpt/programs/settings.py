@@ -345,13 +345,7 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
         raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
                         "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
 
-    # 5. The rungs: --dropout's masks are placed by microgpt's norms and heads; with norm gains or
-    # QK-norm the norms differ, and no test has checked the rungs' dropout on every engine yet.
-    if values['dropout'] and rungs_on(values):
-        raise UserError(f"--dropout is not built for the rungs yet ({flag_name(rungs_on(values)[0])} is on): "
-                        "drop --dropout, or train microgpt's model")
-
-    # 6. Running text.
+    # 5. Running text.
     if values['data_mode'] == 'text':
         if values['reproduce_original']:
             raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
