@@ -14,7 +14,7 @@ import math
 from operator import mul
 
 from .engine import Value
-from .ops import RMS_EPS
+from .ops import GELU_C, RMS_EPS
 
 
 def dot(ws, xs):
@@ -100,3 +100,28 @@ def cross_entropy(logits, target):
     local = [ei / total for ei in e]
     local[target] -= 1.0
     return Value(zmax + math.log(total) - z[target], tuple(logits), local, 'cross_entropy')
+
+
+def _sigmoid(z):
+    """1 / (1 + e^-z) on a float, with exp() of a number <= 0 only (as ops.sigmoid)."""
+    e = math.exp(-abs(z))
+    return 1 / (1 + e) if z >= 0 else e / (1 + e)
+
+
+def silu(u):
+    """y = u s with s = sigmoid(u), as one node.
+
+    ds/du = s (1 - s), so dy/du = s + u s (1 - s).
+    """
+    s = _sigmoid(u.data)
+    return Value(u.data * s, (u,), (s + u.data * s * (1 - s),), 'silu')
+
+
+def gelu(u):
+    """y = u s with s = sigmoid(z), z = GELU_C (u + 0.044715 u^3), as one node.
+
+    dz/du = GELU_C (1 + 3 * 0.044715 u^2), so dy/du = s + u s (1 - s) dz/du.
+    """
+    x = u.data
+    s = _sigmoid(GELU_C * (x + 0.044715 * x ** 3))
+    return Value(x * s, (u,), (s + x * s * (1 - s) * GELU_C * (1 + 3 * 0.044715 * x ** 2),), 'gelu')

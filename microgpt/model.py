@@ -15,6 +15,7 @@ from basic ops, the default) or fused.py (one hand-differentiated node each, for
 rounding.
 """
 
+import math
 import random
 from dataclasses import dataclass, asdict
 
@@ -140,6 +141,23 @@ def init_stds(config, init_std=None):
     return {name: std * depth if name.endswith(('attn_wo', 'mlp_fc2')) else std for name in parameter_shapes(config)}
 
 
+def per_head(f, x, head_dim, *args):
+    """f applied to each head's slice of x (head_dim numbers each), the results side by side."""
+    return [y for s in range(0, len(x), head_dim) for y in f(x[s:s + head_dim], *args)]
+
+
+def rotate(x, pos_id):
+    """RoPE: one head's q or k turned pair by pair, pair m by the angle pos_id * frequency m.
+    A turn keeps the length, and q_i . k_j then depends on the positions only through i - j:
+    turning both by the same angle leaves their product unchanged."""
+    out = []
+    for m, freq in enumerate(rope_frequencies(len(x))):
+        c, s = math.cos(pos_id * freq), math.sin(pos_id * freq)
+        a, b = x[2 * m], x[2 * m + 1]
+        out += [a * c - b * s, a * s + b * c]
+    return out
+
+
 # ---------------------------------------------------------------------------- the model
 class GPT:
     """A GPT whose every weight is a Value. `GPT(config, seed=42)` makes a fresh one."""
@@ -165,30 +183,37 @@ class GPT:
         """
         cfg, sd, blocks = self.config, self.state_dict, self.blocks
         head_dim = cfg.head_dim
+        group = cfg.n_head // cfg.n_kv_head  # query heads that share one head of keys and values
 
         # 1) The token's meaning plus its position's, as one vector of n_embd numbers.
-        tok_emb = sd['wte'][token_id]
-        pos_emb = sd['wpe'][pos_id]
-        x = [t + p for t, p in zip(tok_emb, pos_emb)]
+        #    (RoPE: no position vector; the position turns q and k in each layer instead.)
+        x = sd['wte'][token_id]
+        if not cfg.rope:
+            x = [t + p for t, p in zip(x, sd['wpe'][pos_id])]
         # note: not redundant with the block's rmsnorm below. The residual stream carries THIS
         # normalised vector forward; each block normalises only a copy of the stream for itself.
-        x = blocks.rmsnorm(x)
+        x = self.norm(x, 'norm_in')
 
         for li in range(cfg.n_layer):
             # 2) Attention: this position, the query i = pos_id, gathers from keys j = 0..i.
             x_residual = x
-            x = blocks.rmsnorm(x)
+            x = self.norm(x, f'layer{li}.attn_norm')
             q = blocks.linear(x, sd[f'layer{li}.attn_wq'])  # what this position is looking for
             k = blocks.linear(x, sd[f'layer{li}.attn_wk'])  # what it offers to later positions
             v = blocks.linear(x, sd[f'layer{li}.attn_wv'])  # what it hands to whoever attends to it
+            if cfg.qk_norm:  # QK-norm: each head's q and k at unit scale, so no score can blow up
+                q, k = per_head(blocks.rmsnorm, q, head_dim), per_head(blocks.rmsnorm, k, head_dim)
+            if cfg.rope:  # RoPE: each head's q and k turned by this position (see rotate)
+                q, k = per_head(rotate, q, head_dim, pos_id), per_head(rotate, k, head_dim, pos_id)
             keys[li].append(k)      # the cache now holds positions 0..pos_id
             values[li].append(v)
             x_attn = []
             for h in range(cfg.n_head):
                 hs = h * head_dim   # this head's slice of the n_embd dimensions
+                ks = h // group * head_dim  # its keys' and values' slice (hs, unless heads share them)
                 q_h = q[hs:hs + head_dim]
-                k_h = [k_j[hs:hs + head_dim] for k_j in keys[li]]
-                v_h = [v_j[hs:hs + head_dim] for v_j in values[li]]
+                k_h = [k_j[ks:ks + head_dim] for k_j in keys[li]]
+                v_h = [v_j[ks:ks + head_dim] for v_j in values[li]]
                 # one score per visible key j <= i (no future key exists to score), scaled by
                 # 1/sqrt(head_dim) so that q.k stays at unit scale whatever head_dim is
                 attn_logits = [blocks.dot(q_h, k_j) * head_dim ** -0.5 for k_j in k_h]
@@ -201,14 +226,30 @@ class GPT:
 
             # 3) MLP: each position thinks on its own about what it gathered.
             x_residual = x
-            x = blocks.rmsnorm(x)
-            x = blocks.linear(x, sd[f'layer{li}.mlp_fc1'])  # 4 * n_embd numbers
-            x = [xi.relu() for xi in x]
-            x = blocks.linear(x, sd[f'layer{li}.mlp_fc2'])  # back to n_embd
+            x = self.norm(x, f'layer{li}.mlp_norm')
+            hidden = blocks.linear(x, sd[f'layer{li}.mlp_fc1'])  # 4 * n_embd numbers (SwiGLU: 8/3)
+            if cfg.mlp == 'relu':
+                hidden = [u.relu() for u in hidden]
+            elif cfg.mlp == 'gelu':  # GPT-2's smooth relu
+                hidden = [blocks.gelu(u) for u in hidden]
+            else:  # SwiGLU: a second linear, through silu, says how much of each number passes
+                gate = blocks.linear(x, sd[f'layer{li}.mlp_gate'])
+                hidden = [blocks.silu(g) * u for g, u in zip(gate, hidden)]
+            x = blocks.linear(hidden, sd[f'layer{li}.mlp_fc2'])  # back to n_embd
             x = [a + b for a, b in zip(x, x_residual)]
 
-        # 4) One score per token id for what comes next (no final norm, as in microgpt).
-        return blocks.linear(x, sd['lm_head'])
+        # 4) One score per token id for what comes next. microgpt has no final norm; with norm
+        #    gains there is one. Tied embeddings: each token's score is x . its own wte row.
+        if cfg.norm_gains:
+            x = self.norm(x, 'norm_f')
+        return blocks.linear(x, sd['wte' if cfg.tie_embeddings else 'lm_head'])
+
+    def norm(self, x, gain):
+        """rmsnorm(x); with norm gains, each number then times (1 + its learned gain)."""
+        x = self.blocks.rmsnorm(x)
+        if self.config.norm_gains:
+            x = [xi * (1 + g) for xi, g in zip(x, self.state_dict[gain][0])]
+        return x
 
     def empty_cache(self):
         """A fresh KV cache: no positions seen yet, one list per layer for keys and values."""

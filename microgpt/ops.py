@@ -10,8 +10,10 @@ whole step's).
 fused.py computes the same functions as one hand-differentiated node each (tests check they
 agree to 1e-12). gpt() uses this file's unless told otherwise: train.py and sample.py ask for
 fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
-cross_entropy.
+cross_entropy, and the modern MLP's gelu and silu.
 """
+
+import math
 
 
 def dot(a, b):
@@ -52,3 +54,26 @@ def rmsnorm(x, eps=RMS_EPS):
 def cross_entropy(logits, target):
     """-log p(target): the loss at one position, small when the model expected the target."""
     return -softmax(logits)[target].log()
+
+
+def sigmoid(z):
+    """1 / (1 + e^-z): a smooth step from 0 to 1. For z < 0 it is written e^z / (e^z + 1), the
+    same number, so that exp() only ever sees a number <= 0 and cannot overflow."""
+    if z.data < 0:
+        e = z.exp()
+        return e / (e + 1)
+    return ((-z).exp() + 1) ** -1
+
+
+GELU_C = 2 * (2 / math.pi) ** 0.5  # GPT-2's tanh GELU: 0.5 u (1 + tanh(y)) = u * sigmoid(2y)
+
+
+def gelu(u):
+    """GELU (GPT-2's tanh form): u * sigmoid(GELU_C (u + 0.044715 u^3)). Like relu, it passes a
+    large u and stops a very negative one, but smoothly, with a small dip below 0."""
+    return u * sigmoid(GELU_C * (u + 0.044715 * u ** 3))
+
+
+def silu(u):
+    """SiLU: u * sigmoid(u), the gate of SwiGLU (and GELU's close cousin)."""
+    return u * sigmoid(u)
