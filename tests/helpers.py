@@ -661,8 +661,8 @@ def data_values(page, selector, key='value'):
 
 # ---------------------------------------------------------------------------- the modern rungs (issue 45): each alone, and all at once
 RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='swiglu'),
-         'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True), 'gqa': dict(n_kv_head=2),
-         'tied': dict(tie_embeddings=True),
+         'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True),
+         'grouped': dict(n_kv_head=2), 'multi_query': dict(n_kv_head=1), 'tied': dict(tie_embeddings=True),
          'all': dict(rope=True, mlp='swiglu', norm_gains=True, qk_norm=True, n_kv_head=2, tie_embeddings=True)}
 RUNG_DOCS = ['abc', 'fed', 'cabbed', 'face', 'decafbad']  # 6 letters (vocab_size 7); the last passes the block
 

@@ -126,7 +126,7 @@ def test_tied_embeddings_are_an_untied_model_whose_lm_head_is_wte():
 
 
 def test_grouped_heads_are_a_full_model_whose_heads_repeat_the_shared_ones():
-    config, weights, tokenizer = rung_setup('gqa')
+    config, weights, tokenizer = rung_setup('grouped')
     full = GPTConfig(**{**config.to_dict(), 'n_kv_head': config.n_head})
     group, D, n = config.n_head // config.n_kv_head, config.head_dim, config.n_embd
 
