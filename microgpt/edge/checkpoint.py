@@ -6,7 +6,8 @@ whichever the file's format.
     model = ckpt.model()                             # a GPT of Values holding its weights
     write_checkpoint('out/model.safetensors', ckpt)  # the same record, in the other format
 
-A Checkpoint holds the config, the vocabulary (the characters, or the byte-pair merges), the
+A Checkpoint holds the config (the sizes, and each rung of docs/modern.md that is on: a file
+without rungs is microgpt's model), the vocabulary (the characters, or the byte-pair merges), the
 weights, the data mode, and for --resume Adam's state and the training state. On disk it is
 model.json ({"format": "microgpt", "version": 1, "data_mode", "config", "vocab", "state_dict":
 {name: [[float]]}, "train_state"}, and for a byte-pair model "merges": [[a, b], ...] beside an
@@ -22,12 +23,12 @@ from array import array
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Optional
 
-from ..model import GPT, GPTConfig, parameter_shapes
+from ..model import GPT, SIZE_FIELDS, GPTConfig, parameter_shapes
 from ..bpe import N_BYTES
 from ..bpe_fast import FastBPETokenizer
 from ..tokenizer import CharTokenizer
 from . import safetensors
-from .checks import CONFIG_FIELDS, Range, is_finite_number, make_config, short
+from .checks import RUNGS, Range, is_finite_number, make_config, short
 from .errors import UserError
 from .files import open_user_file, parse_json, read_head, read_user_file, write_atomic, write_json_atomic
 from .limits import parameter_count
@@ -119,7 +120,7 @@ def write_checkpoint(path, ckpt):
     # a training state without Adam's (a run's best checkpoint) says where it stands, and cannot be resumed
     train_state = None if ckpt.train_state is None else {**asdict(ckpt.train_state), 'adam': ckpt.optimizer}
     fields = {'format': FORMAT, 'version': VERSION, 'data_mode': ckpt.data_mode,
-              'config': {k: getattr(ckpt.config, k) for k in CONFIG_FIELDS}, 'vocab': list(ckpt.vocab)}
+              'config': ckpt.config.to_dict(), 'vocab': list(ckpt.vocab)}  # the sizes, and the rungs that are on
     if ckpt.merges is not None:
         fields['merges'] = [list(pair) for pair in ckpt.merges]
     if checkpoint_format(os.path.realpath(path)) == '.json':
@@ -232,10 +233,14 @@ def _header(path, obj, n_head):
     for key in ('config', 'vocab', 'state_dict'):
         if key not in obj:
             raise UserError(f"{path} lacks the '{key}' field: the checkpoint is incomplete")
-    cfg = obj['config']
-    if not isinstance(cfg, dict) or set(cfg) != set(CONFIG_FIELDS):
-        raise UserError(f"{path}: its config should hold {', '.join(CONFIG_FIELDS)}, it holds "
-                        f"{short(sorted(map(str, cfg)) if isinstance(cfg, dict) else cfg, 80)}")
+    cfg = obj['config']  # the sizes, and a rung only where it is on: a missing rung is microgpt's
+    unknown = [str(name) for name in cfg if name not in SIZE_FIELDS + RUNGS] if isinstance(cfg, dict) else []
+    if not isinstance(cfg, dict) or not set(SIZE_FIELDS) <= set(cfg) or unknown:
+        raise UserError(f"{path}: its config should hold {', '.join(SIZE_FIELDS)} and perhaps the rungs "
+                        f"{', '.join(RUNGS)}, it holds "
+                        f"{short(sorted(map(str, cfg)) if isinstance(cfg, dict) else cfg, 80)}"
+                        + (f": {short(unknown[0])} is not a rung this microgpt knows (a newer microgpt's "
+                           "checkpoint? upgrade to read it)" if unknown else ""))
     if n_head is not None and n_head != cfg['n_head']:
         raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {short(cfg['n_head'])}: "
                         "drop --n-head (it is only for the tutorial's flat export)")

@@ -5,27 +5,45 @@ UserError. `Range` declares a number's range once for a flag, a web field and a 
 """
 
 import argparse
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from .errors import UserError
 from .limits import check_config_sizes
-from ..model import GPTConfig
+from ..model import SIZE_FIELDS, GPTConfig
 
-CONFIG_FIELDS = ('vocab_size', 'n_layer', 'n_embd', 'n_head', 'block_size')
+RUNGS = tuple(f.name for f in dataclasses.fields(GPTConfig) if f.name not in SIZE_FIELDS)  # the architecture's changes
+MLPS = ('relu', 'gelu', 'swiglu')  # the MLP's nonlinearities (GPTConfig.mlp)
+SWITCHES = ('rope', 'norm_gains', 'qk_norm', 'tie_embeddings')  # the rungs that are on or off
 
 
 def make_config(**fields):
-    """GPTConfig(**fields), once every field is a positive integer within limits.py's caps and
-    n_embd divides evenly into n_head heads."""
-    for name in CONFIG_FIELDS:
+    """GPTConfig(**fields), once every size is a positive integer within limits.py's caps,
+    n_embd divides evenly into n_head heads, and each rung given is one the model can run:
+    a switch true or false, a known mlp, n_kv_head dividing n_head, RoPE's head_dim even."""
+    for name in SIZE_FIELDS:
         if not Range(int, 1).holds(fields.get(name)):
             raise UserError(f"{name} must be a positive integer, got {short(fields.get(name))}")
+    for name in SWITCHES:
+        if not isinstance(fields.get(name, False), bool):
+            raise UserError(f"{name} must be true or false, got {short(fields[name])}")
+    if fields.get('mlp', 'relu') not in MLPS:
+        raise UserError(f"mlp must be {', '.join(MLPS[:-1])} or {MLPS[-1]}, got {short(fields['mlp'])}")
+    n_kv_head = fields.get('n_kv_head')
+    if n_kv_head is not None and not Range(int, 1, fields['n_head']).holds(n_kv_head):
+        raise UserError(f"n_kv_head must be an integer from 1 to n_head ({fields['n_head']}), got {short(n_kv_head)}")
     check_config_sizes(fields)
     if fields['n_embd'] % fields['n_head']:
         raise UserError(f"n_embd ({fields['n_embd']}) must be divisible by n_head "
                         f"({fields['n_head']}): every head gets an equal slice of the embedding")
-    return GPTConfig(**{name: fields[name] for name in CONFIG_FIELDS})
+    if n_kv_head is not None and fields['n_head'] % n_kv_head:
+        raise UserError(f"n_kv_head ({n_kv_head}) must divide n_head ({fields['n_head']}): each head of keys "
+                        "and values serves an equal group of query heads")
+    if fields.get('rope') and fields['n_embd'] // fields['n_head'] % 2:
+        raise UserError(f"RoPE needs an even head_dim, got {fields['n_embd'] // fields['n_head']} (n_embd "
+                        f"{fields['n_embd']} / n_head {fields['n_head']}): it turns each head's numbers in pairs")
+    return GPTConfig(**{name: fields[name] for name in SIZE_FIELDS + RUNGS if name in fields})
 
 
 @dataclass(frozen=True)

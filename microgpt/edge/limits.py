@@ -36,11 +36,12 @@ def parameter_count(config):  # how many numbers a model of this config holds
 
 
 def check_config_sizes(fields):
-    """Each of a config's sizes within its cap, then the whole model within MAX_PARAMETERS."""
+    """Each of a config's sizes within its cap, then the whole model, with its rungs, within
+    MAX_PARAMETERS. fields: GPTConfig's, each already of the kind it should be (checks.make_config)."""
     for name, cap in CONFIG_CAPS.items():
         if fields[name] > cap:
             raise UserError(f"{name} is more than the {cap:,} microgpt allows (limits.MAX_{name.upper()})")
-    total = parameter_count(GPTConfig(**{name: fields[name] for name in CONFIG_CAPS}))
+    total = parameter_count(GPTConfig(**fields))
     if total > MAX_PARAMETERS:
         raise UserError(f"this model has {total:,} parameters; microgpt trains and reads at most "
                         f"{MAX_PARAMETERS:,} (limits.MAX_PARAMETERS): make it smaller")

@@ -14,8 +14,9 @@ from typing import Optional
 
 from ..edge import limits
 from ..edge.checkpoint import DATA_MODES, SavedRun, damaged
-from ..edge.checks import Range, short
+from ..edge.checks import MLPS, RUNGS, Range, short
 from ..edge.errors import UserError
+from ..model import GPTConfig
 from . import cli, original
 
 ENGINES = ('scalar', 'numpy', 'torch')
@@ -99,6 +100,27 @@ class Settings:
                                      "256 bytes, the merges and BOS, so 257 (bytes only) to "
                                      f"{BPE_VOCAB_MOST:,} (with --tokenizer char it is the data's "
                                      "characters + 1)", MODEL, Range(int, 257, BPE_VOCAB_MOST), metavar='N')
+    # the rungs from microgpt to a modern GPT (docs/modern.md), each off by default: microgpt's model
+    rope: bool = flag(False, 'model', "RoPE: turn each head's query and key, pair of numbers by pair, by angles "
+                      "that grow with the position, instead of adding a learned position embedding (no wpe); "
+                      "needs an even head_dim. Off by default: microgpt's", kind=SWITCH, negatable=True)
+    mlp: str = flag('relu', 'model', "the MLP's nonlinearity: relu (microgpt's), gelu (GPT-2's smooth relu) or "
+                    "swiglu (Llama's gated MLP: silu(x mlp_gate) times x mlp_fc1, 8/3 x n_embd wide, so that its "
+                    "three matrices hold about what relu's two do)", kind=one_of(MLPS))
+    norm_gains: bool = flag(False, 'model', "a learned gain on every rmsnorm, and a final rmsnorm with its gain "
+                            "before the output matrix. Off by default: microgpt's plain rmsnorm",
+                            kind=SWITCH, negatable=True)
+    qk_norm: bool = flag(False, 'model', "QK-norm: rmsnorm each head's query and key before their product, "
+                         "which keeps the attention scores from growing. Off by default: microgpt's",
+                         kind=SWITCH, negatable=True)
+    n_kv_head: Optional[int] = flag(None, 'model', "grouped-query attention: heads of keys and values, each "
+                                    "shared by --n-head / N query heads; N must divide --n-head, and 1 is "
+                                    "multi-query attention (default --n-head: a head of keys and values for "
+                                    "each query head, microgpt's)", kind=Range(int, 1, limits.MAX_N_HEAD),
+                                    metavar='N')
+    tie_embeddings: bool = flag(False, 'model', "tied embeddings: score the next token with wte itself, one "
+                                "matrix for the tokens in and out (no lm_head). Off by default: microgpt's",
+                                kind=SWITCH, negatable=True)
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
     # ---- optimization
@@ -194,7 +216,7 @@ def flag_default(name):  # the lab's Training page and `lab step` start from tra
 def resume_rule():  # ON_RESUME in words, for --help
     flags = lambda rule: ', '.join(flag_name(n) for n, r in ON_RESUME.items() if r == rule)  # noqa: E731
     return (f"{flags(SAME)} stay the run's (they decide its losses); --steps may grow; "
-            f"{flags(UNLESS_GIVEN)} are the run's unless given; the model's size is the checkpoint's")
+            f"{flags(UNLESS_GIVEN)} are the run's unless given; the model's size and rungs are the checkpoint's")
 
 
 def _shown(value):  # as a flag would take it (a name unquoted)
@@ -218,11 +240,11 @@ def parse_args(argv=None, prog=None):
             groups[meta['group']] = p.add_argument_group(GROUPS.get(meta['group'], meta['group']))
         group = groups[meta['group']]
         options, kind = dict(meta['options']), meta['kind']
-        switch = options.pop('switch', None)
+        switch, negatable = options.pop('switch', None), options.pop('negatable', False)
         default = flag_default(name)
         if kind is SWITCH:
-            action = 'store_false' if switch else 'store_true'
-            group.add_argument(switch or flag_name(name), dest=name, action=action, help=meta['help'])
+            action = argparse.BooleanOptionalAction if negatable else 'store_false' if switch else 'store_true'
+            group.add_argument(switch or flag_name(name), dest=name, action=action, default=default, help=meta['help'])
             continue
         if kind is not None and kind.choices:
             options['choices'] = kind.choices
@@ -277,7 +299,7 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
                             f"{ckpt.tokenizer_kind} tokenizer (its weights are rows of its tokens): drop --tokenizer")
         values['tokenizer'] = ckpt.tokenizer_kind
 
-    # 2. The model's size: the checkpoint's, with --resume and --init.
+    # 2. The model's size and rungs: the checkpoint's, with --resume and --init.
     for name, rule in ON_RESUME.items():
         if rule == MODEL and ckpt is not None:
             theirs = getattr(ckpt.config, name)
@@ -285,6 +307,15 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
                 raise UserError(f"{flag_name(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
                                 "drop the flag")
             values[name] = theirs
+    for name in RUNGS if ckpt is not None else ():
+        theirs = getattr(ckpt.config, name)
+        if name in given and values[name] != theirs:
+            given_as = (f"--{'no-' * (not values[name])}{name.replace('_', '-')}" if isinstance(theirs, bool)
+                        else f"{flag_name(name)} {values[name]}")
+            raise UserError(f"{given_as} contradicts the checkpoint's {name} {str(theirs).lower()}: the model is "
+                            f"the checkpoint's, rungs and all: drop {given_as.split()[0]}, or train a new model "
+                            + ("over it with --force" if values['resume'] else "without --init"))
+        values[name] = theirs
 
     # 2b. The tokenizer: --vocab-size is the byte-pair tokenizer's; a character model's is its data's.
     if values['tokenizer'] == 'char':
@@ -298,6 +329,10 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
     # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
     if values['reproduce_original']:
         if not values['resume']:
+            if rungs_on(values):
+                flag = flag_name(rungs_on(values)[0])
+                raise UserError(f"{flag} would change the original's model (microgpt's, no rungs): drop {flag}, "
+                                "or drop --reproduce-original")
             original.check_flags(init=values['init'], shuffle=values['shuffle'] if 'shuffle' in given else None,
                                  **{n: values[n] if n in given else None for n in ORIGINAL_FLAGS})
             values.update({n: original.ORIGINAL[n] for n in ORIGINAL_FLAGS if n not in given})
@@ -326,6 +361,12 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
 # What --reproduce-original fixes to the original script's values (programs/original.py).
 ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd',
                   'n_head', 'block_size')
+
+
+def rungs_on(values):
+    """The names of the rungs switched on in values (the flags, or a settled run's), in GPTConfig's order."""
+    config = GPTConfig(1, n_head=values['n_head'], **{n: values[n] for n in RUNGS if values[n] is not None})
+    return [name for name in config.to_dict() if name in RUNGS]
 
 
 def _saved_run(out, train_state):

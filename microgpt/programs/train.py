@@ -22,7 +22,7 @@ from functools import partial
 from typing import NamedTuple
 
 from ..edge import text
-from ..edge.checks import encode, make_config
+from ..edge.checks import RUNGS, encode, make_config
 from ..edge.data import fingerprint, load_docs, split_docs
 from ..edge.errors import OVERFLOWS, UserError
 from ..edge.limits import MAX_BLOCK_SIZE, parameter_count
@@ -74,7 +74,8 @@ def build(settings, ckpt):
     """The data, the model's first weights, and the engine that trains them."""
     data = (RunningText if settings.data_mode == 'text' else Names)(settings, ckpt)
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
-                         n_head=settings.n_head, block_size=settings.block_size)
+                         n_head=settings.n_head, block_size=settings.block_size,
+                         **{name: getattr(settings, name) for name in RUNGS})  # each off: microgpt's
     # --reproduce-original: its weights, and its samples after training, come from the one
     # generator that shuffled its data (resumed too: the samples need the generator's state)
     recipe = original.prepare(data.docs) if settings.reproduce_original else None
@@ -104,9 +105,10 @@ def build(settings, ckpt):
 
 def report(settings, built):  # the resolved configuration
     c = built.trainer.config
+    rungs = ''.join(f" {name}={value}" for name, value in c.to_dict().items() if name in RUNGS)  # those on
     return [built.data.describe(),
             f"model: n_layer={c.n_layer} n_embd={c.n_embd} n_head={c.n_head} head_dim={c.head_dim} "
-            f"block_size={c.block_size} params={parameter_count(c)}",
+            f"block_size={c.block_size}{rungs} params={parameter_count(c)}",
             settings.describe(built.start, built.threads)]
 
 

@@ -34,11 +34,13 @@ tests/test_backprop_layers.py checks every backward against central finite diffe
 """
 
 import functools
+import math
 
 import numpy as np
 
 from ..inference.attention import causal_mask, softmax
 from ..inference.model import cross_entropy, linear, rms_scale, split_heads
+from microgpt.model import rope_frequencies
 from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
 
@@ -48,7 +50,10 @@ def embedding_forward(wte, wpe, ids, pos):
     """x[r] = wte[ids[r]] + wpe[pos[r]] for every row r: its token's vector plus its position's.
 
     ids, pos: (R,) token id and position of each row. Returns (x (R, n_embd), cache).
+    wpe None (RoPE: the position turns q and k instead): x[r] = wte[ids[r]], and no dwpe.
     """
+    if wpe is None:
+        return wte[ids], (ids, None)  # (R, n_embd)
     return wte[ids] + wpe[pos], (ids, pos)  # (R, n_embd)
 
 
@@ -68,6 +73,7 @@ def embedding_backward(dx, cache, vocab_size, block_size, out=(None, None)):
     ids, pos = cache
     # rows of tokens never read, and of positions past the sequence, stay 0
     return (np.matmul(one_hot(ids, vocab_size, dx.dtype).T, dx, out=out[0]),   # (vocab_size, n_embd)
+            None if pos is None else
             np.matmul(one_hot(pos, block_size, dx.dtype).T, dx, out=out[1]))   # (block_size, n_embd)
 
 
@@ -104,6 +110,42 @@ def rmsnorm_backward(dy, cache):
     np.subtract(dy, dx, out=dx)                      # dy_j - y_j * mean_i(dy_i y_i)
     dx *= s
     return dx                                        # (R, n)
+
+
+# ---------------------------------------------------------------------------- norm gains
+def gain_forward(x, g):
+    """y = x * (1 + g): a norm's learned gain, stored as its difference g from 1 (a (1, n) row,
+    the same for every row of x), keeping x and g."""
+    return x * (1 + g), (x, g)  # (R, n)
+
+
+def gain_backward(dy, cache, dg=None):
+    """dx and dg for y[r, i] = x[r, i] * (1 + g[0, i]).
+
+    d y[r, i] / d x[r, i] = 1 + g[0, i], so      dx = dy * (1 + g)                    (R, n)
+    d y[r, i] / d g[0, i] = x[r, i]; every row uses the same g, so, as for a weight in
+    linear_backward, the rows' shares add up:    dg = sum_r dy[r, :] * x[r, :]       (1, n)
+    dg: an array to write dg into (the trainer's flat gradient), or None for a new one.
+    """
+    x, g = cache
+    return dy * (1 + g), np.sum(dy * x, axis=0, keepdims=True, out=dg)  # (R, n), (1, n)
+
+
+# ---------------------------------------------------------------------------- QK-norm
+def head_rmsnorm_forward(x, head_dim):
+    """QK-norm: rmsnorm (no gain) over each head's head_dim numbers, row by row.
+    x: (R, n_heads * head_dim), q's or k's heads side by side."""
+    y, cache = rmsnorm_forward(x.reshape(len(x), -1, head_dim))  # (R, n_heads, head_dim)
+    return y.reshape(x.shape), cache                              # (R, n_heads * head_dim)
+
+
+def head_rmsnorm_backward(dy, cache):
+    """dx for QK-norm: each head's head_dim numbers are normed apart, as if each were a row of
+    its own, so rmsnorm_backward's derivation holds head by head with n = head_dim:
+        dx_j = s (dy_j - y_j * mean_i(dy_i y_i)),   i, j over one head's numbers
+    with y, dy: (R, n_heads, head_dim) and s: (R, n_heads, 1). Returns dx shaped as dy."""
+    y, _ = cache
+    return rmsnorm_backward(dy.reshape(y.shape), cache).reshape(dy.shape)  # (R, n_heads * head_dim)
 
 
 # ---------------------------------------------------------------------------- linear
@@ -143,6 +185,44 @@ def relu_backward(dy, x):
     return dy  # same shape as x
 
 
+# ---------------------------------------------------------------------------- GELU
+GELU_C = math.sqrt(2 / math.pi)  # the tanh form's constant, as GPT-2's
+
+
+def gelu_forward(u):
+    """GPT-2's GELU in its tanh form, 0.5 u (1 + tanh(c (u + 0.044715 u^3))), keeping u."""
+    return 0.5 * u * (1 + np.tanh(GELU_C * (u + 0.044715 * u ** 3))), u  # same shape as u
+
+
+def gelu_backward(dy, u):
+    """du for y = 0.5 u (1 + t), t = tanh(z), z = c (u + 0.044715 u^3), entry by entry.
+
+    dt/du = (1 - t^2) dz/du = (1 - t^2) c (1 + 3 * 0.044715 u^2), so by the product rule
+        dy/du = 0.5 (1 + t) + 0.5 u (1 - t^2) c (1 + 3 * 0.044715 u^2)
+    and du = dy * dy/du, shaped as u.
+    """
+    t = np.tanh(GELU_C * (u + 0.044715 * u ** 3))  # same shape as u
+    return dy * (0.5 * (1 + t) + 0.5 * u * (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * u * u))
+
+
+# ---------------------------------------------------------------------------- SwiGLU
+def swiglu_forward(a, b):
+    """h = silu(a) * b, silu(a) = a * sigmoid(a): the gate a (x @ mlp_gate.T) sets how much of
+    b (x @ mlp_fc1.T) passes, entry by entry; keeping a and b."""
+    return a / (1 + np.exp(-a)) * b, (a, b)  # (R, mlp_hidden)
+
+
+def swiglu_backward(dh, cache):
+    """da and db for h = silu(a) * b, entry by entry, with s = sigmoid(a), ds/da = s (1 - s):
+        dh/db = silu(a) = a s                                   db = dh * a s
+        dh/da = b silu'(a), silu'(a) = s + a s (1 - s)          da = dh * b * s (1 + a (1 - s))
+    a, b, dh: (R, mlp_hidden).
+    """
+    a, b = cache
+    s = 1 / (1 + np.exp(-a))                            # (R, mlp_hidden)
+    return dh * b * s * (1 + a * (1 - s)), dh * a * s   # da, db
+
+
 # ---------------------------------------------------------------------------- residual
 def residual_forward(x, x_residual):
     """x + x_residual: the block adds its output to the stream."""
@@ -170,6 +250,32 @@ def dropout_backward(dy, m):
     A dropped number passed nothing forward and gets no gradient back; a kept one gets its
     gradient scaled by the same 1 / (1 - P) its value was."""
     return dy * m  # same shape as dy
+
+
+# ---------------------------------------------------------------------------- RoPE
+def rope_angles(pos, head_dim, dtype):
+    """cos and sin of the angles theta[r, m] = pos[r] * rope_frequencies(head_dim)[m] by which
+    row r's pair m turns: (R, 1, head_dim // 2) each, the 1 because every head turns alike."""
+    theta = pos[:, None, None] * np.array(rope_frequencies(head_dim))  # (R, 1, head_dim // 2)
+    return np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+
+
+def rope_forward(x, cos, sin):
+    """RoPE: in every head of row r, pair m = (a, b) = (x[2m], x[2m + 1]) turned by theta[r, m]:
+    (a, b) -> (a cos - b sin, a sin + b cos). x: (R, n_heads * head_dim); returns the same shape.
+    Keeps nothing: the backward needs only the angles."""
+    a, b = np.moveaxis(x.reshape(len(x), -1, cos.shape[-1], 2), -1, 0)  # (R, n_heads, head_dim // 2) each
+    y = np.empty(a.shape + (2,), dtype=x.dtype)                          # (R, n_heads, head_dim // 2, 2)
+    y[..., 0] = a * cos - b * sin
+    y[..., 1] = a * sin + b * cos
+    return y.reshape(x.shape)                                            # (R, n_heads * head_dim)
+
+
+def rope_backward(dy, cos, sin):
+    """dx for y = rope(x). Each pair is y = M x with M = [[cos, -sin], [sin, cos]], the turn by
+    theta, so dx = M^T dy, and M^T = [[cos, sin], [-sin, cos]] is the turn by -theta: the same
+    forward with sin negated (cos(-t) = cos t, sin(-t) = -sin t). dy: (R, n_heads * head_dim)."""
+    return rope_forward(dy, cos, -sin)
 
 
 # ---------------------------------------------------------------------------- attention
@@ -209,7 +315,8 @@ def rows_to_heads(x, rows, B, T, n_head):
 def heads_of(merged, n_head, B, T):
     """The (n_head, B, T, head_dim) VIEW of a (B * T, n_embd) array: writing a head's output
     into it writes that head's columns of `merged`, so the heads need no merging afterwards.
-    (A reshape of a contiguous array and a transpose are always views, never copies.)"""
+    (A reshape that only splits axes, of a contiguous array or of a block of its columns, and a
+    transpose are always views, never copies.)"""
     return merged.reshape(B, T, n_head, -1).transpose(2, 0, 1, 3)  # (n_head, B, T, head_dim)
 
 
@@ -225,9 +332,13 @@ def attention_forward(q, k, v, rows, B, T, n_head, drop=None):
     Padding sits after each name's tokens, so no real position ever sees it; the padded rows'
     outputs are dropped. drop: in training with dropout, a (n_head, B, T, T) mask
     (dropout.Masks.heads) the weights are multiplied by before they average the values.
-    Returns (out (R, n_embd), cache).
+    Grouped-query attention: k and v narrower than q, (R, n_kv_head * head_dim), each kv head
+    read by n_head // n_kv_head query heads (shared_heads). Returns (out (R, n_embd), cache).
     """
-    qh, kh, vh = (rows_to_heads(x, rows, B, T, n_head) for x in (q, k, v))  # (n_head, B, T, head_dim) each
+    head_dim = q.shape[1] // n_head
+    qh, kh, vh = (rows_to_heads(x, rows, B, T, x.shape[1] // head_dim) for x in (q, k, v))  # (heads, B, T, head_dim) each
+    n_kv_head = len(kh)
+    kh, vh = shared_heads(kh, n_head), shared_heads(vh, n_head)  # (n_head, B, T, head_dim) each
     scale = qh.shape[-1] ** -0.5  # 1/sqrt(head_dim), as gpt()
     logits = qh @ kh.swapaxes(-1, -2)                     # (n_head, B, T, T): logits[.., i, j]
     logits *= scale
@@ -238,7 +349,25 @@ def attention_forward(q, k, v, rows, B, T, n_head, drop=None):
     oh = heads_of(merged, n_head, B, T)                   # (n_head, B, T, head_dim): a view
     np.matmul(kept, vh, out=oh)                           # each head's output, in its columns
     out = merged if len(rows) == B * T else merged[rows]  # (R, n_embd)
-    return out, (qh, kh, vh, att, rows, oh, drop, kept)
+    return out, (qh, kh, vh, att, rows, oh, drop, kept, n_kv_head)
+
+
+def shared_heads(h, n_head):
+    """Grouped-query attention's sharing: (n_kv_head, B, T, head_dim) -> (n_head, B, T, head_dim),
+    kv head j copied for each query head h with h // (n_head // n_kv_head) = j (as it is when
+    n_kv_head = n_head)."""
+    return h if len(h) == n_head else np.repeat(h, n_head // len(h), axis=0)  # (n_head, B, T, head_dim)
+
+
+def matmul_shared(a, b, out):
+    """a @ b, (n_head, B, T, head_dim), written into out, (n_kv_head, B, T, head_dim): the
+    gradient of shared_heads' input from the gradient of its output. The copy of kv head j read by
+    query head h is one more use of the same numbers, so, as for a weight read by many rows,
+        dk[j] = sum over h with h // (n_head // n_kv_head) = j of dk'[h]
+    the sum over each group of n_head // n_kv_head consecutive query heads."""
+    if len(out) == len(a):
+        return np.matmul(a, b, out=out)  # no sharing: written straight in
+    return np.sum((a @ b).reshape(len(out), -1, *out.shape[1:]), axis=1, out=out)  # (n_kv_head, group, B, T, head_dim) summed
 
 
 def attention_backward(dout, cache, out=None):
@@ -261,20 +390,23 @@ def attention_backward(dout, cache, out=None):
     sum_j' da_ij' a_ij' = sum_j' (dout_i . v_j') m_ij' a_ij' = dout_i . out_i, out being b @ v.
     The scatter into the padded layout and the gather of the real rows are undone the other
     way round: dout is scattered (padding gets 0), the input gradients are gathered.
-    dout: (R, n_embd). out: where to write dq, dk and dv side by side, (R, 3 * n_embd) (model.py's
-    stacked q, k, v product takes them as one array); a new array if None. Returns dq, dk, dv,
-    each (R, n_embd): the three column blocks of out.
+    With shared kv heads (grouped-query attention), dk and dv come per query head, then each
+    group's are added up (matmul_shared).
+    dout: (R, n_embd). out: where to write dq, dk and dv side by side, (R, n_embd + 2 * kv) with
+    kv = n_kv_head * head_dim (model.py's stacked q, k, v product takes them as one array); a new
+    array if None. Returns dq (R, n_embd), dk and dv (R, kv): the three column blocks of out.
     """
-    qh, kh, vh, att, rows, oh, drop, kept = cache
+    qh, kh, vh, att, rows, oh, drop, kept, n_kv_head = cache
     n_head, B, T, head_dim = qh.shape
-    n_embd = n_head * head_dim
+    n_embd, kv = n_head * head_dim, n_kv_head * head_dim
     if out is None:
-        out = np.empty((len(rows), 3 * n_embd), dtype=qh.dtype)           # (R, 3 * n_embd)
-    padded = out if len(rows) == B * T else np.empty((B * T, 3 * n_embd), dtype=qh.dtype)  # (B*T, 3 * n_embd)
+        out = np.empty((len(rows), n_embd + 2 * kv), dtype=qh.dtype)       # (R, n_embd + 2 * kv)
+    padded = out if len(rows) == B * T else np.empty((B * T, n_embd + 2 * kv), dtype=qh.dtype)  # (B*T, n_embd + 2 * kv)
     # dq, dk, dv as views into padded's three column blocks, each split into heads
-    dqh, dkh, dvh = padded.reshape(B, T, 3, n_head, head_dim).transpose(2, 3, 0, 1, 4)  # (n_head, B, T, head_dim) each
+    dqh = heads_of(padded[:, :n_embd], n_head, B, T)                  # (n_head, B, T, head_dim)
+    dkh, dvh = (heads_of(padded[:, i:i + kv], n_kv_head, B, T) for i in (n_embd, n_embd + kv))  # (n_kv_head, B, T, head_dim) each
     dout = rows_to_heads(dout, rows, B, T, n_head)                    # (n_head, B, T, head_dim)
-    np.matmul(kept.swapaxes(-1, -2), dout, out=dvh)                   # dv = a^T @ dout (b^T with dropout)
+    matmul_shared(kept.swapaxes(-1, -2), dout, dvh)                   # dv = a^T @ dout (b^T with dropout)
     dz = dout @ vh.swapaxes(-1, -2)                                   # (n_head, B, T, T): da, in place below
     if drop is not None:
         dz *= drop                                                    # through the mask: da = db * m
@@ -282,10 +414,10 @@ def attention_backward(dout, cache, out=None):
     dz *= att                                                         # times a_ij
     dz *= head_dim ** -0.5  # now the gradient of q k^T, before the scale
     np.matmul(dz, kh, out=dqh)                                        # dq = dz @ k
-    np.matmul(dz.swapaxes(-1, -2), qh, out=dkh)                       # dk = dz^T @ q
+    matmul_shared(dz.swapaxes(-1, -2), qh, dkh)                       # dk = dz^T @ q
     if padded is not out:
         out[...] = padded[rows]                                       # the real rows only
-    return np.split(out, 3, axis=1)                                   # (R, n_embd) each
+    return np.split(out, [n_embd, n_embd + kv], axis=1)               # (R, n_embd), (R, kv), (R, kv)
 
 
 # ---------------------------------------------------------------------------- the loss

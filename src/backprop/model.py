@@ -23,9 +23,11 @@ from microgpt.training import num_predictions
 
 from .layers import (attention_backward, attention_forward, cross_entropy_backward,
                      cross_entropy_forward, dropout_backward, dropout_forward, embedding_backward,
-                     embedding_forward, linear_backward,
+                     embedding_forward, gain_backward, gain_forward, gelu_backward, gelu_forward,
+                     head_rmsnorm_backward, head_rmsnorm_forward, linear_backward,
                      linear_forward, relu_backward, relu_forward, residual_backward,
-                     residual_forward, rmsnorm_backward, rmsnorm_forward)
+                     residual_forward, rmsnorm_backward, rmsnorm_forward, rope_angles,
+                     rope_backward, rope_forward, swiglu_backward, swiglu_forward)
 
 PAD = 0  # the id written into padding; any valid id works: model_forward drops padded positions
 
@@ -60,16 +62,21 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None, dropout=No
     over n_tokens: R by default, the mean; a part of a split batch passes the whole batch's.
     dropout: the batch's dropout.Masks, in training with --dropout; each site multiplies by
     its mask and keeps it in caches[site] for the backward (None: nothing is dropped).
+    The rungs (config.rope, mlp, norm_gains, qk_norm, n_kv_head, tie_embeddings) each add
+    their layers where gpt() has them (microgpt/model.py), in its order.
     """
-    sd, (B, T) = weights, idx.shape
+    sd, (B, T), c = weights, idx.shape, config
     rows = np.flatnonzero(mask)   # (R,): where each real position sits in the (B*T) layout
     ids = idx.reshape(-1)[rows]   # (R,): the token read at each row
     pos = rows % T                # (R,): its position in its name
-    caches = {}
+    kv = c.n_kv_head * c.head_dim  # the keys' and values' width: n_embd unless heads share them
+    caches = {'rope': c.rope and rope_angles(pos, c.head_dim, sd['wte'].dtype)}  # RoPE's (cos, sin)
 
-    # 1) Token plus position, then rmsnorm (not redundant, because of the residual path).
-    x, caches['embedding'] = embedding_forward(sd['wte'], sd['wpe'], ids, pos)  # (R, n_embd)
+    # 1) Token plus position (RoPE: the token alone), then rmsnorm (not redundant: the residual path).
+    x, caches['embedding'] = embedding_forward(sd['wte'], None if c.rope else sd['wpe'], ids, pos)  # (R, n_embd)
     x, caches['rms0'] = rmsnorm_forward(x)                                      # (R, n_embd)
+    if c.norm_gains:
+        x, caches['norm_in'] = gain_forward(x, sd['norm_in'])                   # (R, n_embd)
     if dropout:
         x, caches['embedding.drop'] = dropout_forward(x, dropout.stream('embedding', rows, T))  # (R, n_embd)
 
@@ -78,11 +85,18 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None, dropout=No
         # 2) Attention: each position gathers from itself and earlier positions of its own name.
         x_residual = x
         x, caches[p + 'rms_attn'] = rmsnorm_forward(x)                # (R, n_embd)
+        if c.norm_gains:
+            x, caches[p + 'attn_norm'] = gain_forward(x, sd[p + 'attn_norm'])  # (R, n_embd)
         # q, k and v are three linear maps of the same x: one product with the three matrices
         # stacked computes all three (the same sums; one large product runs faster than three)
-        w_qkv = caches[p + 'w_qkv'] = stacked_qkv(sd, p)              # (3 * n_embd, n_embd): kept for the backward
-        qkv, caches[p + 'attn_qkv'] = linear_forward(x, w_qkv)        # (R, 3 * n_embd)
-        q, k, v = np.split(qkv, 3, axis=1)                            # (R, n_embd) each: q = x @ attn_wq.T ...
+        w_qkv = caches[p + 'w_qkv'] = stacked_qkv(sd, p)              # (n_embd + 2 * kv, n_embd): kept for the backward
+        qkv, caches[p + 'attn_qkv'] = linear_forward(x, w_qkv)        # (R, n_embd + 2 * kv)
+        q, k, v = np.split(qkv, [c.n_embd, c.n_embd + kv], axis=1)    # (R, n_embd), (R, kv), (R, kv): q = x @ attn_wq.T ...
+        if c.qk_norm:  # each head's q and k to unit rms, then RoPE turns them (the spec's order)
+            q, caches[p + 'q_norm'] = head_rmsnorm_forward(q, c.head_dim)  # (R, n_embd)
+            k, caches[p + 'k_norm'] = head_rmsnorm_forward(k, c.head_dim)  # (R, kv)
+        if c.rope:
+            q, k = rope_forward(q, *caches['rope']), rope_forward(k, *caches['rope'])  # shapes kept
         drop = dropout and dropout.heads(p + 'attn_weights', T)      # (n_head, B, T, T) or None
         x, caches[p + 'attn'] = attention_forward(q, k, v, rows, B, T, config.n_head, drop)  # (R, n_embd)
         x, caches[p + 'attn_wo'] = linear_forward(x, sd[p + 'attn_wo'])  # (R, n_embd)
@@ -93,15 +107,28 @@ def model_forward(weights, config, idx, targets, mask, n_tokens=None, dropout=No
         # 3) MLP: each position on its own.
         x_residual = x
         x, caches[p + 'rms_mlp'] = rmsnorm_forward(x)                 # (R, n_embd)
-        x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, 4 * n_embd)
-        x, caches[p + 'relu'] = relu_forward(x)                       # (R, 4 * n_embd)
+        if c.norm_gains:
+            x, caches[p + 'mlp_norm'] = gain_forward(x, sd[p + 'mlp_norm'])  # (R, n_embd)
+        x_in = x
+        x, caches[p + 'mlp_fc1'] = linear_forward(x, sd[p + 'mlp_fc1'])  # (R, mlp_hidden): 4 * n_embd but for SwiGLU
+        if c.mlp == 'swiglu':
+            gate, caches[p + 'mlp_gate'] = linear_forward(x_in, sd[p + 'mlp_gate'])  # (R, mlp_hidden)
+            x, caches[p + 'swiglu'] = swiglu_forward(gate, x)         # (R, mlp_hidden)
+        elif c.mlp == 'gelu':
+            x, caches[p + 'gelu'] = gelu_forward(x)                   # (R, mlp_hidden)
+        else:
+            x, caches[p + 'relu'] = relu_forward(x)                   # (R, mlp_hidden)
         x, caches[p + 'mlp_fc2'] = linear_forward(x, sd[p + 'mlp_fc2'])  # (R, n_embd)
         if dropout:
             x, caches[p + 'mlp_out.drop'] = dropout_forward(x, dropout.stream(p + 'mlp_out', rows, T))
         x = residual_forward(x, x_residual)                           # (R, n_embd)
 
-    # 4) Logits (no final norm, as in microgpt) and the mean cross-entropy of the real tokens.
-    logits, caches['lm_head'] = linear_forward(x, sd['lm_head'])      # (R, vocab_size)
+    # 4) Logits (a final norm with norm gains; none in microgpt) and the mean cross-entropy of
+    # the real tokens. Tied embeddings score the tokens with wte itself.
+    if c.norm_gains:
+        x, caches['rms_f'] = rmsnorm_forward(x)                       # (R, n_embd)
+        x, caches['norm_f'] = gain_forward(x, sd['norm_f'])           # (R, n_embd)
+    logits, caches['lm_head'] = linear_forward(x, sd['wte' if c.tie_embeddings else 'lm_head'])  # (R, vocab_size)
     loss, caches['loss'] = cross_entropy_forward(logits, targets[rows], n_tokens)  # real tokens only
     caches['n_tokens'] = n_tokens
     return float(loss), caches
@@ -117,15 +144,25 @@ def model_backward(weights, config, caches, stages=None, out=None):
     names gpt()'s capture= gives those points (the lab's Step page shows their norms).
     out: {name: array (n_out, n_in)} to write each gradient into (the trainer's views into one
     flat array: no gradient is allocated, then copied there); None: new arrays.
+    Tied embeddings: the loss reaches wte by two paths, the rows the embedding read and the
+    output matrix, L = L(wte[ids], x @ wte.T); by the chain rule the two gradients add up:
+        dwte = (embedding_backward's row sums) + (linear_backward's dw of the logits)
     """
-    sd, grads = weights, {}
+    sd, grads, c = weights, {}, config
     stages = {} if stages is None else stages
     out = {} if out is None else out
+    kv = c.n_kv_head * c.head_dim
 
-    # 4) loss -> logits -> lm_head
+    # 4) loss -> logits -> lm_head (wte when tied: its gradient is added at the end) -> final norm
     dlogits = stages['logits'] = cross_entropy_backward(caches['loss'], caches['n_tokens'])  # (R, vocab_size)
-    dx, grads['lm_head'] = linear_backward(dlogits, caches['lm_head'], sd['lm_head'], out.get('lm_head'))  # (R, n_embd)
+    head = 'wte' if c.tie_embeddings else 'lm_head'
+    dx, dhead = linear_backward(dlogits, caches['lm_head'], sd[head], out.get('lm_head'))  # (R, n_embd), (vocab_size, n_embd)
+    if not c.tie_embeddings:
+        grads['lm_head'] = dhead
     stages['lm_head_in'] = dx
+    if c.norm_gains:
+        dx, grads['norm_f'] = gain_backward(dx, caches['norm_f'], out.get('norm_f'))  # (R, n_embd), (1, n_embd)
+        dx = rmsnorm_backward(dx, caches['rms_f'])                               # (R, n_embd)
 
     for li in reversed(range(config.n_layer)):
         p = f'layer{li}.'
@@ -134,9 +171,19 @@ def model_backward(weights, config, caches, stages=None, out=None):
         stages[p + 'mlp_out'] = d
         if p + 'mlp_out.drop' in caches:
             d = dropout_backward(d, caches[p + 'mlp_out.drop'])                  # (R, n_embd)
-        d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'], out.get(p + 'mlp_fc2'))  # (R, 4 * n_embd)
-        d = relu_backward(d, caches[p + 'relu'])                                 # (R, 4 * n_embd)
+        d, grads[p + 'mlp_fc2'] = linear_backward(d, caches[p + 'mlp_fc2'], sd[p + 'mlp_fc2'], out.get(p + 'mlp_fc2'))  # (R, mlp_hidden)
+        if c.mlp == 'swiglu':
+            dgate, d = swiglu_backward(d, caches[p + 'swiglu'])                  # (R, mlp_hidden) each
+        elif c.mlp == 'gelu':
+            d = gelu_backward(d, caches[p + 'gelu'])                             # (R, mlp_hidden)
+        else:
+            d = relu_backward(d, caches[p + 'relu'])                             # (R, mlp_hidden)
         d, grads[p + 'mlp_fc1'] = linear_backward(d, caches[p + 'mlp_fc1'], sd[p + 'mlp_fc1'], out.get(p + 'mlp_fc1'))  # (R, n_embd)
+        if c.mlp == 'swiglu':  # x fed the gate's product too: its gradient adds up with fc1's
+            d_gate, grads[p + 'mlp_gate'] = linear_backward(dgate, caches[p + 'mlp_gate'], sd[p + 'mlp_gate'], out.get(p + 'mlp_gate'))
+            d = add_to(d, d_gate)                                                # (R, n_embd)
+        if c.norm_gains:
+            d, grads[p + 'mlp_norm'] = gain_backward(d, caches[p + 'mlp_norm'], out.get(p + 'mlp_norm'))  # (R, n_embd), (1, n_embd)
         dx = add_to(rmsnorm_backward(d, caches[p + 'rms_mlp']), dx)              # (R, n_embd): the fork
         stages[p + 'mlp_in'] = dx
 
@@ -146,22 +193,36 @@ def model_backward(weights, config, caches, stages=None, out=None):
         if p + 'attn_out.drop' in caches:
             d = dropout_backward(d, caches[p + 'attn_out.drop'])                 # (R, n_embd)
         d, grads[p + 'attn_wo'] = linear_backward(d, caches[p + 'attn_wo'], sd[p + 'attn_wo'], out.get(p + 'attn_wo'))  # (R, n_embd)
-        dqkv = np.empty((len(d), 3 * config.n_embd), dtype=d.dtype)              # (R, 3 * n_embd)
-        attention_backward(d, caches[p + 'attn'], out=dqkv)                      # dq, dk, dv side by side
+        dqkv = np.empty((len(d), c.n_embd + 2 * kv), dtype=d.dtype)              # (R, n_embd + 2 * kv)
+        dq, dk, _ = attention_backward(d, caches[p + 'attn'], out=dqkv)          # dq, dk, dv side by side
+        if c.rope:  # turned back by -theta, each in its place in dqkv
+            dq[...], dk[...] = rope_backward(dq, *caches['rope']), rope_backward(dk, *caches['rope'])
+        if c.qk_norm:
+            dq[...] = head_rmsnorm_backward(dq, caches[p + 'q_norm'])            # (R, n_embd)
+            dk[...] = head_rmsnorm_backward(dk, caches[p + 'k_norm'])            # (R, kv)
         # the stacked product's backward: dx = dq @ wq + dk @ wk + dv @ wv in one product, and
         # the stacked gradient's three blocks are dwq, dwk, dwv
         d, dw_qkv = linear_backward(dqkv, caches[p + 'attn_qkv'], caches[p + 'w_qkv'])  # (R, n_embd)
-        for name, dw in zip(('attn_wq', 'attn_wk', 'attn_wv'), np.split(dw_qkv, 3)):  # (n_embd, n_embd) each
+        blocks = np.split(dw_qkv, [c.n_embd, c.n_embd + kv])                    # (n_embd, n_embd), (kv, n_embd) twice
+        for name, dw in zip(('attn_wq', 'attn_wk', 'attn_wv'), blocks):
             grads[p + name] = dw if p + name not in out else copied(dw, out[p + name])
+        if c.norm_gains:
+            d, grads[p + 'attn_norm'] = gain_backward(d, caches[p + 'attn_norm'], out.get(p + 'attn_norm'))  # (R, n_embd), (1, n_embd)
         dx = add_to(rmsnorm_backward(d, caches[p + 'rms_attn']), dx)             # (R, n_embd): the fork
         stages[p + 'attn_in'] = dx
 
     # 1) the first rmsnorm, then the embeddings' rows
     if 'embedding.drop' in caches:
         dx = dropout_backward(dx, caches['embedding.drop'])                      # (R, n_embd)
+    if c.norm_gains:
+        dx, grads['norm_in'] = gain_backward(dx, caches['norm_in'], out.get('norm_in'))  # (R, n_embd), (1, n_embd)
     dx = stages['embedding'] = rmsnorm_backward(dx, caches['rms0'])              # (R, n_embd)
-    grads['wte'], grads['wpe'] = embedding_backward(dx, caches['embedding'], config.vocab_size,
-                                                    config.block_size, (out.get('wte'), out.get('wpe')))
+    grads['wte'], dwpe = embedding_backward(dx, caches['embedding'], c.vocab_size,
+                                            c.block_size, (out.get('wte'), out.get('wpe')))
+    if not c.rope:
+        grads['wpe'] = dwpe
+    if c.tie_embeddings:
+        grads['wte'] += dhead  # wte's second use, as the output matrix
     return grads
 
 
@@ -179,7 +240,8 @@ def copied(a, into):
 
 
 def stacked_qkv(weights, p):
-    """attn_wq, attn_wk, attn_wv of block p one above the other: (3 * n_embd, n_embd)."""
+    """attn_wq, attn_wk, attn_wv of block p one above the other: (n_embd + 2 * kv, n_embd),
+    kv = n_kv_head * head_dim (n_embd: 3 * n_embd, unless heads share keys and values)."""
     return np.concatenate([weights[p + 'attn_wq'], weights[p + 'attn_wk'], weights[p + 'attn_wv']])
 
 

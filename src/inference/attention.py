@@ -14,9 +14,14 @@ and values of positions 0..i: that slice is what makes the model causal.
 it scores every pair (i, j), then sets the future pairs (j > i) to -inf before the softmax, so
 they get weight exactly 0. It is faster and is what real implementations do; it is checked
 against the loop version, which stays the reference.
+
+`rope(x, start)` is the RoPE rung (GPTConfig.rope): it turns each head's query and key by
+their position before scoring, so that a score depends only on how far apart two positions are.
 """
 
 import numpy as np
+
+from microgpt.model import rope_frequencies
 
 
 def softmax(z, axis=-1):
@@ -87,3 +92,23 @@ def masked_attention(q, k, v):
     weights = softmax(logits)                              # (n_head, T, T)
     out = weights @ v                                      # (n_head, T, head_dim)
     return out, weights
+
+
+def rope(x, start=0):
+    """RoPE: rotate each pair (x[2m], x[2m+1]) of every head's vectors by theta = pos * freq[m].
+
+    x: (..., T, head_dim), rows at positions start .. start + T - 1 (a KV cache's come first).
+    Pair m is the complex number a + ib, multiplied by e^(i theta):
+        a' = a cos(theta) - b sin(theta),   b' = a sin(theta) + b cos(theta).
+    Why it works: a query at i and a key at j, both turned, score
+    Re(q e^(i theta_i) conj(k e^(i theta_j))) = Re(q conj(k) e^(i (i - j) freq)) per pair:
+    the score sees only the distance i - j, never where the two sit.
+    """
+    T, D = x.shape[-2:]
+    theta = np.arange(start, start + T)[:, None] * np.array(rope_frequencies(D))  # (T, D/2)
+    cos, sin = np.cos(theta), np.sin(theta)  # (T, D/2) each
+    a, b = x[..., 0::2], x[..., 1::2]        # (..., T, D/2) each: every pair's two numbers
+    out = np.empty_like(x)                   # (..., T, D)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out

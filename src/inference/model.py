@@ -10,14 +10,22 @@ here is cached: position i's keys are simply rows 0..i of the (T, n_embd) key ar
 compute the same logits (tests/test_inference.py checks to 1e-10).
 
 forward(token_ids, capture=...) also hands back intermediate arrays, by name, for the lab and
-for lessons. With L = n_layer, H = n_head, D = head_dim:
+for lessons. With L = n_layer, H = n_head, K = n_kv_head (H unless heads share keys), D = head_dim:
 
     attention_logits   (L, H, T, T)   q.k / sqrt(head_dim) for query i, key j; NaN where j > i
     attention_softmax  (L, H, T, T)   the attention weights; each row sums to 1; NaN where j > i
-    q, k, v            (L, H, T, D)   each head's query, key and value at every position
+    q                  (L, H, T, D)   each head's query at every position, as scored
+    k, v               (L, K, T, D)   each kv head's key (as scored) and value: what the KV cache holds
     head_output        (L, H, T, D)   each head's weighted average of values, before attn_wo
-    mlp_pre_relu       (L, T, 4 * n_embd)  the MLP's hidden layer before the ReLU
+    mlp_pre_relu       (L, T, mlp_hidden)  the MLP's hidden layer before its nonlinearity; for
+                                           SwiGLU the gate, linear(x, mlp_gate), that silu is applied to
     logits             (T, vocab_size)     the output, scores for the token after each position
+
+"As scored": after QK-norm and RoPE, where those rungs are on.
+
+The modern rungs (GPTConfig's rope, mlp, norm_gains, qk_norm, n_kv_head, tie_embeddings; the
+spec is the scalar gpt()'s) are a few lines each in both forwards, each marked with its name.
+With every one off (the default) this is microgpt's model exactly.
 
 forward() is the reference, written for reading; forward_batch() computes the same logits for
 a batch of sequences with attention as one masked softmax per head, about 15x quicker for one
@@ -41,7 +49,7 @@ from microgpt.model import parameter_shapes
 from microgpt.ops import RMS_EPS
 from microgpt.training import doc_tokens, num_predictions
 
-from .attention import attention_head, causal_mask, softmax
+from .attention import attention_head, causal_mask, rope, softmax
 
 # Everything forward() can hand back; capture='all' means all of them.
 CAPTURE_NAMES = ('attention_logits', 'attention_softmax', 'q', 'k', 'v', 'head_output',
@@ -74,8 +82,37 @@ def rms_scale(x, eps=RMS_EPS):
     return (ms + eps) ** -0.5                                # (T, 1)
 
 
+def norm(x, sd, gain):
+    """rmsnorm(x), times (1 + sd[gain]) where the model has that gain (the norm gains rung: a
+    gain is stored as its difference from 1, so 0 leaves the plain rmsnorm; see is_gain)."""
+    x = rmsnorm(x)                                     # (..., n_embd)
+    return x * (1 + sd[gain][0]) if gain in sd else x  # (..., n_embd)
+
+
+def sigmoid(u):
+    """1 / (1 + e^-u), written as (1 + tanh(u / 2)) / 2: the same number, with no exp to overflow."""
+    return 0.5 * (1.0 + np.tanh(0.5 * u))  # same shape as u
+
+
+def gelu(u):
+    """GELU in GPT-2's tanh form, 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))): a smooth ReLU
+    that lets a little of a negative input through (PyTorch's F.gelu(u, approximate='tanh'))."""
+    return 0.5 * u * (1.0 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))  # same shape as u
+
+
+def mlp_hidden_layer(x, sd, li, kind):
+    """Layer li's MLP hidden layer for the normed rows x, and what its nonlinearity was applied to
+    (the capture 'mlp_pre_relu'): two (..., mlp_hidden) arrays. kind is config.mlp:
+    relu and gelu apply to linear(x, mlp_fc1); SwiGLU's silu to the gate, linear(x, mlp_gate),
+    whose output then scales linear(x, mlp_fc1) number by number."""
+    pre = linear(x, sd[f'layer{li}.mlp_gate' if kind == 'swiglu' else f'layer{li}.mlp_fc1'])  # (..., mlp_hidden)
+    if kind == 'swiglu':
+        return pre, pre * sigmoid(pre) * linear(x, sd[f'layer{li}.mlp_fc1'])  # (..., mlp_hidden)
+    return pre, gelu(pre) if kind == 'gelu' else np.maximum(pre, 0.0)        # (..., mlp_hidden)
+
+
 def split_heads(x, n_head):
-    """(T, n_embd) -> (n_head, T, head_dim): each head's slice of every position, heads first."""
+    """(T, n_head * head_dim) -> (n_head, T, head_dim): each head's slice of every position, heads first."""
     T, n_embd = x.shape
     return x.reshape(T, n_head, n_embd // n_head).transpose(1, 0, 2)  # (n_head, T, head_dim)
 
@@ -127,9 +164,14 @@ def finite_forward(method):
 # ---------------------------------------------------------------------------- the KV cache
 class KVCache:
     """What gpt()'s keys and values lists hold, as arrays: each layer's keys and values of the
-    positions fed so far, (B, n_head, length, head_dim). forward_batch(idx, cache) reads them
+    positions fed so far, (B, n_kv_head, length, head_dim). forward_batch(idx, cache) reads them
     and appends idx's, so a generated token costs one position's work, not the window's. Each
-    layer's arrays are made once, a block long, and filled in place: nothing is copied."""
+    layer's arrays are made once, a block long, and filled in place: nothing is copied.
+
+    The keys are kept as they are scored (after QK-norm and RoPE), so a cached key is never
+    computed again. With grouped-query attention the cache holds n_kv_head heads, not n_head:
+    n_head // n_kv_head query heads read each, so it is that many times smaller (n_head times
+    for multi-query, n_kv_head = 1). That memory, at long contexts, is why large models share."""
 
     def __init__(self, n_layer, block_size):
         self.keys, self.values = [None] * n_layer, [None] * n_layer
@@ -184,55 +226,57 @@ class NumpyGPT:
         cfg, sd = self.config, self.weights
         ids = np.asarray(token_ids)  # (T,)
         wanted = _capture_names(capture)
-        T, head_dim = len(ids), cfg.head_dim
+        T, D, H, K = len(ids), cfg.head_dim, cfg.n_head, cfg.n_kv_head
         captures = _empty_captures(wanted, cfg, T)
 
         # 1) Each token's meaning plus its position's: row i is position i's vector.
-        tok_emb = sd['wte'][ids]  # (T, n_embd): row i is wte's row for token ids[i]
-        pos_emb = sd['wpe'][:T]   # (T, n_embd): positions 0..T-1
-        x = tok_emb + pos_emb     # (T, n_embd)
-        x = rmsnorm(x)            # (T, n_embd); note: not redundant, because of the residual path
+        x = sd['wte'][ids]         # (T, n_embd): row i is wte's row for token ids[i]
+        if not cfg.rope:           # RoPE: no wpe; the positions turn q and k in step 2 instead
+            x = x + sd['wpe'][:T]  # (T, n_embd): plus positions 0..T-1
+        x = norm(x, sd, 'norm_in')  # (T, n_embd); note: not redundant, because of the residual path
 
         for li in range(cfg.n_layer):
             # 2) Attention: position i gathers information from itself and positions j < i.
             x_residual = x
-            x = rmsnorm(x)                           # (T, n_embd)
-            q = linear(x, sd[f'layer{li}.attn_wq'])  # (T, n_embd): what each position looks for
-            k = linear(x, sd[f'layer{li}.attn_wk'])  # (T, n_embd): what each offers to later ones
-            v = linear(x, sd[f'layer{li}.attn_wv'])  # (T, n_embd): what each hands over
-            x_attn = np.empty((T, cfg.n_embd))       # (T, n_embd): the heads' outputs side by side
+            x = norm(x, sd, f'layer{li}.attn_norm')                  # (T, n_embd)
+            q = split_heads(linear(x, sd[f'layer{li}.attn_wq']), H)  # (H, T, D): what each position looks for
+            k = split_heads(linear(x, sd[f'layer{li}.attn_wk']), K)  # (K, T, D): what each offers to later ones
+            v = split_heads(linear(x, sd[f'layer{li}.attn_wv']), K)  # (K, T, D): what each hands over
+            if cfg.qk_norm:  # QK-norm: every head's query and key at rms 1, so no score can blow up
+                q, k = rmsnorm(q), rmsnorm(k)  # (H, T, D), (K, T, D)
+            if cfg.rope:     # RoPE: each query and key turned by its own position
+                q, k = rope(q), rope(k)        # (H, T, D), (K, T, D)
+            x_attn = np.empty((T, cfg.n_embd))  # (T, n_embd): the heads' outputs side by side
             for i in range(T):  # what gpt() does in its call for pos_id = i
-                for h in range(cfg.n_head):
-                    hs = h * head_dim  # this head's slice of the n_embd dimensions
-                    q_h = q[i, hs:hs + head_dim]         # (head_dim,): position i's query
-                    k_h = k[:i + 1, hs:hs + head_dim]    # (i + 1, head_dim): keys of j = 0..i
-                    v_h = v[:i + 1, hs:hs + head_dim]    # (i + 1, head_dim): values of j = 0..i
+                for h in range(H):
+                    kv = h // (H // K)  # grouped-query attention: the kv head query head h reads
                     # rows i+1.. of k and v exist already, but position i is never shown them:
                     # this slice is the causal mask (gpt()'s cache simply does not hold them yet)
-                    head_out, attn_logits, attn_weights = attention_head(q_h, k_h, v_h)
-                    x_attn[i, hs:hs + head_dim] = head_out
+                    head_out, attn_logits, attn_weights = attention_head(q[h, i], k[kv, :i + 1], v[kv, :i + 1])
+                    x_attn[i, h * D:(h + 1) * D] = head_out
                     if 'attention_logits' in captures:
                         captures['attention_logits'][li, h, i, :i + 1] = attn_logits
                     if 'attention_softmax' in captures:
                         captures['attention_softmax'][li, h, i, :i + 1] = attn_weights
-            for name, arr in (('q', q), ('k', k), ('v', v), ('head_output', x_attn)):
+            for name, arr in (('q', q), ('k', k), ('v', v), ('head_output', split_heads(x_attn, H))):
                 if name in captures:
-                    captures[name][li] = split_heads(arr, cfg.n_head)  # (n_head, T, head_dim)
+                    captures[name][li] = arr  # (H or K, T, D)
             x = linear(x_attn, sd[f'layer{li}.attn_wo'])  # (T, n_embd): mixes the heads
             x = x + x_residual  # (T, n_embd); residual: attention adds to the stream
 
             # 3) MLP: each position, on its own, thinks about what it gathered.
             x_residual = x
-            x = rmsnorm(x)                            # (T, n_embd)
-            x = linear(x, sd[f'layer{li}.mlp_fc1'])   # (T, 4 * n_embd)
+            x = norm(x, sd, f'layer{li}.mlp_norm')                  # (T, n_embd)
+            pre, x = mlp_hidden_layer(x, sd, li, cfg.mlp)           # (T, mlp_hidden) each
             if 'mlp_pre_relu' in captures:
-                captures['mlp_pre_relu'][li] = x
-            x = np.maximum(x, 0.0)                    # (T, 4 * n_embd): relu
+                captures['mlp_pre_relu'][li] = pre
             x = linear(x, sd[f'layer{li}.mlp_fc2'])   # (T, n_embd)
             x = x + x_residual                        # (T, n_embd)
 
-        # 4) One score per token id for what comes next, at every position (no final norm).
-        logits = linear(x, sd['lm_head'])  # (T, vocab_size)
+        # 4) One score per token id for what comes next, at every position.
+        if cfg.norm_gains:  # norm gains: a final norm (microgpt has none)
+            x = norm(x, sd, 'norm_f')  # (T, n_embd)
+        logits = linear(x, sd['wte' if cfg.tie_embeddings else 'lm_head'])  # (T, vocab_size); tied: wte reads out too
         if 'logits' in captures:
             captures['logits'] = logits
         return logits, captures
@@ -255,33 +299,47 @@ class NumpyGPT:
         start = 0 if cache is None else cache.length  # the position of idx's first column
         idx = np.asarray(idx)  # (B, T)
         B, T = idx.shape
-        H, D = cfg.n_head, cfg.head_dim
+        H, K, D = cfg.n_head, cfg.n_kv_head, cfg.head_dim
 
-        def heads(x):  # (B, T, n_embd) -> (B, n_head, T, head_dim)
-            return x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
+        def heads(x, n):  # (B, T, n * D) -> (B, n, T, D)
+            return x.reshape(B, T, n, D).transpose(0, 2, 1, 3)
 
-        # 1) token plus position
-        x = rmsnorm(sd['wte'][idx] + sd['wpe'][start:start + T])  # (B, T, n_embd)
-        future = causal_mask(T, start)                              # (T, start + T): True where j > i
+        # 1) token plus position (RoPE: the position turns q and k in step 2 instead)
+        x = sd['wte'][idx]                          # (B, T, n_embd)
+        if not cfg.rope:
+            x = x + sd['wpe'][start:start + T]      # (B, T, n_embd)
+        x = norm(x, sd, 'norm_in')                  # (B, T, n_embd)
+        future = causal_mask(T, start)              # (T, start + T): True where j > i
         for li in range(cfg.n_layer):
             # 2) attention, every sequence, head and position at once
             x_residual = x
-            x = rmsnorm(x)                                                   # (B, T, n_embd)
-            q, k, v = (heads(linear(x, sd[f'layer{li}.attn_w{n}'])) for n in 'qkv')  # (B, H, T, D) each
+            x = norm(x, sd, f'layer{li}.attn_norm')                                 # (B, T, n_embd)
+            q = heads(linear(x, sd[f'layer{li}.attn_wq']), H)                       # (B, H, T, D)
+            k, v = (heads(linear(x, sd[f'layer{li}.attn_w{n}']), K) for n in 'kv')  # (B, K, T, D) each
+            if cfg.qk_norm:
+                q, k = rmsnorm(q), rmsnorm(k)                # (B, H, T, D), (B, K, T, D)
+            if cfg.rope:
+                q, k = rope(q, start), rope(k, start)        # (B, H, T, D), (B, K, T, D)
             if cache is not None:
-                k, v = cache.extend(li, k, v)                                # (B, H, start + T, D) each
-            att = (q @ k.swapaxes(-1, -2)) * D ** -0.5                       # (B, H, T, start + T)
+                k, v = cache.extend(li, k, v)                # (B, K, start + T, D) each
+            # grouped-query attention: the H // K query heads of kv head g score against its keys,
+            # broadcast over an axis of length 1 (no copy); microgpt's K = H makes that axis 1 too
+            q = q.reshape(B, K, H // K, T, D)                                # (B, K, H // K, T, D)
+            att = (q @ k[:, :, None].swapaxes(-1, -2)) * D ** -0.5           # (B, K, H // K, T, start + T)
             if T > 1:  # one new position sees every key: nothing of its row lies in the future
-                att = np.where(future, -np.inf, att)                         # (B, H, T, start + T)
-            att = softmax(att)                                               # (B, H, T, start + T)
-            x_attn = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, H * D)    # (B, T, n_embd)
+                att = np.where(future, -np.inf, att)                         # (B, K, H // K, T, start + T)
+            att = softmax(att)                                               # (B, K, H // K, T, start + T)
+            x_attn = (att @ v[:, :, None]).reshape(B, H, T, D)               # (B, H, T, D)
+            x_attn = x_attn.transpose(0, 2, 1, 3).reshape(B, T, H * D)       # (B, T, n_embd)
             x = linear(x_attn, sd[f'layer{li}.attn_wo']) + x_residual        # (B, T, n_embd)
             # 3) MLP
             x_residual = x
-            x = np.maximum(linear(rmsnorm(x), sd[f'layer{li}.mlp_fc1']), 0.0)  # (B, T, 4 * n_embd)
+            _, x = mlp_hidden_layer(norm(x, sd, f'layer{li}.mlp_norm'), sd, li, cfg.mlp)  # (B, T, mlp_hidden)
             x = linear(x, sd[f'layer{li}.mlp_fc2']) + x_residual              # (B, T, n_embd)
-        # 4) logits
-        return linear(x, sd['lm_head'])  # (B, T, vocab_size)
+        # 4) logits (norm gains: after a final norm; tied embeddings: wte reads out)
+        if cfg.norm_gains:
+            x = norm(x, sd, 'norm_f')                                         # (B, T, n_embd)
+        return linear(x, sd['wte' if cfg.tie_embeddings else 'lm_head'])  # (B, T, vocab_size)
 
     def loss(self, token_ids):
         """Mean cross-entropy of predicting token_ids[1:], as microgpt.training.doc_loss.
@@ -333,12 +391,12 @@ def _capture_names(capture):
 def _empty_captures(names, cfg, T):
     """Arrays for the requested captures. The attention ones start as NaN: the loop fills
     only j <= i, so a future position never carries a number."""
-    L, H, D = cfg.n_layer, cfg.n_head, cfg.head_dim
+    L, H, K, D = cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.head_dim
     shapes = {
         'attention_logits': (L, H, T, T),
         'attention_softmax': (L, H, T, T),
-        'q': (L, H, T, D), 'k': (L, H, T, D), 'v': (L, H, T, D), 'head_output': (L, H, T, D),
-        'mlp_pre_relu': (L, T, 4 * cfg.n_embd),
+        'q': (L, H, T, D), 'k': (L, K, T, D), 'v': (L, K, T, D), 'head_output': (L, H, T, D),
+        'mlp_pre_relu': (L, T, cfg.mlp_hidden),
         'logits': (T, cfg.vocab_size),
     }
     return {name: np.full(shapes[name], np.nan) for name in names}  # shapes[name], all NaN
