@@ -66,7 +66,7 @@ def sigmoid(z):
     return ((-z).exp() + 1) ** -1
 
 
-GELU_C = 2 * (2 / math.pi) ** 0.5  # GPT-2's tanh GELU: 0.5 u (1 + tanh(y)) = u * sigmoid(2y)
+GELU_C = 2 * (2 / math.pi) ** 0.5  # as tanh(y) = 2 sigmoid(2y) - 1: GPT-2's 0.5 u (1 + tanh(y)) = u sigmoid(2y)
 
 
 def gelu(u):
