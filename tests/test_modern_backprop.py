@@ -206,3 +206,14 @@ def test_five_trainer_steps_are_the_scalar_engines_adam_steps(rung):
         assert abs(trainer.step(batch, lr) - loss.data) < GRAD_TOL, step
     for name, w in model.weights().items():
         assert max_diff(np.array(trainer.weights()[name]), np.array(w)) < GRAD_TOL, name
+
+
+def test_float32_stays_float32_and_follows_float64():
+    config = small('all')
+    weights = random_weights(config, rng())
+    trainers = [Trainer(config, weights, None, dtype=dtype) for dtype in ('float32', 'float64')]
+    _, grads = trainers[0].loss_and_grads(BATCH)
+    assert {g.dtype for g in grads.values()} == {np.dtype('float32')}  # RoPE's angles included
+    for step in range(10):
+        loss32, loss64 = (t.step(BATCH, 0.01) for t in trainers)
+        assert abs(loss32 - loss64) < 1e-5 * loss64, step
