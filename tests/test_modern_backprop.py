@@ -7,8 +7,9 @@ finite differences of L = sum(R * y), R a fixed random array shaped like the out
 dL/dy = R; beside it a negative control, a plausible mistake, must FAIL the same check. Then the
 whole model for each rung alone and all at once: its gradient against finite differences, its
 loss and every gradient against the scalar engine's gpt() (1e-10, float64), five Trainer steps
-against five of the scalar engine's Adam steps, and the trainer's split over two workers, with
-dropout, against one piece.
+against five of the scalar engine's Adam steps, the loss and gradients with dropout's masks
+against the scalar engine's with the same masks, and the trainer's split over two workers,
+with dropout, against one piece.
 """
 
 import numpy as np
@@ -21,6 +22,7 @@ from microgpt.engine import Tape
 from microgpt.fused import vsum
 from microgpt.model import GPT, GPTConfig, parameter_shapes
 from microgpt.optim import Adam
+from microgpt.programs.taps import dropout_batch_loss
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, learning_rate, num_predictions
 from helpers import FD_TOL, GRAD_TOL, NAMES, assert_names_as_the_scalar_engine, max_diff, numeric_grad_array
@@ -217,3 +219,18 @@ def test_float32_stays_float32_and_follows_float64():
     for step in range(10):
         loss32, loss64 = (t.step(BATCH, 0.01) for t in trainers)
         assert abs(loss32 - loss64) < 1e-5 * loss64, step
+
+
+@pytest.mark.parametrize('rung', sorted(RUNGS))
+def test_dropout_masks_fall_where_the_scalar_engine_drops(rung):
+    model, trainer, tokenizer = scalar_and_numpy(rung)
+    batch = [doc_tokens(tokenizer, name) for name in NAMES[:3]]
+    masks = draw(0.3, 9, 4, len(batch), model.config)
+    loss, grads = loss_and_grads(trainer.params, model.config, batch, dropout=masks)
+    dropout = [masks.positions(b, num_predictions(t, model.config.block_size)) for b, t in enumerate(batch)]
+    with Tape() as tape:  # the scalar engine, its blocks tapped to apply the same masks
+        scalar = dropout_batch_loss(model, batch, dropout)
+    scalar.backward(tape)
+    assert abs(loss - scalar.data) < GRAD_TOL
+    for name, matrix in model.state_dict.items():
+        assert max_diff(grads[name], np.array([[p.grad for p in row] for row in matrix])) < GRAD_TOL, name
