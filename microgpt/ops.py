@@ -9,8 +9,9 @@ whole step's).
 
 fused.py computes the same functions as one hand-differentiated node each (tests check they
 agree to 1e-12). gpt() uses this file's unless told otherwise: train.py and sample.py ask for
-fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
-cross_entropy, and the modern MLP's gelu and silu.
+fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files
+offer the same names: dot, linear, vsum, softmax, rmsnorm, cross_entropy, and the modern MLP's
+gelu and silu.
 """
 
 import math
