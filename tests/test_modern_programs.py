@@ -17,7 +17,7 @@ import pytest
 
 from helpers import GRAD_TOL, assert_one_line_error, interrupt_after, log_of, losses, run, train_args
 from microgpt.edge.checkpoint import read_checkpoint
-from microgpt.model import SIZE_FIELDS, parameter_shapes
+from microgpt.model import GPT, SIZE_FIELDS, GPTConfig, parameter_shapes
 from microgpt.programs import convert, sample, train
 from microgpt.programs.runlog import log_path_for
 
@@ -64,19 +64,26 @@ def test_convert_round_trips_a_rung_checkpoint_bit_for_bit(trained, tmp_path, ca
     assert read_checkpoint(str(st)).config == read_checkpoint(str(out)).config
 
 
-@pytest.mark.parametrize('engine', ['scalar', 'numpy'])
-@pytest.mark.parametrize('name', RUNGS)
+def trainer_class(engine):  # the class whose step interrupt_after stops
+    if engine == 'torch':
+        from microgpt import torchgpt
+        return torchgpt.Trainer
+    from microgpt import backprop
+    return backprop.Trainer if engine == 'numpy' else train.ScalarTrainer
+
+
+@pytest.mark.parametrize('name, engine', [(name, engine) for name in RUNGS for engine in ('scalar', 'numpy')]
+                         + [pytest.param('every-rung', 'torch', marks=pytest.mark.torch)])  # torch: ~7 s a run
 def test_a_stopped_and_resumed_run_logs_the_losses_of_one_never_stopped(tmp_path, names_file, capsys, monkeypatch,
                                                                         name, engine):
     """Ctrl-C in step 5 of STEPS, evaluations and saves on, then --resume: the same log, loss for
     loss, and the same weights. One BLAS thread for numpy (a thread count timed afresh on
     resuming moves a sum's last digit)."""
-    from microgpt import backprop
     args = [*RUNGS[name][0], '--steps', str(STEPS), '--eval-every', '4', '--save-every', '3', '--engine', engine,
             *(['--threads', '1'] if engine == 'numpy' else [])]
     whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
     assert run(train.main, train_args(names_file, whole, *args), capsys)[0] == 0
-    interrupt_after(monkeypatch, 5, backprop.Trainer if engine == 'numpy' else train.ScalarTrainer)
+    interrupt_after(monkeypatch, 5, trainer_class(engine))
     assert run(train.main, train_args(names_file, parts, *args), capsys)[0] == 130
     monkeypatch.undo()
     assert read_checkpoint(str(parts)).train_state.step == 5
@@ -102,6 +109,20 @@ def test_dropout_with_rungs_drops_the_same_numbers_on_the_scalar_and_numpy_engin
         logs[engine] = [e['loss'] for e in losses(log_of(out))]
     assert len(logs['scalar']) == 6
     assert max(abs(a - b) for a, b in zip(logs['scalar'], logs['numpy'])) < GRAD_TOL
+
+
+def test_a_recorder_names_each_rmsnorm_and_the_logits_with_every_rung_on():
+    """programs/taps.py counts gpt()'s rmsnorms to know where a position starts (QK-norm's heads
+    and the final norm are counted too), and names the tied output matrix's product the logits."""
+    from microgpt.programs.taps import Recorder
+    config = GPTConfig(7, n_layer=2, n_embd=8, n_head=4, block_size=6, **RUNGS['every-rung'][1])
+    model = GPT(config)
+    keys, values = model.empty_cache()
+    model.blocks = recorder = Recorder(model)
+    for t, tok in enumerate([6, 1, 2]):
+        logits = model.gpt(tok, t, keys, values)
+        assert len(recorder.captures) == t + 1 and recorder.captures[t]['logits'] is logits
+        assert recorder.captures[t]['embedding'] == model.state_dict['wte'][tok]  # RoPE: the token alone
 
 
 # ---------------------------------------------------------------------------- refusals

@@ -28,7 +28,8 @@ class Tap:
 
     def __init__(self, model, blocks=None):
         self.blocks, cfg = blocks or model.blocks, model.config  # the real blocks: ops or fused
-        self.matrix = {id(w): name for name, w in model.state_dict.items()}  # a linear's w -> its name
+        # a linear's w -> its name; wte reaches a linear only as tied embeddings' output matrix
+        self.matrix = {id(w): 'lm_head' if name == 'wte' else name for name, w in model.state_dict.items()}
         qk = ['qk_norm'] * (cfg.n_head + cfg.n_kv_head) * cfg.qk_norm  # QK-norm: each q head's, then each k head's
         self.norms = (['embedding'] + [f'layer{li}.{part}' for li in range(cfg.n_layer)
                                        for part in ('attn_in', *qk, 'mlp_in')] + ['final_norm'] * cfg.norm_gains)
