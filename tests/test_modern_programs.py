@@ -152,18 +152,17 @@ REFUSED = {
                           'RoPE needs an even head_dim, got 3 (n_embd 12 / n_head 4)'),
     'mlp-unknown': (['--force', '--mlp', 'geglu'], "--mlp: invalid choice: 'geglu' (choose from 'relu', 'gelu', 'swiglu')"),
     'original-with-a-rung': (['--force', '--reproduce-original', '--rope'],
-                             "--rope would change the original's model (microgpt's, no rungs): drop --rope"),
+                             "--rope is for a rung, and the original's model is microgpt's: drop --rope"),
     'tied-resumed-untied': (['--resume', '--steps', '9', '--no-tie-embeddings'],
-                            "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true: the model is the "
-                            "checkpoint's, rungs and all: drop --no-tie-embeddings, or train a new model over it "
-                            "with --force"),
+                            "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true: the model, its size "
+                            "and rungs, is the checkpoint's: drop --no-tie-embeddings"),
     'resumed-with-rope': (['--resume', '--steps', '9', '--rope'], "--rope contradicts the checkpoint's rope false"),
     'resumed-with-another-mlp': (['--resume', '--steps', '9', '--mlp', 'relu'],
-                                 "--mlp relu contradicts the checkpoint's mlp swiglu: the model is the checkpoint's"),
+                                 "--mlp relu contradicts the checkpoint's mlp swiglu: the model"),
     'resumed-with-other-kv-heads': (['--resume', '--steps', '9', '--n-kv-head', '2'],
                                     "--n-kv-head 2 contradicts the checkpoint's n_kv_head 1"),
     'init-untied': (['--force', '--init', '{copy}', '--no-tie-embeddings'],
-                    "drop --no-tie-embeddings, or train a new model without --init"),
+                    "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true"),
     'checkpoint-unknown-rung': (['--force', '--init', '{damaged}'], "'flash' is not a rung this microgpt knows",
                                 damaged(lambda c: c.update(flash=True))),
     'checkpoint-unknown-mlp': (['--force', '--init', '{damaged}'], "bad config: mlp must be relu, gelu or swiglu, "
