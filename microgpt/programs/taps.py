@@ -5,9 +5,9 @@ gpt() calls its building blocks through one object, `model.blocks` (ops.py or fu
 stands in for that object: every call goes on to the real block, and the Tap sees its input
 and output on the way. So the lesson's gpt() carries neither the lab's readings nor training's
 dropout. Each call is known by where it is: the matrix a linear layer applies (wte..lm_head),
-which rmsnorm of the position (the embedding's, then each layer's attention's and MLP's, with
-the rungs QK-norm's heads and the final norm), and
-which attention head a softmax belongs to. The rmsnorm of the embedding starts a position.
+which rmsnorm of the position (the embedding's, then each layer's attention's and MLP's; with
+the rungs, QK-norm's heads and the final norm too), and which attention head a softmax belongs
+to. The rmsnorm of the embedding starts a position.
 
     Recorder: each position's intermediates by name, for the lab's step (microgpt/lab/step.py)
     Dropout:  --dropout's masks applied where src/backprop/dropout.py says, for the Value engine
