@@ -55,6 +55,20 @@ def test_the_checkpoint_records_its_rungs_and_sample_rebuilds_the_model_train_sa
         assert code == 0 and printed.splitlines() == samples, err
 
 
+@pytest.mark.torch
+def test_a_rung_run_trained_by_torch_samples_the_scalar_runs_names(trained, tmp_path, names_file):
+    """The same run on the torch engine: the same losses to rounding, the same closing names."""
+    name, out, samples = trained
+    torch_out = tmp_path / 'torch.json'
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert train.main(train_args(names_file, torch_out, '--steps', str(STEPS), *RUNGS[name][0], '--num-samples', '5',
+                                     '--engine', 'torch')) == 0
+    lines = printed.getvalue().splitlines()
+    assert [line.strip() for line in lines[lines.index('samples:') + 1:]] == samples
+    got, want = losses(log_of(torch_out)), losses(log_of(out))
+    assert len(got) == STEPS and max(abs(a['loss'] - b['loss']) for a, b in zip(got, want)) < GRAD_TOL
+
+
 def test_convert_round_trips_a_rung_checkpoint_bit_for_bit(trained, tmp_path, capsys):
     _, out, _ = trained
     st, back = tmp_path / 'm.safetensors', tmp_path / 'back.json'
