@@ -17,7 +17,7 @@ import pytest
 
 from helpers import GRAD_TOL, assert_one_line_error, interrupt_after, log_of, losses, run, train_args
 from microgpt.edge.checkpoint import read_checkpoint
-from microgpt.model import GPT, SIZE_FIELDS, GPTConfig, parameter_shapes
+from microgpt.model import SIZE_FIELDS, parameter_shapes
 from microgpt.programs import convert, sample, train
 from microgpt.programs.runlog import log_path_for
 
@@ -108,35 +108,6 @@ def test_a_stopped_and_resumed_run_logs_the_losses_of_one_never_stopped(tmp_path
     assert log_of(parts) == log_of(whole)
     a, b = json.loads(parts.read_text()), json.loads(whole.read_text())
     assert a['config'] == b['config'] and a['state_dict'] == b['state_dict']
-
-
-@pytest.mark.parametrize('name', RUNGS)
-def test_dropout_with_rungs_drops_the_same_numbers_on_the_scalar_and_numpy_engines(tmp_path, names_file, capsys,
-                                                                                   name):
-    """The scalar engine places --dropout's masks by counting gpt()'s rmsnorms (programs/taps.py);
-    QK-norm's heads and the final norm add some, and the count must know them."""
-    logs = {}
-    for engine in ('scalar', 'numpy'):
-        out = tmp_path / f'{engine}.json'
-        args = [*RUNGS[name][0], '--steps', '6', '--batch-size', '2', '--dropout', '0.2', '--engine', engine]
-        assert run(train.main, train_args(names_file, out, *args), capsys)[0] == 0
-        logs[engine] = [e['loss'] for e in losses(log_of(out))]
-    assert len(logs['scalar']) == 6
-    assert max(abs(a - b) for a, b in zip(logs['scalar'], logs['numpy'])) < GRAD_TOL
-
-
-def test_a_recorder_names_each_rmsnorm_and_the_logits_with_every_rung_on():
-    """programs/taps.py counts gpt()'s rmsnorms to know where a position starts (QK-norm's heads
-    and the final norm are counted too), and names the tied output matrix's product the logits."""
-    from microgpt.programs.taps import Recorder
-    config = GPTConfig(7, n_layer=2, n_embd=8, n_head=4, block_size=6, **RUNGS['every-rung'][1])
-    model = GPT(config)
-    keys, values = model.empty_cache()
-    model.blocks = recorder = Recorder(model)
-    for t, tok in enumerate([6, 1, 2]):
-        logits = model.gpt(tok, t, keys, values)
-        assert len(recorder.captures) == t + 1 and recorder.captures[t]['logits'] is logits
-        assert recorder.captures[t]['embedding'] == model.state_dict['wte'][tok]  # RoPE: the token alone
 
 
 # ---------------------------------------------------------------------------- refusals
