@@ -169,7 +169,9 @@ RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Valu
 TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung in ('engine', 'model'))
 NUMBERS = [e.number for e in EXERCISES]  # the path's numbers, in its order
 # Where to go once the whole path passes: `status` and the Exercises page say it.
-WHAT_NEXT = ("the numpy rung's every backward, derived by hand: docs/engines.md",
+WHAT_NEXT = ("the modern rungs you did not write (GELU, SwiGLU, norm gains, QK-norm, tied embeddings): "
+             "docs/modern.md",
+             "the numpy rung's every backward, derived by hand: docs/engines.md",
              "a larger model, and what each size costs: docs/training.md",
              "running text: README's Shakespeare recipe, `python bench/shakespeare.py`")
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace
