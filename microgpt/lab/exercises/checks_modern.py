@@ -1,6 +1,6 @@
 """
-The checks of exercises 26 to 28, two of the modern rungs (issue 45): RoPE's turn on Values, its
-backward on arrays, and grouped-query attention's shared keys.
+The checks of exercises 26 to 28, two of the modern rungs: RoPE's turn on Values, its backward
+on arrays, and grouped-query attention's shared keys.
 
 The project's answers: microgpt/model.py's rotate and gpt()'s head loop, src/backprop/layers.py's
 rope_backward. The oracles: each pair as a complex number times e^(i theta), central differences
@@ -50,15 +50,14 @@ def check_rotate(t, fn):
         cases.append((f"random {i + 1}", vectors(rng, rng.choice([2, 4, 8])), rng.randrange(16)))
     for k, (label, x, pos) in enumerate(cases):
         t.case(label, f"x = {fmt(x)}, pos_id = {pos}", k < 3)
-        halves = complex_rotate(x, pos, slip='halves')
+        neox = complex_rotate(x, pos, slip='halves')  # pairs (m, m + head_dim / 2), each put back in place
+        in_turn = [v for m in range(len(x) // 2) for v in neox[m::len(x) // 2]]  # or appended pair by pair
         oracle = (("x itself, exactly", x, 0.0) if pos == 0 else
                   ("each pair as a + ib, times e^(i theta)", complex_rotate(x, pos)))
         check_function(t, lambda x_: fn(x_, pos), [x], ['x'], read_values(len(x), "one per input"),
                        lambda x_: rotate(x_, pos), seed=k, out_oracle=oracle,
                        out_mistakes=[(s, complex_rotate(x, pos, -1 if s == 'sign' else 1, s), h)
-                                     for s, h in ROTATE_SLIPS.items()] + [('halves, appended in turn', [
-                                         v for m in range(len(x) // 2) for v in halves[m::len(x) // 2]],
-                                         ROTATE_SLIPS['halves'])],
+                                     for s, h in ROTATE_SLIPS.items()] + [('halves', in_turn, ROTATE_SLIPS['halves'])],
                        out_hint="Each pair (x[2m], x[2m + 1]) turned by the angle pos_id * frequency m.",
                        grad_hint="Build the outputs from the Values a and b times the plain numbers cos and sin.")
 
