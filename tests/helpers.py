@@ -548,6 +548,11 @@ return weights @ v, weights'''), "three tokens by hand", "mask applied after the
     24: (replaced(24, 'i += 2', 'i += 1'), "the Wikipedia example", "skip BOTH ids"),
     25: (replaced(25, 'ids = merge(ids, pair, 256 + rank[pair])', 'return merge(ids, pair, 256 + rank[pair])'),
          "the Wikipedia example", "while some adjacent pair is in the table"),
+    26: (replaced(26, 'theta = pos_id * ', 'theta = '), "position 0", "grows with the position"),
+    27: (replaced(27, 'a * c + b * s', 'a * c - b * s').replace('b * c - a * s', 'b * c + a * s'), "positions 0 to 2",
+         "the OTHER way"),
+    28: (replaced(28, 'ks = h // group * head_dim', 'ks = h % n_kv_head * head_dim'), "4 query heads",
+         "h % n_kv_head deals them out"),
 }
 
 

@@ -54,9 +54,10 @@ def test_each_file_is_a_stub_and_a_solution_of_its_function(e):
 
 def test_the_path_follows_the_reading_guide():
     """Engine, then the model on Values, then the numpy rung, then what keeps the model from
-    memorizing, then the byte pairs (each function's name: the reading guide's table, below)."""
+    memorizing, then the byte pairs, then two modern rungs (each function's name: the reading
+    guide's table, below)."""
     rungs = [e.rung for e in catalog.EXERCISES]
-    assert list(catalog.RUNGS) == ['engine', 'model', 'numpy', 'regularization', 'tokens']
+    assert list(catalog.RUNGS) == ['engine', 'model', 'numpy', 'regularization', 'tokens', 'modern']
     assert rungs == sorted(rungs, key=list(catalog.RUNGS).index)  # each part of the path in one piece
     assert [e.number for e in catalog.EXERCISES] == list(range(1, N + 1)) == catalog.NUMBERS
     assert sorted(SLIPS) == catalog.NUMBERS  # the reference test's negative control: a slip of each fails
@@ -93,10 +94,15 @@ while stack:
         order.append(node)
         stack.extend(node._children)
 return order''')  # parents before children
-ALL_SLIPS = [(n, *slip) for n, slip in SLIPS.items()] + [  # and a second classic slip of two of them
+ALL_SLIPS = [(n, *slip) for n, slip in SLIPS.items()] + [  # and a second classic slip of some of them
     (6, ORDER, "(a + b) * c", "Children before parents"),
     (11, replaced(11, 'ms = sum(xi * xi for xi in x) / len(x)', 'ms = sum(xi.data * xi.data for xi in x) / len(x)'),
-     "fixed 1", "not from their .data")]  # the scale computed from .data
+     "fixed 1", "not from their .data"),  # the scale computed from .data
+    (26, replaced(26, 'a, b = x[2 * m], x[2 * m + 1]', 'a, b = x[m], x[m + head_dim // 2]'), "position 0",
+     "two neighbours"),  # GPT-NeoX's halves, appended in turn
+    (26, replaced(26, 'a * c - b * s, a * s + b * c', 'a * c + b * s, b * c - a * s'), "one radian", "wrong way"),
+    (27, replaced(27, 'theta = pos[:, None] * ', 'theta = '), "position 0", "grows with the position"),
+    (28, replaced(28, 'ks = h // group * head_dim', 'ks = h * head_dim'), "multi-query", "not n_head")]
 
 
 MORE = {  # more wrong files ({exercise: text}), and the exercise checked over them

@@ -133,7 +133,8 @@ def test_without_a_workspace_a_level_is_still_shown(tmp_path, capsys, monkeypatc
 @pytest.mark.parametrize('n, formulas, hinted', [
     (2, ['n * x^(n - 1)'], True), (3, ['d(e^x)/dx = e^x'], True), (4, ['1/x'], True),
     (5, ['slope is 1 on the right'], True), (19, ['p_i * (dp_i - sum_j dp_j * p_j)'], True),
-    (18, ['dx = dy @ w', 'dw = dy.T @ x'], False), (22, ['dx = f * dy'], False)])
+    (18, ['dx = dy @ w', 'dw = dy.T @ x'], False), (22, ['dx = f * dy'], False),
+    (26, ['a * c - b * s'], True), (27, ['dx = M^T dy', 'turn by -theta'], True), (28, ['h // group'], True)])
 def test_the_stub_leaves_the_derivative_to_the_learner_and_a_later_hint_gives_it(n, formulas, hinted):
     """Was: stubs 2 to 5 and 19 stated the derivative they asked for, stubs 18 and 22 the backward.
     The stub gives the idea to reach for; the formula comes at `hint N`'s later levels, never its

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 # The version of this set of exercises, written into every workspace (workspace.py). Raise it
 # when a stub is added, removed or renamed, or a function's signature changes: a workspace
 # made by another version is then refused with the way to move on, never checked wrongly.
-VERSION = 2  # 2: exercises 21 to 25, weight decay and dropout, then the byte-pair tokenizer
+VERSION = 3  # 2: exercises 21 to 25, weight decay and dropout, the byte-pair tokenizer; 3: 26 to 28
 
 FILES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 SOLUTION_START = '# solution'
@@ -56,6 +56,7 @@ class Exercise:
 ENGINE = "docs/reading-guide.md section 1, file 1"
 MEMORIZES = "docs/lessons.md, When the model memorizes"
 TOKENS = "docs/reading-guide.md section 14"
+MODERN = "docs/modern.md"
 EXERCISES = [
     Exercise(1, 'ex01_mul', 'mul', 'a, b', "the local derivatives of a * b", 'engine', ENGINE,
              "microgpt/engine.py, Value.__mul__", 'autograd',
@@ -142,13 +143,25 @@ EXERCISES = [
     Exercise(25, 'ex25_encode', 'encode', 'text, merges', "text to token ids with a learned merge table",
              'tokens', TOKENS, "microgpt/bpe.py, BPETokenizer.encode", 'tokens',
              'python -m microgpt.lab tokens "the king"', uses=(23, 24)),
+    Exercise(26, 'ex26_rotate', 'rotate', 'x, pos_id', "RoPE: one head's q or k turned by its position",
+             'modern', MODERN + ", RoPE", "microgpt/model.py, rotate", 'attention',
+             'python -m microgpt.lab attention anna'),
+    Exercise(27, 'ex27_rope_backward', 'rope_backward', 'dy, pos', "RoPE's backward: the turn back",
+             'modern', MODERN + ", RoPE; docs/reading-guide.md section 9, file 1",
+             "src/backprop/layers.py, rope_backward", 'step', 'python -m microgpt.lab step anna --engine numpy',
+             numpy_check=True),
+    Exercise(28, 'ex28_grouped_attention', 'grouped_attention', 'q, keys, values, n_head, n_kv_head',
+             "grouped-query attention: query heads sharing kv heads", 'modern', MODERN + ", grouped-query attention",
+             "microgpt/model.py, gpt() step 2 (the head loop, with n_kv_head)", 'phases',
+             'python -m microgpt.lab phases anna', uses=(12,), numpy_check=True),
 ]
 
 # The parts of the path, in its order: each exercise's rung is one of them.
 RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Values",
          'numpy': "the numpy rung (src/inference, src/backprop)",
          'regularization': "when the model memorizes: weight decay and dropout",
-         'tokens': "the byte-pair tokenizer (microgpt/bpe.py)"}
+         'tokens': "the byte-pair tokenizer (microgpt/bpe.py)",
+         'modern': "toward a modern GPT: RoPE and grouped-query attention (docs/modern.md)"}
 # What `exercises train` substitutes for the project's own: the engine's and the model's rungs,
 # your Value (1-7), blocks (8-12), gpt() (13), loss (14), Adam (15) and sampling (16). train.py's
 # defaults have no weight decay, no dropout and characters for tokens, so the later rungs are not
@@ -156,7 +169,9 @@ RUNGS = {'engine': "the engine (microgpt/engine.py)", 'model': "the GPT, on Valu
 TRAIN_USES = tuple(e.number for e in EXERCISES if e.rung in ('engine', 'model'))
 NUMBERS = [e.number for e in EXERCISES]  # the path's numbers, in its order
 # Where to go once the whole path passes: `status` and the Exercises page say it.
-WHAT_NEXT = ("the numpy rung's every backward, derived by hand: docs/engines.md",
+WHAT_NEXT = ("the modern rungs you did not write (GELU, SwiGLU, norm gains, QK-norm, tied embeddings): "
+             "docs/modern.md",
+             "the numpy rung's every backward, derived by hand: docs/engines.md",
              "a larger model, and what each size costs: docs/training.md",
              "running text: README's Shakespeare recipe, `python bench/shakespeare.py`")
 STEM_PATTERN = re.compile(r'^ex\d\d_\w+\.py$')  # what counts as an exercise file in a workspace

@@ -128,4 +128,23 @@ HINTS = {
          "is built from. Give each pair its rank k in a dict.",
          "Loop: take the pairs of your get_stats(ids) that are in the table; stop when none is; else "
          "merge the one of lowest rank with your merge(ids, pair, 256 + k)."),
+    26: ("One pair at a time: for m from 0 to head_dim // 2 - 1, a = x[2m] and b = x[2m + 1] are a point "
+         "(a, b), and its turn by theta is a rotation of the plane.",
+         "theta is a plain number, pos_id * 10000.0 ** (-2 * m / head_dim); take c = math.cos(theta) and "
+         "s = math.sin(theta) once per pair.",
+         "The turned pair is (a * c - b * s, a * s + b * c): append both, in that order, to a new list. Only "
+         "a and b are Values, so the gradient flows through them."),
+    27: ("Per pair, y = M x with M = [[cos, -sin], [sin, cos]]: a product by a 2 x 2 matrix, whose backward "
+         "your exercise 18 knows (each x_i reaches y_j through M[j][i]).",
+         "So dx = M^T dy, and M^T = [[cos, sin], [-sin, cos]] is the turn by -theta, since cos(-t) = cos t and "
+         "sin(-t) = -sin t: the backward turns dy back by the same angle.",
+         "On arrays: theta = pos[:, None] * the head_dim // 2 frequencies, (T, head_dim // 2); dy[:, 0::2] "
+         "and dy[:, 1::2] are every pair's a and b. Fill a new array's even columns with a cos + b sin and "
+         "its odd ones with b cos - a sin."),
+    28: ("group = n_head // n_kv_head query heads share each kv head: with 4 and 2, heads 0 and 1 read kv "
+         "head 0, heads 2 and 3 kv head 1.",
+         "Query head h reads kv head h // group, whose numbers start at (h // group) * head_dim in every "
+         "key and value; its own query starts at h * head_dim.",
+         "For each h: slice q's head, slice that kv head out of every cached key and value, call your "
+         "attention_head on the three, and add its out (not its weights) to the list of outputs."),
 }
