@@ -25,16 +25,11 @@ from microgpt.optim import Adam
 from microgpt.programs.taps import dropout_batch_loss
 from microgpt.tokenizer import CharTokenizer
 from microgpt.training import doc_loss, doc_tokens, learning_rate, num_predictions
-from helpers import FD_TOL, GRAD_TOL, NAMES, assert_names_as_the_scalar_engine, max_diff, numeric_grad_array
+from helpers import FD_TOL, GRAD_TOL, NAMES, RUNGS, assert_names_as_the_scalar_engine, max_diff, numeric_grad_array
 
 H = 1e-6          # finite-difference step
 WRONG_MIN = 1e-3  # a wrong backward must miss by at least this much
 
-RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='swiglu'),
-         'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True),
-         'grouped': dict(n_kv_head=2), 'multi_query': dict(n_kv_head=1),
-         'tied': dict(tie_embeddings=True),
-         'all': dict(rope=True, mlp='swiglu', norm_gains=True, qk_norm=True, n_kv_head=2, tie_embeddings=True)}
 BATCH = [[0, 1, 2, 0], [0, 3, 0], [0, 4, 5, 6, 1, 2, 0]]  # the last is cut at block_size
 
 

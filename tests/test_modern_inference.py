@@ -16,21 +16,11 @@ from microgpt.inference import NumpyGPT
 from microgpt.inference.attention import rope
 from microgpt.inference.model import KVCache, gelu, sigmoid
 from microgpt.model import GPT, ROPE_BASE, GPTConfig, init_weights, is_gain
+from helpers import RUNGS
 
 TOL = 1e-10  # the spec's: every engine, every rung, float64
 
-RUNGS = {
-    'microgpt': {},
-    'rope': dict(rope=True),
-    'gelu': dict(mlp='gelu'),
-    'swiglu': dict(mlp='swiglu'),
-    'norm_gains': dict(norm_gains=True),
-    'qk_norm': dict(qk_norm=True),
-    'gqa': dict(n_kv_head=2),
-    'multi_query': dict(n_kv_head=1),
-    'tied': dict(tie_embeddings=True),
-    'all': dict(rope=True, mlp='swiglu', norm_gains=True, qk_norm=True, n_kv_head=2, tie_embeddings=True),
-}
+RUNGS = {'microgpt': {}, **RUNGS}  # helpers' table, and microgpt's own model first
 
 
 def small_config(**rung):

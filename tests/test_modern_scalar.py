@@ -26,6 +26,7 @@ from microgpt.engine import Tape, Value
 from microgpt.model import GPT, GPTConfig, is_gain, rotate
 from microgpt.programs.taps import Recorder
 from microgpt.training import doc_loss
+from helpers import RUNGS
 
 pytestmark = pytest.mark.lesson  # the lesson's own files: `make test-lesson`
 
@@ -33,11 +34,7 @@ GRAD_TOL = 1e-6    # against central differences with step H (observed ~1e-9)
 FUSED_TOL = 1e-12  # composed vs fused: the same math in another float order
 H = 1e-6
 SMALL = dict(vocab_size=7, n_layer=2, n_embd=8, n_head=4, block_size=6)  # head_dim 2: RoPE works
-ALL = dict(rope=True, mlp='swiglu', norm_gains=True, qk_norm=True, n_kv_head=2, tie_embeddings=True)
-RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='swiglu'),
-         'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True), 'gqa': dict(n_kv_head=2),
-         'mqa': dict(n_kv_head=1), 'tied': dict(tie_embeddings=True), 'all': ALL,
-         'all_gelu': dict(ALL, mlp='gelu')}
+RUNGS = {**RUNGS, 'all_gelu': dict(RUNGS['all'], mlp='gelu')}  # helpers' table, and GELU among all
 TOKENS = [0, 3, 5, 1, 6, 2, 0]  # BOS, five letters, BOS: six predictions fill the block
 
 
@@ -173,13 +170,13 @@ def test_a_rope_model_reads_the_same_tokens_alike_wherever_they_start(rung, shif
 
 
 def test_gqa_with_a_kv_head_per_query_head_is_the_default_model():
-    full, default = make('gqa', n_kv_head=4), GPT(GPTConfig(**SMALL), seed=3)
+    full, default = make('grouped', n_kv_head=4), GPT(GPTConfig(**SMALL), seed=3)
     assert full.config == default.config and logits_loss_grads(full) == logits_loss_grads(default)
 
 
 @pytest.mark.parametrize('n_kv_head', [1, 2])
 def test_gqa_is_the_plain_model_with_each_kv_head_repeated(n_kv_head):
-    shared = make('gqa', n_kv_head=n_kv_head)
+    shared = make('grouped', n_kv_head=n_kv_head)
     plain = GPT(GPTConfig(**SMALL), seed=3)
     weights, group, D = shared.weights(), 4 // n_kv_head, 2
     for name in [n for n in weights if n.endswith(('attn_wk', 'attn_wv'))]:
