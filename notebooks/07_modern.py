@@ -20,7 +20,6 @@
 # `notebooks/07_modern.py` ([docs/notebooks.md](../docs/notebooks.md)).
 
 # %%
-import json
 import pathlib
 import random
 import subprocess
@@ -28,7 +27,7 @@ import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
+from IPython.display import Image, display
 
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.limits import parameter_count
@@ -40,6 +39,12 @@ from microgpt.lab.notebook import work_folder
 # the checkpoints and their logs, in a folder removed when the kernel stops
 WORK_DIR = work_folder()
 WORK = pathlib.Path(WORK_DIR.name)
+
+
+def draw(fig, name):  # a figure shown from its PNG file, whatever matplotlib's backend (the lab's is Agg)
+    fig.savefig(WORK / name, dpi=100, bbox_inches='tight')
+    plt.close(fig)
+    display(Image(filename=str(WORK / name)))
 
 # %% [markdown]
 # ## RoPE: the score sees only the distance
@@ -66,7 +71,7 @@ for start, style in ((0, '-o'), (8, 'x'), (24, '+')):  # marks on marks: the thr
     ax.plot(distances, [score(start + d, start) for d in distances], style, ms=5, label=f"key at {start}")
 ax.set_xlabel("distance i − j"); ax.set_ylabel("q · k / √16"); ax.legend()
 ax.set_title("RoPE: one q and one k, turned to their positions")
-display(fig); plt.close(fig)  # drawn whatever matplotlib's backend (the lab's pictures set Agg)
+draw(fig, 'rope.png')
 
 scores = {(i, j): score(i, j) for i in range(56) for j in range(i + 1)}
 assert all(abs(s - scores[i - j, 0]) < 1e-12 for (i, j), s in scores.items())  # a function of i - j
@@ -89,26 +94,27 @@ RECIPES = {'names': dict(vocab_size=27, n_layer=4, n_embd=64, n_head=4, block_si
 
 
 def cache_after_generating(config):
-    """Numbers per position per layer in the KVCache after a greedy generation of a whole block."""
+    """The numbers the KVCache holds after a greedy generation of a whole block, one token a call."""
     rng = np.random.default_rng(0)
     model = NumpyGPT(config, {name: rng.normal(0, 0.08, shape) for name, shape in parameter_shapes(config).items()})
-    cache, token = KVCache(config.n_layer, config.block_size), 0  # 0 stands for BOS here
+    cache, token = KVCache(config.n_layer, config.block_size), 0  # any first token: the weights are random
     for _ in range(config.block_size):
         token = int(model.forward_batch([[token]], cache)[0, -1].argmax())
-    held = [keys[:, :, :cache.length].size + values[:, :, :cache.length].size
-            for keys, values in zip(cache.keys, cache.values)]
-    return held[0] // cache.length
+    assert cache.length == config.block_size
+    return sum(keys[:, :, :cache.length].size + values[:, :, :cache.length].size  # (1, n_kv_head, T, D) each
+               for keys, values in zip(cache.keys, cache.values))
 
 
 sizes = {}
 for name, fields in RECIPES.items():
     head_dim = fields['n_embd'] // fields['n_head']
     for n_kv_head in (4, 2, 1):
-        measured = cache_after_generating(GPTConfig(**fields, n_kv_head=n_kv_head))
-        assert measured == 2 * n_kv_head * head_dim  # the formula
-        sizes[name, n_kv_head] = measured
-        print(f"{name:12} n_kv_head {n_kv_head}: {measured:4} numbers per position per layer, "
-              f"{measured * fields['n_layer'] * fields['block_size']:6,} for a whole block")
+        held = cache_after_generating(GPTConfig(**fields, n_kv_head=n_kv_head))
+        sizes[name, n_kv_head] = held // (fields['n_layer'] * fields['block_size'])
+        assert sizes[name, n_kv_head] * fields['n_layer'] * fields['block_size'] == held
+        assert sizes[name, n_kv_head] == 2 * n_kv_head * head_dim  # the formula
+        print(f"{name:12} n_kv_head {n_kv_head}: {sizes[name, n_kv_head]:4} numbers per position per layer, "
+              f"{held:6,} for the whole block")
     assert sizes[name, 4] == 2 * sizes[name, 2] == 4 * sizes[name, 1]  # n_head / n_kv_head times smaller
 
 fig, ax = plt.subplots(figsize=(6, 2.8))
@@ -116,51 +122,43 @@ for offset, name in ((-0.2, 'names'), (0.2, 'shakespeare')):
     ax.bar([x + offset for x in range(3)], [sizes[name, n] for n in (4, 2, 1)], width=0.4, label=name)
 ax.set_xticks(range(3), ["4 (microgpt)", "2", "1 (multi-query)"]); ax.set_xlabel("n_kv_head, of n_head 4")
 ax.set_ylabel("numbers per position\nper layer"); ax.legend(); ax.set_title("the KV cache, measured")
-display(fig); plt.close(fig)
+draw(fig, 'kv_cache.png')
 
 # %% [markdown]
 # ## Each rung alone, on a small names model
 #
-# The same small model (1 layer of 32, 4 heads, batch 16, lr 0.02, 150 steps) eight times, side by side:
-# microgpt's architecture, then each rung alone. `--engine numpy --threads 1` computes in float64
-# on one thread, so the numbers are the code's. At this size and this short, the differences are
-# mostly noise: read the table for what each rung costs in parameters. The real measurement is
-# `python bench/modern.py`, README's recipes at full length, which docs/modern.md quotes.
+# The same small model (1 layer of 32, 4 heads, batch 16, lr 0.02, 150 steps) eight times, side
+# by side: microgpt's architecture, then each rung alone. `--engine numpy --threads 1` computes in
+# float64 on one thread, so the numbers are the code's, the same on every machine. This short and
+# this small, the losses differ by little more than noise; the parameters are exact: RoPE drops
+# `wpe`, tied embeddings `lm_head`, two kv heads half of `attn_wk` and `attn_wv`, and SwiGLU's
+# three matrices of 85 rows hold 32 numbers fewer than ReLU's two of 128. The real measurement is
+# `python bench/modern.py`, README's two recipes at full length; docs/modern.md quotes it.
 
 # %%
 RUNGS = {'microgpt': [], 'rope': ['--rope'], 'gelu': ['--mlp', 'gelu'], 'swiglu': ['--mlp', 'swiglu'],
-         'norm gains': ['--norm-gains'], 'qk-norm': ['--qk-norm'], 'n_kv_head 2': ['--n-kv-head', '2'],
+         'norm-gains': ['--norm-gains'], 'qk-norm': ['--qk-norm'], 'n-kv-head-2': ['--n-kv-head', '2'],
          'tied': ['--tie-embeddings']}
-
-
-def start(label, flags):
-    """A train.py run of its own, started: (its checkpoint's path, the process)."""
-    out = WORK / (label.replace(' ', '_') + '.json')
-    return out, subprocess.Popen([sys.executable, '-m', 'microgpt.train', '--engine', 'numpy', '--threads', '1',
-                                  '--n-layer', '1', '--n-embd', '32', '--batch-size', '16', '--lr', '0.02',
-                                  '--steps', '150', '--eval-every', '150', '--save-every', '0',
-                                  '--num-samples', '0', '--out', str(out), *flags],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-runs = {label: start(label, flags) for label, flags in RUNGS.items()}
+runs = {label: subprocess.Popen(  # the eight side by side, a thread each
+    [sys.executable, '-m', 'microgpt.train', '--engine', 'numpy', '--threads', '1', '--n-layer', '1',
+     '--n-embd', '32', '--batch-size', '16', '--lr', '0.02', '--steps', '150', '--eval-every', '150',
+     '--save-every', '0', '--num-samples', '0', '--out', str(WORK / f'{label}.json'), *flags],
+    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for label, flags in RUNGS.items()}
 results = {}
-for label, (out, run) in runs.items():
-    _, stderr = run.communicate()
-    assert run.returncode == 0, stderr
-    last = [json.loads(line) for line in out.with_suffix('.log.jsonl').read_text().splitlines()][-1]
-    results[label] = last['val_loss'], parameter_count(read_checkpoint(str(out)).config)
+for label, run in runs.items():
+    assert run.wait() == 0, run.stderr.read()
+    ckpt = read_checkpoint(str(WORK / f'{label}.json'))  # its last validation loss, its architecture
+    results[label] = ckpt.train_state.val_loss, parameter_count(ckpt.config)
 
 base_loss, base_params = results['microgpt']
-print(f"{'model':12} {'val loss':>8} {'params':>7}")
+added = {label: params - base_params for label, (_, params) in results.items()}
 for label, (val, params) in results.items():
-    print(f"{label:12} {val:8.4f} {params:7,} ({params - base_params:+,})")
-
-params = {label: p - base_params for label, (_, p) in results.items()}
-assert params['rope'] == -16 * 32 and params['tied'] == -27 * 32  # no wpe; no lm_head
-assert params['n_kv_head 2'] == -2 * 16 * 32  # attn_wk and attn_wv, each half as many rows
-assert params['norm gains'] == 4 * 32 and params['gelu'] == params['qk-norm'] == 0
-assert all(abs(val - base_loss) < 0.1 for val, _ in results.values())  # this short, about as good
+    print(f"{label:12} validation {val:.4f}, {params:6,} parameters ({added[label]:+,})")
+assert added['rope'] == -16 * 32 and added['tied'] == -27 * 32       # wpe, lm_head: gone
+assert added['n-kv-head-2'] == -2 * 16 * 32                          # half of attn_wk and attn_wv
+assert added['swiglu'] == 3 * 85 * 32 - 2 * 128 * 32 and added['norm-gains'] == 4 * 32
+assert added['gelu'] == added['qk-norm'] == 0
+assert all(abs(val - base_loss) < 0.1 for val, _ in results.values())  # this short, all about alike
 
 # %% [markdown]
 # ## Your turn: exercises 26, 27 and 28
