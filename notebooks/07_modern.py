@@ -31,8 +31,7 @@ from IPython.display import Image, display
 
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.edge.limits import parameter_count
-from microgpt.inference import NumpyGPT
-from microgpt.inference.model import KVCache
+from microgpt.inference.model import KVCache, NumpyGPT
 from microgpt.model import GPTConfig, parameter_shapes, rotate
 from microgpt.lab.notebook import work_folder
 
@@ -49,11 +48,11 @@ def draw(fig, name):  # a figure shown from its PNG file, whatever matplotlib's 
 # %% [markdown]
 # ## RoPE: the score sees only the distance
 #
-# `rotate(x, pos)` turns pair m of a head's numbers by pos × 10000^(−2m/head_dim) radians. Take
-# one query q and one key k, head_dim 16 as in the names recipe. Turn q to position i and k to
-# position j, and score them as attention does, q · k / √16. Starting the key at 0, 8 or 24 gives
-# the same curve: the score depends on i − j alone. With `wpe` it would not: the same two tokens
-# at other places are other vectors.
+# `rotate(x, pos)` in `microgpt/model.py` turns pair m of a head's numbers by
+# pos × 10000^(−2m/head_dim) radians. Take one query q and one key k, head_dim 16 as in the names
+# recipe. Turn q to position i and k to position j, and score them as attention does:
+# q · k / √16. Start the key at 0, 8 or 24: the curve is the same. The score sees i − j alone.
+# With `wpe` it would not, since the same two tokens at other places are other vectors.
 
 # %%
 D = 16
@@ -81,12 +80,12 @@ print(f"{len(scores)} pairs (i, j), j <= i < 56: each score equals the one at (i
 # %% [markdown]
 # ## The KV cache, with and without grouped heads
 #
-# Generating, the model keeps every earlier position's keys and values, layer by layer: that is
-# 2 × n_kv_head × head_dim numbers per position per layer. With `--n-kv-head 2`, two query heads
-# read each kv head, and the cache halves; with 1 (multi-query) it is n_head times smaller. Here
-# at README's two recipe sizes, each counted by the formula and measured from the port's
-# `KVCache` after a greedy generation of a whole block (random weights: the sizes do not depend on
-# training).
+# While it generates, the model keeps every earlier position's keys and values, layer by layer.
+# That is 2 × n_kv_head × head_dim numbers per position per layer. With `--n-kv-head 2`, two query
+# heads read each kv head, and the cache halves. With 1 (multi-query), it is n_head times smaller.
+# Here are README's two recipe sizes. Each size is counted by the formula, then measured in the
+# numpy port's `KVCache` after generating a whole block, one token a call. The weights are random:
+# the sizes do not depend on training.
 
 # %%
 RECIPES = {'names': dict(vocab_size=27, n_layer=4, n_embd=64, n_head=4, block_size=16),
@@ -100,20 +99,17 @@ def cache_after_generating(config):
     cache, token = KVCache(config.n_layer, config.block_size), 0  # any first token: the weights are random
     for _ in range(config.block_size):
         token = int(model.forward_batch([[token]], cache)[0, -1].argmax())
-    assert cache.length == config.block_size
     return sum(keys[:, :, :cache.length].size + values[:, :, :cache.length].size  # (1, n_kv_head, T, D) each
                for keys, values in zip(cache.keys, cache.values))
 
 
 sizes = {}
 for name, fields in RECIPES.items():
-    head_dim = fields['n_embd'] // fields['n_head']
     for n_kv_head in (4, 2, 1):
         held = cache_after_generating(GPTConfig(**fields, n_kv_head=n_kv_head))
-        sizes[name, n_kv_head] = held // (fields['n_layer'] * fields['block_size'])
-        assert sizes[name, n_kv_head] * fields['n_layer'] * fields['block_size'] == held
-        assert sizes[name, n_kv_head] == 2 * n_kv_head * head_dim  # the formula
-        print(f"{name:12} n_kv_head {n_kv_head}: {sizes[name, n_kv_head]:4} numbers per position per layer, "
+        sizes[name, n_kv_head] = held / (fields['n_layer'] * fields['block_size'])  # per position per layer
+        assert sizes[name, n_kv_head] == 2 * n_kv_head * (fields['n_embd'] // fields['n_head'])  # the formula
+        print(f"{name:12} n_kv_head {n_kv_head}: {sizes[name, n_kv_head]:4.0f} numbers per position per layer, "
               f"{held:6,} for the whole block")
     assert sizes[name, 4] == 2 * sizes[name, 2] == 4 * sizes[name, 1]  # n_head / n_kv_head times smaller
 
@@ -130,10 +126,11 @@ draw(fig, 'kv_cache.png')
 # The same small model (1 layer of 32, 4 heads, batch 16, lr 0.02, 150 steps) eight times, side
 # by side: microgpt's architecture, then each rung alone. `--engine numpy --threads 1` computes in
 # float64 on one thread, so the numbers are the code's, the same on every machine. This short and
-# this small, the losses differ by little more than noise; the parameters are exact: RoPE drops
-# `wpe`, tied embeddings `lm_head`, two kv heads half of `attn_wk` and `attn_wv`, and SwiGLU's
-# three matrices of 85 rows hold 32 numbers fewer than ReLU's two of 128. The real measurement is
-# `python bench/modern.py`, README's two recipes at full length; docs/modern.md quotes it.
+# this small, the losses differ by little more than noise. The parameters are exact. RoPE drops
+# `wpe`, and tied embeddings `lm_head`. Two kv heads halve `attn_wk` and `attn_wv`. SwiGLU's three
+# matrices of 85 × 32 hold 32 numbers fewer than ReLU's two of 128 × 32. Norm gains add four rows
+# of 32. The real measurement is `python bench/modern.py`, README's two recipes at full length;
+# docs/modern.md quotes it.
 
 # %%
 RUNGS = {'microgpt': [], 'rope': ['--rope'], 'gelu': ['--mlp', 'gelu'], 'swiglu': ['--mlp', 'swiglu'],
@@ -157,18 +154,18 @@ for label, (val, params) in results.items():
 assert added['rope'] == -16 * 32 and added['tied'] == -27 * 32       # wpe, lm_head: gone
 assert added['n-kv-head-2'] == -2 * 16 * 32                          # half of attn_wk and attn_wv
 assert added['swiglu'] == 3 * 85 * 32 - 2 * 128 * 32 and added['norm-gains'] == 4 * 32
-assert added['gelu'] == added['qk-norm'] == 0
+assert added['gelu'] == added['qk-norm'] == 0                        # no matrix added
 assert all(abs(val - base_loss) < 0.1 for val, _ in results.values())  # this short, all about alike
 
 # %% [markdown]
 # ## Your turn: exercises 26, 27 and 28
 #
-# RoPE's turn on Values (`rotate`, checked against `microgpt/model.py`'s and each pair as a
-# complex number times e^(iθ)), its backward on arrays (the turn back by −θ, checked against
-# `src/backprop/layers.py` and central differences), then grouped-query attention, query heads in
-# groups each reading one kv head (checked against `gpt()`'s head loop and the numpy port's heads).
-# The cell writes the stubs once into your exercises folder and checks these in order, stopping at
-# the first not passed.
+# RoPE's turn on Values (`rotate`, checked against `microgpt/model.py`'s and each pair as a complex
+# number times e^(iθ)). Its backward on arrays, the turn back by −θ (checked against
+# `src/backprop/layers.py` and central differences). Grouped-query attention: query heads in groups,
+# each reading one kv head (checked against `gpt()`'s head loop and the numpy port's heads). The
+# cell writes the stubs once into your exercises folder and checks these in order, stopping at the
+# first not passed.
 
 # %%
 from microgpt.lab.notebook import check_exercises
