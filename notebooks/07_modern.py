@@ -67,9 +67,9 @@ def score(i, j):  # query at position i, key at position j
 distances = range(32)
 fig, ax = plt.subplots(figsize=(6, 3))
 for start, style in ((0, '-o'), (8, 'x'), (24, '+')):  # marks on marks: the three curves are one
-    ax.plot(distances, [score(start + d, start) for d in distances], style, ms=5, label=f"key at {start}")
-ax.set_xlabel("distance i − j"); ax.set_ylabel("q · k / √16"); ax.legend()
-ax.set_title("RoPE: one q and one k, turned to their positions")
+    ax.plot(distances, [score(start + d, start) for d in distances], style, ms=7, label=f"key at {start}")
+ax.set_xlabel("distance i − j"); ax.set_ylabel("q · k / √16")
+ax.legend(loc='upper left', bbox_to_anchor=(1, 1)); ax.set_title("RoPE: one q and one k, turned to their positions")
 draw(fig, 'rope.png')
 
 scores = {(i, j): score(i, j) for i in range(56) for j in range(i + 1)}
