@@ -657,3 +657,26 @@ def assert_no_process_left(p):
 def data_values(page, selector, key='value'):
     """float(data-KEY) of every element matching selector, in page order (the browser tests)."""
     return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
+
+
+# ---------------------------------------------------------------------------- the modern rungs (issue 45): each alone, and all at once
+RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='swiglu'),
+         'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True),
+         'grouped': dict(n_kv_head=2), 'multi_query': dict(n_kv_head=1), 'tied': dict(tie_embeddings=True),
+         'all': dict(rope=True, mlp='swiglu', norm_gains=True, qk_norm=True, n_kv_head=2, tie_embeddings=True)}
+RUNG_DOCS = ['abc', 'fed', 'cabbed', 'face', 'decafbad']  # 6 letters (vocab_size 7); the last passes the block
+
+
+def rung_setup(rung, seed=3):
+    """(config, weights, tokenizer): the small config (2 layers, 4 heads of 2, block 6) with one
+    rung (RUNGS), init_weights' numbers, and the norm gains small and random, not 0: at 0 a
+    gain's own gradient would be checked only weakly."""
+    import random
+    from microgpt.model import GPTConfig, init_weights, is_gain
+    from microgpt.tokenizer import CharTokenizer
+    tokenizer = CharTokenizer.from_docs(RUNG_DOCS)
+    config = GPTConfig(tokenizer.vocab_size, n_layer=2, n_embd=8, n_head=4, block_size=6, **RUNGS[rung])
+    rng = random.Random(seed)
+    weights = {name: [[rng.gauss(0, 0.2) for _ in row] for row in w] if is_gain(name) else w
+               for name, w in init_weights(config, seed).items()}
+    return config, weights, tokenizer

@@ -16,6 +16,7 @@ torch.autocast). device: cpu, cuda or mps. world: a torchgpt.distributed.World u
 """
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -55,7 +56,7 @@ class Trainer:
         self.dtype = dtype
         # bfloat16 keeps float32 weights and Adam; autocast runs the products in bfloat16
         self.model = GPT(config).to(self.device, torch.float32 if dtype == 'bfloat16' else DTYPES[dtype])
-        self.params = list(self.model.parameters())  # GPT.params order: wte, wpe, lm_head, layer0...
+        self.params = list(self.model.parameters())  # GPT.params order: parameter_shapes'
         self.load_weights(weights)
         self._optimizer = None
 
@@ -116,7 +117,7 @@ class Trainer:
     def check_ranks_agree(self, run, data_sha256):
         """Under torchrun, stop every rank with one line unless it is about to train what rank 0
         trains: the run's settings (`run`: Settings.saved(), less the data's path, which may
-        differ between machines), the model's size, the vocabulary, the data's sha256, and the
+        differ between machines), the model's size and rungs, the vocabulary, the data's sha256, and the
         weights and Adam state it starts from. Ranks that disagree would otherwise train on,
         each on its own numbers, and the checkpoint record only rank 0's."""
         if self.world is None:
@@ -125,7 +126,7 @@ class Trainer:
         adam = [t for s in self._optimizer.state.values() for t in s.values()] if self._optimizer else []  # resumed
         self.world.check_same({
             **{name: value for name, value in run.recorded().items() if name != 'data'},
-            **{name: getattr(self.config, name) for name in ('n_layer', 'n_embd', 'n_head', 'block_size')},
+            **{name: value for name, value in asdict(self.config).items() if name != 'vocab_size'},  # sizes, rungs
             'vocabulary': ''.join(self.tokenizer.chars), 'data (sha256)': data_sha256[:16],
             'starting weights (sha256)': digest(self.params), "Adam's state (sha256)": digest(adam)})
 
