@@ -329,13 +329,13 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
     # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
     if values['reproduce_original']:
         if not values['resume']:
-            original.check_flags(init=values['init'], shuffle=values['shuffle'] if 'shuffle' in given else None,
-                                 **{n: values[n] if n in given else None for n in ORIGINAL_FLAGS})
-            values.update({n: original.ORIGINAL[n] for n in ORIGINAL_FLAGS if n not in given})
             if rungs_on(values):
                 flag = flag_name(rungs_on(values)[0])
                 raise UserError(f"{flag} would change the original's model (microgpt's, no rungs): drop {flag}, "
                                 "or drop --reproduce-original")
+            original.check_flags(init=values['init'], shuffle=values['shuffle'] if 'shuffle' in given else None,
+                                 **{n: values[n] if n in given else None for n in ORIGINAL_FLAGS})
+            values.update({n: original.ORIGINAL[n] for n in ORIGINAL_FLAGS if n not in given})
         if 'num_samples' not in given:
             values['num_samples'] = original.ORIGINAL['num_samples']
 
