@@ -127,6 +127,7 @@ def test_the_pages_draw_the_rungs_and_the_training_page_trains_with_them(rung_ck
         open_page(page, server, 'attention')
         want = post(server, '/api/attention', {'text': page.input_value('#text')})
         assert page.locator('#rope').is_visible() == rope
+        assert ('kv head 0' in page.inner_text('#row h3')) == (want['n_kv_head'] < want['n_head'])
         if rope:
             assert data_values(page, '#rope-table .num') == want['rope']['scores']
             assert float(page.get_attribute('#rope-table td.own', 'data-value')) == \

@@ -196,15 +196,16 @@ def compute(model, text, layer=0, head=0, query=None, ckpt=None):
     """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now (or, where
     model.py cannot give them, {'file', 'error'}: the page and the printout say why)."""
     out = phase_view(model, text, layer, head, query, data_mode(ckpt))
-    about = {i: a for i, _, a in PHASES}
-    c = model.config
+    about, c = {i: a for i, _, a in PHASES}, model.config  # what each phase shows, said of this model's rungs
     if c.rope:
-        about['tokens'] = "each token becomes one vector, wte[token], normalised (RoPE: no wpe; q and k are turned by the position)"
+        about['tokens'] = ("each token becomes one vector, wte[token], normalised (RoPE: no wpe; the "
+                           "position turns q and k instead)")
     if c.qk_norm or c.rope:
-        about['qkv'] += ("; each head's q and k then " + " and ".join(
-            ["normalised (QK-norm)"] * c.qk_norm + ["turned by its position (RoPE)"] * c.rope))
+        about['qkv'] += "; each head's q and k then " + " and ".join(
+            ["normalised (QK-norm)"] * c.qk_norm + ["turned by its position (RoPE)"] * c.rope)
     if c.n_kv_head < c.n_head:
-        about['qkv'] += f"; grouped-query attention: {c.n_kv_head} heads of k and v, each shared by {c.n_head // c.n_kv_head} query heads"
+        about['qkv'] += (f"; grouped-query attention: {c.n_kv_head} heads of k and v, each shared by "
+                         f"{c.n_head // c.n_kv_head} query heads")
     out['phases'] = [{'id': i, 'name': n, 'about': about[i]} for i, n, _ in PHASES]
     try:
         out['code'] = gpt_source(MODEL_FILE)

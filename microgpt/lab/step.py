@@ -159,8 +159,9 @@ def numpy_pass(model, weights, tokens):
         'dlogits': stages['logits'],               # (n, vocab_size)
         'stages': {stage: stages[name] for stage, name in stage_names(cfg)},
         'grads': np.concatenate([grads[name].ravel() for name in model.state_dict]),  # (n_params,)
-        'hidden': [np.maximum(caches[f'layer{li}.relu'], 0.0) if cfg.mlp == 'relu' else None  # (n, 4 n_embd):
-                   for li in range(cfg.n_layer)],                                          # the ReLU's output
+        # per layer (n, 4 n_embd): the ReLU's output, for the census of its dead units (GELU, SwiGLU: none)
+        'hidden': [np.maximum(caches[f'layer{li}.relu'], 0.0) if cfg.mlp == 'relu' else None
+                   for li in range(cfg.n_layer)],
         'graph_nodes': None,
     }
 
@@ -329,7 +330,9 @@ def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
     mlp_hidden, `hidden`) passes no gradient back, so its row of mlp_fc1 and its column of
     mlp_fc2 get none. 'other' counts the zeros that neither explains (a zero weight on the
     path, terms that cancel), and 'confirmed' whether the numpy port's own forward pass finds
-    the same dead units (its mlp_pre_relu <= 0 at every position).
+    the same dead units (its mlp_pre_relu <= 0 at every position). The rungs: tied, every row of
+    wte scores a token, so none is unused; RoPE has no wpe; GELU and SwiGLU have no flat half,
+    so no dead unit (and 'confirmed' is None).
     """
     from microgpt.inference.model import NumpyGPT  # `step` needs numpy (registry.py)
     cfg = model.config

@@ -140,7 +140,8 @@ function drawDetail() {
   const masked = labels.slice(i + 1).map((l, n) => el('tr', {},
     el('td', {class: 'l'}, `${i + 1 + n} `, Lab.tok(l)), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
     el('td', {}, '·'), el('td', {class: 'l muted'}, 'masked: future key')));
-  $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys`),
+  const shared = view.n_kv_head < view.n_head ? ` (grouped-query attention: kv head ${view.kv_head}'s)` : '';
+  $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys${shared}`),
     el('table', {class: 'data'},
       el('tr', {}, el('th', {class: 'l'}, 'key j'), el('th', {}, 'q·k'), el('th', {}, 'scaled'),
         el('th', {}, 'score'), el('th', {}, 'weight'), el('th', {}, '')),
