@@ -7,7 +7,8 @@ output) whose local gradients are derived once, in its docstring, and stored as 
 math (tests/test_fused.py checks values and gradients to 1e-12) with a small fraction of the
 nodes (`python bench/train_speed.py --nodes` counts both), each of whose sums runs in C. train.py
 and sample.py use this set (`GPT(..., fused=True)`); `train.py --unfused` trains with ops.py
-instead and logs the same losses, only slower.
+instead and logs the same losses, only slower. The modern MLP's gelu and silu are here too, one
+node per number where ops.py composes each from exp and ** (tests/test_modern_scalar.py).
 """
 
 import math

@@ -13,6 +13,10 @@ product per row. The building blocks (dot, linear, softmax, rmsnorm) come from o
 from basic ops, the default) or fused.py (one hand-differentiated node each, for speed:
 `GPT(..., fused=True)`, what train.py and sample.py use); the logits agree either way, to
 rounding.
+
+The config's modern rungs (RoPE, GELU or SwiGLU, norm gains, QK-norm, grouped-query attention,
+tied embeddings) each change a few lines of gpt(), marked with the rung's name; with all of them
+off, gpt() is microgpt's. tests/test_modern_scalar.py checks each rung's gradients.
 """
 
 import math
@@ -182,8 +186,7 @@ class GPT:
         This call appends its own k and v, so call it for positions 0, 1, 2, ... in order.
         """
         cfg, sd, blocks = self.config, self.state_dict, self.blocks
-        head_dim = cfg.head_dim
-        group = cfg.n_head // cfg.n_kv_head  # query heads that share one head of keys and values
+        head_dim, group = cfg.head_dim, cfg.n_head // cfg.n_kv_head  # group: query heads sharing a kv head
 
         # 1) The token's meaning plus its position's, as one vector of n_embd numbers.
         #    (RoPE: no position vector; the position turns q and k in each layer instead.)
@@ -228,13 +231,11 @@ class GPT:
             x_residual = x
             x = self.norm(x, f'layer{li}.mlp_norm')
             hidden = blocks.linear(x, sd[f'layer{li}.mlp_fc1'])  # 4 * n_embd numbers (SwiGLU: 8/3)
-            if cfg.mlp == 'relu':
-                hidden = [u.relu() for u in hidden]
-            elif cfg.mlp == 'gelu':  # GPT-2's smooth relu
-                hidden = [blocks.gelu(u) for u in hidden]
-            else:  # SwiGLU: a second linear, through silu, says how much of each number passes
+            if cfg.mlp == 'swiglu':  # SwiGLU: a second linear, through silu, says how much of each passes
                 gate = blocks.linear(x, sd[f'layer{li}.mlp_gate'])
                 hidden = [blocks.silu(g) * u for g, u in zip(gate, hidden)]
+            else:  # relu, microgpt's, or GELU, GPT-2's smooth relu
+                hidden = [u.relu() if cfg.mlp == 'relu' else blocks.gelu(u) for u in hidden]
             x = blocks.linear(hidden, sd[f'layer{li}.mlp_fc2'])  # back to n_embd
             x = [a + b for a, b in zip(x, x_residual)]
 
@@ -245,7 +246,8 @@ class GPT:
         return blocks.linear(x, sd['wte' if cfg.tie_embeddings else 'lm_head'])
 
     def norm(self, x, gain):
-        """rmsnorm(x); with norm gains, each number then times (1 + its learned gain)."""
+        """rmsnorm(x); with norm gains, each number then times (1 + its learned gain): a gain is
+        stored as its difference from 1 (see is_gain), so a fresh model's norms are plain."""
         x = self.blocks.rmsnorm(x)
         if self.config.norm_gains:
             x = [xi * (1 + g) for xi, g in zip(x, self.state_dict[gain][0])]

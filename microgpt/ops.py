@@ -9,8 +9,9 @@ whole step's).
 
 fused.py computes the same functions as one hand-differentiated node each (tests check they
 agree to 1e-12). gpt() uses this file's unless told otherwise: train.py and sample.py ask for
-fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files offer the same names: dot, linear, vsum, softmax, rmsnorm,
-cross_entropy, and the modern MLP's gelu and silu.
+fused.py's, for speed (`GPT(..., fused=True)`; `train.py --unfused` keeps these). Both files
+offer the same names: dot, linear, vsum, softmax, rmsnorm, cross_entropy, and the modern MLP's
+gelu and silu.
 """
 
 import math
@@ -65,7 +66,7 @@ def sigmoid(z):
     return ((-z).exp() + 1) ** -1
 
 
-GELU_C = 2 * (2 / math.pi) ** 0.5  # GPT-2's tanh GELU: 0.5 u (1 + tanh(y)) = u * sigmoid(2y)
+GELU_C = 2 * (2 / math.pi) ** 0.5  # as tanh(y) = 2 sigmoid(2y) - 1: GPT-2's 0.5 u (1 + tanh(y)) = u sigmoid(2y)
 
 
 def gelu(u):

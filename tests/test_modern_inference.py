@@ -2,7 +2,7 @@
 The numpy port's modern rungs (issue 45), each alone and all at once, on the spec's small config.
 
 forward() (the loops over j <= i), forward_batch() (one masked softmax) and the cached
-generation path give the same logits; grouped-query attention caches n_kv_head heads and query
+generation path give the same logits, which are the scalar gpt()'s; grouped-query attention caches n_kv_head heads and query
 head h reads kv head h // (n_head // n_kv_head); RoPE is a complex rotation whose scores depend
 only on i - j; GELU and SiLU's sigmoid are the spec's other forms.
 """
@@ -15,7 +15,7 @@ import pytest
 from microgpt.inference import NumpyGPT
 from microgpt.inference.attention import rope
 from microgpt.inference.model import KVCache, gelu, sigmoid
-from microgpt.model import ROPE_BASE, GPTConfig, init_weights, is_gain
+from microgpt.model import GPT, ROPE_BASE, GPTConfig, init_weights, is_gain
 
 TOL = 1e-10  # the spec's: every engine, every rung, float64
 
@@ -70,6 +70,20 @@ def test_forward_forward_batch_and_the_kv_cache_give_the_same_logits(rung):
     next_logits = port.next_logits_fn()
     cached = [next_logits(ids[0, :t].tolist()) for t in range(1, cfg.block_size + 1)]    # (T, vocab_size)
     assert np.abs(np.array(cached) - logits[0]).max() < TOL
+
+
+@pytest.mark.parametrize('rung', RUNGS)
+def test_the_port_gives_the_scalar_gpts_logits(rung):
+    """gpt() one position at a time with its KV cache, with the lesson's blocks and the fused ones."""
+    config = small_config(**RUNGS[rung])
+    weights = random_weights(config, seed=5)
+    ids = [6, 0, 3, 3, 2, 5]
+    logits = NumpyGPT(config, weights).forward(ids)[0]  # (T, vocab_size)
+    for fused in (False, True):
+        model = GPT.from_weights(config, weights, fused=fused)
+        keys, values = model.empty_cache()
+        expected = [[l.data for l in model.gpt(t, pos, keys, values)] for pos, t in enumerate(ids)]  # (T, vocab_size)
+        assert np.abs(logits - np.array(expected)).max() < TOL
 
 
 @pytest.mark.parametrize('n_kv_head', [1, 2, 4])

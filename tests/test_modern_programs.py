@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from helpers import assert_one_line_error, interrupt_after, log_of, losses, run, train_args
+from helpers import GRAD_TOL, assert_one_line_error, interrupt_after, log_of, losses, run, train_args
 from microgpt.edge.checkpoint import read_checkpoint
 from microgpt.model import SIZE_FIELDS, parameter_shapes
 from microgpt.programs import convert, sample, train
@@ -55,6 +55,20 @@ def test_the_checkpoint_records_its_rungs_and_sample_rebuilds_the_model_train_sa
         assert code == 0 and printed.splitlines() == samples, err
 
 
+@pytest.mark.torch
+def test_a_rung_run_trained_by_torch_samples_the_scalar_runs_names(trained, tmp_path, names_file):
+    """The same run on the torch engine: the same losses to rounding, the same closing names."""
+    name, out, samples = trained
+    torch_out = tmp_path / 'torch.json'
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert train.main(train_args(names_file, torch_out, '--steps', str(STEPS), *RUNGS[name][0], '--num-samples', '5',
+                                     '--engine', 'torch')) == 0
+    lines = printed.getvalue().splitlines()
+    assert [line.strip() for line in lines[lines.index('samples:') + 1:]] == samples
+    got, want = losses(log_of(torch_out)), losses(log_of(out))
+    assert len(got) == STEPS and max(abs(a['loss'] - b['loss']) for a, b in zip(got, want)) < GRAD_TOL
+
+
 def test_convert_round_trips_a_rung_checkpoint_bit_for_bit(trained, tmp_path, capsys):
     _, out, _ = trained
     st, back = tmp_path / 'm.safetensors', tmp_path / 'back.json'
@@ -64,19 +78,26 @@ def test_convert_round_trips_a_rung_checkpoint_bit_for_bit(trained, tmp_path, ca
     assert read_checkpoint(str(st)).config == read_checkpoint(str(out)).config
 
 
-@pytest.mark.parametrize('engine', ['scalar', 'numpy'])
-@pytest.mark.parametrize('name', RUNGS)
+def trainer_class(engine):  # the class whose step interrupt_after stops
+    if engine == 'torch':
+        from microgpt import torchgpt
+        return torchgpt.Trainer
+    from microgpt import backprop
+    return backprop.Trainer if engine == 'numpy' else train.ScalarTrainer
+
+
+@pytest.mark.parametrize('name, engine', [(name, engine) for name in RUNGS for engine in ('scalar', 'numpy')]
+                         + [pytest.param('every-rung', 'torch', marks=pytest.mark.torch)])  # torch: ~7 s a run
 def test_a_stopped_and_resumed_run_logs_the_losses_of_one_never_stopped(tmp_path, names_file, capsys, monkeypatch,
                                                                         name, engine):
     """Ctrl-C in step 5 of STEPS, evaluations and saves on, then --resume: the same log, loss for
     loss, and the same weights. One BLAS thread for numpy (a thread count timed afresh on
     resuming moves a sum's last digit)."""
-    from microgpt import backprop
     args = [*RUNGS[name][0], '--steps', str(STEPS), '--eval-every', '4', '--save-every', '3', '--engine', engine,
             *(['--threads', '1'] if engine == 'numpy' else [])]
     whole, parts = tmp_path / 'whole.json', tmp_path / 'parts.json'
     assert run(train.main, train_args(names_file, whole, *args), capsys)[0] == 0
-    interrupt_after(monkeypatch, 5, backprop.Trainer if engine == 'numpy' else train.ScalarTrainer)
+    interrupt_after(monkeypatch, 5, trainer_class(engine))
     assert run(train.main, train_args(names_file, parts, *args), capsys)[0] == 130
     monkeypatch.undo()
     assert read_checkpoint(str(parts)).train_state.step == 5
@@ -116,19 +137,17 @@ REFUSED = {
                           'RoPE needs an even head_dim, got 3 (n_embd 12 / n_head 4)'),
     'mlp-unknown': (['--force', '--mlp', 'geglu'], "--mlp: invalid choice: 'geglu' (choose from 'relu', 'gelu', 'swiglu')"),
     'original-with-a-rung': (['--force', '--reproduce-original', '--rope'],
-                             "--rope would change the original's model (microgpt's, no rungs): drop --rope"),
-    'dropout-with-a-rung': (['--force', '--dropout', '0.1', '--qk-norm'], '--dropout is not built for the rungs yet'),
+                             "--rope is for a rung, and the original's model is microgpt's: drop --rope"),
     'tied-resumed-untied': (['--resume', '--steps', '9', '--no-tie-embeddings'],
-                            "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true: the model is the "
-                            "checkpoint's, rungs and all: drop --no-tie-embeddings, or train a new model over it "
-                            "with --force"),
+                            "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true: the model, its size "
+                            "and rungs, is the checkpoint's: drop --no-tie-embeddings"),
     'resumed-with-rope': (['--resume', '--steps', '9', '--rope'], "--rope contradicts the checkpoint's rope false"),
     'resumed-with-another-mlp': (['--resume', '--steps', '9', '--mlp', 'relu'],
-                                 "--mlp relu contradicts the checkpoint's mlp swiglu: the model is the checkpoint's"),
+                                 "--mlp relu contradicts the checkpoint's mlp swiglu: the model"),
     'resumed-with-other-kv-heads': (['--resume', '--steps', '9', '--n-kv-head', '2'],
                                     "--n-kv-head 2 contradicts the checkpoint's n_kv_head 1"),
     'init-untied': (['--force', '--init', '{copy}', '--no-tie-embeddings'],
-                    "drop --no-tie-embeddings, or train a new model without --init"),
+                    "--no-tie-embeddings contradicts the checkpoint's tie_embeddings true"),
     'checkpoint-unknown-rung': (['--force', '--init', '{damaged}'], "'flash' is not a rung this microgpt knows",
                                 damaged(lambda c: c.update(flash=True))),
     'checkpoint-unknown-mlp': (['--force', '--init', '{damaged}'], "bad config: mlp must be relu, gelu or swiglu, "

@@ -3,11 +3,12 @@ Tests for the modern rungs of the scalar gpt() (issue 45): each rung alone, and 
 
 Each rung is checked against an oracle that does not share its code:
   1. every weight's gradient against central differences of the forward pass, one random
-     direction per matrix, with negative controls: a deliberately wrong backward (SwiGLU's gate,
-     GELU, RoPE's turn) must fail the same check;
+     direction per matrix (on fused.py's blocks, which 2. ties to ops.py's), with negative
+     controls: a deliberately wrong backward (SwiGLU's gate, GELU, RoPE's turn) must fail;
   2. ops.py's composed blocks against fused.py's one-node ones: the same logits and gradients;
   3. gelu and silu against their closed forms (math.tanh, math.exp) and their derivatives;
-  4. RoPE: a score q_i . k_j depends on the positions only through i - j;
+  4. RoPE: a score q_i . k_j depends on the positions only through i - j, so a model without
+     wpe reads the same tokens alike wherever they start;
   5. grouped-query attention against the plain model whose heads hold the shared keys twice,
      and tied embeddings against an untied model whose lm_head is a copy of wte;
   6. the lab's Recorder (a Tap on the blocks) still finds each position's sites with a rung on.
@@ -158,6 +159,17 @@ def test_rope_scores_depend_only_on_the_distance():
         assert score(i + 7, j + 7) == pytest.approx(score(i, j), abs=1e-12)
     assert abs(score(3, 1) - score(3, 2)) > 1e-3  # and it does depend on the distance
     assert sum(x * x for x in rotate(q, 5)) == pytest.approx(sum(x * x for x in q))  # a turn
+
+
+@pytest.mark.parametrize('rung, shifts', [('rope', False), ('all', False), ('gelu', True)])
+def test_a_rope_model_reads_the_same_tokens_alike_wherever_they_start(rung, shifts):
+    m = make(rung)
+
+    def logits_from(start):
+        keys, values = m.empty_cache()
+        return [l.data for pos, t in enumerate(TOKENS[:4]) for l in m.gpt(t, start + pos, keys, values)]
+    moved = max(abs(a - b) for a, b in zip(logits_from(0), logits_from(2)))
+    assert moved > 1e-3 if shifts else moved < 1e-12  # with wpe, a position is a place, not a distance
 
 
 def test_gqa_with_a_kv_head_per_query_head_is_the_default_model():

@@ -236,11 +236,9 @@ def _header(path, obj, n_head):
     cfg = obj['config']  # the sizes, and a rung only where it is on: a missing rung is microgpt's
     unknown = [str(name) for name in cfg if name not in SIZE_FIELDS + RUNGS] if isinstance(cfg, dict) else []
     if not isinstance(cfg, dict) or not set(SIZE_FIELDS) <= set(cfg) or unknown:
+        why = f": {short(unknown[0])} is not a rung this microgpt knows (a newer one's?)" if unknown else ""
         raise UserError(f"{path}: its config should hold {', '.join(SIZE_FIELDS)} and perhaps the rungs "
-                        f"{', '.join(RUNGS)}, it holds "
-                        f"{short(sorted(map(str, cfg)) if isinstance(cfg, dict) else cfg, 80)}"
-                        + (f": {short(unknown[0])} is not a rung this microgpt knows (a newer microgpt's "
-                           "checkpoint? upgrade to read it)" if unknown else ""))
+                        f"{', '.join(RUNGS)}, it holds {short(sorted(map(str, cfg)) if isinstance(cfg, dict) else cfg, 80)}{why}")
     if n_head is not None and n_head != cfg['n_head']:
         raise UserError(f"--n-head {n_head} contradicts the checkpoint's n_head {short(cfg['n_head'])}: "
                         "drop --n-head (it is only for the tutorial's flat export)")

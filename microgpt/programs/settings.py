@@ -16,7 +16,6 @@ from ..edge import limits
 from ..edge.checkpoint import DATA_MODES, SavedRun, damaged
 from ..edge.checks import MLPS, RUNGS, Range, short
 from ..edge.errors import UserError
-from ..model import GPTConfig
 from . import cli, original
 
 ENGINES = ('scalar', 'numpy', 'torch')
@@ -101,25 +100,22 @@ class Settings:
                                      f"{BPE_VOCAB_MOST:,} (with --tokenizer char it is the data's "
                                      "characters + 1)", MODEL, Range(int, 257, BPE_VOCAB_MOST), metavar='N')
     # the rungs from microgpt to a modern GPT (docs/modern.md), each off by default: microgpt's model
-    rope: bool = flag(False, 'model', "RoPE: turn each head's query and key, pair of numbers by pair, by angles "
-                      "that grow with the position, instead of adding a learned position embedding (no wpe); "
-                      "needs an even head_dim. Off by default: microgpt's", kind=SWITCH, negatable=True)
-    mlp: str = flag('relu', 'model', "the MLP's nonlinearity: relu (microgpt's), gelu (GPT-2's smooth relu) or "
-                    "swiglu (Llama's gated MLP: silu(x mlp_gate) times x mlp_fc1, 8/3 x n_embd wide, so that its "
-                    "three matrices hold about what relu's two do)", kind=one_of(MLPS))
-    norm_gains: bool = flag(False, 'model', "a learned gain on every rmsnorm, and a final rmsnorm with its gain "
-                            "before the output matrix. Off by default: microgpt's plain rmsnorm",
-                            kind=SWITCH, negatable=True)
-    qk_norm: bool = flag(False, 'model', "QK-norm: rmsnorm each head's query and key before their product, "
-                         "which keeps the attention scores from growing. Off by default: microgpt's",
-                         kind=SWITCH, negatable=True)
-    n_kv_head: Optional[int] = flag(None, 'model', "grouped-query attention: heads of keys and values, each "
-                                    "shared by --n-head / N query heads; N must divide --n-head, and 1 is "
-                                    "multi-query attention (default --n-head: a head of keys and values for "
-                                    "each query head, microgpt's)", kind=Range(int, 1, limits.MAX_N_HEAD),
-                                    metavar='N')
-    tie_embeddings: bool = flag(False, 'model', "tied embeddings: score the next token with wte itself, one "
-                                "matrix for the tokens in and out (no lm_head). Off by default: microgpt's",
+    rope: bool = flag(False, 'model', "RoPE: turn each head's query and key, pair of numbers by pair, by angles that "
+                      "grow with the position, instead of adding a learned position embedding (no wpe); needs an "
+                      "even head_dim. Off by default: microgpt's", kind=SWITCH, negatable=True)
+    mlp: str = flag('relu', 'model', "the MLP's nonlinearity: relu (microgpt's), gelu (GPT-2's smooth relu) or swiglu "
+                    "(Llama's gated MLP: silu(x mlp_gate) times x mlp_fc1, 8/3 x n_embd wide, so that its three "
+                    "matrices hold about what relu's two do)", kind=one_of(MLPS))
+    norm_gains: bool = flag(False, 'model', "a learned gain on every rmsnorm, and a final rmsnorm with its gain before "
+                            "lm_head. Off by default: microgpt's plain rmsnorm", kind=SWITCH, negatable=True)
+    qk_norm: bool = flag(False, 'model', "QK-norm: rmsnorm each head's query and key before their product, which keeps "
+                         "the attention scores from growing. Off by default: microgpt's", kind=SWITCH, negatable=True)
+    n_kv_head: Optional[int] = flag(None, 'model', "grouped-query attention: heads of keys and values, each shared by "
+                                    "--n-head / N query heads; N divides --n-head; 1 is multi-query attention "
+                                    "(default --n-head: one for each query head, microgpt's)",
+                                    kind=Range(int, 1, limits.MAX_N_HEAD), metavar='N')
+    tie_embeddings: bool = flag(False, 'model', "tied embeddings: score the next token with wte itself, one matrix for "
+                                "the tokens in and out (no lm_head). Off by default: microgpt's",
                                 kind=SWITCH, negatable=True)
     init: Optional[str] = flag(None, 'model', "start from this checkpoint's weights, config and vocabulary, with a "
                                "fresh optimizer", metavar='CKPT')
@@ -300,21 +296,13 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
         values['tokenizer'] = ckpt.tokenizer_kind
 
     # 2. The model's size and rungs: the checkpoint's, with --resume and --init.
-    for name, rule in ON_RESUME.items():
-        if rule == MODEL and ckpt is not None:
-            theirs = getattr(ckpt.config, name)
-            if name in given and values[name] != theirs:
-                raise UserError(f"{flag_name(name)} {values[name]} contradicts the checkpoint's {name} {theirs}: "
-                                "drop the flag")
-            values[name] = theirs
-    for name in RUNGS if ckpt is not None else ():
+    for name in [n for n, rule in ON_RESUME.items() if rule == MODEL] + list(RUNGS) if ckpt is not None else ():
         theirs = getattr(ckpt.config, name)
         if name in given and values[name] != theirs:
-            given_as = (f"--{'no-' * (not values[name])}{name.replace('_', '-')}" if isinstance(theirs, bool)
+            given_as = (f"--{'no-' * (values[name] is False)}{name.replace('_', '-')}" if isinstance(theirs, bool)
                         else f"{flag_name(name)} {values[name]}")
-            raise UserError(f"{given_as} contradicts the checkpoint's {name} {str(theirs).lower()}: the model is "
-                            f"the checkpoint's, rungs and all: drop {given_as.split()[0]}, or train a new model "
-                            + ("over it with --force" if values['resume'] else "without --init"))
+            raise UserError(f"{given_as} contradicts the checkpoint's {name} {str(theirs).lower()}: the model, "
+                            f"its size and rungs, is the checkpoint's: drop {given_as.split()[0]}")
         values[name] = theirs
 
     # 2b. The tokenizer: --vocab-size is the byte-pair tokenizer's; a character model's is its data's.
@@ -329,9 +317,9 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
     # 3. The original microgpt.py's run: refuse what would change it, then it sets the rest.
     if values['reproduce_original']:
         if not values['resume']:
-            if rungs_on(values):
-                flag = flag_name(rungs_on(values)[0])
-                raise UserError(f"{flag} would change the original's model (microgpt's, no rungs): drop {flag}, "
+            rung = next((flag_name(name) for name in RUNGS if name in given), None)
+            if rung:
+                raise UserError(f"{rung} is for a rung, and the original's model is microgpt's: drop {rung}, "
                                 "or drop --reproduce-original")
             original.check_flags(init=values['init'], shuffle=values['shuffle'] if 'shuffle' in given else None,
                                  **{n: values[n] if n in given else None for n in ORIGINAL_FLAGS})
@@ -345,13 +333,7 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
         raise UserError("RANK and WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not: start "
                         "train.py with torchrun (which sets all four), or unset RANK and WORLD_SIZE")
 
-    # 5. The rungs: --dropout's masks are placed by microgpt's norms and heads; with norm gains or
-    # QK-norm the norms differ, and no test has checked the rungs' dropout on every engine yet.
-    if values['dropout'] and rungs_on(values):
-        raise UserError(f"--dropout is not built for the rungs yet ({flag_name(rungs_on(values)[0])} is on): "
-                        "drop --dropout, or train microgpt's model")
-
-    # 6. Running text.
+    # 5. Running text.
     if values['data_mode'] == 'text':
         if values['reproduce_original']:
             raise UserError("--reproduce-original trains on names, one a line: drop --data-mode text")
@@ -367,12 +349,6 @@ def resolve_settings(flags, given, ckpt=None, rank_world=None):
 # What --reproduce-original fixes to the original script's values (programs/original.py).
 ORIGINAL_FLAGS = ('seed', 'lr', 'weight_decay', 'dropout', 'steps', 'batch_size', 'val_size', 'n_layer', 'n_embd',
                   'n_head', 'block_size')
-
-
-def rungs_on(values):
-    """The names of the rungs switched on in values (the flags, or a settled run's), in GPTConfig's order."""
-    config = GPTConfig(1, n_head=values['n_head'], **{n: values[n] for n in RUNGS if values[n] is not None})
-    return [name for name in config.to_dict() if name in RUNGS]
 
 
 def _saved_run(out, train_state):

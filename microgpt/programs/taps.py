@@ -5,9 +5,9 @@ gpt() calls its building blocks through one object, `model.blocks` (ops.py or fu
 stands in for that object: every call goes on to the real block, and the Tap sees its input
 and output on the way. So the lesson's gpt() carries neither the lab's readings nor training's
 dropout. Each call is known by where it is: the matrix a linear layer applies (wte..lm_head),
-which rmsnorm of the position (the embedding's, then each layer's attention's and MLP's, and the
-rungs' QK-norms and final norm), and which attention head a softmax belongs to. The rmsnorm of
-the embedding starts a position.
+which rmsnorm of the position (the embedding's, then each layer's attention's and MLP's; with
+the rungs, QK-norm's heads and the final norm too), and which attention head a softmax belongs
+to. The rmsnorm of the embedding starts a position.
 
     Recorder: each position's intermediates by name, for the lab's step (microgpt/lab/step.py)
     Dropout:  --dropout's masks applied where src/backprop/dropout.py says, for the Value engine
@@ -28,12 +28,11 @@ class Tap:
 
     def __init__(self, model, blocks=None):
         self.blocks, cfg = blocks or model.blocks, model.config  # the real blocks: ops or fused
-        self.matrix = {id(w): name for name, w in model.state_dict.items()}  # a linear's w -> its name
-        if cfg.tie_embeddings:  # wte applied as a linear is the output matrix, lm_head's site
-            self.matrix[id(model.state_dict['wte'])] = 'lm_head'
-        qk = ['attn_qk'] * (cfg.n_head + cfg.n_kv_head) if cfg.qk_norm else []  # QK-norm: a norm per head
-        self.norms = (['embedding'] + [f'layer{li}.{part}' for li in range(cfg.n_layer) for part in ('attn_in', *qk, 'mlp_in')]
-                      + (['final'] if cfg.norm_gains else []))  # norm gains add a final norm
+        # a linear's w -> its name; wte reaches a linear only as tied embeddings' output matrix
+        self.matrix = {id(w): 'lm_head' if name == 'wte' else name for name, w in model.state_dict.items()}
+        qk = ['qk_norm'] * (cfg.n_head + cfg.n_kv_head) * cfg.qk_norm  # QK-norm: each q head's, then each k head's
+        self.norms = (['embedding'] + [f'layer{li}.{part}' for li in range(cfg.n_layer)
+                                       for part in ('attn_in', *qk, 'mlp_in')] + ['final_norm'] * cfg.norm_gains)
         self.heads = [(li, h) for li in range(cfg.n_layer) for h in range(cfg.n_head)]
         self.n_norms = self.n_softmaxes = 0
         self.position = -1  # the position being computed: the embedding's rmsnorm moves it on

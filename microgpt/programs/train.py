@@ -75,7 +75,7 @@ def build(settings, ckpt):
     data = (RunningText if settings.data_mode == 'text' else Names)(settings, ckpt)
     config = make_config(vocab_size=data.tokenizer.vocab_size, n_layer=settings.n_layer, n_embd=settings.n_embd,
                          n_head=settings.n_head, block_size=settings.block_size,
-                         **{name: getattr(settings, name) for name in RUNGS})  # each off: microgpt's
+                         **{name: getattr(settings, name) for name in RUNGS})  # the rungs (off: microgpt's)
     # --reproduce-original: its weights, and its samples after training, come from the one
     # generator that shuffled its data (resumed too: the samples need the generator's state)
     recipe = original.prepare(data.docs) if settings.reproduce_original else None

@@ -30,7 +30,12 @@ name, and sees (n_head, B, T, head_dim), heads first as in the port, the batch a
 leading axis. (The linear, rmsnorm and MLP work is two thirds of a step; names.txt batches of
 32 are about one third padding, which these layers thus skip.)
 
-tests/test_backprop_layers.py checks every backward against central finite differences.
+The modern rungs (issue 45: RoPE, GELU, SwiGLU, norm gains, QK-norm, grouped-query attention)
+add their pairs in the same way, each where the algorithm meets it; tied embeddings need none,
+only the sum of wte's two gradients (model.py).
+
+tests/test_backprop_layers.py checks every backward against central finite differences, and
+tests/test_modern_backprop.py the rungs'.
 """
 
 import functools

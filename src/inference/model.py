@@ -6,8 +6,8 @@ and keeps the earlier positions' keys and values in a KV cache. `NumpyGPT.forwar
 whole sequence of T token ids and computes all T positions together: each step of gpt()
 (numbered 1 to 4 in both files) becomes one matrix operation on a (T, n_embd) array, except
 attention, which loops over query positions i and lets each see only keys j <= i. Nothing
-here is cached: position i's keys are simply rows 0..i of the (T, n_embd) key array. The two
-compute the same logits (tests/test_inference.py checks to 1e-10).
+here is cached: position i's keys are simply rows 0..i of each head's (T, head_dim) keys. The
+two compute the same logits (tests/test_inference.py and test_modern_inference.py check to 1e-10).
 
 forward(token_ids, capture=...) also hands back intermediate arrays, by name, for the lab and
 for lessons. With L = n_layer, H = n_head, K = n_kv_head (H unless heads share keys), D = head_dim:
@@ -23,9 +23,9 @@ for lessons. With L = n_layer, H = n_head, K = n_kv_head (H unless heads share k
 
 "As scored": after QK-norm and RoPE, where those rungs are on.
 
-The modern rungs (GPTConfig's rope, mlp, norm_gains, qk_norm, n_kv_head, tie_embeddings; the
-spec is the scalar gpt()'s) are a few lines each in both forwards, each marked with its name.
-With every one off (the default) this is microgpt's model exactly.
+The modern rungs (GPTConfig's rope, mlp, norm_gains, qk_norm, n_kv_head, tie_embeddings) are a
+few lines each in both forwards, marked with their names, computed as gpt() computes them. With
+every one off (the default) this is microgpt's model exactly.
 
 forward() is the reference, written for reading; forward_batch() computes the same logits for
 a batch of sequences with attention as one masked softmax per head, about 15x quicker for one
@@ -322,8 +322,9 @@ class NumpyGPT:
                 q, k = rope(q, start), rope(k, start)        # (B, H, T, D), (B, K, T, D)
             if cache is not None:
                 k, v = cache.extend(li, k, v)                # (B, K, start + T, D) each
-            # grouped-query attention: the H // K query heads of kv head g score against its keys,
-            # broadcast over an axis of length 1 (no copy); microgpt's K = H makes that axis 1 too
+            # grouped-query attention: query head h reads kv head h // (H // K). The query heads
+            # are grouped by the kv head they read, each group scored against its kv head's keys
+            # broadcast over an axis of length 1: no key is copied (microgpt: groups of one)
             q = q.reshape(B, K, H // K, T, D)                                # (B, K, H // K, T, D)
             att = (q @ k[:, :, None].swapaxes(-1, -2)) * D ** -0.5           # (B, K, H // K, T, start + T)
             if T > 1:  # one new position sees every key: nothing of its row lies in the future

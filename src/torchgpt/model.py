@@ -60,7 +60,8 @@ def attention(q, k, v, drop=lambda w: w):
     attention weights' dropout. Returns (B, n_head, T, D)."""
     T, D = q.shape[-2:]
     group = q.shape[1] // k.shape[1]  # query heads per kv head: 1 unless heads share them
-    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, n_head, T, D)
+    if group > 1:  # each kv head repeated for the query heads that share it: [k0, k0, k1, k1]
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, n_head, T, D)
     future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(diagonal=1)  # (T, T): j > i
     attn_logits = (q @ k.transpose(-1, -2)) * D ** -0.5                 # (B, n_head, T, T)
     attn_logits = attn_logits.masked_fill(future, float('-inf'))        # exp(-inf) = 0: no future
