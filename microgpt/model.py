@@ -189,10 +189,10 @@ class GPT:
         head_dim, group = cfg.head_dim, cfg.n_head // cfg.n_kv_head  # group: query heads sharing a kv head
 
         # 1) The token's meaning plus its position's, as one vector of n_embd numbers.
-        #    (RoPE: no position vector; the position turns q and k in each layer instead.)
-        x = sd['wte'][token_id]
-        if not cfg.rope:
-            x = [t + p for t, p in zip(x, sd['wpe'][pos_id])]
+        #    (RoPE: no position vector, zeros here; the position turns q and k in each layer instead.)
+        tok_emb = sd['wte'][token_id]
+        pos_emb = [0.0] * cfg.n_embd if cfg.rope else sd['wpe'][pos_id]
+        x = [t + p for t, p in zip(tok_emb, pos_emb)]
         # note: not redundant with the block's rmsnorm below. The residual stream carries THIS
         # normalised vector forward; each block normalises only a copy of the stream for itself.
         x = self.norm(x, 'norm_in')

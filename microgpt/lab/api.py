@@ -26,7 +26,7 @@ from ..programs.run import log_path_for
 from . import registry
 from .exercises.catalog import EXERCISES
 from .exercises.web import ExercisesPage
-from .loading import example_text, load, trained_lr
+from .loading import example_text, load, rungs_text, trained_lr
 from .render import unit
 from .limits import MAX_TEXT
 
@@ -219,6 +219,7 @@ class Checkpoints:
                      'log': os.path.isfile(log_path_for(path)),
                      'config': {k: getattr(c, k) for k in
                                 ('n_layer', 'n_embd', 'n_head', 'head_dim', 'block_size', 'vocab_size')}}
+            entry['config']['rungs'] = rungs_text(c)  # the header's words for them ('' for microgpt's)
             for s in registry.SANDBOXES:  # what a page knows of each checkpoint before it asks
                 entry.update(s.about_model(c) if s.about_model else {})
             out.append(entry)

@@ -45,14 +45,35 @@ def weight_matrix(q_h, k_h, scale=True, temperature=1.0):
     return np.where(future, np.nan, weights)      # (T, T): a future cell is "no weight", not 0
 
 
+def kv_head(config, head):
+    """The head of keys and values that query head `head` reads: its own, or with grouped-query
+    attention (n_kv_head < n_head) the one its group of n_head // n_kv_head query heads shares."""
+    return head // (config.n_head // config.n_kv_head)
+
+
+def rope_by_distance(q, k, i, j, block_size):
+    """RoPE: the score q.k / sqrt(head_dim) of query q (position i) and key k (position j), both
+    as scored, at every distance d = i - j from 0 to block_size - 1: (block_size,).
+
+    Turned back (q by -i, k by -j), they are the vectors before RoPE. Turned by i and j they
+    score (R(i) q) . (R(j) k) = (R(i - j) q) . k, pair by pair (a turn by i, then back by j): only
+    the distance counts. So the bare q turned by d, scored against the bare k, is what the two
+    score d positions apart wherever they sit; entry i - j is the model's own score."""
+    from microgpt.inference.attention import rope
+    bare_q, bare_k = rope(q[None], -i)[0], rope(k[None], -j)[0]  # (head_dim,) each: before RoPE
+    turned = rope(np.tile(bare_q, (block_size, 1)))              # (block_size, head_dim): row d turned by d
+    return turned @ bare_k * len(q) ** -0.5                      # (block_size,)
+
+
 def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0):
     """Every number the printout shows, for head `head` of layer `layer` at query `query`."""
     from microgpt import inference
 
     _, caps = model.forward(token_ids, capture=('q', 'k', 'v', 'attention_softmax'))
+    kv = kv_head(model.config, head)
     q = caps['q'][layer, head, query]             # (head_dim,): what position i looks for
-    keys = caps['k'][layer, head, :query + 1]     # (t, head_dim): the visible keys j <= i
-    values = caps['v'][layer, head, :query + 1]   # (t, head_dim): their values
+    keys = caps['k'][layer, kv, :query + 1]       # (t, head_dim): the visible keys j <= i
+    values = caps['v'][layer, kv, :query + 1]     # (t, head_dim): their values
     # the port's own attention step, the function forward() calls for this head and position
     out, scores, weights = inference.attention_head(q, keys, values, scale=scale)  # (head_dim,), (t,), (t,)
     if temperature != 1.0:
@@ -60,8 +81,8 @@ def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0)
         with np.errstate(over='ignore'):
             scores = scores / temperature         # (t,): shown as they are; +-inf at a tiny temperature
         out = weights @ values                    # (head_dim,)
-    all_heads = np.stack([weight_matrix(caps['q'][layer, h], caps['k'][layer, h], scale, temperature)
-                          for h in range(model.config.n_head)])  # (n_head, T, T)
+    all_heads = np.stack([weight_matrix(caps['q'][layer, h], caps['k'][layer, kv_head(model.config, h)],
+                                        scale, temperature) for h in range(model.config.n_head)])  # (n_head, T, T)
     return {
         'q': q,
         'keys': keys,
@@ -74,6 +95,7 @@ def head_view(model, token_ids, layer, head, query, scale=True, temperature=1.0)
         'out': out,                               # (head_dim,): sum_j w_j v_j
         'all_heads': all_heads,
         'model_weights': caps['attention_softmax'][layer, :, query],  # (n_head, T), NaN for j > i
+        'kv_head': kv,
     }
 
 
@@ -109,12 +131,20 @@ def _vec(x, spec='+.3f', shown=None):
     return '[' + ' '.join(words[:shown]) + f' … +{len(words) - shown}]'
 
 
-def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, ckpt=None):
-    """head_view for TEXT, and the row statistics without and with the scaling."""
+def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.0, key=None, ckpt=None):
+    """head_view for TEXT, and the row statistics without and with the scaling; on a RoPE model,
+    the score of the query and `key` (default: the key this head weights most) at every distance."""
     mode = data_mode(ckpt)
     token_ids = read_text(model, text, mode).ids
     query = check_choice(model, token_ids, layer, head, query, mode)
+    if key is not None and key > query:
+        raise UserError(f"--key {key} is a future key of query {query}: give 0..{query}")
     view = head_view(model, token_ids, layer, head, query, scale, temperature)
+    view['rope'] = None
+    if model.config.rope:
+        key = int(np.argmax(view['model_weights'][head, :query + 1])) if key is None else key
+        view['rope'] = {'key': key, 'distance': query - key, 'scores': rope_by_distance(
+            view['q'], view['keys'][key], query, key, model.config.block_size)}  # scores: (block_size,)
     head_dim = model.config.head_dim
     row_statistics(view['raw'])  # the model's own scores must fit a float's arithmetic (see run)
     stats = {}
@@ -124,6 +154,7 @@ def compute(model, text, layer=0, head=0, query=None, scale=True, temperature=1.
             stats[label] = row_statistics(temper(view['raw'] * factor, temperature))
     view.update(text=text, data_mode=mode, unit=unit(model.tokenizer), layer=layer, head=head, query=query,
                 scale=scale, temperature=temperature, head_dim=head_dim, n_head=model.config.n_head,
+                n_kv_head=model.config.n_kv_head,
                 scaled=view['raw'] * (head_dim ** -0.5 if scale else 1.0),  # (t,)
                 labels=[token_label(model.tokenizer, i) for i in token_ids], stats=stats)
     return view
@@ -148,6 +179,11 @@ def render(view):
               else "--no-scale: scores NOT divided by sqrt(head_dim) (the model itself does divide)")
              + f"; temperature {temperature:g}" + ('' if temperature == 1 else ' (the model uses 1)'),
              '']
+    group = view['n_head'] // view.get('n_kv_head', view['n_head'])
+    if group > 1:
+        first = head // group * group
+        lines.insert(-1, f"grouped-query attention: head {head} reads the keys and values of kv head "
+                         f"{head // group}, shared by heads {first}..{first + group - 1}")
 
     # 1) the dot products, term by term
     lines.append(f"1) q.k, one product per dimension: q_{query}[d] * k_j[d], summed over d")
@@ -226,6 +262,14 @@ def render(view):
                  "can move per unit change of the\n   scores (1/keys when uniform over two or more "
                  "keys, at most 0.5, near 0 when saturated,\n   and exactly 0 for one key: its "
                  "weight is 1 whatever its score).")
+    rope = view.get('rope')
+    if rope:
+        j, d, scores = rope['key'], rope['distance'], rope['scores']
+        lines += ['', f"6) RoPE: the score of q_{query} and k_{j} ({labels[j]!r}) at every distance i - j: both "
+                  f"turned back to before RoPE, then q turned by the distance; * is the model's own (i - j = {d})"]
+        lines.append(table(['i - j', *(f"{n}*" if n == d else n for n in range(len(scores)))],
+                           [['score', *(number(x, '+.3f') for x in scores)]], align='r' * (len(scores) + 1)))
+        lines.append("   RoPE scores a query and a key by how far apart they are, not by where they sit")
     return '\n'.join(lines)
 
 

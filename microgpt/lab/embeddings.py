@@ -44,7 +44,6 @@ def compute(model, neighbours=3, ckpt=None):
     tok = model.tokenizer
     n = tok.bos if data_mode(ckpt) == 'text' else model.config.vocab_size  # running text: no BOS row
     wte = model.weights['wte'][:n]                                # (n, n_embd): the rows read
-    wpe = model.weights['wpe']                                    # (block_size, n_embd)
     labels = [token_label(tok, i) for i in range(n)]
     coords, share = principal_components(wte)                     # (n, 2), (2,)
     sim = cosine_matrix(wte)                                      # (n, n)
@@ -54,7 +53,15 @@ def compute(model, neighbours=3, ckpt=None):
         near.append([(labels[j], float(sim[i, j])) for j in order])
     return {'n_embd': model.config.n_embd, 'data_mode': data_mode(ckpt), 'labels': labels,
             'vowel': [l in VOWELS for l in labels], 'coords': coords, 'share': share,
-            'neighbours': near, 'wte_cosine': sim, 'wpe_cosine': cosine_matrix(wpe)}
+            'neighbours': near, 'wte_cosine': sim,
+            # (block_size, block_size), or None and the page's words why: a RoPE model has no wpe
+            'wpe_cosine': None if model.config.rope else cosine_matrix(model.weights['wpe']),
+            'wpe_note': NO_WPE if model.config.rope else None}
+
+
+NO_WPE = ("wpe: this model has none. It uses RoPE: no position is added to the tokens; each layer "
+          "turns every head's q and k by their positions, so that a score sees only how far apart they are "
+          "(python -m microgpt.lab attention shows a score at every distance)")
 
 
 def scatter(labels, coords, vowel, width=64, height=22):
@@ -88,8 +95,10 @@ def render(v):
     if vowel_idx:
         hits = sum(n in VOWELS for i in vowel_idx for n, _ in v['neighbours'][i][:1])
         lines.append(f"  {hits} of {len(vowel_idx)} vowels have a vowel as their nearest neighbour")
-    lines += ['', "wpe: cosine similarity of the position embeddings, position i (rows) by position j"]
     c = v['wpe_cosine']
+    if c is None:
+        return '\n'.join(lines + ['', v['wpe_note']])
+    lines += ['', "wpe: cosine similarity of the position embeddings, position i (rows) by position j"]
     n = len(c)
     # one table, so that a long block folds into blocks of positions j, each under its header
     lines.append(table(['   '] + [f'{j:>6}' for j in range(n)],

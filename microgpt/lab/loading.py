@@ -13,6 +13,7 @@ import os
 from typing import NamedTuple
 
 from ..edge.checks import encode, is_finite_number, short
+from ..model import SIZE_FIELDS
 from ..edge.errors import UserError
 from ..edge.files import read_head
 
@@ -87,7 +88,13 @@ def describe(path, model):
     """One line naming the checkpoint and its configuration: printed first by every command."""
     c = model.config
     return (f"checkpoint {path}: n_layer={c.n_layer} n_embd={c.n_embd} n_head={c.n_head} "
-            f"head_dim={c.head_dim} block_size={c.block_size} vocab_size={c.vocab_size}")
+            f"head_dim={c.head_dim} block_size={c.block_size} vocab_size={c.vocab_size}" + rungs_text(c))
+
+
+def rungs_text(config):
+    """The rungs the model has, as train.py prints them (' rope=True mlp=swiglu'), or '' for
+    microgpt's model: the commands' first line and the pages' header say it after the sizes."""
+    return ''.join(f" {name}={value}" for name, value in config.to_dict().items() if name not in SIZE_FIELDS)
 
 
 def data_mode(ckpt):

@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from ..edge.errors import UserError
-from .attention import check_choice
+from .attention import check_choice, kv_head
 from .loading import data_mode, read_text
 from .render import token_label, width
 
@@ -56,11 +56,13 @@ def phase_view(model, text, layer=0, head=0, query=None, mode='lines'):
     per_head = []
     for h in range(c.n_head):
         # the port's own attention step, the one forward() takes for this head and position
+        kv = kv_head(c, h)  # grouped-query attention: the keys and values its group shares
         out, scores, weights = inference.attention_head(
-            caps['q'][layer, h, query], caps['k'][layer, h, :t], caps['v'][layer, h, :t])
+            caps['q'][layer, h, query], caps['k'][layer, kv, :t], caps['v'][layer, kv, :t])
         per_head.append((out, scores, weights))
     out, scores, weights = per_head[head]
-    q, k, v = caps['q'][layer, head], caps['k'][layer, head], caps['v'][layer, head]  # (T, head_dim) each
+    kv = kv_head(c, head)
+    q, k, v = caps['q'][layer, head], caps['k'][layer, kv], caps['v'][layer, kv]  # (T, head_dim) each
     concat = np.concatenate([o for o, _, _ in per_head])                 # (n_embd,): heads side by side
     return {
         'labels': [token_label(model.tokenizer, i) for i in token_ids], 'query': query, 'data_mode': mode,
@@ -123,7 +125,7 @@ def gpt_source(path=MODEL_FILE):
 def phase_lines(func):
     """{phase id: [statements of gpt()]}, found by what they compute (the module's docstring):
       tokens   the statements reading wte and wpe, and the one that adds what they read;
-      qkv      the ones reading attn_wq, attn_wk, attn_wv;
+      qkv      the ones reading attn_wq, attn_wk, attn_wv, and those making q, k or v again from them;
       softmax  the call of a block named softmax; the loop around it is the heads' loop;
       scores   the statements in that loop making the softmax's input, and those making theirs;
       mask     the appends to gpt()'s own arguments (the KV cache), and the scores' reads of it;
@@ -158,9 +160,13 @@ def phase_lines(func):
             node = parent.get(node)
         return node
 
-    found = {'tokens': [s for s in statements if keys(s) & {'wte', 'wpe'}],
+    # (the output's line may read wte too, as the tied output matrix: it names lm_head beside it)
+    found = {'tokens': [s for s in statements if keys(s) & {'wte', 'wpe'} and 'lm_head' not in keys(s)],
              'qkv': [s for s in statements if keys(s) & {'attn_wq', 'attn_wk', 'attn_wv'}],
              'softmax': [s for s in statements if calls(s, 'softmax')]}
+    qkv = set().union(*map(binds, found['qkv']))  # QK-norm's and RoPE's lines make q and k again
+    found['qkv'] += [s for s in statements if s not in found['qkv'] and isinstance(s, ast.Assign)
+                     and binds(s) & qkv and reads(s) & qkv]
     embeddings = set().union(*map(binds, found['tokens']))
     found['tokens'] += [s for s in statements if s not in found['tokens'] and reads(s) & embeddings][:1]
     loop = inside(found['softmax'][0]) if found['softmax'] else None
@@ -190,7 +196,17 @@ def compute(model, text, layer=0, head=0, query=None, ckpt=None):
     """The registry's contract: phase_view's numbers, the phases, and gpt()'s lines now (or, where
     model.py cannot give them, {'file', 'error'}: the page and the printout say why)."""
     out = phase_view(model, text, layer, head, query, data_mode(ckpt))
-    out['phases'] = [{'id': i, 'name': n, 'about': a} for i, n, a in PHASES]
+    about, c = {i: a for i, _, a in PHASES}, model.config  # what each phase shows, said of this model's rungs
+    if c.rope:
+        about['tokens'] = ("each token becomes one vector, wte[token], normalised (RoPE: no wpe; the "
+                           "position turns q and k instead)")
+    if c.qk_norm or c.rope:
+        about['qkv'] += "; each head's q and k then " + " and ".join(
+            ["normalised (QK-norm)"] * c.qk_norm + ["turned by its position (RoPE)"] * c.rope)
+    if c.n_kv_head < c.n_head:
+        about['qkv'] += (f"; grouped-query attention: {c.n_kv_head} heads of k and v, each shared by "
+                         f"{c.n_head // c.n_kv_head} query heads")
+    out['phases'] = [{'id': i, 'name': n, 'about': about[i]} for i, n, _ in PHASES]
     try:
         out['code'] = gpt_source(MODEL_FILE)
     except UserError as e:  # the numbers stand without the code beside them

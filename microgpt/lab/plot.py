@@ -178,11 +178,15 @@ def embedding_pictures(path, v, title):
     left.set_xlabel(f"principal component 1 ({v['share'][0]:.0%} of the spread)")
     left.set_ylabel(f"principal component 2 ({v['share'][1]:.0%})")
     left.set_title('wte rows (orange = vowels)')
-    image = right.imshow(v['wpe_cosine'], cmap='RdBu_r', vmin=-1, vmax=1)
-    right.set_xlabel('position j')
-    right.set_ylabel('position i')
-    right.set_title('wpe: cosine similarity of positions')
-    fig.colorbar(image, ax=right, shrink=0.8)
+    if v['wpe_cosine'] is None:  # RoPE: no wpe to draw
+        right.axis('off')
+        right.text(0.5, 0.5, 'no wpe: this model uses RoPE', ha='center', va='center')
+    else:
+        image = right.imshow(v['wpe_cosine'], cmap='RdBu_r', vmin=-1, vmax=1)
+        right.set_xlabel('position j')
+        right.set_ylabel('position i')
+        right.set_title('wpe: cosine similarity of positions')
+        fig.colorbar(image, ax=right, shrink=0.8)
     _save(fig, path, title)
 
 

@@ -178,9 +178,13 @@ SANDBOXES = [
             help="every step of one head's attention for one query of TEXT",
             description="q.k per dimension, scores, scaling, the causal mask, softmax, the weighted sum "
                         "of values, every head side by side, and the row statistics with and without "
-                        "the sqrt(head_dim) scaling.",
+                        "the sqrt(head_dim) scaling; on a RoPE model, the score of the query and one "
+                        "key at every distance i - j.",
             png="a heatmap of every head of the layer",
             params=(_text(), *WHERE,
+                    Param('key', int, None, 0, MAX_BLOCK_SIZE - 1, metavar='J', group='what to look at',
+                          help="RoPE models: the key whose score with the query is shown at every distance "
+                               "i - j, 0..query (default: the one the head weights most)"),
                     Param('scale', bool, True, flag='--no-scale',
                           group='what if (the model itself scales and uses temperature 1)',
                           help="do not divide the scores by sqrt(head_dim): watch the softmax sharpen"),
@@ -351,7 +355,8 @@ SANDBOXES = [
             help="wte on its two principal components, nearest neighbours, wpe similarity",
             description="The token embeddings (rows of wte) projected on their two principal "
                         "components, vowels marked; each character's nearest neighbours by cosine "
-                        "similarity; the cosine similarity of the position embeddings.",
+                        "similarity; the cosine similarity of the position embeddings (a RoPE model "
+                        "has none).",
             png="the scatter plot and the wpe similarity matrix",
             params=(Param('neighbours', int, 3, 1, MAX_VOCAB_SIZE, metavar='K', group='display',
                           help="nearest neighbours listed per character"),)),

@@ -20,9 +20,10 @@ import threading
 import time
 
 from ..edge.checkpoint import DATA_MODES, read_checkpoint
+from ..edge.checks import RUNGS, make_config
 from ..edge.errors import UserError
 from ..programs.run import log_path_for
-from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, flag_default, flag_name
+from ..programs.settings import CORE_ENGINES as ENGINES, ENGINE_DTYPES, FLAGS, SWITCH, flag_default, flag_name
 from ..sampling import TEMPERATURE, generate, sample_names
 from . import loss
 from .api import ApiError, field, model_size, only_known
@@ -38,6 +39,23 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 CHECKPOINT = {'lines': 'model.json', 'text': 'model.safetensors'}
 NUM_SAMPLES = 5    # names shown after each save
 TEXT_SAMPLE = 120  # characters of running text sampled after each save
+
+
+def rung_fields():
+    """The Training page's controls for the rungs, each a train.py flag declared once there
+    (programs/settings.py): {'name', 'help'} and 'switch' (a checkbox), 'choices' (mlp's) or
+    'low', 'high' (n_kv_head's number; empty: one for each head, microgpt's)."""
+    out = []
+    for name in RUNGS:
+        kind, field = FLAGS[name]['kind'], {'name': name, 'help': FLAGS[name]['help']}
+        if kind is SWITCH:
+            field['switch'] = True
+        elif getattr(kind, 'choices', None):
+            field['choices'] = list(kind.choices)
+        else:
+            field.update(low=kind.low, high=RUN_LIMITS['n_head'][1])  # at most the form's heads
+        out.append(field)
+    return out
 
 
 def time_left(run):
@@ -89,13 +107,13 @@ class RunManager:
                 'dtypes': {e: list(ENGINE_DTYPES[e]) for e in ENGINES},
                 'fields': [{'name': name, 'integer': isinstance(default, int), 'help': FLAGS[name]['help']}
                            for name, (_, _, default) in RUN_LIMITS.items()],
-                'limits': RUN_LIMITS, 'text_limits': TEXT_RUN_LIMITS,
+                'limits': RUN_LIMITS, 'text_limits': TEXT_RUN_LIMITS, 'rungs': rung_fields(),
                 'data': self.data,  # the file of names the runs train on; None: the bundled names
                 'text': self.text}  # the running text they train on in text mode; None: no text mode
 
     def params(self, body):
         """The run's settings from the request, each range-checked, and train.py's flags for them."""
-        only_known(body, [*RUN_LIMITS, 'engine', 'dtype', 'data_mode'])
+        only_known(body, [*RUN_LIMITS, *RUNGS, 'engine', 'dtype', 'data_mode'])
         mode = field(body, 'data_mode', str, 'lines')
         if mode not in DATA_MODES:
             raise ApiError(400, f"data_mode {mode!r:.40} is unknown: choose from {', '.join(DATA_MODES)}")
@@ -106,6 +124,13 @@ class RunManager:
         p['data_mode'] = mode
         if p['n_embd'] % p['n_head']:
             raise ApiError(400, f"n_embd {p['n_embd']} does not divide by n_head {p['n_head']}")
+        rungs = {name: body[name] for name in RUNGS if body.get(name) is not None}  # as train.py's flags
+        try:  # checked as train.py checks them; the vocabulary, which no rung depends on, is a stand-in
+            make_config(vocab_size=2, **{name: p[name] for name in ('n_layer', 'n_embd', 'n_head', 'block_size')},
+                        **rungs)
+        except UserError as e:
+            raise ApiError(400, str(e)) from None
+        p.update(rungs)
         p['engine'] = field(body, 'engine', str, flag_default('engine'))
         if p['engine'] not in ENGINES:
             raise ApiError(400, f"engine {p['engine']!r:.40} is unknown: choose from {', '.join(ENGINES)}")
@@ -118,7 +143,10 @@ class RunManager:
             run.update(data_mode='text', data=self.text)
         elif self.data:
             run['data'] = self.data
-        return p, [str(word) for name, value in run.items() for word in (flag_name(name), value)]
+        flags = [str(word) for name, value in run.items() for word in (flag_name(name), value)]
+        flags += [word for name, value in rungs.items() for word in  # a switch is its flag alone
+                  ([flag_name(name)] * value if FLAGS[name]['kind'] is SWITCH else [flag_name(name), str(value)])]
+        return p, flags
 
     def start(self, body):
         params, flags = self.params(body)

@@ -40,12 +40,27 @@ PARAM_PATTERN = re.compile(r'^\s*([A-Za-z0-9_.]+)\s*\[\s*(-?\d{1,9})\s*\]\s*\[\s
 
 
 # ---------------------------------------------------------------------------- the forward pass
+class StepRecorder(Recorder):
+    """The Recorder; on a RoPE model each position's embedding is wte's own row of Values,
+    whose gradient sums every use of the row, so a copy of it (x + 0, one node a number) stands
+    in before the first rmsnorm: the copy's gradient is this position's alone, as with wpe."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.rope = model.config.rope
+
+    def rmsnorm(self, x):
+        if self.rope and self.norms[self.n_norms % len(self.norms)] == 'embedding':
+            x = [xi + 0.0 for xi in x]
+        return super().rmsnorm(x)
+
+
 def forward(model, tokens):
     """(loss, per-position losses, per-position captures): training.doc_loss from its own
     pieces, so the graph is the one train_step backpropagates; a Recorder on gpt()'s blocks
     (programs/taps.py) hands over each position's intermediates by name."""
     blocks = model.blocks
-    model.blocks = recorder = Recorder(model)
+    model.blocks = recorder = StepRecorder(model)
     try:
         losses = doc_losses(model, tokens)
         loss = mean_loss(model, losses)
@@ -63,14 +78,16 @@ def forward(model, tokens):
 def stage_names(config):
     """[(stage, gpt()'s capture name)] from the top of the model down to the embeddings: the
     logits, the stream entering lm_head, then per layer (last first) what the MLP and the
-    attention added and the stream each one read, and the embeddings wte[token] + wpe[pos]."""
-    stages = [('logits', 'logits'), ('stream into lm_head', 'lm_head_in')]
+    attention added and the stream each one read, and the embeddings wte[token] + wpe[pos].
+    (Tied embeddings: wte is the output matrix; RoPE: no wpe.)"""
+    out = 'wte (tied)' if config.tie_embeddings else 'lm_head'
+    stages = [('logits', 'logits'), (f'stream into {out}', 'lm_head_in')]
     for li in reversed(range(config.n_layer)):
         stages += [(f'layer{li} MLP output (mlp_fc2)', f'layer{li}.mlp_out'),
                    (f'layer{li} stream into MLP', f'layer{li}.mlp_in'),
                    (f'layer{li} attention output (attn_wo)', f'layer{li}.attn_out'),
                    (f'layer{li} stream into attention', f'layer{li}.attn_in')]
-    return stages + [('embeddings wte[token] + wpe[pos]', 'embedding')]
+    return stages + [('embeddings wte[token]' + ('' if config.rope else ' + wpe[pos]'), 'embedding')]
 
 
 def norm(xs):
@@ -142,7 +159,8 @@ def numpy_pass(model, weights, tokens):
         'dlogits': stages['logits'],               # (n, vocab_size)
         'stages': {stage: stages[name] for stage, name in stage_names(cfg)},
         'grads': np.concatenate([grads[name].ravel() for name in model.state_dict]),  # (n_params,)
-        'hidden': [np.maximum(caches[f'layer{li}.relu'], 0.0)       # (n, 4 n_embd): the ReLU's output
+        # per layer (n, 4 n_embd): the ReLU's output, for the census of its dead units (GELU, SwiGLU: none)
+        'hidden': [np.maximum(caches[f'layer{li}.relu'], 0.0) if cfg.mlp == 'relu' else None
                    for li in range(cfg.n_layer)],
         'graph_nodes': None,
     }
@@ -209,10 +227,11 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
     grads = matrices(model, g_flat)                  # {name: (n_out, n_in)}
     matrix_norms = [(name, norm(g)) for name, g in grads.items()]
     wte_rows = np.flatnonzero(grads['wte'].any(axis=1)).tolist()
-    wpe_rows = np.flatnonzero(grads['wpe'].any(axis=1)).tolist()
+    wpe_rows = None if model.config.rope else np.flatnonzero(grads['wpe'].any(axis=1)).tolist()  # RoPE: no wpe
     # the other engines' opinion of the scalar engine's gradients, at the weights before the update
     engines = engine_gradients(model, weights, tokens, grads) if engine == 'scalar' else {'numpy': None, 'torch': None}
     census = zero_gradient_census(model, weights, tokens, grads, s['hidden'], 'text' if mode == 'text' else 'name')
+    rows_text, rows_why = embedding_rows(model, wte_rows, wpe_rows, mode)
 
     # 4) Adam: a fresh optimizer, one step, as train.py's first step. On the arrays: AdamArrays
     # is optim.Adam's arithmetic in its order, the same floats bit for bit
@@ -258,7 +277,7 @@ def step_report(model, text, lr=DEFAULT_LR, param=None, top=3, engine=None, mode
         'loss_before': s['loss'], 'loss_after': loss_after, 'positions': positions,
         'top_grads': top_grads, 'closed_form_diff': closed_form_diff,
         'stages': stages, 'matrix_norms': matrix_norms, 'grads': grads, 'weights_after': weights_after,
-        'wte_rows': wte_rows, 'wpe_rows': wpe_rows,
+        'wte_rows': wte_rows, 'wpe_rows': wpe_rows, 'rows_text': rows_text, 'rows_why': rows_why,
         'adam': adam, 'n_with_grad': n_with_grad, 'n_params': len(model.params),
         'step_ratio_min': float(ratio.min(initial=1.0)), 'step_ratio_max': float(ratio.max(initial=1.0)),
         'formula_diff': formula_diff, 'untouched_moved': untouched_moved,
@@ -279,6 +298,29 @@ def forward_after(model, weights, tokens):
 
 
 # ---------------------------------------------------------------------------- weights without a gradient
+def embedding_rows(model, wte_rows, wpe_rows, mode):
+    """Two sentences, for the printout and the page: the embedding rows with a gradient, and why
+    the others have none."""
+    cfg = model.config
+    if cfg.tie_embeddings:  # wte is the output matrix too: every row scores its token
+        text = f"wte rows with a gradient: all {cfg.vocab_size}, as the tied output matrix scores every token"
+    else:
+        text = (f"wte rows with a gradient: {', '.join(token_label(model.tokenizer, i) for i in wte_rows) or 'none'} "
+                f"({len(wte_rows)} of {cfg.vocab_size})")
+    if wpe_rows is None:
+        text += "; no wpe (RoPE turns q and k by the position instead)"
+    else:
+        wpe = f"{wpe_rows[0]}..{wpe_rows[-1]}" if wpe_rows else 'none'
+        text += f"; wpe rows: {wpe} ({len(wpe_rows)} of {cfg.block_size})"
+    read = ("the window's characters but its last, which is only a target" if mode == 'text'
+            else "BOS and the name's letters; the final BOS is only a target")
+    why = (f"why: an embedding row enters the graph only when its token is READ ({read})"
+           + ("" if wpe_rows is None else " or its position is used")
+           + (", or, tied, as the output matrix" if cfg.tie_embeddings else "")
+           + "; every other row is not in the graph, so backward() never reaches it: its gradient is exactly 0")
+    return text, why
+
+
 def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
     """Why each weight with a gradient of exactly 0 has none, counted.
 
@@ -288,23 +330,31 @@ def zero_gradient_census(model, weights, tokens, grads, hidden, word='name'):
     mlp_hidden, `hidden`) passes no gradient back, so its row of mlp_fc1 and its column of
     mlp_fc2 get none. 'other' counts the zeros that neither explains (a zero weight on the
     path, terms that cancel), and 'confirmed' whether the numpy port's own forward pass finds
-    the same dead units (its mlp_pre_relu <= 0 at every position).
+    the same dead units (its mlp_pre_relu <= 0 at every position). The rungs: tied, every row of
+    wte scores a token, so none is unused; RoPE has no wpe; GELU and SwiGLU have no flat half,
+    so no dead unit (and 'confirmed' is None).
     """
     from microgpt.inference.model import NumpyGPT  # `step` needs numpy (registry.py)
     cfg = model.config
     n = cfg.n_embd
     read = set(tokens[:-1])  # the tokens the name reads; the final BOS is only a target
-    unused = {'wte': (cfg.vocab_size - len(read)) * n, 'wpe': (cfg.block_size - (len(tokens) - 1)) * n}
-    # per layer: the units whose ReLU is 0 at every position
-    dead = [np.flatnonzero((h == 0).all(axis=0)).tolist() for h in hidden]
+    # tied embeddings: every row of wte also scores its token, so each has a gradient; RoPE: no wpe
+    unused = {'wte': 0 if cfg.tie_embeddings else (cfg.vocab_size - len(read)) * n}
+    if not cfg.rope:
+        unused['wpe'] = (cfg.block_size - (len(tokens) - 1)) * n
+    # per layer: the units whose ReLU is 0 at every position (GELU's and SwiGLU's never are)
+    relu = cfg.mlp == 'relu'
+    dead = [np.flatnonzero((h == 0).all(axis=0)).tolist() if relu else [] for h in hidden]
     dead_weights = sum(2 * n * len(units) for units in dead)  # a row of fc1 and a column of fc2 each
     zeros = int(sum((g == 0).sum() for g in grads.values()))
-    port = NumpyGPT(cfg, weights, tokenizer=model.tokenizer)
-    _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
-    confirmed = all(np.flatnonzero((caps['mlp_pre_relu'][li] <= 0).all(axis=0)).tolist() == dead[li]
-                    for li in range(cfg.n_layer))
+    confirmed = None
+    if relu:
+        port = NumpyGPT(cfg, weights, tokenizer=model.tokenizer)
+        _, caps = port.forward(tokens[:-1], capture=('mlp_pre_relu',))  # (n_layer, T, 4 n_embd)
+        confirmed = all(np.flatnonzero((caps['mlp_pre_relu'][li] <= 0).all(axis=0)).tolist() == dead[li]
+                        for li in range(cfg.n_layer))
     c = {'zeros': zeros, 'unused_rows': unused, 'dead_units': dead, 'dead_unit_weights': dead_weights,
-         'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed}
+         'other': zeros - sum(unused.values()) - dead_weights, 'confirmed': confirmed, 'mlp': cfg.mlp}
     c['text'] = without_grad_text(c, word)
     return c
 
@@ -381,16 +431,7 @@ def render(r):
     lines.append("   each weight matrix's gradient norm |dL/dW|")
     for name, v in r['matrix_norms']:
         lines.append(f"  {name:<16} {bar(v / biggest, 24)} {v:.5f}")
-    vocab_size, block_size = r['vocab_size'], r['block_size']
-    names = dict(zip(r['tokens'], r['labels']))
-    wpe = f"{r['wpe_rows'][0]}..{r['wpe_rows'][-1]}" if r['wpe_rows'] else 'none'
-    lines.append(f"  wte rows with a gradient: {', '.join(names[i] for i in r['wte_rows']) or 'none'} "
-                 f"({len(r['wte_rows'])} of {vocab_size}); wpe rows: {wpe} ({len(r['wpe_rows'])} of {block_size})")
-    read = ("the window's characters but its last, which is only a target" if r.get('data_mode') == 'text'
-            else "BOS and the name's letters; the final BOS is only a target")
-    lines.append(f"  why: an embedding row enters the graph only when its token is READ ({read}) or its "
-                 "position is used; every other row is not in the graph, so backward() never reaches it: "
-                 "its gradient is exactly 0")
+    lines += ['  ' + r['rows_text'], '  ' + r['rows_why']]
     lines.append('')
 
     a = r['adam']
@@ -458,11 +499,15 @@ def without_grad_text(c, word='name'):
     """One sentence: the weights with no gradient, by reason (word: a 'name' or 'text')."""
     dead = sum(len(u) for u in c['dead_units'])
     per_layer = ', '.join(f"layer{li}: {len(u)}" for li, u in enumerate(c['dead_units']))
-    text = (f"why {c['zeros']} weights have no gradient: {c['unused_rows']['wte'] + c['unused_rows']['wpe']} "
-            f"are embedding rows this {word} never uses (wte {c['unused_rows']['wte']}, wpe "
-            f"{c['unused_rows']['wpe']}); {c['dead_unit_weights']} belong to {dead} MLP hidden units whose "
-            f"ReLU is 0 at every position of this {word} ({per_layer}), so no gradient passes them: "
-            "their row of mlp_fc1 and column of mlp_fc2")
+    unused = c['unused_rows']
+    text = (f"why {c['zeros']} weights have no gradient: {sum(unused.values())} are embedding rows this {word} "
+            f"never uses ({', '.join(f'{name} {count}' for name, count in unused.items())})")
+    if c.get('mlp', 'relu') == 'relu':
+        text += (f"; {c['dead_unit_weights']} belong to {dead} MLP hidden units whose ReLU is 0 at every "
+                 f"position of this {word} ({per_layer}), so no gradient passes them: their row of mlp_fc1 "
+                 "and column of mlp_fc2")
+    else:
+        text += f"; no MLP unit is dead: {c['mlp']} has no flat half, as ReLU has, so every hidden unit passes a gradient"
     if c['other']:
         text += f"; {c['other']} others are 0 for another reason (a zero weight on their path, or terms that cancel)"
     if c['confirmed'] is not None:

@@ -1,5 +1,6 @@
 // The Attention page (attention.html) draws what POST /api/attention answers (lab/attention.py's
-// attention_view): a heatmap per head, a clicked cell's score taken apart, the row's statistics.
+// attention_view): a heatmap per head, a clicked cell's score taken apart, the row's statistics,
+// and on a RoPE model the score of the query and a key at every distance.
 'use strict';
 
 const {$, el} = Lab;
@@ -15,14 +16,15 @@ async function draw() {
     const query = $('query').value === '' ? null : Number($('query').value);
     view = await Lab.api('/api/attention', {
       ckpt: Lab.ckpt(), text: $('text').value, layer: Number($('layer').value),
-      head: Number($('head').value), query, scale: $('scale').checked, temperature: Lab.logSlider('temperature')});
+      head: Number($('head').value), query, key, scale: $('scale').checked, temperature: Lab.logSlider('temperature')});
     Lab.fillQuery(view);
     if (key !== null && key > view.query) key = null;
     drawHeads();
     drawDetail();
     placeDetail();
     drawStats();
-  }, ['heads', 'detail', 'stats', 'row']);
+    drawRope();
+  }, ['heads', 'detail', 'stats', 'row', 'rope']);
 }
 
 // A cell's size for T positions, up to 16 (Lab.heatmap.compact): 2rem up to 8, narrower up to
@@ -138,7 +140,8 @@ function drawDetail() {
   const masked = labels.slice(i + 1).map((l, n) => el('tr', {},
     el('td', {class: 'l'}, `${i + 1 + n} `, Lab.tok(l)), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
     el('td', {}, '·'), el('td', {class: 'l muted'}, 'masked: future key')));
-  $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys`),
+  const shared = view.n_kv_head < view.n_head ? ` (grouped-query attention: kv head ${view.kv_head}'s)` : '';
+  $('row').replaceChildren(el('h3', {}, `head ${head}, query ${i}: scores and weights over the keys${shared}`),
     el('table', {class: 'data'},
       el('tr', {}, el('th', {class: 'l'}, 'key j'), el('th', {}, 'q·k'), el('th', {}, 'scaled'),
         el('th', {}, 'score'), el('th', {}, 'weight'), el('th', {}, '')),
@@ -156,6 +159,23 @@ function drawStats() {
       el('tr', {}, el('th', {class: 'l'}, ''), labels.map(l => el('th', {}, l))),
       names.map(([k, label, digits]) => el('tr', {}, el('th', {class: 'l'}, label),
         labels.map(l => numCell(view.stats[l][k], digits))))));
+}
+
+// RoPE: the query's and the key's score (the picked key, else the most weighted) at every
+// distance i - j, as attention.py's rope_by_distance gives it; the model's own in bold
+function drawRope() {
+  const r = view.rope;
+  $('rope').hidden = !r;
+  if (!r) return;
+  const j = r.key, labels = view.labels;
+  $('rope').replaceChildren(
+    el('h3', {}, `RoPE: q_${view.query} and k_${j} (`, Lab.tok(labels[j]), ') at every distance i − j'),
+    el('div', {class: 'scroll'}, el('table', {class: 'data', id: 'rope-table'},
+      el('tr', {}, el('th', {class: 'l'}, 'i − j'), r.scores.map((_, d) => el('th', {}, `${d}`))),
+      el('tr', {}, el('th', {class: 'l'}, 'score'), r.scores.map((x, d) => d === r.distance
+        ? numCell(x, 3, {class: 'num own'}) : numCell(x, 3))))),
+    el('p', {class: 'muted small'}, `Both turned back to before RoPE, then q turned by each distance: ` +
+      `the score of the two that far apart, wherever they sit. Bold: the model's own, ${r.distance} apart.`));
 }
 
 // a new name forgets the old one's query at once (an Enter may draw before the typing pauses),

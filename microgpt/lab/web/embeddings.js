@@ -79,6 +79,10 @@ function neighbours(e) {
 
 // a compact map's cells sized to the panel, a hovered cell's numbers in the read-out line
 function wpe(e) {
+  if (e.wpe_cosine === null) {  // a RoPE model: no wpe, and the API's words why
+    $('wpe').replaceChildren(el('h3', {}, 'wpe'), el('p', {id: 'wpe-note'}, e.wpe_note));
+    return;
+  }
   const c = e.wpe_cosine, n = c.length, compact = Lab.heatmap.compact(n);
   const size = Lab.heatmap.cell($('wpe').clientWidth - 60, n);
   const table = Lab.heatmap.table(n, {id: 'wpe-table'}, i => i, (i, j) => {

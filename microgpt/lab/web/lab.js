@@ -307,7 +307,7 @@ const Lab = (() => {
       el('div', {class: 'ckpt'}, el('label', {}, 'checkpoint ', select),
         el('span', {id: 'config'},
           `n_layer=${c.n_layer} n_embd=${c.n_embd} n_head=${c.n_head} head_dim=${c.head_dim} ` +
-          `block_size=${c.block_size} vocab_size=${c.vocab_size}`)));
+          `block_size=${c.block_size} vocab_size=${c.vocab_size}${c.rungs}`)));
     applyMode();
   }
 

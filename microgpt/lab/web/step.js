@@ -112,15 +112,11 @@ function topGrads(d) {
 
 // 3) the gradient's norm at each stage, each matrix's, and the embedding rows it reached
 function wayBack(d) {
-  const c = Lab.info().config;
   const barRows = (items, id) => {
     const largest = Math.max(...items.map(([, v]) => v), 1e-12);
     return el('div', {class: 'bars wide', id}, items.flatMap(([name, v]) => [
       el('span', {}, name), el('span', {}, bar(v / largest, 5.5)), num(v, v.toFixed(5), {'data-name': name})]));
   };
-  // wte rows are token ids; the tokens read at positions 0..n-1 name them
-  const names = Object.fromEntries(d.positions.map(p => [d.tokens[p.position], p.reads]));
-  const wpe = d.wpe_rows.length ? `${d.wpe_rows[0]}..${d.wpe_rows[d.wpe_rows.length - 1]}` : 'none';
   return el('div', {class: 'panel'},
     el('h3', {}, "3) the gradient on its way back: |dL/d stage| over all positions"),
     barRows(d.stages, 'stages'),
@@ -128,14 +124,8 @@ function wayBack(d) {
       'inputs; rmsnorm rescales it (small embeddings: a larger gradient)'),
     el('h3', {}, "each weight matrix's gradient norm |dL/dW|"),
     barRows(d.matrix_norms, 'matrix-norms'),
-    el('p', {class: 'mono small', id: 'embedding-rows'},
-      `wte rows with a gradient: ${d.wte_rows.map(r => names[r] ?? `#${r}`).join(', ')} ` +
-      `(${d.wte_rows.length} of ${c.vocab_size}); wpe rows: ${wpe} (${d.wpe_rows.length} of ${c.block_size})`),
-    el('p', {class: 'muted small'}, "why: a row of wte enters the graph only when its token is read (" +
-      (d.data_mode === 'text' ? "the window's characters but its last, which is only a target"
-                              : "BOS and the name's letters; the final BOS is only a target") +
-      "), a row of wpe only when its position is used; backward() never reaches the others, so their " +
-      "gradient is exactly 0"));
+    el('p', {class: 'mono small', id: 'embedding-rows'}, d.rows_text),
+    el('p', {class: 'muted small'}, d.rows_why));
 }
 
 // 4) Adam's first step on one weight, and what that means for every weight

@@ -5,6 +5,7 @@
 
 const {$, el} = Lab;
 let FIELDS = [];  // the form's numbers: train.py's flags, in the server's order (setup)
+let RUNGS = [];   // the rungs' controls, train.py's flags too: a switch, mlp's choice, n_kv_head's number
 let train = [], smooth = [], val = [], offset = 0, run = null, timer = null, total = 1, batch = 1;
 let mode = 'lines', announced = null, going = false, refused = false;
 // running text's settings to start from: README's Shakespeare recipe, shorter (numpy, float32,
@@ -20,9 +21,10 @@ function setup() {
   // once, though setup runs again for each checkpoint picked
   if (!FIELDS.length) {
     $('data_mode').closest('label').after(...options.fields.map(f => el('label', {title: f.help}, f.name,
-      el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))));
+      el('input', {type: 'number', id: f.name, step: f.integer ? 1 : 'any'}))), ...options.rungs.map(rungControl));
   }
   FIELDS = options.fields.map(f => f.name);
+  RUNGS = options.rungs;
   setLimits(options.limits);
   fillDtypes();
   $('data_mode').querySelector('option[value=text]').disabled = !options.text;
@@ -32,6 +34,14 @@ function setup() {
   }
   describeData();
   poll();
+}
+
+// a rung's control, off (microgpt's) at first: a checkbox, a choice, or a number left empty
+function rungControl(r) {
+  if (r.switch) return el('label', {class: 'inline', title: r.help}, el('input', {type: 'checkbox', id: r.name}), r.name);
+  return el('label', {title: r.help}, r.name, r.choices
+    ? el('select', {id: r.name}, r.choices.map(c => el('option', {value: c}, c)))
+    : el('input', {type: 'number', id: r.name, min: r.low, max: r.high, step: 1, placeholder: 'n_head'}));
 }
 
 // each number box's bounds and first value, from the server's limits for the mode
@@ -72,7 +82,10 @@ function chooseMode() {
 // the request for the run the form describes: every field as the flag's value (an empty box,
 // or one that holds no number, is sent as it is, for the server to refuse in one line)
 function formBody() {
+  const rung = r => r.switch ? $(r.name).checked : r.choices ? $(r.name).value
+    : $(r.name).value === '' ? null : Number($(r.name).value);  // an empty n_kv_head: n_head's
   return {...Object.fromEntries(FIELDS.map(f => [f, $(f).value === '' ? '' : Number($(f).value)])),
+          ...Object.fromEntries(RUNGS.map(r => [r.name, rung(r)])),
           engine: $('engine').value, dtype: $('dtype').value, data_mode: $('data_mode').value};
 }
 
