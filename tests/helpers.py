@@ -672,15 +672,15 @@ RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='
 RUNG_DOCS = ['abc', 'fed', 'cabbed', 'face', 'decafbad']  # 6 letters (vocab_size 7); the last passes the block
 
 
-def rung_setup(rung, seed=3):
+def rung_setup(rung, seed=3, **changes):
     """(config, weights, tokenizer): the small config (2 layers, 4 heads of 2, block 6) with one
-    rung (RUNGS), init_weights' numbers, and the norm gains small and random, not 0: at 0 a
-    gain's own gradient would be checked only weakly."""
+    rung (RUNGS) and `changes`, init_weights' numbers, and the norm gains small and random, not
+    0: at 0 a gain's own gradient would be checked only weakly."""
     import random
     from microgpt.model import GPTConfig, init_weights, is_gain
     from microgpt.tokenizer import CharTokenizer
     tokenizer = CharTokenizer.from_docs(RUNG_DOCS)
-    config = GPTConfig(tokenizer.vocab_size, n_layer=2, n_embd=8, n_head=4, block_size=6, **RUNGS[rung])
+    config = GPTConfig(tokenizer.vocab_size, n_layer=2, n_embd=8, n_head=4, block_size=6, **{**RUNGS[rung], **changes})
     rng = random.Random(seed)
     weights = {name: [[rng.gauss(0, 0.2) for _ in row] for row in w] if is_gain(name) else w
                for name, w in init_weights(config, seed).items()}

@@ -14,7 +14,7 @@ memory.py (freed memory kept for the next step), parallel.py (the batch split ac
 threads.py (which way to use the cores, measured). It lives in src/backprop/ and is
 installed under the name `backprop`, as `inference` is; it reuses the port's forward pieces, and
 the port stays inference only. tests/test_backprop_*.py prove it equal to the scalar engine
-(and to finite differences; tests/test_torch_model.py to PyTorch), and tests/test_modern_backprop.py
+(and to finite differences; tests/test_torch_model.py to PyTorch), and tests/test_modern_engines.py
 with each modern rung (RoPE, GELU, SwiGLU, norm gains, QK-norm, grouped-query attention, tied
 embeddings); bench/engines_speed.py times it.
 """

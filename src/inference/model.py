@@ -7,7 +7,7 @@ whole sequence of T token ids and computes all T positions together: each step o
 (numbered 1 to 4 in both files) becomes one matrix operation on a (T, n_embd) array, except
 attention, which loops over query positions i and lets each see only keys j <= i. Nothing
 here is cached: position i's keys are simply rows 0..i of each head's (T, head_dim) keys. The
-two compute the same logits (tests/test_inference.py and test_modern_inference.py check to 1e-10).
+two compute the same logits (tests/test_inference.py and test_modern_engines.py check to 1e-10).
 
 forward(token_ids, capture=...) also hands back intermediate arrays, by name, for the lab and
 for lessons. With L = n_layer, H = n_head, K = n_kv_head (H unless heads share keys), D = head_dim:
