@@ -3,6 +3,7 @@ Shared pytest fixtures (small data, checkpoints trained once per session by trai
 server, Chromium) and the hooks that tie a test to the optional extra it needs.
 """
 
+import gc
 import importlib.util
 import os
 
@@ -205,3 +206,10 @@ def bpe_ckpt(tmp_path_factory, names_file):
                        '--steps', '20', '--n-embd', '8', '--n-head', '2', '--block-size', '12', '--val-size', '6',
                        '--engine', 'numpy', '--eval-every', '10', '--num-samples', '0']) == 0
     return str(out)
+
+
+def pytest_runtest_setup(item):
+    """What is alive before a test (modules, torch, fixtures) is frozen out of the collector's
+    sweeps, which a scalar-engine test's many Values made it repeat over a worker's whole heap."""
+    gc.collect()
+    gc.freeze()
