@@ -210,6 +210,8 @@ def bpe_ckpt(tmp_path_factory, names_file):
 
 def pytest_runtest_setup(item):
     """What is alive before a test (modules, torch, fixtures) is frozen out of the collector's
-    sweeps, which a scalar-engine test's many Values made it repeat over a worker's whole heap."""
+    sweeps, and its youngest generation holds 20,000 objects, not 700: a scalar-engine test's many
+    Values made it sweep a worker's whole heap over and over."""
+    gc.set_threshold(20_000)
     gc.collect()
     gc.freeze()
