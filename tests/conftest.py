@@ -150,6 +150,13 @@ def default_ckpt(tmp_path_factory, names_file):
     return str(out)
 
 
+@pytest.fixture(scope='module')
+def model(tiny_ckpt):
+    """tiny_ckpt's model, loaded once a module (the lab's tests)."""
+    from microgpt.lab.loading import load
+    return load(tiny_ckpt).model
+
+
 @pytest.fixture(scope='session')
 def tiny_ckpt(tmp_path_factory, names_file):
     """Path of a checkpoint trained for 60 steps by train.py on TINY_NAMES (n_embd 8, 2 heads)."""
