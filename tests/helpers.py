@@ -657,3 +657,8 @@ def assert_no_process_left(p):
 def data_values(page, selector, key='value'):
     """float(data-KEY) of every element matching selector, in page order (the browser tests)."""
     return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
+
+
+def python(args, env, cwd):
+    """`python ARGS` run in cwd with env: its CompletedProcess, output captured as text."""
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
