@@ -50,10 +50,6 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"MICROGPT_EXTRAS=all, but {why}")
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
-    # The files marked whole for an extra (Chromium, notebooks, torchrun) are the slowest: handed
-    # out first, so that `make test`'s two workers end together, not one alone on a notebook at
-    # the end. A stable sort by whole files: a module's tests stay together, in their order.
-    items.sort(key=lambda item: not any(mark.name in EXTRAS for mark in item.getparent(pytest.Module).own_markers))
 
 
 def _fail_a_skip_for_an_extra(report, nodeid, marked):
