@@ -3,6 +3,7 @@ Shared pytest fixtures (small data, checkpoints trained once per session by trai
 server, Chromium) and the hooks that tie a test to the optional extra it needs.
 """
 
+import gc
 import importlib.util
 import os
 
@@ -49,10 +50,6 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"MICROGPT_EXTRAS=all, but {why}")
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
-    # The files marked whole for an extra (Chromium, notebooks, torchrun) are the slowest: handed
-    # out first, so that `make test`'s two workers end together, not one alone on a notebook at
-    # the end. A stable sort by whole files: a module's tests stay together, in their order.
-    items.sort(key=lambda item: not any(mark.name in EXTRAS for mark in item.getparent(pytest.Module).own_markers))
 
 
 def _fail_a_skip_for_an_extra(report, nodeid, marked):
@@ -149,6 +146,13 @@ def default_ckpt(tmp_path_factory, names_file):
     return str(out)
 
 
+@pytest.fixture(scope='module')
+def model(tiny_ckpt):
+    """tiny_ckpt's model, loaded once a module (the lab's tests)."""
+    from microgpt.lab.loading import load
+    return load(tiny_ckpt).model
+
+
 @pytest.fixture(scope='session')
 def tiny_ckpt(tmp_path_factory, names_file):
     """Path of a checkpoint trained for 60 steps by train.py on TINY_NAMES (n_embd 8, 2 heads)."""
@@ -205,3 +209,12 @@ def bpe_ckpt(tmp_path_factory, names_file):
                        '--steps', '20', '--n-embd', '8', '--n-head', '2', '--block-size', '12', '--val-size', '6',
                        '--engine', 'numpy', '--eval-every', '10', '--num-samples', '0']) == 0
     return str(out)
+
+
+def pytest_runtest_setup(item):
+    """What is alive before a test (modules, torch, fixtures) is frozen out of the collector's
+    sweeps, and its youngest generation holds 20,000 objects, not 700: a scalar-engine test's many
+    Values made it sweep a worker's whole heap over and over."""
+    gc.set_threshold(20_000)
+    gc.collect()
+    gc.freeze()

@@ -685,3 +685,8 @@ def rung_setup(rung, seed=3, **changes):
     weights = {name: [[rng.gauss(0, 0.2) for _ in row] for row in w] if is_gain(name) else w
                for name, w in init_weights(config, seed).items()}
     return config, weights, tokenizer
+
+
+def python(args, env, cwd):
+    """`python ARGS` run in cwd with env: its CompletedProcess, output captured as text."""
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)

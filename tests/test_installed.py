@@ -10,13 +10,8 @@ import sys
 
 import pytest
 
-from helpers import REPO_DIR, TINY_NAMES
+from helpers import REPO_DIR, TINY_NAMES, python
 from microgpt.lab.exercises import catalog
-
-
-def run(args, env, cwd):
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
 
 
 def test_the_installed_package_trains_samples_and_ships_the_lab(tmp_path):
@@ -39,7 +34,7 @@ def test_the_installed_package_trains_samples_and_ships_the_lab(tmp_path):
     env, work = dict(os.environ, PYTHONPATH=str(target)), tmp_path / 'work'
     work.mkdir()
 
-    where = run(['-c', 'import importlib.util, microgpt.inference, microgpt.backprop, microgpt.lab.runs as runs; '
+    where = python(['-c', 'import importlib.util, microgpt.inference, microgpt.backprop, microgpt.lab.runs as runs; '
                        'print(microgpt.__file__, microgpt.inference.__file__, microgpt.backprop.__file__, '
                        'runs.PACKAGE_PARENT, *(importlib.util.find_spec(n) for n in ("inference", "backprop", '
                        '"torchgpt")))'], env, work)
@@ -53,17 +48,17 @@ def test_the_installed_package_trains_samples_and_ships_the_lab(tmp_path):
 
     data = work / 'names.txt'
     data.write_text('\n'.join(TINY_NAMES) + '\n')
-    train = run(['-m', 'microgpt.train', '--data', str(data), '--steps', '4', '--val-size', '3',
-                 '--num-samples', '0', '--n-embd', '8', '--n-head', '2'], env, work)
+    train = python(['-m', 'microgpt.train', '--data', str(data), '--steps', '4', '--val-size', '3',
+                    '--num-samples', '0', '--n-embd', '8', '--n-head', '2'], env, work)
     assert train.returncode == 0 and (work / 'out' / 'model.json').exists(), train.stderr
-    sample = run(['-m', 'microgpt.sample', '--num', '2', '--engine', 'numpy'], env, work)
+    sample = python(['-m', 'microgpt.sample', '--num', '2', '--engine', 'numpy'], env, work)
     assert sample.returncode == 0 and len(sample.stdout.splitlines()) == 2, sample.stderr
     # the Training page's command, with the path runs.py adds
-    again = run(['-m', 'microgpt.train', '--help'], dict(env, PYTHONPATH=where.stdout.split()[3]), work)
+    again = python(['-m', 'microgpt.train', '--help'], dict(env, PYTHONPATH=where.stdout.split()[3]), work)
     assert again.returncode == 0 and '--steps' in again.stdout
 
-    start = run(['-m', 'microgpt.lab', 'exercises', 'start', 'mine'], env, work)
+    start = python(['-m', 'microgpt.lab', 'exercises', 'start', 'mine'], env, work)
     shipped = len(catalog.NUMBERS)  # every exercise of the checkout's path, none left behind by the build
     assert start.returncode == 0 and f'wrote {shipped} exercises' in start.stdout, start.stderr
-    check = run(['-m', 'microgpt.lab', 'exercises', 'check', '1', '--dir', 'mine'], env, work)
+    check = python(['-m', 'microgpt.lab', 'exercises', 'check', '1', '--dir', 'mine'], env, work)
     assert check.returncode == 1 and 'not written yet: ex01_mul.py' in check.stdout, check.stderr

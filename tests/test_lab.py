@@ -16,17 +16,11 @@ from helpers import assert_one_line, run_lab
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import attention, loss, overview
 from microgpt.lab.__main__ import main
-from microgpt.lab.loading import load
 from microgpt.training import doc_loss, doc_tokens
 
 EXACT_TOL = 1e-12    # the same float64 arithmetic in another order
 ENGINE_TOL = 1e-9    # the scalar engine against the numpy port
 TEXT = 'emma'        # every character is in the tiny vocabulary
-
-
-@pytest.fixture(scope='module')
-def model(tiny_ckpt):
-    return load(tiny_ckpt).model
 
 
 # ---------------------------------------------------------------------------- attention

@@ -229,12 +229,6 @@ def test_a_part_or_size_the_page_does_not_have_is_one_line(params, words):
 
 
 # ---------------------------------------------------------------------------- phases
-@pytest.fixture(scope='module')
-def model(tiny_ckpt):
-    from microgpt.lab.loading import load
-    return load(tiny_ckpt).model
-
-
 @pytest.mark.parametrize('head, query', [(0, None), (1, 2), (0, 0)])
 def test_phase_view_is_the_models_own_attention(model, head, query):
     v = phases.phase_view(model, 'emma', 0, head, query)

@@ -24,11 +24,6 @@ TEXT = 'emma'
 SMALL = {'n_embd': 8, 'n_head': 2, 'block_size': 12}  # a run of a second or two
 
 
-@pytest.fixture(scope='module')
-def model(tiny_ckpt):
-    return load(tiny_ckpt).model
-
-
 def still_serving(server):
     status, body, _ = request(server, 'GET', '/api/config')
     return status == 200 and body['checkpoints'][0]['id'] == 'start'

@@ -31,11 +31,13 @@ def layers_by_file():
 def traced_calls(main, argv, capsys):
     """(exit code, [(caller's file, callee's file, callee's name)]) of main(argv), files relative
     to the repository, for the project's own calls only."""
-    layers, calls, entered = layers_by_file(), [], {}  # entered: the generators' frames, kept alive
+    layers, calls, entered, known = layers_by_file(), [], {}, {}  # entered: the generators' frames, kept alive
 
-    def project_file(code):
-        path = os.path.relpath(code.co_filename, REPO_DIR)
-        return path if path in layers else None
+    def project_file(code):  # relpath once a file (known), not once a call: the engine makes millions
+        if code.co_filename not in known:
+            path = os.path.relpath(code.co_filename, REPO_DIR)
+            known[code.co_filename] = path if path in layers else None
+        return known[code.co_filename]
 
     def profile(frame, event, arg):
         code = frame.f_code

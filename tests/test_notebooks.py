@@ -49,9 +49,11 @@ def kernel(tmp_path_factory):
 def test_each_notebook_runs_top_to_bottom_in_an_emptied_kernel(path, tmp_path, kernel, measured):
     import nbformat
     kernel.nb = notebook = notebook_tools()[0].read(path)
-    # magics bind no name: the notebook starts from an empty namespace, in its folder, its workspace fresh
+    # magics bind no name: the notebook starts from an empty namespace, in its folder, its workspace fresh,
+    # the kernel's own objects frozen out of the gc's sweeps (as tests/conftest.py does before a test)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(
-        f"%reset -f\n%cd -q {tmp_path}\n%env MICROGPT_EXERCISES={tmp_path / 'exercises'}"))
+        f"%reset -f\n%cd -q {tmp_path}\n%env MICROGPT_EXERCISES={tmp_path / 'exercises'}\n"
+        "__import__('gc').collect(); __import__('gc').freeze();"))
     started = time.perf_counter()
     kernel.execute(cleanup_kc=False)  # raises CellExecutionError, with the cell and its traceback, at the first error
     seconds = time.perf_counter() - started
