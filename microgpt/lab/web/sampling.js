@@ -35,6 +35,7 @@ async function draw() {
   await Lab.guard(async () => {
     const data = await Lab.api('/api/sampling?part=draws', {...common, temperatures: [own], names_at: [own],
       num: Number($('num').value), seed: Number($('seed').value), ...(text ? {length: Number($('length').value)} : {})});
+    if (Lab.inputs !== since) return;  // the learner changed a setting while these were drawn: they are not its
     $('names').replaceChildren(...draws(data, own, text));
     $('drawn').classList.remove('stale');
   }, ['names'], false);
