@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from helpers import lab, read_repo_file
+from helpers import lab, make_workspace, read_repo_file
 from microgpt.lab.exercises import catalog, hints, workspace
 from microgpt.lab.example import SCORES
 
@@ -82,7 +82,7 @@ def test_the_softmax_figures_taught_are_the_computed_ones_rounded():
 @pytest.mark.parametrize('e', catalog.EXERCISES, ids=lambda e: e.stem)
 def test_hint_gives_each_of_two_or_more_levels_in_turn_then_says_there_is_no_more(e, tmp_path, capsys):
     assert sorted(hints.HINTS) == list(catalog.NUMBERS)
-    ws, _ = started(tmp_path)
+    ws = make_workspace(tmp_path / 'w', solved=[])
     levels = hints.HINTS[e.number]
     assert len(levels) >= 2 and len(set(levels)) == len(levels) and all(len(h) > 20 for h in levels)
     for level, text in enumerate(levels, start=1):
@@ -96,14 +96,8 @@ def test_hint_gives_each_of_two_or_more_levels_in_turn_then_says_there_is_no_mor
     assert f'solution {e.number}' in out
 
 
-def started(tmp_path):
-    """(a fresh workspace, its record of results and hint levels)."""
-    workspace.start(str(tmp_path / 'w'))
-    return str(tmp_path / 'w'), tmp_path / 'w' / workspace.MANIFEST
-
-
-def test_the_level_is_kept_in_the_workspace_record_and_level_asks_one_directly(tmp_path, capsys):
-    ws, record = started(tmp_path)
+def test_the_level_is_kept_in_the_record_level_asks_one_and_one_past_the_last_is_one_line(tmp_path, capsys):
+    ws, record = make_workspace(tmp_path / 'w', solved=[]), tmp_path / 'w' / workspace.MANIFEST
     lab(['hint', '13', '--dir', ws], capsys)
     assert json.loads(record.read_text())['hints'] == {'13': 1}
     status, out, _ = lab(['hint', '13', '--level', '3', '--dir', ws], capsys)
@@ -111,11 +105,7 @@ def test_the_level_is_kept_in_the_workspace_record_and_level_asks_one_directly(t
     assert 'hint 4 of 4' in lab(['hint', '13', '--dir', ws], capsys)[1]  # the next after the highest seen
     assert 'hint 1 of 3' in lab(['hint', '6', '--dir', ws], capsys)[1]  # each exercise has its own level
     assert json.loads(record.read_text())['hints'] == {'13': 4, '6': 1}
-
-
-def test_a_level_past_the_last_is_one_line_and_changes_nothing(tmp_path, capsys):
-    ws, record = started(tmp_path)
-    before = record.read_bytes()
+    before = record.read_bytes()  # a level past the last: one line, and nothing changed
     status, out, err = lab(['hint', '1', '--level', '3', '--dir', ws], capsys)
     assert status == 2 and not out and err.startswith('error: ') and err.count('\n') == 1
     assert 'exercise 1 (mul) has 2 hints' in err and '--level 2' in err and record.read_bytes() == before

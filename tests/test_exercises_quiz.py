@@ -88,8 +88,6 @@ def test_the_quiz_command_grades_one_answer_and_asks_them_all(capsys, monkeypatc
 
 # ---------------------------------------------------------------------------- answers of another form
 def test_an_answer_not_of_the_kind_asked_is_not_graded_but_told_the_form():
-    """A letter where numbers are due, or a choice in one's own words, is never 'not quite': it
-    is not graded, and the learner is told the form to give (and a right one is still right)."""
     czech = quiz.get('byhand-1')
     assert 'not a number' in quiz.unreadable(czech, 'b') and 'answer with 4 numbers' in quiz.unreadable(czech, 'b')
     assert 'has 2 numbers' in quiz.unreadable(czech, '0.2, 0.8')

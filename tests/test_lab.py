@@ -6,7 +6,6 @@ the port's captured arrays and the scalar engine's loss; every mistake is one li
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ from helpers import assert_one_line, run_lab
 from microgpt.edge.checkpoint import load_checkpoint as load_scalar
 from microgpt.lab import attention, loss, overview
 from microgpt.lab.__main__ import main
+from microgpt.programs.runlog import log_path_for as log_of
 from microgpt.training import doc_loss, doc_tokens
 
 EXACT_TOL = 1e-12    # the same float64 arithmetic in another order
@@ -154,10 +154,6 @@ def test_overview_bars_are_at_temperature_1_whatever_temperature_is(tiny_ckpt, m
 
 
 # ---------------------------------------------------------------------------- loss
-def log_of(ckpt):
-    return ckpt[:-len('.json')] + '.log.jsonl'
-
-
 def test_loss_reads_the_training_log(tiny_ckpt, capsys):
     train, val = loss.read_log(log_of(tiny_ckpt))
     assert [s for s, _, _ in train] == list(range(1, 61))
@@ -282,16 +278,6 @@ def test_png_without_matplotlib_says_how_to_install(tiny_ckpt, tmp_path, capsys,
         assert "pip install -e '.[plot]'" in err
         assert out == ''  # refused before any work is printed
     assert not (tmp_path / 'x.png').exists()
-
-
-def test_module_entry_point():
-    # the real `python -m microgpt.lab`, once (its one-line errors in a process of their own:
-    # test_lab_autograd.py and test_lab_pictures.py)
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=repo)
-    ok = subprocess.run([sys.executable, '-m', 'microgpt.lab', 'autograd', '(a + b) * c',
-                         'a=2', 'b=-3', 'c=10'], capture_output=True, text=True, env=env, cwd=repo)
-    assert ok.returncode == 0 and 'c.grad = -1' in ok.stdout
 
 
 # ---------------------------------------------------------------------------- pictures

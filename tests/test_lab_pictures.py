@@ -47,8 +47,6 @@ def trained(tmp_path, names_file, capsys):
 
 @pytest.mark.parametrize('command', ['overview', 'loss'])
 def test_a_picture_replaces_only_a_picture(trained, capsys, command):
-    """--png aimed at the run's checkpoint, best file, log or data, or at a file that is not a
-    picture, directly or through a link: refused in one line, every byte kept."""
     targets = ['d.json', 'd.best.json', 'd.log.jsonl', 'names.txt', 'notes.png']
     (trained / 'notes.png').write_text('my notes\n')
     for name in targets:

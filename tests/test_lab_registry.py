@@ -124,6 +124,9 @@ def test_every_page_has_its_files(server):
         html = request(server, 'GET', f'/{name}')[2].decode('utf-8')
         assert f'data-page="{name}"' in html and f'/static/{name}.js' in html and '<main>' in html
         assert request(server, 'GET', f'/static/{name}.js')[0] == 200
+    for path in ('/', '/static/lab.js', '/favicon.ico'):  # the front page, and what every page shares
+        status, _, raw = request(server, 'GET', path)
+        assert status == 200 and len(raw) > 100
 
 
 def test_every_page_is_timed_or_says_why_not():

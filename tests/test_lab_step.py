@@ -33,18 +33,23 @@ def scalar(tiny_ckpt):
     return load_scalar(tiny_ckpt)  # a fresh copy each time: step_report changes the weights
 
 
+@pytest.fixture(scope='module')
+def report(tiny_ckpt):
+    """One step of TEXT at lr 0.01, on a fresh copy: what most tests below read."""
+    return step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
+
+
 # ---------------------------------------------------------------------------- the step
-def test_the_labs_gradients_are_backwards(tiny_ckpt, scalar):
+def test_the_labs_gradients_are_backwards(tiny_ckpt, report):
     reference = load_scalar(tiny_ckpt)
     loss = doc_loss(reference, doc_tokens(reference.tokenizer, TEXT))
     loss.backward()
-    r = step.step_report(scalar, TEXT, lr=0.01)
-    assert abs(r['loss_before'] - loss.data) < EXACT_TOL
+    assert abs(report['loss_before'] - loss.data) < EXACT_TOL
     for name, matrix in reference.state_dict.items():
-        for row, lab_row in zip(matrix, r['grads'][name]):
+        for row, lab_row in zip(matrix, report['grads'][name]):
             assert max(abs(p.grad - g) for p, g in zip(row, lab_row)) < EXACT_TOL, name
-    assert r['closed_form_diff'] < EXACT_TOL           # dL/dlogits = (p - one_hot) / n
-    assert any(g != 0 for rows in r['grads'].values() for row in rows for g in row)
+    assert report['closed_form_diff'] < EXACT_TOL           # dL/dlogits = (p - one_hot) / n
+    assert any(g != 0 for rows in report['grads'].values() for row in rows for g in row)
 
 
 def test_the_stage_walk_finds_the_stream_entering_lm_head(scalar):
@@ -68,24 +73,23 @@ def test_a_small_step_lowers_the_names_loss(scalar):
     assert abs(r['loss_after'] - doc_loss(scalar, doc_tokens(scalar.tokenizer, TEXT)).data) < EXACT_TOL
 
 
-def test_the_weights_without_a_gradient_are_unused_rows_and_dead_relu_units(scalar):
+def test_the_weights_without_a_gradient_are_unused_rows_and_dead_relu_units(scalar, report):
     """Every weight whose gradient is exactly 0 is explained: an embedding row the name does not
     use, or the fc1 row and fc2 column of an MLP unit whose ReLU is 0 at every position."""
-    r = step.step_report(scalar, TEXT, lr=0.01)
-    c = r['without_grad']
-    assert c['zeros'] == r['n_params'] - r['n_with_grad']
+    c = report['without_grad']
+    assert c['zeros'] == report['n_params'] - report['n_with_grad']
     assert c['other'] == 0 and c['confirmed'] is True
     n = scalar.config.n_embd
-    assert c['unused_rows']['wte'] == (scalar.config.vocab_size - len(r['wte_rows'])) * n
+    assert c['unused_rows']['wte'] == (scalar.config.vocab_size - len(report['wte_rows'])) * n
     for li, units in enumerate(c['dead_units']):
         for h in units:
-            assert not any(r['grads'][f'layer{li}.mlp_fc1'][h])
-            assert not any(row[h] for row in r['grads'][f'layer{li}.mlp_fc2'])
+            assert not any(report['grads'][f'layer{li}.mlp_fc1'][h])
+            assert not any(row[h] for row in report['grads'][f'layer{li}.mlp_fc2'])
 
 
-def test_a_unit_made_dead_is_counted_dead(tiny_ckpt):
+def test_a_unit_made_dead_is_counted_dead(tiny_ckpt, report):
     # negative control: a live unit whose fc1 row is zeroed
-    alive = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)['without_grad']['dead_units'][0]
+    alive = report['without_grad']['dead_units'][0]
     h = next(u for u in range(4 * 8) if u not in alive)
     model = load_scalar(tiny_ckpt)
     for p in model.state_dict['layer0.mlp_fc1'][h]:
@@ -110,33 +114,30 @@ def close(mine, theirs, path='r'):
         assert mine == theirs, (path, mine, theirs)
 
 
-def test_the_numpy_engines_step_is_the_scalar_engines(tiny_ckpt):
-    by_scalar = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
+def test_the_numpy_engines_step_is_the_scalar_engines(tiny_ckpt, report):
     by_numpy = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01, engine='numpy')
-    assert by_scalar['engine'] == 'scalar' and by_numpy['engine'] == 'numpy'
-    assert by_scalar['graph_nodes'] > 0 and by_scalar['numpy']['max_diff'] < EXACT_TOL
+    assert report['engine'] == 'scalar' and by_numpy['engine'] == 'numpy'
+    assert report['graph_nodes'] > 0 and report['numpy']['max_diff'] < EXACT_TOL
     assert by_numpy['graph_nodes'] is None and by_numpy['numpy'] is None and by_numpy['torch'] is None
     assert by_numpy['without_grad']['confirmed'] is True
     mine = {k: v for k, v in by_numpy.items() if k not in ('engine', 'graph_nodes', 'numpy', 'torch')}
-    close(mine, {k: by_scalar[k] for k in mine})
+    close(mine, {k: report[k] for k in mine})
     with pytest.raises(UserError, match="--engine 'torch': choose one of scalar, numpy"):
         step.step_report(load_scalar(tiny_ckpt), TEXT, engine='torch')
 
 
-def test_the_steps_adam_is_optim_adam_bit_for_bit(tiny_ckpt):
-    r = step.step_report(load_scalar(tiny_ckpt), TEXT, lr=0.01)
+def test_the_steps_adam_is_optim_adam_bit_for_bit(tiny_ckpt, report):
     reference = load_scalar(tiny_ckpt)
     for name, matrix in reference.state_dict.items():
-        for row, grads in zip(matrix, r['grads'][name]):
+        for row, grads in zip(matrix, report['grads'][name]):
             for p, g in zip(row, grads.tolist()):
                 p.grad = g
     Adam(reference.params).step(0.01)
-    assert reference.weights() == {name: w.tolist() for name, w in r['weights_after'].items()}
+    assert reference.weights() == {name: w.tolist() for name, w in report['weights_after'].items()}
 
 
-def test_the_first_adam_step_is_lr(scalar):
-    lr = 0.01
-    r = step.step_report(scalar, TEXT, lr=lr)
+def test_the_first_adam_step_is_lr(report):
+    lr, r = 0.01, report  # the report's learning rate
     assert r['formula_diff'] < ADAM_TOL                # |step| = lr |g| / (|g| + eps) for every weight
     assert r['untouched_moved'] == 0.0                 # no gradient, no step
     a = r['adam']
@@ -145,14 +146,13 @@ def test_the_first_adam_step_is_lr(scalar):
     assert abs(a['moved'] - a['update']) < EXACT_TOL and abs(abs(a['moved']) - lr) < LR_TOL * lr
 
 
-def test_unused_rows_of_wte_have_exactly_zero_gradient(tiny_ckpt, scalar):
-    r = step.step_report(scalar, TEXT, lr=0.01)
-    tok = scalar.tokenizer
+def test_unused_rows_of_wte_have_exactly_zero_gradient(tiny_ckpt, report):
+    r, model = report, load_scalar(tiny_ckpt)
+    tok = model.tokenizer
     used = {tok.bos} | set(tok.encode(TEXT))
     assert set(r['wte_rows']) == used
     assert r['wpe_rows'] == list(range(len(TEXT) + 1))
     # oracle: nudging an unused row leaves the loss bit for bit unchanged; a used row moves it
-    model = load_scalar(tiny_ckpt)
     tokens = doc_tokens(tok, TEXT)
     base = doc_loss(model, tokens).data
     unused = next(i for i in range(tok.vocab_size) if i not in used)

@@ -46,17 +46,6 @@ def test_a_page_run_logs_the_losses_train_py_logs_for_the_same_flags(text_server
     assert [(r['step'], r['val_loss'], r['train_loss']) for r in records if 'val_loss' in r] == cli_val
 
 
-def test_a_names_run_keeps_its_json_checkpoint_and_train_pys_default_schedule(text_server):
-    started = post(text_server, '/api/train/start', {'steps': 8, 'n_embd': 8, 'n_head': 2, 'block_size': 12,
-                                                     'weight_decay': 0.5})
-    assert (started['params']['eval_every'], started['params']['save_every']) == (200, 100)  # train.py's
-    final, records, _ = wait_for_run(text_server)
-    path = text_server.lab.checkpoints.path(final['ckpt'])
-    run = read_checkpoint(path, training=True).train_state.run
-    assert path.endswith('model.json') and (run.dtype, run.weight_decay) == ('float64', 0.5)
-    assert [r['step'] for r in records if 'val_loss' in r] == [8]  # only at the end, as train.py evaluates
-
-
 def test_the_time_left_is_the_steps_left_at_the_runs_pace():
     run = SimpleNamespace(params={'steps': 1000}, first=None, latest=None)
     assert time_left(run) is None  # nothing read: nothing to say
