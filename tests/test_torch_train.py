@@ -102,7 +102,7 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
 @pytest.mark.parametrize('extra,fragment', [
     (['--engine', 'torch', '--unfused'], "--unfused is for the scalar engine"),
     (['--engine', 'torch', '--dtype', 'float16'], "invalid choice: 'float16'"),
-], ids=['unfused-torch', 'float16'])  # --dtype and --device on another engine: tests/test_refusals.py, test_text.py
+], ids=['unfused-torch', 'float16'])  # --dtype and --device on another engine: tests/test_refusals.py
 def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
     torch_or_skip()
     code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
