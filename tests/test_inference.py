@@ -1,13 +1,9 @@
 """
 The numpy port (src/inference) against the scalar GPT (microgpt/model.py), its oracle.
 
-Layered as the style guide asks: the logits of every position, then the attention weights
-(gpt()'s softmax outputs, recorded by tests/helpers.py) and the KV cache, then the
-loss, then the names that sampling draws.
-Each runs on several configs with random weights: microgpt's default, a deeper and wider one
-with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
-position at a time with its KV cache; the port computes the whole sequence in one call.
-Then: captures (shapes, NaN future, causality), and checkpoints read by the one reader.
+On several configs with random weights (microgpt's default, a deeper and wider one with 3
+heads, a 41-character Czech vocabulary): the scalar gpt() is called one position at a time with
+its KV cache; the port computes the whole sequence in one call.
 """
 
 import json

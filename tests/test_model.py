@@ -5,8 +5,6 @@ gpt() is checked against an independent oracle written here in plain floats: a w
 forward pass (every position at once, layer by layer, with an explicit causal mask) on small fixed
 weights that no random generator made. The model's own path is different in shape (one position
 per call, a KV cache, fused Value nodes), so agreement to 1e-12 means both compute the same math.
-Then the KV cache is checked against recomputing every prefix from a fresh cache, and the
-parameters against microgpt's names, shapes and initial std.
 
 Run: .venv/bin/python -m pytest -q tests/test_model.py
 """
