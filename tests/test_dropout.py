@@ -2,7 +2,7 @@
 Inverted dropout (train.py --dropout, src/backprop/dropout.py): one function, three engines.
 
 The oracles: central finite differences for the hand-derived backward with a fixed mask
-(src/backprop/layers.py); the scalar engine's graph (gpt()'s `dropout=`) and PyTorch's autograd
+(src/backprop/layers.py; the whole model's: tests/test_backprop_layers.py); the scalar engine's graph (gpt()'s `dropout=`) and PyTorch's autograd
 for the same masks, loss and every gradient to 1e-10 in float64; the masks' own statistics
 (the share dropped, the 1 / (1 - P) kept, their independence of anything but seed and step).
 A run with dropout logs the same losses on every engine, resumes exactly, keeps a best whose
@@ -84,22 +84,6 @@ def test_attention_backward_with_dropped_weights_against_finite_differences():
         assert max_diff(dx, numeric_grad_array(loss, x)) < FD_TOL
     _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
     assert max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3  # the mask mattered
-
-
-def test_the_whole_models_gradient_with_dropout_against_finite_differences():
-    weights = {name: np.array(w) for name, w in weights_of().items()}
-    masks = draw(0.3, 5, 2, len(BATCH), CONFIG)
-    _, grads = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)
-    r = np.random.default_rng(2)
-    for name, w in weights.items():
-        i = tuple(r.integers(0, n) for n in w.shape)
-        old = w[i]
-        w[i] = old + 1e-6
-        up = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
-        w[i] = old - 1e-6
-        down = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
-        w[i] = old
-        assert abs(grads[name][i] - (up - down) / 2e-6) < FD_TOL, name
 
 
 # ---------------------------------------------------------------------------- the engines
