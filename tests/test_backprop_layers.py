@@ -101,15 +101,20 @@ def attention_case():
     return rows, B, T, n_head, q, k, v, R
 
 
-def test_attention_backward():
+@pytest.mark.parametrize('dropped', [False, True])
+def test_attention_backward(dropped):
+    """Also with half the attention weights dropped (a fixed mask, kept ones scaled by 2)."""
     rows, B, T, n_head, q, k, v, R = attention_case()
+    drop = (np.random.default_rng(1).random((n_head, B, T, T)) >= 0.5) * 2.0 if dropped else None
 
     def loss():
-        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
-    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head)
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head, drop)[0]).sum())
+    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head, drop)
     dq, dk, dv = layers.attention_backward(R, cache)
     for d, x in ((dq, q), (dk, k), (dv, v)):
         assert max_diff(d, numeric_grad_array(loss, x)) < FD_TOL
+    _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    assert (max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3) == dropped  # the mask mattered
 
 
 def test_attention_is_causal_and_keeps_the_names_apart():
