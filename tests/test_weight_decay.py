@@ -1,10 +1,10 @@
 """
 Decoupled weight decay (train.py --weight-decay, microgpt/optim.py): AdamW's, in all three engines.
 
-Checked against independent oracles (the numpy engine's array Adam is the scalar one float for
-float, decay on or off: tests/test_backprop_trainer.py): against PyTorch's torch.optim.AdamW (float64, microgpt's betas and eps) on
-the same gradients; and the decay against its closed form (a weight with no gradient shrinks by
-exactly (1 - lr * wd) a step). tests/test_dropout.py runs the engines, and a resume, with decay on.
+Checked against PyTorch's torch.optim.AdamW (float64, microgpt's betas and eps) on the same
+gradients, and the decay against its closed form (a weight with no gradient shrinks by exactly
+(1 - lr * wd) a step). The array Adam is the scalar one float for float, decay on or off
+(tests/test_backprop_trainer.py). tests/test_dropout.py runs the engines, and a resume, with decay on.
 """
 
 import random
