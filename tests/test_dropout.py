@@ -128,23 +128,6 @@ def test_the_engines_log_the_same_losses_with_dropout_and_decay_on(tmp_path, nam
     assert code == 0 and max(abs(a - b) for a, b in zip(plain, dropped)) > 1e-4
 
 
-def test_the_numpy_engine_split_over_workers_draws_each_names_masks(tmp_path, names_file, capsys):
-    """--threads 1 runs the batch in one piece; two workers part it by names (parallel.py),
-    each part with its names' masks: the same losses to rounding."""
-    from microgpt import backprop
-    from microgpt.training import doc_tokens
-    from microgpt.tokenizer import CharTokenizer
-    docs = load_docs(names_file)[:8]
-    tok = CharTokenizer.from_docs(docs)
-    config = GPTConfig(vocab_size=tok.vocab_size, n_layer=2, n_embd=8, n_head=2, block_size=12)
-    batch = [doc_tokens(tok, d) for d in docs]
-    weights = GPT(config, seed=1).weights()
-    one, two = backprop.Trainer(config, weights, tok), backprop.Trainer(config, weights, tok, workers=2)
-    for step in range(1, 4):
-        masks = draw(0.3, 42, step, len(batch), config)
-        assert abs(one.step(batch, 0.01, masks) - two.step(batch, 0.01, masks)) < 1e-12
-
-
 # ---------------------------------------------------------------------------- the run
 def test_a_run_with_dropout_and_decay_resumes_exactly(tmp_path, names_file, capsys, monkeypatch):
     """Stopped by Ctrl-C at step 6 of 14 and resumed: the losses of the run never stopped (the
