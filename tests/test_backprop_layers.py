@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from microgpt.backprop import layers
+from microgpt.backprop.dropout import draw
 from microgpt.backprop.model import loss_and_grads, make_batch, model_forward
 from microgpt.inference.model import merge_heads
 from microgpt.model import GPTConfig, parameter_shapes
@@ -100,15 +101,20 @@ def attention_case():
     return rows, B, T, n_head, q, k, v, R
 
 
-def test_attention_backward():
+@pytest.mark.parametrize('dropped', [False, True])
+def test_attention_backward(dropped):
+    """Also with half the attention weights dropped (a fixed mask, kept ones scaled by 2)."""
     rows, B, T, n_head, q, k, v, R = attention_case()
+    drop = (np.random.default_rng(1).random((n_head, B, T, T)) >= 0.5) * 2.0 if dropped else None
 
     def loss():
-        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head)[0]).sum())
-    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head)
+        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head, drop)[0]).sum())
+    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head, drop)
     dq, dk, dv = layers.attention_backward(R, cache)
     for d, x in ((dq, q), (dk, k), (dv, v)):
         assert max_diff(d, numeric_grad_array(loss, x)) < FD_TOL
+    _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
+    assert (max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3) == dropped  # the mask mattered
 
 
 def test_attention_is_causal_and_keeps_the_names_apart():
@@ -157,19 +163,22 @@ def test_cross_entropy_backward():
 
 
 # ---------------------------------------------------------------------------- the whole model
-def test_whole_model_gradient_against_finite_differences(tiny_config):
+@pytest.mark.parametrize('dropout', [0.0, 0.3])
+def test_whole_model_gradient_against_finite_differences(tiny_config, dropout):
+    """With dropout, on one step's fixed masks (src/backprop/dropout.py)."""
     config, batch = tiny_config
     r = rng()
     weights = {name: r.normal(0, 0.3, size=shape) for name, shape in _shapes(config).items()}
-    _, grads = loss_and_grads(weights, config, batch)
+    masks = draw(dropout, 5, 2, len(batch), config) if dropout else None
+    _, grads = loss_and_grads(weights, config, batch, dropout=masks)
     for name, w in weights.items():
         for _ in range(3):  # three entries of every matrix
             i = tuple(r.integers(0, n) for n in w.shape)
             old = w[i]
             w[i] = old + H
-            up = loss_and_grads(weights, config, batch)[0]
+            up = loss_and_grads(weights, config, batch, dropout=masks)[0]
             w[i] = old - H
-            down = loss_and_grads(weights, config, batch)[0]
+            down = loss_and_grads(weights, config, batch, dropout=masks)[0]
             w[i] = old
             assert abs(grads[name][i] - (up - down) / (2 * H)) < FD_TOL, name
 

@@ -17,6 +17,7 @@ import pytest
 
 from microgpt import backprop
 from microgpt.backprop import layers, memory
+from microgpt.backprop.dropout import draw
 from microgpt.inference.attention import masked_attention
 from microgpt.inference.model import rmsnorm
 from microgpt.edge import text
@@ -49,13 +50,15 @@ def batches(tok, kind):
             yield [doc_tokens(tok, NAMES[(step * 3 + i) % len(NAMES)]) for i in range(5)]  # 5: parts of 2 and 3
 
 
-@pytest.mark.parametrize('kind', ['text', 'names'])
-def test_two_workers_give_one_passes_float64_losses(kind):
+@pytest.mark.parametrize('kind, dropout', [('text', 0.0), ('names', 0.0), ('names', 0.3)])
+def test_two_workers_give_one_passes_float64_losses(kind, dropout):
+    """With dropout, each part takes its names' share of the step's masks."""
     (one, two), tok = trainers()
     assert two.split is not None and one.split is None
     for step, batch in enumerate(batches(tok, kind)):
         lr = learning_rate(0.01, step, STEPS)
-        a, b = one.step(batch, lr), two.step(batch, lr)
+        masks = draw(dropout, 42, step + 1, len(batch), one.config) if dropout else None
+        a, b = one.step(batch, lr, masks), two.step(batch, lr, masks)
         assert isinstance(b, float) and abs(a - b) <= SPLIT_TOL, (step, a, b)
     assert np.abs(one.flat - two.flat).max() <= SPLIT_TOL
     assert one.optimizer.t == two.optimizer.t == STEPS

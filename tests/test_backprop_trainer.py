@@ -12,6 +12,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from microgpt import inference
 from microgpt.backprop import Trainer
@@ -126,13 +127,15 @@ def test_a_non_finite_step_returns_nan_and_changes_nothing():
     assert trainer.optimizer_state() == state
 
 
-def test_adam_on_arrays_is_the_scalar_adam_bit_for_bit():
+@pytest.mark.parametrize('weight_decay', [0.0, 0.1])
+def test_adam_on_arrays_is_the_scalar_adam_bit_for_bit(weight_decay):
     from microgpt.backprop.optim import AdamArrays
     from microgpt.engine import Value
     rng = np.random.default_rng(2)
     start = rng.normal(size=50)
     scalar_params = [Value(float(x)) for x in start]
-    scalar, arrays, flat = Adam(scalar_params), AdamArrays(50), start.copy()
+    scalar, flat = Adam(scalar_params, weight_decay=weight_decay), start.copy()
+    arrays = AdamArrays(50, weight_decay=weight_decay)
     for step in range(5):
         g = rng.normal(size=50) * 10.0 ** rng.integers(-6, 3, size=50)  # gradients of all scales
         for p, gi in zip(scalar_params, g):

@@ -330,10 +330,11 @@ def test_resume_with_a_damaged_training_state_is_a_one_line_error(finished_run, 
     (['--weight-decay', 'lots'], '--weight-decay'),
     (['--reproduce-original', '--dropout', '0.1'], "--dropout 0.1 would change the original's run"),
     (['--reproduce-original', '--weight-decay', '0.1'], "--weight-decay 0.1 would change the original's run"),
+    (['--reproduce-original', '--n-embd', '32'], "--n-embd 32 would change the original"),  # check_flags: tests/test_original.py
 ], ids=['steps-0', 'lr-0', 'val-size-negative', 'heads-do-not-divide', 'val-size-all',
         'unknown-flag', 'batch-above-the-names', 'vocab-size-above-the-cap', 'vocab-size-below-the-bytes', 'tokenizer-unknown',
         'dropout-1', 'dropout-nan', 'weight-decay-negative', 'weight-decay-not-a-number', 'original-with-dropout',
-        'original-with-decay'])
+        'original-with-decay', 'original-with-n-embd'])
 def test_train_bad_flags_are_one_line_errors(tmp_path, names_file, capsys, args, fragment):
     out = tmp_path / 'model.json'
     code, _, err = run(train.main, ['--data', names_file, '--out', str(out), *args], capsys)

@@ -2,8 +2,9 @@
 Inverted dropout (train.py --dropout, src/backprop/dropout.py): one function, three engines.
 
 The oracles: central finite differences for the hand-derived backward with a fixed mask
-(src/backprop/layers.py); the scalar engine's graph (gpt()'s `dropout=`) and PyTorch's autograd
-for the same masks, loss and every gradient to 1e-10 in float64; the masks' own statistics
+(src/backprop/layers.py; attention's and the whole model's: tests/test_backprop_layers.py);
+the scalar engine's graph (gpt()'s `dropout=`) and PyTorch's autograd for the same masks,
+loss and every gradient to 1e-10 in float64; the masks' own statistics
 (the share dropped, the 1 / (1 - P) kept, their independence of anything but seed and step).
 A run with dropout logs the same losses on every engine, resumes exactly, keeps a best whose
 weights give the logged loss, and evaluates and samples as the same weights without dropout.
@@ -68,40 +69,6 @@ def test_dropout_backward_against_finite_differences():
     assert np.all(layers.dropout_backward(R, m)[m == 0] == 0)  # a dropped number learns nothing
 
 
-def test_attention_backward_with_dropped_weights_against_finite_differences():
-    r = np.random.default_rng(1)
-    B, T, n_head, n_embd = 2, 4, 2, 6
-    rows = np.array([0, 1, 2, 3, 4, 5])  # name 0 has 4 positions, name 1 has 2 (padded to 4)
-    q, k, v = (r.normal(size=(len(rows), n_embd)) for _ in range(3))
-    drop = (r.random((n_head, B, T, T)) >= 0.5) * 2.0
-    R = r.normal(size=(len(rows), n_embd))
-
-    def loss():
-        return float((R * layers.attention_forward(q, k, v, rows, B, T, n_head, drop)[0]).sum())
-    _, cache = layers.attention_forward(q, k, v, rows, B, T, n_head, drop)
-    dq, dk, dv = layers.attention_backward(R, cache)
-    for x, dx in ((q, dq), (k, dk), (v, dv)):
-        assert max_diff(dx, numeric_grad_array(loss, x)) < FD_TOL
-    _, plain = layers.attention_forward(q, k, v, rows, B, T, n_head)
-    assert max_diff(layers.attention_backward(R, plain)[2], dv) > 1e-3  # the mask mattered
-
-
-def test_the_whole_models_gradient_with_dropout_against_finite_differences():
-    weights = {name: np.array(w) for name, w in weights_of().items()}
-    masks = draw(0.3, 5, 2, len(BATCH), CONFIG)
-    _, grads = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)
-    r = np.random.default_rng(2)
-    for name, w in weights.items():
-        i = tuple(r.integers(0, n) for n in w.shape)
-        old = w[i]
-        w[i] = old + 1e-6
-        up = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
-        w[i] = old - 1e-6
-        down = loss_and_grads(weights, CONFIG, BATCH, dropout=masks)[0]
-        w[i] = old
-        assert abs(grads[name][i] - (up - down) / 2e-6) < FD_TOL, name
-
-
 # ---------------------------------------------------------------------------- the engines
 def scalar_loss_and_grads(weights, masks):
     model = GPT.from_weights(CONFIG, weights)
@@ -159,23 +126,6 @@ def test_the_engines_log_the_same_losses_with_dropout_and_decay_on(tmp_path, nam
     plain = [e['loss'] for e in losses(log_of(tmp_path / 'plain.json'))]
     dropped = [e['loss'] for e in losses(log_of(tmp_path / 'numpy.json'))]
     assert code == 0 and max(abs(a - b) for a, b in zip(plain, dropped)) > 1e-4
-
-
-def test_the_numpy_engine_split_over_workers_draws_each_names_masks(tmp_path, names_file, capsys):
-    """--threads 1 runs the batch in one piece; two workers part it by names (parallel.py),
-    each part with its names' masks: the same losses to rounding."""
-    from microgpt import backprop
-    from microgpt.training import doc_tokens
-    from microgpt.tokenizer import CharTokenizer
-    docs = load_docs(names_file)[:8]
-    tok = CharTokenizer.from_docs(docs)
-    config = GPTConfig(vocab_size=tok.vocab_size, n_layer=2, n_embd=8, n_head=2, block_size=12)
-    batch = [doc_tokens(tok, d) for d in docs]
-    weights = GPT(config, seed=1).weights()
-    one, two = backprop.Trainer(config, weights, tok), backprop.Trainer(config, weights, tok, workers=2)
-    for step in range(1, 4):
-        masks = draw(0.3, 42, step, len(batch), config)
-        assert abs(one.step(batch, 0.01, masks) - two.step(batch, 0.01, masks)) < 1e-12
 
 
 # ---------------------------------------------------------------------------- the run

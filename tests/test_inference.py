@@ -1,13 +1,9 @@
 """
 The numpy port (src/inference) against the scalar GPT (microgpt/model.py), its oracle.
 
-Layered as the style guide asks: the logits of every position, then the attention weights
-(gpt()'s softmax outputs, recorded by tests/helpers.py) and the KV cache, then the
-loss, then the names that sampling draws.
-Each runs on several configs with random weights: microgpt's default, a deeper and wider one
-with 3 heads, and one with a 41-character (Czech) vocabulary. The scalar gpt() is called one
-position at a time with its KV cache; the port computes the whole sequence in one call.
-Then: captures (shapes, NaN future, causality), and checkpoints read by the one reader.
+On several configs with random weights (microgpt's default, a deeper and wider one with 3
+heads, a 41-character Czech vocabulary): the scalar gpt() is called one position at a time with
+its KV cache; the port computes the whole sequence in one call.
 """
 
 import json
@@ -135,20 +131,6 @@ def test_captures_have_the_documented_shapes():
     assert port.forward([0], capture=['q'])[1].keys() == {'q'}  # only what was asked for
 
 
-@pytest.mark.parametrize('name', CONFIGS)
-def test_future_positions_are_nan_and_rows_sum_to_one(name):
-    model, port = random_pair(name, seed=7)
-    cfg = model.config
-    _, caps = port.forward(random_ids(cfg, cfg.block_size, seed=7), capture='all')
-    T = cfg.block_size
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T): True where j > i
-    for name in ('attention_logits', 'attention_softmax'):
-        assert np.all(np.isnan(caps[name][:, :, future]))
-        assert not np.any(np.isnan(caps[name][:, :, ~future]))
-    row_sums = np.nansum(caps['attention_softmax'], axis=-1)  # (n_layer, n_head, T): j <= i only
-    assert np.abs(row_sums - 1.0).max() < SUM_TOL
-
-
 def test_captures_fit_together():
     # each capture recomputed from the others, the way a lesson would explain it
     model, port = random_pair('deep', seed=8)
@@ -172,12 +154,19 @@ def test_captures_fit_together():
 
 
 @pytest.mark.parametrize('name', CONFIGS)
-def test_earlier_positions_do_not_see_later_tokens(name):
-    # causality: growing the sequence leaves every capture of the earlier positions unchanged
+def test_attention_is_causal_future_positions_nan_and_rows_sum_to_one(name):
     model, port = random_pair(name, seed=9)
     cfg = model.config
     token_ids = random_ids(cfg, cfg.block_size, seed=9)
     _, full = port.forward(token_ids, capture='all')
+    T = cfg.block_size
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T): True where j > i
+    for cap in ('attention_logits', 'attention_softmax'):
+        assert np.all(np.isnan(full[cap][:, :, future]))
+        assert not np.any(np.isnan(full[cap][:, :, ~future]))
+    row_sums = np.nansum(full['attention_softmax'], axis=-1)  # (n_layer, n_head, T): j <= i only
+    assert np.abs(row_sums - 1.0).max() < SUM_TOL
+    # growing the sequence leaves every capture of the earlier positions unchanged
     t = cfg.block_size // 2
     _, prefix = port.forward(token_ids[:t], capture='all')
     for cap in inference.CAPTURE_NAMES:

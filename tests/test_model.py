@@ -5,8 +5,6 @@ gpt() is checked against an independent oracle written here in plain floats: a w
 forward pass (every position at once, layer by layer, with an explicit causal mask) on small fixed
 weights that no random generator made. The model's own path is different in shape (one position
 per call, a KV cache, fused Value nodes), so agreement to 1e-12 means both compute the same math.
-Then the KV cache is checked against recomputing every prefix from a fresh cache, and the
-parameters against microgpt's names, shapes and initial std.
 
 Run: .venv/bin/python -m pytest -q tests/test_model.py
 """
@@ -144,21 +142,15 @@ def test_position_zero_depends_only_on_its_own_token_and_position():
 
 
 # ---------------------------------------------------------------------------- the KV cache
-def test_kv_cache_equals_recomputing_every_prefix_from_scratch():
-    model = model_with_fixed_weights(SMALL)
-    incremental = cached_logits(model, TOKENS)
-    for t in range(len(TOKENS)):
-        fresh = cached_logits(model, TOKENS[:t + 1])  # a fresh cache, the prefix replayed
-        # the same float operations in the same order: bit-for-bit equal, not just close
-        assert fresh[-1] == incremental[t]
-
-
-def test_kv_cache_equals_recompute_with_the_default_random_init():
-    model = GPT(GPTConfig(vocab_size=27), seed=3)
-    tokens = [26, 4, 12, 12, 0, 26]
+@pytest.mark.parametrize('model, tokens', [(model_with_fixed_weights(SMALL), TOKENS),
+                                           (GPT(GPTConfig(vocab_size=27), seed=3), [26, 4, 12, 12, 0, 26])],
+                         ids=['fixed', 'default-random-init'])
+def test_kv_cache_equals_recomputing_every_prefix_from_scratch(model, tokens):
     incremental = cached_logits(model, tokens)
     for t in range(len(tokens)):
-        assert cached_logits(model, tokens[:t + 1])[-1] == incremental[t]
+        fresh = cached_logits(model, tokens[:t + 1])  # a fresh cache, the prefix replayed
+        # the same float operations in the same order: bit-for-bit equal, not just close
+        assert fresh[-1] == incremental[t]
 
 
 def test_each_call_appends_one_key_and_value_per_layer():
@@ -343,14 +335,6 @@ def test_the_default_models_initial_weights_are_unchanged():
     assert width_rule(16) == 0.08 and init_rule('layer0.attn_wo', 16, 1) == 0.08
 
 
-def test_wider_models_draw_with_the_width_rule():
-    cfg = GPTConfig(vocab_size=11, n_embd=64, n_head=4)
-    data = [p.data for p in GPT(cfg, seed=7).params]
-    rng = random.Random(7)
-    assert data[:50] == [rng.gauss(0, width_rule(64)) for _ in range(50)]
-    assert width_rule(64) == 0.04
-
-
 @pytest.mark.parametrize('n_embd, n_layer', [(16, 1), (16, 12), (64, 4), (256, 8), (512, 1), (512, 12)])
 def test_the_first_loss_is_about_uniform_guessing_at_every_width_and_depth(n_embd, n_layer):
     """Gaussian weights with GPT's std for each matrix (drawn with numpy here: a 512 x 12 model has
@@ -382,12 +366,14 @@ def test_init_weights_are_gpts_weights_without_a_value(config):
     assert init_weights(config, 42) != init_weights(config, 43)
 
 
-def test_deeper_models_draw_what_blocks_add_with_the_depth_rule():
+@pytest.mark.parametrize('n_embd, n_layer', [(16, 4), (64, 1)])
+def test_models_draw_with_the_width_and_depth_rules(n_embd, n_layer):
     """attn_wo and mlp_fc2 draw with std / sqrt(n_layer), the rest with the width rule, in state_dict
     order from one generator: the numbers are those gauss() calls, matrix after matrix."""
-    cfg = GPTConfig(vocab_size=11, n_layer=4, n_embd=16, n_head=4, block_size=8)
+    cfg = GPTConfig(vocab_size=11, n_layer=n_layer, n_embd=n_embd, n_head=4, block_size=8)
     weights, rng = init_weights(cfg, 3), random.Random(3)
     for name, (n_out, n_in) in parameter_shapes(cfg).items():
-        std = init_rule(name, 16, 4)
+        std = init_rule(name, n_embd, n_layer)
         assert weights[name] == [[rng.gauss(0, std) for _ in range(n_in)] for _ in range(n_out)], name
     assert init_rule('layer3.mlp_fc2', 16, 4) == 0.04 and init_rule('layer3.mlp_fc1', 16, 4) == 0.08
+    assert width_rule(64) == 0.04

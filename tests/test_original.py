@@ -242,13 +242,3 @@ def test_train_py_reproduce_original_gives_the_originals_numbers(tmp_path, capsy
     assert tuple(f"{e['loss']:.4f}" for e in losses(log_of(out))[-3:]) == PUBLISHED_LAST_LOSSES
     assert stdout.split('samples:\n')[1].split() == PUBLISHED_NAMES
 
-
-def test_train_py_refuses_a_flag_that_changes_the_original_in_one_line(tmp_path, names_file, capsys):
-    """check_flags's refusals (above), through train.py: one line, nothing written."""
-    from microgpt.programs import train
-    from helpers import assert_one_line_error, run
-    out = tmp_path / 'model.json'
-    code, _, err = run(train.main, ['--reproduce-original', '--data', names_file, '--out', str(out),
-                                    '--n-embd', '32'], capsys)
-    assert_one_line_error(code, err, '--n-embd 32 would change the original')
-    assert not out.exists()

@@ -45,6 +45,7 @@ def trained(tmp_path_factory):
 REFUSED = {
     'device-for-another-engine': (['--force', '--device', 'cuda'], '--device cuda is for --engine torch'),
     'dtype-for-another-engine': (['--force', '--dtype', 'float32'], '--dtype float32 is for the numpy and torch engines'),
+    'dtype-for-torch-alone': (['--force', '--engine', 'numpy', '--dtype', 'bfloat16'], '--dtype bfloat16 is for the torch engine'),
     'resume-and-init-the-same-file': (['--resume', '--init', '{out}'], 'would overwrite the checkpoint --init starts from'),
     'resume-and-init': (['--resume', '--init', '{out}.copy'], '--resume and --init cannot be combined'),
     'resume-and-force': (['--resume', '--force'], '--resume and --force cannot be combined'),

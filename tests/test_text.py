@@ -214,14 +214,3 @@ def test_the_lab_reads_a_running_text_model(prose_file, tmp_path, capsys):
     lab_main(['overview', '--ckpt', str(out), 'He had\nseen'])
     assert '\u23ce' in capsys.readouterr().out  # the newline, made visible
 
-
-def test_a_safetensors_checkpoint_keeps_the_data_mode_and_dtypes_belong_to_their_engines(prose_file, tmp_path,
-                                                                                         capsys):
-    out = tmp_path / 'text.safetensors'
-    code, _, err = run(['--data-mode', 'text', '--data', prose_file, '--steps', '2', '--eval-every', '0', *TINY,
-                        '--out', str(out)], capsys)
-    assert code == 0, err
-    assert read_checkpoint(str(out)).data_mode == 'text'
-    one_line_error(['--data-mode', 'text', '--data', prose_file, '--steps', '2', *TINY, '--engine', 'numpy',
-                    '--dtype', 'bfloat16', '--out', str(tmp_path / 'b.json')], capsys,
-                   '--dtype bfloat16 is for the torch engine')

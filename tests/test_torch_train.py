@@ -2,12 +2,8 @@
 `train.py --engine torch`: the same loop, flags, checkpoint and log as the other engines.
 
 PyTorch is optional: `pip install -e '.[torch]'` enables these tests, otherwise they skip (the
-one test of the message a user without PyTorch sees runs either way). Covered (the engines'
-equal losses through train.py are tests/test_dropout.py's): a checkpoint moves scalar -> torch
--> numpy mid-run and the losses are those of a run that never switched; float32 and bfloat16
-stay within stated distances of float64 over 50 steps; and every bad input
-(no PyTorch, a device that is not there, a dtype an engine cannot do, torchrun's environment
-without --engine torch, more ranks than names) is one line, exit 2, the checkpoint untouched.
+one test of the message a user without PyTorch sees runs either way). The engines' equal
+losses through train.py are tests/test_dropout.py's.
 """
 
 import os
@@ -102,7 +98,7 @@ def test_engine_torch_without_pytorch_names_the_install_command(kept, names_file
 @pytest.mark.parametrize('extra,fragment', [
     (['--engine', 'torch', '--unfused'], "--unfused is for the scalar engine"),
     (['--engine', 'torch', '--dtype', 'float16'], "invalid choice: 'float16'"),
-], ids=['unfused-torch', 'float16'])  # --dtype and --device on another engine: tests/test_refusals.py, test_text.py
+], ids=['unfused-torch', 'float16'])  # --dtype and --device on another engine: tests/test_refusals.py
 def test_engine_flag_mismatches_are_one_line_errors(kept, names_file, capsys, extra, fragment):
     torch_or_skip()
     code, _, err = run(train.main, train_args(names_file, kept, '--force', *extra), capsys)
