@@ -90,6 +90,8 @@ def run_recipe(name, data, steps, combine, env, tmp):
     for label, extra in RUNGS.items():
         one(label, extra)
     chosen = combine or [label for label in RUNGS if label in results and results[label][0] < results['microgpt'][0]]
+    if {'gelu', 'swiglu'} <= set(chosen):  # one MLP or the other: the better of the two
+        chosen.remove(max('gelu', 'swiglu', key=lambda label: results[label][0]))
     if len(chosen) > 1:
         one(' + '.join(chosen), [arg for label in chosen for arg in RUNGS[label]])
     return results
