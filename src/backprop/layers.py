@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from ..inference.attention import causal_mask, softmax
-from ..inference.model import cross_entropy, linear, rms_scale, split_heads
+from ..inference.model import cross_entropy, gelu, linear, rms_scale, sigmoid, split_heads
 from microgpt.model import rope_frequencies
 from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
@@ -195,8 +195,9 @@ GELU_C = math.sqrt(2 / math.pi)  # the tanh form's constant, as GPT-2's
 
 
 def gelu_forward(u):
-    """GPT-2's GELU in its tanh form, 0.5 u (1 + tanh(c (u + 0.044715 u^3))), keeping u."""
-    return 0.5 * u * (1 + np.tanh(GELU_C * (u + 0.044715 * u ** 3))), u  # same shape as u
+    """GPT-2's GELU in its tanh form, 0.5 u (1 + tanh(c (u + 0.044715 u^3))): the port's gelu,
+    keeping u."""
+    return gelu(u), u  # same shape as u
 
 
 def gelu_backward(dy, u):
@@ -213,8 +214,8 @@ def gelu_backward(dy, u):
 # ---------------------------------------------------------------------------- SwiGLU
 def swiglu_forward(a, b):
     """h = silu(a) * b, silu(a) = a * sigmoid(a): the gate a (x @ mlp_gate.T) sets how much of
-    b (x @ mlp_fc1.T) passes, entry by entry; keeping a and b."""
-    return a / (1 + np.exp(-a)) * b, (a, b)  # (R, mlp_hidden)
+    b (x @ mlp_fc1.T) passes, entry by entry (the port's sigmoid); keeping a and b."""
+    return a * sigmoid(a) * b, (a, b)  # (R, mlp_hidden)
 
 
 def swiglu_backward(dh, cache):
@@ -224,7 +225,7 @@ def swiglu_backward(dh, cache):
     a, b, dh: (R, mlp_hidden).
     """
     a, b = cache
-    s = 1 / (1 + np.exp(-a))                            # (R, mlp_hidden)
+    s = sigmoid(a)                                      # (R, mlp_hidden)
     return dh * b * s * (1 + a * (1 - s)), dh * a * s   # da, db
 
 
