@@ -664,7 +664,7 @@ def data_values(page, selector, key='value'):
     return [float(v) for v in page.locator(selector).evaluate_all(f'els => els.map(e => e.dataset.{key})')]
 
 
-# ---------------------------------------------------------------------------- the modern rungs (issue 45): each alone, and all at once
+# ---------------------------------------------------------------------------- the modern rungs: each alone, and all at once
 RUNGS = {'rope': dict(rope=True), 'gelu': dict(mlp='gelu'), 'swiglu': dict(mlp='swiglu'),
          'norm_gains': dict(norm_gains=True), 'qk_norm': dict(qk_norm=True),
          'grouped': dict(n_kv_head=2), 'multi_query': dict(n_kv_head=1), 'tied': dict(tie_embeddings=True),

@@ -1,5 +1,5 @@
 """
-The lab on models with the modern rungs (issue 45): a checkpoint trained with every rung on
+The lab on models with the modern rungs (docs/modern.md): a checkpoint trained with every rung on
 (RoPE, SwiGLU, norm gains, QK-norm, n_kv_head 2, tied embeddings) and one with GELU. Every
 command the registry lists runs on each; its numbers are the model's own (each head reads its
 group's keys, the step's engines agree, every weight without a gradient is accounted for);

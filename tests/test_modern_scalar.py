@@ -1,5 +1,5 @@
 """
-Tests for the modern rungs of the scalar gpt() (issue 45), the oracle the other engines meet.
+Tests for the modern rungs of the scalar gpt() (docs/modern.md), the oracle the other engines meet.
 
 gpt() composes its rungs from blocks already tested; new are gelu and silu, checked against their
 closed forms in ops.py and as fused.py's one node. The whole model's gradient, each rung alone

@@ -30,7 +30,7 @@ name, and sees (n_head, B, T, head_dim), heads first as in the port, the batch a
 leading axis. (The linear, rmsnorm and MLP work is two thirds of a step; names.txt batches of
 32 are about one third padding, which these layers thus skip.)
 
-The modern rungs (issue 45: RoPE, GELU, SwiGLU, norm gains, QK-norm, grouped-query attention)
+The modern rungs (docs/modern.md: RoPE, GELU, SwiGLU, norm gains, QK-norm, grouped-query attention)
 add their pairs in the same way, each where the algorithm meets it; tied embeddings need none,
 only the sum of wte's two gradients (model.py).
 
