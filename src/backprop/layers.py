@@ -214,8 +214,10 @@ def gelu_backward(dy, u):
 # ---------------------------------------------------------------------------- SwiGLU
 def swiglu_forward(a, b):
     """h = silu(a) * b, silu(a) = a * sigmoid(a): the gate a (x @ mlp_gate.T) sets how much of
-    b (x @ mlp_fc1.T) passes, entry by entry (the port's sigmoid); keeping a and b."""
-    return a * sigmoid(a) * b, (a, b)  # (R, mlp_hidden)
+    b (x @ mlp_fc1.T) passes, entry by entry (the port's sigmoid); keeping a, b and sigmoid(a),
+    which the backward needs again: kept, its tanh over every entry runs once a step, not twice."""
+    s = sigmoid(a)                # (R, mlp_hidden)
+    return a * s * b, (a, b, s)   # (R, mlp_hidden)
 
 
 def swiglu_backward(dh, cache):
@@ -224,8 +226,7 @@ def swiglu_backward(dh, cache):
         dh/da = b silu'(a), silu'(a) = s + a s (1 - s)          da = dh * b * s (1 + a (1 - s))
     a, b, dh: (R, mlp_hidden).
     """
-    a, b = cache
-    s = sigmoid(a)                                      # (R, mlp_hidden)
+    a, b, s = cache                                     # (R, mlp_hidden) each
     return dh * b * s * (1 + a * (1 - s)), dh * a * s   # da, db
 
 
