@@ -30,6 +30,16 @@ def read_text(path):
         return f.read()
 
 
+def train_flags(settings):
+    """train.py's flags for a dict of its settings: --name value, or --name alone for a switch
+    that is on (rope=True: --rope)."""
+    flags = []
+    for name, value in settings.items():
+        flag = f"--{name.replace('_', '-')}"
+        flags += [flag] if value is True else [] if value is False else [flag, str(value)]
+    return flags
+
+
 def child_env(threads=None, **variables):
     """This environment for a child process, with `variables` set, OPENBLAS_NUM_THREADS and
     OMP_NUM_THREADS set to `threads` if given, and OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE UNSET:

@@ -1,6 +1,8 @@
 """
-The modern rungs, measured: README's two recipes trained through train.py with microgpt's
-architecture, with each rung alone, and with the rungs that helped together, side by side.
+The modern rungs, measured: microgpt's architecture trained through train.py at the settings of
+README's two recipes (MICROGPT in recipe.py and shakespeare.py: the recipes without their rungs,
+names at the rate and batch that architecture trains best at), with each rung alone, and with the
+rungs that helped together, side by side.
 
     python bench/modern.py                   # names, then tiny shakespeare (../shared/data/)
     python bench/modern.py --only names      # one of the two recipes
@@ -39,9 +41,9 @@ RUNGS = {
     'n-kv-head-2': ['--n-kv-head', '2'],
     'tied': ['--tie-embeddings'],
 }
-RECIPES = {  # name: (its data file, its flags, its output file's suffix)
-    'names': ('names.txt', recipe.recipe_flags(), '.json'),
-    'shakespeare': ('tinyshakespeare.txt', shakespeare.recipe_flags(), '.safetensors'),
+RECIPES = {  # name: (its data file, its flags with microgpt's architecture, its output file's suffix)
+    'names': ('names.txt', recipe.recipe_flags(recipe.MICROGPT), '.json'),
+    'shakespeare': ('tinyshakespeare.txt', shakespeare.recipe_flags(shakespeare.MICROGPT), '.safetensors'),
 }
 
 

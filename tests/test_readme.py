@@ -268,7 +268,8 @@ TINY_TEXT = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is 
 def shrunk(argv):
     """A README command as this test runs it: every --steps N becomes N // 1000 (at least 1; the
     default 1000 too), so that the recipes take seconds and a resume still asks for more steps
-    than the run before; a --length N of running text becomes N // 100."""
+    than the run before; a --length N of running text becomes N // 100; a --batch-size above 16
+    becomes 16, as the stand-in names are few."""
     out = list(argv)
     if out[:1] == ['train.py'] and '--steps' not in out:
         out += ['--steps', '1000']
@@ -277,6 +278,8 @@ def shrunk(argv):
             out[i + 1] = str(max(1, int(out[i + 1]) // 1000))
         if word == '--length':
             out[i + 1] = str(max(1, int(out[i + 1]) // 100))
+        if word == '--batch-size':
+            out[i + 1] = str(min(16, int(out[i + 1])))
     return out
 
 
@@ -387,10 +390,14 @@ def test_the_figure_check_finds_a_figure_nothing_measures():
                                          ('1.9616', '| names | 1.9616 |')]
 
 
+def flag_values(words):
+    """{'--steps': '12000', '--rope': '', ...}: each flag with the word after it, or '' for a switch."""
+    return {w: '' if v.startswith('--') else v for w, v in zip(words, words[1:] + ['--']) if w.startswith('--')}
+
+
 def bench_recipe(script):
-    """The train.py flags of a bench script's recipe ({'--steps': '12000', ...})."""
-    flags = bench_script(script).recipe_flags()
-    return dict(zip(flags[::2], flags[1::2]))
+    """The train.py flags of a bench script's recipe ({'--steps': '12000', '--qk-norm': '', ...})."""
+    return flag_values(bench_script(script).recipe_flags())
 
 
 def recipe_differences(command, recipe):
@@ -398,8 +405,7 @@ def recipe_differences(command, recipe):
     sets that the command leaves at another value (train.py's default counts as left), and a flag
     the command adds (its --data and --out aside)."""
     from microgpt.programs.settings import flag_default
-    words = shlex.split(command)[2:]
-    shown = {w: v for w, v in zip(words, words[1:] + ['']) if w.startswith('--')}
+    shown = flag_values(shlex.split(command)[2:])
     differ = []
     for flag, value in recipe.items():
         default = flag_default(flag[2:].replace('-', '_'))
