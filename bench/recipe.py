@@ -9,8 +9,9 @@ README's numpy recipe on makemore's names, measured end to end through train.py 
 It runs README's command (RECIPE) in a child and reports what the run took and logged. The
 recipe keeps one BLAS thread (--threads 1): at batch 64 two threads were no faster here (23.4 and
 23.3 ms a step), and one thread sums in one order, so every run ends at the same loss to the last
-digit. --plain also runs it without weight decay and dropout, into DIR/plain.json (README's curve: python -m microgpt.lab loss
-DIR/plain.log.jsonl DIR/names.log.jsonl --png docs/img/recipe-loss.png).
+digit. --plain also runs it without weight decay and dropout, into DIR/plain.safetensors (README's
+curve: python -m microgpt.lab loss DIR/plain.safetensors.log.jsonl DIR/names.safetensors.log.jsonl
+--png docs/img/recipe-loss.png).
 """
 
 import argparse
@@ -24,15 +25,18 @@ import time
 
 from common import REPO_DIR, child_env, read_text, shared_data, timed_saves, train_flags
 
-# makemore's Transformer shape, 4 x 64; the steps are what a float32 run does in about two
-# minutes here. GRID chose the regularizer on microgpt's architecture (MICROGPT; --grid reruns it,
-# one line a run: docs/lessons.md): at 5500 float64 steps dropout underfits and decay only lifts
-# the training loss; at 12000 float32 steps the plain model memorizes (train 1.73, val 1.96) and a
-# little of both helps most. Then two rungs of docs/modern.md: SwiGLU and QK-norm helped alone, and
-# QK-norm's bounded scores take the larger step (microgpt's model at lr 0.004: 1.9430).
+from microgpt.programs.runlog import log_path_for
+
+# makemore's Transformer shape, 4 x 64. GRID chose the regularizer on microgpt's architecture
+# (MICROGPT, about two minutes a run; --grid reruns it, one line a run: docs/lessons.md): at 5500
+# float64 steps dropout underfits and decay only lifts the training loss; at 12000 float32 steps
+# the plain model memorizes (train 1.73, val 1.96) and a little of both helps most. RECIPE adds
+# SwiGLU and QK-norm (docs/modern.md), and batches of 64 at a larger rate, for the steps that fit
+# in three minutes here; docs/modern.md has the grid around it.
 MICROGPT = dict(n_layer=4, n_embd=64, n_head=4, block_size=16, batch_size=32, lr=0.003, steps=12000,
                 weight_decay=0.1, dropout=0.05, dtype='float32', save_every=4000, eval_every=2000)
 RECIPE = dict(MICROGPT, mlp='swiglu', qk_norm=True, batch_size=64, lr=0.0055, steps=7300, threads=1)
+OUT = 'names.safetensors'  # its saves take milliseconds, where JSON's take most of a second each
 # (weight decay, dropout, steps, dtype) of each grid run, on MICROGPT
 GRID = [(0.0, 0.0, 5500, 'float64'), (0.1, 0.0, 5500, 'float64'), (0.3, 0.0, 5500, 'float64'),
         (1.0, 0.0, 5500, 'float64'), (0.0, 0.1, 5500, 'float64'), (0.0, 0.2, 5500, 'float64'),
@@ -53,7 +57,7 @@ def train(data, out, env, recipe=RECIPE, **changes):
     t0 = time.perf_counter()
     result = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     total = time.perf_counter() - t0
-    with open(out[:-len('.json')] + '.log.jsonl', encoding='utf-8') as f:
+    with open(log_path_for(out), encoding='utf-8') as f:
         vals = [json.loads(line) for line in f if 'val_loss' in line]
     return total, vals, result.stdout
 
@@ -78,7 +82,7 @@ def main(argv=None):
                    help="makemore's names.txt (default: ../shared/data/names.txt beside the checkout)")
     p.add_argument('--keep', metavar='DIR', help="keep the run's checkpoint and log in DIR")
     p.add_argument('--plain', action='store_true', help="with --keep: also run the recipe without its "
-                   "regularizer into DIR/plain.json")
+                   "regularizer into DIR/plain.safetensors")
     p.add_argument('--grid', action='store_true', help="first run GRID, the variants that chose the recipe "
                    "(weight decay x dropout x steps: about ten minutes)")
     args = p.parse_args(argv)
@@ -93,10 +97,10 @@ def main(argv=None):
         if args.grid:
             grid(args.data, env, tmp)
         if args.keep and args.plain:
-            total, vals, _ = train(args.data, os.path.join(args.keep, 'plain.json'), env, weight_decay=0.0, dropout=0.0)
+            total, vals, _ = train(args.data, os.path.join(args.keep, 'plain.safetensors'), env, weight_decay=0.0, dropout=0.0)
             print(f"without its regularizer: validation loss {vals[-1]['val_loss']:.4f}, training "
                   f"{vals[-1]['train_loss']:.4f}; whole run {total:.1f} s", flush=True)
-        out = os.path.join(args.keep or tmp, 'names.json')
+        out = os.path.join(args.keep or tmp, OUT)
         print('recipe: train.py --data ' + ' '.join([args.data, *recipe_flags(), '--out', out]), flush=True)
         total, vals, stdout = train(args.data, out, env)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MiB (the largest child's)

@@ -129,8 +129,8 @@ draw(fig, 'kv_cache.png')
 # this small, the losses differ by little more than noise. The parameters are exact. RoPE drops
 # `wpe`, and tied embeddings `lm_head`. Two kv heads halve `attn_wk` and `attn_wv`. SwiGLU's three
 # matrices of 85 × 32 hold 32 numbers fewer than ReLU's two of 128 × 32. Norm gains add four rows
-# of 32. The real measurement is `python bench/modern.py`, README's two recipes at full length;
-# docs/modern.md quotes it.
+# of 32. The real measurement is `python bench/modern.py`, at the settings of README's two recipes
+# and their full length; docs/modern.md quotes it.
 
 # %%
 RUNGS = {'microgpt': [], 'rope': ['--rope'], 'gelu': ['--mlp', 'gelu'], 'swiglu': ['--mlp', 'swiglu'],

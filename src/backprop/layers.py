@@ -207,7 +207,7 @@ def gelu_backward(dy, u):
         dy/du = 0.5 (1 + t) + 0.5 u (1 - t^2) c (1 + 3 * 0.044715 u^2)
     and du = dy * dy/du, shaped as u.
     """
-    t = np.tanh(GELU_C * (u + 0.044715 * u ** 3))  # same shape as u
+    t = np.tanh(GELU_C * (u + 0.044715 * u * u * u))  # same shape as u (u ** 3 is pow(): slow)
     return dy * (0.5 * (1 + t) + 0.5 * u * (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * u * u))
 
 

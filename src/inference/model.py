@@ -40,6 +40,7 @@ x @ w.T (see `linear`).
 """
 
 import functools
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -97,7 +98,9 @@ def sigmoid(u):
 def gelu(u):
     """GELU in GPT-2's tanh form, 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))): a smooth ReLU
     that lets a little of a negative input through (PyTorch's F.gelu(u, approximate='tanh'))."""
-    return 0.5 * u * (1.0 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))  # same shape as u
+    # math.sqrt, a Python float: numpy's float64 sqrt would turn a float32 u into float64. And
+    # u * u * u, not u ** 3, which numpy computes by pow() at every entry, ten times slower.
+    return 0.5 * u * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u * u * u)))  # same shape as u
 
 
 def mlp_hidden_layer(x, sd, li, kind):
