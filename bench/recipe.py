@@ -7,9 +7,10 @@ README's numpy recipe on makemore's names, measured end to end through train.py 
     python bench/recipe.py --grid                           # first the runs that chose the recipe
 
 It runs README's command (RECIPE) in a child and reports what the run took and logged. The
-recipe keeps one BLAS thread (--threads 1): at batch 64 two threads were no faster here (23.4 and
-23.3 ms a step), and one thread sums in one order, so every run ends at the same loss to the last
-digit. --plain also runs it without weight decay and dropout, into DIR/plain.safetensors (README's
+recipe keeps one BLAS thread (--threads 1) for its loss: one thread sums in one order, so every run
+ends at the same loss to the last digit. It costs little or some time by the hour: train.py timed
+a step at 23.4 ms on one thread and 23.3 on two, and at a slower hour 32.6 against two workers'
+26.4. --plain also runs it without weight decay and dropout, into DIR/plain.safetensors (README's
 curve: python -m microgpt.lab loss DIR/plain.safetensors.log.jsonl DIR/names.safetensors.log.jsonl
 --png docs/img/recipe-loss.png).
 """
