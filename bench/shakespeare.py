@@ -25,7 +25,8 @@ import time
 from common import REPO_DIR, child_env, load, shared_data, timed_saves, train_flags
 
 # nanoGPT's shape and batch; lr and steps are this model's (no warm-up, linear decay to 0): 1500
-# steps fit in a minute or two here (microgpt's architecture: 1000 gave 1.832, 2000 gave 1.708). An evaluation every 300 steps draws the curve with five points.
+# steps fit in a minute or two here (microgpt's architecture: 1000 gave 1.832, 2000 gave 1.708).
+# An evaluation every 300 steps draws the curve with five points.
 MICROGPT = dict(n_layer=4, n_head=4, n_embd=128, block_size=64, batch_size=12, lr=0.004, steps=1500,
                 eval_every=300, save_every=1500)
 # Three rungs of docs/modern.md helped here alone and help together (bench/modern.py), RoPE the

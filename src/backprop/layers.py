@@ -39,12 +39,11 @@ tests/test_modern_backprop.py the rungs'.
 """
 
 import functools
-import math
 
 import numpy as np
 
 from ..inference.attention import causal_mask, softmax
-from ..inference.model import cross_entropy, gelu, linear, rms_scale, sigmoid, split_heads
+from ..inference.model import GELU_C, cross_entropy, gelu, linear, rms_scale, sigmoid, split_heads
 from microgpt.model import rope_frequencies
 from microgpt.ops import RMS_EPS  # microgpt's rmsnorm epsilon, as every engine's
 
@@ -191,8 +190,6 @@ def relu_backward(dy, x):
 
 
 # ---------------------------------------------------------------------------- GELU
-GELU_C = math.sqrt(2 / math.pi)  # the tanh form's constant, as GPT-2's
-
 
 def gelu_forward(u):
     """GPT-2's GELU in its tanh form, 0.5 u (1 + tanh(c (u + 0.044715 u^3))): the port's gelu,
@@ -207,7 +204,7 @@ def gelu_backward(dy, u):
         dy/du = 0.5 (1 + t) + 0.5 u (1 - t^2) c (1 + 3 * 0.044715 u^2)
     and du = dy * dy/du, shaped as u.
     """
-    t = np.tanh(GELU_C * (u + 0.044715 * u * u * u))  # same shape as u (u ** 3 is pow(): slow)
+    t = np.tanh(GELU_C * (u + 0.044715 * u * u * u))  # same shape as u, as the port's gelu
     return dy * (0.5 * (1 + t) + 0.5 * u * (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * u * u))
 
 

@@ -95,12 +95,16 @@ def sigmoid(u):
     return 0.5 * (1.0 + np.tanh(0.5 * u))  # same shape as u
 
 
+# GELU's tanh-form constant sqrt(2/pi), a Python float: numpy's float64 np.sqrt would turn a
+# float32 u into float64
+GELU_C = math.sqrt(2 / math.pi)
+
+
 def gelu(u):
     """GELU in GPT-2's tanh form, 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))): a smooth ReLU
-    that lets a little of a negative input through (PyTorch's F.gelu(u, approximate='tanh'))."""
-    # math.sqrt, a Python float: numpy's float64 sqrt would turn a float32 u into float64. And
-    # u * u * u, not u ** 3, which numpy computes by pow() at every entry, ten times slower.
-    return 0.5 * u * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u * u * u)))  # same shape as u
+    that lets a little of a negative input through (PyTorch's F.gelu(u, approximate='tanh')).
+    u * u * u, not u ** 3, which numpy computes by pow() at every entry, ten times slower."""
+    return 0.5 * u * (1.0 + np.tanh(GELU_C * (u + 0.044715 * u * u * u)))  # same shape as u
 
 
 def mlp_hidden_layer(x, sd, li, kind):
